@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Connection establishment and teardown: connect, listen, accept, reject,
+ * disconnect, and the ECE (enhanced connection establishment) options.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_convert.h"
+#include "cma.h"
+#include "ucma_abi.h"
+
+static uint8_t cma_min_u8(uint8_t a, uint8_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * A connected id needs either a QP of its own or a qp_num from the caller;
+ * depths beyond what the device supports are refused, RDMA_MAX_* aside.
+ */
+static int cma_check_conn_param(struct cma_id_private *id_priv,
+				const struct rdma_conn_param *param)
+{
+	struct cma_device *dev = id_priv->cma_dev;
+
+	if (param && param->private_data_len && !param->private_data)
+		return cma_err(EINVAL);
+	if (id_priv->id.qp_type == IBV_QPT_UD)
+		return 0;
+	if (!id_priv->id.qp && !param)
+		return cma_err(EINVAL);
+	if (!param || dev->is_iwarp)
+		return 0;
+	if (param->responder_resources != RDMA_MAX_RESP_RES &&
+	    param->responder_resources > dev->max_responder_resources)
+		return cma_err(EINVAL);
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+	    param->initiator_depth > dev->max_initiator_depth)
+		return cma_err(EINVAL);
+	return 0;
+}
+
+/* Fold the caller's depths into the id's (RDMA_MAX_* keeps the id's). */
+static void cma_set_depths(struct cma_id_private *id_priv,
+			   const struct rdma_conn_param *param)
+{
+	if (!param)
+		return;
+	if (param->initiator_depth != RDMA_MAX_INIT_DEPTH)
+		id_priv->initiator_depth = param->initiator_depth;
+	if (param->responder_resources != RDMA_MAX_RESP_RES)
+		id_priv->responder_resources = param->responder_resources;
+}
+
+static void cma_build_kern_param(struct cma_id_private *id_priv,
+				 const struct rdma_conn_param *param,
+				 struct rdma_ucm_conn_param *kparam)
+{
+	struct rdma_cm_id *id = &id_priv->id;
+	uint32_t qp_num = id->qp ? id->qp->qp_num : (param ? param->qp_num : 0);
+	uint8_t srq = id->qp ? (id->srq != NULL) : (param ? param->srq : 0);
+
+	cma_conn_param_to_kern(kparam, param, qp_num, srq,
+			       id_priv->responder_resources,
+			       id_priv->initiator_depth);
+	if (id->qp_type == IBV_QPT_UD)
+		kparam->qkey = RDMA_UDP_QKEY;
+}
+
+static void cma_ece_to_kern(const struct cma_id_private *id_priv,
+			    struct rdma_ucm_ece *ece)
+{
+	ece->vendor_id = id_priv->local_ece.vendor_id;
+	ece->attr_mod = id_priv->local_ece.options;
+}
+
+CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
+			    struct rdma_conn_param *conn_param)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	struct rdma_ucm_conn_param kparam;
+	struct rdma_ucm_ece ece;
+
+	if (cma_check_id(id))
+		return -1;
+	if (!id_priv->cma_dev)
+		return cma_err(EINVAL); /* route not resolved */
+	if (cma_check_conn_param(id_priv, conn_param))
+		return -1;
+	id_priv->initiator_depth = id_priv->cma_dev->max_initiator_depth;
+	id_priv->responder_resources =
+		id_priv->cma_dev->max_responder_resources;
+	cma_set_depths(id_priv, conn_param);
+	cma_build_kern_param(id_priv, conn_param, &kparam);
+	cma_ece_to_kern(id_priv, &ece);
+	if (ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &kparam,
+			     &ece))
+		return -1;
+	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+}
+
+CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+
+	if (cma_check_id(id))
+		return -1;
+	if (backlog < 0)
+		backlog = 0;
+	return ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
+			       (uint32_t)backlog);
+}
+
+/*
+ * Build the id of an incoming connection.  It lives on the listener's
+ * channel; a synchronous listener's children get a private channel, so
+ * that their calls block on their own events.
+ */
+int cma_process_conn_req(struct cma_event *evt,
+			 struct cma_id_private *listen_priv, uint32_t handle,
+			 const struct rdma_ucm_event_resp *resp)
+{
+	struct rdma_cm_id *listen = &listen_priv->id;
+	struct cma_id_private *id_priv;
+	struct cma_device *dev;
+	int err;
+
+	id_priv = cma_id_alloc(listen->channel, listen->context, listen->ps,
+			       listen->qp_type);
+	if (!id_priv)
+		return -1;
+	id_priv->handle = handle;
+	if (cma_query_route_info(id_priv))
+		goto fail;
+	dev = id_priv->cma_dev;
+	if (!dev) {
+		errno = ENODEV;
+		goto fail;
+	}
+	if (listen_priv->sync && rdma_migrate_id(&id_priv->id, NULL))
+		goto fail;
+
+	cma_event_copy_param(evt, id_priv, resp);
+	if (id_priv->id.qp_type != IBV_QPT_UD) {
+		const struct rdma_conn_param *p = &evt->event.param.conn;
+
+		/* The kernel reports the depths from our side's view. */
+		id_priv->responder_resources = cma_min_u8(
+			p->responder_resources, dev->max_responder_resources);
+		id_priv->initiator_depth =
+			cma_min_u8(p->initiator_depth, dev->max_initiator_depth);
+	}
+	id_priv->remote_ece.vendor_id = resp->ece.vendor_id;
+	id_priv->remote_ece.options = resp->ece.attr_mod;
+	evt->event.id = &id_priv->id;
+	return 0;
+fail:
+	err = errno;
+	cma_id_free(id_priv);
+	return cma_err(err);
+}
+
+/* Send the RTU that completes an active-side connection. */
+static int cma_send_rtu(struct cma_id_private *id_priv)
+{
+	return ucma_cmd_accept(cma_id_fd(id_priv), id_priv->handle,
+			       (uint64_t)(uintptr_t)id_priv, NULL, NULL);
+}
+
+int cma_process_conn_resp(struct cma_id_private *id_priv)
+{
+	if (cma_qp_to_rtr(id_priv, RDMA_MAX_RESP_RES))
+		return -1;
+	if (cma_qp_to_rts(id_priv, RDMA_MAX_INIT_DEPTH))
+		return -1;
+	return cma_send_rtu(id_priv);
+}
+
+CMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	if (cma_check_id(id))
+		return -1;
+	if (id->qp)
+		return cma_err(EINVAL); /* the library already did it */
+	return cma_send_rtu(cma_id_priv(id));
+}
+
+CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
+				struct rdma_cm_id **id)
+{
+	struct cma_id_private *listen_priv = cma_id_priv(listen);
+	struct rdma_cm_event *event;
+	struct rdma_cm_id *new_id;
+	int err;
+
+	if (cma_check_id(listen) || !id)
+		return cma_err(EINVAL);
+	if (!listen_priv->sync)
+		return cma_err(EINVAL); /* asynchronous ids read their channel */
+	if (rdma_get_cm_event(listen->channel, &event))
+		return -1;
+	if (event->status) {
+		err = event->status < 0 ? -event->status : event->status;
+		rdma_ack_cm_event(event);
+		return cma_err(err);
+	}
+	if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rdma_ack_cm_event(event);
+		return cma_err(EINVAL);
+	}
+	new_id = event->id;
+	if (listen_priv->listen_qp_attr &&
+	    cma_create_ep_qp(cma_id_priv(new_id), listen_priv->listen_pd,
+			     listen_priv->listen_qp_attr)) {
+		err = errno;
+		rdma_reject(new_id, NULL, 0);
+		rdma_ack_cm_event(event);
+		rdma_destroy_id(new_id);
+		return cma_err(err);
+	}
+	new_id->event = event;
+	*id = new_id;
+	return 0;
+}
+
+CMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
+			   struct rdma_conn_param *conn_param)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	struct rdma_ucm_conn_param kparam;
+	struct rdma_ucm_ece ece;
+
+	if (cma_check_id(id))
+		return -1;
+	if (!id_priv->cma_dev)
+		return cma_err(EINVAL);
+	if (cma_check_conn_param(id_priv, conn_param))
+		return -1;
+	cma_set_depths(id_priv, conn_param);
+	if (id->qp && id->qp_type != IBV_QPT_UD && !id_priv->cma_dev->is_iwarp) {
+		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
+		    cma_qp_to_rts(id_priv, id_priv->initiator_depth)) {
+			int err = errno;
+
+			cma_qp_to_err(id_priv);
+			return cma_err(err);
+		}
+	}
+	cma_build_kern_param(id_priv, conn_param, &kparam);
+	cma_ece_to_kern(id_priv, &ece);
+	if (ucma_cmd_accept(cma_id_fd(id_priv), id_priv->handle,
+			    (uint64_t)(uintptr_t)id_priv, &kparam, &ece)) {
+		int err = errno;
+
+		cma_qp_to_err(id_priv);
+		return cma_err(err);
+	}
+	/* A datagram accept (SIDR reply) completes with no event. */
+	if (!id_priv->sync || id->qp_type == IBV_QPT_UD)
+		return 0;
+	return cma_id_wait_sync(id_priv);
+}
+
+static int cma_reject(struct rdma_cm_id *id, const void *private_data,
+		      uint8_t private_data_len, uint8_t reason)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+
+	if (cma_check_id(id))
+		return -1;
+	if (private_data_len && !private_data)
+		return cma_err(EINVAL);
+	return ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle,
+			       private_data, private_data_len, reason);
+}
+
+CMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			   uint8_t private_data_len)
+{
+	return cma_reject(id, private_data, private_data_len, 0);
+}
+
+CMA_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			       uint8_t private_data_len)
+{
+	return cma_reject(id, private_data, private_data_len,
+			  UCMA_REJ_VENDOR_OPTION_NOT_SUPPORTED);
+}
+
+CMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+
+	if (cma_check_id(id))
+		return -1;
+	return ucma_cmd_notify(cma_id_fd(id_priv), id_priv->handle,
+			       (uint32_t)event);
+}
+
+CMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	int ret;
+
+	if (cma_check_id(id))
+		return -1;
+	/* Flush the QP first so no work completes after the disconnect. */
+	if (id_priv->cma_dev && id_priv->cma_dev->is_iwarp)
+		ret = cma_qp_to_sqd(id_priv);
+	else
+		ret = cma_qp_to_err(id_priv);
+	if (ret)
+		return -1;
+	if (ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle))
+		return -1;
+	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+}
+
+CMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (cma_check_id(id) || !ece || ece->comp_mask)
+		return cma_err(EINVAL);
+	cma_id_priv(id)->local_ece = *ece;
+	return 0;
+}
+
+CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	if (cma_check_id(id) || !ece)
+		return cma_err(EINVAL);
+	*ece = cma_id_priv(id)->remote_ece;
+	return 0;
+}

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * RDMA devices known to the library.
+ *
+ * The list is read once and refreshed when the kernel names a device we do
+ * not know (hot-plug, or `rdma link add` after start-up).  A device is only
+ * opened when an id is first bound to it: a process that uses one port of a
+ * many-device host pays for one context, not all of them.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "ucma_abi.h"
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Entries are allocated one by one and never move or go away while the
+ * process runs: ids keep pointers to them.  A device that disappears stays
+ * listed, closed once no id uses it.
+ */
+static struct cma_device **devs;
+static int dev_count;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_errno;
+
+static void cma_init_once(void)
+{
+	int version = ucma_abi_version();
+
+	if (version < 0)
+		init_errno = ENODEV; /* rdma_ucm is not loaded */
+	else if (version != RDMA_USER_CM_ABI_VERSION)
+		init_errno = ENOSYS; /* a kernel ABI we do not speak */
+}
+
+int cma_init(void)
+{
+	pthread_once(&init_once, cma_init_once);
+	return init_errno ? cma_err(init_errno) : 0;
+}
+
+static struct cma_device *cma_find_ibdev_locked(struct ibv_device *ibdev)
+{
+	__be64 guid = ibv_get_device_guid(ibdev);
+	int i;
+
+	for (i = 0; i < dev_count; i++)
+		if (devs[i]->guid == guid &&
+		    !strcmp(devs[i]->ibdev->name, ibdev->name))
+			return devs[i];
+	return NULL;
+}
+
+static int cma_add_device_locked(struct ibv_device *ibdev)
+{
+	struct cma_device **grown, *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	grown = realloc(devs, sizeof(*devs) * ((size_t)dev_count + 1));
+	if (!dev || !grown) {
+		free(dev);
+		if (grown)
+			devs = grown;
+		return cma_err(ENOMEM);
+	}
+	devs = grown;
+	dev->ibdev = ibdev;
+	dev->guid = ibv_get_device_guid(ibdev);
+	devs[dev_count++] = dev;
+	return 0;
+}
+
+/*
+ * Append devices that appeared since the last scan.  A device list from
+ * libibverbs keeps its devices alive, so a list that contributed a device is
+ * kept for the life of the process; one that added nothing is freed.
+ */
+static int cma_rescan_devices(void)
+{
+	struct ibv_device **list;
+	bool added = false;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (cma_find_ibdev_locked(list[i]))
+			continue;
+		if (cma_add_device_locked(list[i]))
+			break;
+		added = true;
+	}
+	if (!added)
+		ibv_free_device_list(list);
+	return 0;
+}
+
+static int cma_device_open(struct cma_device *dev)
+{
+	struct ibv_device_attr attr;
+
+	if (dev->verbs)
+		return 0;
+	dev->verbs = ibv_open_device(dev->ibdev);
+	if (!dev->verbs)
+		return -1;
+	if (ibv_query_device(dev->verbs, &attr)) {
+		ibv_close_device(dev->verbs);
+		dev->verbs = NULL;
+		return -1;
+	}
+	dev->port_cnt = attr.phys_port_cnt;
+	dev->max_initiator_depth = (uint8_t)(attr.max_qp_init_rd_atom > 0xfe ?
+						     0xfe :
+						     attr.max_qp_init_rd_atom);
+	dev->max_responder_resources =
+		(uint8_t)(attr.max_qp_rd_atom > 0xfe ? 0xfe :
+						       attr.max_qp_rd_atom);
+	dev->is_iwarp = dev->ibdev->transport_type == IBV_TRANSPORT_IWARP;
+	return 0;
+}
+
+static struct cma_device *cma_find_guid_locked(__be64 guid)
+{
+	int i;
+
+	for (i = 0; i < dev_count; i++)
+		if (devs[i]->guid == guid)
+			return devs[i];
+	return NULL;
+}
+
+struct cma_device *cma_device_get_by_guid(__be64 guid)
+{
+	struct cma_device *dev;
+
+	pthread_mutex_lock(&dev_lock);
+	dev = cma_find_guid_locked(guid);
+	if (!dev && !cma_rescan_devices())
+		dev = cma_find_guid_locked(guid);
+	if (dev && cma_device_open(dev))
+		dev = NULL;
+	else if (dev)
+		dev->refcnt++;
+	else
+		errno = ENODEV;
+	pthread_mutex_unlock(&dev_lock);
+	return dev;
+}
+
+struct cma_device *cma_device_get_by_verbs(struct ibv_context *verbs)
+{
+	struct cma_device *dev = NULL;
+	int i;
+
+	pthread_mutex_lock(&dev_lock);
+	for (i = 0; i < dev_count; i++) {
+		if (devs[i]->verbs == verbs) {
+			dev = devs[i];
+			dev->refcnt++;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dev_lock);
+	return dev;
+}
+
+void cma_device_put(struct cma_device *dev)
+{
+	if (!dev)
+		return;
+	pthread_mutex_lock(&dev_lock);
+	if (--dev->refcnt == 0 && dev->removed) {
+		/* The device is gone: release what we held on it. */
+		if (dev->pd)
+			ibv_dealloc_pd(dev->pd);
+		dev->pd = NULL;
+		if (dev->verbs)
+			ibv_close_device(dev->verbs);
+		dev->verbs = NULL;
+		dev->removed = false;
+	}
+	pthread_mutex_unlock(&dev_lock);
+}
+
+void cma_device_mark_removed(struct cma_device *dev)
+{
+	pthread_mutex_lock(&dev_lock);
+	dev->removed = true;
+	pthread_mutex_unlock(&dev_lock);
+}
+
+struct ibv_pd *cma_device_default_pd(struct cma_device *dev)
+{
+	struct ibv_pd *pd;
+
+	pthread_mutex_lock(&dev_lock);
+	if (!dev->pd)
+		dev->pd = ibv_alloc_pd(dev->verbs);
+	pd = dev->pd;
+	pthread_mutex_unlock(&dev_lock);
+	return pd;
+}
+
+CMA_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
+{
+	struct ibv_context **list;
+	int i, n = 0;
+
+	if (cma_init())
+		goto fail;
+	pthread_mutex_lock(&dev_lock);
+	if (cma_rescan_devices()) {
+		pthread_mutex_unlock(&dev_lock);
+		goto fail;
+	}
+	list = calloc((size_t)dev_count + 1, sizeof(*list));
+	if (!list) {
+		pthread_mutex_unlock(&dev_lock);
+		errno = ENOMEM;
+		goto fail;
+	}
+	for (i = 0; i < dev_count; i++)
+		if (!devs[i]->removed && !cma_device_open(devs[i]))
+			list[n++] = devs[i]->verbs;
+	pthread_mutex_unlock(&dev_lock);
+	if (num_devices)
+		*num_devices = n;
+	return list;
+fail:
+	if (num_devices)
+		*num_devices = 0;
+	return NULL;
+}
+
+/* The contexts stay open for the ids that use them; only the array goes. */
+CMA_EXPORT void rdma_free_devices(struct ibv_context **list)
+{
+	free(list);
+}

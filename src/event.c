@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Kernel events become rdma_cm_events here, and only here.
+ *
+ * rdma_get_cm_event() reads one event from the channel, finds the id (or
+ * multicast group) the kernel's uid names, and lets the module that owns
+ * the event's subject finish the work the CM does on the application's
+ * behalf (query the resolved address, move the QP through its states,
+ * build the id of a new connection, attach a QP to a group).  When that
+ * work fails, the event is turned into the matching error event, so the
+ * application always sees one event for each kernel event.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_convert.h"
+#include "cma.h"
+#include "ucma_abi.h"
+
+static void cma_copy_conn_param(struct cma_event *evt,
+				const struct rdma_ucm_conn_param *src)
+{
+	struct rdma_conn_param *dst = &evt->event.param.conn;
+	uint8_t len = src->private_data_len;
+
+	if (len) {
+		memcpy(evt->private_data, src->private_data, len);
+		dst->private_data = evt->private_data;
+		dst->private_data_len = len;
+	}
+	dst->responder_resources = src->responder_resources;
+	dst->initiator_depth = src->initiator_depth;
+	dst->flow_control = src->flow_control;
+	dst->retry_count = src->retry_count;
+	dst->rnr_retry_count = src->rnr_retry_count;
+	dst->srq = src->srq;
+	dst->qp_num = src->qp_num;
+}
+
+static void cma_copy_ud_param(struct cma_event *evt,
+			      const struct rdma_ucm_ud_param *src)
+{
+	struct rdma_ud_param *dst = &evt->event.param.ud;
+	uint8_t len = src->private_data_len;
+
+	if (len) {
+		memcpy(evt->private_data, src->private_data, len);
+		dst->private_data = evt->private_data;
+		dst->private_data_len = len;
+	}
+	cma_ah_attr_from_kern(&dst->ah_attr, &src->ah_attr);
+	dst->qp_num = src->qp_num;
+	dst->qkey = src->qkey;
+}
+
+/* Datagram ids report UD parameters; connected ones, connection ones. */
+void cma_event_copy_param(struct cma_event *evt,
+			  const struct cma_id_private *id_priv,
+			  const struct rdma_ucm_event_resp *resp)
+{
+	if (id_priv->id.qp_type == IBV_QPT_UD)
+		cma_copy_ud_param(evt, &resp->param.ud);
+	else
+		cma_copy_conn_param(evt, &resp->param.conn);
+}
+
+static void cma_event_fail(struct cma_event *evt,
+			   enum rdma_cm_event_type type, int err)
+{
+	evt->event.event = type;
+	evt->event.status = -err;
+}
+
+static void cma_store_remote_ece(struct cma_id_private *id_priv,
+				 const struct rdma_ucm_event_resp *resp)
+{
+	id_priv->remote_ece.vendor_id = resp->ece.vendor_id;
+	id_priv->remote_ece.options = resp->ece.attr_mod;
+}
+
+enum cma_event_verdict {
+	CMA_EVENT_DELIVER,
+	CMA_EVENT_DROP, /* consumed by the library; read the next one */
+};
+
+static enum cma_event_verdict
+cma_handle_conn_req(struct cma_event *evt,
+		    const struct rdma_ucm_event_resp *resp)
+{
+	struct cma_id_private *listen_priv = evt->id_priv;
+	uint32_t ignored;
+
+	evt->event.listen_id = &listen_priv->id;
+	if (!cma_process_conn_req(evt, listen_priv, resp->id, resp))
+		return CMA_EVENT_DELIVER;
+
+	/*
+	 * The new connection cannot be represented (no memory, device gone):
+	 * refuse it so the peer hears a reject, and hide it from the
+	 * application, which never saw an id for it.
+	 */
+	ucma_cmd_reject(cma_id_fd(listen_priv), resp->id, NULL, 0, 0);
+	ucma_cmd_destroy_id(cma_id_fd(listen_priv), resp->id, &ignored);
+	return CMA_EVENT_DROP;
+}
+
+static void cma_handle_conn_resp(struct cma_event *evt,
+				 struct cma_id_private *id_priv,
+				 const struct rdma_ucm_event_resp *resp)
+{
+	cma_copy_conn_param(evt, &resp->param.conn);
+	cma_store_remote_ece(id_priv, resp);
+	if (!cma_id_qp(id_priv))
+		return; /* the application finishes with rdma_establish() */
+	if (cma_process_conn_resp(id_priv)) {
+		int err = errno;
+
+		cma_qp_to_err(id_priv);
+		ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0,
+				0);
+		cma_event_fail(evt, RDMA_CM_EVENT_CONNECT_ERROR, err);
+		return;
+	}
+	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
+}
+
+/* The connection is over or never formed: the QP must stop using it. */
+static void cma_handle_conn_end(struct cma_event *evt,
+				struct cma_id_private *id_priv,
+				const struct rdma_ucm_event_resp *resp)
+{
+	cma_copy_conn_param(evt, &resp->param.conn);
+	if (cma_id_qp(id_priv))
+		cma_qp_to_err(id_priv);
+}
+
+static enum cma_event_verdict
+cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+
+	switch (resp->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (cma_query_addr_info(id_priv))
+			cma_event_fail(evt, RDMA_CM_EVENT_ADDR_ERROR, errno);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (cma_query_route_info(id_priv))
+			cma_event_fail(evt, RDMA_CM_EVENT_ROUTE_ERROR, errno);
+		break;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return cma_handle_conn_req(evt, resp);
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		cma_handle_conn_resp(evt, id_priv, resp);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		cma_event_copy_param(evt, id_priv, resp);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (id_priv->id.qp_type == IBV_QPT_UD)
+			cma_copy_ud_param(evt, &resp->param.ud);
+		else
+			cma_handle_conn_end(evt, id_priv, resp);
+		break;
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+		cma_copy_ud_param(evt, &resp->param.ud);
+		evt->event.param.ud.private_data = evt->mc->context;
+		if (cma_process_join(evt))
+			cma_event_fail(evt, RDMA_CM_EVENT_MULTICAST_ERROR,
+				       errno);
+		break;
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		evt->event.param.ud.private_data = evt->mc->context;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (id_priv->cma_dev)
+			cma_device_mark_removed(id_priv->cma_dev);
+		break;
+	default:
+		cma_copy_conn_param(evt, &resp->param.conn);
+		break;
+	}
+	return CMA_EVENT_DELIVER;
+}
+
+/*
+ * The kernel echoes the uid we gave it: the id for id events, the group
+ * for multicast events.  Both are our own pointers.
+ */
+static void cma_bind_event_subject(struct cma_event *evt,
+				   const struct rdma_ucm_event_resp *resp)
+{
+	if (resp->event == RDMA_CM_EVENT_MULTICAST_JOIN ||
+	    resp->event == RDMA_CM_EVENT_MULTICAST_ERROR) {
+		evt->mc = (struct cma_multicast *)(uintptr_t)resp->uid;
+		evt->id_priv = evt->mc->id_priv;
+	} else {
+		evt->id_priv = (struct cma_id_private *)(uintptr_t)resp->uid;
+	}
+	evt->event.id = &evt->id_priv->id;
+}
+
+/* Count an event the application will never see as acked. */
+static void cma_event_complete(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+
+	pthread_mutex_lock(&id_priv->mut);
+	if (evt->mc) {
+		evt->mc->events_completed++;
+		pthread_cond_broadcast(&evt->mc->cond);
+	} else {
+		id_priv->events_completed++;
+		pthread_cond_broadcast(&id_priv->cond);
+	}
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				 struct rdma_cm_event **event)
+{
+	struct rdma_ucm_event_resp resp;
+	struct cma_event *evt;
+
+	if (!channel || !event)
+		return cma_err(EINVAL);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return cma_err(ENOMEM);
+	for (;;) {
+		memset(evt, 0, sizeof(*evt));
+		if (ucma_cmd_get_event(channel->fd, &resp)) {
+			int err = errno;
+
+			free(evt);
+			return cma_err(err);
+		}
+		evt->event.event = (enum rdma_cm_event_type)resp.event;
+		evt->event.status = (int)resp.status;
+		cma_bind_event_subject(evt, &resp);
+		if (cma_handle_event(evt, &resp) == CMA_EVENT_DELIVER)
+			break;
+		cma_event_complete(evt);
+	}
+	*event = &evt->event;
+	return 0;
+}
+
+CMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct cma_event *evt = (struct cma_event *)event;
+
+	if (!event)
+		return cma_err(EINVAL);
+	cma_event_complete(evt);
+	free(evt);
+	return 0;
+}
+
+CMA_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = {
+		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+		[RDMA_CM_EVENT_CONNECT_REQUEST] =
+			"RDMA_CM_EVENT_CONNECT_REQUEST",
+		[RDMA_CM_EVENT_CONNECT_RESPONSE] =
+			"RDMA_CM_EVENT_CONNECT_RESPONSE",
+		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+		[RDMA_CM_EVENT_MULTICAST_ERROR] =
+			"RDMA_CM_EVENT_MULTICAST_ERROR",
+		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+		[RDMA_CM_EVENT_ADDRINFO_RESOLVED] =
+			"RDMA_CM_EVENT_ADDRINFO_RESOLVED",
+		[RDMA_CM_EVENT_ADDRINFO_ERROR] = "RDMA_CM_EVENT_ADDRINFO_ERROR",
+		[RDMA_CM_EVENT_USER] = "RDMA_CM_EVENT_USER",
+		[RDMA_CM_EVENT_INTERNAL] = "RDMA_CM_EVENT_INTERNAL",
+	};
+	unsigned int i = (unsigned int)event;
+
+	if (i < sizeof(names) / sizeof(names[0]) && names[i])
+		return names[i];
+	return "UNKNOWN EVENT";
+}
+
+/*
+ * Linux 6.1, the kernel the project tests on, has no command to inject a
+ * user event into a channel; rather than guess at a newer kernel's layout,
+ * report that the operation is not available.
+ */
+CMA_EXPORT int rdma_write_cm_event(struct rdma_cm_id *id,
+				   enum rdma_cm_event_type event, int status,
+				   uint64_t arg)
+{
+	if (cma_check_id(id))
+		return -1;
+	return cma_err(EOPNOTSUPP);
+}

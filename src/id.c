@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Life cycle of communication identifiers.
+ *
+ * The kernel counts the events it has handed out for each id; an id (and a
+ * multicast group) may only be freed once the application has acked that
+ * many, because an unacked event still points at it.  Destroy and migrate
+ * therefore wait on events_completed.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "ucma_abi.h"
+
+int cma_check_id(const struct rdma_cm_id *id)
+{
+	return id ? 0 : cma_err(EINVAL);
+}
+
+int cma_ps_qp_type(enum rdma_port_space ps, enum ibv_qp_type *qp_type)
+{
+	switch (ps) {
+	case RDMA_PS_TCP:
+	case RDMA_PS_IB:
+		*qp_type = IBV_QPT_RC;
+		return 0;
+	case RDMA_PS_UDP:
+	case RDMA_PS_IPOIB:
+		*qp_type = IBV_QPT_UD;
+		return 0;
+	}
+	return cma_err(EINVAL);
+}
+
+struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
+				    void *context, enum rdma_port_space ps,
+				    enum ibv_qp_type qp_type)
+{
+	struct cma_id_private *id_priv;
+
+	id_priv = calloc(1, sizeof(*id_priv));
+	if (!id_priv) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!channel) {
+		channel = cma_channel_create();
+		if (!channel) {
+			free(id_priv);
+			return NULL;
+		}
+		id_priv->sync = true;
+	}
+	id_priv->id.channel = channel;
+	id_priv->id.context = context;
+	id_priv->id.ps = ps;
+	id_priv->id.qp_type = qp_type;
+	pthread_mutex_init(&id_priv->mut, NULL);
+	pthread_cond_init(&id_priv->cond, NULL);
+	return id_priv;
+}
+
+int cma_id_create_kernel(struct cma_id_private *id_priv)
+{
+	return ucma_cmd_create_id(cma_id_fd(id_priv),
+				  (uint64_t)(uintptr_t)id_priv,
+				  (uint16_t)id_priv->id.ps,
+				  (uint8_t)id_priv->id.qp_type,
+				  &id_priv->handle);
+}
+
+void cma_id_free(struct cma_id_private *id_priv)
+{
+	if (id_priv->sync)
+		cma_channel_destroy(id_priv->id.channel);
+	cma_device_put(id_priv->cma_dev);
+	free(id_priv->id.route.path_rec);
+	free(id_priv->listen_qp_attr);
+	if (id_priv->resolved_ai)
+		rdma_freeaddrinfo(id_priv->resolved_ai);
+	pthread_cond_destroy(&id_priv->cond);
+	pthread_mutex_destroy(&id_priv->mut);
+	free(id_priv);
+}
+
+void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev)
+{
+	if (id_priv->cma_dev == dev) {
+		cma_device_put(dev); /* the caller's reference is redundant */
+		return;
+	}
+	cma_device_put(id_priv->cma_dev);
+	id_priv->cma_dev = dev;
+	id_priv->id.verbs = dev ? dev->verbs : NULL;
+}
+
+void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported)
+{
+	pthread_mutex_lock(&id_priv->mut);
+	while (id_priv->events_completed < reported)
+		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+void cma_id_release_sync_event(struct cma_id_private *id_priv)
+{
+	if (id_priv->id.event) {
+		rdma_ack_cm_event(id_priv->id.event);
+		id_priv->id.event = NULL;
+	}
+}
+
+/*
+ * A synchronous call waits for its own completion event; the event stays
+ * in id->event (so callers can read private data) until the next call.
+ */
+int cma_id_wait_sync(struct cma_id_private *id_priv)
+{
+	struct rdma_cm_event *event;
+
+	cma_id_release_sync_event(id_priv);
+	if (rdma_get_cm_event(id_priv->id.channel, &id_priv->id.event))
+		return -1;
+	event = id_priv->id.event;
+	if (!event->status)
+		return 0;
+	if (event->event == RDMA_CM_EVENT_REJECTED)
+		return cma_err(ECONNREFUSED);
+	return cma_err(event->status < 0 ? -event->status : event->status);
+}
+
+static int cma_create_id_common(struct rdma_event_channel *channel,
+				struct rdma_cm_id **id, void *context,
+				enum rdma_port_space ps,
+				enum ibv_qp_type qp_type)
+{
+	struct cma_id_private *id_priv;
+
+	id_priv = cma_id_alloc(channel, context, ps, qp_type);
+	if (!id_priv)
+		return -1;
+	if (cma_id_create_kernel(id_priv)) {
+		int err = errno;
+
+		cma_id_free(id_priv);
+		return cma_err(err);
+	}
+	*id = &id_priv->id;
+	return 0;
+}
+
+CMA_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
+			      struct rdma_cm_id **id, void *context,
+			      enum rdma_port_space ps)
+{
+	enum ibv_qp_type qp_type;
+
+	if (!id || cma_ps_qp_type(ps, &qp_type))
+		return cma_err(EINVAL);
+	if (cma_init())
+		return -1;
+	return cma_create_id_common(channel, id, context, ps, qp_type);
+}
+
+/* rdma_create_ep may ask for a QP type other than the port space's default. */
+int cma_create_id_qp_type(struct rdma_event_channel *channel,
+			  struct rdma_cm_id **id, void *context,
+			  enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	if (cma_init())
+		return -1;
+	return cma_create_id_common(channel, id, context, ps, qp_type);
+}
+
+CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	uint32_t reported;
+
+	if (cma_check_id(id))
+		return -1;
+	cma_mcast_leave_all(id_priv);
+	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle,
+				&reported))
+		return -1;
+	cma_id_release_sync_event(id_priv);
+	cma_id_wait_events(id_priv, reported);
+	cma_id_free(id_priv);
+	return 0;
+}
+
+CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+			       struct rdma_event_channel *channel)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	struct rdma_event_channel *old = id ? id->channel : NULL;
+	bool sync = !channel;
+	uint32_t reported;
+
+	if (cma_check_id(id))
+		return -1;
+	if (sync) {
+		channel = cma_channel_create();
+		if (!channel)
+			return -1;
+	}
+	if (ucma_cmd_migrate_id(channel->fd, id_priv->handle, old->fd,
+				&reported)) {
+		int err = errno;
+
+		if (sync)
+			cma_channel_destroy(channel);
+		return cma_err(err);
+	}
+	if (id_priv->sync) {
+		/* The old channel was ours; nobody else can read from it. */
+		cma_id_release_sync_event(id_priv);
+		cma_channel_destroy(old);
+	}
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->sync = sync;
+	id->channel = channel;
+	while (id_priv->events_completed < reported)
+		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
+	pthread_mutex_unlock(&id_priv->mut);
+	return 0;
+}

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * QPs and SRQs created through the CM, and the QP states the CM drives.
+ *
+ * A connected QP is moved to INIT when it is created, to RTR and RTS when
+ * the connection forms (by rdma_accept on the passive side, on the
+ * CONNECT_RESPONSE event on the active side), and to ERR when it ends.  The
+ * kernel supplies the attributes for each state (path, PSNs, P_Key index),
+ * except on iWARP, where the kernel's iw_cm moves the QP itself after INIT.
+ * Datagram QPs need nothing from a peer, so they go straight to RTS.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_convert.h"
+#include "cma.h"
+#include "ucma_abi.h"
+
+static int cma_kernel_qp_attr(struct cma_id_private *id_priv,
+			      enum ibv_qp_state state, struct ibv_qp_attr *attr,
+			      int *mask)
+{
+	struct ib_uverbs_qp_attr resp;
+
+	if (ucma_cmd_init_qp_attr(cma_id_fd(id_priv), id_priv->handle,
+				  (uint32_t)state, &resp))
+		return -1;
+	cma_qp_attr_from_kern(attr, mask, &resp);
+	return 0;
+}
+
+/* ibv_modify_qp returns a positive errno; the library's convention is -1. */
+static int cma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int mask)
+{
+	int ret = ibv_modify_qp(qp, attr, mask);
+
+	return ret ? cma_err(ret > 0 ? ret : -ret) : 0;
+}
+
+int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	int mask;
+
+	if (cma_kernel_qp_attr(id_priv, IBV_QPS_INIT, &attr, &mask))
+		return -1;
+	return cma_modify_qp(qp, &attr, mask);
+}
+
+int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res)
+{
+	struct ibv_qp_attr attr;
+	int mask;
+
+	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTR, &attr, &mask))
+		return -1;
+	if (resp_res != RDMA_MAX_RESP_RES)
+		attr.max_dest_rd_atomic = resp_res;
+	return cma_modify_qp(id_priv->id.qp, &attr, mask);
+}
+
+int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth)
+{
+	struct ibv_qp_attr attr;
+	int mask;
+
+	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTS, &attr, &mask))
+		return -1;
+	if (init_depth != RDMA_MAX_INIT_DEPTH)
+		attr.max_rd_atomic = init_depth;
+	return cma_modify_qp(id_priv->id.qp, &attr, mask);
+}
+
+static int cma_qp_to_state(struct cma_id_private *id_priv,
+			   enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+
+	if (!id_priv->id.qp)
+		return 0;
+	return cma_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE);
+}
+
+int cma_qp_to_err(struct cma_id_private *id_priv)
+{
+	return cma_qp_to_state(id_priv, IBV_QPS_ERR);
+}
+
+int cma_qp_to_sqd(struct cma_id_private *id_priv)
+{
+	return cma_qp_to_state(id_priv, IBV_QPS_SQD);
+}
+
+static int cma_qp_ud_to_rts(struct cma_id_private *id_priv, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+
+	if (cma_qp_to_init(id_priv, qp))
+		return -1;
+	if (cma_modify_qp(qp, &attr, IBV_QP_STATE))
+		return -1;
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0;
+	return cma_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+static void cma_destroy_cqs(struct rdma_cm_id *id)
+{
+	if (id->recv_cq && id->recv_cq != id->send_cq)
+		ibv_destroy_cq(id->recv_cq);
+	if (id->send_cq)
+		ibv_destroy_cq(id->send_cq);
+	if (id->recv_cq_channel && id->recv_cq_channel != id->send_cq_channel)
+		ibv_destroy_comp_channel(id->recv_cq_channel);
+	if (id->send_cq_channel)
+		ibv_destroy_comp_channel(id->send_cq_channel);
+	id->recv_cq = id->send_cq = NULL;
+	id->recv_cq_channel = id->send_cq_channel = NULL;
+}
+
+static struct ibv_cq *cma_create_cq(struct rdma_cm_id *id, uint32_t depth,
+				    struct ibv_comp_channel **channel)
+{
+	*channel = ibv_create_comp_channel(id->verbs);
+	if (!*channel)
+		return NULL;
+	return ibv_create_cq(id->verbs, depth ? (int)depth : 1, id, *channel,
+			     0);
+}
+
+/*
+ * The caller gave no CQs: make one per direction, each with its own
+ * completion channel, for the rdma_get_*_comp() helpers of rdma_verbs.h.
+ */
+static int cma_create_cqs(struct cma_id_private *id_priv, uint32_t send_size,
+			  uint32_t recv_size)
+{
+	struct rdma_cm_id *id = &id_priv->id;
+
+	if (recv_size) {
+		id->recv_cq = cma_create_cq(id, recv_size, &id->recv_cq_channel);
+		if (!id->recv_cq)
+			goto fail;
+	}
+	if (send_size) {
+		id->send_cq = cma_create_cq(id, send_size, &id->send_cq_channel);
+		if (!id->send_cq)
+			goto fail;
+	}
+	id_priv->owns_cqs = true;
+	return 0;
+fail:
+	cma_destroy_cqs(id);
+	return cma_err(ENOMEM);
+}
+
+static int cma_move_new_qp(struct cma_id_private *id_priv, struct ibv_qp *qp)
+{
+	if (id_priv->id.qp_type == IBV_QPT_UD)
+		return cma_qp_ud_to_rts(id_priv, qp);
+	return cma_qp_to_init(id_priv, qp);
+}
+
+CMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
+				 struct ibv_qp_init_attr_ex *attr)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	bool made_cqs = false;
+	struct ibv_qp *qp;
+	int err;
+
+	if (cma_check_id(id) || !attr)
+		return cma_err(EINVAL);
+	if (!id->verbs || id->qp)
+		return cma_err(EINVAL); /* not bound to a device, or has a QP */
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != id->verbs)
+		return cma_err(EINVAL);
+	if (!attr->srq && id->srq)
+		attr->srq = id->srq;
+	if (!attr->send_cq || !attr->recv_cq) {
+		if (id->send_cq || id->recv_cq)
+			return cma_err(EINVAL);
+		if (cma_create_cqs(id_priv,
+				   attr->send_cq ? 0 : attr->cap.max_send_wr,
+				   attr->recv_cq ? 0 : attr->cap.max_recv_wr))
+			return -1;
+		made_cqs = true;
+		if (!attr->send_cq)
+			attr->send_cq = id->send_cq;
+		if (!attr->recv_cq)
+			attr->recv_cq = id->recv_cq;
+	}
+
+	qp = ibv_create_qp_ex(id->verbs, attr);
+	if (!qp) {
+		err = errno ? errno : ENOMEM;
+		goto fail;
+	}
+	if (cma_move_new_qp(id_priv, qp)) {
+		err = errno;
+		ibv_destroy_qp(qp);
+		goto fail;
+	}
+	id->qp = qp;
+	id->pd = attr->pd;
+	return 0;
+fail:
+	if (made_cqs) {
+		cma_destroy_cqs(id);
+		id_priv->owns_cqs = false;
+	}
+	return cma_err(err);
+}
+
+CMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex;
+	int ret;
+
+	if (cma_check_id(id) || !qp_init_attr || !id->verbs)
+		return cma_err(EINVAL);
+	if (!pd) {
+		pd = cma_device_default_pd(cma_id_priv(id)->cma_dev);
+		if (!pd)
+			return cma_err(ENOMEM);
+	}
+	memset(&attr_ex, 0, sizeof(attr_ex));
+	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+	ret = rdma_create_qp_ex(id, &attr_ex);
+	if (ret)
+		return ret;
+	/* Report what the provider actually granted, as ibv_create_qp does. */
+	qp_init_attr->cap = attr_ex.cap;
+	return 0;
+}
+
+CMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+
+	if (!id || !id->qp)
+		return;
+	ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	if (id_priv->owns_cqs) {
+		cma_destroy_cqs(id);
+		id_priv->owns_cqs = false;
+	}
+}
+
+int cma_create_ep_qp(struct cma_id_private *id_priv, struct ibv_pd *pd,
+		     const struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr copy = *attr;
+
+	return rdma_create_qp(&id_priv->id, pd, &copy);
+}
+
+CMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
+				  struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (cma_check_id(id) || !attr || !id->verbs || id->srq)
+		return cma_err(EINVAL);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = cma_device_default_pd(cma_id_priv(id)->cma_dev);
+		if (!attr->pd)
+			return cma_err(ENOMEM);
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) {
+		attr->srq_type = IBV_SRQT_BASIC;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+	}
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq)
+		return cma_err(errno ? errno : ENOMEM);
+	id->srq = srq;
+	id->pd = attr->pd;
+	return 0;
+}
+
+CMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq *srq;
+
+	if (cma_check_id(id) || !attr || !id->verbs || id->srq)
+		return cma_err(EINVAL);
+	if (!pd) {
+		pd = cma_device_default_pd(cma_id_priv(id)->cma_dev);
+		if (!pd)
+			return cma_err(ENOMEM);
+	}
+	srq = ibv_create_srq(pd, attr);
+	if (!srq)
+		return cma_err(errno ? errno : ENOMEM);
+	id->srq = srq;
+	id->pd = pd;
+	return 0;
+}
+
+CMA_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (!id || !id->srq)
+		return;
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}
+
+CMA_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
+				 struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	if (cma_check_id(id) || !qp_attr || !qp_attr_mask)
+		return cma_err(EINVAL);
+	return cma_kernel_qp_attr(cma_id_priv(id), qp_attr->qp_state, qp_attr,
+				  qp_attr_mask);
+}
