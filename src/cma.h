@@ -148,6 +148,21 @@ void cma_event_copy_param(struct cma_event *evt,
 			  const struct cma_id_private *id_priv,
 			  const struct rdma_ucm_event_resp *resp);
 
+/* --- addrinfo.c -------------------------------------------------------- */
+
+struct addrinfo;
+/* errno for a getaddrinfo() EAI_* failure code. */
+int cma_gai_errno(int gai_err);
+/* One rdma_addrinfo from one addrinfo entry, typed by the template. */
+struct rdma_addrinfo *cma_ai_from_addrinfo(const struct addrinfo *ai,
+					   const char *canonname,
+					   const struct rdma_addrinfo *tmpl);
+/* A whole getaddrinfo() result, without duplicates. */
+struct rdma_addrinfo *cma_ai_convert(const struct addrinfo *res,
+				     const struct rdma_addrinfo *tmpl);
+/* Deep copy of a list, freed with rdma_freeaddrinfo(). */
+struct rdma_addrinfo *cma_ai_dup_list(const struct rdma_addrinfo *list);
+
 /* --- addr.c ------------------------------------------------------------ */
 
 /* Bring the id's addresses, device, port and GIDs up to date. */
