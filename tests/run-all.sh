@@ -1,0 +1,70 @@
+#!/bin/bash
+# The whole test suite: set-up and build, unit tests, the ABI gate, the man
+# page check, and the system tests inside the Soft-RoCE VM.  Every check
+# prints PASS/FAIL lines; the last line is "N passed, N failed".
+#
+# Environment: BUILD_DIR (see setup.sh), RDMACM_TEST_NATIVE=1 runs the
+# system tests on this machine's own RDMA device instead of in the VM.
+set -u
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export BUILD_DIR=${BUILD_DIR:-$repo/build}
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+passed=0
+failed=0
+# Run one suite, stream its output, and count its PASS/FAIL lines.  A suite
+# that exits non-zero without a FAIL line still counts as one failure.
+run_suite() {
+	local name=$1
+	shift
+	echo "=== $name"
+	"$@" 2>&1 | tee "$log/$name.out"
+	local rc=${PIPESTATUS[0]}
+	local p f
+	p=$(grep -cE '^PASS[: ]' "$log/$name.out")
+	f=$(grep -cE '^(FAIL|ERROR)[: ]' "$log/$name.out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: $name (exit status $rc)"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+if ! "$repo/tests/setup.sh"; then
+	echo "FAIL: setup"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# Each Check program prints its own summary ("100%: Checks: 9, ...").
+unit_tests() {
+	local rc=0 t out
+	for t in "$BUILD_DIR"/tests/unit/*_test; do
+		[ -x "$t" ] || continue
+		if out=$("$t" 2>&1); then
+			echo "PASS: unit/${t##*/}: $(grep -o '[0-9]*%: Checks.*' <<<"$out")"
+		else
+			echo "$out"
+			echo "FAIL: unit/${t##*/}"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+run_suite unit unit_tests
+run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
+run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
+if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
+	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-native.sh" "$repo/tests/system/run-in-guest.sh"
+else
+	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/run-in-guest.sh"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

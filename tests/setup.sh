@@ -1,0 +1,56 @@
+#!/bin/bash
+# One-time (idempotent) set-up on a fresh Debian 12 machine: install what the
+# build and the tests need, then configure and build into $BUILD_DIR.
+#
+# Never installs librdmacm-dev: the build must use only this tree's headers.
+# Environment: BUILD_DIR (default <repo>/build), CONFIGURE_FLAGS (extra
+# ./configure arguments, e.g. --enable-asan).
+set -eu
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$repo/build}
+
+# Build tools, the two rdma-core libraries we depend on, the Check unit-test
+# framework, the rxe user-space provider the VM tests use, and the tools the
+# test suite calls (man for page checks, abigail for the ABI gate).
+packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
+	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
+	abigail-tools binutils"
+
+install_missing() {
+	local missing=() p
+	for p in $packages; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "setup: installing ${missing[*]}"
+	local sudo=
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
+}
+
+install_missing
+if dpkg-query -W -f='${Status}' librdmacm-dev 2>/dev/null |
+	grep -q 'install ok installed'; then
+	echo "setup: note: librdmacm-dev is installed; the build ignores it" \
+		"(our include/ comes first)" >&2
+fi
+
+cd "$repo"
+if [ ! -x configure ] || [ configure.ac -nt configure ] ||
+	[ Makefile.am -nt Makefile.in ]; then
+	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+fi
+mkdir -p "$build"
+cd "$build"
+if [ ! -f Makefile ] || [ "$repo/configure" -nt Makefile ] ||
+	[ "${CONFIGURE_FLAGS:+x}" = x ]; then
+	# shellcheck disable=SC2086
+	"$repo/configure" -q ${CONFIGURE_FLAGS:-}
+fi
+make -s -j"$(nproc)" all >/dev/null
+make -s -j"$(nproc)" check TESTS= >/dev/null # build the test programs
+echo "setup: built in $build"
