@@ -1,0 +1,82 @@
+#!/bin/sh
+# SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+#
+# Fetch Debian's librdmacm1 and librdmacm-dev, the reference the ABI checks
+# compare this library against, and print the directory they are unpacked
+# in (it holds usr/include and usr/lib/<triplet>).
+#
+# The reference is only ever read by the checks in this directory; it must
+# never be put on the build's include or library path.
+#
+# Environment:
+#   RDMACM_REF_CACHE    cache directory (default $HOME/.cache/rdmacm-ref)
+#   RDMACM_REF_VERSION  pin a Debian version, e.g. 44.0-2 (default: whatever
+#                       apt's candidate is)
+#
+# Idempotent: the .deb files are downloaded once, and unpacked again only
+# when they change.  Progress goes to stderr; stdout is just the path.
+
+set -eu
+
+cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref}
+pkgs="librdmacm1 librdmacm-dev"
+
+mkdir -p "$cache/debs"
+cd "$cache/debs"
+
+have_debs() {
+	for p in $pkgs; do
+		if [ -n "${RDMACM_REF_VERSION:-}" ]; then
+			ls "${p}_${RDMACM_REF_VERSION}"_*.deb >/dev/null 2>&1 || return 1
+		else
+			ls "${p}"_*.deb >/dev/null 2>&1 || return 1
+		fi
+	done
+}
+
+download() {
+	set --
+	for p in $pkgs; do
+		set -- "$@" "$p${RDMACM_REF_VERSION:+=$RDMACM_REF_VERSION}"
+	done
+	# apt-get download as root may warn that it runs unsandboxed; that is
+	# harmless here.
+	apt-get download "$@" >&2
+}
+
+if ! have_debs; then
+	echo "fetch-reference: downloading $pkgs into $cache/debs" >&2
+	if ! download; then
+		echo "fetch-reference: download failed; running apt-get update" >&2
+		apt-get update >&2
+		download
+	fi
+fi
+
+# Choose one .deb per package: the pinned version, else the newest present.
+debs=
+for p in $pkgs; do
+	if [ -n "${RDMACM_REF_VERSION:-}" ]; then
+		d=$(find . -maxdepth 1 -name "${p}_${RDMACM_REF_VERSION}_*.deb" | head -n 1)
+	else
+		d=$(find . -maxdepth 1 -name "${p}_*.deb" | sort -V | tail -n 1)
+	fi
+	debs="$debs ${d#./}"
+done
+
+stamp=$(for d in $debs; do cksum "$d"; done)
+root="$cache/root"
+if [ ! -f "$cache/root.stamp" ] || [ "$(cat "$cache/root.stamp")" != "$stamp" ] ||
+	[ ! -d "$root/usr/include/rdma" ]; then
+	echo "fetch-reference: unpacking$debs" >&2
+	rm -rf "$root.tmp"
+	mkdir -p "$root.tmp"
+	for d in $debs; do
+		dpkg-deb -x "$d" "$root.tmp"
+	done
+	rm -rf "$root"
+	mv "$root.tmp" "$root"
+	printf '%s\n' "$stamp" >"$cache/root.stamp"
+fi
+
+echo "$root"
