@@ -59,6 +59,19 @@ int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res)
 		return -1;
 	if (resp_res != RDMA_MAX_RESP_RES)
 		attr.max_dest_rd_atomic = resp_res;
+	/*
+	 * An active side moves its QP to INIT before the IB CM knows the
+	 * connection, when the kernel can only grant no remote access.  Grant
+	 * now what the CM grants a responder (access flags are optional on
+	 * INIT->RTR), which saves the INIT->INIT round trip to the kernel.
+	 */
+	if (!(mask & IBV_QP_ACCESS_FLAGS)) {
+		attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		if (attr.max_dest_rd_atomic)
+			attr.qp_access_flags |= IBV_ACCESS_REMOTE_READ |
+						IBV_ACCESS_REMOTE_ATOMIC;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
 	return cma_modify_qp(id_priv->id.qp, &attr, mask);
 }
 
