@@ -205,7 +205,10 @@ static void cma_bind_event_subject(struct cma_event *evt,
 	evt->event.id = &evt->id_priv->id;
 }
 
-/* Count an event the application will never see as acked. */
+/*
+ * Count an event as acked.  The kernel counts a multicast event both for
+ * its group and for the group's id, so both counters move.
+ */
 static void cma_event_complete(struct cma_event *evt)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
@@ -214,10 +217,9 @@ static void cma_event_complete(struct cma_event *evt)
 	if (evt->mc) {
 		evt->mc->events_completed++;
 		pthread_cond_broadcast(&evt->mc->cond);
-	} else {
-		id_priv->events_completed++;
-		pthread_cond_broadcast(&id_priv->cond);
 	}
+	id_priv->events_completed++;
+	pthread_cond_broadcast(&id_priv->cond);
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
