@@ -38,7 +38,8 @@ const char *ex_prog(void)
 	return prog_name;
 }
 
-static void vmsg(FILE *f, const char *fmt, va_list ap, const char *suffix)
+static void __attribute__((format(printf, 2, 0)))
+vmsg(FILE *f, const char *fmt, va_list ap, const char *suffix)
 {
 	fprintf(f, "%s: ", prog_name);
 	vfprintf(f, fmt, ap);
