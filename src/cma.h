@@ -93,6 +93,10 @@ struct cma_id_private {
 	struct ibv_ece remote_ece;
 
 	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
+
+	/* rdma_create_ep's ai_connect: sent ahead of rdma_connect's data */
+	uint8_t connect_data[RDMA_MAX_PRIVATE_DATA];
+	uint8_t connect_len;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)

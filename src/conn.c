@@ -77,6 +77,26 @@ static void cma_ece_to_kern(const struct cma_id_private *id_priv,
 	ece->attr_mod = id_priv->local_ece.options;
 }
 
+/*
+ * Connection data from rdma_create_ep's ai_connect goes first, the
+ * caller's private data after it; together they must fit one message.
+ */
+static int cma_prepend_connect_data(const struct cma_id_private *id_priv,
+				    struct rdma_ucm_conn_param *kparam)
+{
+	size_t n = id_priv->connect_len;
+
+	if (!n)
+		return 0;
+	if (n + kparam->private_data_len > sizeof(kparam->private_data))
+		return cma_err(EINVAL);
+	memmove(kparam->private_data + n, kparam->private_data,
+		kparam->private_data_len);
+	memcpy(kparam->private_data, id_priv->connect_data, n);
+	kparam->private_data_len = (uint8_t)(kparam->private_data_len + n);
+	return 0;
+}
+
 CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			    struct rdma_conn_param *conn_param)
 {
@@ -95,6 +115,8 @@ CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 		id_priv->cma_dev->max_responder_resources;
 	cma_set_depths(id_priv, conn_param);
 	cma_build_kern_param(id_priv, conn_param, &kparam);
+	if (cma_prepend_connect_data(id_priv, &kparam))
+		return -1;
 	cma_ece_to_kern(id_priv, &ece);
 	if (ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &kparam,
 			     &ece))

@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "cma.h"
 
@@ -121,6 +122,16 @@ CMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 		return -1;
 
 	id_priv = cma_id_priv(new_id);
+	if (!passive && res->ai_connect_len) {
+		if (!res->ai_connect ||
+		    res->ai_connect_len > sizeof(id_priv->connect_data)) {
+			rdma_destroy_id(new_id);
+			return cma_err(EINVAL);
+		}
+		memcpy(id_priv->connect_data, res->ai_connect,
+		       res->ai_connect_len);
+		id_priv->connect_len = (uint8_t)res->ai_connect_len;
+	}
 	if (passive)
 		ret = cma_ep_passive(id_priv, res, pd, qp_init_attr);
 	else
