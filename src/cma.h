@@ -75,6 +75,7 @@ struct cma_id_private {
 	struct cma_device *cma_dev;
 	uint32_t handle; /* the kernel's id */
 	bool sync; /* created without a channel: calls block */
+	bool connect_error; /* the library failed the connection itself */
 
 	pthread_mutex_t mut;
 	pthread_cond_t cond;

@@ -121,18 +121,23 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 		ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0,
 				0);
 		cma_event_fail(evt, RDMA_CM_EVENT_CONNECT_ERROR, err);
+		id_priv->connect_error = true;
 		return;
 	}
 	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
 }
 
-/* The connection is over or never formed: the QP must stop using it. */
+/*
+ * The connection never formed: the QP must stop using it.  (On
+ * DISCONNECTED the QP is left alone, as rdma-core does: the application
+ * flushes it with rdma_disconnect when it has finished with it.)
+ */
 static void cma_handle_conn_end(struct cma_event *evt,
 				struct cma_id_private *id_priv,
 				const struct rdma_ucm_event_resp *resp)
 {
 	cma_copy_conn_param(evt, &resp->param.conn);
-	if (cma_id_qp(id_priv))
+	if (resp->event != RDMA_CM_EVENT_DISCONNECTED && cma_id_qp(id_priv))
 		cma_qp_to_err(id_priv);
 }
 
@@ -159,9 +164,17 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		cma_event_copy_param(evt, id_priv, resp);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DISCONNECTED:
+		/*
+		 * After the library turned a failed CONNECT_RESPONSE into
+		 * CONNECT_ERROR, the peer's answer to our reject is noise:
+		 * the application already has its one failure event.
+		 */
+		if (id_priv->connect_error)
+			return CMA_EVENT_DROP;
+		/* fall through */
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_DISCONNECTED:
 		if (id_priv->id.qp_type == IBV_QPT_UD)
 			cma_copy_ud_param(evt, &resp->param.ud);
 		else
