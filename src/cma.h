@@ -119,8 +119,7 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 int cma_id_create_kernel(struct cma_id_private *id_priv);
 void cma_id_free(struct cma_id_private *id_priv);
 /* Point the id at a device (taking a reference), dropping any old one. */
-void cma_id_set_device(struct cma_id_private *id_priv,
-		       struct cma_device *dev);
+void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
 /* Wait until the application has acked @reported events of this id. */
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
 /* Block for the next event of a synchronous id; -1/errno on failure. */
@@ -209,8 +208,7 @@ static inline bool cma_is_ud_ps(enum rdma_port_space ps)
 /* --- options.c --------------------------------------------------------- */
 
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
-int cma_check_option(int level, int optname, const void *optval,
-		     size_t optlen);
+int cma_check_option(int level, int optname, const void *optval, size_t optlen);
 
 /* --- mcast.c ----------------------------------------------------------- */
 

@@ -172,8 +172,8 @@ int cma_process_conn_req(struct cma_event *evt,
 		/* The kernel reports the depths from our side's view. */
 		id_priv->responder_resources = cma_min_u8(
 			p->responder_resources, dev->max_responder_resources);
-		id_priv->initiator_depth =
-			cma_min_u8(p->initiator_depth, dev->max_initiator_depth);
+		id_priv->initiator_depth = cma_min_u8(p->initiator_depth,
+						      dev->max_initiator_depth);
 	}
 	id_priv->remote_ece.vendor_id = resp->ece.vendor_id;
 	id_priv->remote_ece.options = resp->ece.attr_mod;
@@ -221,7 +221,8 @@ CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	if (cma_check_id(listen) || !id)
 		return cma_err(EINVAL);
 	if (!listen_priv->sync)
-		return cma_err(EINVAL); /* asynchronous ids read their channel */
+		return cma_err(
+			EINVAL); /* asynchronous ids read their channel */
 	if (rdma_get_cm_event(listen->channel, &event))
 		return -1;
 	if (event->status) {
@@ -262,7 +263,8 @@ CMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	if (cma_check_conn_param(id_priv, conn_param))
 		return -1;
 	cma_set_depths(id_priv, conn_param);
-	if (id->qp && id->qp_type != IBV_QPT_UD && !id_priv->cma_dev->is_iwarp) {
+	if (id->qp && id->qp_type != IBV_QPT_UD &&
+	    !id_priv->cma_dev->is_iwarp) {
 		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
 		    cma_qp_to_rts(id_priv, id_priv->initiator_depth)) {
 			int err = errno;

@@ -115,12 +115,13 @@ static int cma_device_open(struct cma_device *dev)
 		return -1;
 	}
 	dev->port_cnt = attr.phys_port_cnt;
-	dev->max_initiator_depth = (uint8_t)(attr.max_qp_init_rd_atom > 0xfe ?
-						     0xfe :
-						     attr.max_qp_init_rd_atom);
+	dev->max_initiator_depth =
+		(uint8_t)(attr.max_qp_init_rd_atom > 0xfe
+				  ? 0xfe
+				  : attr.max_qp_init_rd_atom);
 	dev->max_responder_resources =
-		(uint8_t)(attr.max_qp_rd_atom > 0xfe ? 0xfe :
-						       attr.max_qp_rd_atom);
+		(uint8_t)(attr.max_qp_rd_atom > 0xfe ? 0xfe
+						     : attr.max_qp_rd_atom);
 	dev->is_iwarp = dev->ibdev->transport_type == IBV_TRANSPORT_IWARP;
 	return 0;
 }

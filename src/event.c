@@ -66,8 +66,8 @@ void cma_event_copy_param(struct cma_event *evt,
 		cma_copy_conn_param(evt, &resp->param.conn);
 }
 
-static void cma_event_fail(struct cma_event *evt,
-			   enum rdma_cm_event_type type, int err)
+static void cma_event_fail(struct cma_event *evt, enum rdma_cm_event_type type,
+			   int err)
 {
 	evt->event.event = type;
 	evt->event.status = -err;

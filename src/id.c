@@ -65,11 +65,10 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 
 int cma_id_create_kernel(struct cma_id_private *id_priv)
 {
-	return ucma_cmd_create_id(cma_id_fd(id_priv),
-				  (uint64_t)(uintptr_t)id_priv,
-				  (uint16_t)id_priv->id.ps,
-				  (uint8_t)id_priv->id.qp_type,
-				  &id_priv->handle);
+	return ucma_cmd_create_id(
+		cma_id_fd(id_priv), (uint64_t)(uintptr_t)id_priv,
+		(uint16_t)id_priv->id.ps, (uint8_t)id_priv->id.qp_type,
+		&id_priv->handle);
 }
 
 void cma_id_free(struct cma_id_private *id_priv)
@@ -183,8 +182,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (cma_check_id(id))
 		return -1;
 	cma_mcast_leave_all(id_priv);
-	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle,
-				&reported))
+	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
 	cma_id_wait_events(id_priv, reported);

@@ -25,8 +25,7 @@ static size_t cma_id_option_size(int optname)
 	return 0;
 }
 
-int cma_check_option(int level, int optname, const void *optval,
-		     size_t optlen)
+int cma_check_option(int level, int optname, const void *optval, size_t optlen)
 {
 	size_t size;
 

@@ -32,8 +32,7 @@ static int cma_kernel_qp_attr(struct cma_id_private *id_priv,
 }
 
 /* ibv_modify_qp returns a positive errno; the library's convention is -1. */
-static int cma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			 int mask)
+static int cma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	int ret = ibv_modify_qp(qp, attr, mask);
 
@@ -90,7 +89,7 @@ int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth)
 static int cma_qp_to_state(struct cma_id_private *id_priv,
 			   enum ibv_qp_state state)
 {
-	struct ibv_qp_attr attr = { .qp_state = state };
+	struct ibv_qp_attr attr = {.qp_state = state};
 
 	if (!id_priv->id.qp)
 		return 0;
@@ -109,7 +108,7 @@ int cma_qp_to_sqd(struct cma_id_private *id_priv)
 
 static int cma_qp_ud_to_rts(struct cma_id_private *id_priv, struct ibv_qp *qp)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTR };
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RTR};
 
 	if (cma_qp_to_init(id_priv, qp))
 		return -1;
@@ -154,12 +153,14 @@ static int cma_create_cqs(struct cma_id_private *id_priv, uint32_t send_size,
 	struct rdma_cm_id *id = &id_priv->id;
 
 	if (recv_size) {
-		id->recv_cq = cma_create_cq(id, recv_size, &id->recv_cq_channel);
+		id->recv_cq =
+			cma_create_cq(id, recv_size, &id->recv_cq_channel);
 		if (!id->recv_cq)
 			goto fail;
 	}
 	if (send_size) {
-		id->send_cq = cma_create_cq(id, send_size, &id->send_cq_channel);
+		id->send_cq =
+			cma_create_cq(id, send_size, &id->send_cq_channel);
 		if (!id->send_cq)
 			goto fail;
 	}

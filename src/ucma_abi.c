@@ -37,7 +37,7 @@ int ucma_open_device(void)
 
 int ucma_abi_version(void)
 {
-	char buf[16] = { 0 };
+	char buf[16] = {0};
 	int fd, version = -1;
 	ssize_t n;
 
@@ -104,7 +104,7 @@ static int ucma_copy_addr(struct __kernel_sockaddr_storage *dst,
 int ucma_cmd_create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
 		       uint32_t *handle)
 {
-	struct rdma_ucm_create_id_resp resp = { 0 };
+	struct rdma_ucm_create_id_resp resp = {0};
 	struct rdma_ucm_create_id cmd = {
 		.uid = uid,
 		.response = ucma_ptr(&resp),
@@ -121,7 +121,7 @@ int ucma_cmd_create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
 
 int ucma_cmd_destroy_id(int fd, uint32_t handle, uint32_t *events_reported)
 {
-	struct rdma_ucm_destroy_id_resp resp = { 0 };
+	struct rdma_ucm_destroy_id_resp resp = {0};
 	struct rdma_ucm_destroy_id cmd = {
 		.response = ucma_ptr(&resp),
 		.id = handle,
@@ -137,7 +137,7 @@ int ucma_cmd_destroy_id(int fd, uint32_t handle, uint32_t *events_reported)
 int ucma_cmd_bind(int fd, uint32_t handle, const struct sockaddr *addr,
 		  socklen_t len)
 {
-	struct rdma_ucm_bind cmd = { .id = handle, .addr_size = (uint16_t)len };
+	struct rdma_ucm_bind cmd = {.id = handle, .addr_size = (uint16_t)len};
 
 	if (ucma_copy_addr(&cmd.addr, addr, len))
 		return -1;
@@ -179,7 +179,7 @@ int ucma_cmd_resolve_route(int fd, uint32_t handle, uint32_t timeout_ms)
 int ucma_cmd_query_route(int fd, uint32_t handle,
 			 struct rdma_ucm_query_route_resp *resp)
 {
-	struct rdma_ucm_query cmd = { .response = ucma_ptr(resp), .id = handle };
+	struct rdma_ucm_query cmd = {.response = ucma_ptr(resp), .id = handle};
 
 	memset(resp, 0, sizeof(*resp));
 	return ucma_write(fd, RDMA_USER_CM_CMD_QUERY_ROUTE, &cmd, sizeof(cmd),
@@ -227,7 +227,7 @@ int ucma_cmd_connect(int fd, uint32_t handle,
 		     const struct rdma_ucm_conn_param *param,
 		     const struct rdma_ucm_ece *ece)
 {
-	struct rdma_ucm_connect cmd = { .conn_param = *param, .id = handle };
+	struct rdma_ucm_connect cmd = {.conn_param = *param, .id = handle};
 
 	if (ece)
 		cmd.ece = *ece;
@@ -236,7 +236,7 @@ int ucma_cmd_connect(int fd, uint32_t handle,
 
 int ucma_cmd_listen(int fd, uint32_t handle, uint32_t backlog)
 {
-	struct rdma_ucm_listen cmd = { .id = handle, .backlog = backlog };
+	struct rdma_ucm_listen cmd = {.id = handle, .backlog = backlog};
 
 	return ucma_write(fd, RDMA_USER_CM_CMD_LISTEN, &cmd, sizeof(cmd), 0);
 }
@@ -245,7 +245,7 @@ int ucma_cmd_accept(int fd, uint32_t handle, uint64_t uid,
 		    const struct rdma_ucm_conn_param *param,
 		    const struct rdma_ucm_ece *ece)
 {
-	struct rdma_ucm_accept cmd = { .uid = uid, .id = handle };
+	struct rdma_ucm_accept cmd = {.uid = uid, .id = handle};
 
 	if (param)
 		cmd.conn_param = *param;
@@ -275,7 +275,7 @@ int ucma_cmd_reject(int fd, uint32_t handle, const void *data, uint8_t len,
 
 int ucma_cmd_disconnect(int fd, uint32_t handle)
 {
-	struct rdma_ucm_disconnect cmd = { .id = handle };
+	struct rdma_ucm_disconnect cmd = {.id = handle};
 
 	return ucma_write(fd, RDMA_USER_CM_CMD_DISCONNECT, &cmd, sizeof(cmd),
 			  0);
@@ -297,7 +297,7 @@ int ucma_cmd_init_qp_attr(int fd, uint32_t handle, uint32_t qp_state,
 
 int ucma_cmd_get_event(int fd, struct rdma_ucm_event_resp *resp)
 {
-	struct rdma_ucm_get_event cmd = { .response = ucma_ptr(resp) };
+	struct rdma_ucm_get_event cmd = {.response = ucma_ptr(resp)};
 
 	memset(resp, 0, sizeof(*resp));
 	return ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, &cmd, sizeof(cmd),
@@ -321,7 +321,7 @@ int ucma_cmd_set_option(int fd, uint32_t handle, uint32_t level,
 
 int ucma_cmd_notify(int fd, uint32_t handle, uint32_t event)
 {
-	struct rdma_ucm_notify cmd = { .id = handle, .event = event };
+	struct rdma_ucm_notify cmd = {.id = handle, .event = event};
 
 	return ucma_write(fd, RDMA_USER_CM_CMD_NOTIFY, &cmd, sizeof(cmd), 0);
 }
@@ -330,7 +330,7 @@ int ucma_cmd_join_mcast(int fd, uint32_t handle, uint64_t uid,
 			const struct sockaddr *addr, socklen_t len,
 			uint16_t join_flags, uint32_t *mc_handle)
 {
-	struct rdma_ucm_create_id_resp resp = { 0 };
+	struct rdma_ucm_create_id_resp resp = {0};
 	struct rdma_ucm_join_mcast cmd = {
 		.response = ucma_ptr(&resp),
 		.uid = uid,
@@ -350,7 +350,7 @@ int ucma_cmd_join_mcast(int fd, uint32_t handle, uint64_t uid,
 
 int ucma_cmd_leave_mcast(int fd, uint32_t mc_handle, uint32_t *events_reported)
 {
-	struct rdma_ucm_destroy_id_resp resp = { 0 };
+	struct rdma_ucm_destroy_id_resp resp = {0};
 	struct rdma_ucm_destroy_id cmd = {
 		.response = ucma_ptr(&resp),
 		.id = mc_handle,
@@ -370,7 +370,7 @@ int ucma_cmd_leave_mcast(int fd, uint32_t mc_handle, uint32_t *events_reported)
 int ucma_cmd_migrate_id(int new_fd, uint32_t handle, int old_fd,
 			uint32_t *events_reported)
 {
-	struct rdma_ucm_migrate_resp resp = { 0 };
+	struct rdma_ucm_migrate_resp resp = {0};
 	struct rdma_ucm_migrate_id cmd = {
 		.response = ucma_ptr(&resp),
 		.id = handle,

@@ -71,8 +71,7 @@ int ucma_cmd_notify(int fd, uint32_t handle, uint32_t event);
 int ucma_cmd_join_mcast(int fd, uint32_t handle, uint64_t uid,
 			const struct sockaddr *addr, socklen_t len,
 			uint16_t join_flags, uint32_t *mc_handle);
-int ucma_cmd_leave_mcast(int fd, uint32_t mc_handle,
-			 uint32_t *events_reported);
+int ucma_cmd_leave_mcast(int fd, uint32_t mc_handle, uint32_t *events_reported);
 int ucma_cmd_migrate_id(int new_fd, uint32_t handle, int old_fd,
 			uint32_t *events_reported);
 

@@ -58,6 +58,7 @@ unit_tests() {
 run_suite unit unit_tests
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
+run_suite style "$repo/tests/style/check-format.sh"
 if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
 	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-native.sh" "$repo/tests/system/run-in-guest.sh"

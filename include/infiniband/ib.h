@@ -57,7 +57,8 @@ static inline void ib_addr_set(struct ib_addr *addr, __be32 w1, __be32 w2,
 	addr->sib_addr32[3] = w4;
 }
 
-static inline int ib_addr_cmp(const struct ib_addr *a1, const struct ib_addr *a2)
+static inline int ib_addr_cmp(const struct ib_addr *a1,
+			      const struct ib_addr *a2)
 {
 	return memcmp(a1, a2, sizeof(*a1));
 }

@@ -120,10 +120,7 @@ struct rdma_cm_id {
 };
 
 /* Pass these to mean "as many as the device allows". */
-enum {
-	RDMA_MAX_RESP_RES = 0xFF,
-	RDMA_MAX_INIT_DEPTH = 0xFF
-};
+enum { RDMA_MAX_RESP_RES = 0xFF, RDMA_MAX_INIT_DEPTH = 0xFF };
 
 struct rdma_conn_param {
 	const void *private_data;
@@ -229,7 +226,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *id,
 void rdma_destroy_qp(struct rdma_cm_id *id);
 int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 		    struct ibv_srq_init_attr *attr);
-int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr);
+int rdma_create_srq_ex(struct rdma_cm_id *id,
+		       struct ibv_srq_init_attr_ex *attr);
 void rdma_destroy_srq(struct rdma_cm_id *id);
 int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 		      int *qp_attr_mask);
@@ -284,10 +282,7 @@ struct ibv_context **rdma_get_devices(int *num_devices);
 void rdma_free_devices(struct ibv_context **list);
 
 /* Options: levels and names for rdma_set_option */
-enum {
-	RDMA_OPTION_ID = 0,
-	RDMA_OPTION_IB = 1
-};
+enum { RDMA_OPTION_ID = 0, RDMA_OPTION_IB = 1 };
 
 enum {
 	RDMA_OPTION_ID_TOS = 0, /* uint8_t, type of service (RFC 2474) */
@@ -300,8 +295,8 @@ enum {
 	RDMA_OPTION_IB_PATH = 1 /* array of struct ibv_path_data */
 };
 
-int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
-		    void *optval, size_t optlen);
+int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+		    size_t optlen);
 
 /* Address translation */
 int rdma_getaddrinfo(const char *node, const char *service,

@@ -152,9 +152,9 @@ START_TEST(options_are_validated)
 	int i = 1;
 	struct ibv_path_data paths[2];
 
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
-					  &u8, 1),
-			 0);
+	ck_assert_int_eq(
+		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &u8, 1),
+		0);
 	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
 					  &i, sizeof(i)),
 			 -1);
@@ -163,9 +163,9 @@ START_TEST(options_are_validated)
 					  RDMA_OPTION_ID_REUSEADDR, &i,
 					  sizeof(i)),
 			 0);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID,
-					  RDMA_OPTION_ID_AFONLY, &u8, 1),
-			 -1);
+	ck_assert_int_eq(
+		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &u8, 1),
+		-1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID,
 					  RDMA_OPTION_ID_ACK_TIMEOUT, &u8, 1),
@@ -180,18 +180,17 @@ START_TEST(options_are_validated)
 					  paths, sizeof(paths[0]) + 1),
 			 -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
-					  paths, 0),
-			 -1);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_IB, 7, paths,
-					  sizeof(paths)),
-			 -1);
+	ck_assert_int_eq(
+		cma_check_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, paths, 0),
+		-1);
+	ck_assert_int_eq(
+		cma_check_option(RDMA_OPTION_IB, 7, paths, sizeof(paths)), -1);
 	ck_assert_int_eq(errno, ENOPROTOOPT);
 	ck_assert_int_eq(cma_check_option(12345, 0, &i, sizeof(i)), -1);
 	ck_assert_int_eq(errno, ENOPROTOOPT);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
-					  NULL, 1),
-			 -1);
+	ck_assert_int_eq(
+		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, NULL, 1),
+		-1);
 	ck_assert_int_eq(errno, EFAULT);
 }
 END_TEST
@@ -206,7 +205,7 @@ START_TEST(event_names)
 			 "RDMA_CM_EVENT_USER");
 	ck_assert_str_eq(rdma_event_str((enum rdma_cm_event_type)1000),
 			 "UNKNOWN EVENT");
-	ck_assert_str_eq(rdma_event_str((enum rdma_cm_event_type)-1),
+	ck_assert_str_eq(rdma_event_str((enum rdma_cm_event_type) - 1),
 			 "UNKNOWN EVENT");
 }
 END_TEST
@@ -215,15 +214,14 @@ END_TEST
 START_TEST(null_arguments_are_refused)
 {
 	struct rdma_cm_event *ev;
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 
 	ck_assert_int_eq(rdma_create_id(NULL, NULL, NULL, RDMA_PS_TCP), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(rdma_destroy_id(NULL), -1);
 	ck_assert_int_eq(rdma_bind_addr(NULL, (struct sockaddr *)&sin), -1);
-	ck_assert_int_eq(rdma_resolve_addr(NULL, NULL,
-					   (struct sockaddr *)&sin, 10),
-			 -1);
+	ck_assert_int_eq(
+		rdma_resolve_addr(NULL, NULL, (struct sockaddr *)&sin, 10), -1);
 	ck_assert_int_eq(rdma_resolve_route(NULL, 10), -1);
 	ck_assert_int_eq(rdma_connect(NULL, NULL), -1);
 	ck_assert_int_eq(rdma_listen(NULL, 1), -1);
@@ -259,9 +257,9 @@ START_TEST(bad_port_space_is_refused)
 {
 	struct rdma_cm_id *id = NULL;
 
-	ck_assert_int_eq(rdma_create_id(NULL, &id, NULL,
-					(enum rdma_port_space)0x7777),
-			 -1);
+	ck_assert_int_eq(
+		rdma_create_id(NULL, &id, NULL, (enum rdma_port_space)0x7777),
+		-1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_null(id);
 }
@@ -269,8 +267,8 @@ END_TEST
 
 START_TEST(address_lengths)
 {
-	struct sockaddr sa = { .sa_family = AF_UNIX };
-	struct sockaddr_ib sib = { .sib_family = AF_IB };
+	struct sockaddr sa = {.sa_family = AF_UNIX};
+	struct sockaddr_ib sib = {.sib_family = AF_IB};
 
 	ck_assert_uint_eq(cma_addr_len(NULL), 0);
 	ck_assert_uint_eq(cma_addr_len(&sa), 0);

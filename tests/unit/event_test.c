@@ -24,7 +24,7 @@ static uint32_t seen_ids[MAX_SEEN];
 static int seen;
 static int fail_cmd = -1; /* this command fails with EIO */
 
-static struct rdma_event_channel channel = { .fd = 100 };
+static struct rdma_event_channel channel = {.fd = 100};
 
 static uint64_t response_ptr(const void *body)
 {
@@ -243,7 +243,7 @@ END_TEST
 
 START_TEST(multicast_error_names_group_context)
 {
-	struct cma_multicast mc = { .id_priv = id, .context = (void *)0x77 };
+	struct cma_multicast mc = {.id_priv = id, .context = (void *)0x77};
 	struct rdma_cm_event *ev;
 
 	pthread_cond_init(&mc.cond, NULL);

@@ -98,8 +98,8 @@ START_TEST(create_id_marshals_and_returns_handle)
 	uint32_t handle = 0;
 
 	fake_resp_word = 42;
-	ck_assert_int_eq(ucma_cmd_create_id(7, 0x1122334455667788ULL, 0x0106,
-					    2, &handle),
+	ck_assert_int_eq(ucma_cmd_create_id(7, 0x1122334455667788ULL, 0x0106, 2,
+					    &handle),
 			 0);
 	ck_assert_int_eq(last_fd, 7);
 	ck_assert_uint_eq(hdr()->cmd, RDMA_USER_CM_CMD_CREATE_ID);
@@ -142,21 +142,19 @@ START_TEST(destroy_reports_events)
 	ck_assert_int_eq(ucma_cmd_destroy_id(3, 9, &reported), 0);
 	ck_assert_uint_eq(cmd->id, 9);
 	ck_assert_uint_eq(reported, 3);
-	ck_assert_uint_eq(hdr()->out,
-			  sizeof(struct rdma_ucm_destroy_id_resp));
+	ck_assert_uint_eq(hdr()->out, sizeof(struct rdma_ucm_destroy_id_resp));
 }
 END_TEST
 
 START_TEST(bind_copies_address_and_size)
 {
 	const struct rdma_ucm_bind *cmd = body();
-	struct sockaddr_in sin = { .sin_family = AF_INET,
-				   .sin_port = htons(7471) };
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(7471)};
 
 	inet_pton(AF_INET, "192.0.2.1", &sin.sin_addr);
-	ck_assert_int_eq(ucma_cmd_bind(3, 4, (struct sockaddr *)&sin,
-				       sizeof(sin)),
-			 0);
+	ck_assert_int_eq(
+		ucma_cmd_bind(3, 4, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	ck_assert_uint_eq(hdr()->cmd, RDMA_USER_CM_CMD_BIND);
 	ck_assert_uint_eq(cmd->id, 4);
 	ck_assert_uint_eq(cmd->addr_size, sizeof(sin));
@@ -166,11 +164,11 @@ END_TEST
 
 START_TEST(bind_rejects_oversized_address)
 {
-	struct sockaddr_storage ss = { .ss_family = AF_INET6 };
+	struct sockaddr_storage ss = {.ss_family = AF_INET6};
 
-	ck_assert_int_eq(ucma_cmd_bind(3, 4, (struct sockaddr *)&ss,
-				       sizeof(ss) + 1),
-			 -1);
+	ck_assert_int_eq(
+		ucma_cmd_bind(3, 4, (struct sockaddr *)&ss, sizeof(ss) + 1),
+		-1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(fake_calls, 0);
 	ck_assert_int_eq(ucma_cmd_bind(3, 4, NULL, 16), -1);
@@ -181,7 +179,7 @@ END_TEST
 START_TEST(resolve_addr_without_source)
 {
 	const struct rdma_ucm_resolve_addr *cmd = body();
-	struct sockaddr_in6 dst = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 dst = {.sin6_family = AF_INET6};
 
 	ck_assert_int_eq(ucma_cmd_resolve_addr(3, 8, NULL, 16,
 					       (struct sockaddr *)&dst,
@@ -214,9 +212,9 @@ END_TEST
 START_TEST(connect_carries_param_and_ece)
 {
 	const struct rdma_ucm_connect *cmd = body();
-	struct rdma_ucm_conn_param p = { .qp_num = 0x123, .retry_count = 7,
-					 .valid = 1 };
-	struct rdma_ucm_ece ece = { .vendor_id = 0x15b3, .attr_mod = 5 };
+	struct rdma_ucm_conn_param p = {
+		.qp_num = 0x123, .retry_count = 7, .valid = 1};
+	struct rdma_ucm_ece ece = {.vendor_id = 0x15b3, .attr_mod = 5};
 
 	ck_assert_int_eq(ucma_cmd_connect(3, 6, &p, &ece), 0);
 	ck_assert_uint_eq(hdr()->in, sizeof(struct rdma_ucm_connect));
@@ -279,7 +277,7 @@ END_TEST
 START_TEST(join_returns_group_handle)
 {
 	const struct rdma_ucm_join_mcast *cmd = body();
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 	uint32_t mc = 0;
 
 	fake_resp_word = 12;

@@ -1,0 +1,23 @@
+#!/bin/bash
+# Style gate: the C sources follow the repository's .clang-format (kernel
+# style).  Fix a failure with: clang-format -i <file>.
+set -u
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo" || exit 1
+if ! command -v clang-format >/dev/null; then
+	echo "SKIP: style/clang-format: clang-format is not installed"
+	exit 0
+fi
+bad=
+for f in src/*.[ch] include/rdma/*.h include/infiniband/*.h examples/*.[ch] \
+	tests/unit/*.c tests/system/*.c; do
+	clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad="$bad $f"
+done
+if [ -z "$bad" ]; then
+	echo "PASS: style/clang-format"
+else
+	echo "  not formatted:$bad"
+	echo "FAIL: style/clang-format"
+	exit 1
+fi
