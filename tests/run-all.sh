@@ -56,6 +56,17 @@ unit_tests() {
 }
 
 run_suite unit unit_tests
+# The same unit tests in the sanitizer configuration (ASan + UBSan).
+asan_unit_tests() {
+	local dir=$BUILD_DIR-asan
+	mkdir -p "$dir" || return 1
+	(cd "$dir" && { [ -f Makefile ] || "$repo/configure" -q --enable-asan; } &&
+		make -s -j"$(nproc)" check TESTS= >/dev/null) || return 1
+	BUILD_DIR=$dir unit_tests | sed 's|unit/|asan/|'
+	return "${PIPESTATUS[0]}"
+}
+
+run_suite asan asan_unit_tests
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
 run_suite style "$repo/tests/style/check-format.sh"
