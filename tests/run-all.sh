@@ -67,6 +67,18 @@ asan_unit_tests() {
 }
 
 run_suite asan asan_unit_tests
+# The release tarball builds, installs and passes its own checks.
+distcheck() {
+	if make -C "$BUILD_DIR" -s distcheck >"$log/distcheck.log" 2>&1; then
+		echo "PASS: dist/distcheck"
+	else
+		tail -30 "$log/distcheck.log"
+		echo "FAIL: dist/distcheck"
+		return 1
+	fi
+}
+
+run_suite dist distcheck
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
 run_suite style "$repo/tests/style/check-format.sh"
