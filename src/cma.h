@@ -47,7 +47,6 @@ struct cma_device {
 	struct ibv_context *verbs; /* opened on first use */
 	struct ibv_pd *pd; /* default PD, allocated on first use */
 	__be64 guid;
-	int port_cnt;
 	uint8_t max_initiator_depth;
 	uint8_t max_responder_resources;
 	bool is_iwarp;
@@ -60,8 +59,6 @@ int cma_init(void);
 
 /* The device with this node GUID, opened; rescans once if unknown. */
 struct cma_device *cma_device_get_by_guid(__be64 guid);
-/* The device that owns this verbs context, if it is one of ours. */
-struct cma_device *cma_device_get_by_verbs(struct ibv_context *verbs);
 void cma_device_put(struct cma_device *dev);
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev);
 void cma_device_mark_removed(struct cma_device *dev);
@@ -84,7 +81,6 @@ struct cma_id_private {
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
 	bool owns_cqs; /* rdma_create_qp made the CQs */
-	bool owns_srq_cq;
 	struct ibv_qp_init_attr *listen_qp_attr; /* rdma_create_ep listeners */
 	struct ibv_pd *listen_pd;
 
@@ -200,10 +196,6 @@ static inline struct ibv_qp *cma_id_qp(struct cma_id_private *id_priv)
 /* Create a QP for an id accepted by an rdma_create_ep listener. */
 int cma_create_ep_qp(struct cma_id_private *id_priv, struct ibv_pd *pd,
 		     const struct ibv_qp_init_attr *attr);
-static inline bool cma_is_ud_ps(enum rdma_port_space ps)
-{
-	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB;
-}
 
 /* --- options.c --------------------------------------------------------- */
 

@@ -114,7 +114,6 @@ static int cma_device_open(struct cma_device *dev)
 		dev->verbs = NULL;
 		return -1;
 	}
-	dev->port_cnt = attr.phys_port_cnt;
 	dev->max_initiator_depth =
 		(uint8_t)(attr.max_qp_init_rd_atom > 0xfe
 				  ? 0xfe
@@ -150,23 +149,6 @@ struct cma_device *cma_device_get_by_guid(__be64 guid)
 		dev->refcnt++;
 	else
 		errno = ENODEV;
-	pthread_mutex_unlock(&dev_lock);
-	return dev;
-}
-
-struct cma_device *cma_device_get_by_verbs(struct ibv_context *verbs)
-{
-	struct cma_device *dev = NULL;
-	int i;
-
-	pthread_mutex_lock(&dev_lock);
-	for (i = 0; i < dev_count; i++) {
-		if (devs[i]->verbs == verbs) {
-			dev = devs[i];
-			dev->refcnt++;
-			break;
-		}
-	}
 	pthread_mutex_unlock(&dev_lock);
 	return dev;
 }
