@@ -79,6 +79,8 @@ distcheck() {
 }
 
 run_suite dist distcheck
+run_suite pkg-deb "$repo/tests/pkg/check-debs.sh"
+run_suite pkg-rpm "$repo/tests/pkg/check-rpms.sh"
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
 run_suite style "$repo/tests/style/check-format.sh"

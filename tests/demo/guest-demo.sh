@@ -35,8 +35,11 @@ pair() {
 banner "device"
 ibv_devices 2>/dev/null || true
 rdma link show 2>/dev/null || true
+# The examples are libtool-built: the binaries in .libs/ find this build's
+# library through LD_LIBRARY_PATH, as libtool's wrapper scripts arrange.
+export LD_LIBRARY_PATH="$build/src/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "librdmacm used by the examples:"
-ldd "$ex/rping" | grep rdmacm
+ldd "$ex/.libs/rping" | grep rdmacm
 
 for addr in "$a1" ${a6:+"$a6"}; do
 	pair "rping over $addr (RDMA READ/WRITE ping-pong)" \

@@ -76,6 +76,10 @@ if [ ! -e "$libdir/librdmacm.so.1" ]; then
 fi
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 libdir_real="$(realpath "$libdir")"
+# Installed-style programs (the examples) carry no run path into the build
+# tree; like libtool's wrapper scripts, point the loader at the build.  What
+# each program really loads is still checked below, not assumed.
+export LD_LIBRARY_PATH="$libdir_real${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # A libtool-built program is a wrapper script; the real binary is in .libs.
 # Prints the binary for program $1 (a path without the .libs part), or

@@ -1,0 +1,128 @@
+#!/bin/bash
+# Build the Debian packages (debian/) from a copy of the tree, or take a
+# directory of already built .debs, unpack them with dpkg -x into a
+# throw-away root and check what they deliver.  Prints PASS:/FAIL: lines and
+# "N passed, N failed"; exits non-zero on any failure.
+#
+# Usage: tests/pkg/check-debs.sh [DIR-WITH-DEBS]
+# Environment: PKG_WORK (build/unpack directory, default a fresh temporary
+# one, removed afterwards unless KEEP=1), LINTIAN=0 skips the lintian check.
+set -u
+
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "$(dirname "$0")/common.sh"
+
+arch=$(dpkg --print-architecture)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+libdir=usr/lib/$multiarch
+work=${PKG_WORK:-$(mktemp -d /tmp/rdmacm-debs.XXXXXX)}
+[ "${KEEP:-0}" = 1 ] || [ -n "${PKG_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"
+
+version=$(dpkg-parsechangelog -l "$pkg_repo/debian/changelog" -S Version)
+upstream=${version%-*}
+packages="librdmacm1 librdmacm-dev rdmacm-utils"
+
+if [ $# -ge 1 ]; then
+	debs=$(cd "$1" && pwd)
+else
+	install_missing build-essential debhelper dpkg-dev fakeroot lintian \
+		chrpath autoconf automake libtool pkg-config libibverbs-dev \
+		libibumad-dev check groff-base binutils
+	echo "pkg: building the .debs in $work/src"
+	rm -rf "$work/src"
+	copy_tree "$work/src"
+	start=$(date +%s)
+	if (cd "$work/src" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+		pass deb-build "dpkg-buildpackage -b in $(($(date +%s) - start))s"
+	else
+		tail -40 "$work/build.log" | indent
+		fail deb-build "see $work/build.log"
+		KEEP=1
+		trap - EXIT
+		summary
+		exit 1
+	fi
+	debs=$work
+fi
+
+# --- the package files and their relationships --------------------------------
+missing=
+for p in $packages; do
+	f=$debs/${p}_${version}_$arch.deb
+	[ -f "$f" ] || missing+=" ${f##*/}"
+done
+if [ -n "$missing" ]; then
+	fail deb-files "missing:$missing (in $debs)"
+	summary
+	exit 1
+fi
+pass deb-files "$packages at $version"
+
+deb() { echo "$debs/${1}_${version}_$arch.deb"; }
+field() { dpkg-deb -f "$(deb "$1")" "$2"; }
+
+# Above Debian bookworm's rdma-core 44.0-2, so it upgrades the packages of
+# the same names; our library no longer serves Debian's rsocket tools.
+check deb-version-above-debian dpkg --compare-versions "$version" gt 44.0-2
+check deb-upstream-version eval "grep -q '^AC_INIT(\[librdmacm\], \[$upstream\]' '$pkg_repo/configure.ac' || { echo 'changelog upstream version $upstream is not configure.ac'\''s'; false; }"
+check deb-relations eval "
+	field librdmacm1 Breaks | grep -q 'rdmacm-utils (<< ' &&
+	field librdmacm1 Multi-Arch | grep -qx same &&
+	field librdmacm-dev Depends | grep -q 'librdmacm1 (= $version)' &&
+	field rdmacm-utils Depends | grep -q 'librdmacm1 (>= ' ||
+	{ for p in $packages; do echo \"\$p:\"; dpkg-deb -f \$(deb \$p) Depends Breaks Replaces Conflicts Multi-Arch; done; false; }"
+
+# The symbols control file lists exactly what the library exports.
+symbols_of_control() {
+	local tmp
+	tmp=$(mktemp -d)
+	dpkg-deb -e "$(deb librdmacm1)" "$tmp"
+	grep '^ ' "$tmp/symbols" | awk '{ print $1 }' | grep -v '^RDMACM_' | sort -u
+	rm -rf "$tmp"
+}
+check deb-symbols-file eval 'diff <(map_symbols) <(symbols_of_control) ||
+	{ echo "DEBIAN/symbols differs from src/librdmacm.map (< map, > symbols)"; false; }'
+
+# --- contents -------------------------------------------------------------------
+root=$work/root
+rm -rf "$root"
+mkdir -p "$root"
+for p in $packages; do
+	dpkg -x "$(deb "$p")" "$root"
+done
+check_root "$root" "$libdir" deb
+
+# Which package holds what (a file in the wrong one breaks upgrades).
+in_pkg() {
+	dpkg-deb -c "$(deb "$1")" | awk '{ print $6 }' | grep -q "$2"
+}
+check deb-split eval "
+	in_pkg librdmacm1 '/librdmacm\.so\.1\.3\.0\$' &&
+	! in_pkg librdmacm1 '/librdmacm\.so\$' &&
+	in_pkg librdmacm-dev '/librdmacm\.so\$' &&
+	in_pkg librdmacm-dev 'rdma_cma\.h\$' &&
+	in_pkg librdmacm-dev 'man3/rdma_connect\.3' &&
+	in_pkg librdmacm-dev 'man7/rdma_cm\.7' &&
+	in_pkg rdmacm-utils 'bin/rping\$' &&
+	in_pkg rdmacm-utils 'man1/rping\.1' ||
+	{ echo 'files are in the wrong packages'; false; }"
+
+# --- lintian --------------------------------------------------------------------
+if [ "${LINTIAN:-1}" != 0 ] && command -v lintian >/dev/null; then
+	changes=$(find "$debs" -maxdepth 1 -name "librdmacm-fork_${version}_*.changes" | head -1)
+	target=${changes:-$(for p in $packages; do deb "$p"; done)}
+	# shellcheck disable=SC2086
+	out=$(lintian --allow-root $target 2>&1)
+	errors=$(grep -c '^E:' <<<"$out")
+	warnings=$(grep -c '^W:' <<<"$out")
+	if [ "$errors" -eq 0 ]; then
+		pass deb-lintian "0 errors, $warnings warnings"
+	else
+		grep -E '^[EW]:' <<<"$out" | indent
+		fail deb-lintian "$errors errors"
+	fi
+	grep '^W:' <<<"$out" | indent
+fi
+
+summary
