@@ -542,26 +542,11 @@ static int run_server(struct ct *ct)
 	struct server_stats st;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *doomed;
-	struct ex_addr addr;
 
 	memset(&st, 0, sizeof(st));
-	if (ex_resolve(ct->o.src, ct->o.port, EX_RES_PASSIVE, RDMA_PS_TCP,
-		       &addr))
+	if (ex_listen(ct->ch, ct->o.src, ct->o.port, RDMA_PS_TCP,
+		      (int)ct->o.conns, NULL, &ct->listen_id))
 		return -1;
-	if (rdma_create_id(ct->ch, &ct->listen_id, NULL, RDMA_PS_TCP)) {
-		ex_syserr("rdma_create_id");
-		ct->listen_id = NULL;
-		return -1;
-	}
-	if (rdma_bind_addr(ct->listen_id, ex_sa(&addr))) {
-		ex_syserr("rdma_bind_addr(%s)",
-			  ex_ntop(ex_sa(&addr), local, sizeof(local)));
-		return -1;
-	}
-	if (rdma_listen(ct->listen_id, (int)ct->o.conns)) {
-		ex_syserr("rdma_listen");
-		return -1;
-	}
 	ex_info("listening on %s for %lu connection%s",
 		ex_ntop(rdma_get_local_addr(ct->listen_id), local,
 			sizeof(local)),

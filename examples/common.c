@@ -183,6 +183,42 @@ int ex_resolve(const char *node, const char *port, int flags,
 	return -1;
 }
 
+void ex_set_tos(struct rdma_cm_id *id, const uint8_t *tos)
+{
+	if (tos && rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+				   (void *)tos, sizeof(*tos)))
+		ex_syserr("rdma_set_option(TOS %u)", *tos);
+}
+
+int ex_listen(struct rdma_event_channel *ch, const char *node, const char *port,
+	      enum rdma_port_space ps, int backlog, const uint8_t *tos,
+	      struct rdma_cm_id **id)
+{
+	char local[EX_ADDRSTRLEN];
+	struct ex_addr addr;
+
+	*id = NULL;
+	if (ex_resolve(node, port, EX_RES_PASSIVE, ps, &addr))
+		return -1;
+	/* Children inherit the listener's context: NULL, as no node. */
+	if (rdma_create_id(ch, id, NULL, ps)) {
+		ex_syserr("rdma_create_id");
+		*id = NULL;
+		return -1;
+	}
+	ex_set_tos(*id, tos);
+	if (rdma_bind_addr(*id, ex_sa(&addr))) {
+		ex_syserr("rdma_bind_addr(%s)",
+			  ex_ntop(ex_sa(&addr), local, sizeof(local)));
+		return -1;
+	}
+	if (rdma_listen(*id, backlog)) {
+		ex_syserr("rdma_listen");
+		return -1;
+	}
+	return 0;
+}
+
 static const char *ntop(const struct sockaddr *sa, char *buf, size_t len,
 			bool with_port)
 {

@@ -92,6 +92,19 @@ int ex_resolve(const char *node, const char *port, int flags,
 /* Reports a failed rdma_getaddrinfo() call for node. */
 void ex_addrinfo_err(int ret, const char *node);
 
+/* Set @id's type of service when @tos is not NULL (a failure is reported). */
+void ex_set_tos(struct rdma_cm_id *id, const uint8_t *tos);
+
+/*
+ * A listener: resolve @node:@port as a local address (any address when
+ * @node is NULL), create an id on @ch, set @tos as ex_set_tos does, bind
+ * and listen with @backlog.  *@id is set as soon as the id exists, so the
+ * caller's cleanup releases it on failure.  0, or -1 after reporting why.
+ */
+int ex_listen(struct rdma_event_channel *ch, const char *node, const char *port,
+	      enum rdma_port_space ps, int backlog, const uint8_t *tos,
+	      struct rdma_cm_id **id);
+
 /* Formats "192.0.2.1:7174" or "[2001:db8::1]:7174" into buf. */
 const char *ex_ntop(const struct sockaddr *sa, char *buf, size_t len);
 /* Same as ex_ntop() but without the port. */

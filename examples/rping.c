@@ -722,26 +722,11 @@ static int run_server(struct rping *r)
 {
 	char local[EX_ADDRSTRLEN];
 	struct rdma_cm_event *ev;
-	struct ex_addr addr;
 	int ret;
 
-	if (ex_resolve(r->o.addr, r->o.port, EX_RES_PASSIVE, RDMA_PS_TCP,
-		       &addr))
+	if (ex_listen(r->ch, r->o.addr, r->o.port, RDMA_PS_TCP, 4, NULL,
+		      &r->listen_id))
 		return -1;
-	if (rdma_create_id(r->ch, &r->listen_id, NULL, RDMA_PS_TCP)) {
-		ex_syserr("rdma_create_id");
-		r->listen_id = NULL;
-		return -1;
-	}
-	if (rdma_bind_addr(r->listen_id, ex_sa(&addr))) {
-		ex_syserr("rdma_bind_addr(%s)",
-			  ex_ntop(ex_sa(&addr), local, sizeof(local)));
-		return -1;
-	}
-	if (rdma_listen(r->listen_id, 4)) {
-		ex_syserr("rdma_listen");
-		return -1;
-	}
 	ex_info("server listening on %s",
 		ex_ntop(rdma_get_local_addr(r->listen_id), local,
 			sizeof(local)));

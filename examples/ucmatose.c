@@ -213,12 +213,10 @@ static int node_setup(struct node *n)
 	return 0;
 }
 
-static void set_tos(struct uc *uc, struct rdma_cm_id *id)
+/* The -t type of service, or NULL when none was asked for. */
+static const uint8_t *tos_of(const struct uc *uc)
 {
-	if (uc->o.set_tos &&
-	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &uc->o.tos,
-			    sizeof(uc->o.tos)))
-		ex_syserr("rdma_set_option(TOS %u)", uc->o.tos);
+	return uc->o.set_tos ? &uc->o.tos : NULL;
 }
 
 /* Client side of the handshake */
@@ -678,7 +676,7 @@ static int start_client(struct uc *uc)
 			return -1;
 		}
 		uc->used++;
-		set_tos(uc, n->id);
+		ex_set_tos(n->id, tos_of(uc));
 		if (rdma_resolve_addr(n->id, uc->o.src ? ex_sa(&src) : NULL,
 				      ex_sa(&dst), EX_RESOLVE_MS)) {
 			ex_syserr("connection %lu: rdma_resolve_addr", i);
@@ -691,28 +689,11 @@ static int start_client(struct uc *uc)
 static int start_server(struct uc *uc)
 {
 	char local[EX_ADDRSTRLEN];
-	struct ex_addr addr;
 
-	if (ex_resolve(uc->o.src, uc->o.port, EX_RES_PASSIVE, RDMA_PS_TCP,
-		       &addr))
-		return -1;
-	/* Children inherit the listener's context: NULL, as no node. */
-	if (rdma_create_id(uc->ch, &uc->listen_id, NULL, RDMA_PS_TCP)) {
-		ex_syserr("rdma_create_id");
-		uc->listen_id = NULL;
-		return -1;
-	}
-	set_tos(uc, uc->listen_id);
-	if (rdma_bind_addr(uc->listen_id, ex_sa(&addr))) {
-		ex_syserr("rdma_bind_addr(%s)",
-			  ex_ntop(ex_sa(&addr), local, sizeof(local)));
-		return -1;
-	}
 	/* Room for every client to knock at once. */
-	if (rdma_listen(uc->listen_id, (int)uc->o.conns)) {
-		ex_syserr("rdma_listen");
+	if (ex_listen(uc->ch, uc->o.src, uc->o.port, RDMA_PS_TCP,
+		      (int)uc->o.conns, tos_of(uc), &uc->listen_id))
 		return -1;
-	}
 	ex_info("listening on %s for %lu connection%s",
 		ex_ntop(rdma_get_local_addr(uc->listen_id), local,
 			sizeof(local)),

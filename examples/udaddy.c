@@ -190,12 +190,10 @@ static int node_setup(struct node *n)
 	return 0;
 }
 
-static void set_tos(struct ud *ud, struct rdma_cm_id *id)
+/* The -t type of service, or NULL when none was asked for. */
+static const uint8_t *tos_of(const struct ud *ud)
 {
-	if (ud->o.set_tos &&
-	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &ud->o.tos,
-			    sizeof(ud->o.tos)))
-		ex_syserr("rdma_set_option(TOS %u)", ud->o.tos);
+	return ud->o.set_tos ? &ud->o.tos : NULL;
 }
 
 /* Client */
@@ -503,7 +501,7 @@ static int start_client(struct ud *ud)
 			return -1;
 		}
 		ud->used++;
-		set_tos(ud, n->id);
+		ex_set_tos(n->id, tos_of(ud));
 		if (rdma_resolve_addr(n->id, ud->o.src ? ex_sa(&src) : NULL,
 				      ex_sa(&dst), EX_RESOLVE_MS)) {
 			ex_syserr("connection %lu: rdma_resolve_addr", i);
@@ -516,26 +514,10 @@ static int start_client(struct ud *ud)
 static int start_server(struct ud *ud)
 {
 	char local[EX_ADDRSTRLEN];
-	struct ex_addr addr;
 
-	if (ex_resolve(ud->o.src, ud->o.port, EX_RES_PASSIVE, RDMA_PS_UDP,
-		       &addr))
+	if (ex_listen(ud->ch, ud->o.src, ud->o.port, RDMA_PS_UDP,
+		      (int)ud->o.conns, tos_of(ud), &ud->listen_id))
 		return -1;
-	if (rdma_create_id(ud->ch, &ud->listen_id, NULL, RDMA_PS_UDP)) {
-		ex_syserr("rdma_create_id");
-		ud->listen_id = NULL;
-		return -1;
-	}
-	set_tos(ud, ud->listen_id);
-	if (rdma_bind_addr(ud->listen_id, ex_sa(&addr))) {
-		ex_syserr("rdma_bind_addr(%s)",
-			  ex_ntop(ex_sa(&addr), local, sizeof(local)));
-		return -1;
-	}
-	if (rdma_listen(ud->listen_id, (int)ud->o.conns)) {
-		ex_syserr("rdma_listen");
-		return -1;
-	}
 	ex_info("listening on %s for %lu client%s",
 		ex_ntop(rdma_get_local_addr(ud->listen_id), local,
 			sizeof(local)),
