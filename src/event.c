@@ -127,20 +127,6 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
 }
 
-/*
- * The connection never formed: the QP must stop using it.  (On
- * DISCONNECTED the QP is left alone, as rdma-core does: the application
- * flushes it with rdma_disconnect when it has finished with it.)
- */
-static void cma_handle_conn_end(struct cma_event *evt,
-				struct cma_id_private *id_priv,
-				const struct rdma_ucm_event_resp *resp)
-{
-	cma_copy_conn_param(evt, &resp->param.conn);
-	if (resp->event != RDMA_CM_EVENT_DISCONNECTED && cma_id_qp(id_priv))
-		cma_qp_to_err(id_priv);
-}
-
 static enum cma_event_verdict
 cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 {
@@ -175,10 +161,15 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		/* fall through */
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-		if (id_priv->id.qp_type == IBV_QPT_UD)
-			cma_copy_ud_param(evt, &resp->param.ud);
-		else
-			cma_handle_conn_end(evt, id_priv, resp);
+		cma_event_copy_param(evt, id_priv, resp);
+		/*
+		 * A connection that never formed: its QP must stop using it.
+		 * On DISCONNECTED the QP is left to rdma_disconnect, as
+		 * rdma-core does, so the application flushes it when done.
+		 */
+		if (resp->event != RDMA_CM_EVENT_DISCONNECTED &&
+		    id_priv->id.qp_type != IBV_QPT_UD)
+			cma_qp_to_err(id_priv);
 		break;
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 		cma_copy_ud_param(evt, &resp->param.ud);
