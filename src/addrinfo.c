@@ -471,10 +471,9 @@ CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 /*
  * Kernels up to at least 6.1 have no command to resolve address
  * information for an id, so the lookup is done here with
- * rdma_getaddrinfo().  A synchronous id is done when the call returns.  An
- * asynchronous id would expect an ADDRINFO_RESOLVED (or _ERROR) event on
- * its channel, and a user-space library cannot queue one there, so such
- * ids get EOPNOTSUPP rather than a success whose event never comes.
+ * rdma_getaddrinfo().  A synchronous id is done when the call returns; an
+ * asynchronous one gets the outcome as a library-made ADDRINFO_RESOLVED or
+ * ADDRINFO_ERROR event on its channel, as the API promises.
  *
  * A failed resolution drops the previous result, so rdma_query_addrinfo()
  * never reports an answer to an older request.
@@ -485,12 +484,18 @@ CMA_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 	struct rdma_addrinfo *res = NULL, *old;
+	struct cma_event *evt = NULL;
 	int ret, err;
 
 	if (cma_check_id(id))
 		return -1;
-	if (!id_priv->sync)
-		return cma_err(EOPNOTSUPP);
+	if (!id_priv->sync) {
+		/* allocated first: a success must not lose its event */
+		evt = cma_event_new(id_priv, RDMA_CM_EVENT_ADDRINFO_RESOLVED,
+				    0);
+		if (!evt)
+			return -1;
+	}
 	ret = rdma_getaddrinfo(node, service, hints, &res);
 	err = errno;
 
@@ -499,7 +504,14 @@ CMA_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
 	id_priv->resolved_ai = res;
 	pthread_mutex_unlock(&id_priv->mut);
 	rdma_freeaddrinfo(old);
-	return ret ? cma_err(err) : 0;
+	if (!evt)
+		return ret ? cma_err(err) : 0;
+	if (ret) {
+		evt->event.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
+		evt->event.status = -err;
+	}
+	cma_event_post(evt);
+	return 0;
 }
 
 /* The caller gets its own copy: the id's may be replaced at any time. */

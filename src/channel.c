@@ -1,47 +1,514 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Event channels.  Each channel is one open of the rdma_cm device: the
- * kernel queues the events of every id created on (or migrated to) it, and
- * the fd becomes readable when one is waiting.
+ * Event channels.
+ *
+ * Each channel is one open of the rdma_cm device: the kernel queues the
+ * events of every id created on (or migrated to) it.  The library also
+ * makes events of its own (rdma_write_cm_event, asynchronous
+ * rdma_resolve_addrinfo, peer-to-peer connection formation) and runs
+ * timers, and an application that polls channel->fd must wake for those
+ * too.  So a channel the application creates hands out an epoll set as
+ * its fd: the kernel's fd is in it, and a timerfd joins it the first time
+ * the library has something of its own to deliver.  Programs that never
+ * use such features pay one extra fd and no extra writes to the kernel.
+ *
+ * Private channels (synchronous ids) are never polled by the application:
+ * their fd is the kernel's, and a blocking wait bounds itself by the next
+ * timer instead.
  */
 #include <config.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cma.h"
 #include "ucma_abi.h"
 
-struct rdma_event_channel *cma_channel_create(void)
-{
-	struct rdma_event_channel *channel;
+struct cma_channel {
+	struct rdma_event_channel pub; /* must stay first: the public handle */
+	int kfd; /* the rdma_cm device: the kernel's event queue */
+	int tfd; /* timerfd in the epoll set, -1 until first needed */
+	bool pollable; /* pub.fd is an epoll set the application may poll */
+	pthread_mutex_t lock;
+	struct cma_event *head; /* library-made events, oldest first */
+	struct cma_event **tail;
+	struct cma_timer *timers; /* armed timers, earliest first */
+};
 
-	if (cma_init())
-		return NULL;
-	channel = malloc(sizeof(*channel));
-	if (!channel) {
+static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
+{
+	return (struct cma_channel *)channel;
+}
+
+int cma_channel_kernel_fd(const struct rdma_event_channel *channel)
+{
+	return ((const struct cma_channel *)channel)->kfd;
+}
+
+static uint64_t cma_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct cma_channel *cma_channel_alloc(int kfd)
+{
+	struct cma_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	channel->fd = ucma_open_device();
-	if (channel->fd < 0) {
-		free(channel);
+	ch->kfd = kfd;
+	ch->pub.fd = kfd;
+	ch->tfd = -1;
+	ch->tail = &ch->head;
+	pthread_mutex_init(&ch->lock, NULL);
+	return ch;
+}
+
+struct rdma_event_channel *cma_channel_from_fd(int kfd)
+{
+	struct cma_channel *ch = cma_channel_alloc(kfd);
+
+	return ch ? &ch->pub : NULL;
+}
+
+/* Wrap the kernel fd in an epoll set: the fd the application polls. */
+static int cma_channel_make_pollable(struct cma_channel *ch)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int epfd, flags;
+
+	flags = fcntl(ch->kfd, F_GETFL);
+	if (flags < 0 || fcntl(ch->kfd, F_SETFL, flags | O_NONBLOCK))
+		return -1;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return -1;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, ch->kfd, &ev)) {
+		close(epfd);
+		return -1;
+	}
+	ch->pub.fd = epfd;
+	ch->pollable = true;
+	return 0;
+}
+
+static struct rdma_event_channel *cma_channel_open(bool pollable)
+{
+	struct cma_channel *ch;
+	int kfd, err;
+
+	if (cma_init())
+		return NULL;
+	kfd = ucma_open_device();
+	if (kfd < 0)
+		return NULL;
+	ch = cma_channel_alloc(kfd);
+	if (!ch) {
+		close(kfd);
+		errno = ENOMEM;
 		return NULL;
 	}
-	return channel;
+	if (pollable && cma_channel_make_pollable(ch)) {
+		err = errno;
+		cma_channel_destroy(&ch->pub);
+		errno = err;
+		return NULL;
+	}
+	return &ch->pub;
+}
+
+struct rdma_event_channel *cma_channel_create(void)
+{
+	return cma_channel_open(false);
 }
 
 void cma_channel_destroy(struct rdma_event_channel *channel)
 {
+	struct cma_channel *ch = cma_chan(channel);
+	struct cma_event *evt;
+
 	if (!channel)
 		return;
-	close(channel->fd);
-	free(channel);
+	while ((evt = ch->head)) {
+		ch->head = evt->next;
+		free(evt);
+	}
+	if (ch->tfd >= 0)
+		close(ch->tfd);
+	if (ch->pollable)
+		close(ch->pub.fd);
+	close(ch->kfd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+}
+
+/* --- the wake-up timerfd of pollable channels ---------------------------- */
+
+static int cma_channel_add_tfd(struct cma_channel *ch)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int tfd;
+
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (tfd < 0)
+		return -1;
+	if (epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, tfd, &ev)) {
+		close(tfd);
+		return -1;
+	}
+	ch->tfd = tfd;
+	return 0;
+}
+
+/*
+ * Make the epoll set readable when library work is due: now if events are
+ * queued, at the earliest deadline if timers are armed.  Called with the
+ * lock held after every change.  Arming resets the timerfd's count, so
+ * it never needs reading.
+ */
+static void cma_channel_rearm(struct cma_channel *ch)
+{
+	struct itimerspec its = {{0, 0}, {0, 0}};
+	uint64_t when = 0;
+
+	if (!ch->pollable)
+		return;
+	if (ch->head)
+		when = 1; /* an absolute time long past: fires at once */
+	else if (ch->timers)
+		when = ch->timers->deadline_ns;
+	else if (ch->tfd < 0)
+		return;
+	if (ch->tfd < 0 && cma_channel_add_tfd(ch))
+		return; /* no wake-ups: events still arrive with the next read */
+	its.it_value.tv_sec = (time_t)(when / 1000000000ull);
+	its.it_value.tv_nsec = (long)(when % 1000000000ull);
+	timerfd_settime(ch->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* --- library-made events ------------------------------------------------- */
+
+struct cma_event *cma_event_new(struct cma_id_private *id_priv,
+				enum rdma_cm_event_type type, int status)
+{
+	struct cma_event *evt = calloc(1, sizeof(*evt));
+
+	if (!evt) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	evt->id_priv = id_priv;
+	evt->lib = true;
+	evt->event.id = &id_priv->id;
+	evt->event.event = type;
+	evt->event.status = status;
+	return evt;
+}
+
+void cma_event_post(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+	struct cma_channel *ch;
+
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->lib_events++;
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_unlock(&id_priv->mut);
+	evt->next = NULL;
+	*ch->tail = evt;
+	ch->tail = &evt->next;
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Unlink every queued event of @id_priv; returns them as a list. */
+static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
+						struct cma_id_private *id_priv)
+{
+	struct cma_event **pp = &ch->head, *taken = NULL, **tail = &taken;
+	struct cma_event *evt;
+
+	ch->tail = &ch->head;
+	while ((evt = *pp)) {
+		if (evt->id_priv == id_priv) {
+			*pp = evt->next;
+			evt->next = NULL;
+			*tail = evt;
+			tail = &evt->next;
+			continue;
+		}
+		ch->tail = &evt->next;
+		pp = &evt->next;
+	}
+	return taken;
+}
+
+void cma_channel_drop_events(struct cma_id_private *id_priv)
+{
+	struct cma_channel *ch = cma_chan(id_priv->id.channel);
+	struct cma_event *evt, *next;
+	uint32_t dropped = 0;
+
+	pthread_mutex_lock(&ch->lock);
+	evt = cma_channel_unqueue_id(ch, id_priv);
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	for (; evt; evt = next) {
+		next = evt->next;
+		free(evt);
+		dropped++;
+	}
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->lib_events -= dropped;
+	pthread_cond_broadcast(&id_priv->cond);
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/*
+ * The kernel moves a migrated id's queued events to the new fd without
+ * waking its pollers, and epoll only looks at an fd when woken: make it
+ * look again.
+ */
+static void cma_channel_recheck_kernel_fd(struct cma_channel *ch)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (ch->pollable)
+		epoll_ctl(ch->pub.fd, EPOLL_CTL_MOD, ch->kfd, &ev);
+}
+
+void cma_channel_move_events(struct cma_id_private *id_priv,
+			     struct rdma_event_channel *from)
+{
+	struct cma_channel *old = cma_chan(from);
+	struct cma_channel *ch = cma_chan(id_priv->id.channel);
+	struct cma_event *evt;
+
+	cma_channel_recheck_kernel_fd(ch);
+
+	pthread_mutex_lock(&old->lock);
+	evt = cma_channel_unqueue_id(old, id_priv);
+	cma_channel_rearm(old);
+	pthread_mutex_unlock(&old->lock);
+	if (!evt)
+		return;
+	pthread_mutex_lock(&ch->lock);
+	*ch->tail = evt;
+	while (evt->next)
+		evt = evt->next;
+	ch->tail = &evt->next;
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+}
+
+void cma_event_release_lib(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->lib_events--;
+	pthread_cond_broadcast(&id_priv->cond);
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/* --- timers ---------------------------------------------------------------- */
+
+static void cma_timer_unlink(struct cma_channel *ch, struct cma_timer *timer)
+{
+	struct cma_timer **pp;
+
+	for (pp = &ch->timers; *pp; pp = &(*pp)->next) {
+		if (*pp == timer) {
+			*pp = timer->next;
+			break;
+		}
+	}
+	timer->next = NULL;
+	timer->armed = false;
+}
+
+void cma_timer_start(struct rdma_event_channel *channel,
+		     struct cma_timer *timer, unsigned int ms)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	struct cma_timer **pp;
+
+	pthread_mutex_lock(&ch->lock);
+	if (timer->armed)
+		cma_timer_unlink(ch, timer);
+	timer->deadline_ns = cma_now_ns() + (uint64_t)ms * 1000000ull;
+	for (pp = &ch->timers; *pp; pp = &(*pp)->next)
+		if ((*pp)->deadline_ns > timer->deadline_ns)
+			break;
+	timer->next = *pp;
+	*pp = timer;
+	timer->armed = true;
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+}
+
+void cma_timer_stop(struct rdma_event_channel *channel, struct cma_timer *timer)
+{
+	struct cma_channel *ch = cma_chan(channel);
+
+	pthread_mutex_lock(&ch->lock);
+	if (timer->armed) {
+		cma_timer_unlink(ch, timer);
+		cma_channel_rearm(ch);
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Run the timers that are due, without the lock: they may post events. */
+static void cma_channel_run_timers(struct cma_channel *ch)
+{
+	struct cma_timer *due = NULL, **tail = &due, *timer;
+	uint64_t now;
+
+	if (!ch->timers) /* racy peek: a timer armed meanwhile waits a round */
+		return;
+	now = cma_now_ns();
+	pthread_mutex_lock(&ch->lock);
+	while ((timer = ch->timers) && timer->deadline_ns <= now) {
+		ch->timers = timer->next;
+		timer->next = NULL;
+		timer->armed = false;
+		*tail = timer;
+		tail = &timer->next;
+	}
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	while ((timer = due)) {
+		due = timer->next;
+		timer->next = NULL;
+		timer->expire(timer);
+	}
+}
+
+static struct cma_event *cma_channel_pop(struct cma_channel *ch)
+{
+	struct cma_event *evt;
+
+	if (!ch->head) /* racy peek; the common case costs no lock */
+		return NULL;
+	pthread_mutex_lock(&ch->lock);
+	evt = ch->head;
+	if (evt) {
+		ch->head = evt->next;
+		if (!ch->head)
+			ch->tail = &ch->head;
+		evt->next = NULL;
+	}
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return evt;
+}
+
+/* Milliseconds until the earliest timer: -1 for none. */
+static int cma_channel_timeout_ms(struct cma_channel *ch)
+{
+	uint64_t now, deadline;
+	int ms = -1;
+
+	pthread_mutex_lock(&ch->lock);
+	if (ch->head) {
+		ms = 0;
+	} else if (ch->timers) {
+		deadline = ch->timers->deadline_ns;
+		now = cma_now_ns();
+		ms = deadline <= now
+			     ? 0
+			     : (int)((deadline - now + 999999) / 1000000);
+	}
+	pthread_mutex_unlock(&ch->lock);
+	return ms;
+}
+
+static bool cma_channel_nonblocking(struct cma_channel *ch)
+{
+	int flags = fcntl(ch->pub.fd, F_GETFL);
+
+	return flags >= 0 && (flags & O_NONBLOCK);
+}
+
+/*
+ * Wait until something may be ready: the kernel fd or library work.  For a
+ * pollable channel the epoll set covers both, and the kernel fd is
+ * non-blocking, so reading it after any wake-up is safe.  A private
+ * channel polls its blocking kernel fd, bounded by the next timer.
+ * Returns 1 when the kernel fd may hold an event, 0 when only library work
+ * is due, -1/errno on failure (EAGAIN: the application made the channel
+ * non-blocking and nothing is ready).
+ */
+static int cma_channel_wait(struct cma_channel *ch)
+{
+	int timeout = cma_channel_timeout_ms(ch);
+	struct pollfd pfd = {.fd = ch->kfd, .events = POLLIN};
+	struct epoll_event ev;
+	bool nonblock;
+	int ret;
+
+	if (!ch->pollable) {
+		ret = poll(&pfd, 1, timeout);
+		if (ret < 0)
+			return errno == EINTR ? 0 : -1;
+		return ret > 0;
+	}
+	nonblock = cma_channel_nonblocking(ch);
+	ret = epoll_wait(ch->pub.fd, &ev, 1, nonblock ? 0 : timeout);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -1;
+	if (ret == 0 && nonblock)
+		return cma_err(EAGAIN);
+	return 1;
+}
+
+int cma_channel_next(struct rdma_event_channel *channel,
+		     struct rdma_ucm_event_resp *resp, struct cma_event **lib)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	int ret;
+
+	for (;;) {
+		cma_channel_run_timers(ch);
+		*lib = cma_channel_pop(ch);
+		if (*lib)
+			return 0;
+		/*
+		 * A private channel with no timers reads the way it always
+		 * has: one blocking command, no extra system calls.
+		 */
+		if (!ch->pollable && !ch->timers)
+			return ucma_cmd_get_event(ch->kfd, resp);
+		ret = cma_channel_wait(ch);
+		if (ret < 0)
+			return -1;
+		if (ret == 0)
+			continue;
+		if (!ucma_cmd_get_event(ch->kfd, resp))
+			return 0;
+		if (errno != EAGAIN)
+			return -1;
+		if (cma_channel_nonblocking(ch) && !ch->head && !ch->timers)
+			return -1; /* EAGAIN, as a non-blocking fd should */
+	}
 }
 
 CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
-	return cma_channel_create();
+	return cma_channel_open(true);
 }
 
 CMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)

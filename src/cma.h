@@ -7,7 +7,7 @@
  *   ucma_abi.c     kernel command marshalling; the only write() to the device
  *   abi_convert.c  kernel <-> verbs structure conversions
  *   device.c       RDMA device list, lazily opened contexts, default PDs
- *   channel.c      event channels, the private channels of synchronous ids
+ *   channel.c      event channels, library-made events and timers
  *   id.c           id life cycle: create, destroy, migrate, event accounting
  *   event.c        reading kernel events and turning them into rdma_cm_event
  *   addr.c         bind, address and route resolution, address queries
@@ -77,6 +77,7 @@ struct cma_id_private {
 	pthread_mutex_t mut;
 	pthread_cond_t cond;
 	uint32_t events_completed; /* events acked by the application */
+	uint32_t lib_events; /* library-made events not yet acked */
 
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
@@ -101,10 +102,12 @@ static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
 	return (struct cma_id_private *)id;
 }
 
-/* The kernel fd behind a channel. */
+/* The kernel fd behind a channel (channel->fd may be an epoll set). */
+int cma_channel_kernel_fd(const struct rdma_event_channel *channel);
+
 static inline int cma_id_fd(const struct cma_id_private *id_priv)
 {
-	return id_priv->id.channel->fd;
+	return cma_channel_kernel_fd(id_priv->id.channel);
 }
 
 /* Allocate the library side of an id, then create the kernel one. */
@@ -131,8 +134,54 @@ int cma_create_id_qp_type(struct rdma_event_channel *channel,
 /* Validate a public id pointer (NULL check). 0 or -1/EINVAL. */
 int cma_check_id(const struct rdma_cm_id *id);
 
+/* A private channel: its fd is the kernel's, nobody else polls it. */
 struct rdma_event_channel *cma_channel_create(void);
 void cma_channel_destroy(struct rdma_event_channel *channel);
+/* A private channel around an fd already open (unit tests' fake device). */
+struct rdma_event_channel *cma_channel_from_fd(int kfd);
+
+/*
+ * Timers run from rdma_get_cm_event() on their channel (in whichever
+ * thread reads it, with no library lock held); a pollable channel's fd
+ * becomes readable when one is due.
+ */
+struct cma_timer {
+	struct cma_timer *next;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+	void (*expire)(struct cma_timer *timer);
+	bool armed;
+};
+void cma_timer_start(struct rdma_event_channel *channel,
+		     struct cma_timer *timer, unsigned int ms);
+void cma_timer_stop(struct rdma_event_channel *channel,
+		    struct cma_timer *timer);
+
+struct cma_event;
+struct rdma_ucm_event_resp;
+/*
+ * An event the library makes itself; the kernel does not count it, so
+ * the id counts it in lib_events until it is acked.
+ */
+struct cma_event *cma_event_new(struct cma_id_private *id_priv,
+				enum rdma_cm_event_type type, int status);
+/* Queue it on its id's channel, ahead of kernel events read later. */
+void cma_event_post(struct cma_event *evt);
+/* An acked library event: uncount it. */
+void cma_event_release_lib(struct cma_event *evt);
+/* Discard the queued, undelivered library events of an id. */
+void cma_channel_drop_events(struct cma_id_private *id_priv);
+/*
+ * After a migration: carry the id's queued library events from @from and
+ * make the new channel notice the kernel events that moved with it.
+ */
+void cma_channel_move_events(struct cma_id_private *id_priv,
+			     struct rdma_event_channel *from);
+/*
+ * The next event of a channel: a library event in *lib, or else a kernel
+ * event in *resp (*lib NULL).  0 or -1/errno.
+ */
+int cma_channel_next(struct rdma_event_channel *channel,
+		     struct rdma_ucm_event_resp *resp, struct cma_event **lib);
 
 /* --- event.c ----------------------------------------------------------- */
 
@@ -141,6 +190,8 @@ struct cma_event {
 	uint8_t private_data[RDMA_MAX_PRIVATE_DATA];
 	struct cma_id_private *id_priv; /* the id whose counter the ack bumps */
 	struct cma_multicast *mc;
+	struct cma_event *next; /* a channel's queue of library events */
+	bool lib; /* made by the library, not read from the kernel */
 };
 
 /* Copy the kernel's connection or datagram parameters into an event. */

@@ -231,7 +231,7 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				 struct rdma_cm_event **event)
 {
 	struct rdma_ucm_event_resp resp;
-	struct cma_event *evt;
+	struct cma_event *evt, *lib;
 
 	if (!channel || !event)
 		return cma_err(EINVAL);
@@ -240,11 +240,16 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		return cma_err(ENOMEM);
 	for (;;) {
 		memset(evt, 0, sizeof(*evt));
-		if (ucma_cmd_get_event(channel->fd, &resp)) {
+		if (cma_channel_next(channel, &resp, &lib)) {
 			int err = errno;
 
 			free(evt);
 			return cma_err(err);
+		}
+		if (lib) {
+			free(evt);
+			evt = lib;
+			break;
 		}
 		evt->event.event = (enum rdma_cm_event_type)resp.event;
 		evt->event.status = (int)resp.status;
@@ -263,7 +268,10 @@ CMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 
 	if (!event)
 		return cma_err(EINVAL);
-	cma_event_complete(evt);
+	if (evt->lib)
+		cma_event_release_lib(evt);
+	else
+		cma_event_complete(evt);
 	free(evt);
 	return 0;
 }
@@ -304,15 +312,23 @@ CMA_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 }
 
 /*
- * Linux 6.1, the kernel the project tests on, has no command to inject a
- * user event into a channel; rather than guess at a newer kernel's layout,
- * report that the operation is not available.
+ * Linux 6.1, the kernel the project tests on, has no command to inject an
+ * event into a channel, so the library queues it itself: it reaches the
+ * id's channel like any other event (a poller of channel->fd wakes up),
+ * which is what the call is for, waking an event loop from another thread.
  */
 CMA_EXPORT int rdma_write_cm_event(struct rdma_cm_id *id,
 				   enum rdma_cm_event_type event, int status,
 				   uint64_t arg)
 {
+	struct cma_event *evt;
+
 	if (cma_check_id(id))
 		return -1;
-	return cma_err(EOPNOTSUPP);
+	evt = cma_event_new(cma_id_priv(id), event, status);
+	if (!evt)
+		return -1;
+	evt->event.param.arg = arg;
+	cma_event_post(evt);
+	return 0;
 }

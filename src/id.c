@@ -99,7 +99,7 @@ void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev)
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported)
 {
 	pthread_mutex_lock(&id_priv->mut);
-	while (id_priv->events_completed < reported)
+	while (id_priv->events_completed < reported || id_priv->lib_events)
 		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
 	pthread_mutex_unlock(&id_priv->mut);
 }
@@ -185,6 +185,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
+	cma_channel_drop_events(id_priv);
 	cma_id_wait_events(id_priv, reported);
 	cma_id_free(id_priv);
 	return 0;
@@ -205,14 +206,18 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		if (!channel)
 			return -1;
 	}
-	if (ucma_cmd_migrate_id(channel->fd, id_priv->handle, old->fd,
-				&reported)) {
+	if (ucma_cmd_migrate_id(cma_channel_kernel_fd(channel), id_priv->handle,
+				cma_channel_kernel_fd(old), &reported)) {
 		int err = errno;
 
 		if (sync)
 			cma_channel_destroy(channel);
 		return cma_err(err);
 	}
+	pthread_mutex_lock(&id_priv->mut);
+	id->channel = channel;
+	pthread_mutex_unlock(&id_priv->mut);
+	cma_channel_move_events(id_priv, old);
 	if (id_priv->sync) {
 		/* The old channel was ours; nobody else can read from it. */
 		cma_id_release_sync_event(id_priv);
@@ -220,7 +225,6 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	}
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
-	id->channel = channel;
 	while (id_priv->events_completed < reported)
 		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
 	pthread_mutex_unlock(&id_priv->mut);

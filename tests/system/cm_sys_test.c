@@ -1324,8 +1324,8 @@ static int cmd_errors(int argc, char **argv)
 	EXPECT_ERR(rdma_get_request(id, &sync_id), EINVAL);
 	EXPECT_ERR(rdma_accept(id, NULL), 0);
 	EXPECT_ERR(rdma_accept(id, &cp), 0);
-	EXPECT_ERR(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 42),
-		   EOPNOTSUPP);
+	EXPECT_ERR(rdma_write_cm_event(NULL, RDMA_CM_EVENT_USER, 0, 42),
+		   EINVAL);
 	EXPECT_ERR(rdma_disconnect(id), 0);
 	/* The kernel refuses a foreign address (TEST-NET-2 is nobody's). */
 	parse_addr("198.51.100.7", 0, &foreign);
@@ -1657,6 +1657,83 @@ static int cmd_mcast(int argc, char **argv)
 	return 0;
 }
 
+/* --- libevents: events the library makes itself ------------------------- */
+
+struct delayed_write {
+	struct rdma_cm_id *id;
+	uint64_t arg;
+};
+
+static void *write_event_later(void *arg)
+{
+	struct delayed_write *dw = arg;
+
+	usleep(100 * 1000);
+	if (rdma_write_cm_event(dw->id, RDMA_CM_EVENT_USER, 0, dw->arg))
+		fail("rdma_write_cm_event from a thread: %s", strerror(errno));
+	return NULL;
+}
+
+static int cmd_libevents(int argc, char **argv)
+{
+	struct delayed_write dw;
+	struct rdma_event_channel *ch;
+	struct rdma_addrinfo *info;
+	struct sockaddr_storage dst;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	pthread_t thread;
+	int flags, r;
+
+	(void)argc;
+	ch = make_channel();
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+
+	STAGE("libevents: a write from another thread wakes poll()");
+	dw.id = id;
+	dw.arg = 0x5eed;
+	CHECK(!pthread_create(&thread, NULL, write_event_later, &dw),
+	      "pthread_create");
+	ev = expect_event(ch, RDMA_CM_EVENT_USER, id, "user event");
+	CHECK(ev->param.arg == 0x5eed, "user event arg %#" PRIx64,
+	      (uint64_t)ev->param.arg);
+	TRY(rdma_ack_cm_event(ev));
+	pthread_join(thread, NULL);
+
+	STAGE("libevents: a non-blocking channel says EAGAIN");
+	flags = fcntl(ch->fd, F_GETFL);
+	TRY(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK));
+	errno = 0;
+	r = rdma_get_cm_event(ch, &ev);
+	CHECK(r == -1 && errno == EAGAIN, "empty non-blocking channel: %d, %s",
+	      r, strerror(errno));
+	TRY(fcntl(ch->fd, F_SETFL, flags));
+
+	STAGE("libevents: asynchronous rdma_resolve_addrinfo");
+	TRY(rdma_resolve_addrinfo(id, argv[0], "7471", NULL));
+	expect_and_ack(ch, RDMA_CM_EVENT_ADDRINFO_RESOLVED, id, "addrinfo");
+	TRY(rdma_query_addrinfo(id, &info));
+	CHECK(info && info->ai_dst_addr, "no destination resolved");
+	rdma_freeaddrinfo(info);
+
+	STAGE("libevents: kernel and library events interleave");
+	parse_addr(argv[0], 4791, &dst);
+	TRY(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
+	TRY(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 3, 9));
+	ev = expect_event(ch, RDMA_CM_EVENT_USER, id, "user before kernel");
+	CHECK(ev->status == 3 && ev->param.arg == 9, "user event fields");
+	TRY(rdma_ack_cm_event(ev));
+	expect_and_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id, "kernel event");
+
+	STAGE("libevents: destroy with an unread library event");
+	TRY(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 1));
+	TRY(rdma_destroy_id(id));
+	expect_no_event(ch, 100, "after destroying the id");
+	rdma_destroy_event_channel(ch);
+	pass();
+	return 0;
+}
+
 /* --- whichlib ------------------------------------------------------------- */
 
 static int cmd_whichlib(int argc, char **argv)
@@ -1701,6 +1778,7 @@ static const struct cmd {
 	{"rc_sync", 1, "<addr> [<client-src>]", cmd_rc_sync},
 	{"reject", 1, "<addr> [<client-src>]", cmd_reject},
 	{"migrate", 1, "<addr>", cmd_migrate},
+	{"libevents", 1, "<addr>", cmd_libevents},
 	{"cycles", 1, "<addr> [<N>=200] [<client-src>]", cmd_cycles},
 	{"errors", 1, "<addr>", cmd_errors},
 	{"ud", 1, "<addr> [<client-src>]", cmd_ud},

@@ -12,7 +12,7 @@
 # "N passed, N failed".  Exits non-zero if anything failed.
 #
 # Environment:
-#   RDMACM_BUILD_DIR   the build tree (default /tmp/b1).  In the VM guest,
+#   RDMACM_BUILD_DIR   the build tree (default: build/ in this checkout).  In the VM guest,
 #                      /tmp, /run and /var/tmp are empty tmpfs: put the build
 #                      tree elsewhere when running there.
 #   RDMACM_SYS_TEST    the test program (default: found in the build tree)
@@ -26,7 +26,7 @@
 # (run-guest.sh hands RDMACM_*, RDMA_* and VERBOSE to the guest.)
 set -u
 
-BUILD="${RDMACM_BUILD_DIR:-/tmp/b1}"
+BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
 A2="${RDMA_TEST_ADDR2:-$A1}"
 A6_1="${RDMA_TEST_ADDR6_1:-}"
@@ -163,6 +163,7 @@ if [ -n "$SYS" ]; then
 		run_sys "rc_sync/$fam" rc_sync "$srv" "$cli"
 		run_sys "reject/$fam" reject "$srv" "$cli"
 		run_sys "migrate/$fam" migrate "$srv"
+		run_sys "libevents/$fam" libevents "$srv"
 		run_sys "errors/$fam" errors "$srv"
 		run_sys "ud/$fam" ud "$srv" "$cli"
 		run_sys "mcast/$fam" mcast "$srv" "$grp" "$cli"

@@ -792,9 +792,46 @@ START_TEST(test_failed_resolve_clears)
 }
 END_TEST
 
-START_TEST(test_resolve_query_errors)
+/* An asynchronous id hears the outcome as an event on its channel. */
+START_TEST(test_async_resolve_reports_events)
 {
 	struct cma_id_private *async_id = fake_id(false);
+	struct rdma_addrinfo hints, *info = NULL;
+	struct rdma_cm_event *ev;
+
+	async_id->id.channel = cma_channel_from_fd(-1); /* never read */
+	ck_assert_ptr_nonnull(async_id->id.channel);
+	ck_assert_int_eq(
+		rdma_resolve_addrinfo(&async_id->id, "192.0.2.1", "1", NULL),
+		0);
+	ck_assert_int_eq(rdma_get_cm_event(async_id->id.channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDRINFO_RESOLVED);
+	ck_assert_int_eq(ev->status, 0);
+	ck_assert_ptr_eq(ev->id, &async_id->id);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_query_addrinfo(&async_id->id, &info), 0);
+	assert_in4(info->ai_dst_addr, info->ai_dst_len, "192.0.2.1", 1);
+	rdma_freeaddrinfo(info);
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_NUMERICHOST;
+	ck_assert_int_eq(rdma_resolve_addrinfo(&async_id->id,
+					       "bad.name.invalid", "1", &hints),
+			 0);
+	ck_assert_int_eq(rdma_get_cm_event(async_id->id.channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDRINFO_ERROR);
+	ck_assert_int_eq(ev->status, -ENOENT);
+	rdma_ack_cm_event(ev);
+	ck_assert_ptr_null(async_id->resolved_ai);
+	ck_assert_uint_eq(async_id->lib_events, 0);
+
+	cma_channel_destroy(async_id->id.channel);
+	cma_id_free(async_id);
+}
+END_TEST
+
+START_TEST(test_resolve_query_errors)
+{
 	struct cma_id_private *id_priv = fake_id(true);
 	struct rdma_addrinfo *info = NULL;
 
@@ -802,14 +839,6 @@ START_TEST(test_resolve_query_errors)
 	ck_assert_int_eq(rdma_resolve_addrinfo(NULL, "192.0.2.1", "1", NULL),
 			 -1);
 	ck_assert_int_eq(errno, EINVAL);
-
-	/* No event could report completion on an asynchronous id. */
-	errno = 0;
-	ck_assert_int_eq(
-		rdma_resolve_addrinfo(&async_id->id, "192.0.2.1", "1", NULL),
-		-1);
-	ck_assert_int_eq(errno, EOPNOTSUPP);
-	ck_assert_ptr_null(async_id->resolved_ai);
 
 	errno = 0;
 	ck_assert_int_eq(rdma_query_addrinfo(NULL, &info), -1);
@@ -822,7 +851,6 @@ START_TEST(test_resolve_query_errors)
 	ck_assert_int_eq(errno, ENOENT);
 	ck_assert_ptr_null(info);
 
-	cma_id_free(async_id);
 	cma_id_free(id_priv);
 }
 END_TEST
@@ -901,6 +929,7 @@ static Suite *addrinfo_suite(void)
 	tcase_add_test(tc, test_resolve_and_query);
 	tcase_add_test(tc, test_failed_resolve_clears);
 	tcase_add_test(tc, test_resolve_query_errors);
+	tcase_add_test(tc, test_async_resolve_reports_events);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("endpoint");

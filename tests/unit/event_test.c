@@ -24,7 +24,7 @@ static uint32_t seen_ids[MAX_SEEN];
 static int seen;
 static int fail_cmd = -1; /* this command fails with EIO */
 
-static struct rdma_event_channel channel = {.fd = 100};
+static struct rdma_event_channel *channel;
 
 static uint64_t response_ptr(const void *body)
 {
@@ -54,7 +54,7 @@ static ssize_t fake_device(int fd, const void *buf, size_t len)
 	const struct rdma_ucm_cmd_hdr *hdr = buf;
 	const void *body = hdr + 1;
 
-	ck_assert_int_eq(fd, channel.fd);
+	ck_assert_int_eq(fd, 100);
 	record(hdr->cmd, body);
 	if ((int)hdr->cmd == fail_cmd) {
 		errno = EIO;
@@ -85,7 +85,9 @@ static void setup(void)
 	script_len = script_pos = seen = 0;
 	fail_cmd = -1;
 	ucma_set_writer(fake_device);
-	id = cma_id_alloc(&channel, (void *)0x1234, RDMA_PS_TCP, IBV_QPT_RC);
+	channel = cma_channel_from_fd(100);
+	ck_assert_ptr_nonnull(channel);
+	id = cma_id_alloc(channel, (void *)0x1234, RDMA_PS_TCP, IBV_QPT_RC);
 	ck_assert_ptr_nonnull(id);
 	id->handle = 7;
 }
@@ -93,6 +95,7 @@ static void setup(void)
 static void teardown(void)
 {
 	cma_id_free(id);
+	cma_channel_destroy(channel); /* closes fd 100, which was never open */
 	ucma_set_writer(NULL);
 }
 
@@ -117,7 +120,7 @@ START_TEST(established_copies_private_data)
 	r->param.conn.private_data_len = 8;
 	r->param.conn.responder_resources = 4;
 	r->param.conn.qp_num = 0x99;
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_ptr_eq(ev->id, &id->id);
 	ck_assert_ptr_null(ev->listen_id);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ESTABLISHED);
@@ -137,7 +140,7 @@ START_TEST(no_private_data_means_null_pointer)
 	struct rdma_cm_event *ev;
 
 	push(id, RDMA_CM_EVENT_DISCONNECTED, 0);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_ptr_null(ev->param.conn.private_data);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 0);
 	rdma_ack_cm_event(ev);
@@ -158,7 +161,7 @@ START_TEST(datagram_ids_get_ud_parameters)
 	r->param.ud.ah_attr.grh.dgid[0] = 0xfe;
 	r->param.ud.private_data_len = 2;
 	r->param.ud.private_data[0] = 'u';
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_uint_eq(ev->param.ud.qp_num, 0x55);
 	ck_assert_uint_eq(ev->param.ud.qkey, RDMA_UDP_QKEY);
 	ck_assert_uint_eq(ev->param.ud.ah_attr.dlid, 3);
@@ -178,7 +181,7 @@ START_TEST(rejected_keeps_status_and_data)
 	r = push(id, RDMA_CM_EVENT_REJECTED, 28);
 	memcpy(r->param.conn.private_data, "go away", 7);
 	r->param.conn.private_data_len = 148; /* IB CM pads */
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_REJECTED);
 	ck_assert_int_eq(ev->status, 28);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 148);
@@ -193,7 +196,7 @@ START_TEST(failed_query_turns_into_addr_error)
 
 	fail_cmd = RDMA_USER_CM_CMD_QUERY_ROUTE;
 	push(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_ERROR);
 	ck_assert_int_eq(ev->status, -EIO);
 	rdma_ack_cm_event(ev);
@@ -211,7 +214,7 @@ START_TEST(unusable_request_is_refused_and_hidden)
 
 	push(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0)->id = 31;
 	push(id, RDMA_CM_EVENT_ADDR_CHANGE, 0);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_CHANGE);
 	ck_assert_uint_eq(id->events_completed, 1);
 	ck_assert_int_eq(seen, 5);
@@ -234,7 +237,7 @@ START_TEST(answers_after_a_library_failure_are_swallowed)
 	push(id, RDMA_CM_EVENT_REJECTED, 28);
 	push(id, RDMA_CM_EVENT_DISCONNECTED, 0);
 	push(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
 	ck_assert_uint_eq(id->events_completed, 2);
 	rdma_ack_cm_event(ev);
@@ -248,7 +251,7 @@ START_TEST(multicast_error_names_group_context)
 
 	pthread_cond_init(&mc.cond, NULL);
 	push(&mc, RDMA_CM_EVENT_MULTICAST_ERROR, -ETIMEDOUT);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_ptr_eq(ev->id, &id->id);
 	ck_assert_ptr_eq(ev->param.ud.private_data, (void *)0x77);
 	ck_assert_int_eq(ev->status, -ETIMEDOUT);
@@ -265,11 +268,92 @@ START_TEST(device_errors_are_returned)
 	struct rdma_cm_event *ev = NULL;
 
 	fail_cmd = RDMA_USER_CM_CMD_GET_EVENT;
-	ck_assert_int_eq(rdma_get_cm_event(&channel, &ev), -1);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), -1);
 	ck_assert_int_eq(errno, EIO);
 	ck_assert_ptr_null(ev);
-	ck_assert_int_eq(rdma_get_cm_event(&channel, NULL), -1);
+	ck_assert_int_eq(rdma_get_cm_event(channel, NULL), -1);
 	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(library_events_come_first_and_are_counted_apart)
+{
+	struct rdma_cm_event *ev;
+
+	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ck_assert_int_eq(
+		rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, 5, 0xabcdef),
+		0);
+	ck_assert_uint_eq(id->lib_events, 1);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_USER);
+	ck_assert_int_eq(ev->status, 5);
+	ck_assert_uint_eq(ev->param.arg, 0xabcdef);
+	ck_assert_ptr_eq(ev->id, &id->id);
+	ck_assert_int_eq(script_pos, 0); /* the kernel was not read */
+	rdma_ack_cm_event(ev);
+	ck_assert_uint_eq(id->lib_events, 0);
+	ck_assert_uint_eq(id->events_completed, 0); /* not a kernel event */
+
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+	rdma_ack_cm_event(ev);
+	ck_assert_uint_eq(id->events_completed, 1);
+}
+END_TEST
+
+START_TEST(undelivered_library_events_are_dropped)
+{
+	ck_assert_int_eq(rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, 0, 1),
+			 0);
+	ck_assert_int_eq(rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, 0, 2),
+			 0);
+	ck_assert_uint_eq(id->lib_events, 2);
+	cma_channel_drop_events(id);
+	ck_assert_uint_eq(id->lib_events, 0);
+	ck_assert_int_eq(rdma_write_cm_event(NULL, RDMA_CM_EVENT_USER, 0, 0),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+static struct cma_timer test_timer;
+static int timer_runs;
+
+static void post_from_timer(struct cma_timer *timer)
+{
+	struct cma_event *evt;
+
+	ck_assert_ptr_eq(timer, &test_timer);
+	timer_runs++;
+	evt = cma_event_new(id, RDMA_CM_EVENT_USER, 0);
+	ck_assert_ptr_nonnull(evt);
+	evt->event.param.arg = 42;
+	cma_event_post(evt);
+}
+
+START_TEST(timers_run_from_get_event)
+{
+	struct rdma_cm_event *ev;
+
+	timer_runs = 0;
+	test_timer.expire = post_from_timer;
+	cma_timer_start(channel, &test_timer, 20);
+	ck_assert(test_timer.armed);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(timer_runs, 1);
+	ck_assert(!test_timer.armed);
+	ck_assert_uint_eq(ev->param.arg, 42);
+	rdma_ack_cm_event(ev);
+
+	cma_timer_start(channel, &test_timer, 10000);
+	cma_timer_stop(channel, &test_timer);
+	ck_assert(!test_timer.armed);
+	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_int_eq(timer_runs, 1);
+	rdma_ack_cm_event(ev);
 }
 END_TEST
 
@@ -288,6 +372,9 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, answers_after_a_library_failure_are_swallowed);
 	tcase_add_test(tc, multicast_error_names_group_context);
 	tcase_add_test(tc, device_errors_are_returned);
+	tcase_add_test(tc, library_events_come_first_and_are_counted_apart);
+	tcase_add_test(tc, undelivered_library_events_are_dropped);
+	tcase_add_test(tc, timers_run_from_get_event);
 	suite_add_tcase(s, tc);
 	return s;
 }
