@@ -200,7 +200,13 @@ pair() {
 	# shellcheck disable=SC2086
 	timeout -k 5 "$T" "$sprog" $sargs >"$log.s" 2>&1 &
 	spid=$!
-	sleep 0.3
+	# Every server example says "listening" once rdma_listen is done; a
+	# client started earlier is refused (cmtime then counts failures).
+	for try in $(seq 100); do
+		grep -q listening "$log.s" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		rc=0
 		# shellcheck disable=SC2086
