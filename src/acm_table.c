@@ -320,6 +320,34 @@ static void acm_table_refresh(void)
 	close(fd);
 }
 
+/*
+ * An IP address without a line of its own is still known when a name's
+ * GID is that address's RoCE GID (v4-mapped for IPv4): a name the table
+ * resolved leads to this lookup next, for its address.
+ */
+static const struct cma_acm_table_entry *
+acm_table_find_by_ip_gid(const struct cma_acm_table *t,
+			 const struct cma_acm_ep *ep)
+{
+	union ibv_gid gid;
+	size_t i;
+
+	memset(&gid, 0, sizeof(gid));
+	if (ep->type == CMA_ACM_EP_IP4) {
+		gid.raw[10] = 0xff;
+		gid.raw[11] = 0xff;
+		memcpy(gid.raw + 12, ep->ip4, 4);
+	} else if (ep->type == CMA_ACM_EP_IP6) {
+		memcpy(gid.raw, ep->ip6, 16);
+	} else {
+		return NULL;
+	}
+	for (i = 0; i < t->count; i++)
+		if (!memcmp(&t->entries[i].gid, &gid, sizeof(gid)))
+			return &t->entries[i];
+	return NULL;
+}
+
 int cma_acm_table_lookup(const struct cma_acm_ep *ep, union ibv_gid *gid)
 {
 	const struct cma_acm_table_entry *e;
@@ -328,6 +356,8 @@ int cma_acm_table_lookup(const struct cma_acm_ep *ep, union ibv_gid *gid)
 	pthread_mutex_lock(&acm_table_lock);
 	acm_table_refresh();
 	e = cma_acm_table_find(&acm_table, ep);
+	if (!e)
+		e = acm_table_find_by_ip_gid(&acm_table, ep);
 	if (e) {
 		*gid = e->gid;
 		ret = 0;

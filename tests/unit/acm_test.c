@@ -168,12 +168,17 @@ static void table_teardown(void)
 
 START_TEST(table_file_lookup_and_reload)
 {
-	struct cma_acm_ep ep = ep_name("peer");
+	struct cma_acm_ep ep = ep_name("peer"), ep2;
 	union ibv_gid gid;
 
 	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0644);
 	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), 0);
 	assert_gid(&gid, "::ffff:192.0.2.2");
+	/* The name's RoCE GID makes its IP address known too. */
+	ep2 = ep_ip("192.0.2.2");
+	ck_assert_int_eq(cma_acm_table_lookup(&ep2, &gid), 0);
+	ep2 = ep_ip("192.0.2.3");
+	ck_assert_int_eq(cma_acm_table_lookup(&ep2, &gid), -1);
 	/* An edited file is seen (its size changes here). */
 	write_file(table_path, "peer ::ffff:192.0.2.99\nother ::1\n", 0644);
 	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), 0);
