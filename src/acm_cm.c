@@ -145,7 +145,57 @@ static struct rdma_addrinfo *acm_ai_ib(const char *node, const char *service,
 	return rai;
 }
 
-/* A RoCE answer: the IP address behind the GID, looked up numerically. */
+/* A numeric service's port; -1 for a name (which needs a lookup). */
+static int acm_numeric_port(const char *service)
+{
+	unsigned long v;
+	char *end;
+
+	if (!service)
+		return 0;
+	if (!*service || service[0] < '0' || service[0] > '9')
+		return -1;
+	v = strtoul(service, &end, 10);
+	return *end || v > 65535 ? -1 : (int)v;
+}
+
+/*
+ * The entry for the IP address behind a RoCE GID.  With a numeric (or no)
+ * service it is built here without getaddrinfo(), which keeps a cached
+ * answer free of any system call; a service name is looked up.
+ */
+static struct rdma_addrinfo *acm_ai_ip_entry(const char *node,
+					     const char *service,
+					     const struct rdma_addrinfo *tmpl,
+					     const struct cma_acm_ep *ip)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	int port = acm_numeric_port(service);
+	struct addrinfo ai;
+
+	if (port < 0)
+		return NULL;
+	memset(&ss, 0, sizeof(ss));
+	memset(&ai, 0, sizeof(ai));
+	if (ip->type == CMA_ACM_EP_IP4) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		memcpy(&sin->sin_addr, ip->ip4, 4);
+		ai.ai_addrlen = sizeof(*sin);
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		memcpy(&sin6->sin6_addr, ip->ip6, 16);
+		ai.ai_addrlen = sizeof(*sin6);
+	}
+	ai.ai_family = ss.ss_family;
+	ai.ai_addr = (struct sockaddr *)&ss;
+	return cma_ai_from_addrinfo(&ai, node, tmpl);
+}
+
+/* A RoCE answer: the IP address behind the GID. */
 static struct rdma_addrinfo *acm_ai_ip(const char *node, const char *service,
 				       const struct rdma_addrinfo *tmpl,
 				       const struct cma_acm_ep *ip)
@@ -153,6 +203,8 @@ static struct rdma_addrinfo *acm_ai_ip(const char *node, const char *service,
 	char str[INET6_ADDRSTRLEN];
 	struct rdma_addrinfo t = *tmpl, *rai;
 
+	if (acm_numeric_port(service) >= 0)
+		return acm_ai_ip_entry(node, service, tmpl, ip);
 	inet_ntop(ip->type == CMA_ACM_EP_IP4 ? AF_INET : AF_INET6, ip->ip6, str,
 		  sizeof(str));
 	t.ai_flags |= RAI_NUMERICHOST;

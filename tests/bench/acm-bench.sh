@@ -10,12 +10,12 @@
 #   acm-id   rdma_resolve_addr + rdma_resolve_route with ACM on: the kernel
 #            still resolves the address, ACM's path replaces the route query
 # and prints the average of each and the ratio kernel / cached.
-# Environment: ACM_BENCH_REPS (default 200), RDMACM_BUILD_DIR.
+# Environment: RDMACM_ACM_BENCH_REPS (default 200), RDMACM_BUILD_DIR.
 set -u
 BUILD="${RDMACM_BUILD_DIR:-$PWD/build}"
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
 A2="${RDMA_TEST_ADDR2:-192.0.2.2}"
-R="${ACM_BENCH_REPS:-200}"
+R="${RDMACM_ACM_BENCH_REPS:-200}"
 export LD_LIBRARY_PATH="$BUILD/src/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 acme="$BUILD/examples/.libs/rdma_acme"
 work=$(mktemp -d "${TMPDIR:-/tmp}/acm-bench.XXXXXX")
