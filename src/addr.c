@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "abi_convert.h"
+#include "acm.h"
 #include "cma.h"
 #include "ucma_abi.h"
 
@@ -205,6 +206,9 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		return cma_err(EAFNOSUPPORT);
 	if (timeout_ms < 0)
 		return cma_err(EINVAL);
+	if (cma_acm_enabled())
+		cma_acm_resolve_addr(id_priv, src_len ? src_addr : NULL,
+				     dst_addr);
 	if (ucma_cmd_resolve_addr(cma_id_fd(id_priv), id_priv->handle,
 				  src_len ? src_addr : NULL, src_len, dst_addr,
 				  dst_len, (uint32_t)timeout_ms))
@@ -223,6 +227,9 @@ CMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		return -1;
 	if (timeout_ms < 0)
 		return cma_err(EINVAL);
+	/* ACM's path makes the kernel report ROUTE_RESOLVED by itself. */
+	if (cma_acm_enabled() && !cma_acm_resolve_route(id_priv))
+		return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 	if (ucma_cmd_resolve_route(cma_id_fd(id_priv), id_priv->handle,
 				   (uint32_t)timeout_ms))
 		return -1;

@@ -4,10 +4,11 @@
  * list of rdma_addrinfo entries, ready for rdma_create_ep, and the
  * RDMACM_1.4 calls keep such a list on an id.
  *
- * Names go through getaddrinfo(3) only.  There is no ib_acm client here,
- * so names never become AF_IB addresses and ai_route is only ever what the
- * caller put in the hints; AF_IB endpoints are described by addresses in
- * the hints, which are copied through.
+ * Names go through getaddrinfo(3), unless the ACM resolver is on
+ * (RDMA_CM_USE_IB_ACM=1, acm_cm.c): then ACM is asked first and may
+ * answer with an AF_IB address and a route (ai_route).  Otherwise ai_route
+ * is only ever what the caller put in the hints; AF_IB endpoints are
+ * described by addresses in the hints, which are copied through.
  *
  * The hints are first turned into a template (defaults filled in, lengths
  * checked); every entry returned is a deep copy of the template with the
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "acm.h"
 #include "cma.h"
 
 /*
@@ -406,9 +408,8 @@ struct rdma_addrinfo *cma_ai_convert(const struct addrinfo *res,
 	return head;
 }
 
-static struct rdma_addrinfo *cma_ai_lookup(const char *node,
-					   const char *service,
-					   const struct rdma_addrinfo *tmpl)
+struct rdma_addrinfo *cma_ai_lookup(const char *node, const char *service,
+				    const struct rdma_addrinfo *tmpl)
 {
 	struct rdma_addrinfo *list;
 	struct addrinfo gai, *res;
@@ -458,7 +459,9 @@ CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		return cma_err(EINVAL);
 	if (cma_ai_template(hints, &tmpl))
 		return -1;
-	if (node || service)
+	if (node && !cma_ai_passive(&tmpl) && cma_acm_enabled())
+		list = cma_acm_ai_lookup(node, service, &tmpl);
+	else if (node || service)
 		list = cma_ai_lookup(node, service, &tmpl);
 	else
 		list = cma_ai_from_hints(&tmpl);

@@ -17,6 +17,7 @@
  *   addrinfo.c     rdma_getaddrinfo and the RDMACM_1.4 addrinfo calls
  *   mcast.c        multicast joins and leaves
  *   options.c      rdma_set_option validation
+ *   acm*.c         the ACM resolver (RDMA_CM_USE_IB_ACM): see acm.h
  */
 #ifndef CMA_H
 #define CMA_H
@@ -66,6 +67,7 @@ void cma_device_mark_removed(struct cma_device *dev);
 /* --- id.c and channel.c ------------------------------------------------ */
 
 struct cma_multicast;
+struct cma_acm_answer;
 
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
@@ -91,6 +93,7 @@ struct cma_id_private {
 	struct ibv_ece remote_ece;
 
 	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
+	struct cma_acm_answer *acm_answer; /* ACM's path, rdma_resolve_addr */
 
 	/* rdma_create_ep's ai_connect: sent ahead of rdma_connect's data */
 	uint8_t connect_data[RDMA_MAX_PRIVATE_DATA];
@@ -211,6 +214,9 @@ struct rdma_addrinfo *cma_ai_from_addrinfo(const struct addrinfo *ai,
 /* A whole getaddrinfo() result, without duplicates. */
 struct rdma_addrinfo *cma_ai_convert(const struct addrinfo *res,
 				     const struct rdma_addrinfo *tmpl);
+/* getaddrinfo() for a node/service, typed by the template.  NULL/errno. */
+struct rdma_addrinfo *cma_ai_lookup(const char *node, const char *service,
+				    const struct rdma_addrinfo *tmpl);
 /* Deep copy of a list, freed with rdma_freeaddrinfo(). */
 struct rdma_addrinfo *cma_ai_dup_list(const struct rdma_addrinfo *list);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acm.h"
 #include "cma.h"
 
 /* Time allowed for each of address and route resolution, as documented. */
@@ -85,7 +86,10 @@ static int cma_ep_active(struct cma_id_private *id_priv,
 			      CMA_EP_TIMEOUT_MS))
 		return -1;
 	if (res->ai_route && res->ai_route_len) {
-		if (cma_ep_set_route(id_priv, res))
+		/* A route from ACM that the kernel refuses is not fatal. */
+		if (cma_ep_set_route(id_priv, res) &&
+		    (!cma_acm_enabled() ||
+		     rdma_resolve_route(id, CMA_EP_TIMEOUT_MS)))
 			return -1;
 	} else if (rdma_resolve_route(id, CMA_EP_TIMEOUT_MS)) {
 		return -1;

@@ -92,5 +92,14 @@ else
 		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/run-in-guest.sh"
 fi
 
+# The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
+if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
+	run_suite acm env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-native.sh" "$repo/tests/system/acm-in-guest.sh"
+else
+	run_suite acm env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/acm-in-guest.sh"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

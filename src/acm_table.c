@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The address file: the name/IP -> GID table ibacm preloads, in its
+ * format, so files administrators already distribute work unchanged.
+ *
+ *   # comment (also after an entry)
+ *   <address> <GID> [<QPN>]
+ *
+ * where <address> is a host name, an IPv4 or an IPv6 address, <GID> is
+ * written like an IPv6 address, and <QPN> (decimal or 0x-hex, at most 24
+ * bits) is optional and otherwise unused here.  Fields are separated by
+ * blanks.  A malformed line is skipped and counted, never fatal.  Names
+ * match case-insensitively; the first entry for an address wins.
+ *
+ * The file is untrusted input as far as parsing goes (the parser is
+ * fuzzed); a file that anyone may write is not used at all.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acm.h"
+#include "cma.h"
+
+#define ACM_TABLE_DEFAULT_PATH "/etc/rdma/ibacm_hosts.data"
+#define ACM_TABLE_MAX_BYTES (16u << 20)
+#define ACM_TABLE_MAX_ENTRIES (1u << 20)
+#define ACM_TOKEN_MAX 64 /* longest accepted field, NUL included */
+
+/* --- parsing (pure) ------------------------------------------------------- */
+
+static bool acm_is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static bool acm_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '-' || c == '_';
+}
+
+/*
+ * Split one line (without its newline, comment already cut) into at most
+ * @max fields.  Returns the number of fields, or -1 if there are more or
+ * one is too long or holds a NUL byte.
+ */
+static int acm_split(const char *line, size_t len, char fields[][ACM_TOKEN_MAX],
+		     int max)
+{
+	size_t i = 0, start;
+	int n = 0;
+
+	for (;;) {
+		while (i < len && acm_is_blank(line[i]))
+			i++;
+		if (i == len)
+			return n;
+		if (n == max)
+			return -1;
+		start = i;
+		while (i < len && !acm_is_blank(line[i])) {
+			if (!line[i])
+				return -1;
+			i++;
+		}
+		if (i - start >= ACM_TOKEN_MAX)
+			return -1;
+		memcpy(fields[n], line + start, i - start);
+		fields[n][i - start] = '\0';
+		n++;
+	}
+}
+
+/* An address field: IPv4, IPv6, or a host name.  0 or -1. */
+static int acm_parse_addr(const char *s, struct cma_acm_ep *ep)
+{
+	size_t i, len = strlen(s);
+
+	memset(ep, 0, sizeof(*ep));
+	if (inet_pton(AF_INET, s, ep->ip4) == 1) {
+		ep->type = CMA_ACM_EP_IP4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, ep->ip6) == 1) {
+		ep->type = CMA_ACM_EP_IP6;
+		return 0;
+	}
+	if (!len || len >= CMA_ACM_NAME_MAX)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (!acm_name_char(s[i]))
+			return -1;
+		ep->name[i] = (char)tolower((unsigned char)s[i]);
+	}
+	ep->type = CMA_ACM_EP_NAME;
+	return 0;
+}
+
+static int acm_parse_qpn(const char *s, uint32_t *qpn)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || v > 0xffffff)
+		return -1;
+	*qpn = (uint32_t)v;
+	return 0;
+}
+
+/* One line into @e.  1: an entry, 0: nothing on it, -1: malformed. */
+static int acm_parse_line(const char *line, size_t len,
+			  struct cma_acm_table_entry *e)
+{
+	char fields[3][ACM_TOKEN_MAX];
+	const char *hash = memchr(line, '#', len);
+	int n;
+
+	if (hash)
+		len = (size_t)(hash - line);
+	n = acm_split(line, len, fields, 3);
+	if (n <= 0)
+		return n;
+	if (n < 2)
+		return -1;
+	memset(e, 0, sizeof(*e));
+	if (acm_parse_addr(fields[0], &e->addr))
+		return -1;
+	if (inet_pton(AF_INET6, fields[1], e->gid.raw) != 1)
+		return -1;
+	if (n == 3 && acm_parse_qpn(fields[2], &e->qpn))
+		return -1;
+	return 1;
+}
+
+static int acm_table_add(struct cma_acm_table *t, size_t *cap,
+			 const struct cma_acm_table_entry *e)
+{
+	struct cma_acm_table_entry *grown;
+	size_t ncap;
+
+	if (t->count == *cap) {
+		ncap = *cap ? *cap * 2 : 16;
+		grown = realloc(t->entries, ncap * sizeof(*grown));
+		if (!grown)
+			return -1;
+		t->entries = grown;
+		*cap = ncap;
+	}
+	t->entries[t->count++] = *e;
+	return 0;
+}
+
+int cma_acm_table_parse(const char *buf, size_t len, struct cma_acm_table *t)
+{
+	struct cma_acm_table_entry e;
+	size_t pos = 0, cap = 0, line_len;
+	const char *nl;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	while (pos < len) {
+		nl = memchr(buf + pos, '\n', len - pos);
+		line_len = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		ret = acm_parse_line(buf + pos, line_len, &e);
+		pos += line_len + (nl ? 1 : 0);
+		if (ret < 0) {
+			t->bad_lines++;
+			continue;
+		}
+		if (!ret || cma_acm_table_find(t, &e.addr))
+			continue; /* empty, or a later duplicate */
+		if (t->count == ACM_TABLE_MAX_ENTRIES) {
+			t->bad_lines++;
+			continue;
+		}
+		if (acm_table_add(t, &cap, &e)) {
+			cma_acm_table_clear(t);
+			return cma_err(ENOMEM);
+		}
+	}
+	return 0;
+}
+
+void cma_acm_table_clear(struct cma_acm_table *t)
+{
+	free(t->entries);
+	memset(t, 0, sizeof(*t));
+}
+
+static bool acm_ep_equal(const struct cma_acm_ep *a, const struct cma_acm_ep *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case CMA_ACM_EP_NAME:
+		return !strcasecmp(a->name, b->name);
+	case CMA_ACM_EP_IP4:
+		return !memcmp(a->ip4, b->ip4, 4);
+	case CMA_ACM_EP_IP6:
+		return !memcmp(a->ip6, b->ip6, 16);
+	}
+	return false;
+}
+
+/*
+ * Linear: tables are admin-sized and every answer is cached in front of
+ * this, so a lookup here happens once per destination and TTL.
+ */
+const struct cma_acm_table_entry *
+cma_acm_table_find(const struct cma_acm_table *t, const struct cma_acm_ep *ep)
+{
+	size_t i;
+
+	for (i = 0; i < t->count; i++)
+		if (acm_ep_equal(&t->entries[i].addr, ep))
+			return &t->entries[i];
+	return NULL;
+}
+
+/* --- the process's table ---------------------------------------------------- */
+
+static pthread_mutex_t acm_table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cma_acm_table acm_table;
+static struct stat acm_table_stat; /* of the file loaded; st_ino 0: none */
+
+static const char *acm_table_path(void)
+{
+	const char *p = getenv("RDMA_CM_ACM_HOSTS");
+
+	return p && *p ? p : ACM_TABLE_DEFAULT_PATH;
+}
+
+static bool acm_same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	       a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Read a whole regular file of at most ACM_TABLE_MAX_BYTES. NULL/errno. */
+static char *acm_read_file(int fd, size_t size)
+{
+	size_t got = 0;
+	ssize_t n;
+	char *buf;
+
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return NULL;
+	while (got < size) {
+		n = read(fd, buf + got, size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* shrank meanwhile: parse what is there */
+		got += (size_t)n;
+	}
+	if (got < size)
+		memset(buf + got, '\n', size - got);
+	return buf;
+}
+
+static void acm_table_load(const char *path, const struct stat *st, int fd)
+{
+	struct cma_acm_table t;
+	char *buf;
+
+	cma_acm_table_clear(&acm_table);
+	acm_table_stat = *st;
+	if (!S_ISREG(st->st_mode) || st->st_size > ACM_TABLE_MAX_BYTES) {
+		cma_acm_log("table %s: not a regular file of at most %u bytes",
+			    path, ACM_TABLE_MAX_BYTES);
+		return;
+	}
+	if (st->st_mode & S_IWOTH) {
+		cma_acm_log("table %s: writable by anyone, not used", path);
+		return;
+	}
+	buf = acm_read_file(fd, (size_t)st->st_size);
+	if (!buf || cma_acm_table_parse(buf, (size_t)st->st_size, &t)) {
+		free(buf);
+		cma_acm_log("table %s: out of memory", path);
+		return;
+	}
+	free(buf);
+	acm_table = t;
+	cma_acm_log("table %s: %zu entries, %zu malformed lines skipped", path,
+		    t.count, t.bad_lines);
+}
+
+/* Make acm_table match the file (absent file: empty table).  Locked. */
+static void acm_table_refresh(void)
+{
+	const char *path = acm_table_path();
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (acm_table_stat.st_ino || acm_table.count)
+			cma_acm_log("table %s: %m; table dropped", path);
+		cma_acm_table_clear(&acm_table);
+		memset(&acm_table_stat, 0, sizeof(acm_table_stat));
+		return;
+	}
+	if (!fstat(fd, &st) && !acm_same_file(&st, &acm_table_stat))
+		acm_table_load(path, &st, fd);
+	close(fd);
+}
+
+/*
+ * An IP address without a line of its own is still known when a name's
+ * GID is that address's RoCE GID (v4-mapped for IPv4): a name the table
+ * resolved leads to this lookup next, for its address.
+ */
+static const struct cma_acm_table_entry *
+acm_table_find_by_ip_gid(const struct cma_acm_table *t,
+			 const struct cma_acm_ep *ep)
+{
+	union ibv_gid gid;
+	size_t i;
+
+	memset(&gid, 0, sizeof(gid));
+	if (ep->type == CMA_ACM_EP_IP4) {
+		gid.raw[10] = 0xff;
+		gid.raw[11] = 0xff;
+		memcpy(gid.raw + 12, ep->ip4, 4);
+	} else if (ep->type == CMA_ACM_EP_IP6) {
+		memcpy(gid.raw, ep->ip6, 16);
+	} else {
+		return NULL;
+	}
+	for (i = 0; i < t->count; i++)
+		if (!memcmp(&t->entries[i].gid, &gid, sizeof(gid)))
+			return &t->entries[i];
+	return NULL;
+}
+
+int cma_acm_table_lookup(const struct cma_acm_ep *ep, union ibv_gid *gid)
+{
+	const struct cma_acm_table_entry *e;
+	int ret = -1;
+
+	pthread_mutex_lock(&acm_table_lock);
+	acm_table_refresh();
+	e = cma_acm_table_find(&acm_table, ep);
+	if (!e)
+		e = acm_table_find_by_ip_gid(&acm_table, ep);
+	if (e) {
+		*gid = e->gid;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&acm_table_lock);
+	return ret ? cma_err(ENODATA) : 0;
+}
+
+void cma_acm_table_forget(void)
+{
+	pthread_mutex_lock(&acm_table_lock);
+	cma_acm_table_clear(&acm_table);
+	memset(&acm_table_stat, 0, sizeof(acm_table_stat));
+	pthread_mutex_unlock(&acm_table_lock);
+}

@@ -1,0 +1,231 @@
+#!/bin/bash
+# The ACM resolver (RDMA_CM_USE_IB_ACM=1) on a real kernel RDMA stack:
+#   tests/vm/run-guest.sh tests/system/acm-in-guest.sh
+#
+# Proves that routes come from ACM, not the kernel: a host name only the
+# address table knows (not in /etc/hosts or DNS) connects, and the
+# library's resolution log (RDMA_CM_ACM_LOG) names the source of every
+# address and route.  Then the same runs with the table removed, wrong or
+# garbled fall back to the kernel and still connect; and with a stand-in
+# ibacm service on the default socket (/run/ibacm.sock), resolution goes
+# through the service.  One "PASS name"/"FAIL name"/"SKIP name" line per
+# case, then "N passed, N failed".
+#
+# Environment: RDMACM_BUILD_DIR (default: ./build), RDMA_TEST_ADDR1/2,
+# RDMA_TEST_ADDR6_1/2 (the guest sets them), VERBOSE=1.
+set -u
+
+BUILD="${RDMACM_BUILD_DIR:-$PWD/build}"
+A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
+A2="${RDMA_TEST_ADDR2:-192.0.2.2}"
+A6_1="${RDMA_TEST_ADDR6_1:-}"
+A6_2="${RDMA_TEST_ADDR6_2:-}"
+DEV="${RDMA_TEST_DEV:-rxe0}"
+T=40
+EX="$BUILD/examples/.libs"
+LIB="$BUILD/src/.libs"
+export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/acm-sys.XXXXXX")
+trap 'kill $fake_pid 2>/dev/null; rm -rf "$work"' EXIT
+fake_pid=
+passed=0
+failed=0
+port=7600
+
+pass() {
+	echo "PASS $1"
+	passed=$((passed + 1))
+}
+fail() {
+	echo "FAIL $1${2:+: $2}"
+	failed=$((failed + 1))
+}
+show() { sed 's/^/    /' "$@"; }
+ulimit -l unlimited 2>/dev/null
+
+# Names used here must be unknown to the system's resolver.
+for n in acm-peer acm-peer6 svc-peer; do
+	if getent hosts "$n" >/dev/null; then
+		echo "# $n resolves without ACM; the proof would be void"
+		fail setup "$n is known to the system resolver"
+	fi
+done
+
+table=$work/hosts.data
+log=$work/acm.log
+acm_env() {
+	echo RDMA_CM_USE_IB_ACM=1 RDMA_CM_ACM_HOSTS="$table" \
+		RDMA_CM_ACM_LOG="$log" RDMA_CM_ACM_SERVICE="${ACM_SERVICE-none}"
+}
+
+# run_pair NAME SERVER_CMD CLIENT_CMD: the server without ACM, the client
+# with it (retried while the server is still up).  0 when both succeed.
+run_pair() {
+	local name=$1 scmd=$2 ccmd=$3 spid rc=0 src=0 try
+	: >"$log"
+	# shellcheck disable=SC2086
+	timeout -k 5 $T $scmd >"$work/s.out" 2>&1 &
+	spid=$!
+	sleep 0.5
+	for try in 1 2 3 4 5; do
+		rc=0
+		# shellcheck disable=SC2046,SC2086
+		env $(acm_env) timeout -k 5 $T $ccmd >"$work/c.out" 2>&1 || rc=$?
+		[ $rc = 0 ] && break
+		kill -0 $spid 2>/dev/null || break
+		sleep 0.5
+	done
+	wait $spid || src=$?
+	if [ $rc != 0 ] || [ $src != 0 ]; then
+		echo "    server: $scmd (exit $src)"
+		show "$work/s.out"
+		echo "    client: $ccmd (exit $rc)"
+		show "$work/c.out"
+		echo "    resolution log:"
+		show "$log"
+		return 1
+	fi
+	[ "${VERBOSE:-0}" = 1 ] && { show "$work/c.out"; show "$log"; }
+	return 0
+}
+
+# expect_log NAME REGEX...: every regex matches a line of the log.
+expect_log() {
+	local name=$1 re
+	shift
+	for re in "$@"; do
+		if ! grep -Eq -- "$re" "$log"; then
+			echo "    resolution log (no line matches '$re'):"
+			show "$log"
+			fail "$name" "the log does not show: $re"
+			return 1
+		fi
+	done
+	pass "$name"
+}
+
+gid4() { echo "::ffff:$1"; }
+
+# --- the library in use ---------------------------------------------------------
+echo "acm-peer $(gid4 "$A2")" >"$table"
+: >"$log"
+if env $(acm_env) "$EX/rdma_acme" -d acm-peer -s "$A1" -p 1 >"$work/acme.out" 2>&1 &&
+	grep -q "source table" "$work/acme.out" && grep -q "source=table" "$log"; then
+	[ "${VERBOSE:-0}" = 1 ] && show "$work/acme.out"
+	pass acm/rdma_acme
+else
+	show "$work/acme.out"
+	show "$log"
+	fail acm/rdma_acme "no table answer"
+fi
+
+# --- routes from the table ----------------------------------------------------------
+# Only the name is listed: its GID makes its address known too.
+printf 'acm-peer %s\n' "$(gid4 "$A2")" >"$table"
+if run_pair acm/rping_table_name "$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+	"$EX/rping -c -a acm-peer -I $A1 -p $port -C 5 -V"; then
+	expect_log acm/rping_table_name "resolve acm-peer from .*source=table" \
+		"route $(gid4 "$A1") -> $(gid4 "$A2"): source=(table|cache)"
+else
+	fail acm/rping_table_name "no connection"
+fi
+
+if run_pair acm/ucmatose_table_name \
+	"$EX/ucmatose -b $A2 -p $((port += 1)) -c 3 -C 5" \
+	"$EX/ucmatose -s acm-peer -b $A1 -p $port -c 3 -C 5"; then
+	expect_log acm/ucmatose_table_name \
+		"route $(gid4 "$A1") -> $(gid4 "$A2"): source=(table|cache)"
+else
+	fail acm/ucmatose_table_name "no connection"
+fi
+
+# rdma_getaddrinfo's ai_route, handed over by rdma_create_ep.
+if run_pair acm/rdma_client_table_name \
+	"$EX/rdma_server -s $A2 -p $((port += 1))" \
+	"$EX/rdma_client -s acm-peer -p $port"; then
+	expect_log acm/rdma_client_table_name "resolve acm-peer from .*source=table"
+else
+	fail acm/rdma_client_table_name "no connection"
+fi
+
+if [ -n "$A6_1" ] && [ -n "$A6_2" ]; then
+	printf 'acm-peer6 %s\n' "$A6_2" >"$table"
+	if run_pair acm/rping_table_name_ipv6 \
+		"$EX/rping -s -a $A6_2 -p $((port += 1)) -C 5 -V" \
+		"$EX/rping -c -a acm-peer6 -I $A6_1 -p $port -C 5 -V"; then
+		expect_log acm/rping_table_name_ipv6 "resolve acm-peer6 from .*source=table" \
+			"-> $A6_2: source=(table|cache)"
+	else
+		fail acm/rping_table_name_ipv6 "no connection"
+	fi
+fi
+
+# --- fallback to the kernel ---------------------------------------------------------------
+fallback_case() {
+	local name=$1 reason=$2
+	if run_pair "$name" "$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+		"$EX/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
+		expect_log "$name" "route .*source=kernel \\($reason"
+	else
+		fail "$name" "no connection"
+	fi
+}
+rm -f "$table"
+fallback_case acm/fallback_no_table "ACM has no path"
+printf '%s %s\n' "$A2" "$(gid4 192.0.2.99)" >"$table"
+fallback_case acm/fallback_wrong_table "ACM's path has other GIDs"
+head -c 3000 /dev/urandom >"$table"
+fallback_case acm/fallback_garbage_table "ACM has no path"
+
+# --- through a service ------------------------------------------------------------------------
+mtu=$(ibv_devinfo -d "$DEV" 2>/dev/null | sed -n 's/.*active_mtu:.*(\([0-9]\)).*/\1/p' | head -1)
+mkdir -p /run
+"$BUILD/tests/system/acm_fake_service" /run/ibacm.sock "${mtu:-3}" "svc-peer=$A2" \
+	>"$work/fake.out" 2>&1 &
+fake_pid=$!
+sleep 0.3
+rm -f "$table"
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP acm/service_default_socket: /run/ibacm.sock must be root's"
+elif ACM_SERVICE= run_pair acm/service_default_socket \
+	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+	"$EX/rping -c -a svc-peer -I $A1 -p $port -C 5 -V"; then
+	if grep -q answered "$work/fake.out"; then
+		expect_log acm/service_default_socket "resolve svc-peer from .*source=service" \
+			"route $(gid4 "$A1") -> $(gid4 "$A2"): source=(service|cache)"
+	else
+		show "$work/fake.out"
+		fail acm/service_default_socket "the service was never asked"
+	fi
+else
+	fail acm/service_default_socket "no connection"
+fi
+kill $fake_pid 2>/dev/null
+wait $fake_pid 2>/dev/null
+fake_pid=
+# The socket file stays: a dead service.
+if ACM_SERVICE=unix:/run/ibacm.sock run_pair acm/service_dead \
+	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+	"$EX/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
+	expect_log acm/service_dead "service unix:/run/ibacm.sock: Connection refused" \
+		"route .*source=kernel"
+else
+	fail acm/service_dead "no connection"
+fi
+rm -f /run/ibacm.sock
+
+# --- Debian's rping on our library --------------------------------------------------------------
+printf '%s %s\n' "$A2" "$(gid4 "$A2")" >"$table"
+if ! nm -D "$LIB/librdmacm.so.1" 2>/dev/null | grep -q ' T rpoll'; then
+	echo "SKIP acm/debian_rping: this library has no rsockets yet (Debian's rping imports rpoll)"
+elif [ ! -x /usr/bin/rping ]; then
+	echo "SKIP acm/debian_rping: /usr/bin/rping not installed"
+elif run_pair acm/debian_rping "/usr/bin/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+	"/usr/bin/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
+	expect_log acm/debian_rping "route $(gid4 "$A1") -> $(gid4 "$A2"): source=(table|cache)"
+else
+	fail acm/debian_rping "no connection"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Unit tests of the ACM resolver's pure parts: the address-file parser
+ * and the process's table (src/acm_table.c), the cache (src/acm_cache.c),
+ * the SA PathRecord MAD codec (src/acm_sa.c), rate codes (src/acm_path.c)
+ * and the endpoint helpers (src/acm.c).  No RDMA device is needed.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acm.h"
+#include "cma.h"
+
+static struct cma_acm_ep ep_name(const char *name)
+{
+	struct cma_acm_ep ep;
+
+	memset(&ep, 0, sizeof(ep));
+	ep.type = CMA_ACM_EP_NAME;
+	strcpy(ep.name, name);
+	return ep;
+}
+
+static struct cma_acm_ep ep_ip(const char *ip)
+{
+	struct cma_acm_ep ep;
+
+	memset(&ep, 0, sizeof(ep));
+	if (inet_pton(AF_INET, ip, ep.ip4) == 1) {
+		ep.type = CMA_ACM_EP_IP4;
+	} else {
+		ck_assert_int_eq(inet_pton(AF_INET6, ip, ep.ip6), 1);
+		ep.type = CMA_ACM_EP_IP6;
+	}
+	return ep;
+}
+
+static void assert_gid(const union ibv_gid *gid, const char *want)
+{
+	uint8_t raw[16];
+
+	ck_assert_int_eq(inet_pton(AF_INET6, want, raw), 1);
+	ck_assert_mem_eq(gid->raw, raw, 16);
+}
+
+/* --- the address-file parser --------------------------------------------- */
+
+START_TEST(table_parses_ibacm_format)
+{
+	static const char file[] =
+		"# ibacm hosts file\n"
+		"\n"
+		"luna3               fe80::8:f104:39a:169\n"
+		"192.168.1.3         fe80::8:f104:39a:169\n"
+		"fe80::208:f104:39a:169  fe80::8:f104:39a:169 0x48\n"
+		"Node-7.example\t::ffff:192.0.2.2   # trailing comment\r\n"
+		"  indented  ::1 72";
+	struct cma_acm_table t;
+	const struct cma_acm_table_entry *e;
+	struct cma_acm_ep ep;
+
+	ck_assert_int_eq(cma_acm_table_parse(file, sizeof(file) - 1, &t), 0);
+	ck_assert_uint_eq(t.count, 5);
+	ck_assert_uint_eq(t.bad_lines, 0);
+	ep = ep_name("luna3");
+	e = cma_acm_table_find(&t, &ep);
+	ck_assert_ptr_nonnull(e);
+	assert_gid(&e->gid, "fe80::8:f104:39a:169");
+	ep = ep_ip("192.168.1.3");
+	ck_assert_ptr_nonnull(cma_acm_table_find(&t, &ep));
+	ep = ep_ip("fe80::208:f104:39a:169");
+	e = cma_acm_table_find(&t, &ep);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->qpn, 0x48);
+	ep = ep_name("NODE-7.EXAMPLE"); /* names match case-insensitively */
+	e = cma_acm_table_find(&t, &ep);
+	ck_assert_ptr_nonnull(e);
+	assert_gid(&e->gid, "::ffff:192.0.2.2");
+	ep = ep_name("indented");
+	e = cma_acm_table_find(&t, &ep);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->qpn, 72);
+	ep = ep_name("luna4");
+	ck_assert_ptr_null(cma_acm_table_find(&t, &ep));
+	cma_acm_table_clear(&t);
+}
+END_TEST
+
+START_TEST(table_skips_bad_lines)
+{
+	static const char file[] =
+		"onlyname\n" /* no GID */
+		"host1 not-a-gid\n" /* bad GID */
+		"host2 ::1 0x1000000\n" /* QPN > 24 bits */
+		"host3 ::1 12 extra\n" /* too many fields */
+		"bad/name ::1\n" /* bad character */
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaa ::1\n"
+		"host4 ::1 -5\n" /* negative QPN */
+		"good ::2\n"
+		"good ::3\n"; /* a duplicate: the first wins */
+	struct cma_acm_table t;
+	struct cma_acm_ep ep = ep_name("good");
+
+	ck_assert_int_eq(cma_acm_table_parse(file, sizeof(file) - 1, &t), 0);
+	ck_assert_uint_eq(t.count, 1);
+	ck_assert_uint_eq(t.bad_lines, 7);
+	assert_gid(&cma_acm_table_find(&t, &ep)->gid, "::2");
+	cma_acm_table_clear(&t);
+}
+END_TEST
+
+START_TEST(table_handles_nul_and_empty)
+{
+	static const char file[] = "host1 ::1\0garbage\nhost2 ::2\n";
+	struct cma_acm_table t;
+	struct cma_acm_ep ep = ep_name("host2");
+
+	ck_assert_int_eq(cma_acm_table_parse(file, sizeof(file) - 1, &t), 0);
+	ck_assert_uint_eq(t.count, 1);
+	ck_assert_uint_eq(t.bad_lines, 1);
+	ck_assert_ptr_nonnull(cma_acm_table_find(&t, &ep));
+	cma_acm_table_clear(&t);
+	ck_assert_int_eq(cma_acm_table_parse("", 0, &t), 0);
+	ck_assert_uint_eq(t.count, 0);
+	cma_acm_table_clear(&t);
+}
+END_TEST
+
+/* --- the process's table ------------------------------------------------------ */
+
+static char table_path[64];
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+}
+
+static void table_setup(void)
+{
+	int fd;
+
+	strcpy(table_path, "/tmp/acm-hosts.XXXXXX");
+	fd = mkstemp(table_path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	setenv("RDMA_CM_ACM_HOSTS", table_path, 1);
+	cma_acm_table_forget();
+}
+
+static void table_teardown(void)
+{
+	unlink(table_path);
+	cma_acm_table_forget();
+}
+
+START_TEST(table_file_lookup_and_reload)
+{
+	struct cma_acm_ep ep = ep_name("peer"), ep2;
+	union ibv_gid gid;
+
+	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0644);
+	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), 0);
+	assert_gid(&gid, "::ffff:192.0.2.2");
+	/* The name's RoCE GID makes its IP address known too. */
+	ep2 = ep_ip("192.0.2.2");
+	ck_assert_int_eq(cma_acm_table_lookup(&ep2, &gid), 0);
+	ep2 = ep_ip("192.0.2.3");
+	ck_assert_int_eq(cma_acm_table_lookup(&ep2, &gid), -1);
+	/* An edited file is seen (its size changes here). */
+	write_file(table_path, "peer ::ffff:192.0.2.99\nother ::1\n", 0644);
+	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), 0);
+	assert_gid(&gid, "::ffff:192.0.2.99");
+	/* A removed file means no table. */
+	unlink(table_path);
+	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
+START_TEST(table_file_writable_by_anyone_is_ignored)
+{
+	struct cma_acm_ep ep = ep_name("peer");
+	union ibv_gid gid;
+
+	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0666);
+	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), -1);
+}
+END_TEST
+
+/* --- the cache ------------------------------------------------------------------- */
+
+static struct cma_acm_query make_query(const char *dst)
+{
+	struct cma_acm_query q;
+
+	memset(&q, 0, sizeof(q));
+	q.dst = ep_name(dst);
+	return q;
+}
+
+static void cache_setup(void)
+{
+	cma_acm_cache_flush();
+	cma_acm_cache_set_limit(65536);
+}
+
+START_TEST(cache_hit_miss_negative)
+{
+	struct cma_acm_query a = make_query("a"), b = make_query("b");
+	struct cma_acm_answer ans, got;
+
+	memset(&ans, 0, sizeof(ans));
+	ans.num_paths = 1;
+	ans.source = CMA_ACM_SRC_TABLE;
+	ans.dgid.raw[15] = 7;
+	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 0);
+	cma_acm_cache_put(&a, &ans, 60000);
+	cma_acm_cache_put(&b, NULL, 60000);
+	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 1);
+	ck_assert_mem_eq(&got, &ans, sizeof(ans));
+	ck_assert_int_eq(cma_acm_cache_get(&b, &got), -1);
+	ck_assert_uint_eq(cma_acm_cache_count(), 2);
+	/* A put for a known key replaces it. */
+	cma_acm_cache_put(&b, &ans, 60000);
+	ck_assert_int_eq(cma_acm_cache_get(&b, &got), 1);
+	ck_assert_uint_eq(cma_acm_cache_count(), 2);
+	cma_acm_cache_flush();
+	ck_assert_uint_eq(cma_acm_cache_count(), 0);
+}
+END_TEST
+
+START_TEST(cache_entries_expire)
+{
+	struct cma_acm_query a = make_query("a");
+	struct cma_acm_answer ans, got;
+
+	memset(&ans, 0, sizeof(ans));
+	cma_acm_cache_put(&a, &ans, 20);
+	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 1);
+	usleep(60000);
+	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 0);
+	ck_assert_uint_eq(cma_acm_cache_count(), 0);
+	cma_acm_cache_put(&a, &ans, 0); /* a TTL of 0 caches nothing */
+	ck_assert_uint_eq(cma_acm_cache_count(), 0);
+}
+END_TEST
+
+START_TEST(cache_limit_drops_oldest)
+{
+	struct cma_acm_answer ans, got;
+	struct cma_acm_query q;
+	char name[16];
+	int i;
+
+	memset(&ans, 0, sizeof(ans));
+	cma_acm_cache_set_limit(8);
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		q = make_query(name);
+		cma_acm_cache_put(&q, &ans, 60000);
+		usleep(1000); /* distinct insertion times */
+	}
+	ck_assert_uint_le(cma_acm_cache_count(), 8);
+	q = make_query("h19");
+	ck_assert_int_eq(cma_acm_cache_get(&q, &got), 1);
+	q = make_query("h0");
+	ck_assert_int_eq(cma_acm_cache_get(&q, &got), 0);
+}
+END_TEST
+
+/* --- SA MADs ----------------------------------------------------------------------- */
+
+START_TEST(sa_request_layout)
+{
+	union ibv_gid sgid, dgid;
+	uint8_t mad[256];
+	uint64_t mask;
+
+	memset(&sgid, 0x11, sizeof(sgid));
+	memset(&dgid, 0x22, sizeof(dgid));
+	cma_acm_sa_build(mad, 0x0102030405060708ull, &sgid, &dgid, 0xffff);
+	ck_assert_uint_eq(mad[0], 1);
+	ck_assert_uint_eq(mad[1], 0x03); /* subnet administration */
+	ck_assert_uint_eq(mad[2], 2);
+	ck_assert_uint_eq(mad[3], 0x01); /* Get */
+	ck_assert_uint_eq(mad[8], 0x01);
+	ck_assert_uint_eq(mad[15], 0x08);
+	ck_assert_uint_eq(mad[16], 0x00);
+	ck_assert_uint_eq(mad[17], 0x35); /* PathRecord */
+	memcpy(&mask, mad + 48, 8);
+	mask = be64toh(mask);
+	ck_assert_uint_eq(mask, (1u << 2) | (1u << 3) | (1u << 11) |
+					(1u << 12) | (1u << 13));
+	ck_assert_mem_eq(mad + 56 + 8, dgid.raw, 16);
+	ck_assert_mem_eq(mad + 56 + 24, sgid.raw, 16);
+	ck_assert_uint_eq(mad[56 + 49], 0x81); /* reversible, one path */
+}
+END_TEST
+
+START_TEST(sa_response_checks)
+{
+	union ibv_gid sgid, dgid;
+	struct ibv_path_record pr, got;
+	uint8_t mad[256];
+
+	memset(&sgid, 0x11, sizeof(sgid));
+	memset(&dgid, 0x22, sizeof(dgid));
+	cma_acm_sa_build(mad, 42, &sgid, &dgid, 0);
+	mad[3] = 0x81; /* GetResp */
+	memset(&pr, 0, sizeof(pr));
+	pr.dgid = dgid;
+	pr.sgid = sgid;
+	pr.dlid = htobe16(5);
+	pr.slid = htobe16(3);
+	pr.pkey = htobe16(0xffff);
+	pr.mtu = (2 << 6) | IBV_MTU_2048;
+	memcpy(mad + 56, &pr, sizeof(pr));
+	ck_assert_int_eq(cma_acm_sa_parse(mad, sizeof(mad), 42, &got), 0);
+	ck_assert_mem_eq(&got, &pr, sizeof(pr));
+	/* Wrong TID, short, not a response, error status, no LID. */
+	ck_assert_int_eq(cma_acm_sa_parse(mad, sizeof(mad), 43, &got), -1);
+	ck_assert_int_eq(cma_acm_sa_parse(mad, 100, 42, &got), -1);
+	mad[3] = 0x01;
+	ck_assert_int_eq(cma_acm_sa_parse(mad, sizeof(mad), 42, &got), -1);
+	mad[3] = 0x81;
+	mad[5] = 0x0c; /* no records */
+	ck_assert_int_eq(cma_acm_sa_parse(mad, sizeof(mad), 42, &got), -1);
+	ck_assert_int_eq(errno, ENODATA);
+	mad[5] = 0;
+	memset(mad + 56 + 40, 0, 2); /* dlid */
+	ck_assert_int_eq(cma_acm_sa_parse(mad, sizeof(mad), 42, &got), -1);
+	ck_assert_int_eq(errno, EPROTO);
+}
+END_TEST
+
+/* --- helpers ---------------------------------------------------------------------- */
+
+START_TEST(gid_ip_mapping)
+{
+	struct cma_acm_ep ip = ep_ip("192.0.2.2"), back;
+	union ibv_gid gid;
+
+	cma_acm_ip_to_gid(&ip, &gid);
+	assert_gid(&gid, "::ffff:192.0.2.2");
+	ck_assert_int_eq(cma_acm_gid_to_ip(&gid, &back), 0);
+	ck_assert_mem_eq(&back, &ip, sizeof(ip));
+	ip = ep_ip("2001:db8::2");
+	cma_acm_ip_to_gid(&ip, &gid);
+	ck_assert_int_eq(cma_acm_gid_to_ip(&gid, &back), 0);
+	ck_assert_int_eq(back.type, CMA_ACM_EP_IP6);
+	/* IB and link-local GIDs carry no usable IP address. */
+	ck_assert_int_eq(inet_pton(AF_INET6, "fe80::8:f104:39a:169", gid.raw),
+			 1);
+	ck_assert_int_eq(cma_acm_gid_to_ip(&gid, &back), -1);
+	memset(&gid, 0, sizeof(gid));
+	ck_assert_int_eq(cma_acm_gid_to_ip(&gid, &back), -1);
+}
+END_TEST
+
+START_TEST(rate_codes)
+{
+	ck_assert_uint_eq(cma_acm_rate_code(1, 1), 2); /* 1x SDR: 2.5 */
+	ck_assert_uint_eq(cma_acm_rate_code(2, 1), 3); /* 4x SDR: 10 */
+	ck_assert_uint_eq(cma_acm_rate_code(2, 32), 16); /* 4x EDR: 100 */
+	ck_assert_uint_eq(cma_acm_rate_code(1, 32), 15); /* 1x EDR: 25 */
+	ck_assert_uint_eq(cma_acm_rate_code(0, 0), 2);
+}
+END_TEST
+
+START_TEST(ep_from_sockaddr)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_ib sib = {.sib_family = AF_IB};
+	struct sockaddr sa = {.sa_family = AF_UNIX};
+	struct cma_acm_ep ep;
+	char buf[80];
+
+	inet_pton(AF_INET, "192.0.2.9", &sin.sin_addr);
+	ck_assert_int_eq(cma_acm_ep_from_sockaddr(&ep, (void *)&sin), 0);
+	ck_assert_str_eq(cma_acm_ep_str(&ep, buf, sizeof(buf)), "192.0.2.9");
+	sib.sib_addr.sib_raw[15] = 1;
+	ck_assert_int_eq(cma_acm_ep_from_sockaddr(&ep, (void *)&sib), 0);
+	ck_assert_str_eq(cma_acm_ep_str(&ep, buf, sizeof(buf)), "gid:::1");
+	ck_assert_int_eq(cma_acm_ep_from_sockaddr(&ep, &sa), -1);
+	ck_assert_int_eq(errno, EAFNOSUPPORT);
+}
+END_TEST
+
+static Suite *acm_suite(void)
+{
+	Suite *s = suite_create("acm");
+	TCase *tc;
+
+	tc = tcase_create("table_parser");
+	tcase_add_test(tc, table_parses_ibacm_format);
+	tcase_add_test(tc, table_skips_bad_lines);
+	tcase_add_test(tc, table_handles_nul_and_empty);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("table_file");
+	tcase_add_checked_fixture(tc, table_setup, table_teardown);
+	tcase_add_test(tc, table_file_lookup_and_reload);
+	tcase_add_test(tc, table_file_writable_by_anyone_is_ignored);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cache");
+	tcase_add_checked_fixture(tc, cache_setup, NULL);
+	tcase_add_test(tc, cache_hit_miss_negative);
+	tcase_add_test(tc, cache_entries_expire);
+	tcase_add_test(tc, cache_limit_drops_oldest);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sa");
+	tcase_add_test(tc, sa_request_layout);
+	tcase_add_test(tc, sa_response_checks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("helpers");
+	tcase_add_test(tc, gid_ip_mapping);
+	tcase_add_test(tc, rate_codes);
+	tcase_add_test(tc, ep_from_sockaddr);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(acm_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
