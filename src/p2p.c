@@ -36,6 +36,8 @@
 /* How often held requests are checked for a peer that gave up. */
 #define CMA_P2P_PROBE_MS 2000
 #define CMA_P2P_DEFAULT_HOLD_MS 10000
+/* The IB CM's REJ reason when nobody listens on the service ID. */
+#define CMA_IB_REJ_INVALID_SERVICE_ID 8
 
 _Static_assert(offsetof(struct rdma_conn_param, peer2peer_mode) == 15,
 	       "peer2peer_mode must sit in the old padding byte");
@@ -77,6 +79,9 @@ struct cma_p2p_conn {
 	struct rdma_ucm_ece ece;
 	uint8_t peer_len;
 	uint8_t peer_data[RDMA_MAX_PRIVATE_DATA];
+	struct cma_timer
+		timer; /* WAIT_PEER: how long the peer's REQ may take */
+	int wait_status; /* the REJECTED status reported if it never comes */
 };
 
 struct cma_p2p_counter {
@@ -352,6 +357,8 @@ static bool cma_p2p_held_alive(const struct cma_p2p_held *h)
 
 /* --- conns ------------------------------------------------------------------------ */
 
+static void cma_p2p_conn_timer_expire(struct cma_timer *timer);
+
 static struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 {
 	if (!id_priv->p2p) {
@@ -361,6 +368,7 @@ static struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 			return NULL;
 		}
 		id_priv->p2p->id_priv = id_priv;
+		id_priv->p2p->timer.expire = cma_p2p_conn_timer_expire;
 	}
 	return id_priv->p2p;
 }
@@ -543,6 +551,7 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 		id_priv->events_base += reported;
 		pthread_mutex_unlock(&id_priv->mut);
 	}
+	cma_timer_stop(id_priv->id.channel, &conn->timer);
 	cma_p2p_save_peer_data(conn, req, hdr);
 	conn->adopted = true;
 	conn->reply_p2p = true;
@@ -849,6 +858,62 @@ static void cma_p2p_timer_expire(struct cma_timer *timer)
 	pthread_mutex_unlock(&p2p_lock);
 }
 
+/* How long a connect waits for the peer's REQ after being told to. */
+static unsigned int cma_p2p_wait_ms(void)
+{
+	unsigned int ms = cma_p2p_hold_ms();
+
+	return ms ? ms : CMA_P2P_DEFAULT_HOLD_MS;
+}
+
+/*
+ * A REJ that means "the peer will connect to you": ours lost a crossing,
+ * or (IB CM reason 8, invalid service ID) the peer has no listener yet.
+ */
+static bool cma_p2p_peer_will_connect(const struct rdma_ucm_event_resp *resp)
+{
+	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
+	struct cma_p2p_hdr hdr;
+
+	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID)
+		return true;
+	return cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
+				 &hdr) == CMA_P2P_OK &&
+	       hdr.kind == CMA_P2P_REJ_LOST;
+}
+
+static struct cma_p2p_conn *cma_p2p_conn_of(struct cma_timer *timer)
+{
+	uintptr_t p = (uintptr_t)timer - offsetof(struct cma_p2p_conn, timer);
+	struct cma_p2p_conn *conn;
+
+	for (conn = p2p_conns; conn; conn = conn->next)
+		if ((uintptr_t)conn == p)
+			return conn;
+	return NULL;
+}
+
+/* The peer's REQ never came: the connect fails as its REJ said. */
+static void cma_p2p_conn_timer_expire(struct cma_timer *timer)
+{
+	struct cma_p2p_conn *conn;
+	struct cma_event *evt;
+
+	pthread_mutex_lock(&p2p_lock);
+	conn = cma_p2p_conn_of(timer);
+	if (!conn || conn->state != CMA_P2P_WAIT_PEER) {
+		pthread_mutex_unlock(&p2p_lock);
+		return;
+	}
+	cma_p2p_conn_unregister(conn);
+	cma_qp_to_err(conn->id_priv);
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+			    conn->wait_status);
+	if (evt)
+		cma_event_post(evt);
+	pthread_mutex_unlock(&p2p_lock);
+}
+
 /* --- events on p2p ids ------------------------------------------------------------- */
 
 bool cma_p2p_filter_event(struct cma_event *evt,
@@ -856,8 +921,6 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
-	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
-	struct cma_p2p_hdr hdr;
 	bool drop = false;
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -867,11 +930,16 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* from the kernel id an adoption replaced */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
-		   cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
-				     &hdr) == CMA_P2P_OK &&
-		   hdr.kind == CMA_P2P_REJ_LOST) {
-		/* Crossing: the peer keeps its request, which we will adopt. */
+		   cma_p2p_peer_will_connect(resp)) {
+		/*
+		 * Crossing (the peer keeps its own request), or the peer
+		 * does not listen yet: either way its REQ is due, and the
+		 * connect adopts it when it comes.
+		 */
 		conn->state = CMA_P2P_WAIT_PEER;
+		conn->wait_status = (int)resp->status;
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_wait_ms());
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -990,8 +1058,10 @@ void cma_p2p_destroy(struct cma_id_private *id_priv)
 		}
 		free(lis);
 	}
-	if (id_priv->p2p)
+	if (id_priv->p2p) {
+		cma_timer_stop(id_priv->id.channel, &id_priv->p2p->timer);
 		cma_p2p_conn_unregister(id_priv->p2p);
+	}
 	pthread_mutex_unlock(&p2p_lock);
 	free(id_priv->p2p);
 	id_priv->p2p = NULL;
