@@ -36,7 +36,7 @@ struct conn {
 	struct ibv_mr *mr;
 	int peer, index;
 	int established; /* ESTABLISHED events seen */
-	bool sent, received, disconnected;
+	bool routed, sent, received, disconnected;
 	char send_buf[MSG_LEN];
 	char recv_buf[MSG_LEN];
 };
@@ -100,7 +100,7 @@ static int start_connect(struct mesh *m, struct conn *c)
 	memset(c->send_buf, 0, sizeof(c->send_buf));
 	memset(c->recv_buf, 0, sizeof(c->recv_buf));
 	c->established = 0;
-	c->sent = c->received = c->disconnected = false;
+	c->routed = c->sent = c->received = c->disconnected = false;
 	set_port(&dst, m->port + (unsigned int)c->peer);
 	set_port(&src, 0);
 	if (rdma_create_id(m->ch, &c->id, c, RDMA_PS_TCP)) {
@@ -128,7 +128,7 @@ static int start_connect(struct mesh *m, struct conn *c)
 	return 0;
 }
 
-static int on_route(struct mesh *m, struct conn *c)
+static int on_route(struct conn *c)
 {
 	struct ibv_qp_init_attr attr = {
 		.cap = {.max_send_wr = 2,
@@ -138,14 +138,6 @@ static int on_route(struct mesh *m, struct conn *c)
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 	};
-	struct rdma_conn_param param = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = 7,
-		.rnr_retry_count = 7,
-		.peer2peer_mode = 1,
-	};
-	char hello[32];
 
 	if (rdma_create_qp(c->id, NULL, &attr)) {
 		ex_syserr("rdma_create_qp");
@@ -160,6 +152,26 @@ static int on_route(struct mesh *m, struct conn *c)
 		ex_syserr("rdma_post_recv");
 		return -1;
 	}
+	c->routed = true;
+	return 0;
+}
+
+/*
+ * Without explicit tags, the n-th connect towards a peer pairs with the
+ * peer's n-th connect towards us: connect in connection-index order, so
+ * that the pairs agree on which index is which.
+ */
+static int connect_one(struct mesh *m, struct conn *c)
+{
+	struct rdma_conn_param param = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.peer2peer_mode = 1,
+	};
+	char hello[32];
+
 	snprintf(hello, sizeof(hello), "hello %d.%d", m->rank, c->index);
 	param.private_data = hello;
 	param.private_data_len = (uint8_t)(strlen(hello) + 1);
@@ -248,11 +260,13 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 		}
 		return 0;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		return on_route(m, c);
+		return on_route(c);
 	case RDMA_CM_EVENT_ESTABLISHED:
 		return on_established(m, c, &e->param.conn);
 	case RDMA_CM_EVENT_DISCONNECTED:
 		c->disconnected = true;
+		return 0;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		return 0;
 	default:
 		ex_err("rank %d conn %d: %s (status %d)", c->peer, c->index,
@@ -290,6 +304,11 @@ static uint64_t now_ms(void)
 }
 
 typedef bool (*conn_pred)(const struct conn *c);
+
+static bool routed(const struct conn *c)
+{
+	return c->routed;
+}
 
 static bool exchanged(const struct conn *c)
 {
@@ -345,6 +364,12 @@ static int run_iteration(struct mesh *m)
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
 			if (start_connect(m, slot(m, p, k)))
+				return -1;
+	if (wait_all(m, routed, "resolved"))
+		return -1;
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++)
+			if (connect_one(m, slot(m, p, k)))
 				return -1;
 	if (wait_all(m, exchanged, "established with data both ways"))
 		return -1;

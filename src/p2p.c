@@ -490,11 +490,36 @@ static void cma_p2p_adopt_undo(struct cma_id_private *id_priv, uint32_t old,
 	cma_query_route_info(id_priv);
 }
 
+/* Drop the id's own kernel id; its events so far stay counted. */
+static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
+{
+	uint32_t reported;
+
+	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), old, &reported))
+		return;
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->events_base += reported;
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/* The adopted request could not be answered after our REQ was withdrawn. */
+static void cma_p2p_adopt_failed(struct cma_p2p_conn *conn, int err)
+{
+	struct cma_event *evt;
+
+	cma_qp_to_err(conn->id_priv);
+	cma_p2p_conn_unregister(conn);
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_CONNECT_ERROR, -err);
+	if (evt)
+		cma_event_post(evt);
+}
+
 /*
  * Make the request's kernel id @handle (on @lis's fd) the connection of
  * @conn's id: answer it with the id's QP, and drop the id's own kernel id.
- * Called with p2p_lock held.  On failure the request is refused and the
- * id is as before.
+ * Called with p2p_lock held.  On failure the request is refused, and the
+ * id is as before (-1), or, when its own REQ was already withdrawn, gets a
+ * CONNECT_ERROR event (0: the failure is reported that way).
  */
 static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 			 struct cma_p2p_listener *lis, uint32_t handle,
@@ -510,14 +535,16 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 	bool qp_moved = false;
 	int err;
 
-	if (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported)) {
+	if ((size_t)kp.private_data_len + CMA_P2P_HDR_LEN >
+		    sizeof(kp.private_data) ||
+	    (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported))) {
 		err = errno;
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, &conn->key);
 		return cma_err(err);
 	}
 	id_priv->handle = handle;
 	if (cma_query_route_info(id_priv))
-		goto fail;
+		goto undo;
 	/* The request's depths are from our side's view already. */
 	id_priv->responder_resources = cma_p2p_min_u8(
 		id_priv->responder_resources, req->responder_resources);
@@ -527,29 +554,36 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 		qp_moved = true;
 		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
 		    cma_qp_to_rts(id_priv, id_priv->initiator_depth))
-			goto fail;
+			goto undo;
 	}
 	rep.port = conn->key.local.port;
 	rep.tag = conn->key.tag;
 	rep.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	rep.data_len = kp.private_data_len;
-	if ((size_t)kp.private_data_len + CMA_P2P_HDR_LEN >
-	    sizeof(kp.private_data)) {
-		errno = EINVAL;
-		goto fail;
-	}
 	cma_p2p_put_hdr(&kp, &rep);
 	kp.responder_resources = id_priv->responder_resources;
 	kp.initiator_depth = id_priv->initiator_depth;
-	if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv, &kp,
-			    &conn->ece))
-		goto fail;
 
-	/* The id's own kernel id: its REQ, if any, is answered by a REJ. */
-	if (!ucma_cmd_destroy_id(fd, old, &reported)) {
-		pthread_mutex_lock(&id_priv->mut);
-		id_priv->events_base += reported;
-		pthread_mutex_unlock(&id_priv->mut);
+	/*
+	 * Our own REQ, if one is out, is withdrawn before the REP goes: the
+	 * peer's CM still has it in its request state, and a REP from the
+	 * same QP would be taken for a stale connection (REJ reason 10).
+	 */
+	if (conn->state == CMA_P2P_PENDING) {
+		cma_p2p_drop_own_id(id_priv, old);
+		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
+				    &kp, &conn->ece)) {
+			err = errno;
+			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
+				       &conn->key);
+			cma_p2p_adopt_failed(conn, err);
+			return 0;
+		}
+	} else {
+		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
+				    &kp, &conn->ece))
+			goto undo;
+		cma_p2p_drop_own_id(id_priv, old);
 	}
 	cma_timer_stop(id_priv->id.channel, &conn->timer);
 	cma_p2p_save_peer_data(conn, req, hdr);
@@ -557,7 +591,7 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 	conn->reply_p2p = true;
 	cma_p2p_conn_register(conn, CMA_P2P_CONNECTED);
 	return 0;
-fail:
+undo:
 	err = errno;
 	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
 	cma_p2p_adopt_undo(id_priv, old, qp_moved);
