@@ -37,7 +37,8 @@ ONLY="${RDMACM_P2P_ONLY:-}"
 GUEST="${RDMACM_VM_GUEST:-}"
 # With two guests the scripts run on both; which ranks are ours.
 two=no
-if [ -n "$GUEST" ] && [ "$A1" != "$A2" ] && ! ip addr show | grep -q "inet $A2/"; then
+has_addr() { ip addr show | grep -qE "inet6? $1/"; }
+if [ -n "$GUEST" ] && ! { has_addr "$A1" && has_addr "$A2"; }; then
 	two=yes
 fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/p2p.XXXXXX")
