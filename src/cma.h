@@ -18,6 +18,8 @@
  *   mcast.c        multicast joins and leaves
  *   options.c      rdma_set_option validation
  *   acm*.c         the ACM resolver (RDMA_CM_USE_IB_ACM): see acm.h
+ *   p2p.c          peer-to-peer connection formation (table, matching)
+ *   p2p_wire.c     the peer-to-peer header codec (no state)
  */
 #ifndef CMA_H
 #define CMA_H
@@ -98,6 +100,14 @@ struct cma_id_private {
 	/* rdma_create_ep's ai_connect: sent ahead of rdma_connect's data */
 	uint8_t connect_data[RDMA_MAX_PRIVATE_DATA];
 	uint8_t connect_len;
+
+	/* Peer-to-peer mode (p2p.c) */
+	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */
+	int8_t p2p_listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
+	bool p2p_tag_set;
+	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
+	/* Events reported by kernel ids an adoption replaced (all acked). */
+	uint32_t events_base;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
@@ -258,6 +268,44 @@ int cma_create_ep_qp(struct cma_id_private *id_priv, struct ibv_pd *pd,
 
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);
+
+/* --- p2p.c ------------------------------------------------------------ */
+
+struct rdma_ucm_conn_param;
+struct rdma_ucm_ece;
+
+/* RDMA_CM_PEER2PEER=1: every connect and accept of the process is p2p. */
+bool cma_p2p_env(void);
+/* rdma_connect in p2p mode: adopt a held request or send a tagged REQ. */
+int cma_p2p_connect(struct cma_id_private *id_priv,
+		    const struct rdma_ucm_conn_param *kparam,
+		    const struct rdma_ucm_ece *ece);
+/* rdma_accept in p2p mode of a p2p request: put the reply header in. */
+int cma_p2p_accept(struct cma_id_private *id_priv,
+		   struct rdma_ucm_conn_param *kparam);
+/* A listen succeeded: its port is what p2p connects from its address send. */
+void cma_p2p_listen(struct cma_id_private *id_priv);
+
+enum cma_p2p_verdict {
+	CMA_P2P_PASS, /* not a p2p request: as always */
+	CMA_P2P_SURFACE, /* p2p, but for the application now: strip, report */
+	CMA_P2P_TAKEN, /* held, adopted or refused: the application never sees it */
+};
+/* A CONNECT_REQUEST on a listener, before anything else is done with it. */
+enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
+				      const struct rdma_ucm_event_resp *resp);
+/* A surfaced p2p CONNECT_REQUEST: strip the header, set peer2peer_mode. */
+void cma_p2p_surfaced(struct cma_event *evt);
+/* True when an event of a p2p id is the library's business only. */
+bool cma_p2p_filter_event(struct cma_event *evt,
+			  const struct rdma_ucm_event_resp *resp);
+void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
+void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
+/* RDMA_OPTION_ID_PEER2PEER / _P2P_TAG; -1/ENOPROTOOPT for other names. */
+int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
+		       const void *optval, size_t optlen);
+/* The id is going away: forget it, and refuse the requests it held. */
+void cma_p2p_destroy(struct cma_id_private *id_priv);
 
 /* --- mcast.c ----------------------------------------------------------- */
 

@@ -97,12 +97,13 @@ static int cma_prepend_connect_data(const struct cma_id_private *id_priv,
 	return 0;
 }
 
-CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
-			    struct rdma_conn_param *conn_param)
+static int cma_connect(struct rdma_cm_id *id,
+		       const struct rdma_conn_param *conn_param, bool p2p)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 	struct rdma_ucm_conn_param kparam;
 	struct rdma_ucm_ece ece;
+	int ret;
 
 	if (cma_check_id(id))
 		return -1;
@@ -118,11 +119,46 @@ CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	if (cma_prepend_connect_data(id_priv, &kparam))
 		return -1;
 	cma_ece_to_kern(id_priv, &ece);
-	if (ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &kparam,
-			     &ece))
+	if (p2p && id->qp_type != IBV_QPT_UD)
+		ret = cma_p2p_connect(id_priv, &kparam, &ece);
+	else
+		ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
+				       &kparam, &ece);
+	if (ret)
 		return -1;
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
+
+/*
+ * Two versions of each call that reads a struct rdma_conn_param.  The
+ * RDMACM_1.0 ones serve binaries built against rdma-core's header, where
+ * peer2peer_mode's byte is padding and may hold anything: they ignore it.
+ * Programs built against this library's header bind to the
+ * RDMACM_FORK_1.0 ones, which honour it.  RDMA_CM_PEER2PEER=1 turns p2p
+ * mode on for both.
+ */
+static bool cma_param_p2p(const struct rdma_conn_param *conn_param)
+{
+	return cma_p2p_env() || (conn_param && conn_param->peer2peer_mode);
+}
+
+CMA_EXPORT int cma_connect_v1_0(struct rdma_cm_id *id,
+				struct rdma_conn_param *conn_param);
+CMA_EXPORT int cma_connect_v1_0(struct rdma_cm_id *id,
+				struct rdma_conn_param *conn_param)
+{
+	return cma_connect(id, conn_param, cma_p2p_env());
+}
+__asm__(".symver cma_connect_v1_0, rdma_connect@RDMACM_1.0");
+
+CMA_EXPORT int cma_connect_fork(struct rdma_cm_id *id,
+				struct rdma_conn_param *conn_param);
+CMA_EXPORT int cma_connect_fork(struct rdma_cm_id *id,
+				struct rdma_conn_param *conn_param)
+{
+	return cma_connect(id, conn_param, cma_param_p2p(conn_param));
+}
+__asm__(".symver cma_connect_fork, rdma_connect@@RDMACM_FORK_1.0");
 
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
@@ -132,8 +168,11 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return -1;
 	if (backlog < 0)
 		backlog = 0;
-	return ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
-			       (uint32_t)backlog);
+	if (ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
+			    (uint32_t)backlog))
+		return -1;
+	cma_p2p_listen(id_priv);
+	return 0;
 }
 
 /*
@@ -249,8 +288,8 @@ CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	return 0;
 }
 
-CMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
-			   struct rdma_conn_param *conn_param)
+static int cma_accept(struct rdma_cm_id *id,
+		      const struct rdma_conn_param *conn_param, bool p2p)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 	struct rdma_ucm_conn_param kparam;
@@ -274,6 +313,12 @@ CMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		}
 	}
 	cma_build_kern_param(id_priv, conn_param, &kparam);
+	if (p2p && cma_p2p_accept(id_priv, &kparam)) {
+		int err = errno;
+
+		cma_qp_to_err(id_priv);
+		return cma_err(err);
+	}
 	cma_ece_to_kern(id_priv, &ece);
 	if (ucma_cmd_accept(cma_id_fd(id_priv), id_priv->handle,
 			    (uint64_t)(uintptr_t)id_priv, &kparam, &ece)) {
@@ -287,6 +332,24 @@ CMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		return 0;
 	return cma_id_wait_sync(id_priv);
 }
+
+CMA_EXPORT int cma_accept_v1_0(struct rdma_cm_id *id,
+			       struct rdma_conn_param *conn_param);
+CMA_EXPORT int cma_accept_v1_0(struct rdma_cm_id *id,
+			       struct rdma_conn_param *conn_param)
+{
+	return cma_accept(id, conn_param, cma_p2p_env());
+}
+__asm__(".symver cma_accept_v1_0, rdma_accept@RDMACM_1.0");
+
+CMA_EXPORT int cma_accept_fork(struct rdma_cm_id *id,
+			       struct rdma_conn_param *conn_param);
+CMA_EXPORT int cma_accept_fork(struct rdma_cm_id *id,
+			       struct rdma_conn_param *conn_param)
+{
+	return cma_accept(id, conn_param, cma_param_p2p(conn_param));
+}
+__asm__(".symver cma_accept_fork, rdma_accept@@RDMACM_FORK_1.0");
 
 static int cma_reject(struct rdma_cm_id *id, const void *private_data,
 		      uint8_t private_data_len, uint8_t reason)

@@ -92,9 +92,16 @@ cma_handle_conn_req(struct cma_event *evt,
 	struct cma_id_private *listen_priv = evt->id_priv;
 	uint32_t ignored;
 
+	enum cma_p2p_verdict p2p = cma_p2p_conn_req(listen_priv, resp);
+
+	if (p2p == CMA_P2P_TAKEN)
+		return CMA_EVENT_DROP; /* held, adopted or refused by p2p.c */
 	evt->event.listen_id = &listen_priv->id;
-	if (!cma_process_conn_req(evt, listen_priv, resp->id, resp))
+	if (!cma_process_conn_req(evt, listen_priv, resp->id, resp)) {
+		if (p2p == CMA_P2P_SURFACE)
+			cma_p2p_surfaced(evt);
 		return CMA_EVENT_DELIVER;
+	}
 
 	/*
 	 * The new connection cannot be represented (no memory, device gone):
@@ -125,6 +132,7 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 		return;
 	}
 	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
+	cma_p2p_conn_resp(evt, id_priv);
 }
 
 static enum cma_event_verdict
@@ -132,6 +140,8 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 
+	if (cma_p2p_filter_event(evt, resp))
+		return CMA_EVENT_DROP;
 	switch (resp->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (cma_query_addr_info(id_priv))
@@ -148,6 +158,7 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		cma_event_copy_param(evt, id_priv, resp);
+		cma_p2p_established(evt, id_priv);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DISCONNECTED:

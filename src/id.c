@@ -58,6 +58,7 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	id_priv->id.context = context;
 	id_priv->id.ps = ps;
 	id_priv->id.qp_type = qp_type;
+	id_priv->p2p_listen_opt = -1;
 	pthread_mutex_init(&id_priv->mut, NULL);
 	pthread_cond_init(&id_priv->cond, NULL);
 	return id_priv;
@@ -73,6 +74,8 @@ int cma_id_create_kernel(struct cma_id_private *id_priv)
 
 void cma_id_free(struct cma_id_private *id_priv)
 {
+	if (id_priv->p2p)
+		cma_p2p_destroy(id_priv);
 	if (id_priv->sync)
 		cma_channel_destroy(id_priv->id.channel);
 	cma_device_put(id_priv->cma_dev);
@@ -183,11 +186,12 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (cma_check_id(id))
 		return -1;
 	cma_mcast_leave_all(id_priv);
+	cma_p2p_destroy(id_priv); /* the handle no longer changes after this */
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
 	cma_channel_drop_events(id_priv);
-	cma_id_wait_events(id_priv, reported);
+	cma_id_wait_events(id_priv, id_priv->events_base + reported);
 	cma_id_free(id_priv);
 	return 0;
 }
@@ -226,7 +230,7 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	}
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
-	while (id_priv->events_completed < reported)
+	while (id_priv->events_completed < id_priv->events_base + reported)
 		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
 	pthread_mutex_unlock(&id_priv->mut);
 	return 0;

@@ -58,6 +58,13 @@ CMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 
 	if (cma_check_id(id))
 		return -1;
+	/* The library's own options never reach the kernel. */
+	if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_PEER2PEER ||
+					optname == RDMA_OPTION_ID_P2P_TAG)) {
+		if (!optval)
+			return cma_err(EFAULT);
+		return cma_p2p_set_option(id_priv, optname, optval, optlen);
+	}
 	if (cma_check_option(level, optname, optval, optlen))
 		return -1;
 	return ucma_cmd_set_option(cma_id_fd(id_priv), id_priv->handle,

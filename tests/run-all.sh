@@ -100,6 +100,34 @@ else
 	run_suite acm env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/acm-in-guest.sh"
 fi
+# Peer-to-peer mode (issue 4): its own VM boot, one guest.
+if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
+	run_suite p2p env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-native.sh" "$repo/tests/system/p2p-in-guest.sh"
+else
+	run_suite p2p env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=900 \
+		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/p2p-in-guest.sh"
+fi
+# A bounded run of the p2p header fuzzer (hostile headers), if clang can.
+p2p_fuzz() {
+	local bin=$log/p2p_hdr_fuzz corpus=$log/p2p_corpus
+	if ! clang -fsanitize=fuzzer,address,undefined -I"$repo/include" \
+		-I"$repo/src" "$repo/tests/fuzz/p2p_hdr_fuzz.c" \
+		"$repo/src/p2p_wire.c" -o "$bin" >"$log/p2p_fuzz.build" 2>&1; then
+		echo "SKIP: fuzz/p2p_hdr: clang with libFuzzer not available"
+		return 0
+	fi
+	mkdir -p "$corpus"
+	if "$bin" -max_total_time=20 "$corpus" "$repo/tests/fuzz/corpus/p2p_hdr" \
+		>"$log/p2p_fuzz.out" 2>&1; then
+		echo "PASS: fuzz/p2p_hdr ($(grep -o 'Done [0-9]* runs' "$log/p2p_fuzz.out"))"
+	else
+		tail -30 "$log/p2p_fuzz.out"
+		echo "FAIL: fuzz/p2p_hdr"
+		return 1
+	fi
+}
+run_suite p2p-fuzz p2p_fuzz
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -132,6 +132,14 @@ struct rdma_conn_param {
 	uint8_t rnr_retry_count;
 	/* srq and qp_num are only read when the id has no QP of its own. */
 	uint8_t srq;
+	/*
+	 * Fork addition in what was padding (offset 15; size and offsets
+	 * unchanged): form one connection when both sides connect, see
+	 * rdma_cm_p2p(7).  Read only by the RDMACM_FORK_1.0 versions of
+	 * rdma_connect and rdma_accept, which programs built with this header
+	 * bind to; the older versions ignore the byte.
+	 */
+	uint8_t peer2peer_mode;
 	uint32_t qp_num;
 };
 
@@ -293,6 +301,17 @@ enum {
 
 enum {
 	RDMA_OPTION_IB_PATH = 1 /* array of struct ibv_path_data */
+};
+
+/*
+ * Fork additions at RDMA_OPTION_ID, far above rdma-core's range so that
+ * its future options cannot collide; handled by the library, never sent to
+ * the kernel.  See rdma_cm_p2p(7).
+ */
+enum {
+	RDMA_OPTION_ID_PEER2PEER =
+		0x7020, /* int: listener holds p2p requests */
+	RDMA_OPTION_ID_P2P_TAG = 0x7021 /* uint64_t: p2p connection identity */
 };
 
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,

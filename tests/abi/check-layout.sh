@@ -114,4 +114,31 @@ if [ $built = yes ]; then
 	fi
 fi
 
+# --- the fork's member in old padding ------------------------------------------------
+# peer2peer_mode must sit in the byte after srq that the reference leaves as
+# padding: the struct keeps the reference's size and every other offset
+# (header-layout above compares those).
+cat >"$work/p2p.c" <<'EOC'
+#include <stddef.h>
+#include <stdio.h>
+#include <rdma/rdma_cma.h>
+int main(void)
+{
+	printf("%zu %zu %zu\n", offsetof(struct rdma_conn_param, srq),
+	       offsetof(struct rdma_conn_param, peer2peer_mode),
+	       offsetof(struct rdma_conn_param, qp_num));
+	return 0;
+}
+EOC
+if $CC -std=gnu11 -I "$ours_inc" -o "$work/p2p" "$work/p2p.c" >"$work/cc-p2p.log" 2>&1; then
+	set -- $("$work/p2p")
+	if [ "$2" -eq $(($1 + 1)) ] && [ "$3" -gt "$2" ] && [ "$2" -eq 15 ]; then
+		echo "PASS: header-p2p-padding (peer2peer_mode at offset $2, between srq and qp_num)"
+	else
+		fail header-p2p-padding "peer2peer_mode at $2 (srq $1, qp_num $3): not the padding byte"
+	fi
+else
+	fail header-p2p-padding "cannot build the offset probe" "$work/cc-p2p.log"
+fi
+
 exit $status

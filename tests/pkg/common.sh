@@ -76,14 +76,16 @@ source_man_pages() {
 
 # Exported name@VERSION pairs of a shared library, sorted.
 dynamic_symbols() {
+	# A non-default version (name@NODE beside name@@NEWER) shows as "(NODE)".
 	objdump -T "$1" | awk '$2 == "g" || $3 == "DF" || $3 == "DO" {
-		if ($(NF-1) ~ /^RDMACM_/ && $NF !~ /^RDMACM_/ && $4 != "*UND*") print $NF "@" $(NF-1) }' |
+		v = $(NF-1); gsub(/[()]/, "", v)
+		if (v ~ /^RDMACM_/ && $NF !~ /^RDMACM_/ && $4 != "*UND*") print $NF "@" v }' |
 		sort -u
 }
 
 # Symbol list the version script declares, as name@VERSION, sorted.
 map_symbols() {
-	awk '/^RDMACM_[0-9.]* *\{/ { node = $1 }
+	awk '/^RDMACM_[A-Z0-9_.]* *\{/ { node = $1 }
 	     /^\t\t[a-z_]*;/ { gsub(/[\t;]/, ""); print $0 "@" node }' \
 		"$pkg_repo/src/librdmacm.map" | sort -u
 }

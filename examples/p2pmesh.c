@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * p2pmesh: N processes form a full mesh of RC connections with
+ * peer2peer_mode, every pair connecting from both sides at once.
+ *
+ *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t] [-q]
+ *           rank addr0 addr1 ... addrN-1
+ *
+ * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
+ * other rank, c times each.  Each connection must end in exactly one
+ * ESTABLISHED on the id rdma_connect was called on; then both sides send
+ * one message naming (sender, receiver, connection, iteration) and check
+ * the one they receive, so a connection paired with the wrong one of the
+ * peer's shows up as a mismatch.  -s sleeps a random 0..skew_ms before the
+ * connects of each iteration; -t gives each connection an explicit tag
+ * (RDMA_OPTION_ID_P2P_TAG) instead of the default ordinal.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "common.h"
+
+#define MSG_LEN 64
+#define ITER_TIMEOUT_MS 120000
+
+struct conn {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	int peer, index;
+	int established; /* ESTABLISHED events seen */
+	bool routed, sent, received, disconnected;
+	char send_buf[MSG_LEN];
+	char recv_buf[MSG_LEN];
+};
+
+struct mesh {
+	int rank, n, conns, iter;
+	unsigned int port;
+	unsigned long iterations, skew_ms;
+	bool explicit_tags;
+	struct ex_addr *addrs;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct conn *c; /* n * conns, the own rank's slots unused */
+	int total, errors;
+};
+
+static struct conn *slot(struct mesh *m, int peer, int k)
+{
+	return &m->c[peer * m->conns + k];
+}
+
+static void set_port(struct ex_addr *a, unsigned int port)
+{
+	if (a->ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&a->ss)->sin_port =
+			htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)&a->ss)->sin6_port =
+			htons((uint16_t)port);
+}
+
+static int start_listen(struct mesh *m)
+{
+	struct ex_addr a = m->addrs[m->rank];
+	int on = 1;
+
+	set_port(&a, m->port + (unsigned int)m->rank);
+	if (rdma_create_id(m->ch, &m->listen, NULL, RDMA_PS_TCP)) {
+		ex_syserr("rdma_create_id");
+		return -1;
+	}
+	/* A p2p listener: hold p2p requests until our own connect comes. */
+	if (rdma_set_option(m->listen, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &on, sizeof(on))) {
+		ex_syserr("rdma_set_option(PEER2PEER)");
+		return -1;
+	}
+	if (rdma_bind_addr(m->listen, ex_sa(&a)) ||
+	    rdma_listen(m->listen, 64)) {
+		ex_syserr("bind/listen");
+		return -1;
+	}
+	return 0;
+}
+
+static int start_connect(struct mesh *m, struct conn *c)
+{
+	struct ex_addr dst = m->addrs[c->peer];
+	struct ex_addr src = m->addrs[m->rank];
+
+	memset(c->send_buf, 0, sizeof(c->send_buf));
+	memset(c->recv_buf, 0, sizeof(c->recv_buf));
+	c->established = 0;
+	c->routed = c->sent = c->received = c->disconnected = false;
+	set_port(&dst, m->port + (unsigned int)c->peer);
+	set_port(&src, 0);
+	if (rdma_create_id(m->ch, &c->id, c, RDMA_PS_TCP)) {
+		ex_syserr("rdma_create_id");
+		return -1;
+	}
+	if (m->explicit_tags) {
+		/* Both sides name the connection the same: lower rank first. */
+		int lo = m->rank < c->peer ? m->rank : c->peer;
+		int hi = m->rank ^ c->peer ^ lo;
+		uint64_t tag = ((uint64_t)lo << 40) | ((uint64_t)hi << 20) |
+			       (uint64_t)(m->iter * m->conns + c->index);
+
+		if (rdma_set_option(c->id, RDMA_OPTION_ID,
+				    RDMA_OPTION_ID_P2P_TAG, &tag,
+				    sizeof(tag))) {
+			ex_syserr("rdma_set_option(P2P_TAG)");
+			return -1;
+		}
+	}
+	if (rdma_resolve_addr(c->id, ex_sa(&src), ex_sa(&dst), EX_RESOLVE_MS)) {
+		ex_syserr("rdma_resolve_addr");
+		return -1;
+	}
+	return 0;
+}
+
+static int on_route(struct conn *c)
+{
+	struct ibv_qp_init_attr attr = {
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+
+	if (rdma_create_qp(c->id, NULL, &attr)) {
+		ex_syserr("rdma_create_qp");
+		return -1;
+	}
+	c->mr = rdma_reg_msgs(c->id, c, sizeof(*c));
+	if (!c->mr) {
+		ex_syserr("rdma_reg_msgs");
+		return -1;
+	}
+	if (rdma_post_recv(c->id, NULL, c->recv_buf, MSG_LEN, c->mr)) {
+		ex_syserr("rdma_post_recv");
+		return -1;
+	}
+	c->routed = true;
+	return 0;
+}
+
+/*
+ * Without explicit tags, the n-th connect towards a peer pairs with the
+ * peer's n-th connect towards us: connect in connection-index order, so
+ * that the pairs agree on which index is which.
+ */
+static int connect_one(struct mesh *m, struct conn *c)
+{
+	struct rdma_conn_param param = {
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.peer2peer_mode = 1,
+	};
+	char hello[32];
+
+	snprintf(hello, sizeof(hello), "hello %d.%d", m->rank, c->index);
+	param.private_data = hello;
+	param.private_data_len = (uint8_t)(strlen(hello) + 1);
+	if (rdma_connect(c->id, &param)) {
+		ex_syserr("rdma_connect to rank %d", c->peer);
+		return -1;
+	}
+	return 0;
+}
+
+static int on_established(struct mesh *m, struct conn *c,
+			  const struct rdma_conn_param *p)
+{
+	char want[32];
+
+	if (++c->established != 1) {
+		ex_err("rank %d conn %d: ESTABLISHED #%d", c->peer, c->index,
+		       c->established);
+		return -1;
+	}
+	snprintf(want, sizeof(want), "hello %d.%d", c->peer, c->index);
+	if (!p->peer2peer_mode || p->private_data_len != strlen(want) + 1 ||
+	    memcmp(p->private_data, want, strlen(want) + 1)) {
+		ex_err("rank %d conn %d: ESTABLISHED p2p=%u with %u bytes, "
+		       "expected \"%s\"",
+		       c->peer, c->index, p->peer2peer_mode,
+		       p->private_data_len, want);
+		return -1;
+	}
+	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d", m->rank, c->peer,
+		 c->index, m->iter);
+	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
+		ex_syserr("rdma_post_send");
+		return -1;
+	}
+	return 0;
+}
+
+static int poll_cqs(struct mesh *m, struct conn *c)
+{
+	struct ibv_wc wc;
+	char want[MSG_LEN];
+
+	if (!c->id || !c->id->qp)
+		return 0;
+	while (ibv_poll_cq(c->id->send_cq, 1, &wc) > 0) {
+		if (wc.status) {
+			ex_err("send to %d: %s", c->peer,
+			       ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		c->sent = true;
+	}
+	while (ibv_poll_cq(c->id->recv_cq, 1, &wc) > 0) {
+		if (wc.status) {
+			ex_err("recv from %d: %s", c->peer,
+			       ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		snprintf(want, MSG_LEN, "data %d>%d #%d it %d", c->peer,
+			 m->rank, c->index, m->iter);
+		if (strcmp(c->recv_buf, want)) {
+			ex_err("from rank %d conn %d: \"%.*s\", expected "
+			       "\"%s\"",
+			       c->peer, c->index, MSG_LEN, c->recv_buf, want);
+			return -1;
+		}
+		c->received = true;
+	}
+	return 0;
+}
+
+static int handle_event(struct mesh *m, struct rdma_cm_event *e)
+{
+	struct conn *c = e->id->context;
+
+	if (e->id == m->listen || e->listen_id) {
+		ex_err("listener: unexpected %s", rdma_event_str(e->event));
+		return -1;
+	}
+	switch (e->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(c->id, EX_RESOLVE_MS)) {
+			ex_syserr("rdma_resolve_route");
+			return -1;
+		}
+		return 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		return on_route(c);
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return on_established(m, c, &e->param.conn);
+	case RDMA_CM_EVENT_DISCONNECTED:
+		c->disconnected = true;
+		return 0;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return 0;
+	default:
+		ex_err("rank %d conn %d: %s (status %d)", c->peer, c->index,
+		       rdma_event_str(e->event), e->status);
+		return -1;
+	}
+}
+
+static int pump(struct mesh *m, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = m->ch->fd, .events = POLLIN};
+	struct rdma_cm_event *e;
+	int i, ret;
+
+	if (poll(&pfd, 1, timeout_ms) > 0) {
+		if (rdma_get_cm_event(m->ch, &e))
+			return errno == EAGAIN ? 0 : -1;
+		ret = handle_event(m, e);
+		rdma_ack_cm_event(e);
+		if (ret)
+			return -1;
+	}
+	for (i = 0; i < m->n * m->conns; i++)
+		if (poll_cqs(m, &m->c[i]))
+			return -1;
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+typedef bool (*conn_pred)(const struct conn *c);
+
+static bool routed(const struct conn *c)
+{
+	return c->routed;
+}
+
+static bool exchanged(const struct conn *c)
+{
+	return c->established == 1 && c->sent && c->received;
+}
+
+static bool gone(const struct conn *c)
+{
+	return c->disconnected;
+}
+
+/* Run the event loop until every connection satisfies @done. */
+static int wait_all(struct mesh *m, conn_pred done, const char *what)
+{
+	uint64_t end = now_ms() + ITER_TIMEOUT_MS;
+	int p, k, left;
+
+	for (;;) {
+		left = 0;
+		for (p = 0; p < m->n; p++)
+			for (k = 0; p != m->rank && k < m->conns; k++)
+				left += !done(slot(m, p, k));
+		if (!left)
+			return 0;
+		if (now_ms() > end) {
+			ex_err("iteration %d: %d connections not %s", m->iter,
+			       left, what);
+			return -1;
+		}
+		if (pump(m, 20))
+			return -1;
+	}
+}
+
+static void teardown(struct conn *c)
+{
+	if (!c->id)
+		return;
+	if (c->mr)
+		rdma_dereg_mr(c->mr);
+	c->mr = NULL;
+	rdma_destroy_qp(c->id);
+	rdma_destroy_id(c->id);
+	c->id = NULL;
+}
+
+static int run_iteration(struct mesh *m)
+{
+	int p, k;
+
+	if (m->skew_ms)
+		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++)
+			if (start_connect(m, slot(m, p, k)))
+				return -1;
+	if (wait_all(m, routed, "resolved"))
+		return -1;
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++)
+			if (connect_one(m, slot(m, p, k)))
+				return -1;
+	if (wait_all(m, exchanged, "established with data both ways"))
+		return -1;
+	/* Both sides got their message: the lower rank ends each one. */
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++)
+			if (m->rank < p && rdma_disconnect(slot(m, p, k)->id)) {
+				ex_syserr("rdma_disconnect");
+				return -1;
+			}
+	if (wait_all(m, gone, "disconnected"))
+		return -1;
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++) {
+			if (m->rank > p)
+				rdma_disconnect(slot(m, p, k)->id);
+			teardown(slot(m, p, k));
+			m->total++;
+		}
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
+		"[-t] [-q] rank addr0 addr1 ...\n",
+		ex_prog());
+	return EX_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	struct mesh m = {.port = 7470, .conns = 1, .iterations = 1};
+	unsigned long v;
+	int opt, i;
+
+	ex_init("p2pmesh");
+	while ((opt = getopt(argc, argv, "p:c:i:s:tqh")) != -1) {
+		switch (opt) {
+		case 'p':
+			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
+				return EX_USAGE;
+			m.port = (unsigned int)v;
+			break;
+		case 'c':
+			if (ex_parse_num(optarg, 'c', 1, 64, &v))
+				return EX_USAGE;
+			m.conns = (int)v;
+			break;
+		case 'i':
+			if (ex_parse_num(optarg, 'i', 1, 100000, &m.iterations))
+				return EX_USAGE;
+			break;
+		case 's':
+			if (ex_parse_num(optarg, 's', 0, 60000, &m.skew_ms))
+				return EX_USAGE;
+			break;
+		case 't':
+			m.explicit_tags = true;
+			break;
+		case 'q':
+			ex_quiet = true;
+			break;
+		default:
+			return usage();
+		}
+	}
+	if (argc - optind < 3 || ex_parse_num(argv[optind], 'r', 0, 1023, &v))
+		return usage();
+	m.rank = (int)v;
+	m.n = argc - optind - 1;
+	if (m.rank >= m.n)
+		return usage();
+	m.addrs = calloc((size_t)m.n, sizeof(*m.addrs));
+	m.c = calloc((size_t)(m.n * m.conns), sizeof(*m.c));
+	if (!m.addrs || !m.c)
+		return EX_FAIL;
+	for (i = 0; i < m.n; i++)
+		if (ex_resolve(argv[optind + 1 + i], NULL, 0, RDMA_PS_TCP,
+			       &m.addrs[i]))
+			return EX_USAGE;
+	for (i = 0; i < m.n * m.conns; i++) {
+		m.c[i].peer = i / m.conns;
+		m.c[i].index = i % m.conns;
+	}
+	srand((unsigned int)(getpid() ^ time(NULL)));
+	m.ch = rdma_create_event_channel();
+	if (!m.ch || start_listen(&m))
+		return EX_FAIL;
+	for (m.iter = 0; m.iter < (int)m.iterations; m.iter++) {
+		if (run_iteration(&m)) {
+			ex_err("rank %d: FAILED in iteration %d", m.rank,
+			       m.iter);
+			return EX_FAIL;
+		}
+		ex_info("rank %d: iteration %d: %d connections formed", m.rank,
+			m.iter, (m.n - 1) * m.conns);
+	}
+	rdma_destroy_id(m.listen);
+	rdma_destroy_event_channel(m.ch);
+	printf("p2pmesh rank %d: OK connections=%d iterations=%lu\n", m.rank,
+	       m.total, m.iterations);
+	return EX_OK;
+}

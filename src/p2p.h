@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Peer-to-peer connection formation: the pure part (identities, keys, the
+ * decision taken for an incoming request), separate from p2p.c's table so
+ * that the unit tests can drive it.  See rdma_cm_p2p(7) for the model.
+ */
+#ifndef CMA_P2P_H
+#define CMA_P2P_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* One end of a pair: its address on that connection and its listening port. */
+struct cma_p2p_ident {
+	uint8_t addr[16]; /* IPv6, IPv4-mapped IPv6, or the GID for AF_IB */
+	uint16_t port; /* host order */
+};
+
+/* A connection seen from this process: which pair, which connection. */
+struct cma_p2p_key {
+	struct cma_p2p_ident local;
+	struct cma_p2p_ident remote;
+	uint64_t tag;
+	bool explicit_tag;
+};
+
+/* Where a local connect stands, as far as an incoming request cares. */
+enum cma_p2p_state {
+	CMA_P2P_NO_MATCH, /* no local connect with this key */
+	CMA_P2P_PENDING, /* our REQ is out, no answer yet */
+	CMA_P2P_WAIT_PEER, /* our REQ lost the tie-break: the peer's is due */
+	CMA_P2P_CONNECTED, /* formed, or forming from an adopted request */
+};
+
+enum cma_p2p_action {
+	CMA_P2P_HOLD, /* keep it for a local rdma_connect */
+	CMA_P2P_ADOPT, /* it becomes the local connect's connection */
+	CMA_P2P_REJECT_LOST, /* crossing: our own REQ wins */
+	CMA_P2P_REJECT_DUP, /* stale duplicate of a formed connection */
+};
+
+/* Order of identities: address bytes, then port.  <0, 0, >0. */
+int cma_p2p_ident_cmp(const struct cma_p2p_ident *a,
+		      const struct cma_p2p_ident *b);
+bool cma_p2p_key_equal(const struct cma_p2p_key *a,
+		       const struct cma_p2p_key *b);
+/*
+ * What to do with a request whose key (seen from here: local = receiver,
+ * remote = sender) matched a local connect in @state.  The request from
+ * the lower identity wins a crossing.
+ */
+enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
+				   enum cma_p2p_state state);
+/* The 16-byte identity address of a sockaddr; -1 for other families. */
+int cma_p2p_addr16(const struct sockaddr *sa, uint8_t out[16]);
+
+#endif /* CMA_P2P_H */

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The peer-to-peer header codec (layout in p2p_wire.h).  Every byte of it
+ * comes from the network, so the parser checks each field against the
+ * only values this version defines and reports anything else as
+ * CMA_P2P_BAD; it never reads past @len.
+ */
+/* No <config.h>: the fuzz target builds this file on its own. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "p2p_wire.h"
+
+static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
+			uint8_t out[CMA_P2P_HDR_LEN])
+{
+	memcpy(out, cma_p2p_magic, sizeof(cma_p2p_magic));
+	out[3] = (uint8_t)(CMA_P2P_VERSION << 4 | (hdr->kind & 0x0F));
+	out[4] = hdr->flags;
+	out[5] = hdr->data_len;
+	put_be16(out + 6, hdr->port);
+	put_be64(out + 8, hdr->tag);
+}
+
+static bool cma_p2p_kind_valid(uint8_t kind)
+{
+	return kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD;
+}
+
+enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
+				     struct cma_p2p_hdr *hdr)
+{
+	const uint8_t *p = buf;
+	struct cma_p2p_hdr h;
+
+	if (!p || len < sizeof(cma_p2p_magic) ||
+	    memcmp(p, cma_p2p_magic, sizeof(cma_p2p_magic)))
+		return CMA_P2P_NONE;
+	if (len < CMA_P2P_HDR_LEN)
+		return CMA_P2P_BAD;
+	if (p[3] >> 4 != CMA_P2P_VERSION)
+		return CMA_P2P_BAD;
+	h.kind = p[3] & 0x0F;
+	h.flags = p[4];
+	h.data_len = p[5];
+	h.port = get_be16(p + 6);
+	h.tag = get_be64(p + 8);
+	if (!cma_p2p_kind_valid(h.kind) || (h.flags & ~CMA_P2P_F_KNOWN))
+		return CMA_P2P_BAD;
+	if (h.data_len > len - CMA_P2P_HDR_LEN)
+		return CMA_P2P_BAD;
+	if (h.kind == CMA_P2P_REQ && !h.port)
+		return CMA_P2P_BAD;
+	*hdr = h;
+	return CMA_P2P_OK;
+}

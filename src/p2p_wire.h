@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The peer-to-peer header: 16 bytes at the front of the private data of a
+ * peer-to-peer REQ, of the REP that answers one, and of the REJ the
+ * library sends when it refuses one.  Encoding and parsing only; no state.
+ *
+ *   byte  0..2   magic 0xC5 0x70 0x32
+ *   byte  3      version (high nibble, 1) | kind (low nibble)
+ *   byte  4      flags (CMA_P2P_F_*; unknown bits are refused)
+ *   byte  5      length of the application's private data that follows
+ *   byte  6..7   the sender's listening port, big-endian (REQ: not 0)
+ *   byte  8..15  the connection tag, big-endian
+ */
+#ifndef CMA_P2P_WIRE_H
+#define CMA_P2P_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CMA_P2P_HDR_LEN 16
+#define CMA_P2P_VERSION 1
+
+enum cma_p2p_kind {
+	CMA_P2P_REQ = 1, /* a peer-to-peer connect */
+	CMA_P2P_REP = 2, /* the answer of a peer-to-peer connect or accept */
+	CMA_P2P_REJ_LOST = 3, /* crossing requests: the sender keeps its own */
+	CMA_P2P_REJ_DUP = 4, /* the pair and tag are already connected */
+	CMA_P2P_REJ_BAD = 5, /* a malformed peer-to-peer header */
+};
+
+enum {
+	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
+	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG,
+};
+
+struct cma_p2p_hdr {
+	uint8_t kind; /* enum cma_p2p_kind */
+	uint8_t flags;
+	uint8_t data_len;
+	uint16_t port; /* host order */
+	uint64_t tag;
+};
+
+enum cma_p2p_parse {
+	CMA_P2P_NONE, /* no magic: not a peer-to-peer message */
+	CMA_P2P_OK,
+	CMA_P2P_BAD, /* claims to be one but is malformed */
+};
+
+void cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
+			uint8_t out[CMA_P2P_HDR_LEN]);
+/* Parse @len bytes at @buf; fills @hdr only when the result is CMA_P2P_OK. */
+enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
+				     struct cma_p2p_hdr *hdr);
+
+#endif /* CMA_P2P_WIRE_H */

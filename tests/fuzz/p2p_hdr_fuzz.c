@@ -1,0 +1,36 @@
+// FUZZ_SOURCES: src/p2p_wire.c
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The peer-to-peer header parser takes private data straight from the
+ * network.  Whatever the bytes, it must stay inside them, and whatever it
+ * accepts must be a header this version can produce: re-encoding it gives
+ * back the same first 16 bytes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p2p_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* A copy of exactly @size bytes, so ASan sees any over-read. */
+	uint8_t *buf = malloc(size ? size : 1);
+	uint8_t again[CMA_P2P_HDR_LEN];
+	struct cma_p2p_hdr hdr;
+
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	if (cma_p2p_hdr_parse(buf, size, &hdr) == CMA_P2P_OK) {
+		if (hdr.data_len > size - CMA_P2P_HDR_LEN)
+			abort();
+		cma_p2p_hdr_encode(&hdr, again);
+		if (memcmp(again, buf, CMA_P2P_HDR_LEN))
+			abort();
+	}
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Peer-to-peer mode (rdma_cm_p2p(7)) over a real RDMA device: one guest
+# (both ends on the guest's two addresses), or one side of two guests.
+#
+#   tests/vm/run-guest.sh tests/system/p2p-in-guest.sh
+#   tests/vm/run-two-guests.sh tests/system/p2p-in-guest.sh -- \
+#                              tests/system/p2p-in-guest.sh
+#
+# One "PASS name" / "FAIL name: why" line per scenario, then
+# "N passed, N failed".  With two guests (RDMACM_VM_GUEST=1 or 2) each
+# guest runs its half of every p2pmesh scenario: ranks alternate between
+# the guests, so every pair of ranks on different guests connects across
+# the link.  Scenarios (IPv4, and IPv6 when RDMA_TEST_ADDR6_* are set):
+#   mutual     2 ranks connect to each other at once, RDMACM_P2P_ITER
+#              (default 100) times in a row
+#   skew       the same with 0..2 s between the two rdma_connect calls
+#   pairs4     4 connections between the same pair at once, default tags,
+#              then explicit tags (RDMA_OPTION_ID_P2P_TAG)
+#   mesh8      8 ranks, every pair from both sides: 28 connections
+#   api        (one guest only) cm_p2p_test: old-ABI binary, surfaced
+#              requests, non-p2p peers, hostile headers, hold time
+#
+# Environment: RDMACM_BUILD_DIR (default: build/ of this checkout),
+# RDMACM_P2P_ONLY (a regular expression over scenario names),
+# RDMACM_P2P_ITER, VERBOSE=1.
+set -u
+
+BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
+MESH=$BUILD/examples/p2pmesh
+API=$BUILD/tests/system/cm_p2p_test
+A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
+A2="${RDMA_TEST_ADDR2:-$A1}"
+A6_1="${RDMA_TEST_ADDR6_1:-}"
+A6_2="${RDMA_TEST_ADDR6_2:-$A6_1}"
+ITER="${RDMACM_P2P_ITER:-100}"
+ONLY="${RDMACM_P2P_ONLY:-}"
+GUEST="${RDMACM_VM_GUEST:-}"
+# With two guests the scripts run on both; which ranks are ours.
+two=no
+has_addr() { ip addr show | grep -qE "inet6? $1/"; }
+if [ -n "$GUEST" ] && ! { has_addr "$A1" && has_addr "$A2"; }; then
+	two=yes
+fi
+out=$(mktemp -d "${TMPDIR:-/tmp}/p2p.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+passed=0
+failed=0
+pass() {
+	echo "PASS $1${2:+ ($2)}"
+	passed=$((passed + 1))
+}
+fail() {
+	echo "FAIL $1${2:+: $2}"
+	failed=$((failed + 1))
+}
+wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
+show() { sed 's/^/    /' "$@"; }
+
+# Which guest rank r lives on when there are two (alternating).
+mine() {
+	[ $two = no ] && return 0
+	[ $(($1 % 2 + 1)) = "$GUEST" ]
+}
+
+# mesh NAME N PORT ADDR_EVEN ADDR_ODD [p2pmesh options]: run the ranks of
+# an N-process mesh that live here and check their accounting.
+mesh() {
+	local name=$1 n=$2 port=$3 ae=$4 ao=$5
+	shift 5
+	local addrs=() pids=() r rc=0 conns=0 want c
+	local log="$out/${name//\//_}"
+	wanted "$name" || return 0
+	for ((r = 0; r < n; r++)); do
+		if ((r % 2)); then addrs+=("$ao"); else addrs+=("$ae"); fi
+	done
+	for ((r = 0; r < n; r++)); do
+		mine $r || continue
+		timeout 300 "$MESH" -q -p "$port" "$@" $r "${addrs[@]}" \
+			>"$log.$r" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || rc=1
+	done
+	for f in "$log".*; do
+		c=$(sed -n 's/.*OK connections=\([0-9]*\).*/\1/p' "$f")
+		conns=$((conns + ${c:-0}))
+	done
+	# Every rank counts each of its connections once per iteration.
+	local iters=1 per=1 o
+	set -- "$@"
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-i) iters=$2; shift ;;
+		-c) per=$2; shift ;;
+		esac
+		shift
+	done
+	if [ $two = yes ]; then
+		# Our ranks' view: half the ranks, each with n-1 peers.
+		want=$(( ( (n + 1) / 2 + (GUEST == 2 ? -((n % 2)) : 0) ) * (n - 1) * per * iters ))
+	else
+		want=$((n * (n - 1) * per * iters))
+	fi
+	if [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
+		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends"
+		[ "${VERBOSE:-0}" = 1 ] && show "$log".*
+	else
+		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
+		show "$log".*
+	fi
+	rm -f "$log".*
+}
+
+api() {
+	local t=$1 addr=$2 name="api-$1/$3" rc
+	wanted "$name" || return 0
+	if [ $t = held ]; then
+		RDMA_CM_P2P_HOLD_MS=1000 timeout 90 "$API" "$t" "$addr" >"$out/api" 2>&1
+	else
+		timeout 90 "$API" "$t" "$addr" >"$out/api" 2>&1
+	fi
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^PASS" "$out/api"; then
+		pass "$name" "$(sed -n 's/^PASS [a-z]* *(\(.*\))$/\1/p' "$out/api")"
+	else
+		fail "$name" "exit status $rc"
+		show "$out/api"
+	fi
+}
+
+for fam in ipv4 ipv6; do
+	if [ $fam = ipv4 ]; then
+		x=$A1 y=$A2 base=7600
+	else
+		[ -n "$A6_1" ] || { echo "SKIP */ipv6: no IPv6 test addresses"; continue; }
+		x=$A6_1 y=$A6_2 base=7700
+	fi
+	it=$ITER
+	[ $fam = ipv6 ] && it=$(((ITER + 4) / 5))
+	mesh "mutual/$fam" 2 $base "$x" "$y" -i "$it"
+	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i 8 -s 2000
+	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
+	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t
+	mesh "mesh8/$fam" 8 $((base + 40)) "$x" "$y"
+	if [ $two = no ]; then
+		for t in oldabi surface plain hostile held; do
+			api $t "$x" $fam
+		done
+	fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
