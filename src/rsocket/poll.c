@@ -40,8 +40,14 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 		revents |= POLLIN;
 	if ((events & POLLOUT) && rs_conn_can_send(rs))
 		revents |= POLLOUT;
-	if (!(rs->state & RS_CONNECTED))
+	/*
+	 * Like TCP after a FIN, a closed connection with data still queued
+	 * is only readable: hang-up is reported once the data is read.
+	 */
+	if (!(rs->state & RS_CONNECTED) && !rs_have_rdata(rs))
 		revents |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	else if (rs->state & RS_ERROR)
+		revents |= POLLERR;
 	pthread_mutex_unlock(&rs->lock);
 	return revents;
 }
