@@ -96,7 +96,7 @@ CMA_EXPORT int riounmap(int socket, void *buf, size_t len)
 	struct rsocket *rs = rs_get(socket);
 	struct rs_iomap_mr **pp, *iomr;
 	uint32_t i;
-	int ret = cma_err(EINVAL);
+	int ret = -1;
 
 	if (!rs)
 		return -1;
@@ -123,10 +123,8 @@ CMA_EXPORT int riounmap(int socket, void *buf, size_t len)
 		}
 	}
 out:
-	if (!ret)
-		errno = 0;
 	pthread_mutex_unlock(&rs->map_lock);
-	return ret;
+	return ret ? cma_err(EINVAL) : 0;
 }
 
 void rs_free_iomaps(struct rsocket *rs)
