@@ -44,6 +44,7 @@ HEADERS = [
     "rdma/rdma_verbs.h",
     "rdma/rdma_cma_abi.h",
     "infiniband/ib.h",
+    "rdma/rsocket.h",
 ]
 
 CC = os.environ.get("CC", "cc")

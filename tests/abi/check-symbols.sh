@@ -13,8 +13,7 @@
 #   soname             the DT_SONAME is librdmacm.so.1
 #   symbols-reference  every symbol the reference exports is exported by ours
 #                      with the same version node (name@@NODE or name@NODE)
-#                      and symbol type; the rsocket family is reported as
-#                      deferred (issue 3) and does not fail.  A call whose
+#                      and symbol type.  A call whose
 #                      default moved to a fork node ("default name@@NODE" in
 #                      ours-only.txt) must keep the reference's node as a
 #                      non-default version (name@OLD beside name@@NODE)
@@ -25,7 +24,7 @@
 #   version-nodes      the reference's version nodes exist in ours with the
 #                      same predecessor (RDMACM_1.1 after RDMACM_1.0, ...)
 #   abidiff            abidiff (abigail-tools) finds no removed symbols
-#                      besides the deferred rsocket ones (SKIP without it)
+#                      (SKIP without it)
 #
 # Environment: RDMACM_REF_ROOT (an unpacked reference; default: run
 # fetch-reference.sh).
@@ -41,11 +40,6 @@ else
 	ours=$arg/src/.libs/librdmacm.so.1
 fi
 map=$top/src/librdmacm.map
-
-RSOCKET_SYMBOLS="rsocket rbind rlisten raccept rconnect rshutdown rclose rrecv
-rrecvfrom rrecvmsg rsend rsendto rsendmsg rread rreadv rwrite rwritev rpoll
-rselect rgetpeername rgetsockname rsetsockopt rgetsockopt rfcntl riomap
-riounmap riowrite"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/abi-symbols.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -84,11 +78,6 @@ done
 if [ -z "$ref" ]; then
 	fail_all "no librdmacm.so.1 under $ref_root/usr/lib"
 fi
-
-# shellcheck disable=SC2086 # the list is split into words on purpose
-is_rsocket() {
-	printf '%s\n' $RSOCKET_SYMBOLS | grep -qxF "$1"
-}
 
 # "NODE" and "NODE < PREDECESSOR" for each version the library defines.
 version_nodes() {
@@ -136,7 +125,6 @@ exports "$ref" >"$work/ref.syms"
 
 # --- every reference symbol, same node ---------------------------------------------
 : >"$work/missing"
-: >"$work/deferred"
 : >"$work/moved"
 # "default name@@NODE" lines of ours-only.txt: defaults this fork moved.
 sed -n 's/^default[ \t]*\([^ \t#]*\).*/\1/p' "$here/ours-only.txt" >"$work/defaults"
@@ -157,25 +145,17 @@ while read -r sym type; do
 		echo "$name" >>"$work/moved"
 		continue
 	fi
-	if is_rsocket "$name"; then
-		echo "$sym" >>"$work/deferred"
-		continue
-	fi
 	have=$(awk -v n="$name" '{ s = $1; sub(/@.*/, "", s) } s == n { printf "%s%s (%s)", sep, $1, $2; sep = ", " }' \
 		"$work/ours.syms")
 	echo "$sym ($type): ${have:+ours has }${have:-not exported by ours}" >>"$work/missing"
 done <"$work/ref.syms"
 nref=$(wc -l <"$work/ref.syms")
-if [ -s "$work/deferred" ]; then
-	echo "  deferred (issue 3): $(wc -l <"$work/deferred") rsocket symbols:" \
-		"$(sed 's/@.*//' "$work/deferred" | tr '\n' ' ' | sed 's/ $//')"
-fi
 if [ -s "$work/missing" ]; then
 	fail symbols-reference "$(wc -l <"$work/missing") of the reference's $nref symbols missing or different" \
 		"$work/missing"
 else
 	echo "PASS: symbols-reference ($nref reference symbols," \
-		"$(wc -l <"$work/deferred") deferred, $(wc -l <"$work/moved") with a fork default:" \
+		"$(wc -l <"$work/moved") with a fork default:" \
 		"$(tr '\n' ' ' <"$work/moved" | sed 's/ $//'))"
 fi
 
@@ -250,25 +230,15 @@ else
 			/Removed .*(function|variable)/ { on = 1; next }
 			/^[^ \t]/ || /Added|Changed/ { on = 0 }
 			on && /\[D\]/ { print }' "$work/abidiff.txt" >"$work/abidiff.removed"
-		: >"$work/abidiff.unexpected"
-		ndef=0
-		while read -r line; do
-			name=$(echo "$line" | sed -e "s/^.*\[D\] *//" -e "s/^'//" \
-				-e 's/(.*//' -e 's/@.*//' -e 's/.* //' -e 's/[*&]//g')
-			if is_rsocket "$name"; then
-				ndef=$((ndef + 1))
-			else
-				echo "$line" >>"$work/abidiff.unexpected"
-			fi
-		done <"$work/abidiff.removed"
+		cp "$work/abidiff.removed" "$work/abidiff.unexpected"
 		summary=$(sed -n -e 's/^Functions changes summary: /functions: /p' \
 			-e 's/^Function symbols changes summary: \(.*\) function symbols not referenced by debug info/symbols without debug info: \1/p' \
 			"$work/abidiff.txt" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
 		if [ -s "$work/abidiff.unexpected" ]; then
-			fail abidiff "removed symbols besides the deferred rsocket family (exit $rc)" \
+			fail abidiff "removed symbols (exit $rc)" \
 				"$work/abidiff.unexpected"
 		else
-			echo "PASS: abidiff (exit $rc; $ndef deferred rsocket removals; ${summary:-no changes})"
+			echo "PASS: abidiff (exit $rc; ${summary:-no changes})"
 		fi
 	fi
 fi
