@@ -182,6 +182,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (cma_check_id(id))
 		return -1;
 	cma_mcast_leave_all(id_priv);
+	cma_sendto_release(id_priv);
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
