@@ -272,7 +272,7 @@ pair() {
 # same happens with Debian's librdmacm and mckey.
 MCAST_SEND_T=100
 mcast_pair() {
-	local name="$1" grp="$2" rb="$3" sb="$4" prog rpid rc=0 src=0 try
+	local name="$1" grp="$2" rb="$3" sb="$4" ex="${5:-mckey}" prog rpid rc=0 src=0 try
 	wanted "$name" || return 0
 	case "$skipped" in
 	*" mcast/${name#*/} "*)
@@ -280,9 +280,9 @@ mcast_pair() {
 		return 0
 		;;
 	esac
-	prog="$(real_prog "$EX/mckey")"
+	prog="$(real_prog "$EX/$ex")"
 	if [ -z "$prog" ]; then
-		skip "$name" "$EX/mckey not built"
+		skip "$name" "$EX/$ex not built"
 		return 0
 	fi
 	if [ "$(dirname "$(lib_of "$prog")")" != "$libdir_real" ]; then
@@ -330,6 +330,8 @@ for f in "${families[@]}"; do
 	pair "cmtime/$fam" cmtime "-b $srv -p $((port += 1)) -c 20" \
 		"-s $srv -b $cli -p $port -c 20"
 	mcast_pair "mckey/$fam" "$grp" "$srv" "$cli"
+	# mckey2 takes mckey's options; it joins through rdma_set_option.
+	mcast_pair "mckey2/$fam" "$grp" "$srv" "$cli" mckey2
 	pair "rdma_server_client/$fam" rdma_server "-s $srv -p $((port += 1))" \
 		"-s $srv -p $port" rdma_client
 done
