@@ -83,7 +83,7 @@ dynamic_symbols() {
 
 # Symbol list the version script declares, as name@VERSION, sorted.
 map_symbols() {
-	awk '/^RDMACM_[0-9.]* *\{/ { node = $1 }
+	awk '/^RDMACM_[A-Z0-9_.]* *\{/ { node = $1 }
 	     /^\t\t[a-z_]*;/ { gsub(/[\t;]/, ""); print $0 "@" node }' \
 		"$pkg_repo/src/librdmacm.map" | sort -u
 }
