@@ -20,6 +20,10 @@
  *   acm*.c         the ACM resolver (RDMA_CM_USE_IB_ACM): see acm.h
  *   p2p.c          peer-to-peer connection formation (table, matching)
  *   p2p_wire.c     the peer-to-peer header codec (no state)
+ *   mcast_mreq.c   multicast option buffers, MCMember records (pure code)
+ *   mcast_opt.c    the multicast option levels of rdma_set/get_option
+ *   sendto.c       rdma_sendto and its address-handle cache
+ *   options.c      rdma_set_option / rdma_get_option dispatch (a table)
  */
 #ifndef CMA_H
 #define CMA_H
@@ -71,6 +75,24 @@ void cma_device_mark_removed(struct cma_device *dev);
 struct cma_multicast;
 struct cma_acm_answer;
 
+/* A datagram destination rdma_sendto can reach, with its cached AH. */
+struct cma_ud_dest {
+	bool valid;
+	struct ibv_ah_attr ah_attr;
+	uint32_t qpn;
+	uint32_t qkey;
+	struct ibv_ah *ah; /* created on first use, on the QP's PD */
+};
+
+/* The values of id-level options set so far, for rdma_get_option. */
+struct cma_id_opts {
+	bool tos_set, afonly_set, ack_timeout_set;
+	uint8_t tos;
+	uint8_t ack_timeout;
+	int reuseaddr;
+	int afonly;
+};
+
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
@@ -90,6 +112,11 @@ struct cma_id_private {
 	struct ibv_pd *listen_pd;
 
 	struct cma_multicast *mc_list;
+	/* IB_MCMEMBER_MISMATCH: fields the last verified join lacked */
+	uint64_t mc_mismatch;
+
+	struct cma_id_opts opts;
+	struct cma_ud_dest peer; /* the UD peer of an ESTABLISHED SIDR */
 
 	struct ibv_ece local_ece;
 	struct ibv_ece remote_ece;
@@ -266,6 +293,32 @@ int cma_create_ep_qp(struct cma_id_private *id_priv, struct ibv_pd *pd,
 
 /* --- options.c --------------------------------------------------------- */
 
+/*
+ * One option of rdma_set_option / rdma_get_option.  len is the exact size
+ * of the value, or 0 when check() judges the size.  check() validates a
+ * value for set without touching any id (it must be pure: the unit tests
+ * and fuzz targets call it); set/get are NULL when the option cannot be
+ * set / read.
+ */
+struct cma_option {
+	int level;
+	int optname;
+	size_t len;
+	int (*check)(int level, int optname, const void *optval, size_t optlen);
+	int (*set)(struct cma_id_private *id_priv, int level, int optname,
+		   const void *optval, size_t optlen);
+	int (*get)(struct cma_id_private *id_priv, int level, int optname,
+		   void *optval, size_t optlen);
+};
+
+struct cma_option_table {
+	const struct cma_option *opts;
+	size_t count;
+};
+
+/* Each module's options; options.c lists the tables it searches. */
+extern const struct cma_option_table cma_mcast_option_table;
+
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);
 
@@ -309,6 +362,12 @@ void cma_p2p_destroy(struct cma_id_private *id_priv);
 
 /* --- mcast.c ----------------------------------------------------------- */
 
+enum cma_mc_state {
+	CMA_MC_JOINING, /* the kernel has not answered yet */
+	CMA_MC_JOINED,
+	CMA_MC_FAILED, /* MULTICAST_ERROR, or the group failed verification */
+};
+
 struct cma_multicast {
 	struct cma_multicast *next;
 	struct cma_id_private *id_priv;
@@ -322,11 +381,95 @@ struct cma_multicast {
 	uint16_t mlid;
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
+
+	enum cma_mc_state state; /* under id_priv->mut */
+	bool verify; /* an IB_ADD_MEMBERSHIP join: check want */
+	struct ib_mreq want;
+	uint8_t link_layer; /* IBV_LINK_LAYER_*, 0 if unknown */
+	uint8_t port_mtu; /* enum ibv_mtu of the port, 0 if unknown */
+	struct ib_sa_mcmember_rec rec; /* the group as joined */
+	struct cma_ud_dest dest; /* rdma_sendto's view of the group */
 };
 
-/* A MULTICAST_JOIN arrived: attach the QP and fill the event. */
+/* How a join is asked for (rdma_join_multicast_ex or an option). */
+struct cma_mc_join_req {
+	const struct sockaddr *addr;
+	socklen_t addr_len;
+	uint16_t join_flags;
+	void *context;
+	const struct ib_mreq *want; /* IB_ADD_MEMBERSHIP: verify these */
+};
+
+/* Join a group: 0 (the event follows) or -1/errno. */
+int cma_mc_join(struct cma_id_private *id_priv,
+		const struct cma_mc_join_req *req);
+/* Leave one group found with cma_mc_find*: 0 or -1/errno. */
+int cma_mc_leave_group(struct cma_id_private *id_priv,
+		       struct cma_multicast *mc);
+/* The group joined at @addr's IP address (ports ignored), under mut. */
+struct cma_multicast *cma_mc_find_addr(struct cma_id_private *id_priv,
+				       const struct sockaddr *addr);
+/* The group with this MGID (as asked for, or as joined), under mut. */
+struct cma_multicast *cma_mc_find_mgid(struct cma_id_private *id_priv,
+				       const union ibv_gid *mgid);
+/* A MULTICAST_JOIN arrived: verify, attach the QP and fill the event. */
 int cma_process_join(struct cma_event *evt);
+/* A MULTICAST_ERROR arrived for a group. */
+void cma_process_join_error(struct cma_event *evt);
 /* Leave every group of an id being destroyed. */
 void cma_mcast_leave_all(struct cma_id_private *id_priv);
+
+/* --- mcast_mreq.c (no state: unit-tested and fuzzed) ------------------- */
+
+/* A membership option, parsed. */
+struct cma_mreq {
+	bool join; /* add (true) or drop membership */
+	bool is_ib; /* RDMA_OPTION_IB_MCAST: ib holds the request */
+	struct sockaddr_storage group; /* IP levels: the group */
+	socklen_t group_len;
+	struct in_addr ifaddr; /* IPv4: INADDR_ANY or the interface's address */
+	int ifindex; /* 0: any interface */
+	struct ib_mreq ib;
+	uint16_t join_flags; /* RDMA_MC_JOIN_FLAG_* */
+};
+
+/* Parse a membership option's value.  0, or -1 with errno. */
+int cma_mreq_parse(int level, int optname, const void *optval, size_t optlen,
+		   struct cma_mreq *mreq);
+/*
+ * The group address the kernel is asked to join for an MGID, given the
+ * id's address family and link layer.  0, or -1/EINVAL.
+ */
+int cma_mgid_to_sockaddr(const union ibv_gid *mgid, int id_family,
+			 uint8_t link_layer, struct sockaddr_storage *ss,
+			 socklen_t *len);
+
+/* What the kernel told us about a joined group, plus the port's facts. */
+struct cma_mc_join_info {
+	const struct ibv_ah_attr *ah_attr;
+	uint32_t qkey;
+	uint16_t pkey; /* host order */
+	uint8_t mtu; /* enum ibv_mtu, 0 if unknown */
+	const union ibv_gid *port_gid;
+	uint8_t join_state; /* IB_MC_JOIN_STATE_* */
+};
+
+void cma_mcrec_build(const struct cma_mc_join_info *info,
+		     struct ib_sa_mcmember_rec *rec);
+/* The requested components the record does not satisfy (0: all do). */
+ib_sa_comp_mask cma_mcrec_mismatch(const struct ib_mreq *want,
+				   const struct ib_sa_mcmember_rec *got);
+/* An ibv_rate in Mb/s, 0 if unknown. */
+unsigned int cma_rate_mbps(uint8_t rate);
+
+/* --- sendto.c ---------------------------------------------------------- */
+
+/* An ESTABLISHED event of a UD id: remember the peer for rdma_sendto. */
+void cma_sendto_set_peer(struct cma_id_private *id_priv,
+			 const struct rdma_ud_param *ud);
+/* Destroy an AH cached for rdma_sendto (the QP or group is going away). */
+void cma_ud_dest_drop_ah(struct cma_ud_dest *dest);
+/* Destroy every cached AH of an id (its QP is being destroyed). */
+void cma_sendto_release(struct cma_id_private *id_priv);
 
 #endif /* CMA_H */

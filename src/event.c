@@ -159,6 +159,8 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		cma_event_copy_param(evt, id_priv, resp);
 		cma_p2p_established(evt, id_priv);
+		if (id_priv->id.qp_type == IBV_QPT_UD)
+			cma_sendto_set_peer(id_priv, &evt->event.param.ud);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -191,6 +193,7 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		break;
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
 		evt->event.param.ud.private_data = evt->mc->context;
+		cma_process_join_error(evt);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (id_priv->cma_dev)

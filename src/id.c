@@ -187,6 +187,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	cma_mcast_leave_all(id_priv);
 	cma_p2p_destroy(id_priv); /* the handle no longer changes after this */
+	cma_sendto_release(id_priv);
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);

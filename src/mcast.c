@@ -5,10 +5,14 @@
  * Each join is a kernel object of its own with its own event count: its
  * MULTICAST_JOIN/ERROR events carry the group (not the id) as uid, and a
  * group may only be freed once those events are acked.  When the join
- * completes, the id's QP is attached to the group for the application.
+ * completes, the id's QP is attached to the group for the application,
+ * the group's MCMember record is kept for rdma_get_option, and groups
+ * joined with IB_ADD_MEMBERSHIP are checked against what was asked for
+ * (a group that differs becomes a MULTICAST_ERROR with status -ENOMSG).
  */
 #include <config.h>
 
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,14 +74,53 @@ static struct cma_multicast *cma_mc_unlink(struct cma_id_private *id_priv,
 	return mc;
 }
 
+/* The port's link layer and MTU, which the kernel's event leaves out. */
+static void cma_mc_note_port(struct cma_multicast *mc)
+{
+	struct rdma_cm_id *id = &mc->id_priv->id;
+	struct ibv_port_attr attr;
+
+	if (!id->verbs || !id->port_num ||
+	    ibv_query_port(id->verbs, id->port_num, &attr))
+		return;
+	mc->link_layer = attr.link_layer;
+	mc->port_mtu = (uint8_t)attr.active_mtu;
+}
+
+int cma_mc_join(struct cma_id_private *id_priv,
+		const struct cma_mc_join_req *req)
+{
+	struct cma_multicast *mc;
+	int err;
+
+	if (id_priv->cma_dev && id_priv->cma_dev->is_iwarp)
+		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
+	mc = cma_mc_alloc(id_priv, req->addr, req->addr_len, req->join_flags,
+			  req->context);
+	if (!mc)
+		return -1;
+	if (req->want) {
+		mc->verify = true;
+		mc->want = *req->want;
+	}
+	cma_mc_note_port(mc);
+	cma_mc_link(id_priv, mc);
+	if (ucma_cmd_join_mcast(cma_id_fd(id_priv), id_priv->handle,
+				(uint64_t)(uintptr_t)mc, req->addr,
+				req->addr_len, mc->join_flags, &mc->handle)) {
+		err = errno;
+		cma_mc_unlink(id_priv, req->addr, req->addr_len);
+		cma_mc_free(mc);
+		return cma_err(err);
+	}
+	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+}
+
 CMA_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 				      struct rdma_cm_join_mc_attr_ex *attr,
 				      void *context)
 {
-	struct cma_id_private *id_priv = cma_id_priv(id);
-	struct cma_multicast *mc;
-	socklen_t len;
-	int err;
+	struct cma_mc_join_req req = {.context = context};
 
 	if (cma_check_id(id) || !attr)
 		return cma_err(EINVAL);
@@ -87,26 +130,12 @@ CMA_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
 	    !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
 	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
 		return cma_err(EINVAL);
-	len = cma_addr_len(attr->addr);
-	if (!len)
+	req.addr = attr->addr;
+	req.addr_len = cma_addr_len(attr->addr);
+	if (!req.addr_len)
 		return cma_err(attr->addr ? EAFNOSUPPORT : EINVAL);
-	if (id_priv->cma_dev && id_priv->cma_dev->is_iwarp)
-		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
-
-	mc = cma_mc_alloc(id_priv, attr->addr, len, (uint16_t)attr->join_flags,
-			  context);
-	if (!mc)
-		return -1;
-	cma_mc_link(id_priv, mc);
-	if (ucma_cmd_join_mcast(cma_id_fd(id_priv), id_priv->handle,
-				(uint64_t)(uintptr_t)mc, attr->addr, len,
-				mc->join_flags, &mc->handle)) {
-		err = errno;
-		cma_mc_unlink(id_priv, attr->addr, len);
-		cma_mc_free(mc);
-		return cma_err(err);
-	}
-	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+	req.join_flags = (uint16_t)attr->join_flags;
+	return cma_mc_join(cma_id_priv(id), &req);
 }
 
 CMA_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
@@ -122,23 +151,136 @@ CMA_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
 	return rdma_join_multicast_ex(id, &attr, context);
 }
 
+static void cma_mc_set_state(struct cma_multicast *mc, enum cma_mc_state state)
+{
+	pthread_mutex_lock(&mc->id_priv->mut);
+	mc->state = state;
+	pthread_mutex_unlock(&mc->id_priv->mut);
+}
+
+/* Build the group's record and remember how rdma_sendto reaches it. */
+static void cma_mc_record(struct cma_multicast *mc,
+			  const struct rdma_ud_param *ud)
+{
+	struct cma_id_private *id_priv = mc->id_priv;
+	struct cma_mc_join_info info = {
+		.ah_attr = &ud->ah_attr,
+		.qkey = ud->qkey,
+		/* RoCE groups carry the default P_Key; IB ones the port's. */
+		.pkey = mc->link_layer == IBV_LINK_LAYER_ETHERNET
+				? 0xffff
+				: be16toh(id_priv->id.route.addr.addr.ibaddr
+						  .pkey),
+		/* Only on RoCE is the group's MTU the port's (netdev) MTU. */
+		.mtu = mc->link_layer == IBV_LINK_LAYER_ETHERNET ? mc->port_mtu
+								 : 0,
+		.port_gid = &id_priv->id.route.addr.addr.ibaddr.sgid,
+		.join_state =
+			mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+				? IB_MC_JOIN_STATE_SENDONLY_FULL_MEMBER
+				: IB_MC_JOIN_STATE_FULL_MEMBER,
+	};
+
+	cma_mcrec_build(&info, &mc->rec);
+	mc->mgid = ud->ah_attr.grh.dgid;
+	mc->mlid = ud->ah_attr.dlid;
+	pthread_mutex_lock(&id_priv->mut);
+	mc->dest.ah_attr = ud->ah_attr;
+	mc->dest.qpn = ud->qp_num;
+	mc->dest.qkey = ud->qkey;
+	mc->dest.valid = true;
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/* An IB_ADD_MEMBERSHIP join: the group must be what was asked for. */
+static int cma_mc_verify(struct cma_multicast *mc)
+{
+	ib_sa_comp_mask bad;
+
+	if (!mc->verify)
+		return 0;
+	bad = cma_mcrec_mismatch(&mc->want, &mc->rec);
+	pthread_mutex_lock(&mc->id_priv->mut);
+	mc->id_priv->mc_mismatch = bad;
+	pthread_mutex_unlock(&mc->id_priv->mut);
+	return bad ? cma_err(ENOMSG) : 0;
+}
+
 int cma_process_join(struct cma_event *evt)
 {
 	struct cma_multicast *mc = evt->mc;
-	struct rdma_ud_param *ud = &evt->event.param.ud;
 	struct ibv_qp *qp = cma_id_qp(mc->id_priv);
 	int ret;
 
-	mc->mgid = ud->ah_attr.grh.dgid;
-	mc->mlid = ud->ah_attr.dlid;
+	cma_mc_record(mc, &evt->event.param.ud);
+	if (cma_mc_verify(mc))
+		goto failed;
 	/* A send-only member receives nothing, so its QP is not attached. */
-	if (!qp || mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
-		return 0;
-	ret = ibv_attach_mcast(qp, &mc->mgid, mc->mlid);
-	if (ret)
-		return cma_err(ret > 0 ? ret : -ret);
-	mc->attached = true;
+	if (qp && mc->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+		ret = ibv_attach_mcast(qp, &mc->mgid, mc->mlid);
+		if (ret) {
+			errno = ret > 0 ? ret : -ret;
+			goto failed;
+		}
+		mc->attached = true;
+	}
+	cma_mc_set_state(mc, CMA_MC_JOINED);
 	return 0;
+
+failed:
+	cma_mc_set_state(mc, CMA_MC_FAILED);
+	return -1;
+}
+
+void cma_process_join_error(struct cma_event *evt)
+{
+	cma_mc_set_state(evt->mc, CMA_MC_FAILED);
+}
+
+/* Same IP (or AF_IB) address; ports and the rest are ignored. */
+static bool cma_same_group(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	switch (a->sa_family) {
+	case AF_INET:
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	case AF_INET6:
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr,
+			       sizeof(struct in6_addr));
+	case AF_IB:
+		return !memcmp(&((const struct sockaddr_ib *)a)->sib_addr,
+			       &((const struct sockaddr_ib *)b)->sib_addr,
+			       sizeof(struct ib_addr));
+	}
+	return false;
+}
+
+struct cma_multicast *cma_mc_find_addr(struct cma_id_private *id_priv,
+				       const struct sockaddr *addr)
+{
+	struct cma_multicast *mc;
+
+	for (mc = id_priv->mc_list; mc; mc = mc->next)
+		if (cma_same_group((struct sockaddr *)&mc->addr, addr))
+			return mc;
+	return NULL;
+}
+
+struct cma_multicast *cma_mc_find_mgid(struct cma_id_private *id_priv,
+				       const union ibv_gid *mgid)
+{
+	struct cma_multicast *mc;
+
+	for (mc = id_priv->mc_list; mc; mc = mc->next) {
+		if (mc->verify && !memcmp(&mc->want.rec.mgid, mgid, 16))
+			return mc;
+		if (mc->state != CMA_MC_JOINING && !memcmp(&mc->mgid, mgid, 16))
+			return mc;
+	}
+	return NULL;
 }
 
 /* Detach, leave in the kernel, wait for the group's events, free it. */
@@ -150,6 +292,7 @@ static int cma_mc_leave(struct cma_id_private *id_priv,
 
 	if (mc->attached && id_priv->id.qp)
 		ibv_detach_mcast(id_priv->id.qp, &mc->mgid, mc->mlid);
+	cma_ud_dest_drop_ah(&mc->dest);
 	ret = ucma_cmd_leave_mcast(cma_id_fd(id_priv), mc->handle, &reported);
 	pthread_mutex_lock(&id_priv->mut);
 	while (!ret && mc->events_completed < reported)
@@ -172,6 +315,26 @@ CMA_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 		return cma_err(EAFNOSUPPORT);
 	mc = cma_mc_unlink(id_priv, addr, len);
 	if (!mc)
+		return cma_err(EADDRNOTAVAIL);
+	return cma_mc_leave(id_priv, mc);
+}
+
+int cma_mc_leave_group(struct cma_id_private *id_priv, struct cma_multicast *mc)
+{
+	struct cma_multicast **pos;
+	bool found = false;
+
+	/* Another thread may have left it since the caller found it. */
+	pthread_mutex_lock(&id_priv->mut);
+	for (pos = &id_priv->mc_list; *pos; pos = &(*pos)->next) {
+		if (*pos == mc) {
+			*pos = mc->next;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&id_priv->mut);
+	if (!found)
 		return cma_err(EADDRNOTAVAIL);
 	return cma_mc_leave(id_priv, mc);
 }

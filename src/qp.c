@@ -261,6 +261,8 @@ CMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 
 	if (!id || !id->qp)
 		return;
+	/* rdma_sendto's AHs hold the PD the application frees next. */
+	cma_sendto_release(id_priv);
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
 	if (id_priv->owns_cqs) {

@@ -317,6 +317,121 @@ enum {
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 		    size_t optlen);
 
+/*
+ * Fork extension (RDMACM_FORK_1.0): multicast through socket-style options,
+ * rdma_get_option and rdma_sendto.  See rdma_set_option(3),
+ * rdma_get_option(3) and rdma_sendto(3).
+ *
+ * The kernel's option levels are small numbers (RDMA_OPTION_ID 0,
+ * RDMA_OPTION_IB 1), and IPPROTO_IP is 0 too, so the socket levels cannot be
+ * reused: the fork's levels start at 0x10000, out of reach of both.
+ */
+#define RDMA_OPTION_IP 0x10000 /* IP_ADD_MEMBERSHIP, IP_DROP_MEMBERSHIP */
+#define RDMA_OPTION_IPV6 0x10001 /* IPV6_JOIN_GROUP, IPV6_LEAVE_GROUP */
+#define RDMA_OPTION_IB_MCAST 0x10002 /* IB_ADD_MEMBERSHIP, ... below */
+/* The names of the original proposal (2006) for the same levels. */
+#define RDMA_PROTO_IP RDMA_OPTION_IP
+#define RDMA_PROTO_IPV6 RDMA_OPTION_IPV6
+#define RDMA_PROTO_IB RDMA_OPTION_IB_MCAST
+
+/* RDMA_OPTION_IB_MCAST option names */
+#define IB_ADD_MEMBERSHIP 1 /* set: struct ib_mreq */
+#define IB_DROP_MEMBERSHIP 2 /* set: struct ib_mreq (rec.mgid) */
+#define IB_MCMEMBER_RECORD 3 /* get: struct rdma_mcast_record */
+#define IB_MCMEMBER_MISMATCH 4 /* get: ib_sa_comp_mask */
+
+/* A join completed; the same value as RDMA_CM_EVENT_MULTICAST_JOIN. */
+#define RDMA_CM_EVENT_JOIN_COMPLETE RDMA_CM_EVENT_MULTICAST_JOIN
+
+/*
+ * Component mask of an MCMemberRecord, in host byte order: bit n selects
+ * component n of the record as the InfiniBand specification numbers them.
+ */
+typedef uint64_t ib_sa_comp_mask;
+
+#define IB_SA_MCMEMBER_REC_MGID (1ULL << 0)
+#define IB_SA_MCMEMBER_REC_PORT_GID (1ULL << 1)
+#define IB_SA_MCMEMBER_REC_QKEY (1ULL << 2)
+#define IB_SA_MCMEMBER_REC_MLID (1ULL << 3)
+#define IB_SA_MCMEMBER_REC_MTU_SELECTOR (1ULL << 4)
+#define IB_SA_MCMEMBER_REC_MTU (1ULL << 5)
+#define IB_SA_MCMEMBER_REC_TRAFFIC_CLASS (1ULL << 6)
+#define IB_SA_MCMEMBER_REC_PKEY (1ULL << 7)
+#define IB_SA_MCMEMBER_REC_RATE_SELECTOR (1ULL << 8)
+#define IB_SA_MCMEMBER_REC_RATE (1ULL << 9)
+#define IB_SA_MCMEMBER_REC_PACKET_LIFE_TIME_SELECTOR (1ULL << 10)
+#define IB_SA_MCMEMBER_REC_PACKET_LIFE_TIME (1ULL << 11)
+#define IB_SA_MCMEMBER_REC_SL (1ULL << 12)
+#define IB_SA_MCMEMBER_REC_FLOW_LABEL (1ULL << 13)
+#define IB_SA_MCMEMBER_REC_HOP_LIMIT (1ULL << 14)
+#define IB_SA_MCMEMBER_REC_SCOPE (1ULL << 15)
+#define IB_SA_MCMEMBER_REC_JOIN_STATE (1ULL << 16)
+#define IB_SA_MCMEMBER_REC_PROXY_JOIN (1ULL << 17)
+
+/* join_state bits */
+#define IB_MC_JOIN_STATE_FULL_MEMBER 0x1
+#define IB_MC_JOIN_STATE_NON_MEMBER 0x2
+#define IB_MC_JOIN_STATE_SENDONLY_NON_MEMBER 0x4
+#define IB_MC_JOIN_STATE_SENDONLY_FULL_MEMBER 0x8
+
+/* *_selector values */
+#define IB_SA_SELECTOR_GREATER_THAN 0
+#define IB_SA_SELECTOR_LESS_THAN 1
+#define IB_SA_SELECTOR_EXACTLY 2
+#define IB_SA_SELECTOR_BEST 3 /* largest MTU/rate, smallest life time */
+
+/*
+ * An MCMemberRecord, unpacked: numbers in host byte order, GIDs as on the
+ * wire.  mtu is an enum ibv_mtu value, rate an enum ibv_rate value (both
+ * use the record's encodings).  56 bytes, 8-byte aligned, no holes:
+ *   0 mgid, 16 port_gid, 32 qkey, 36 mlid, 38 mtu_selector, 39 mtu,
+ *   40 traffic_class, 41 rate_selector, 42 pkey, 44 rate,
+ *   45 packet_life_time_selector, 46 packet_life_time, 47 sl,
+ *   48 flow_label, 52 hop_limit, 53 scope, 54 join_state, 55 proxy_join.
+ * (<infiniband/sa.h>'s struct ibv_sa_mcmember_rec is a different type.)
+ */
+struct ib_sa_mcmember_rec {
+	union ibv_gid mgid;
+	union ibv_gid port_gid;
+	uint32_t qkey;
+	uint16_t mlid;
+	uint8_t mtu_selector;
+	uint8_t mtu;
+	uint8_t traffic_class;
+	uint8_t rate_selector;
+	uint16_t pkey;
+	uint8_t rate;
+	uint8_t packet_life_time_selector;
+	uint8_t packet_life_time;
+	uint8_t sl;
+	uint32_t flow_label;
+	uint8_t hop_limit;
+	uint8_t scope;
+	uint8_t join_state;
+	uint8_t proxy_join;
+};
+
+/* IB_ADD_MEMBERSHIP / IB_DROP_MEMBERSHIP: 64 bytes, comp_mask at 56. */
+struct ib_mreq {
+	struct ib_sa_mcmember_rec rec;
+	ib_sa_comp_mask comp_mask;
+};
+
+/*
+ * IB_MCMEMBER_RECORD: group names a joined group (its IPv4 or IPv6
+ * address, an AF_IB address holding the MGID, or AF_UNSPEC to look the
+ * group up by rec.mgid); rec receives its record.  184 bytes.
+ */
+struct rdma_mcast_record {
+	struct sockaddr_storage group;
+	struct ib_sa_mcmember_rec rec;
+};
+
+int rdma_get_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+		    size_t optlen);
+int rdma_sendto(struct rdma_cm_id *id, struct ibv_send_wr *send_wr,
+		struct sockaddr *to);
+
 /* Address translation */
 int rdma_getaddrinfo(const char *node, const char *service,
 		     const struct rdma_addrinfo *hints,

@@ -483,6 +483,9 @@ def read_allowlist(path):
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].split()
+            if line and line[0] == "record":
+                # record names carry their keyword: "record struct foo"
+                line = [line[0], " ".join(line[1:])]
             if line:
                 if len(line) != 2:
                     raise SystemExit(f"abi_headers: bad allowlist line {line!r}")

@@ -1,0 +1,86 @@
+#!/bin/bash
+# mckey2 (multicast through rdma_set_option / rdma_sendto) across two hosts:
+# guest 1 receives, guest 2 sends, over IPv4 and then IPv6 (SKIPped when the
+# kernel refuses IPv6 groups on RoCE v2, errno 524).  The same script runs
+# in both guests and picks its role from RDMACM_VM_GUEST.
+#
+# Run:  RDMACM_BUILD_DIR=$PWD/build tests/vm/run-two-guests.sh \
+#           tests/system/mckey2-two-guests.sh -- tests/system/mckey2-two-guests.sh
+set -u -o pipefail
+
+out="${RDMACM_VM_OUT:?}"
+build="${RDMACM_BUILD_DIR:?set RDMACM_BUILD_DIR to the build tree}"
+libdir="$(realpath "$build/src/.libs")"
+export LD_LIBRARY_PATH="$libdir"
+prog="$build/examples/.libs/mckey2"
+count=20
+[ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
+lib="$(ldd "$prog" | sed -n 's/^[[:space:]]*librdmacm\.so\.1 => \([^ ]*\).*/\1/p')"
+if [ "$(dirname "$(realpath "$lib")")" != "$libdir" ]; then
+	echo "FAIL: mckey2 loads '$lib', not $libdir"
+	exit 1
+fi
+
+# Waits (up to 60 s) for the other guest to create file $1 in the shared
+# results directory.
+wait_for() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ -e "$out/$1" ] && return 0
+		sleep 0.1
+	done
+	echo "gave up waiting for $1"
+	return 1
+}
+
+status=0
+for f in "ipv4 239.255.0.77 $RDMA_TEST_ADDR1 $RDMA_TEST_ADDR2" \
+	"ipv6 ff0e::db8:77 ${RDMA_TEST_ADDR6_1:-} ${RDMA_TEST_ADDR6_2:-}"; do
+	read -r fam grp a1 a2 <<<"$f"
+	[ -n "$a2" ] || { echo "SKIP mckey2-two-guests/$fam: no addresses"; continue; }
+	if [ "$RDMACM_VM_GUEST" = 1 ]; then
+		log="$out/recv-$fam.log"
+		timeout 120 "$prog" -m "$grp" -b "$a1" -C "$count" -t 60 >"$log" 2>&1 &
+		pid=$!
+		for _ in $(seq 300); do
+			grep -q "joined" "$log" && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if grep -q "joined" "$log"; then
+			touch "$out/joined-$fam"
+			rc=0
+			wait "$pid" || rc=$?
+		else
+			wait "$pid"
+			rc=$?
+			touch "$out/nojoin-$fam"
+		fi
+		sed 's/^/    /' "$log"
+		if [ "$rc" = 0 ]; then
+			echo "PASS mckey2-two-guests/$fam: received $count datagrams from the other host"
+		elif grep -q "refuses this group" "$log"; then
+			echo "SKIP mckey2-two-guests/$fam: the kernel refuses IPv6 multicast on RoCE v2 (errno 524)"
+		else
+			echo "FAIL mckey2-two-guests/$fam: receiver exit $rc"
+			status=1
+		fi
+	else
+		while [ ! -e "$out/joined-$fam" ] && [ ! -e "$out/nojoin-$fam" ]; do
+			wait_for "joined-$fam" >/dev/null 2>&1 || break
+		done
+		if [ ! -e "$out/joined-$fam" ]; then
+			echo "sender: the receiver did not join over $fam; not sending"
+			continue
+		fi
+		# The sending QP's teardown takes ~50 s on rxe; one sender per family.
+		if timeout 150 "$prog" -m "$grp" -b "$a2" -C "$count" -d 5 -s 2>&1 |
+			sed 's/^/    /'; then
+			echo "sender: sent $count datagrams over $fam"
+		else
+			echo "FAIL mckey2-two-guests/$fam: sender"
+			status=1
+		fi
+	fi
+done
+exit $status
