@@ -52,7 +52,13 @@ _Static_assert(ACM_EP_INFO_PATH == CMA_ACM_INFO_PATH &&
 	       "endpoint types");
 #endif
 
-#define TIMEOUT_MS 200
+/*
+ * The resolver's service timeout in these tests.  Long enough that a fake
+ * service thread answers in time on a loaded machine (CI runs VMs beside
+ * the unit tests), short enough that the slow-answer case stays quick.
+ */
+#define TIMEOUT_MS 1000
+#define TIMEOUT_STR "1000"
 
 enum fake_mode {
 	FAKE_GOOD,
@@ -276,7 +282,7 @@ static void setup(void)
 {
 	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
 	setenv("RDMA_CM_ACM_SOURCES", "cache,service", 1);
-	setenv("RDMA_CM_ACM_TIMEOUT_MS", "200", 1);
+	setenv("RDMA_CM_ACM_TIMEOUT_MS", TIMEOUT_STR, 1);
 	unsetenv("RDMA_CM_ACM_LOG");
 	cma_acm_reconfigure();
 	cma_acm_service_set_trusted_uid(geteuid());

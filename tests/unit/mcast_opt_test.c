@@ -372,7 +372,7 @@ END_TEST
 
 /* --- calls on ids with no kernel behind them --------------------------- */
 
-static struct rdma_event_channel channel = {.fd = 100};
+static struct rdma_event_channel *channel;
 static struct cma_id_private *ud_id, *rc_id;
 static struct ibv_qp fake_qp;
 
@@ -386,8 +386,10 @@ static ssize_t fake_device(int fd, const void *buf, size_t len)
 static void ids_setup(void)
 {
 	ucma_set_writer(fake_device);
-	ud_id = cma_id_alloc(&channel, NULL, RDMA_PS_UDP, IBV_QPT_UD);
-	rc_id = cma_id_alloc(&channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
+	channel = cma_channel_from_fd(-1); /* the fake device ignores fds */
+	ck_assert_ptr_nonnull(channel);
+	ud_id = cma_id_alloc(channel, NULL, RDMA_PS_UDP, IBV_QPT_UD);
+	rc_id = cma_id_alloc(channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
 	ck_assert_ptr_nonnull(ud_id);
 	ck_assert_ptr_nonnull(rc_id);
 	memset(&fake_qp, 0, sizeof(fake_qp));
@@ -399,6 +401,7 @@ static void ids_teardown(void)
 	rc_id->id.qp = NULL;
 	cma_id_free(ud_id);
 	cma_id_free(rc_id);
+	cma_channel_destroy(channel);
 	ucma_set_writer(NULL);
 }
 
