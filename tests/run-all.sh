@@ -84,6 +84,8 @@ run_suite pkg-rpm "$repo/tests/pkg/check-rpms.sh"
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
 run_suite style "$repo/tests/style/check-format.sh"
+# libFuzzer targets (tests/fuzz/README.md), FUZZ_TIME seconds each (20).
+run_suite fuzz "$repo/tests/fuzz/run.sh"
 if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
 	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-native.sh" "$repo/tests/system/run-in-guest.sh"
