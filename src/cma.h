@@ -52,6 +52,7 @@ struct cma_device {
 	bool is_iwarp;
 	int refcnt; /* ids bound to this device */
 	bool removed; /* DEVICE_REMOVAL seen: close when unused */
+	bool gone; /* removed or no longer listed: never handed out again */
 };
 
 /* One-time library set-up: checks the kernel ABI.  0 or -1/errno. */
