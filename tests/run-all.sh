@@ -93,6 +93,13 @@ else
 	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/run-in-guest.sh"
 fi
+# VM suites of issue 8 (see tests/system/README.md): faults (peer death,
+# device removal, threads, connect/disconnect cycles); the system tests on
+# the ASan/UBSan build; the examples under valgrind memcheck.
+vm_launcher=$repo/tests/vm/run-guest.sh
+[ "${RDMACM_TEST_NATIVE:-0}" = 1 ] && vm_launcher=$repo/tests/vm/run-native.sh
+run_suite fault env RDMACM_BUILD_DIR="$BUILD_DIR" \
+	"$vm_launcher" "$repo/tests/system/run-fault.sh"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
