@@ -31,6 +31,9 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
  */
 static struct cma_device **devs;
 static int dev_count;
+/* The libibverbs lists entries came from: they keep those devices alive. */
+static struct ibv_device ***kept_lists;
+static int kept_count;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_errno;
@@ -114,6 +117,19 @@ static int cma_add_device_locked(struct ibv_device *ibdev)
 	return 0;
 }
 
+/* Hold on to a list for the life of the process (see below). */
+static void cma_keep_list_locked(struct ibv_device **list)
+{
+	struct ibv_device ***grown;
+
+	grown = realloc(kept_lists,
+			sizeof(*kept_lists) * ((size_t)kept_count + 1));
+	if (!grown)
+		return; /* the list stays allocated, only unrecorded */
+	kept_lists = grown;
+	kept_lists[kept_count++] = list;
+}
+
 /*
  * Append devices that appeared since the last scan.  A device list from
  * libibverbs keeps its devices alive, so a list that contributed a device is
@@ -136,7 +152,9 @@ static int cma_rescan_devices(void)
 			break;
 		added = true;
 	}
-	if (!added)
+	if (added)
+		cma_keep_list_locked(list);
+	else
 		ibv_free_device_list(list);
 	return 0;
 }
