@@ -68,6 +68,12 @@ void cma_device_mark_removed(struct cma_device *dev);
 
 struct cma_multicast;
 
+/* struct ibv_ece without its comp_mask, which is always 0: 8 bytes, not 12. */
+struct cma_ece {
+	uint32_t vendor_id;
+	uint32_t options;
+};
+
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
@@ -82,19 +88,23 @@ struct cma_id_private {
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
 	bool owns_cqs; /* rdma_create_qp made the CQs */
+	uint8_t connect_len;
 	struct ibv_qp_init_attr *listen_qp_attr; /* rdma_create_ep listeners */
 	struct ibv_pd *listen_pd;
 
 	struct cma_multicast *mc_list;
 
-	struct ibv_ece local_ece;
-	struct ibv_ece remote_ece;
+	struct cma_ece local_ece;
+	struct cma_ece remote_ece;
 
 	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
 
-	/* rdma_create_ep's ai_connect: sent ahead of rdma_connect's data */
-	uint8_t connect_data[RDMA_MAX_PRIVATE_DATA];
-	uint8_t connect_len;
+	/*
+	 * rdma_create_ep's ai_connect (connect_len bytes, allocated only then):
+	 * sent ahead of rdma_connect's data.  Kept out of line because few ids
+	 * have it, and every id would pay for the whole private data size.
+	 */
+	uint8_t *connect_data;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)

@@ -347,7 +347,8 @@ CMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (cma_check_id(id) || !ece || ece->comp_mask)
 		return cma_err(EINVAL);
-	cma_id_priv(id)->local_ece = *ece;
+	cma_id_priv(id)->local_ece.vendor_id = ece->vendor_id;
+	cma_id_priv(id)->local_ece.options = ece->options;
 	return 0;
 }
 
@@ -355,6 +356,8 @@ CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (cma_check_id(id) || !ece)
 		return cma_err(EINVAL);
-	*ece = cma_id_priv(id)->remote_ece;
+	memset(ece, 0, sizeof(*ece));
+	ece->vendor_id = cma_id_priv(id)->remote_ece.vendor_id;
+	ece->options = cma_id_priv(id)->remote_ece.options;
 	return 0;
 }
