@@ -12,8 +12,9 @@
 # Environment:
 #   RDMACM_BUILD_DIR       the build tree (as for run-in-guest.sh)
 #   RDMACM_FAULT_CYCLES    connect/disconnect cycles of fault/cycles (default
-#                          2000, a few minutes under TCG); the long run is
-#                          RDMACM_FAULT_CYCLES=10000 RDMACM_VM_TIMEOUT=3600
+#                          1000, about a minute under TCG); the long run is
+#                          RDMACM_FAULT_CYCLES=10000 RDMACM_VM_TIMEOUT=1800
+#                          (about 8 minutes)
 #   RDMACM_FAULT_THREADS   threads of fault/threads (8) and
 #   RDMACM_FAULT_ROUNDS    connections per thread (10)
 #   RDMACM_FAULT_ONLY      regular expression selecting tests
@@ -25,7 +26,7 @@ A1=${RDMA_TEST_ADDR1:-192.0.2.1}
 A2=${RDMA_TEST_ADDR2:-$A1}
 DEV=${RDMA_TEST_DEV:-}
 NETDEV=${RDMA_TEST_NETDEV:-}
-CYCLES=${RDMACM_FAULT_CYCLES:-2000}
+CYCLES=${RDMACM_FAULT_CYCLES:-1000}
 ONLY=${RDMACM_FAULT_ONLY:-}
 passed=0
 failed=0
