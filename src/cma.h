@@ -51,6 +51,8 @@ struct cma_device {
 	uint8_t max_responder_resources;
 	bool is_iwarp;
 	int refcnt; /* ids bound to this device */
+	uint64_t eth_ports_known; /* bit n: port n's link layer was queried */
+	uint64_t eth_ports; /* bit n: port n is Ethernet (RoCE) */
 	bool removed; /* DEVICE_REMOVAL seen: close when unused */
 	bool gone; /* removed or no longer listed: never handed out again */
 };
@@ -63,6 +65,8 @@ struct cma_device *cma_device_get_by_guid(__be64 guid);
 void cma_device_put(struct cma_device *dev);
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev);
 void cma_device_mark_removed(struct cma_device *dev);
+/* Whether @port of @dev has an Ethernet link layer (RoCE); cached. */
+bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port);
 
 /* --- id.c and channel.c ------------------------------------------------ */
 
@@ -80,6 +84,8 @@ struct cma_id_private {
 	uint32_t handle; /* the kernel's id */
 	bool sync; /* created without a channel: calls block */
 	bool connect_error; /* the library failed the connection itself */
+	bool cm_started; /* connect sent or request received: the IB CM owns
+			    the QP attributes from now on */
 
 	pthread_mutex_t mut;
 	pthread_cond_t cond;

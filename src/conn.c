@@ -121,6 +121,7 @@ CMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	if (ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &kparam,
 			     &ece))
 		return -1;
+	id_priv->cm_started = true;
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 
@@ -155,6 +156,7 @@ int cma_process_conn_req(struct cma_event *evt,
 	if (!id_priv)
 		return -1;
 	id_priv->handle = handle;
+	id_priv->cm_started = true;
 	if (cma_query_route_info(id_priv))
 		goto fail;
 	dev = id_priv->cma_dev;

@@ -231,6 +231,26 @@ void cma_device_mark_removed(struct cma_device *dev)
 	pthread_mutex_unlock(&dev_lock);
 }
 
+bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port)
+{
+	struct ibv_port_attr attr;
+	uint64_t bit = 1ULL << (port & 63);
+	bool roce;
+
+	if (!port || port > 63)
+		return false;
+	pthread_mutex_lock(&dev_lock);
+	if (!(dev->eth_ports_known & bit) && dev->verbs &&
+	    !ibv_query_port(dev->verbs, port, &attr)) {
+		dev->eth_ports_known |= bit;
+		if (attr.link_layer == IBV_LINK_LAYER_ETHERNET)
+			dev->eth_ports |= bit;
+	}
+	roce = dev->eth_ports & bit;
+	pthread_mutex_unlock(&dev_lock);
+	return roce;
+}
+
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev)
 {
 	struct ibv_pd *pd;
