@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
-# Prints the instructions (Ir) executed inside objects whose file name
-# contains PATTERN -- their own instructions only, not the functions they
-# call elsewhere -- from a callgrind output file.
+# Instructions (Ir) attributed to one library in a callgrind output file.
 #
-# usage: cg_self.py CALLGRIND_OUT PATTERN
+# usage: cg_self.py [--calls-into] CALLGRIND_OUT PATTERN
 #
-# In the file, "ob=" sets the object of the functions that follow ("fn=");
-# cost lines give a position and then the costs; the cost line right after
-# a "calls=" line is the inclusive cost of that call and belongs to the
-# callee, so it is skipped.  Names may be compressed: "(id) name" defines
-# an id, "(id)" refers to it.
+# Default: the library's own instructions ("self" cost of the functions in
+# objects whose file name contains PATTERN), not those of the functions it
+# calls in libc or libibverbs.  With --calls-into: the inclusive cost of
+# every call made into such an object from outside it, i.e. all user-space
+# work done on behalf of the library's API, wherever it runs.
+#
+# File format: "ob=" sets the object of the functions that follow, "cob="
+# the object of the callee of the next "calls=" line; the cost line right
+# after "calls=" is that call's inclusive cost.  Other cost lines are self
+# cost.  Cost lines start with the position columns ("positions:"), then
+# the events.  Names may be compressed: "(id) name" defines, "(id)" refers.
 import re
 import sys
 
 
-def main(path, pattern):
+def main(args):
+    calls_into = args and args[0] == "--calls-into"
+    if calls_into:
+        args = args[1:]
+    if len(args) != 2:
+        sys.exit("usage: cg_self.py [--calls-into] CALLGRIND_OUT PATTERN")
+    path, pattern = args
     names = {}
     npos = 1
-    in_obj = False
-    skip_next = False
+    in_obj = callee_in_obj = False
+    after_calls = False
     total = 0
     with open(path, errors="replace") as f:
         for line in f:
@@ -35,23 +45,26 @@ def main(path, pattern):
                     name = names.get(ident, "")
                 if kind == "ob":
                     in_obj = pattern in name
+                    callee_in_obj = in_obj
+                else:
+                    callee_in_obj = pattern in name
                 continue
             if line.startswith("calls="):
-                skip_next = True
+                after_calls = True
                 continue
-            if line and (line[0].isdigit() or line[0] in "+-*"):
-                if skip_next:
-                    skip_next = False
-                    continue
-                if in_obj:
-                    parts = line.split()
-                    if len(parts) > npos:
-                        total += int(parts[npos])
+            if not line or not (line[0].isdigit() or line[0] in "+-*"):
                 continue
+            parts = line.split()
+            cost = int(parts[npos]) if len(parts) > npos else 0
+            if after_calls:
+                if calls_into and callee_in_obj and not in_obj:
+                    total += cost
+                after_calls = False
+                callee_in_obj = in_obj  # a cob= applies to one call
+            elif in_obj and not calls_into:
+                total += cost
     print(total)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: cg_self.py CALLGRIND_OUT PATTERN")
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1:])

@@ -24,7 +24,7 @@ STEPS = ["create_id", "resolve_addr", "resolve_route", "create_qp",
 TARGETS = [
     (r"^steps\.", 1.0),
     (r"^writes\.n\d+\.active_total$", 0.7),
-    (r"^instr\.", 0.7),
+    (r"^instr\.per_conn$", 0.7),
     (r"^memory\.", 1.0),
 ]
 

@@ -12,7 +12,7 @@
 # tests/bench/README.md for what is measured and how.
 #
 # Environment: BUILD_DIR; RDMACM_BENCH_NS (default "1 100 1000"),
-# RDMACM_BENCH_REPS ("15 5 1"), RDMACM_BENCH_CG ("2 12"; "" skips
+# RDMACM_BENCH_REPS ("15 5 2"), RDMACM_BENCH_CG ("2 12"; "" skips
 # callgrind), RDMACM_BENCH_MEM_IDS (1000); RDMACM_TEST_NATIVE=1 runs on
 # this machine's RDMA device instead of the VM.
 set -eu
