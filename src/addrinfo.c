@@ -183,7 +183,8 @@ static bool cma_ai_passive(const struct rdma_addrinfo *rai)
 
 /*
  * An address given without a length gets its family's; one whose length
- * is unknown or implausible is refused.
+ * is unknown or implausible (too short to hold even the family) is
+ * refused.
  */
 static int cma_ai_check_addr(const struct sockaddr *addr, socklen_t *len)
 {
@@ -193,7 +194,8 @@ static int cma_ai_check_addr(const struct sockaddr *addr, socklen_t *len)
 	}
 	if (!*len)
 		*len = cma_addr_len(addr);
-	if (!*len || *len > sizeof(struct sockaddr_storage))
+	if (*len < sizeof(sa_family_t) ||
+	    *len > sizeof(struct sockaddr_storage))
 		return cma_err(EINVAL);
 	return 0;
 }

@@ -58,7 +58,10 @@ struct cma_device {
 	uint8_t max_responder_resources;
 	bool is_iwarp;
 	int refcnt; /* ids bound to this device */
+	uint64_t eth_ports_known; /* bit n: port n's link layer was queried */
+	uint64_t eth_ports; /* bit n: port n is Ethernet (RoCE) */
 	bool removed; /* DEVICE_REMOVAL seen: close when unused */
+	bool gone; /* removed or no longer listed: never handed out again */
 };
 
 /* One-time library set-up: checks the kernel ABI.  0 or -1/errno. */
@@ -69,6 +72,8 @@ struct cma_device *cma_device_get_by_guid(__be64 guid);
 void cma_device_put(struct cma_device *dev);
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev);
 void cma_device_mark_removed(struct cma_device *dev);
+/* Whether @port of @dev has an Ethernet link layer (RoCE); cached. */
+bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port);
 
 /* --- id.c and channel.c ------------------------------------------------ */
 
@@ -93,12 +98,20 @@ struct cma_id_opts {
 	int afonly;
 };
 
+/* struct ibv_ece without its comp_mask, which is always 0: 8 bytes, not 12. */
+struct cma_ece {
+	uint32_t vendor_id;
+	uint32_t options;
+};
+
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
 	uint32_t handle; /* the kernel's id */
 	bool sync; /* created without a channel: calls block */
 	bool connect_error; /* the library failed the connection itself */
+	bool cm_started; /* connect sent or request received: the IB CM owns
+			    the QP attributes from now on */
 
 	pthread_mutex_t mut;
 	pthread_cond_t cond;
@@ -108,6 +121,7 @@ struct cma_id_private {
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
 	bool owns_cqs; /* rdma_create_qp made the CQs */
+	uint8_t connect_len;
 	struct ibv_qp_init_attr *listen_qp_attr; /* rdma_create_ep listeners */
 	struct ibv_pd *listen_pd;
 
@@ -118,15 +132,18 @@ struct cma_id_private {
 	struct cma_id_opts opts;
 	struct cma_ud_dest peer; /* the UD peer of an ESTABLISHED SIDR */
 
-	struct ibv_ece local_ece;
-	struct ibv_ece remote_ece;
+	struct cma_ece local_ece;
+	struct cma_ece remote_ece;
 
 	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
 	struct cma_acm_answer *acm_answer; /* ACM's path, rdma_resolve_addr */
 
-	/* rdma_create_ep's ai_connect: sent ahead of rdma_connect's data */
-	uint8_t connect_data[RDMA_MAX_PRIVATE_DATA];
-	uint8_t connect_len;
+	/*
+	 * rdma_create_ep's ai_connect (connect_len bytes, allocated only then):
+	 * sent ahead of rdma_connect's data.  Kept out of line because few ids
+	 * have it, and every id would pay for the whole private data size.
+	 */
+	uint8_t *connect_data;
 
 	/* Peer-to-peer mode (p2p.c) */
 	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */

@@ -126,6 +126,7 @@ static int cma_connect(struct rdma_cm_id *id,
 				       &kparam, &ece);
 	if (ret)
 		return -1;
+	id_priv->cm_started = true;
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 
@@ -194,6 +195,7 @@ int cma_process_conn_req(struct cma_event *evt,
 	if (!id_priv)
 		return -1;
 	id_priv->handle = handle;
+	id_priv->cm_started = true;
 	if (cma_query_route_info(id_priv))
 		goto fail;
 	dev = id_priv->cma_dev;
@@ -410,7 +412,8 @@ CMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (cma_check_id(id) || !ece || ece->comp_mask)
 		return cma_err(EINVAL);
-	cma_id_priv(id)->local_ece = *ece;
+	cma_id_priv(id)->local_ece.vendor_id = ece->vendor_id;
+	cma_id_priv(id)->local_ece.options = ece->options;
 	return 0;
 }
 
@@ -418,6 +421,8 @@ CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (cma_check_id(id) || !ece)
 		return cma_err(EINVAL);
-	*ece = cma_id_priv(id)->remote_ece;
+	memset(ece, 0, sizeof(*ece));
+	ece->vendor_id = cma_id_priv(id)->remote_ece.vendor_id;
+	ece->options = cma_id_priv(id)->remote_ece.options;
 	return 0;
 }

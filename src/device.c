@@ -6,6 +6,14 @@
  * not know (hot-plug, or `rdma link add` after start-up).  A device is only
  * opened when an id is first bound to it: a process that uses one port of a
  * many-device host pays for one context, not all of them.
+ *
+ * A device that is removed and added back (`rdma link delete`, then `add`)
+ * usually comes back with the same node GUID but is a new device to
+ * libibverbs: a new struct ibv_device, maybe another uverbs node.  So an
+ * entry stands for one ibv_device, not for a GUID: once the device is seen
+ * to go (DEVICE_REMOVAL, or missing from a fresh libibverbs list) its entry
+ * is never handed out again, and the next lookup of the GUID rescans and
+ * finds the new device.
  */
 #include <config.h>
 
@@ -19,10 +27,13 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * Entries are allocated one by one and never move or go away while the
  * process runs: ids keep pointers to them.  A device that disappears stays
- * listed, closed once no id uses it.
+ * listed, marked gone, and is closed once no id uses it.
  */
 static struct cma_device **devs;
 static int dev_count;
+/* The libibverbs lists entries came from: they keep those devices alive. */
+static struct ibv_device ***kept_lists;
+static int kept_count;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_errno;
@@ -43,16 +54,48 @@ int cma_init(void)
 	return init_errno ? cma_err(init_errno) : 0;
 }
 
+/* libibverbs hands out the same ibv_device for as long as a device lives. */
 static struct cma_device *cma_find_ibdev_locked(struct ibv_device *ibdev)
 {
-	__be64 guid = ibv_get_device_guid(ibdev);
 	int i;
 
 	for (i = 0; i < dev_count; i++)
-		if (devs[i]->guid == guid &&
-		    !strcmp(devs[i]->ibdev->name, ibdev->name))
+		if (devs[i]->ibdev == ibdev)
 			return devs[i];
 	return NULL;
+}
+
+/* Give back what we hold on a device that is gone; it is never reopened. */
+static void cma_device_close_locked(struct cma_device *dev)
+{
+	if (dev->pd)
+		ibv_dealloc_pd(dev->pd);
+	dev->pd = NULL;
+	if (dev->verbs)
+		ibv_close_device(dev->verbs);
+	dev->verbs = NULL;
+}
+
+static void cma_device_set_gone_locked(struct cma_device *dev)
+{
+	dev->gone = true;
+	if (!dev->refcnt)
+		cma_device_close_locked(dev);
+}
+
+/* Entries whose device is not in libibverbs' current list are gone. */
+static void cma_mark_missing_locked(struct ibv_device **list, int n)
+{
+	int i, j;
+
+	for (i = 0; i < dev_count; i++) {
+		if (devs[i]->gone)
+			continue;
+		for (j = 0; j < n && list[j] != devs[i]->ibdev; j++)
+			;
+		if (j == n)
+			cma_device_set_gone_locked(devs[i]);
+	}
 }
 
 static int cma_add_device_locked(struct ibv_device *ibdev)
@@ -74,6 +117,19 @@ static int cma_add_device_locked(struct ibv_device *ibdev)
 	return 0;
 }
 
+/* Hold on to a list for the life of the process (see below). */
+static void cma_keep_list_locked(struct ibv_device **list)
+{
+	struct ibv_device ***grown;
+
+	grown = realloc(kept_lists,
+			sizeof(*kept_lists) * ((size_t)kept_count + 1));
+	if (!grown)
+		return; /* the list stays allocated, only unrecorded */
+	kept_lists = grown;
+	kept_lists[kept_count++] = list;
+}
+
 /*
  * Append devices that appeared since the last scan.  A device list from
  * libibverbs keeps its devices alive, so a list that contributed a device is
@@ -88,6 +144,7 @@ static int cma_rescan_devices(void)
 	list = ibv_get_device_list(&n);
 	if (!list)
 		return -1;
+	cma_mark_missing_locked(list, n);
 	for (i = 0; i < n; i++) {
 		if (cma_find_ibdev_locked(list[i]))
 			continue;
@@ -95,7 +152,9 @@ static int cma_rescan_devices(void)
 			break;
 		added = true;
 	}
-	if (!added)
+	if (added)
+		cma_keep_list_locked(list);
+	else
 		ibv_free_device_list(list);
 	return 0;
 }
@@ -125,12 +184,14 @@ static int cma_device_open(struct cma_device *dev)
 	return 0;
 }
 
+/* The live device with this GUID: never one that was removed. */
 static struct cma_device *cma_find_guid_locked(__be64 guid)
 {
 	int i;
 
 	for (i = 0; i < dev_count; i++)
-		if (devs[i]->guid == guid)
+		if (devs[i]->guid == guid && !devs[i]->removed &&
+		    !devs[i]->gone)
 			return devs[i];
 	return NULL;
 }
@@ -158,16 +219,8 @@ void cma_device_put(struct cma_device *dev)
 	if (!dev)
 		return;
 	pthread_mutex_lock(&dev_lock);
-	if (--dev->refcnt == 0 && dev->removed) {
-		/* The device is gone: release what we held on it. */
-		if (dev->pd)
-			ibv_dealloc_pd(dev->pd);
-		dev->pd = NULL;
-		if (dev->verbs)
-			ibv_close_device(dev->verbs);
-		dev->verbs = NULL;
-		dev->removed = false;
-	}
+	if (--dev->refcnt == 0 && (dev->removed || dev->gone))
+		cma_device_set_gone_locked(dev);
 	pthread_mutex_unlock(&dev_lock);
 }
 
@@ -176,6 +229,26 @@ void cma_device_mark_removed(struct cma_device *dev)
 	pthread_mutex_lock(&dev_lock);
 	dev->removed = true;
 	pthread_mutex_unlock(&dev_lock);
+}
+
+bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port)
+{
+	struct ibv_port_attr attr;
+	uint64_t bit = 1ULL << (port & 63);
+	bool roce;
+
+	if (!port || port > 63)
+		return false;
+	pthread_mutex_lock(&dev_lock);
+	if (!(dev->eth_ports_known & bit) && dev->verbs &&
+	    !ibv_query_port(dev->verbs, port, &attr)) {
+		dev->eth_ports_known |= bit;
+		if (attr.link_layer == IBV_LINK_LAYER_ETHERNET)
+			dev->eth_ports |= bit;
+	}
+	roce = dev->eth_ports & bit;
+	pthread_mutex_unlock(&dev_lock);
+	return roce;
 }
 
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev)
@@ -209,7 +282,8 @@ CMA_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 		goto fail;
 	}
 	for (i = 0; i < dev_count; i++)
-		if (!devs[i]->removed && !cma_device_open(devs[i]))
+		if (!devs[i]->removed && !devs[i]->gone &&
+		    !cma_device_open(devs[i]))
 			list[n++] = devs[i]->verbs;
 	pthread_mutex_unlock(&dev_lock);
 	if (num_devices)

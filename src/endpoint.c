@@ -128,9 +128,14 @@ CMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	id_priv = cma_id_priv(new_id);
 	if (!passive && res->ai_connect_len) {
 		if (!res->ai_connect ||
-		    res->ai_connect_len > sizeof(id_priv->connect_data)) {
+		    res->ai_connect_len > RDMA_MAX_PRIVATE_DATA) {
 			rdma_destroy_id(new_id);
 			return cma_err(EINVAL);
+		}
+		id_priv->connect_data = malloc(res->ai_connect_len);
+		if (!id_priv->connect_data) {
+			rdma_destroy_id(new_id);
+			return cma_err(ENOMEM);
 		}
 		memcpy(id_priv->connect_data, res->ai_connect,
 		       res->ai_connect_len);

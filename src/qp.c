@@ -39,12 +39,40 @@ static int cma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return ret ? cma_err(ret > 0 ? ret : -ret) : 0;
 }
 
+/*
+ * The INIT attributes of a connected QP created before its id connects are
+ * known here: the kernel would answer with port, P_Key index and no remote
+ * access (granted at RTR).  On RoCE the P_Key table is the one default
+ * entry, so that saves the INIT_QP_ATTR round trip.  IB (P_Key lookup),
+ * iWARP, datagram QPs (Q_Key) and ids the IB CM already knows ask the kernel.
+ */
+static bool cma_local_init_attr(struct cma_id_private *id_priv,
+				struct ibv_qp_attr *attr, int *mask)
+{
+	struct cma_device *dev = id_priv->cma_dev;
+
+	if (!dev || dev->is_iwarp || id_priv->cm_started ||
+	    (id_priv->id.qp_type != IBV_QPT_RC &&
+	     id_priv->id.qp_type != IBV_QPT_UC) ||
+	    !cma_device_port_is_roce(dev, id_priv->id.port_num))
+		return false;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = IBV_QPS_INIT;
+	attr->pkey_index = 0;
+	attr->port_num = id_priv->id.port_num;
+	attr->qp_access_flags = 0;
+	*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		IBV_QP_ACCESS_FLAGS;
+	return true;
+}
+
 int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr;
 	int mask;
 
-	if (cma_kernel_qp_attr(id_priv, IBV_QPS_INIT, &attr, &mask))
+	if (!cma_local_init_attr(id_priv, &attr, &mask) &&
+	    cma_kernel_qp_attr(id_priv, IBV_QPS_INIT, &attr, &mask))
 		return -1;
 	return cma_modify_qp(qp, &attr, mask);
 }

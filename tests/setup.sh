@@ -12,10 +12,13 @@ build=${BUILD_DIR:-$repo/build}
 
 # Build tools, the two rdma-core libraries we depend on, the Check unit-test
 # framework, the rxe user-space provider the VM tests use, and the tools the
-# test suite calls (man for page checks, abigail for the ABI gate).
+# test suite calls (man for page checks, abigail for the ABI gate, clang's
+# libFuzzer for tests/fuzz, valgrind for the memcheck and bench runs, strace
+# and gnuplot for tests/bench).
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
-	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio"
+	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
+	clang valgrind strace gnuplot-nox"
 
 install_missing() {
 	local missing=() p

@@ -477,6 +477,9 @@ START_TEST(test_bad_input)
 	assert_fails("192.0.2.1", "1", &hints, EINVAL);
 	hints.ai_src_len = sizeof(struct sockaddr_storage) + 1;
 	assert_fails("192.0.2.1", "1", &hints, EINVAL);
+	/* Too short to hold its family (found by tests/fuzz). */
+	hints.ai_src_len = 1;
+	assert_fails(NULL, NULL, &hints, EINVAL);
 }
 END_TEST
 

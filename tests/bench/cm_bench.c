@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Connection-setup benchmark for librdmacm, built once against this
+ * tree's headers and run against either library (LD_LIBRARY_PATH picks
+ * it): only RDMACM_1.0 calls are used.
+ *
+ *   cm_bench steps <addr> <n> [<reps>]
+ *	n connections set up and torn down step by step, every step done for
+ *	all n before the next (like cmtime): create id, resolve address,
+ *	resolve route, create QP, connect (until both ends are ESTABLISHED;
+ *	the passive side runs in this process too), disconnect (until both
+ *	ends saw DISCONNECTED), destroy (QPs and ids).  Repeated <reps> times
+ *	(default 1); per step the median wall time per connection, and the
+ *	rdma_cm write(2) calls per connection on the active side's channel and
+ *	on the passive side's.
+ *   cm_bench memory <addr> <n>
+ *	heap bytes (mallinfo2) per id: created; then with address and route
+ *	resolved.
+ *
+ * Output: one line per measurement, "<metric> <value> <unit>", for
+ * tests/bench/report.py.
+ *
+ * Kernel round trips are counted without ptrace or LD_PRELOAD: this
+ * program defines write(), which the dynamic linker binds the libraries'
+ * write() calls to, and counts calls per file descriptor before passing
+ * them on as the raw system call.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#define MAX_FDS 4096
+static unsigned long writes_on_fd[MAX_FDS];
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	if (fd >= 0 && fd < MAX_FDS)
+		__atomic_fetch_add(&writes_on_fd[fd], 1, __ATOMIC_RELAXED);
+	return syscall(SYS_write, fd, buf, len);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("cm_bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno));
+	va_end(ap);
+	exit(1);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void make_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+	} else if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+	} else {
+		errno = EINVAL;
+		die("bad address %s", s);
+	}
+}
+
+/* --- the two ends ----------------------------------------------------------- */
+
+struct bench {
+	const char *addr;
+	int n;
+	struct rdma_event_channel *cch, *sch; /* active, passive */
+	struct rdma_cm_id *listen;
+	struct rdma_cm_id **cli, **srv;
+	struct ibv_cq *ccq, *scq;
+	uint16_t port;
+	int srv_count;
+};
+
+static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&pfd, 1, 30000) != 1)
+		die("no CM event within 30 s");
+	if (rdma_get_cm_event(ch, &ev))
+		die("rdma_get_cm_event");
+	return ev;
+}
+
+/* Wait for @n events of @type on @ch (TIMEWAIT_EXIT ignored). */
+static void collect(struct rdma_event_channel *ch, int n,
+		    enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+
+	while (n > 0) {
+		ev = wait_event(ch);
+		if (ev->event == type && !ev->status)
+			n--;
+		else if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			die("expected %s, got %s (status %d)",
+			    rdma_event_str(type), rdma_event_str(ev->event),
+			    ev->status);
+		rdma_ack_cm_event(ev);
+	}
+}
+
+static struct ibv_qp_init_attr qp_attr(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+
+	return a;
+}
+
+static void setup(struct bench *b)
+{
+	struct sockaddr_storage ss;
+
+	b->cch = rdma_create_event_channel();
+	b->sch = rdma_create_event_channel();
+	if (!b->cch || !b->sch)
+		die("rdma_create_event_channel");
+	make_addr(b->addr, 0, &ss);
+	if (rdma_create_id(b->sch, &b->listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(b->listen, (struct sockaddr *)&ss) ||
+	    rdma_listen(b->listen, 1024))
+		die("listen on %s", b->addr);
+	b->port = ntohs(rdma_get_src_port(b->listen));
+	b->cli = calloc((size_t)b->n, sizeof(*b->cli));
+	b->srv = calloc((size_t)b->n, sizeof(*b->srv));
+	/* One CQ per side for all QPs: no per-QP completion channel fds. */
+	b->ccq = ibv_create_cq(b->listen->verbs, 2 * b->n + 16, NULL, NULL, 0);
+	b->scq = ibv_create_cq(b->listen->verbs, 2 * b->n + 16, NULL, NULL, 0);
+	if (!b->cli || !b->srv || !b->ccq || !b->scq)
+		die("allocations for %d connections", b->n);
+}
+
+static void teardown(struct bench *b)
+{
+	ibv_destroy_cq(b->ccq);
+	ibv_destroy_cq(b->scq);
+	rdma_destroy_id(b->listen);
+	rdma_destroy_event_channel(b->cch);
+	rdma_destroy_event_channel(b->sch);
+	free(b->cli);
+	free(b->srv);
+}
+
+static void step_create(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		if (rdma_create_id(b->cch, &b->cli[i], NULL, RDMA_PS_TCP))
+			die("rdma_create_id");
+}
+
+static void step_resolve_addr(struct bench *b)
+{
+	struct sockaddr_storage dst;
+	int i;
+
+	make_addr(b->addr, b->port, &dst);
+	for (i = 0; i < b->n; i++)
+		if (rdma_resolve_addr(b->cli[i], NULL, (struct sockaddr *)&dst,
+				      2000))
+			die("rdma_resolve_addr");
+	collect(b->cch, b->n, RDMA_CM_EVENT_ADDR_RESOLVED);
+}
+
+static void step_resolve_route(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		if (rdma_resolve_route(b->cli[i], 2000))
+			die("rdma_resolve_route");
+	collect(b->cch, b->n, RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+static void step_create_qp(struct bench *b)
+{
+	struct ibv_qp_init_attr a;
+	int i;
+
+	for (i = 0; i < b->n; i++) {
+		a = qp_attr(b->ccq);
+		if (rdma_create_qp(b->cli[i], NULL, &a))
+			die("rdma_create_qp");
+	}
+}
+
+/* The passive side's part of a connection: a QP, then accept. */
+static void accept_request(struct bench *b, struct rdma_cm_id *id)
+{
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1,
+				     .rnr_retry_count = 7};
+	struct ibv_qp_init_attr a = qp_attr(b->scq);
+
+	if (rdma_create_qp(id, NULL, &a) || rdma_accept(id, &cp))
+		die("passive side: create QP and accept");
+	b->srv[b->srv_count++] = id;
+}
+
+/* Handle the passive side's waiting events; count those of type @want. */
+static void pump_passive(struct bench *b, int *done,
+			 enum rdma_cm_event_type want)
+{
+	struct pollfd pfd = {.fd = b->sch->fd, .events = POLLIN};
+	enum rdma_cm_event_type type;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	while (poll(&pfd, 1, 0) == 1) {
+		if (rdma_get_cm_event(b->sch, &ev))
+			die("rdma_get_cm_event");
+		id = ev->id;
+		type = ev->event;
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			accept_request(b, id);
+		} else if (type == want) {
+			(*done)++;
+			if (type == RDMA_CM_EVENT_DISCONNECTED)
+				rdma_disconnect(id); /* answer the DREQ */
+		} else if (type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+			die("passive side: %s", rdma_event_str(type));
+		}
+	}
+}
+
+/* Drive both channels until each has @n events of @want. */
+static void run_both(struct bench *b, enum rdma_cm_event_type want)
+{
+	struct pollfd pfd[2] = {{.fd = b->cch->fd, .events = POLLIN},
+				{.fd = b->sch->fd, .events = POLLIN}};
+	struct rdma_cm_event *ev;
+	int cdone = 0, sdone = 0;
+
+	while (cdone < b->n || sdone < b->n) {
+		if (poll(pfd, 2, 30000) < 1)
+			die("no CM event within 30 s (%d/%d active, %d/%d "
+			    "passive)",
+			    cdone, b->n, sdone, b->n);
+		if (pfd[1].revents)
+			pump_passive(b, &sdone, want);
+		if (!pfd[0].revents)
+			continue;
+		if (rdma_get_cm_event(b->cch, &ev))
+			die("rdma_get_cm_event");
+		if (ev->event == want && !ev->status)
+			cdone++;
+		else if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			die("active side: %s (status %d)",
+			    rdma_event_str(ev->event), ev->status);
+		rdma_ack_cm_event(ev);
+	}
+}
+
+static void step_connect(struct bench *b)
+{
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	int i;
+
+	b->srv_count = 0;
+	for (i = 0; i < b->n; i++)
+		if (rdma_connect(b->cli[i], &cp))
+			die("rdma_connect");
+	run_both(b, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+static void step_disconnect(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++)
+		if (rdma_disconnect(b->cli[i]))
+			die("rdma_disconnect");
+	run_both(b, RDMA_CM_EVENT_DISCONNECTED);
+}
+
+static void step_destroy(struct bench *b)
+{
+	int i;
+
+	for (i = 0; i < b->n; i++) {
+		rdma_destroy_qp(b->cli[i]);
+		if (rdma_destroy_id(b->cli[i]))
+			die("rdma_destroy_id");
+		rdma_destroy_qp(b->srv[i]);
+		if (rdma_destroy_id(b->srv[i]))
+			die("rdma_destroy_id");
+	}
+}
+
+static const struct step {
+	const char *name;
+	void (*run)(struct bench *b);
+} steps[] = {
+	{"create_id", step_create},
+	{"resolve_addr", step_resolve_addr},
+	{"resolve_route", step_resolve_route},
+	{"create_qp", step_create_qp},
+	{"connect", step_connect},
+	{"disconnect", step_disconnect},
+	{"destroy", step_destroy},
+};
+#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmd_steps(const char *addr, int n, int reps)
+{
+	double(*us)[NSTEPS] = calloc((size_t)reps, sizeof(*us));
+	unsigned long cw[NSTEPS] = {0}, sw[NSTEPS] = {0}, c0, s0;
+	double t0, col[64], total = 0;
+	struct bench b = {.addr = addr, .n = n};
+	size_t s;
+	int r;
+
+	if (!us || reps > 64)
+		die("bad repetition count");
+	setup(&b);
+	if (b.cch->fd >= MAX_FDS || b.sch->fd >= MAX_FDS)
+		die("channel fd too high to count");
+	for (r = 0; r < reps; r++) {
+		for (s = 0; s < NSTEPS; s++) {
+			c0 = writes_on_fd[b.cch->fd];
+			s0 = writes_on_fd[b.sch->fd];
+			t0 = now_us();
+			steps[s].run(&b);
+			us[r][s] = (now_us() - t0) / n;
+			cw[s] += writes_on_fd[b.cch->fd] - c0;
+			sw[s] += writes_on_fd[b.sch->fd] - s0;
+		}
+	}
+	for (s = 0; s < NSTEPS; s++) {
+		for (r = 0; r < reps; r++)
+			col[r] = us[r][s];
+		qsort(col, (size_t)reps, sizeof(col[0]), cmp_double);
+		total += col[reps / 2];
+		printf("steps.n%d.%s %.1f us\n", n, steps[s].name,
+		       col[reps / 2]);
+	}
+	printf("steps.n%d.total %.1f us\n", n, total);
+	for (s = 0; s < NSTEPS; s++)
+		printf("writes.n%d.%s %.2f calls\n", n, steps[s].name,
+		       (double)cw[s] / ((double)n * reps));
+	for (s = 0, c0 = 0, s0 = 0; s < NSTEPS; s++) {
+		c0 += cw[s];
+		s0 += sw[s];
+	}
+	printf("writes.n%d.active_total %.2f calls\n", n,
+	       (double)c0 / ((double)n * reps));
+	printf("writes.n%d.passive_total %.2f calls\n", n,
+	       (double)s0 / ((double)n * reps));
+	teardown(&b);
+	free(us);
+	return 0;
+}
+
+static size_t heap_in_use(void)
+{
+	return mallinfo2().uordblks;
+}
+
+static int cmd_memory(const char *addr, int n)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id **ids = calloc((size_t)n, sizeof(*ids));
+	struct sockaddr_storage dst;
+	size_t h0, h1, h2;
+	int i;
+
+	if (!ch || !ids)
+		die("setup");
+	/* Warm up: the library opens the device on first use. */
+	make_addr(addr, 7999, &dst);
+	if (rdma_create_id(ch, &ids[0], NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(ids[0], NULL, (struct sockaddr *)&dst, 2000))
+		die("warm-up");
+	collect(ch, 1, RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_destroy_id(ids[0]);
+
+	h0 = heap_in_use();
+	for (i = 0; i < n; i++)
+		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP))
+			die("rdma_create_id");
+	h1 = heap_in_use();
+	for (i = 0; i < n; i++)
+		if (rdma_resolve_addr(ids[i], NULL, (struct sockaddr *)&dst,
+				      2000))
+			die("rdma_resolve_addr");
+	collect(ch, n, RDMA_CM_EVENT_ADDR_RESOLVED);
+	for (i = 0; i < n; i++)
+		if (rdma_resolve_route(ids[i], 2000))
+			die("rdma_resolve_route");
+	collect(ch, n, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	h2 = heap_in_use();
+	printf("memory.id_created %.1f bytes\n", (double)(h1 - h0) / n);
+	printf("memory.id_resolved %.1f bytes\n", (double)(h2 - h0) / n);
+	for (i = 0; i < n; i++)
+		rdma_destroy_id(ids[i]);
+	rdma_destroy_event_channel(ch);
+	free(ids);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "steps"))
+		return cmd_steps(argv[2], atoi(argv[3]),
+				 argc > 4 ? atoi(argv[4]) : 1);
+	if (argc >= 4 && !strcmp(argv[1], "memory"))
+		return cmd_memory(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: cm_bench steps <addr> <n> [<reps>] | "
+			"memory <addr> <n>\n");
+	return 2;
+}

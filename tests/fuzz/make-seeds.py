@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# Writes the hand-made seed inputs of the fuzz targets in this directory
+# into corpus/<target>/.  The layouts are the ones each target's header
+# comment describes; sizes are those of the x86_64 kernel ABI structures.
+# Run it again after changing a target's input layout.
+import os
+import struct
+import socket
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def put(target, name, data):
+    d = os.path.join(here, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# --- options: flags, level, optname, value --------------------------------
+def opt(flags, level, name, value):
+    return struct.pack("<BiI", flags, level, name) + value
+
+
+put("options", "tos", opt(0, 0, 0, b"\x20"))
+put("options", "reuseaddr", opt(0, 0, 1, struct.pack("<i", 1)))
+put("options", "afonly", opt(0, 0, 2, struct.pack("<i", 1)))
+put("options", "ack_timeout", opt(0, 0, 3, b"\x0e"))
+put("options", "ib_path", opt(0, 1, 1, bytes(72)))
+put("options", "ib_two_paths", opt(0, 1, 1, bytes(144)))
+put("options", "null_value", opt(1, 0, 0, b"\x20"))
+put("options", "bad_level", opt(0, 7, 0, b"\x00"))
+
+
+# --- getaddrinfo: 5 header bytes, then length-prefixed parts -------------
+def part(b):
+    return bytes([len(b)]) + b
+
+
+def sin(addr, port):
+    return struct.pack("<H", socket.AF_INET) + struct.pack(">H", port) + \
+        socket.inet_pton(socket.AF_INET, addr) + bytes(8)
+
+
+def sin6(addr, port):
+    return struct.pack("<H", socket.AF_INET6) + struct.pack(">HI", port, 0) + \
+        socket.inet_pton(socket.AF_INET6, addr) + struct.pack("<I", 0)
+
+
+def sib(sid):
+    # sockaddr_ib: family, pkey, flowinfo, gid, sid, sid_mask, scope_id
+    return struct.pack("<HHI", 27, 0xffff, 0) + bytes(15) + b"\x01" + \
+        struct.pack(">QQ", sid, 0xffffffffffffffff) + struct.pack("<Q", 0)
+
+
+PRESENT_SRC, PRESENT_DST, PRESENT_ROUTE, PRESENT_CONNECT = 1, 2, 4, 8
+PRESENT_NODE, PRESENT_SERVICE, ZERO_LEN, NO_HINTS = 16, 32, 64, 128
+
+put("getaddrinfo", "ipv4_active",
+    bytes([0, 1, 0, 1, PRESENT_NODE | PRESENT_SERVICE]) +
+    part(b"192.0.2.1") + part(b"7471"))
+put("getaddrinfo", "ipv6_passive",
+    bytes([1, 2, 0, 1, PRESENT_NODE | PRESENT_SERVICE]) +
+    part(b"2001:db8::1") + part(b"7471"))
+put("getaddrinfo", "ipv6_scope",
+    bytes([0, 0, 0, 0, PRESENT_NODE]) + part(b"fe80::1%lo"))
+put("getaddrinfo", "service_name_udp",
+    bytes([1, 0, 4, 2, PRESENT_SERVICE]) + part(b"echo"))
+put("getaddrinfo", "no_hints_service",
+    bytes([0, 0, 0, 0, PRESENT_SERVICE | NO_HINTS]) + part(b"7471"))
+put("getaddrinfo", "src_and_node",
+    bytes([0, 0, 0, 0, PRESENT_SRC | PRESENT_NODE | PRESENT_SERVICE]) +
+    part(sin("192.0.2.2", 0)) + part(b"192.0.2.1") + part(b"1"))
+put("getaddrinfo", "af_ib_hints",
+    bytes([8, 3, 0, 3, PRESENT_DST | PRESENT_ROUTE | PRESENT_CONNECT]) +
+    part(sib(0x0106000000001234)) + part(bytes(72)) + part(b"hello"))
+put("getaddrinfo", "ipv6_hint_zero_len",
+    bytes([0, 0, 0, 0, PRESENT_DST | ZERO_LEN]) +
+    part(sin6("2001:db8::2", 7471)))
+
+
+# --- event: per GET_EVENT 2 selectors + event_resp, then query answers ----
+RESP = 336
+PARAM = 20
+
+
+def event(ev, subject, status=0, pdata=b"", extra=b""):
+    resp = bytearray(RESP)
+    struct.pack_into("<QIII", resp, 0, 0, 5, ev, status & 0xffffffff)
+    if pdata:
+        resp[PARAM:PARAM + len(pdata)] = pdata
+        resp[PARAM + 264] = len(pdata)
+    return bytes([ev, subject]) + bytes(resp) + extra
+
+
+def query_route(num_paths, guid=0):
+    r = bytearray(208)
+    struct.pack_into("<Q", r, 0, guid)
+    r[8:8 + 16] = sin("192.0.2.2", 7471)
+    r[136:136 + 16] = sin("192.0.2.1", 7471)
+    struct.pack_into("<I", r, 192, num_paths)
+    r[196] = 1  # port_num
+    return bytes(r)
+
+
+put("event", "addr_resolved", event(0, 1, extra=query_route(1)))
+put("event", "route_resolved_two_paths", event(2, 1, extra=query_route(2)))
+put("event", "established_pdata", event(9, 1, pdata=b"welcome"))
+put("event", "rejected", event(8, 1, status=28, pdata=b"go away"))
+put("event", "conn_request",
+    event(4, 0, pdata=b"hi") + query_route(1, guid=0x1122334455667788))
+put("event", "ud_established", event(9, 2, pdata=b"ud"))
+put("event", "mcast_join", event(12, 1))
+put("event", "mcast_error", event(13, 0, status=-110))
+put("event", "sequence",
+    event(0, 1, extra=query_route(1)) + event(2, 1, extra=query_route(1)) +
+    event(9, 1) + event(10, 1) + event(15, 1))

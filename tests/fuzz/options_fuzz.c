@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+// FUZZ_SOURCES: @library
+/*
+ * rdma_set_option() with arbitrary levels, names and buffers.
+ *
+ * The call must either refuse the buffer (-1 with ENOPROTOOPT, EINVAL or
+ * EFAULT) or hand the kernel exactly the caller's bytes: the fake device
+ * below reads the whole buffer the command points at, as the kernel's
+ * copy_from_user would, so AddressSanitizer sees any length that does not
+ * match the buffer.
+ *
+ * Input: one flags byte (bit 0: pass a NULL buffer), the level and the
+ * option name (4 bytes each, little-endian), then the option value; its
+ * length is the rest of the input.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "ucma_abi.h"
+
+static struct rdma_event_channel *channel;
+
+/* One channel around the fake device's fd 1000, for the whole run. */
+static struct rdma_event_channel *cma_fuzz_channel(void)
+{
+	if (!channel)
+		channel = cma_channel_from_fd(1000);
+	return channel;
+}
+static struct rdma_ucm_set_option last_cmd;
+static unsigned int sink;
+
+static ssize_t fake_device(int fd, const void *buf, size_t len)
+{
+	const struct rdma_ucm_cmd_hdr *hdr = buf;
+	const uint8_t *val;
+	uint32_t i;
+
+	if (hdr->cmd != RDMA_USER_CM_CMD_SET_OPTION ||
+	    len != sizeof(*hdr) + sizeof(last_cmd) ||
+	    hdr->in != sizeof(last_cmd))
+		abort(); /* nothing else may reach the kernel */
+	memcpy(&last_cmd, hdr + 1, sizeof(last_cmd));
+	val = (const uint8_t *)(uintptr_t)last_cmd.optval;
+	for (i = 0; i < last_cmd.optlen; i++)
+		sink += val[i];
+	return (ssize_t)len;
+}
+
+/* Options the library keeps to itself (no SET_OPTION command). */
+static int library_option(int level, int optname)
+{
+	return (level == RDMA_OPTION_ID &&
+		(optname == RDMA_OPTION_ID_PEER2PEER ||
+		 optname == RDMA_OPTION_ID_P2P_TAG)) ||
+	       level >= RDMA_OPTION_IP;
+}
+
+/* The errors rdma_set_option(3) documents. */
+static int documented_errno(int err)
+{
+	switch (err) {
+	case ENOPROTOOPT:
+	case EINVAL:
+	case EFAULT:
+	case EPROTOTYPE: /* multicast levels on a connected id */
+	case EOPNOTSUPP:
+	case EADDRNOTAVAIL:
+	case EADDRINUSE:
+	case ENODEV:
+	case ENOMEM:
+		return 1;
+	}
+	return 0;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct cma_id_private *id;
+	int level, optname, ret;
+	size_t optlen;
+	void *optval;
+
+	if (size < 9)
+		return 0;
+	if (!id) {
+		ucma_set_writer(fake_device);
+		id = cma_id_alloc(cma_fuzz_channel(), NULL, RDMA_PS_TCP,
+				  IBV_QPT_RC);
+		if (!id)
+			abort();
+		id->handle = 5;
+	}
+	level = (int)le32(data + 1);
+	optname = (int)le32(data + 5);
+	optlen = size - 9;
+	/* Exactly optlen bytes, so that any over-read is caught. */
+	optval = (data[0] & 1) ? NULL : malloc(optlen ? optlen : 1);
+	if (optval)
+		memcpy(optval, data + 9, optlen);
+
+	memset(&last_cmd, 0, sizeof(last_cmd));
+	errno = 0;
+	ret = rdma_set_option(&id->id, level, optname, optval, optlen);
+	if (ret == 0 && last_cmd.optval) {
+		/* Passed on: the kernel got the caller's option unchanged. */
+		if (last_cmd.id != id->handle || (int)last_cmd.level != level ||
+		    (int)last_cmd.optname != optname ||
+		    last_cmd.optlen != optlen ||
+		    last_cmd.optval != (uint64_t)(uintptr_t)optval)
+			abort();
+	} else if (ret == 0 && !library_option(level, optname)) {
+		abort(); /* a kernel option accepted without the kernel */
+	} else if (ret != 0 && (ret != -1 || !documented_errno(errno))) {
+		fprintf(stderr, "rdma_set_option: ret %d errno %d\n", ret,
+			errno);
+		abort();
+	}
+	free(optval);
+	return 0;
+}

@@ -1,0 +1,878 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Fault tests of librdmacm over a real RDMA device (the Soft-RoCE VM).
+ *
+ * Each subcommand provokes one failure and checks that the side that
+ * survives gets the event the failure should produce, does not crash, and
+ * gives back what it held (fds, and the device itself: the kernel cannot
+ * delete an rxe device while a process still holds a context on it).
+ *
+ *   kill_server <addr>      the passive peer dies holding a connect request
+ *   kill_client <addr>      the active peer dies right after rdma_connect
+ *   kill_transfer <addr>    the active peer dies while sending messages
+ *   threads <addr> [T] [N]  T threads (8) each connect and tear down N (10)
+ *                           connections at once, on their own channels
+ *   device_removal <addr> <dev> <netdev>
+ *                           `rdma link delete` under live ids: every id
+ *                           gets DEVICE_REMOVAL, the delete completes once
+ *                           they are destroyed; then the device is added
+ *                           back and a connection works again in the same
+ *                           process (optionally with a decoy rxe
+ *                           device on another netdev added in between,
+ *                           which takes over the old device's uverbs slot)
+ *
+ * Peers are separate processes (fork before any library call) so that
+ * killing one is a real process death.  Output: "PASS <name>" or "FAIL
+ * <name>: <reason>"; exit 0, 1, or 3 when the watchdog (FAULT_TIMEOUT s,
+ * default 100) fires.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+extern char **environ;
+
+static const char *test_name = "fault_test";
+static const char *volatile stage = "starting";
+#define STAGE(s) (stage = (s))
+#define EVENT_TIMEOUT_MS 20000
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", test_name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" (stage: %s)\n", stage);
+	fflush(stdout);
+	_exit(1);
+}
+
+static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+#define TRY(call)                                                              \
+	do {                                                                   \
+		if ((call) != 0)                                               \
+			fail("%s: %s", #call, strerror(errno));                \
+	} while (0)
+
+static void *watchdog(void *arg)
+{
+	unsigned int secs = *(unsigned int *)arg;
+
+	sleep(secs);
+	printf("FAIL %s: watchdog: no progress after %u s (stuck in: %s)\n",
+	       test_name, secs, stage);
+	fflush(stdout);
+	_exit(3);
+}
+
+static void start_watchdog(void)
+{
+	static unsigned int secs = 100;
+	const char *s = getenv("FAULT_TIMEOUT");
+	pthread_t t;
+
+	if (s && atoi(s) > 0)
+		secs = (unsigned int)atoi(s);
+	if (pthread_create(&t, NULL, watchdog, &secs))
+		fail("cannot start the watchdog");
+	pthread_detach(t);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		fail("opendir /proc/self/fd: %s", strerror(errno));
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
+static void make_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+	} else if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+	} else {
+		fail("'%s' is not a numeric address", s);
+	}
+}
+
+/* --- events --------------------------------------------------------------- */
+
+/* The next event on @ch (TIMEWAIT_EXIT skipped), or NULL on time-out. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
+					int timeout_ms)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		int r = poll(&pfd, 1, timeout_ms);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			fail("poll: %s", strerror(errno));
+		if (r == 0)
+			return NULL;
+		TRY(rdma_get_cm_event(ch, &ev));
+		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			return ev;
+		rdma_ack_cm_event(ev);
+	}
+}
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch,
+				    enum rdma_cm_event_type type,
+				    const char *who)
+{
+	struct rdma_cm_event *ev = next_event(ch, EVENT_TIMEOUT_MS);
+
+	if (!ev)
+		fail("%s: no %s within %d ms", who, rdma_event_str(type),
+		     EVENT_TIMEOUT_MS);
+	if (ev->event != type || ev->status)
+		fail("%s: expected %s, got %s (status %d)", who,
+		     rdma_event_str(type), rdma_event_str(ev->event),
+		     ev->status);
+	return ev;
+}
+
+static void expect_ack(struct rdma_event_channel *ch,
+		       enum rdma_cm_event_type type, const char *who)
+{
+	rdma_ack_cm_event(expect(ch, type, who));
+}
+
+/* Events that end a connection that cannot go on. */
+static bool is_end_of_connection(enum rdma_cm_event_type t)
+{
+	return t == RDMA_CM_EVENT_REJECTED || t == RDMA_CM_EVENT_UNREACHABLE ||
+	       t == RDMA_CM_EVENT_CONNECT_ERROR ||
+	       t == RDMA_CM_EVENT_DISCONNECTED;
+}
+
+/* --- endpoints ------------------------------------------------------------- */
+
+#define MSG_SIZE 4096
+#define RECV_DEPTH 16
+
+struct end {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	char buf[RECV_DEPTH][MSG_SIZE];
+};
+
+static struct rdma_event_channel *channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (!ch)
+		fail("rdma_create_event_channel: %s", strerror(errno));
+	return ch;
+}
+
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch,
+				   const char *addr, uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *l;
+
+	STAGE("listen");
+	make_addr(addr, *port, &ss);
+	TRY(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	TRY(rdma_bind_addr(l, (struct sockaddr *)&ss));
+	TRY(rdma_listen(l, 16));
+	*port = ntohs(rdma_get_src_port(l));
+	return l;
+}
+
+static void make_qp(struct end *e)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = RECV_DEPTH,
+			.max_recv_wr = RECV_DEPTH,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	int i;
+
+	STAGE("create QP");
+	TRY(rdma_create_qp(e->id, NULL, &attr));
+	e->mr = rdma_reg_msgs(e->id, e->buf, sizeof(e->buf));
+	if (!e->mr)
+		fail("rdma_reg_msgs: %s", strerror(errno));
+	for (i = 0; i < RECV_DEPTH; i++)
+		TRY(rdma_post_recv(e->id, (void *)(uintptr_t)i, e->buf[i],
+				   MSG_SIZE, e->mr));
+}
+
+static void destroy_end(struct end *e)
+{
+	STAGE("destroy endpoint");
+	if (e->mr)
+		TRY(rdma_dereg_mr(e->mr));
+	e->mr = NULL;
+	if (e->id) {
+		if (e->id->qp)
+			rdma_destroy_qp(e->id);
+		TRY(rdma_destroy_id(e->id));
+	}
+	e->id = NULL;
+}
+
+/* Client: create, resolve, QP, connect; the caller waits for the answer. */
+static void client_connect(struct end *c, const char *addr, uint16_t port)
+{
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7};
+	struct sockaddr_storage dst;
+
+	make_addr(addr, port, &dst);
+	STAGE("client create id");
+	TRY(rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP));
+	STAGE("client resolve");
+	TRY(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000));
+	expect_ack(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, "client");
+	TRY(rdma_resolve_route(c->id, 2000));
+	expect_ack(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
+	make_qp(c);
+	STAGE("client connect");
+	TRY(rdma_connect(c->id, &cp));
+}
+
+/* Server: take the next request on @ch into @s, with a QP, and accept. */
+static void server_accept(struct end *s, struct rdma_event_channel *ch)
+{
+	struct rdma_conn_param cp = {.responder_resources = 1,
+				     .initiator_depth = 1,
+				     .rnr_retry_count = 7};
+	struct rdma_cm_event *ev;
+
+	STAGE("server waits for the request");
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	s->ch = ch;
+	s->id = ev->id;
+	rdma_ack_cm_event(ev);
+	make_qp(s);
+	STAGE("server accept");
+	TRY(rdma_accept(s->id, &cp));
+}
+
+/* One connection inside this process: both ends established. */
+static void local_pair(struct end *c, struct end *s,
+		       struct rdma_event_channel *sch, const char *addr,
+		       uint16_t port)
+{
+	client_connect(c, addr, port);
+	server_accept(s, sch);
+	expect_ack(c->ch, RDMA_CM_EVENT_ESTABLISHED, "client");
+	expect_ack(s->ch, RDMA_CM_EVENT_ESTABLISHED, "server");
+}
+
+static void local_disconnect(struct end *c, struct end *s)
+{
+	STAGE("disconnect");
+	TRY(rdma_disconnect(c->id));
+	expect_ack(s->ch, RDMA_CM_EVENT_DISCONNECTED, "server");
+	TRY(rdma_disconnect(s->id));
+	expect_ack(c->ch, RDMA_CM_EVENT_DISCONNECTED, "client");
+}
+
+/* Wait for a completion on @cq for up to @ms; 1, or 0 on time-out. */
+static int poll_cq(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
+{
+	struct timespec ts = {0, 1000000};
+	int i, n;
+
+	for (i = 0; i < ms; i++) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0)
+			fail("ibv_poll_cq: %d", n);
+		if (n)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* One message each way. */
+static void exchange(struct end *c, struct end *s)
+{
+	struct end *from[2] = {c, s}, *to[2] = {s, c};
+	struct ibv_wc wc;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		STAGE("message exchange");
+		snprintf(from[i]->buf[0], 64, "hello %d", i);
+		TRY(rdma_post_send(from[i]->id, NULL, from[i]->buf[0], 64,
+				   from[i]->mr, IBV_SEND_SIGNALED));
+		if (!poll_cq(from[i]->id->send_cq, &wc, 10000) || wc.status)
+			fail("send did not complete");
+		if (!poll_cq(to[i]->id->recv_cq, &wc, 10000) || wc.status)
+			fail("receive did not complete");
+		TRY(rdma_post_recv(to[i]->id, (void *)wc.wr_id,
+				   to[i]->buf[wc.wr_id], MSG_SIZE, to[i]->mr));
+	}
+}
+
+/* --- peers in other processes ---------------------------------------------- */
+
+/*
+ * A peer is this program started again (never a fork: a child of a
+ * process that has opened the device would share its verbs context) with
+ * "peer <role> <addr> <port>"; it reports progress as single lines on a
+ * pipe and dies with its parent.
+ */
+struct peer {
+	pid_t pid;
+	FILE *out;
+};
+
+static struct peer start_peer(const char *role, const char *addr, uint16_t port)
+{
+	posix_spawn_file_actions_t fa;
+	char portstr[16];
+	char *argv[] = {"fault_test", "peer",  (char *)role,
+			(char *)addr, portstr, NULL};
+	struct peer p;
+	int fds[2];
+
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	if (pipe(fds))
+		fail("pipe: %s", strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_addclose(&fa, fds[0]);
+	fflush(stdout);
+	if (posix_spawn(&p.pid, "/proc/self/exe", &fa, NULL, argv, environ))
+		fail("cannot start the peer process");
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	p.out = fdopen(fds[0], "r");
+	return p;
+}
+
+/* The peer's next report line; fails on time-out or early death. */
+static void hear_peer(struct peer *p, char *line, size_t len)
+{
+	struct pollfd pfd = {.fd = fileno(p->out), .events = POLLIN};
+
+	STAGE("waiting for the peer process");
+	if (poll(&pfd, 1, EVENT_TIMEOUT_MS) != 1 ||
+	    !fgets(line, (int)len, p->out))
+		fail("the peer process did not report in");
+	if (!strncmp(line, "FAIL", 4))
+		fail("peer: %s", line);
+}
+
+static void kill_peer(struct peer *p)
+{
+	int st;
+
+	STAGE("killing the peer");
+	kill(p->pid, SIGKILL);
+	if (waitpid(p->pid, &st, 0) != p->pid)
+		fail("waitpid: %s", strerror(errno));
+	fclose(p->out);
+}
+
+static void __attribute__((noreturn)) peer_report(const char *what)
+{
+	printf("%s\n", what);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void peer_stream(struct end *c)
+{
+	struct ibv_wc wc;
+
+	for (;;)
+		if (rdma_post_send(c->id, NULL, c->buf[0], MSG_SIZE, c->mr,
+				   IBV_SEND_SIGNALED) ||
+		    !poll_cq(c->id->send_cq, &wc, 10000) || wc.status)
+			_exit(2);
+}
+
+/* The peer's side of the scenarios; it only ends by being killed. */
+static int cmd_peer(int argc, char **argv)
+{
+	const char *role = argv[0], *addr = argv[1];
+	uint16_t port = (uint16_t)atoi(argv[2]);
+	struct end c = {0};
+	char line[32];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	c.ch = channel();
+	if (!strcmp(role, "listen")) {
+		listener(c.ch, addr, &port);
+		snprintf(line, sizeof(line), "%u", port);
+		printf("%s\n", line);
+		fflush(stdout);
+		rdma_ack_cm_event(
+			expect(c.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "peer"));
+		peer_report("R");
+	}
+	client_connect(&c, addr, port);
+	if (!strcmp(role, "connect"))
+		peer_report("C");
+	expect_ack(c.ch, RDMA_CM_EVENT_ESTABLISHED, "peer");
+	printf("E\n");
+	fflush(stdout);
+	peer_stream(&c);
+	return 2;
+}
+
+/*
+ * Wait on @e's channel for the event that ends its connection; anything
+ * else but ESTABLISHED is a failure.  Returns the type seen.
+ */
+static enum rdma_cm_event_type expect_end(struct end *e, const char *who)
+{
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type t;
+
+	STAGE("waiting for the connection to end");
+	for (;;) {
+		ev = next_event(e->ch, 60000);
+		if (!ev)
+			fail("%s: no event after the peer died", who);
+		t = ev->event;
+		if (ev->id != e->id)
+			fail("%s: %s for another id", who, rdma_event_str(t));
+		rdma_ack_cm_event(ev);
+		if (is_end_of_connection(t))
+			break;
+		if (t != RDMA_CM_EVENT_ESTABLISHED)
+			fail("%s: unexpected %s", who, rdma_event_str(t));
+	}
+	note("%s got %s", who, rdma_event_str(t));
+	return t;
+}
+
+/* Everything @e held is given back: fds as before the scenario ran. */
+static void check_fds(int before, const char *what)
+{
+	int after = count_fds();
+
+	if (after != before)
+		fail("%s: %d fds before, %d after", what, before, after);
+}
+
+/*
+ * Every scenario runs twice: the first run opens the device (a context
+ * the library keeps for later ids), the second must end with exactly the
+ * fds it started with.
+ */
+static void twice(void (*scenario)(const char *), const char *addr,
+		  const char *name)
+{
+	int fds;
+
+	scenario(addr);
+	fds = count_fds();
+	scenario(addr);
+	check_fds(fds, name);
+	printf("PASS %s\n", test_name);
+}
+
+/* The server process dies with the client's request pending. */
+static void kill_server_once(const char *addr)
+{
+	struct end c = {0};
+	struct peer p = start_peer("listen", addr, 0);
+	char line[32];
+
+	hear_peer(&p, line, sizeof(line));
+	c.ch = channel();
+	client_connect(&c, addr, (uint16_t)atoi(line));
+	hear_peer(&p, line, sizeof(line));
+	kill_peer(&p);
+	if (expect_end(&c, "client") == RDMA_CM_EVENT_DISCONNECTED)
+		fail("client: DISCONNECTED for a connection never made");
+	destroy_end(&c);
+	rdma_destroy_event_channel(c.ch);
+}
+
+/* The client process dies right after sending its request. */
+static void kill_client_once(const char *addr)
+{
+	struct rdma_event_channel *sch = channel();
+	struct rdma_cm_id *l;
+	struct end s = {0};
+	uint16_t port = 0;
+	struct peer p;
+	char line[32];
+
+	l = listener(sch, addr, &port);
+	p = start_peer("connect", addr, port);
+	server_accept(&s, sch);
+	hear_peer(&p, line, sizeof(line));
+	kill_peer(&p);
+	expect_end(&s, "server");
+	destroy_end(&s);
+	TRY(rdma_destroy_id(l));
+	rdma_destroy_event_channel(sch);
+}
+
+/* The client process dies while it streams messages to us. */
+static void kill_transfer_once(const char *addr)
+{
+	struct rdma_event_channel *sch = channel();
+	struct rdma_cm_id *l;
+	struct end s = {0};
+	struct ibv_wc wc;
+	uint16_t port = 0;
+	struct peer p;
+	char line[32];
+	int got, flushed = 0;
+
+	l = listener(sch, addr, &port);
+	p = start_peer("stream", addr, port);
+	server_accept(&s, sch);
+	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED, "server");
+	hear_peer(&p, line, sizeof(line));
+	STAGE("receiving the stream");
+	for (got = 0; got < 20; got++) {
+		if (!poll_cq(s.id->recv_cq, &wc, 10000) || wc.status)
+			fail("server: no message %d from the peer", got);
+		TRY(rdma_post_recv(s.id, (void *)wc.wr_id, s.buf[wc.wr_id],
+				   MSG_SIZE, s.mr));
+	}
+	kill_peer(&p);
+	if (expect_end(&s, "server") != RDMA_CM_EVENT_DISCONNECTED)
+		fail("server: a connection that was up ended otherwise");
+	/* Our side answers; the receives still posted come back flushed. */
+	TRY(rdma_disconnect(s.id));
+	STAGE("draining receives");
+	while (poll_cq(s.id->recv_cq, &wc, 2000))
+		flushed += wc.status == IBV_WC_WR_FLUSH_ERR;
+	if (!flushed)
+		fail("server: no flushed receive after the disconnect");
+	destroy_end(&s);
+	TRY(rdma_destroy_id(l));
+	rdma_destroy_event_channel(sch);
+}
+
+static int cmd_kill_server(int argc, char **argv)
+{
+	twice(kill_server_once, argv[0], "kill_server");
+	return 0;
+}
+
+static int cmd_kill_client(int argc, char **argv)
+{
+	twice(kill_client_once, argv[0], "kill_client");
+	return 0;
+}
+
+static int cmd_kill_transfer(int argc, char **argv)
+{
+	twice(kill_transfer_once, argv[0], "kill_transfer");
+	return 0;
+}
+
+/* --- threads ------------------------------------------------------------------ */
+
+struct worker {
+	pthread_t thread;
+	const char *addr;
+	int rounds;
+};
+
+/* Each thread: its own channels and listener, rounds of full connections. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct rdma_event_channel *sch = channel();
+	struct end c = {0}, s = {0};
+	struct rdma_cm_id *l;
+	uint16_t port = 0;
+	int i;
+
+	l = listener(sch, w->addr, &port);
+	c.ch = channel();
+	for (i = 0; i < w->rounds; i++) {
+		local_pair(&c, &s, sch, w->addr, port);
+		exchange(&c, &s);
+		local_disconnect(&c, &s);
+		destroy_end(&c);
+		destroy_end(&s);
+	}
+	TRY(rdma_destroy_id(l));
+	rdma_destroy_event_channel(c.ch);
+	rdma_destroy_event_channel(sch);
+	return NULL;
+}
+
+static void run_workers(const char *addr, int nthreads, int rounds)
+{
+	struct worker w[64];
+	int i;
+
+	for (i = 0; i < nthreads; i++) {
+		w[i].addr = addr;
+		w[i].rounds = rounds;
+		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]))
+			fail("pthread_create");
+	}
+	for (i = 0; i < nthreads; i++)
+		pthread_join(w[i].thread, NULL);
+}
+
+static int cmd_threads(int argc, char **argv)
+{
+	int nthreads = argc > 1 ? atoi(argv[1]) : 8;
+	int rounds = argc > 2 ? atoi(argv[2]) : 10;
+	int fds;
+
+	if (nthreads < 1 || nthreads > 64 || rounds < 1)
+		fail("bad thread or round count");
+	run_workers(argv[0], 1, 1); /* opens the device once */
+	fds = count_fds();
+	run_workers(argv[0], nthreads, rounds);
+	check_fds(fds, "threads");
+	note("%d threads x %d connections", nthreads, rounds);
+	printf("PASS %s\n", test_name);
+	return 0;
+}
+
+/* --- device removal ------------------------------------------------------- */
+
+/* Start `rdma link <args>`; its pid. */
+static pid_t rdma_link(const char *verb, const char *dev, const char *netdev)
+{
+	char *argv[] = {"rdma",
+			"link",
+			(char *)verb,
+			(char *)dev,
+			netdev ? "type" : NULL,
+			"rxe",
+			"netdev",
+			(char *)netdev,
+			NULL};
+	pid_t pid;
+
+	if (posix_spawnp(&pid, "rdma", NULL, NULL, argv, environ))
+		fail("cannot run rdma link %s", verb);
+	return pid;
+}
+
+static int wait_exit(pid_t pid, int secs)
+{
+	int i, st;
+
+	for (i = 0; i < secs * 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+		usleep(100000);
+	}
+	fail("`rdma link` did not finish within %d s", secs);
+}
+
+/* Destroy what DEVICE_REMOVAL names, until all three ids are gone. */
+static void await_removal(struct end *c, struct end *s, struct rdma_cm_id **l)
+{
+	struct rdma_event_channel *chs[2] = {c->ch, s->ch};
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int left = 3, i;
+
+	STAGE("waiting for DEVICE_REMOVAL");
+	while (left) {
+		for (i = 0; i < 2 && left; i++) {
+			ev = next_event(chs[i], 100);
+			if (!ev)
+				continue;
+			id = ev->id;
+			note("%s on the %s", rdma_event_str(ev->event),
+			     id == *l	   ? "listener"
+			     : id == c->id ? "client"
+					   : "server");
+			if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL) {
+				if (!is_end_of_connection(ev->event))
+					fail("unexpected %s",
+					     rdma_event_str(ev->event));
+				rdma_ack_cm_event(ev);
+				continue;
+			}
+			rdma_ack_cm_event(ev);
+			if (id == *l) {
+				TRY(rdma_destroy_id(*l));
+				*l = NULL;
+			} else {
+				destroy_end(id == c->id ? c : s);
+			}
+			left--;
+		}
+	}
+}
+
+/* Until the re-added device has its address (GIDs come asynchronously). */
+static void await_address(const char *addr, struct rdma_event_channel *ch)
+{
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *id;
+	int i;
+
+	STAGE("waiting for the device to be usable again");
+	make_addr(addr, 0, &ss);
+	for (i = 0; i < 100; i++) {
+		TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+		if (!rdma_bind_addr(id, (struct sockaddr *)&ss) && id->verbs) {
+			TRY(rdma_destroy_id(id));
+			return;
+		}
+		TRY(rdma_destroy_id(id));
+		usleep(200000);
+	}
+	fail("%s never became bindable on the re-added device", addr);
+}
+
+#define DECOY_DEV "rxedecoy"
+
+static int cmd_device_removal(int argc, char **argv)
+{
+	const char *addr = argv[0], *dev = argv[1], *netdev = argv[2];
+	const char *decoy = argc > 3 ? argv[3] : NULL;
+	struct rdma_event_channel *sch = channel();
+	struct end c = {.ch = channel()}, s = {0};
+	struct ibv_context **list;
+	struct rdma_cm_id *l;
+	uint16_t port = 0;
+	pid_t del;
+	int n, rc;
+
+	l = listener(sch, addr, &port);
+	local_pair(&c, &s, sch, addr, port);
+	exchange(&c, &s);
+
+	STAGE("rdma link delete");
+	del = rdma_link("delete", dev, NULL);
+	await_removal(&c, &s, &l);
+	/* rxe's delete waits for every user context: ours must be closed. */
+	rc = wait_exit(del, 60);
+	if (rc)
+		fail("rdma link delete %s exited with %d", dev, rc);
+	list = rdma_get_devices(&n);
+	rdma_free_devices(list);
+	if (n)
+		fail("rdma_get_devices lists %d devices after the delete", n);
+	note("%s deleted under live ids: all released", dev);
+
+	/*
+	 * A decoy device added first takes the freed uverbs slot, so the
+	 * re-added device cannot be reached through the old one's stale
+	 * handle by luck: only a fresh device list finds it.
+	 */
+	if (decoy && wait_exit(rdma_link("add", DECOY_DEV, decoy), 60))
+		fail("rdma link add %s on %s failed", DECOY_DEV, decoy);
+	STAGE("rdma link add");
+	rc = wait_exit(rdma_link("add", dev, netdev), 60);
+	if (rc)
+		fail("rdma link add %s exited with %d", dev, rc);
+	await_address(addr, sch);
+	port = 0;
+	l = listener(sch, addr, &port);
+	local_pair(&c, &s, sch, addr, port);
+	exchange(&c, &s);
+	local_disconnect(&c, &s);
+	destroy_end(&c);
+	destroy_end(&s);
+	TRY(rdma_destroy_id(l));
+	note("%s re-added%s: a new connection in the same process works", dev,
+	     decoy ? " after a decoy device" : "");
+	if (decoy && wait_exit(rdma_link("delete", DECOY_DEV, NULL), 60))
+		fail("rdma link delete %s failed", DECOY_DEV);
+	rdma_destroy_event_channel(c.ch);
+	rdma_destroy_event_channel(sch);
+	printf("PASS %s\n", test_name);
+	return 0;
+}
+
+/* --- main ----------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int min_args;
+	int (*run)(int argc, char **argv);
+} cmds[] = {
+	{"kill_server", 1, cmd_kill_server},
+	{"kill_client", 1, cmd_kill_client},
+	{"kill_transfer", 1, cmd_kill_transfer},
+	{"threads", 1, cmd_threads},
+	{"device_removal", 3, cmd_device_removal},
+	{"peer", 3, cmd_peer},
+};
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; argc > 1 && i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(argv[1], cmds[i].name))
+			continue;
+		if (argc - 2 < cmds[i].min_args)
+			break;
+		test_name = cmds[i].name;
+		start_watchdog();
+		return cmds[i].run(argc - 2, argv + 2);
+	}
+	fprintf(stderr,
+		"usage: fault_test kill_server|kill_client|"
+		"kill_transfer|threads <addr> [threads rounds] | "
+		"device_removal <addr> <dev> <netdev> [<decoy-netdev>]\n");
+	return 2;
+}
