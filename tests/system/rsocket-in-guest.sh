@@ -320,11 +320,11 @@ if wanted preload/socat; then
 	else
 		head -c 4000000 /dev/urandom >"$WORK/socat.src"
 		before="$(rxe_counter sent_pkts)"
-		export RDMA_PRELOAD_LOG="$WORK/preload.log"
+		export RDMA_RSOCKET_LOG="$WORK/preload.log"
 		run_pair preload/socat "$testlib" \
 			"env LD_PRELOAD=$PRELOAD socat -u TCP-LISTEN:$((port += 1)),bind=$A1,reuseaddr OPEN:$WORK/socat.dst,creat,trunc" \
 			"$testlib" "env LD_PRELOAD=$PRELOAD socat -u OPEN:$WORK/socat.src TCP:$A1:$port,bind=$A2"
-		unset RDMA_PRELOAD_LOG
+		unset RDMA_RSOCKET_LOG
 		after="$(rxe_counter sent_pkts)"
 		pkts=$((${after:-0} - ${before:-0}))
 		why=
@@ -337,8 +337,9 @@ if wanted preload/socat; then
 		elif [ "$pkts" -lt 1000 ]; then
 			# 4 MB need at least 4000000/4096 packets on the wire.
 			why="only $pkts RDMA packets sent: the data did not go over RDMA"
-		elif ! grep -q 'rsocket' "$WORK/preload.log" 2>/dev/null; then
-			why="librspreload logged no rsocket connection"
+		elif ! grep -q 'connected over rsocket' "$WORK/preload.log" ||
+			! grep -q 'accepted rsocket' "$WORK/preload.log"; then
+			why="librspreload did not log both ends of an rsocket connection"
 		fi
 		echo "# socat: $(stat -c %s "$WORK/socat.dst" 2>/dev/null) bytes copied, $pkts RDMA packets sent"
 		[ -n "$why" ] && pair_rc=1 && pair_out+="
