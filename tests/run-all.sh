@@ -91,6 +91,15 @@ else
 	run_suite system env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/run-in-guest.sh"
 fi
+# rsockets: Debian's rstream/riostream on our library, and interop with
+# Debian's library in both directions (one guest boot, about a minute).
+if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
+	run_suite rsocket env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-native.sh" "$repo/tests/system/rsocket-in-guest.sh"
+else
+	run_suite rsocket env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/rsocket-in-guest.sh"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Stream connection set-up, over this library's public rdma_cm calls.
+ *
+ * Each stream rsocket owns an event channel; its fd is the socket's
+ * number.  Connecting walks address resolution, route resolution and the
+ * connect exchange one event at a time (rs_do_connect), so a non-blocking
+ * socket returns EINPROGRESS and later calls (or rpoll) carry it on.
+ * The connection private data is rdma-core's struct rs_conn_data.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rs.h"
+
+int rs_stream_init(struct rsocket *rs, int domain)
+{
+	rs->channel = rdma_create_event_channel();
+	if (!rs->channel)
+		return -1;
+	if (rdma_create_id(rs->channel, &rs->cm_id, rs, RDMA_PS_TCP))
+		return -1;
+	rs->cm_id->route.addr.src_addr.sa_family = domain;
+	return 0;
+}
+
+void rs_stream_free(struct rsocket *rs)
+{
+	rs_free_iomaps(rs);
+	if (rs->cm_id) {
+		rs_destroy_ep(rs);
+		rdma_destroy_id(rs->cm_id);
+	}
+	if (rs->channel)
+		rdma_destroy_event_channel(rs->channel);
+}
+
+bool rs_cm_event_ready(struct rsocket *rs)
+{
+	struct pollfd pfd = {.fd = rs->channel->fd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/* The next CM event; without blocking if @nonblock (then EAGAIN). */
+static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
+			   struct rdma_cm_event **event)
+{
+	if (nonblock && !rs_cm_event_ready(rs))
+		return cma_err(EAGAIN);
+	return rdma_get_cm_event(rs->channel, event);
+}
+
+int rs_stream_bind(struct rsocket *rs, const struct sockaddr *addr,
+		   socklen_t len)
+{
+	if (!addr)
+		return cma_err(EFAULT);
+	if (len < sizeof(struct sockaddr_in) ||
+	    (addr->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
+		return cma_err(EINVAL);
+	if (rs->state != RS_INIT)
+		return cma_err(EINVAL);
+	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
+		return -1;
+	rs->state = RS_BOUND;
+	return 0;
+}
+
+int rs_stream_listen(struct rsocket *rs, int backlog)
+{
+	if (rs->state == RS_LISTENING)
+		return 0;
+	if (rs->state != RS_BOUND && rs->state != RS_INIT)
+		return cma_err(EINVAL);
+	if (rdma_listen(rs->cm_id, backlog))
+		return -1;
+	rs->state = RS_LISTENING;
+	return 0;
+}
+
+static int rs_resolve_addr(struct rsocket *rs)
+{
+	int timeout = 1000 << rs->retries++;
+
+	if (rdma_resolve_addr(rs->cm_id, NULL, &rs->cm_id->route.addr.dst_addr,
+			      timeout))
+		return -1;
+	rs->state = RS_RESOLVING_ADDR;
+	return 0;
+}
+
+static int rs_resolve_route(struct rsocket *rs)
+{
+	int timeout = 1000 << rs->retries++;
+
+	if (rs->route) {
+		int ret = rdma_set_option(rs->cm_id, RDMA_OPTION_IB,
+					  RDMA_OPTION_IB_PATH, rs->route,
+					  rs->route_len);
+
+		free(rs->route);
+		rs->route = NULL;
+		if (!ret) {
+			rs->state = RS_RESOLVING_ROUTE;
+			return 0;
+		}
+	}
+	if (rdma_resolve_route(rs->cm_id, timeout))
+		return -1;
+	rs->state = RS_RESOLVING_ROUTE;
+	return 0;
+}
+
+static int rs_send_connect(struct rsocket *rs)
+{
+	struct rdma_conn_param param;
+	struct rs_conn_params p;
+	struct rs_wire_conn data;
+
+	if (rs_create_ep(rs))
+		return -1;
+	rs_get_conn_params(rs, &p);
+	rs_conn_encode(&data, &p);
+	memset(&param, 0, sizeof(param));
+	param.private_data = &data;
+	param.private_data_len = sizeof(data);
+	param.flow_control = 1;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	rs->retries = 0;
+	if (rdma_connect(rs->cm_id, &param))
+		return -1;
+	rs->state = RS_CONNECTING;
+	return 0;
+}
+
+static int rs_event_errno(const struct rdma_cm_event *event)
+{
+	switch (event->event) {
+	case RDMA_CM_EVENT_REJECTED:
+		return ECONNREFUSED;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return event->status == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return event->status == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return ENODEV;
+	default:
+		return ECONNABORTED;
+	}
+}
+
+/* The peer's answer to our connect: take its buffers and credits. */
+static int rs_take_accept_data(struct rsocket *rs,
+			       const struct rdma_cm_event *event)
+{
+	struct rs_conn_params p;
+
+	if (rs_conn_decode(event->param.conn.private_data,
+			   event->param.conn.private_data_len, &p))
+		return -1;
+	rs_set_conn_params(rs, &p);
+	return 0;
+}
+
+/* Advance the connection by one CM event; 0, or -1 and errno. */
+static int rs_connect_step(struct rsocket *rs, struct rdma_cm_event *event)
+{
+	enum rdma_cm_event_type type = event->event;
+	int err = 0;
+
+	switch (rs->state) {
+	case RS_RESOLVING_ADDR:
+		if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
+			rs->retries = 0;
+			return rs_resolve_route(rs) ? errno : 0;
+		}
+		if (type == RDMA_CM_EVENT_ADDR_ERROR &&
+		    event->status == -ETIMEDOUT &&
+		    rs->retries <= RS_CONN_RETRIES)
+			return rs_resolve_addr(rs) ? errno : 0;
+		break;
+	case RS_RESOLVING_ROUTE:
+		if (type == RDMA_CM_EVENT_ROUTE_RESOLVED)
+			return rs_send_connect(rs) ? errno : 0;
+		if (type == RDMA_CM_EVENT_ROUTE_ERROR &&
+		    event->status == -ETIMEDOUT &&
+		    rs->retries <= RS_CONN_RETRIES)
+			return rs_resolve_route(rs) ? errno : 0;
+		break;
+	case RS_CONNECTING:
+		if (type == RDMA_CM_EVENT_ESTABLISHED) {
+			if (rs_take_accept_data(rs, event))
+				return errno == ENOTSUP ? ENOTSUP
+							: ECONNREFUSED;
+			rs->state = RS_CONNECT_RDWR;
+			return 0;
+		}
+		break;
+	case RS_ACCEPTING:
+		if (type == RDMA_CM_EVENT_ESTABLISHED) {
+			rs->state = RS_CONNECT_RDWR;
+			return 0;
+		}
+		break;
+	default:
+		return 0;
+	}
+	err = rs_event_errno(event);
+	return err;
+}
+
+int rs_do_connect(struct rsocket *rs, bool nonblock)
+{
+	struct rdma_cm_event *event;
+	int err;
+
+	while (rs->state & RS_OPENING) {
+		if (rs_get_cm_event(rs, nonblock, &event)) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return cma_err(EINPROGRESS);
+			err = errno;
+			goto failed;
+		}
+		err = rs_connect_step(rs, event);
+		rdma_ack_cm_event(event);
+		if (err)
+			goto failed;
+	}
+	if (rs->state & RS_CONNECTED)
+		return 0;
+	if (rs->state == RS_CONNECT_ERROR)
+		return cma_err(rs->err ? rs->err : ECONNREFUSED);
+	return cma_err(ENOTCONN);
+
+failed:
+	rs->state = RS_CONNECT_ERROR;
+	rs->err = err;
+	return cma_err(err);
+}
+
+int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
+		      socklen_t len)
+{
+	int ret;
+
+	if (rs->state & RS_OPENING) {
+		ret = rs_do_connect(rs, rs_nonblocking(rs, 0));
+		if (ret && errno == EINPROGRESS)
+			errno = EALREADY;
+		return ret;
+	}
+	if (rs->state & RS_CONNECTED)
+		return cma_err(EISCONN);
+	if (rs->state == RS_LISTENING)
+		return cma_err(EINVAL);
+	if (!addr)
+		return cma_err(EFAULT);
+	if (len < sizeof(struct sockaddr_in) ||
+	    len > sizeof(struct sockaddr_storage) ||
+	    (addr->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
+		return cma_err(EINVAL);
+	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 &&
+	    addr->sa_family != AF_IB)
+		return cma_err(EAFNOSUPPORT);
+	if (rs->state == RS_CONNECT_ERROR)
+		return cma_err(ECONNREFUSED);
+
+	memcpy(&rs->cm_id->route.addr.dst_addr, addr, len);
+	rs->retries = 0;
+	if (rs_resolve_addr(rs)) {
+		rs->state = RS_CONNECT_ERROR;
+		rs->err = errno;
+		return -1;
+	}
+	return rs_do_connect(rs, rs_nonblocking(rs, 0));
+}
+
+/* Refuse a request whose private data is not an rsocket's. */
+static void rs_reject(struct rdma_cm_id *id)
+{
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
+}
+
+/*
+ * Take the next connection request off the listener.  The new id arrives
+ * on the listener's channel; it moves to a channel of its own, whose fd is
+ * the new socket's number.
+ */
+static int rs_get_request(struct rsocket *rs, struct rdma_cm_id **id,
+			  struct rs_conn_params *p)
+{
+	struct rdma_cm_event *event;
+	int ret;
+
+	for (;;) {
+		if (rs_get_cm_event(rs, rs_nonblocking(rs, 0), &event))
+			return -1;
+		if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(event);
+			continue;
+		}
+		*id = event->id;
+		ret = rs_conn_decode(event->param.conn.private_data,
+				     event->param.conn.private_data_len, p);
+		rdma_ack_cm_event(event);
+		if (!ret)
+			return 0;
+		rs_reject(*id);
+		return cma_err(ECONNABORTED);
+	}
+}
+
+int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
+		     socklen_t *addrlen)
+{
+	struct rdma_conn_param param;
+	struct rs_conn_params peer, mine;
+	struct rs_wire_conn data;
+	struct rsocket *new_rs;
+	struct rdma_cm_id *id;
+
+	if (rs->state != RS_LISTENING)
+		return cma_err(EINVAL);
+	if (rs_get_request(rs, &id, &peer))
+		return -1;
+
+	new_rs = rs_alloc(rs, SOCK_STREAM);
+	if (!new_rs) {
+		rs_reject(id);
+		return cma_err(ENOMEM);
+	}
+	new_rs->channel = rdma_create_event_channel();
+	if (!new_rs->channel || rdma_migrate_id(id, new_rs->channel)) {
+		rs_reject(id);
+		goto err;
+	}
+	new_rs->cm_id = id;
+	id->context = new_rs;
+	if (rs_insert(new_rs, new_rs->channel->fd) || rs_create_ep(new_rs)) {
+		rdma_reject(id, NULL, 0);
+		goto err;
+	}
+	rs_set_conn_params(new_rs, &peer);
+	rs_get_conn_params(new_rs, &mine);
+	rs_conn_encode(&data, &mine);
+	memset(&param, 0, sizeof(param));
+	param.private_data = &data;
+	param.private_data_len = sizeof(data);
+	param.flow_control = 1;
+	param.rnr_retry_count = 7;
+	if (rdma_accept(id, &param))
+		goto err;
+	new_rs->state = RS_ACCEPTING;
+
+	if (addr && addrlen)
+		rgetpeername(new_rs->index, addr, addrlen);
+	return new_rs->index;
+err : {
+	int err = errno;
+
+	rs_free(new_rs);
+	return cma_err(err);
+}
+}

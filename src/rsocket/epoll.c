@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * repoll_create / repoll_ctl / repoll_wait: an epoll-style interface over
+ * rsockets and ordinary descriptors.
+ *
+ * An instance is a real epoll descriptor (its number, and where ordinary
+ * descriptors are registered) plus a list of registered rsockets.  A wait
+ * is one rpoll over the rsockets and the epoll descriptor itself; ready
+ * ordinary descriptors are then collected with a zero-timeout epoll_wait.
+ * Events are level-triggered; EPOLLONESHOT disables an rsocket after it
+ * is reported, and EPOLLET is treated as level-triggered.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "rs.h"
+
+struct rep_entry {
+	int fd;
+	struct epoll_event event;
+	bool disabled; /* EPOLLONESHOT fired */
+};
+
+struct repoll {
+	struct repoll *next;
+	int epfd;
+	pthread_mutex_t lock;
+	struct rep_entry *entries;
+	int count, size;
+};
+
+static struct repoll *rep_list;
+static pthread_mutex_t rep_mut = PTHREAD_MUTEX_INITIALIZER;
+
+static struct repoll *rep_find(int epfd)
+{
+	struct repoll *rep;
+
+	pthread_mutex_lock(&rep_mut);
+	for (rep = rep_list; rep && rep->epfd != epfd; rep = rep->next)
+		;
+	pthread_mutex_unlock(&rep_mut);
+	return rep;
+}
+
+CMA_EXPORT int repoll_create(int flags)
+{
+	struct repoll *rep;
+
+	if (flags & ~EPOLL_CLOEXEC)
+		return cma_err(EINVAL);
+	rs_configure();
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		return cma_err(ENOMEM);
+	rep->epfd = epoll_create1(flags);
+	if (rep->epfd < 0) {
+		free(rep);
+		return -1;
+	}
+	pthread_mutex_init(&rep->lock, NULL);
+	pthread_mutex_lock(&rep_mut);
+	rep->next = rep_list;
+	rep_list = rep;
+	pthread_mutex_unlock(&rep_mut);
+	return rep->epfd;
+}
+
+/* Not exported: close an instance created by repoll_create. */
+int repoll_close(int epfd)
+{
+	struct repoll **pp, *rep = NULL;
+
+	pthread_mutex_lock(&rep_mut);
+	for (pp = &rep_list; *pp; pp = &(*pp)->next) {
+		if ((*pp)->epfd == epfd) {
+			rep = *pp;
+			*pp = rep->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rep_mut);
+	if (!rep)
+		return cma_err(EBADF);
+	close(rep->epfd);
+	pthread_mutex_destroy(&rep->lock);
+	free(rep->entries);
+	free(rep);
+	return 0;
+}
+
+static int rep_index(struct repoll *rep, int fd)
+{
+	int i;
+
+	for (i = 0; i < rep->count; i++) {
+		if (rep->entries[i].fd == fd)
+			return i;
+	}
+	return -1;
+}
+
+static int rep_ctl_rsocket(struct repoll *rep, int op, int fd,
+			   struct epoll_event *event)
+{
+	int i = rep_index(rep, fd);
+
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (i >= 0)
+			return cma_err(EEXIST);
+		if (rep->count == rep->size) {
+			int size = rep->size ? rep->size * 2 : 8;
+			struct rep_entry *e = realloc(
+				rep->entries, sizeof(*e) * (size_t)size);
+
+			if (!e)
+				return cma_err(ENOMEM);
+			rep->entries = e;
+			rep->size = size;
+		}
+		rep->entries[rep->count].fd = fd;
+		rep->entries[rep->count].event = *event;
+		rep->entries[rep->count].disabled = false;
+		rep->count++;
+		return 0;
+	case EPOLL_CTL_MOD:
+		if (i < 0)
+			return cma_err(ENOENT);
+		rep->entries[i].event = *event;
+		rep->entries[i].disabled = false;
+		return 0;
+	case EPOLL_CTL_DEL:
+		if (i < 0)
+			return cma_err(ENOENT);
+		rep->entries[i] = rep->entries[--rep->count];
+		return 0;
+	default:
+		return cma_err(EINVAL);
+	}
+}
+
+CMA_EXPORT int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+	struct repoll *rep = rep_find(epfd);
+	int ret;
+
+	if (!rep)
+		return cma_err(EBADF);
+	if (op != EPOLL_CTL_DEL && !event)
+		return cma_err(EFAULT);
+	if (fd == epfd)
+		return cma_err(EINVAL);
+	if (!rs_lookup(fd))
+		return epoll_ctl(rep->epfd, op, fd, event);
+	pthread_mutex_lock(&rep->lock);
+	ret = rep_ctl_rsocket(rep, op, fd, event);
+	pthread_mutex_unlock(&rep->lock);
+	return ret;
+}
+
+static short rep_to_poll(uint32_t events)
+{
+	short p = 0;
+
+	if (events & EPOLLIN)
+		p |= POLLIN;
+	if (events & EPOLLOUT)
+		p |= POLLOUT;
+	if (events & EPOLLPRI)
+		p |= POLLPRI;
+	return p;
+}
+
+static uint32_t rep_from_poll(short revents)
+{
+	uint32_t e = 0;
+
+	if (revents & POLLIN)
+		e |= EPOLLIN;
+	if (revents & POLLOUT)
+		e |= EPOLLOUT;
+	if (revents & POLLERR)
+		e |= EPOLLERR;
+	if (revents & POLLHUP)
+		e |= EPOLLHUP;
+	if (revents & POLLPRI)
+		e |= EPOLLPRI;
+	return e;
+}
+
+CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
+			   int timeout)
+{
+	struct repoll *rep = rep_find(epfd);
+	struct pollfd *fds;
+	int *map, n = 0, i, ret, cnt = 0;
+
+	if (!rep)
+		return cma_err(EBADF);
+	if (!events || maxevents <= 0)
+		return cma_err(EINVAL);
+
+	pthread_mutex_lock(&rep->lock);
+	fds = calloc((size_t)rep->count + 1, sizeof(*fds));
+	map = calloc((size_t)rep->count + 1, sizeof(*map));
+	if (!fds || !map) {
+		pthread_mutex_unlock(&rep->lock);
+		free(fds);
+		free(map);
+		return cma_err(ENOMEM);
+	}
+	for (i = 0; i < rep->count; i++) {
+		if (rep->entries[i].disabled)
+			continue;
+		fds[n].fd = rep->entries[i].fd;
+		fds[n].events = rep_to_poll(rep->entries[i].event.events);
+		map[n++] = i;
+	}
+	fds[n].fd = rep->epfd;
+	fds[n].events = POLLIN;
+	pthread_mutex_unlock(&rep->lock);
+
+	ret = rpoll(fds, (nfds_t)n + 1, timeout);
+	if (ret <= 0)
+		goto out;
+
+	pthread_mutex_lock(&rep->lock);
+	for (i = 0; i < n && cnt < maxevents; i++) {
+		struct rep_entry *e;
+
+		if (!fds[i].revents || map[i] >= rep->count)
+			continue;
+		e = &rep->entries[map[i]];
+		if (e->fd != fds[i].fd)
+			continue; /* removed meanwhile */
+		events[cnt].events = rep_from_poll(fds[i].revents);
+		events[cnt].data = e->event.data;
+		cnt++;
+		if (e->event.events & EPOLLONESHOT)
+			e->disabled = true;
+	}
+	pthread_mutex_unlock(&rep->lock);
+	if (fds[n].revents && cnt < maxevents) {
+		ret = epoll_wait(rep->epfd, events + cnt, maxevents - cnt, 0);
+		if (ret > 0)
+			cnt += ret;
+	}
+	ret = cnt;
+out:
+	free(fds);
+	free(map);
+	return ret;
+}

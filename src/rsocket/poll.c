@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * rpoll and rselect over any mix of rsockets and ordinary descriptors.
+ *
+ * Readiness of an rsocket is a matter of its state and queues, which only
+ * change as its completions and CM events are processed.  So rpoll first
+ * makes progress on every rsocket and checks, spins for a moment (a reply
+ * often arrives within microseconds), and only then arms each rsocket's
+ * completion queue and sleeps in poll() on the kernel fds behind them
+ * (completion channel, CM channel, or a datagram socket's epoll fd).  A
+ * wake-up that turns out to report nothing the caller asked for (a credit
+ * update, say) goes back to sleep for the rest of the timeout.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rs.h"
+
+static short rs_stream_revents(struct rsocket *rs, short events)
+{
+	short revents = 0;
+
+	if (rs->state == RS_LISTENING)
+		return (events & POLLIN) && rs_cm_event_ready(rs) ? POLLIN : 0;
+	if (rs->state & RS_OPENING) {
+		if (rs_do_connect(rs, true) && errno == EINPROGRESS)
+			return 0;
+	}
+	if (rs->state == RS_CONNECT_ERROR)
+		return (events & (POLLIN | POLLOUT)) | POLLERR;
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return 0;
+
+	pthread_mutex_lock(&rs->lock);
+	rs_poll_cq(rs);
+	rs_update_credits(rs);
+	if ((events & POLLIN) && rs_conn_have_rdata(rs))
+		revents |= POLLIN;
+	if ((events & POLLOUT) && rs_conn_can_send(rs))
+		revents |= POLLOUT;
+	/*
+	 * Like TCP after a FIN, a closed connection with data still queued
+	 * is only readable: hang-up is reported once the data is read.
+	 */
+	if (!(rs->state & RS_CONNECTED) && !rs_have_rdata(rs))
+		revents |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	else if (rs->state & RS_ERROR)
+		revents |= POLLERR;
+	pthread_mutex_unlock(&rs->lock);
+	return revents;
+}
+
+static short rs_revents(struct rsocket *rs, short events)
+{
+	if (rs->type == SOCK_DGRAM)
+		return ds_poll_events(rs, events);
+	return rs_stream_revents(rs, events);
+}
+
+/* Check everything once, without sleeping.  Returns the ready count. */
+static int rs_poll_check(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
+{
+	nfds_t i, nk = 0;
+	int cnt = 0;
+
+	for (i = 0; i < nfds; i++) {
+		struct rsocket *rs = rs_lookup(fds[i].fd);
+
+		if (rs) {
+			fds[i].revents = rs_revents(rs, fds[i].events);
+			if (fds[i].revents)
+				cnt++;
+		} else {
+			fds[i].revents = 0;
+			kfds[nk] = fds[i];
+			kfds[nk].revents = 0;
+			nk++;
+		}
+	}
+	if (nk && poll(kfds, nk, 0) > 0) {
+		for (i = 0, nk = 0; i < nfds; i++) {
+			if (rs_lookup(fds[i].fd))
+				continue;
+			fds[i].revents = kfds[nk++].revents;
+			if (fds[i].revents)
+				cnt++;
+		}
+	}
+	return cnt;
+}
+
+/* The kernel fd an rsocket sleeps on, with its CQ armed.  -1: none. */
+static int rs_sleep_fd(struct rsocket *rs)
+{
+	if (rs->type == SOCK_DGRAM)
+		return ds_wait_fd(rs);
+	if (rs->state & RS_CONNECTED || rs->state & RS_ERROR ||
+	    rs->state == RS_DISCONNECTED) {
+		if (!rs->comp_channel)
+			return -1;
+		pthread_mutex_lock(&rs->lock);
+		rs_arm_cq(rs);
+		pthread_mutex_unlock(&rs->lock);
+		return rs->comp_channel->fd;
+	}
+	if (rs->state == RS_LISTENING || rs->state & RS_OPENING)
+		return rs->channel->fd;
+	return -1;
+}
+
+static void rs_consume(struct rsocket *rs)
+{
+	if (rs->type == SOCK_DGRAM)
+		ds_consume_events(rs);
+	else if (rs->state & (RS_CONNECTED | RS_ERROR | RS_DISCONNECTED))
+		rs_consume_cq_event(rs);
+}
+
+static int64_t rs_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t rs_us_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Fill the sleep set: each rsocket's kernel fd, its CQ armed. */
+static void rs_poll_arm(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
+{
+	nfds_t i;
+
+	for (i = 0; i < nfds; i++) {
+		struct rsocket *rs = rs_lookup(fds[i].fd);
+
+		if (rs) {
+			kfds[i].fd = rs_sleep_fd(rs);
+			kfds[i].events = POLLIN;
+		} else {
+			kfds[i] = fds[i];
+		}
+		kfds[i].revents = 0;
+	}
+}
+
+CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	struct pollfd *kfds, *scratch;
+	int64_t deadline = timeout > 0 ? rs_ms_now() + timeout : 0;
+	uint64_t spin_start;
+	nfds_t i;
+	int ret;
+
+	if (!fds && nfds)
+		return cma_err(EFAULT);
+	rs_configure();
+	kfds = calloc(nfds ? 2 * nfds : 1, sizeof(*kfds));
+	if (!kfds)
+		return cma_err(ENOMEM);
+	scratch = kfds + nfds;
+
+	spin_start = rs_us_now();
+	do {
+		ret = rs_poll_check(fds, nfds, scratch);
+		if (ret || !timeout)
+			goto out;
+	} while (rs_us_now() - spin_start < rs_def.polling_time);
+
+	for (;;) {
+		int wait;
+
+		rs_poll_arm(fds, nfds, kfds);
+		/* Arming may have found work: look again before sleeping. */
+		ret = rs_poll_check(fds, nfds, scratch);
+		if (ret)
+			goto out;
+		wait = timeout < 0 ? -1 : (int)(deadline - rs_ms_now());
+		if (timeout > 0 && wait <= 0) {
+			ret = 0;
+			goto out;
+		}
+		ret = poll(kfds, nfds, wait);
+		if (ret <= 0)
+			goto out;
+		for (i = 0; i < nfds; i++) {
+			struct rsocket *rs = rs_lookup(fds[i].fd);
+
+			if (rs && kfds[i].revents)
+				rs_consume(rs);
+		}
+		ret = rs_poll_check(fds, nfds, scratch);
+		if (ret)
+			goto out;
+	}
+out:
+	free(kfds);
+	return ret;
+}
+
+CMA_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
+		       fd_set *exceptfds, struct timeval *timeout)
+{
+	struct pollfd *fds;
+	int fd, n = 0, ret, cnt = 0, i;
+	int ms;
+
+	if (nfds < 0 || nfds > FD_SETSIZE)
+		return cma_err(EINVAL);
+	if (timeout && (timeout->tv_sec < 0 || timeout->tv_usec < 0))
+		return cma_err(EINVAL);
+	fds = calloc(nfds ? nfds : 1, sizeof(*fds));
+	if (!fds)
+		return cma_err(ENOMEM);
+	for (fd = 0; fd < nfds; fd++) {
+		short events = 0;
+		bool want = false;
+
+		if (readfds && FD_ISSET(fd, readfds)) {
+			events |= POLLIN;
+			want = true;
+		}
+		if (writefds && FD_ISSET(fd, writefds)) {
+			events |= POLLOUT;
+			want = true;
+		}
+		if (exceptfds && FD_ISSET(fd, exceptfds))
+			want = true;
+		if (want) {
+			fds[n].fd = fd;
+			fds[n].events = events;
+			n++;
+		}
+	}
+	ms = !timeout ? -1
+		      : (int)(timeout->tv_sec * 1000 +
+			      (timeout->tv_usec + 999) / 1000);
+	ret = rpoll(fds, (nfds_t)n, ms);
+	if (readfds)
+		FD_ZERO(readfds);
+	if (writefds)
+		FD_ZERO(writefds);
+	if (exceptfds)
+		FD_ZERO(exceptfds);
+	if (ret > 0) {
+		for (i = 0; i < n; i++) {
+			short r = fds[i].revents;
+
+			if (readfds && (r & (POLLIN | POLLHUP | POLLERR)) &&
+			    (fds[i].events & POLLIN)) {
+				FD_SET(fds[i].fd, readfds);
+				cnt++;
+			}
+			if (writefds && (r & (POLLOUT | POLLERR)) &&
+			    (fds[i].events & POLLOUT)) {
+				FD_SET(fds[i].fd, writefds);
+				cnt++;
+			}
+			if (exceptfds && (r & POLLPRI)) {
+				FD_SET(fds[i].fd, exceptfds);
+				cnt++;
+			}
+		}
+		ret = cnt;
+	}
+	free(fds);
+	return ret;
+}

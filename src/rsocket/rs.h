@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * rsockets: state shared by the modules of src/rsocket/.
+ *
+ *   wire.c     the wire formats (pure encode/parse)
+ *   table.c    the descriptor table, defaults, socket allocation
+ *   socket.c   the public life-cycle calls: they dispatch on the type
+ *   conn.c     stream connection set-up over this library's rdma_cm API
+ *   stream.c   the stream data path: RDMA writes, credits, completions
+ *   iomap.c    riomap / riounmap / riowrite
+ *   dgram.c    datagram sockets over UD QPs, with the UDP resolver
+ *   poll.c     rpoll / rselect
+ *   epoll.c    repoll_*
+ *   options.c  rsetsockopt / rgetsockopt / rfcntl
+ *
+ * An rsocket's number is a kernel file descriptor it owns (its CM event
+ * channel, or its UDP socket), so numbers never collide with the process's
+ * other descriptors and rpoll can tell the two kinds apart.
+ */
+#ifndef RS_H
+#define RS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+
+#include "cma.h"
+#include "wire.h"
+
+/* Tunables, after /etc/rdma/rsocket/ and the environment (table.c). */
+struct rs_defaults {
+	uint16_t sqsize;
+	uint16_t rqsize;
+	uint16_t inline_size;
+	uint16_t iomap_size;
+	uint32_t mem; /* receive buffer bytes */
+	uint32_t wmem; /* send buffer bytes */
+	uint32_t polling_time; /* microseconds to spin before sleeping */
+};
+extern struct rs_defaults rs_def;
+
+#define RS_QP_MIN_SIZE 16
+#define RS_QP_MAX_SIZE 0xfffe
+#define RS_QP_CTRL_SIZE 4 /* send queue entries kept for control messages */
+#define RS_SNDLOWAT 2048
+#define RS_OLAP_START_SIZE 2048
+#define RS_MAX_TRANSFER 65536
+#define RS_CONN_RETRIES 6
+#define RS_MAX_CTRL_MSG sizeof(struct rs_wire_sge)
+/* Signal at least every this many sends (see stream.c). */
+#define RS_SIGNAL_EVERY 16
+
+/* Stream states: bits, so readable/writable can be dropped one at a time. */
+enum rs_state {
+	RS_INIT = 0,
+	RS_BOUND = 0x0001,
+	RS_LISTENING = 0x0002,
+	RS_OPENING = 0x0004,
+	RS_RESOLVING_ADDR = RS_OPENING | 0x0010,
+	RS_RESOLVING_ROUTE = RS_OPENING | 0x0020,
+	RS_CONNECTING = RS_OPENING | 0x0040,
+	RS_ACCEPTING = RS_OPENING | 0x0080,
+	RS_CONNECTED = 0x0100,
+	RS_WRITABLE = 0x0200,
+	RS_READABLE = 0x0400,
+	RS_CONNECT_RDWR = RS_CONNECTED | RS_READABLE | RS_WRITABLE,
+	RS_CONNECT_ERROR = 0x0800,
+	RS_DISCONNECTED = 0x1000,
+	RS_ERROR = 0x2000,
+};
+
+/* One received data message not yet fully read. */
+struct rs_rmsg {
+	uint32_t op;
+	uint32_t len;
+};
+
+/* A buffer this side exposed with riomap. */
+struct rs_iomap_mr {
+	struct rs_iomap_mr *next;
+	uint64_t offset;
+	struct ibv_mr *mr;
+	int index; /* slot in the peer's target iomap, -1: local only */
+	bool sent; /* the peer has been told */
+};
+
+struct ds_qp;
+struct ds_dest;
+
+struct rsocket {
+	int type; /* SOCK_STREAM or SOCK_DGRAM */
+	int index; /* the number handed to the application */
+	int domain;
+
+	/* Lock order: slock or rlock, then lock, then map_lock. */
+	pthread_mutex_t slock; /* one sender at a time */
+	pthread_mutex_t rlock; /* one receiver at a time */
+	pthread_mutex_t lock; /* state, counters and the CQ */
+	pthread_mutex_t wait_lock; /* one thread sleeps on the CQ channel */
+	pthread_mutex_t map_lock; /* iomap lists */
+
+	int state;
+	int err; /* SO_ERROR */
+	int fd_flags; /* O_NONBLOCK as set by rfcntl */
+	uint64_t so_opts, tcp_opts, ipv6_opts; /* boolean options set */
+	unsigned int keepalive_time;
+	bool cq_armed;
+	int unacked_events;
+
+	uint16_t sq_size, rq_size, sq_inline;
+	uint32_t sbuf_size, rbuf_size;
+	void *route; /* RDMA_ROUTE data to use instead of resolving */
+	size_t route_len;
+	int retries;
+
+	union {
+		struct { /* SOCK_STREAM */
+			struct rdma_event_channel *channel;
+			struct rdma_cm_id *cm_id;
+			struct ibv_comp_channel *comp_channel;
+			struct ibv_cq *cq;
+			bool swap; /* the peer's byte order differs */
+			bool iwarp_unsupported;
+
+			/* sending */
+			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */
+			struct ibv_mr *smr;
+			uint32_t sbuf_head; /* next byte to fill */
+			uint32_t sbuf_bytes_avail;
+			int sqe_avail;
+			unsigned int ctrl_seqno, ctrl_max_seqno;
+			uint16_t sseq_no, sseq_comp;
+			int target_sge; /* current slot of target_sgl */
+			void *target_buf; /* target_sgl, then target_iomap */
+			struct ibv_mr *target_mr;
+			volatile struct rs_wire_sge *target_sgl;
+			volatile struct rs_wire_iomap *target_iomap;
+			uint16_t
+				target_iomap_size; /* slots the peer may fill */
+
+			/* receiving */
+			uint8_t *rbuf;
+			struct ibv_mr *rmr;
+			uint32_t rbuf_offset; /* next byte to read */
+			uint32_t rbuf_free_offset; /* next half to hand out */
+			uint32_t
+				rbuf_bytes_avail; /* free, not yet handed out */
+			struct rs_rmsg *rmsg;
+			int rmsg_head, rmsg_tail;
+			uint16_t rseq_no, rseq_comp;
+			int recv_deficit; /* receives to repost */
+
+			/* posted sends, retired in order by completions */
+			uint32_t *sent; /* sq_size immediate values */
+			uint32_t sent_head, sent_tail;
+			int unsignaled;
+
+			/* the peer's buffers */
+			struct rs_wire_sge remote_sgl;
+			int remote_sge;
+			struct rs_wire_sge remote_iomap;
+
+			struct rs_iomap_mr
+				*iomap_slots; /* remote_iomap.length */
+			struct rs_iomap_mr
+				*iomap_list; /* local-only mappings */
+			bool iomap_pending;
+		};
+		struct { /* SOCK_DGRAM */
+			int udp_sock;
+			int epfd; /* the CQ channels of all QPs */
+			struct ds_qp *qp_list;
+			void *dest_map; /* tsearch tree of struct ds_dest */
+			struct ds_dest *conn_dest;
+			uint8_t *dsbuf; /* sq_size slots of DS_MSG_SIZE */
+			int *dsfree; /* free send slots (stack) */
+			int dsfree_cnt;
+			struct ds_rmsg *dmsg; /* received, not yet read */
+			int dmsg_head, dmsg_tail, dmsg_cnt;
+			bool svc_active;
+		};
+	};
+};
+
+/* --- table.c --------------------------------------------------------------- */
+
+void rs_configure(void);
+struct rsocket *rs_alloc(const struct rsocket *inherit, int type);
+void rs_free(struct rsocket *rs);
+int rs_insert(struct rsocket *rs, int index);
+void rs_remove(struct rsocket *rs);
+struct rsocket *rs_lookup(int socket);
+/* rs_lookup, or NULL with errno EBADF. */
+struct rsocket *rs_get(int socket);
+
+static inline bool rs_nonblocking(const struct rsocket *rs, int flags)
+{
+	return (rs->fd_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
+}
+
+/* --- conn.c -------------------------------------------------------------- */
+
+int rs_stream_init(struct rsocket *rs, int domain);
+int rs_stream_bind(struct rsocket *rs, const struct sockaddr *addr,
+		   socklen_t len);
+int rs_stream_listen(struct rsocket *rs, int backlog);
+int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
+		     socklen_t *addrlen);
+int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
+		      socklen_t len);
+/* Drive a connect or accept in progress; EINPROGRESS if it must wait. */
+int rs_do_connect(struct rsocket *rs, bool nonblock);
+/* Is a CM event waiting on the socket's channel? */
+bool rs_cm_event_ready(struct rsocket *rs);
+void rs_stream_free(struct rsocket *rs);
+
+/* --- stream.c ------------------------------------------------------------ */
+
+int rs_create_ep(struct rsocket *rs);
+void rs_destroy_ep(struct rsocket *rs);
+void rs_get_conn_params(struct rsocket *rs, struct rs_conn_params *p);
+void rs_set_conn_params(struct rsocket *rs, const struct rs_conn_params *p);
+
+ssize_t rs_stream_recv(struct rsocket *rs, void *buf, size_t len, int flags);
+ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
+			int flags);
+ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
+			int flags);
+int rs_stream_shutdown(struct rsocket *rs, int how);
+
+/* Poll the CQ and process what it holds; the caller holds rs->lock. */
+int rs_poll_cq(struct rsocket *rs);
+/* Send credits if due; the caller holds rs->lock. */
+void rs_update_credits(struct rsocket *rs);
+bool rs_can_send(struct rsocket *rs);
+bool rs_have_rdata(struct rsocket *rs);
+/* Wait, spinning then sleeping, until @ready; caller holds nothing. */
+int rs_wait(struct rsocket *rs, bool nonblock, bool (*ready)(struct rsocket *));
+/* Consume a CQ event that poll() reported, if still armed. */
+void rs_consume_cq_event(struct rsocket *rs);
+/* Arm the CQ for rpoll; returns true if something is ready already. */
+bool rs_arm_cq(struct rsocket *rs);
+bool rs_conn_can_send(struct rsocket *rs);
+bool rs_conn_have_rdata(struct rsocket *rs);
+/* Post a prepared RDMA write with @imm (or none), under rs->lock. */
+int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
+		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
+		  uint32_t rkey);
+/* Reserve send buffer space and copy into it: an SGL of 1 or 2 entries. */
+int rs_sbuf_fill(struct rsocket *rs, struct ibv_sge *sgl, const void *src,
+		 uint32_t len);
+/* Gather @len bytes from an iovec cursor, advancing it. */
+void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len);
+/*
+ * Post @len bytes from an iovec cursor as one RDMA write (inline or via the
+ * send ring), charging a queue entry and @len ring bytes.  Under rs->lock.
+ */
+int rs_post_payload(struct rsocket *rs, const struct iovec **iov, size_t *off,
+		    uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
+		    uint32_t rkey);
+/* Wait with rs->lock held (see rs_wait). */
+int rs_wait_locked(struct rsocket *rs, bool nonblock,
+		   bool (*ready)(struct rsocket *));
+
+/* --- iomap.c ------------------------------------------------------------- */
+
+int rs_send_iomaps(struct rsocket *rs, int flags);
+void rs_free_iomaps(struct rsocket *rs);
+
+/* --- dgram.c ------------------------------------------------------------- */
+
+struct ds_rmsg {
+	struct ds_qp *qp;
+	uint32_t offset;
+	uint32_t length;
+};
+
+int ds_init(struct rsocket *rs, int domain);
+void ds_free(struct rsocket *rs);
+int ds_bind(struct rsocket *rs, const struct sockaddr *addr, socklen_t len);
+int ds_connect(struct rsocket *rs, const struct sockaddr *addr, socklen_t len);
+ssize_t ds_recvfrom(struct rsocket *rs, void *buf, size_t len, int flags,
+		    struct sockaddr *src, socklen_t *srclen);
+ssize_t ds_sendto(struct rsocket *rs, const void *buf, size_t len, int flags,
+		  const struct sockaddr *dst, socklen_t dstlen);
+void ds_shutdown(struct rsocket *rs);
+/* rpoll support: readiness, the fd to sleep on, event consumption. */
+short ds_poll_events(struct rsocket *rs, short events);
+int ds_wait_fd(struct rsocket *rs);
+void ds_consume_events(struct rsocket *rs);
+
+/* --- epoll.c ------------------------------------------------------------ */
+
+/* Close an instance made by repoll_create (for the preload library). */
+int repoll_close(int epfd);
+
+#endif /* RS_H */

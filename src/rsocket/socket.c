@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The public socket calls: validate the arguments, find the socket and
+ * hand over to the stream (conn.c, stream.c) or datagram (dgram.c) side.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <netinet/in.h>
+
+#include "rs.h"
+
+#define RS_IOV_MAX 1024
+
+CMA_EXPORT int rsocket(int domain, int type, int protocol)
+{
+	struct rsocket *rs;
+	int index, ret, err;
+	bool nonblock = type & SOCK_NONBLOCK;
+
+	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (domain != AF_INET && domain != AF_INET6 && domain != AF_IB)
+		return cma_err(EAFNOSUPPORT);
+	if (type != SOCK_STREAM && type != SOCK_DGRAM)
+		return cma_err(ENOTSUP);
+	if ((type == SOCK_STREAM && protocol && protocol != IPPROTO_TCP) ||
+	    (type == SOCK_DGRAM && protocol && protocol != IPPROTO_UDP))
+		return cma_err(EPROTONOSUPPORT);
+	if (type == SOCK_DGRAM && domain == AF_IB)
+		return cma_err(EAFNOSUPPORT);
+
+	rs_configure();
+	rs = rs_alloc(NULL, type);
+	if (!rs)
+		return cma_err(ENOMEM);
+	rs->domain = domain;
+	if (nonblock)
+		rs->fd_flags |= O_NONBLOCK;
+	if (type == SOCK_STREAM) {
+		ret = rs_stream_init(rs, domain);
+		index = ret ? -1 : rs->channel->fd;
+	} else {
+		ret = ds_init(rs, domain);
+		index = ret ? -1 : rs->udp_sock;
+	}
+	if (!ret)
+		ret = rs_insert(rs, index);
+	if (ret) {
+		err = errno;
+		rs_free(rs);
+		return cma_err(err);
+	}
+	return rs->index;
+}
+
+CMA_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_STREAM)
+		return rs_stream_bind(rs, addr, addrlen);
+	return ds_bind(rs, addr, addrlen);
+}
+
+CMA_EXPORT int rlisten(int socket, int backlog)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type != SOCK_STREAM)
+		return cma_err(EOPNOTSUPP);
+	return rs_stream_listen(rs, backlog);
+}
+
+CMA_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type != SOCK_STREAM)
+		return cma_err(EOPNOTSUPP);
+	return rs_stream_accept(rs, addr, addrlen);
+}
+
+CMA_EXPORT int rconnect(int socket, const struct sockaddr *addr,
+			socklen_t addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_STREAM)
+		return rs_stream_connect(rs, addr, addrlen);
+	return ds_connect(rs, addr, addrlen);
+}
+
+CMA_EXPORT int rshutdown(int socket, int how)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_STREAM)
+		return rs_stream_shutdown(rs, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return cma_err(EINVAL);
+	ds_shutdown(rs);
+	return 0;
+}
+
+CMA_EXPORT int rclose(int socket)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_STREAM) {
+		if (rs->state & RS_CONNECTED)
+			rs_stream_shutdown(rs, SHUT_RDWR);
+	} else {
+		ds_shutdown(rs);
+	}
+	rs_free(rs);
+	return 0;
+}
+
+/* --- data ---------------------------------------------------------------- */
+
+static int rs_check_iov(const struct iovec *iov, int iovcnt)
+{
+	int i;
+
+	if (iovcnt < 0 || iovcnt > RS_IOV_MAX || (iovcnt && !iov))
+		return cma_err(EINVAL);
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return cma_err(EFAULT);
+	}
+	return 0;
+}
+
+CMA_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
+{
+	return rrecvfrom(socket, buf, len, flags, NULL, NULL);
+}
+
+CMA_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
+			     struct sockaddr *src_addr, socklen_t *addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+	ssize_t ret;
+
+	if (!rs)
+		return -1;
+	if (!buf && len)
+		return cma_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return ds_recvfrom(rs, buf, len, flags, src_addr, addrlen);
+	ret = rs_stream_recv(rs, buf, len, flags);
+	if (ret > 0 && src_addr && addrlen)
+		rgetpeername(socket, src_addr, addrlen);
+	return ret;
+}
+
+CMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (!msg)
+		return cma_err(EFAULT);
+	if (msg->msg_control && msg->msg_controllen)
+		return cma_err(ENOTSUP);
+	if (rs_check_iov(msg->msg_iov, (int)msg->msg_iovlen))
+		return -1;
+	msg->msg_flags = 0;
+	if (rs->type == SOCK_DGRAM) {
+		if (!msg->msg_iovlen)
+			return 0;
+		return ds_recvfrom(rs, msg->msg_iov[0].iov_base,
+				   msg->msg_iov[0].iov_len, flags,
+				   msg->msg_name,
+				   msg->msg_name ? &msg->msg_namelen : NULL);
+	}
+	return rs_stream_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+CMA_EXPORT ssize_t rread(int socket, void *buf, size_t count)
+{
+	return rrecvfrom(socket, buf, count, 0, NULL, NULL);
+}
+
+CMA_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
+{
+	struct msghdr msg;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = (struct iovec *)iov;
+	msg.msg_iovlen = iovcnt < 0 ? 0 : (size_t)iovcnt;
+	if (iovcnt < 0)
+		return cma_err(EINVAL);
+	return rrecvmsg(socket, &msg, 0);
+}
+
+CMA_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
+{
+	return rsendto(socket, buf, len, flags, NULL, 0);
+}
+
+CMA_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
+			   const struct sockaddr *dest_addr, socklen_t addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	if (!rs)
+		return -1;
+	if (!buf && len)
+		return cma_err(EFAULT);
+	if (rs->type == SOCK_DGRAM)
+		return ds_sendto(rs, buf, len, flags, dest_addr, addrlen);
+	if (dest_addr || addrlen)
+		return cma_err(EISCONN);
+	return rs_stream_sendv(rs, &iov, 1, flags);
+}
+
+CMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (!msg)
+		return cma_err(EFAULT);
+	if (msg->msg_control && msg->msg_controllen)
+		return cma_err(ENOTSUP);
+	if (rs_check_iov(msg->msg_iov, (int)msg->msg_iovlen))
+		return -1;
+	if (rs->type == SOCK_DGRAM) {
+		uint8_t tmp[DS_MSG_SIZE];
+		const struct iovec *cur = msg->msg_iov;
+		size_t off = 0, len = 0, i;
+
+		for (i = 0; i < msg->msg_iovlen; i++)
+			len += msg->msg_iov[i].iov_len;
+		if (len > sizeof(tmp))
+			return cma_err(EMSGSIZE);
+		rs_gather(tmp, &cur, &off, len);
+		return ds_sendto(rs, tmp, len, flags, msg->msg_name,
+				 msg->msg_namelen);
+	}
+	return rs_stream_sendv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+CMA_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
+{
+	return rsendto(socket, buf, count, 0, NULL, 0);
+}
+
+CMA_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
+{
+	struct msghdr msg;
+
+	if (iovcnt < 0)
+		return cma_err(EINVAL);
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = (struct iovec *)iov;
+	msg.msg_iovlen = (size_t)iovcnt;
+	return rsendmsg(socket, &msg, 0);
+}
+
+/* --- names --------------------------------------------------------------- */
+
+static int rs_copy_addr(struct sockaddr *dst, socklen_t *len,
+			const struct sockaddr *src)
+{
+	socklen_t size;
+
+	if (!dst || !len)
+		return cma_err(EFAULT);
+	switch (src->sa_family) {
+	case AF_INET:
+		size = sizeof(struct sockaddr_in);
+		break;
+	case AF_INET6:
+		size = sizeof(struct sockaddr_in6);
+		break;
+	case AF_IB:
+		size = sizeof(struct sockaddr_ib);
+		break;
+	default:
+		size = sizeof(struct sockaddr);
+		break;
+	}
+	memcpy(dst, src, *len < size ? *len : size);
+	*len = size;
+	return 0;
+}
+
+CMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
+			    socklen_t *addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_DGRAM)
+		return getpeername(rs->udp_sock, addr, addrlen);
+	if (!(rs->state & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
+		return cma_err(ENOTCONN);
+	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
+}
+
+CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
+			    socklen_t *addrlen)
+{
+	struct rsocket *rs = rs_get(socket);
+
+	if (!rs)
+		return -1;
+	if (rs->type == SOCK_DGRAM)
+		return getsockname(rs->udp_sock, addr, addrlen);
+	return rs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->cm_id));
+}

@@ -1,0 +1,961 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The stream data path (rdma-core's rsocket protocol, see wire.h).
+ *
+ * Receiving: the peer RDMA-writes data into our receive buffer, one half
+ * at a time: we hand it a half (an SGE written into its target SGL) when
+ * that half is free.  Each write carries immediate data (RS_OP_DATA and the
+ * length) which queues an rs_rmsg; the reader copies out of the buffer in
+ * order.  Every consumed message is a credit; we return credits in bulk
+ * (RS_OP_SGL) once half of them, or half the buffer, is back.
+ *
+ * Sending: data goes inline when small, else through a registered ring
+ * (sbuf).  Only every few work requests is signaled: a completion retires
+ * every request posted before it (RC completes in order), which saves the
+ * provider a completion per send.  A request is always signaled when the
+ * sender could otherwise run out of queue entries or buffer space with no
+ * completion on its way.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rs.h"
+
+#define RS_WR_RECV (1ULL << 63)
+#define RS_POLL_BATCH 16
+
+/* --- set-up and tear-down --------------------------------------------- */
+
+static void rs_set_qp_size(struct rsocket *rs)
+{
+	struct ibv_device_attr attr;
+	uint32_t max = RS_QP_MAX_SIZE;
+
+	if (!ibv_query_device(rs->cm_id->verbs, &attr) &&
+	    (uint32_t)attr.max_qp_wr < max)
+		max = attr.max_qp_wr;
+	if (rs->sq_size > max)
+		rs->sq_size = max;
+	if (rs->rq_size > max)
+		rs->rq_size = max;
+	if (rs->sq_size < RS_QP_MIN_SIZE)
+		rs->sq_size = RS_QP_MIN_SIZE;
+	if (rs->rq_size < RS_QP_MIN_SIZE)
+		rs->rq_size = RS_QP_MIN_SIZE;
+}
+
+static struct ibv_mr *rs_reg(struct rsocket *rs, void *buf, size_t len,
+			     int access)
+{
+	return ibv_reg_mr(rs->cm_id->pd, buf, len,
+			  IBV_ACCESS_LOCAL_WRITE | access);
+}
+
+static int rs_init_bufs(struct rsocket *rs)
+{
+	size_t len;
+
+	if (rs->rbuf_size < 2 * RS_SNDLOWAT)
+		rs->rbuf_size = 2 * RS_SNDLOWAT;
+	rs->rbuf_size &= ~1u;
+	if (rs->sbuf_size < 2 * RS_SNDLOWAT)
+		rs->sbuf_size = 2 * RS_SNDLOWAT;
+
+	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
+	rs->sbuf = calloc(1, rs->sbuf_size + RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE);
+	len = sizeof(struct rs_wire_sge) * RS_SGL_SIZE +
+	      sizeof(struct rs_wire_iomap) * rs->target_iomap_size;
+	rs->target_buf = calloc(1, len);
+	rs->rbuf = calloc(1, rs->rbuf_size);
+	if (!rs->rmsg || !rs->sbuf || !rs->target_buf || !rs->rbuf)
+		return cma_err(ENOMEM);
+
+	rs->smr = rs_reg(rs, rs->sbuf,
+			 rs->sbuf_size + RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE, 0);
+	rs->target_mr =
+		rs_reg(rs, rs->target_buf, len, IBV_ACCESS_REMOTE_WRITE);
+	rs->rmr = rs_reg(rs, rs->rbuf, rs->rbuf_size, IBV_ACCESS_REMOTE_WRITE);
+	if (!rs->smr || !rs->target_mr || !rs->rmr)
+		return -1;
+
+	rs->target_sgl = rs->target_buf;
+	if (rs->target_iomap_size)
+		rs->target_iomap =
+			(struct rs_wire_iomap *)(rs->target_buf +
+						 sizeof(struct rs_wire_sge) *
+							 RS_SGL_SIZE);
+	rs->sbuf_bytes_avail = rs->sbuf_size;
+	rs->sqe_avail = rs->sq_size - RS_QP_CTRL_SIZE;
+	rs->rbuf_free_offset = rs->rbuf_size / 2;
+	rs->rbuf_bytes_avail = rs->rbuf_size / 2;
+	rs->rseq_comp = rs->rq_size / 2;
+	return 0;
+}
+
+/* Post @count zero-length receives (the immediate data is the message). */
+static int rs_post_recvs(struct rsocket *rs, int count)
+{
+	struct ibv_recv_wr wrs[32], *bad;
+	int i, n;
+
+	while (count > 0) {
+		n = count < 32 ? count : 32;
+		for (i = 0; i < n; i++) {
+			wrs[i].wr_id = RS_WR_RECV;
+			wrs[i].sg_list = NULL;
+			wrs[i].num_sge = 0;
+			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+		}
+		if (ibv_post_recv(rs->cm_id->qp, wrs, &bad))
+			return cma_err(EIO);
+		count -= n;
+	}
+	return 0;
+}
+
+int rs_create_ep(struct rsocket *rs)
+{
+	struct ibv_qp_init_attr attr;
+
+	if (rs->cm_id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		return cma_err(ENOTSUP); /* needs the send-based variant */
+	rs_set_qp_size(rs);
+	rs->comp_channel = ibv_create_comp_channel(rs->cm_id->verbs);
+	if (!rs->comp_channel)
+		return -1;
+	rs->cq = ibv_create_cq(rs->cm_id->verbs, rs->sq_size + rs->rq_size, rs,
+			       rs->comp_channel, 0);
+	if (!rs->cq)
+		return -1;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_context = rs;
+	attr.send_cq = rs->cq;
+	attr.recv_cq = rs->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	attr.cap.max_send_wr = rs->sq_size;
+	attr.cap.max_recv_wr = rs->rq_size;
+	attr.cap.max_send_sge = 2;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = rs->sq_inline;
+	if (rdma_create_qp(rs->cm_id, NULL, &attr))
+		return -1;
+	rs->sq_inline = attr.cap.max_inline_data;
+	rs->sent = calloc(rs->sq_size, sizeof(*rs->sent));
+	if (!rs->sent)
+		return cma_err(ENOMEM);
+	if (rs_init_bufs(rs))
+		return -1;
+	return rs_post_recvs(rs, rs->rq_size);
+}
+
+void rs_destroy_ep(struct rsocket *rs)
+{
+	if (rs->cm_id && rs->cm_id->qp)
+		rdma_destroy_qp(rs->cm_id);
+	if (rs->cq) {
+		if (rs->unacked_events)
+			ibv_ack_cq_events(rs->cq, rs->unacked_events);
+		ibv_destroy_cq(rs->cq);
+		rs->cq = NULL;
+	}
+	if (rs->comp_channel) {
+		ibv_destroy_comp_channel(rs->comp_channel);
+		rs->comp_channel = NULL;
+	}
+	if (rs->smr)
+		ibv_dereg_mr(rs->smr);
+	if (rs->target_mr)
+		ibv_dereg_mr(rs->target_mr);
+	if (rs->rmr)
+		ibv_dereg_mr(rs->rmr);
+	rs->smr = rs->target_mr = rs->rmr = NULL;
+	free(rs->sbuf);
+	free(rs->target_buf);
+	free(rs->rbuf);
+	free(rs->rmsg);
+	free(rs->sent);
+	rs->sbuf = rs->rbuf = NULL;
+	rs->target_buf = NULL;
+	rs->rmsg = NULL;
+	rs->sent = NULL;
+}
+
+void rs_get_conn_params(struct rsocket *rs, struct rs_conn_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->credits = rs->rq_size;
+	p->iomap_size = rs->target_iomap_size;
+	p->target_sgl.addr = (uintptr_t)rs->target_buf;
+	p->target_sgl.key = rs->target_mr->rkey;
+	p->target_sgl.length = RS_SGL_SIZE;
+	p->data_buf.addr = (uintptr_t)rs->rbuf;
+	p->data_buf.key = rs->rmr->rkey;
+	p->data_buf.length = rs->rbuf_size / 2;
+}
+
+void rs_set_conn_params(struct rsocket *rs, const struct rs_conn_params *p)
+{
+	struct rs_wire_sge *first = (struct rs_wire_sge *)rs->target_sgl;
+
+	rs->remote_sgl = p->target_sgl;
+	rs->remote_sge = 1 % p->target_sgl.length;
+	rs->swap = p->big_endian != rs_host_big_endian();
+	if (p->has_iomap) {
+		rs->remote_iomap.addr =
+			p->target_sgl.addr +
+			sizeof(struct rs_wire_sge) * p->target_sgl.length;
+		rs->remote_iomap.length = p->iomap_size;
+		rs->remote_iomap.key = p->target_sgl.key;
+	}
+	*first = p->data_buf;
+	rs->target_sge = 0;
+	rs->sseq_comp = p->credits;
+}
+
+/* --- posting ----------------------------------------------------------- */
+
+/* Record a posted request; signal it when a completion must be pending. */
+static uint64_t rs_track(struct rsocket *rs, uint32_t msg, bool *signal)
+{
+	uint32_t idx = rs->sent_head;
+
+	rs->sent[idx] = msg;
+	rs->sent_head = (idx + 1) % rs->sq_size;
+	rs->unsignaled++;
+	if (*signal || rs->unsignaled >= RS_SIGNAL_EVERY ||
+	    rs->sqe_avail <= RS_SIGNAL_EVERY ||
+	    rs->sbuf_bytes_avail < rs->sbuf_size / 2)
+		*signal = true;
+	if (*signal)
+		rs->unsignaled = 0;
+	return ((uint64_t)idx << 32) | msg;
+}
+
+int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
+		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
+		  uint32_t rkey)
+{
+	struct ibv_send_wr wr, *bad;
+	bool signal =
+		rs_msg_op(msg) == RS_OP_SGL || rs_msg_op(msg) == RS_OP_CTRL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = rs_track(rs, msg, &signal);
+	wr.sg_list = nsge ? sgl : NULL;
+	wr.num_sge = nsge;
+	wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+	if (with_imm)
+		wr.imm_data = htonl(msg);
+	if (len && len <= rs->sq_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	if (signal)
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(rs->cm_id->qp, &wr, &bad)) {
+		rs->state = RS_ERROR;
+		rs->err = EIO;
+		return cma_err(EIO);
+	}
+	return 0;
+}
+
+/* Copy @len bytes into the send ring; describe them in 1 or 2 SGEs. */
+int rs_sbuf_fill(struct rsocket *rs, struct ibv_sge *sgl, const void *src,
+		 uint32_t len)
+{
+	uint32_t first = rs->sbuf_size - rs->sbuf_head;
+	int n = 1;
+
+	if (first > len)
+		first = len;
+	memcpy(rs->sbuf + rs->sbuf_head, src, first);
+	sgl[0].addr = (uintptr_t)(rs->sbuf + rs->sbuf_head);
+	sgl[0].length = first;
+	sgl[0].lkey = rs->smr->lkey;
+	if (first < len) {
+		memcpy(rs->sbuf, (const uint8_t *)src + first, len - first);
+		sgl[1].addr = (uintptr_t)rs->sbuf;
+		sgl[1].length = len - first;
+		sgl[1].lkey = rs->smr->lkey;
+		n = 2;
+	}
+	rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+	return n;
+}
+
+static bool rs_ctrl_avail(struct rsocket *rs)
+{
+	return rs->ctrl_seqno != rs->ctrl_max_seqno;
+}
+
+static int rs_post_ctrl(struct rsocket *rs, uint32_t msg)
+{
+	rs->ctrl_seqno++;
+	return rs_post_write(rs, NULL, 0, 0, msg, true, 0, 0);
+}
+
+/* Hand the peer credits, and our next free half-buffer if there is one. */
+static void rs_send_credits(struct rsocket *rs)
+{
+	uint32_t half = rs->rbuf_size / 2;
+	uint32_t msg = rs_msg(RS_OP_SGL, (uint16_t)(rs->rseq_no + rs->rq_size));
+	struct rs_wire_sge sge;
+	struct ibv_sge ibsge;
+	uint64_t raddr;
+
+	rs->rseq_comp = rs->rseq_no + rs->rq_size / 2;
+	if (rs->rbuf_bytes_avail < half) {
+		rs_post_ctrl(rs, msg);
+		return;
+	}
+
+	sge.addr = (uintptr_t)(rs->rbuf + rs->rbuf_free_offset);
+	sge.key = rs->rmr->rkey;
+	sge.length = half;
+	if (rs->swap)
+		rs_sge_swap(&sge);
+	if (rs->sq_inline >= sizeof(sge)) {
+		ibsge.addr = (uintptr_t)&sge;
+		ibsge.lkey = 0;
+	} else {
+		uint8_t *slot =
+			rs->sbuf + rs->sbuf_size +
+			RS_MAX_CTRL_MSG * (rs->ctrl_seqno % RS_QP_CTRL_SIZE);
+
+		memcpy(slot, &sge, sizeof(sge));
+		ibsge.addr = (uintptr_t)slot;
+		ibsge.lkey = rs->smr->lkey;
+	}
+	ibsge.length = sizeof(sge);
+	raddr = rs->remote_sgl.addr +
+		(uint64_t)rs->remote_sge * sizeof(struct rs_wire_sge);
+	rs->ctrl_seqno++;
+	rs_post_write(rs, &ibsge, 1, sizeof(sge), msg, true, raddr,
+		      rs->remote_sgl.key);
+
+	rs->rbuf_bytes_avail -= half;
+	rs->rbuf_free_offset += half;
+	if (rs->rbuf_free_offset >= rs->rbuf_size)
+		rs->rbuf_free_offset = 0;
+	rs->remote_sge = (rs->remote_sge + 1) % rs->remote_sgl.length;
+}
+
+void rs_update_credits(struct rsocket *rs)
+{
+	if (!(rs->state & RS_CONNECTED) || !rs_ctrl_avail(rs))
+		return;
+	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
+	    rs_seq_reached(rs->rseq_no, rs->rseq_comp))
+		rs_send_credits(rs);
+}
+
+/* --- completions ------------------------------------------------------- */
+
+static void rs_retire_send(struct rsocket *rs, uint32_t msg)
+{
+	switch (rs_msg_op(msg)) {
+	case RS_OP_SGL:
+		rs->ctrl_max_seqno++;
+		break;
+	case RS_OP_CTRL:
+		rs->ctrl_max_seqno++;
+		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT)
+			rs->state = RS_DISCONNECTED;
+		break;
+	case RS_OP_IOMAP_SGL:
+		rs->sqe_avail++;
+		rs->sbuf_bytes_avail += sizeof(struct rs_wire_iomap);
+		break;
+	default: /* RS_OP_DATA, RS_OP_WRITE */
+		rs->sqe_avail++;
+		rs->sbuf_bytes_avail += rs_msg_data(msg);
+		break;
+	}
+}
+
+/* A completion retires its request and every unsignaled one before it. */
+static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
+{
+	uint32_t last = (uint32_t)(wc->wr_id >> 32);
+
+	if (last >= rs->sq_size)
+		return;
+	for (;;) {
+		uint32_t idx = rs->sent_tail;
+
+		if (idx == rs->sent_head)
+			break;
+		rs->sent_tail = (idx + 1) % rs->sq_size;
+		rs_retire_send(rs, rs->sent[idx]);
+		if (idx == last)
+			break;
+	}
+	if (wc->status != IBV_WC_SUCCESS && (rs->state & RS_CONNECTED)) {
+		rs->state = RS_ERROR;
+		rs->err = ECONNRESET;
+	}
+}
+
+static void rs_queue_data(struct rsocket *rs, uint32_t len)
+{
+	int next = (rs->rmsg_tail + 1) % (rs->rq_size + 1);
+
+	if (next == rs->rmsg_head || len > rs->rbuf_size) {
+		/* The peer overran its credits: a protocol violation. */
+		rs->state = RS_ERROR;
+		rs->err = EPROTO;
+		return;
+	}
+	rs->rmsg[rs->rmsg_tail].op = RS_OP_DATA;
+	rs->rmsg[rs->rmsg_tail].len = len;
+	rs->rmsg_tail = next;
+}
+
+static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
+{
+	uint32_t msg;
+
+	rs->recv_deficit++;
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (rs->state & RS_CONNECTED) {
+			rs->state = RS_ERROR;
+			rs->err = ECONNRESET;
+		}
+		return;
+	}
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+		return;
+	msg = ntohl(wc->imm_data);
+	switch (rs_msg_op(msg)) {
+	case RS_OP_DATA:
+		rs_queue_data(rs, rs_msg_data(msg));
+		break;
+	case RS_OP_SGL:
+		rs->sseq_comp = (uint16_t)rs_msg_data(msg);
+		break;
+	case RS_OP_CTRL:
+		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT) {
+			rs->state = RS_DISCONNECTED;
+		} else if (rs_msg_data(msg) == RS_CTRL_SHUTDOWN) {
+			if (rs->state & RS_WRITABLE)
+				rs->state &= ~RS_READABLE;
+			else
+				rs->state = RS_DISCONNECTED;
+		}
+		break;
+	case RS_OP_IOMAP_SGL:
+		/*
+		 * The slot is read from memory when needed.  The sender spent
+		 * a credit on it: count it as consumed so credits balance.
+		 */
+		rs->rseq_no++;
+		break;
+	default:
+		break;
+	}
+}
+
+int rs_poll_cq(struct rsocket *rs)
+{
+	struct ibv_wc wc[RS_POLL_BATCH];
+	int i, n;
+
+	if (!rs->cq)
+		return 0;
+	do {
+		n = ibv_poll_cq(rs->cq, RS_POLL_BATCH, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].wr_id & RS_WR_RECV)
+				rs_recv_done(rs, &wc[i]);
+			else
+				rs_send_done(rs, &wc[i]);
+		}
+	} while (n == RS_POLL_BATCH);
+
+	if (rs->recv_deficit && (rs->state & RS_CONNECTED)) {
+		if (rs_post_recvs(rs, rs->recv_deficit)) {
+			rs->state = RS_ERROR;
+			rs->err = EIO;
+		}
+		rs->recv_deficit = 0;
+	}
+	return n < 0 ? cma_err(EIO) : 0;
+}
+
+/* --- waiting ----------------------------------------------------------- */
+
+bool rs_can_send(struct rsocket *rs)
+{
+	return rs->sqe_avail > 0 && rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
+	       rs->sseq_no != rs->sseq_comp &&
+	       rs->target_sgl[rs->target_sge].length != 0;
+}
+
+bool rs_have_rdata(struct rsocket *rs)
+{
+	return rs->rmsg_head != rs->rmsg_tail;
+}
+
+bool rs_conn_can_send(struct rsocket *rs)
+{
+	return rs_can_send(rs) || !(rs->state & RS_WRITABLE);
+}
+
+bool rs_conn_have_rdata(struct rsocket *rs)
+{
+	return rs_have_rdata(rs) || !(rs->state & RS_READABLE);
+}
+
+static bool rs_all_sends_done(struct rsocket *rs)
+{
+	return rs->sent_head == rs->sent_tail || !(rs->state & RS_CONNECTED);
+}
+
+static bool rs_can_send_ctrl(struct rsocket *rs)
+{
+	return rs_ctrl_avail(rs) || !(rs->state & RS_CONNECTED);
+}
+
+static uint64_t rs_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sleep until the CQ's next event; rs->lock is not held. */
+static void rs_sleep_on_cq(struct rsocket *rs)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	pthread_mutex_lock(&rs->wait_lock);
+	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE) &&
+	    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
+		__atomic_store_n(&rs->cq_armed, false, __ATOMIC_RELEASE);
+		if (++rs->unacked_events >= 64) {
+			ibv_ack_cq_events(rs->cq, rs->unacked_events);
+			rs->unacked_events = 0;
+		}
+	}
+	pthread_mutex_unlock(&rs->wait_lock);
+}
+
+void rs_consume_cq_event(struct rsocket *rs)
+{
+	struct pollfd pfd;
+
+	if (!rs->comp_channel)
+		return;
+	pfd.fd = rs->comp_channel->fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 0) == 1)
+		rs_sleep_on_cq(rs);
+}
+
+bool rs_arm_cq(struct rsocket *rs)
+{
+	if (!rs->cq)
+		return false;
+	if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+		ibv_req_notify_cq(rs->cq, 0);
+		__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
+	}
+	/* A completion may have landed before the CQ was armed. */
+	rs_poll_cq(rs);
+	rs_update_credits(rs);
+	return false;
+}
+
+/* Called and returns with rs->lock held. */
+int rs_wait_locked(struct rsocket *rs, bool nonblock,
+		   bool (*ready)(struct rsocket *))
+{
+	uint64_t start = 0;
+
+	for (;;) {
+		rs_poll_cq(rs);
+		rs_update_credits(rs);
+		if (ready(rs))
+			return 0;
+		if (rs->state & (RS_ERROR | RS_DISCONNECTED) &&
+		    !(rs->state & RS_CONNECTED))
+			return 0; /* @ready's callers check the state */
+		if (nonblock)
+			return cma_err(EWOULDBLOCK);
+		if (!start)
+			start = rs_now_us();
+		if (rs_now_us() - start < rs_def.polling_time) {
+			pthread_mutex_unlock(&rs->lock);
+			pthread_mutex_lock(&rs->lock);
+			continue;
+		}
+		if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+			ibv_req_notify_cq(rs->cq, 0);
+			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
+			continue;
+		}
+		pthread_mutex_unlock(&rs->lock);
+		rs_sleep_on_cq(rs);
+		pthread_mutex_lock(&rs->lock);
+	}
+}
+
+int rs_wait(struct rsocket *rs, bool nonblock, bool (*ready)(struct rsocket *))
+{
+	int ret;
+
+	pthread_mutex_lock(&rs->lock);
+	ret = rs_wait_locked(rs, nonblock, ready);
+	pthread_mutex_unlock(&rs->lock);
+	return ret;
+}
+
+/* --- receiving --------------------------------------------------------- */
+
+/* Copy @len bytes from the receive ring at @offset; returns the new one. */
+static uint32_t rs_copy_out(struct rsocket *rs, uint32_t offset, void *dst,
+			    uint32_t len)
+{
+	uint32_t end = rs->rbuf_size - offset;
+
+	if (len > end) {
+		memcpy(dst, rs->rbuf + offset, end);
+		memcpy((uint8_t *)dst + end, rs->rbuf, len - end);
+		return len - end;
+	}
+	memcpy(dst, rs->rbuf + offset, len);
+	offset += len;
+	return offset == rs->rbuf_size ? 0 : offset;
+}
+
+/* Copy queued data into @iov; consume it unless @peek.  Under rs->lock. */
+static size_t rs_read_queued(struct rsocket *rs, const struct iovec *iov,
+			     int iovcnt, bool peek)
+{
+	int head = rs->rmsg_head, vi = 0;
+	uint32_t offset = rs->rbuf_offset, first_part = 0;
+	size_t vo = 0, total = 0;
+
+	while (head != rs->rmsg_tail && vi < iovcnt) {
+		uint32_t avail = rs->rmsg[head].len -
+				 (head == rs->rmsg_head ? first_part : 0);
+		size_t room = iov[vi].iov_len - vo;
+		uint32_t n = avail < room ? avail : (uint32_t)room;
+
+		if (!iov[vi].iov_len) {
+			vi++;
+			continue;
+		}
+		offset = rs_copy_out(rs, offset,
+				     (uint8_t *)iov[vi].iov_base + vo, n);
+		total += n;
+		vo += n;
+		if (vo == iov[vi].iov_len) {
+			vi++;
+			vo = 0;
+		}
+		if (n == avail) {
+			head = (head + 1) % (rs->rq_size + 1);
+			if (!peek)
+				rs->rseq_no++;
+			first_part = 0;
+		} else if (!peek) {
+			rs->rmsg[head].len -= n;
+		} else {
+			first_part += n;
+		}
+	}
+	if (!peek) {
+		rs->rmsg_head = head;
+		rs->rbuf_offset = offset;
+		rs->rbuf_bytes_avail += total;
+	}
+	return total;
+}
+
+static size_t rs_iov_len(const struct iovec *iov, int iovcnt)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
+			int flags)
+{
+	size_t len = rs_iov_len(iov, iovcnt), done = 0;
+	struct iovec cur[64];
+	int ret = 0;
+
+	if (iovcnt > 64)
+		iovcnt = 64;
+	if (rs->state & RS_OPENING) {
+		if (rs_do_connect(rs, rs_nonblocking(rs, flags))) {
+			if (errno == EINPROGRESS)
+				errno = EAGAIN;
+			return -1;
+		}
+	}
+	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+		return cma_err(ENOTCONN);
+	if (!len)
+		return 0;
+
+	pthread_mutex_lock(&rs->rlock);
+	pthread_mutex_lock(&rs->lock);
+	memcpy(cur, iov, sizeof(*iov) * iovcnt);
+	do {
+		size_t n;
+		int i;
+
+		if (!rs_have_rdata(rs)) {
+			ret = rs_wait_locked(rs, rs_nonblocking(rs, flags),
+					     rs_conn_have_rdata);
+			if (ret)
+				break;
+			if (!rs_have_rdata(rs))
+				break; /* end of stream or error */
+		}
+		n = rs_read_queued(rs, cur, iovcnt, flags & MSG_PEEK);
+		done += n;
+		if (flags & MSG_PEEK)
+			break;
+		/* Skip what was filled for a MSG_WAITALL retry. */
+		for (i = 0; i < iovcnt && n; i++) {
+			size_t k = n < cur[i].iov_len ? n : cur[i].iov_len;
+
+			cur[i].iov_base = (uint8_t *)cur[i].iov_base + k;
+			cur[i].iov_len -= k;
+			n -= k;
+		}
+		rs_update_credits(rs);
+	} while (done < len && (flags & MSG_WAITALL) &&
+		 (rs->state & RS_READABLE));
+	if (!done && !ret && (rs->state & RS_ERROR)) {
+		ret = cma_err(rs->err ? rs->err : ECONNRESET);
+	}
+	pthread_mutex_unlock(&rs->lock);
+	pthread_mutex_unlock(&rs->rlock);
+	return done ? (ssize_t)done : ret;
+}
+
+ssize_t rs_stream_recv(struct rsocket *rs, void *buf, size_t len, int flags)
+{
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+
+	return rs_stream_recvv(rs, &iov, 1, flags);
+}
+
+/* --- sending ----------------------------------------------------------- */
+
+/* Gather @len bytes starting at (*iov, *off) into @dst, advancing both. */
+void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len)
+{
+	while (len) {
+		size_t n = (*iov)->iov_len - *off;
+
+		if (n > len)
+			n = len;
+		memcpy(dst, (const uint8_t *)(*iov)->iov_base + *off, n);
+		dst = (uint8_t *)dst + n;
+		len -= n;
+		*off += n;
+		if (*off == (*iov)->iov_len) {
+			(*iov)++;
+			*off = 0;
+		}
+	}
+}
+
+int rs_post_payload(struct rsocket *rs, const struct iovec **iov, size_t *off,
+		    uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
+		    uint32_t rkey)
+{
+	struct ibv_sge sgl[2];
+	int nsge;
+
+	if (len <= rs->sq_inline && (*iov)->iov_len - *off >= len) {
+		/* Inline: the provider copies straight from the caller. */
+		sgl[0].addr = (uintptr_t)(*iov)->iov_base + *off;
+		sgl[0].length = len;
+		sgl[0].lkey = 0;
+		nsge = 1;
+		*off += len;
+		if (*off == (*iov)->iov_len) {
+			(*iov)++;
+			*off = 0;
+		}
+	} else {
+		uint32_t first = rs->sbuf_size - rs->sbuf_head;
+
+		if (first > len)
+			first = len;
+		rs_gather(rs->sbuf + rs->sbuf_head, iov, off, first);
+		sgl[0].addr = (uintptr_t)(rs->sbuf + rs->sbuf_head);
+		sgl[0].length = first;
+		sgl[0].lkey = rs->smr->lkey;
+		nsge = 1;
+		if (first < len) {
+			rs_gather(rs->sbuf, iov, off, len - first);
+			sgl[1].addr = (uintptr_t)rs->sbuf;
+			sgl[1].length = len - first;
+			sgl[1].lkey = rs->smr->lkey;
+			nsge = 2;
+		}
+		rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
+	}
+	rs->sqe_avail--;
+	rs->sbuf_bytes_avail -= len;
+	return rs_post_write(rs, sgl, nsge, len, msg, with_imm, addr, rkey);
+}
+
+/* Post one data write of @len bytes from the iovec cursor.  Under lock. */
+static int rs_write_data(struct rsocket *rs, const struct iovec **iov,
+			 size_t *off, uint32_t len)
+{
+	volatile struct rs_wire_sge *tsge = &rs->target_sgl[rs->target_sge];
+	uint64_t addr = tsge->addr;
+	uint32_t rkey = tsge->key;
+
+	/* Update our view of the target before the peer may reuse it. */
+	rs->sseq_no++;
+	tsge->addr = addr + len;
+	tsge->length = tsge->length - len;
+	if (!tsge->length)
+		rs->target_sge = (rs->target_sge + 1) % RS_SGL_SIZE;
+	return rs_post_payload(rs, iov, off, len, rs_msg(RS_OP_DATA, len), true,
+			       addr, rkey);
+}
+
+ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
+			int flags)
+{
+	size_t len = rs_iov_len(iov, iovcnt), left = len, off = 0;
+	uint32_t olen = RS_OLAP_START_SIZE;
+	bool nonblock = rs_nonblocking(rs, flags);
+	int ret = 0;
+
+	if (rs->state & RS_OPENING) {
+		if (rs_do_connect(rs, nonblock)) {
+			if (errno == EINPROGRESS)
+				errno = EAGAIN;
+			return -1;
+		}
+	}
+	if (!(rs->state & RS_CONNECTED))
+		return cma_err(rs->state & (RS_DISCONNECTED | RS_ERROR)
+				       ? EPIPE
+				       : ENOTCONN);
+
+	pthread_mutex_lock(&rs->slock);
+	if (rs->iomap_pending) {
+		ret = rs_send_iomaps(rs, flags);
+		if (ret)
+			goto out;
+	}
+	pthread_mutex_lock(&rs->lock);
+	while (left) {
+		uint32_t xfer;
+
+		if (!rs_can_send(rs)) {
+			ret = rs_wait_locked(rs, nonblock, rs_conn_can_send);
+			if (ret)
+				break;
+			if (!(rs->state & RS_WRITABLE)) {
+				ret = cma_err(EPIPE);
+				break;
+			}
+			if (!rs_can_send(rs))
+				continue;
+		}
+		if (olen < left) {
+			xfer = olen;
+			if (olen < RS_MAX_TRANSFER)
+				olen <<= 1;
+		} else {
+			xfer = (uint32_t)left;
+		}
+		if (xfer > rs->sbuf_bytes_avail)
+			xfer = rs->sbuf_bytes_avail;
+		if (xfer > rs->target_sgl[rs->target_sge].length)
+			xfer = rs->target_sgl[rs->target_sge].length;
+		ret = rs_write_data(rs, &iov, &off, xfer);
+		if (ret)
+			break;
+		left -= xfer;
+	}
+	pthread_mutex_unlock(&rs->lock);
+out:
+	pthread_mutex_unlock(&rs->slock);
+	return (ret && left == len) ? ret : (ssize_t)(len - left);
+}
+
+/* --- shutdown ---------------------------------------------------------- */
+
+int rs_stream_shutdown(struct rsocket *rs, int how)
+{
+	uint32_t ctrl;
+	int ret = 0;
+
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return cma_err(EINVAL);
+	if (!(rs->state & RS_CONNECTED)) {
+		if (rs->state & (RS_DISCONNECTED | RS_ERROR))
+			goto disconnect;
+		return cma_err(ENOTCONN);
+	}
+
+	pthread_mutex_lock(&rs->lock);
+	if (how == SHUT_RDWR) {
+		ctrl = RS_CTRL_DISCONNECT;
+		rs->state &= ~(RS_READABLE | RS_WRITABLE);
+	} else if (how == SHUT_WR) {
+		rs->state &= ~RS_WRITABLE;
+		ctrl = (rs->state & RS_READABLE) ? RS_CTRL_SHUTDOWN
+						 : RS_CTRL_DISCONNECT;
+	} else {
+		rs->state &= ~RS_READABLE;
+		if (rs->state & RS_WRITABLE) {
+			pthread_mutex_unlock(&rs->lock);
+			return 0;
+		}
+		ctrl = RS_CTRL_DISCONNECT;
+	}
+	/*
+	 * Let the data land before the shutdown message: a peer polling
+	 * for the tail of the data would otherwise see the hang-up with it.
+	 */
+	if (rs->unsignaled && rs->sqe_avail > 0 && (rs->state & RS_CONNECTED)) {
+		rs->sqe_avail--;
+		rs_post_write(rs, NULL, 0, 0, rs_msg(RS_OP_WRITE, 0), false, 0,
+			      0);
+	}
+	if (rs->state & RS_CONNECTED)
+		rs_wait_locked(rs, false, rs_all_sends_done);
+	if (!rs_ctrl_avail(rs))
+		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
+	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs))
+		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
+	if (rs->state & RS_CONNECTED)
+		rs_wait_locked(rs, false, rs_all_sends_done);
+	pthread_mutex_unlock(&rs->lock);
+	if (!(rs->state & RS_DISCONNECTED))
+		return ret;
+disconnect:
+	/* Flushes the QP, which wakes any thread asleep on the CQ. */
+	if (rs->cq)
+		ibv_req_notify_cq(rs->cq, 0);
+	rdma_disconnect(rs->cm_id);
+	return ret;
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The rsocket descriptor table and socket allocation.
+ *
+ * Sockets are found by number on every call, so lookups take no lock: the
+ * table is two-level, its pages are allocated once and never freed, and
+ * slots are read and written atomically.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rs.h"
+
+#define RS_PAGE_SHIFT 10
+#define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)
+#define RS_PAGES 1024 /* descriptors up to 2^20 */
+#define RS_CONF_DIR "/etc/rdma/rsocket"
+
+static struct rsocket **rs_pages[RS_PAGES];
+static pthread_mutex_t rs_table_mut = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t rs_once = PTHREAD_ONCE_INIT;
+
+struct rs_defaults rs_def = {
+	.sqsize = 384,
+	.rqsize = 384,
+	.inline_size = 64,
+	.iomap_size = 0,
+	.mem = 1 << 17,
+	.wmem = 1 << 17,
+	.polling_time = 10,
+};
+
+/* A value from RS_CONF_DIR/@name, then the environment's @env, if set. */
+static void rs_read_tunable(const char *name, const char *env,
+			    unsigned long max, void *val, size_t size)
+{
+	char path[128];
+	unsigned long v;
+	bool found = false;
+	const char *s;
+	FILE *f;
+
+	snprintf(path, sizeof(path), RS_CONF_DIR "/%s", name);
+	f = fopen(path, "re");
+	if (f) {
+		found = fscanf(f, "%lu", &v) == 1;
+		fclose(f);
+	}
+	s = getenv(env);
+	if (s && *s) {
+		char *end;
+
+		errno = 0;
+		v = strtoul(s, &end, 0);
+		found = !errno && !*end;
+	}
+	if (!found)
+		return;
+	if (v > max)
+		v = max;
+	if (size == sizeof(uint16_t))
+		*(uint16_t *)val = (uint16_t)v;
+	else
+		*(uint32_t *)val = (uint32_t)v;
+}
+
+static void rs_configure_once(void)
+{
+	rs_read_tunable("polling_time", "RDMA_RS_POLLING_TIME", 1000000,
+			&rs_def.polling_time, sizeof(uint32_t));
+	rs_read_tunable("inline_default", "RDMA_RS_INLINE", 0xffff,
+			&rs_def.inline_size, sizeof(uint16_t));
+	rs_read_tunable("sqsize_default", "RDMA_RS_SQSIZE", RS_QP_MAX_SIZE,
+			&rs_def.sqsize, sizeof(uint16_t));
+	rs_read_tunable("rqsize_default", "RDMA_RS_RQSIZE", RS_QP_MAX_SIZE,
+			&rs_def.rqsize, sizeof(uint16_t));
+	rs_read_tunable("mem_default", "RDMA_RS_MEM", 1u << 30, &rs_def.mem,
+			sizeof(uint32_t));
+	rs_read_tunable("wmem_default", "RDMA_RS_WMEM", 1u << 30, &rs_def.wmem,
+			sizeof(uint32_t));
+	rs_read_tunable("iomap_size", "RDMA_RS_IOMAP_SIZE", 0x7f00,
+			&rs_def.iomap_size, sizeof(uint16_t));
+	if (rs_def.mem < RS_SNDLOWAT * 2)
+		rs_def.mem = RS_SNDLOWAT * 2;
+	if (rs_def.wmem < RS_SNDLOWAT * 2)
+		rs_def.wmem = RS_SNDLOWAT * 2;
+	/* Only sizes the 8-bit wire encoding can carry exactly. */
+	rs_def.iomap_size = rs_iomap_size_from_wire(
+		rs_iomap_size_to_wire(rs_def.iomap_size));
+}
+
+void rs_configure(void)
+{
+	pthread_once(&rs_once, rs_configure_once);
+}
+
+struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
+{
+	struct rsocket *rs = calloc(1, sizeof(*rs));
+
+	if (!rs)
+		return NULL;
+	rs->type = type;
+	rs->index = -1;
+	if (inherit) {
+		rs->domain = inherit->domain;
+		rs->sq_size = inherit->sq_size;
+		rs->rq_size = inherit->rq_size;
+		rs->sq_inline = inherit->sq_inline;
+		rs->sbuf_size = inherit->sbuf_size;
+		rs->rbuf_size = inherit->rbuf_size;
+		rs->so_opts = inherit->so_opts;
+		rs->tcp_opts = inherit->tcp_opts;
+		rs->keepalive_time = inherit->keepalive_time;
+		if (type == SOCK_STREAM)
+			rs->target_iomap_size = inherit->target_iomap_size;
+	} else {
+		rs->sq_size = rs_def.sqsize;
+		rs->rq_size = rs_def.rqsize;
+		rs->sq_inline = rs_def.inline_size;
+		rs->sbuf_size = rs_def.wmem;
+		rs->rbuf_size = rs_def.mem;
+		if (type == SOCK_STREAM)
+			rs->target_iomap_size = rs_def.iomap_size;
+	}
+	if (type == SOCK_STREAM) {
+		rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
+	} else {
+		rs->udp_sock = -1;
+		rs->epfd = -1;
+	}
+	pthread_mutex_init(&rs->slock, NULL);
+	pthread_mutex_init(&rs->rlock, NULL);
+	pthread_mutex_init(&rs->lock, NULL);
+	pthread_mutex_init(&rs->wait_lock, NULL);
+	pthread_mutex_init(&rs->map_lock, NULL);
+	return rs;
+}
+
+void rs_free(struct rsocket *rs)
+{
+	if (rs->index >= 0)
+		rs_remove(rs);
+	if (rs->type == SOCK_DGRAM)
+		ds_free(rs);
+	else
+		rs_stream_free(rs);
+	free(rs->route);
+	pthread_mutex_destroy(&rs->slock);
+	pthread_mutex_destroy(&rs->rlock);
+	pthread_mutex_destroy(&rs->lock);
+	pthread_mutex_destroy(&rs->wait_lock);
+	pthread_mutex_destroy(&rs->map_lock);
+	free(rs);
+}
+
+static struct rsocket **rs_slot(int index, bool create)
+{
+	struct rsocket **page;
+	int pg = index >> RS_PAGE_SHIFT;
+
+	if (index < 0 || pg >= RS_PAGES)
+		return NULL;
+	page = __atomic_load_n(&rs_pages[pg], __ATOMIC_ACQUIRE);
+	if (!page && create) {
+		page = calloc(RS_PAGE_SIZE, sizeof(*page));
+		if (!page)
+			return NULL;
+		__atomic_store_n(&rs_pages[pg], page, __ATOMIC_RELEASE);
+	}
+	return page ? &page[index & (RS_PAGE_SIZE - 1)] : NULL;
+}
+
+int rs_insert(struct rsocket *rs, int index)
+{
+	struct rsocket **slot;
+	int ret = 0;
+
+	pthread_mutex_lock(&rs_table_mut);
+	slot = rs_slot(index, true);
+	if (!slot)
+		ret = cma_err(index < 0 ? EBADF : ENOMEM);
+	else if (*slot)
+		ret = cma_err(EBUSY);
+	else {
+		rs->index = index;
+		__atomic_store_n(slot, rs, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&rs_table_mut);
+	return ret;
+}
+
+void rs_remove(struct rsocket *rs)
+{
+	struct rsocket **slot;
+
+	pthread_mutex_lock(&rs_table_mut);
+	slot = rs_slot(rs->index, false);
+	if (slot && *slot == rs)
+		__atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
+	rs->index = -1;
+	pthread_mutex_unlock(&rs_table_mut);
+}
+
+struct rsocket *rs_lookup(int socket)
+{
+	struct rsocket **slot = rs_slot(socket, false);
+
+	return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+}
+
+struct rsocket *rs_get(int socket)
+{
+	struct rsocket *rs = rs_lookup(socket);
+
+	if (!rs)
+		errno = EBADF;
+	return rs;
+}
