@@ -100,6 +100,16 @@ else
 	run_suite rsocket env RDMACM_BUILD_DIR="$BUILD_DIR" \
 		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/rsocket-in-guest.sh"
 fi
+# Debian's rdmacm-utils matrix on our library, our rsocket examples against
+# Debian's, and a TCP program (socat) over librspreload (one guest boot).
+if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ]; then
+	run_suite rdmacm-utils env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-native.sh" "$repo/tests/system/rdmacm-utils-in-guest.sh"
+else
+	"$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
+	run_suite rdmacm-utils env RDMACM_BUILD_DIR="$BUILD_DIR" \
+		"$repo/tests/vm/run-guest.sh" "$repo/tests/system/rdmacm-utils-in-guest.sh"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

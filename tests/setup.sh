@@ -15,7 +15,8 @@ build=${BUILD_DIR:-$repo/build}
 # test suite calls (man for page checks, abigail for the ABI gate).
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
-	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio"
+	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
+	socat rdmacm-utils"
 
 install_missing() {
 	local missing=() p
