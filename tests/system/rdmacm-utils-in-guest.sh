@@ -34,7 +34,7 @@ A2="${RDMA_TEST_ADDR2:-$A1}"
 ONLY="${RDMACM_RS_ONLY:-}"
 MODE="${RDMACM_RS_LIB:-ours}"
 REF="${RDMACM_REF_LIBDIR:-$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu}"
-T=60 # seconds per program
+T=40 # seconds per program
 # Scratch files go to local storage: rcopy's server mmap()s its output file,
 # which the VM's 9p results share does not allow.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/rsocket-tests.XXXXXX")" || exit 1
