@@ -19,6 +19,7 @@ if [ -z "${RDMACM_VM_GUEST:-}" ] && [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	export RDMACM_BUILD_DIR="${RDMACM_BUILD_DIR:-${BUILD_DIR:-$repo/build}}"
 	[ -e "$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu/librdmacm.so.1" ] ||
 		"$repo/tests/abi/fetch-reference.sh" >/dev/null
+	export RDMACM_VM_TIMEOUT="${RDMACM_VM_TIMEOUT:-1200}"
 	exec "$repo/tests/vm/run-guest.sh" "$0" "$@"
 fi
 
@@ -68,8 +69,8 @@ best() {
 	echo "${b:-nan}"
 }
 
-BW_ARGS="-S 65536 -C 2000 -I 1 -T b"
-LAT_ARGS="-S 64 -C 1 -I 20000 -T b"
+BW_ARGS="-S 65536 -C 1000 -I 1 -T b"
+LAT_ARGS="-S 64 -C 1 -I 2000 -T b"
 echo "# rstream $BW_ARGS (throughput) and $LAT_ARGS (latency), best of $RUNS"
 bw_ours=$(best "$ours" 1 max $BW_ARGS)
 bw_ref=$(best "$ref" 1 max $BW_ARGS)
