@@ -51,6 +51,11 @@ one() {
 	sleep 0.5
 	out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -s "$A1" -b "$A2" -p $port "$@" 2>&1)
 	wait
+	if ! grep -q '^custom ' <<<"$out"; then
+		# No result: say why (a hang ends in timeout's 124).
+		echo "# rstream $* on $lib gave no result:" >&2
+		tail -3 <<<"$out" | sed 's/^/#   /' >&2
+	fi
 	awk '$1 == "custom" { print $(NF-1), $NF }' <<<"$out"
 }
 
