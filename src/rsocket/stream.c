@@ -932,17 +932,6 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		}
 		ctrl = RS_CTRL_DISCONNECT;
 	}
-	/*
-	 * Let the data land before the shutdown message: a peer polling
-	 * for the tail of the data would otherwise see the hang-up with it.
-	 */
-	if (rs->unsignaled && rs->sqe_avail > 0 && (rs->state & RS_CONNECTED)) {
-		rs->sqe_avail--;
-		rs_post_write(rs, NULL, 0, 0, rs_msg(RS_OP_WRITE, 0), false, 0,
-			      0);
-	}
-	if (rs->state & RS_CONNECTED)
-		rs_wait_locked(rs, false, rs_all_sends_done);
 	if (!rs_ctrl_avail(rs))
 		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
 	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs))
