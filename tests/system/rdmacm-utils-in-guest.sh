@@ -203,11 +203,12 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 	# starts.
 	pair utils/udaddy "$U/udaddy -b $A1" "$U/udaddy -s $A1 -b $A2"
 	# mckey's sender stalls ~50 s in the kernel when its QP is destroyed
-	# (Linux 6.1 rxe, any library): run it alongside the others.
+	# (Linux 6.1 rxe, any library): run it alongside the others, with more
+	# time than the rest.
 	mckey_name="utils/mckey"
 	if wanted "$mckey_name"; then
 		(
-			run_pair "$mckey_name" "$testlib" "$U/mckey -m 239.255.0.43 -b $A1 -C 4" \
+			T=100 run_pair "$mckey_name" "$testlib" "$U/mckey -m 239.255.0.43 -b $A1 -C 4" \
 				"$testlib" "$U/mckey -m 239.255.0.43 -b $A2 -s -C 4"
 			echo "$pair_rc" >"$WORK/mckey.rc"
 			echo "$pair_out" >"$WORK/mckey.out"
