@@ -100,6 +100,10 @@ vm_suite system run-in-guest.sh
 # rsockets: Debian's rstream/riostream on our library, and interop with
 # Debian's library in both directions.
 vm_suite rsocket rsocket-in-guest.sh
+# Debian's rdmacm-utils matrix on our library, our rsocket examples against
+# Debian's, and a TCP program (socat) over librspreload.
+"$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
+vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
 # The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
 vm_suite acm acm-in-guest.sh
 # Peer-to-peer mode (issue 4), one guest.

@@ -18,7 +18,7 @@ build=${BUILD_DIR:-$repo/build}
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
-	clang valgrind strace gnuplot-nox"
+	clang valgrind strace gnuplot-nox socat rdmacm-utils"
 
 install_missing() {
 	local missing=() p

@@ -65,8 +65,8 @@ copy_tree() {
 }
 
 # The files every package set must deliver, relative to the install root.
-pkg_headers="rdma/rdma_cma.h rdma/rdma_verbs.h rdma/rdma_cma_abi.h infiniband/ib.h"
-pkg_programs="rping ucmatose udaddy mckey mckey2 cmtime rdma_server rdma_client"
+pkg_headers="rdma/rdma_cma.h rdma/rdma_verbs.h rdma/rdma_cma_abi.h infiniband/ib.h rdma/rsocket.h"
+pkg_programs="rping ucmatose udaddy mckey mckey2 cmtime rdma_server rdma_client p2pmesh rdma_acme rstream riostream rcopy"
 
 # Man pages the tree ships in section SECTION (from Makefile.am's lists).
 source_man_pages() {
@@ -119,6 +119,7 @@ check_root() {
 	check "$kind-man-render" check_man_render "$root"
 
 	check "$kind-programs" check_programs "$root" "$libdir"
+	check "$kind-preload" check_preload "$root/$libdir/rsocket"
 	check "$kind-no-static-or-la" check_no_la "$root"
 }
 
@@ -231,6 +232,24 @@ check_programs() {
 			{ echo "$p does not resolve librdmacm.so.1 into the package root"; bad=1; }
 	done
 	return $bad
+}
+
+# librspreload.so where rdma-core has it: the versioned file, the .so.1 and
+# the .so links users preload, no run path, linked to librdmacm.so.1.
+check_preload() {
+	local dir=$1 f
+	for f in librspreload.so librspreload.so.1 librspreload.so.1.0.0; do
+		[ -e "$dir/$f" ] || { echo "no $dir/$f"; return 1; }
+	done
+	[ -L "$dir/librspreload.so" ] || { echo "librspreload.so is not a symlink"; return 1; }
+	if objdump -p "$dir/librspreload.so.1.0.0" | grep -Eq '^ *(RPATH|RUNPATH)'; then
+		echo "librspreload has a run path"
+		return 1
+	fi
+	objdump -p "$dir/librspreload.so.1.0.0" | grep -q 'NEEDED *librdmacm\.so\.1$' ||
+		{ echo "librspreload does not need librdmacm.so.1"; return 1; }
+	nm -D --defined-only "$dir/librspreload.so.1.0.0" | grep -q ' T socket$' ||
+		{ echo "librspreload does not define socket"; return 1; }
 }
 
 check_no_la() {

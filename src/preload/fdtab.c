@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Which of the program's descriptors stand for an rsocket.
+ *
+ * A two-level table indexed by descriptor number: pages of 1024 slots
+ * allocated on first use, so a program with a few sockets pays a few
+ * kilobytes.  Lookups are lock-free (every I/O call does one); changes
+ * take a mutex.  As with the kernel, closing a descriptor while another
+ * thread still uses it is the program's bug.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rsocket.h>
+
+#include "preload.h"
+
+#define PAGE_SHIFT 10
+#define PAGE_SLOTS (1 << PAGE_SHIFT)
+#define NPAGES 1024 /* descriptors up to 1M */
+
+static struct rsp_file **pages[NPAGES];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int mapped; /* descriptors mapped, for rsp_any() */
+
+static struct rsp_file **slot(int fd, bool create)
+{
+	unsigned int p = (unsigned int)fd >> PAGE_SHIFT;
+	struct rsp_file **page;
+
+	if (fd < 0 || p >= NPAGES)
+		return NULL;
+	page = __atomic_load_n(&pages[p], __ATOMIC_ACQUIRE);
+	if (!page && create) {
+		page = calloc(PAGE_SLOTS, sizeof(*page));
+		if (page)
+			__atomic_store_n(&pages[p], page, __ATOMIC_RELEASE);
+	}
+	return page ? &page[fd & (PAGE_SLOTS - 1)] : NULL;
+}
+
+struct rsp_file *rsp_get(int fd)
+{
+	struct rsp_file **s;
+
+	if (!__atomic_load_n(&mapped, __ATOMIC_RELAXED))
+		return NULL;
+	s = slot(fd, false);
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+}
+
+bool rsp_any(void)
+{
+	return __atomic_load_n(&mapped, __ATOMIC_RELAXED) != 0;
+}
+
+struct rsp_file *rsp_file_new(int rs, int domain)
+{
+	struct rsp_file *f = calloc(1, sizeof(*f));
+
+	if (f) {
+		f->rs = rs;
+		f->domain = domain;
+	}
+	return f;
+}
+
+static void put(struct rsp_file *f)
+{
+	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		rsp_log("rsocket %d closed", f->rs);
+		rclose(f->rs);
+		free(f);
+	}
+}
+
+/* Swaps what fd maps to; returns the old file (its reference included). */
+static struct rsp_file *swap(int fd, struct rsp_file *f)
+{
+	struct rsp_file **s, *old = NULL;
+
+	pthread_mutex_lock(&lock);
+	s = slot(fd, f != NULL);
+	if (s) {
+		old = *s;
+		__atomic_store_n(s, f, __ATOMIC_RELEASE);
+		mapped += (f != NULL) - (old != NULL);
+	} else {
+		/* No room: the caller's new reference is dropped again. */
+		old = f;
+	}
+	pthread_mutex_unlock(&lock);
+	return old;
+}
+
+void rsp_set(int fd, struct rsp_file *f)
+{
+	__atomic_add_fetch(&f->refs, 1, __ATOMIC_ACQ_REL);
+	put(swap(fd, f));
+}
+
+void rsp_clear(int fd)
+{
+	put(swap(fd, NULL));
+}

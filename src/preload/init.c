@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The C library's socket calls behind ours, the RDMA_RSOCKET_* settings
+ * and the debug log.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/rsocket.h>
+
+#include "preload.h"
+
+struct rsp_real rsp_real;
+struct rsp_config rsp_config = {.log_fd = -1};
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void *next(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p) {
+		/* Nothing sensible can run without the real call. */
+		fprintf(stderr, "librspreload: no %s in the C library\n", name);
+		abort();
+	}
+	return p;
+}
+
+#define RESOLVE(name) (*(void **)&rsp_real.name = next(#name))
+
+static void resolve_all(void)
+{
+	RESOLVE(socket);
+	RESOLVE(bind);
+	RESOLVE(listen);
+	RESOLVE(accept);
+	RESOLVE(accept4);
+	RESOLVE(connect);
+	RESOLVE(close);
+	RESOLVE(shutdown);
+	RESOLVE(dup);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(fcntl);
+	RESOLVE(fcntl64);
+	RESOLVE(ioctl);
+	RESOLVE(getsockname);
+	RESOLVE(getpeername);
+	RESOLVE(setsockopt);
+	RESOLVE(getsockopt);
+	RESOLVE(read);
+	RESOLVE(readv);
+	RESOLVE(write);
+	RESOLVE(writev);
+	RESOLVE(recv);
+	RESOLVE(recvfrom);
+	RESOLVE(recvmsg);
+	RESOLVE(send);
+	RESOLVE(sendto);
+	RESOLVE(sendmsg);
+	RESOLVE(sendfile);
+	RESOLVE(poll);
+	RESOLVE(ppoll);
+	RESOLVE(select);
+	RESOLVE(pselect);
+	RESOLVE(epoll_ctl);
+	RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait);
+}
+
+/* A positive int from the environment, or 0 when unset or invalid. */
+static int env_int(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 0);
+	if (errno || *end || n <= 0 || n > (1 << 30)) {
+		fprintf(stderr, "librspreload: ignoring %s='%s'\n", name, v);
+		return 0;
+	}
+	return (int)n;
+}
+
+/* "7471,5201-5210": up to 32 ports or ranges. */
+static void parse_ports(const char *v)
+{
+	char *end;
+
+	while (v && *v && rsp_config.nports < 32) {
+		long lo = strtol(v, &end, 10), hi = lo;
+
+		if (end == v || lo < 0 || lo > 65535)
+			goto bad;
+		if (*end == '-') {
+			v = end + 1;
+			hi = strtol(v, &end, 10);
+			if (end == v || hi < lo || hi > 65535)
+				goto bad;
+		}
+		rsp_config.ports[rsp_config.nports].lo = lo;
+		rsp_config.ports[rsp_config.nports++].hi = hi;
+		if (*end != ',' && *end)
+			goto bad;
+		v = *end ? end + 1 : end;
+	}
+	return;
+bad:
+	fprintf(stderr, "librspreload: bad RDMA_RSOCKET_PORTS at '%s'\n", v);
+}
+
+static void open_log(void)
+{
+	const char *path = getenv("RDMA_RSOCKET_LOG");
+
+	if (!path || !*path)
+		return;
+	if (!strcmp(path, "stderr")) {
+		rsp_config.log_fd = rsp_real.fcntl(2, F_DUPFD_CLOEXEC, 100);
+		return;
+	}
+	rsp_config.log_fd =
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (rsp_config.log_fd < 0)
+		fprintf(stderr, "librspreload: cannot open %s: %s\n", path,
+			strerror(errno));
+}
+
+static void read_config(void)
+{
+	const char *d = getenv("RDMA_RSOCKET_DISABLE");
+
+	rsp_config.disabled = d && *d && strcmp(d, "0");
+	rsp_config.sqsize = env_int("RDMA_RSOCKET_SQSIZE");
+	rsp_config.rqsize = env_int("RDMA_RSOCKET_RQSIZE");
+	rsp_config.inline_size = env_int("RDMA_RSOCKET_INLINE");
+	rsp_config.sndbuf = env_int("RDMA_RSOCKET_SNDBUF");
+	rsp_config.rcvbuf = env_int("RDMA_RSOCKET_RCVBUF");
+	parse_ports(getenv("RDMA_RSOCKET_PORTS"));
+	open_log();
+}
+
+static void init_once(void)
+{
+	resolve_all();
+	read_config();
+}
+
+void rsp_init(void)
+{
+	pthread_once(&once, init_once);
+}
+
+void rsp_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	if (rsp_config.log_fd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "rspreload[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	/* The real write: ours would look the log descriptor up. */
+	if (rsp_real.write(rsp_config.log_fd, line, n) < 0)
+		return;
+}
+
+bool rsp_port_wanted(const struct sockaddr *sa, socklen_t len)
+{
+	unsigned short port;
+	int i;
+
+	if (!rsp_config.nports)
+		return true;
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	else if (sa->sa_family == AF_INET6 &&
+		 len >= sizeof(struct sockaddr_in6))
+		port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	else
+		return false;
+	for (i = 0; i < rsp_config.nports; i++)
+		if (port >= rsp_config.ports[i].lo &&
+		    port <= rsp_config.ports[i].hi)
+			return true;
+	return false;
+}
+
+static void set_opt(int rs, int level, int name, int val, const char *what)
+{
+	if (val && rsetsockopt(rs, level, name, &val, sizeof(val)))
+		rsp_log("rsocket %d: cannot set %s=%d: %s", rs, what, val,
+			strerror(errno));
+}
+
+void rsp_apply_config(int rs)
+{
+	set_opt(rs, SOL_RDMA, RDMA_SQSIZE, rsp_config.sqsize, "RDMA_SQSIZE");
+	set_opt(rs, SOL_RDMA, RDMA_RQSIZE, rsp_config.rqsize, "RDMA_RQSIZE");
+	set_opt(rs, SOL_RDMA, RDMA_INLINE, rsp_config.inline_size,
+		"RDMA_INLINE");
+	set_opt(rs, SOL_SOCKET, SO_SNDBUF, rsp_config.sndbuf, "SO_SNDBUF");
+	set_opt(rs, SOL_SOCKET, SO_RCVBUF, rsp_config.rcvbuf, "SO_RCVBUF");
+}

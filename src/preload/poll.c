@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Waiting for readiness: poll, ppoll, select, pselect and epoll over a mix
+ * of rsockets and ordinary descriptors.
+ *
+ * poll and select become one rpoll() call, which takes both kinds.  epoll
+ * sets keep their ordinary members in the kernel; their rsocket members
+ * live in a list here, and epoll_wait polls the kernel set (it is a
+ * descriptor like any other) together with those rsockets.  rsocket
+ * members are level-triggered: EPOLLET is accepted and treated as level,
+ * EPOLLONESHOT disarms the member after one report as usual.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/rsocket.h>
+
+#include "preload.h"
+
+/* poll */
+
+/* Whether any of the descriptors carries an rsocket. */
+static bool has_rsocket(const struct pollfd *fds, nfds_t n)
+{
+	nfds_t i;
+
+	if (!rsp_any())
+		return false;
+	for (i = 0; i < n; i++)
+		if (rsp_get(fds[i].fd))
+			return true;
+	return false;
+}
+
+/* rpoll over fds with each rsocket descriptor replaced by its rsocket. */
+static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
+{
+	struct pollfd small[16], *copy = small;
+	struct rsp_file *f;
+	nfds_t i;
+	int ret;
+
+	if (n > 16) {
+		copy = malloc(n * sizeof(*copy));
+		if (!copy) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		copy[i] = fds[i];
+		f = rsp_get(fds[i].fd);
+		if (f)
+			copy[i].fd = f->rs;
+	}
+	ret = rpoll(copy, n, timeout);
+	for (i = 0; i < n; i++)
+		fds[i].revents = ret < 0 ? 0 : copy[i].revents;
+	if (copy != small)
+		free(copy);
+	return ret;
+}
+
+RSP_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	rsp_init();
+	if (!has_rsocket(fds, n))
+		return rsp_real.poll(fds, n, timeout);
+	return poll_rs(fds, n, timeout);
+}
+
+RSP_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout,
+			  size_t fdslen)
+{
+	if (n > fdslen / sizeof(*fds))
+		abort();
+	return poll(fds, n, timeout);
+}
+
+/* Milliseconds, rounded up, for a timespec timeout (NULL: forever). */
+static int ts_to_ms(const struct timespec *ts)
+{
+	long long ms;
+
+	if (!ts)
+		return -1;
+	ms = ts->tv_sec * 1000LL + (ts->tv_nsec + 999999) / 1000000;
+	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+/* poll_rs with the signal mask swapped in for the wait. */
+static int poll_rs_masked(struct pollfd *fds, nfds_t n, int timeout,
+			  const sigset_t *mask)
+{
+	sigset_t old;
+	int ret, err;
+
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, mask, &old);
+	ret = poll_rs(fds, n, timeout);
+	err = errno;
+	if (mask)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return ret;
+}
+
+RSP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		     const sigset_t *mask)
+{
+	rsp_init();
+	if (!has_rsocket(fds, n))
+		return rsp_real.ppoll(fds, n, ts, mask);
+	return poll_rs_masked(fds, n, ts_to_ms(ts), mask);
+}
+
+/* select */
+
+static bool set_has_rsocket(int nfds, fd_set *r, fd_set *w, fd_set *e)
+{
+	int fd;
+
+	if (!rsp_any())
+		return false;
+	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
+		     (e && FD_ISSET(fd, e))) &&
+		    rsp_get(fd))
+			return true;
+	return false;
+}
+
+/* select's readiness classes, as Linux defines them for poll bits. */
+#define SEL_IN (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)
+#define SEL_OUT (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)
+#define SEL_EX (POLLPRI)
+
+static int select_rs(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
+		     const sigset_t *mask)
+{
+	struct pollfd *fds;
+	int fd, n = 0, i, ret, bits = 0;
+
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	fds = calloc(nfds ? nfds : 1, sizeof(*fds));
+	if (!fds) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (fd = 0; fd < nfds; fd++) {
+		short ev = (r && FD_ISSET(fd, r) ? POLLIN : 0) |
+			   (w && FD_ISSET(fd, w) ? POLLOUT : 0) |
+			   (e && FD_ISSET(fd, e) ? POLLPRI : 0);
+
+		if (ev)
+			fds[n++] = (struct pollfd){.fd = fd, .events = ev};
+	}
+	ret = poll_rs_masked(fds, n, timeout, mask);
+	if (ret >= 0) {
+		for (i = 0; i < n; i++)
+			if (fds[i].revents & POLLNVAL) {
+				free(fds);
+				errno = EBADF;
+				return -1;
+			}
+		if (r)
+			FD_ZERO(r);
+		if (w)
+			FD_ZERO(w);
+		if (e)
+			FD_ZERO(e);
+		for (i = 0; i < n; i++) {
+			short rev = fds[i].revents;
+
+			if (r && (fds[i].events & POLLIN) && (rev & SEL_IN)) {
+				FD_SET(fds[i].fd, r);
+				bits++;
+			}
+			if (w && (fds[i].events & POLLOUT) && (rev & SEL_OUT)) {
+				FD_SET(fds[i].fd, w);
+				bits++;
+			}
+			if (e && (fds[i].events & POLLPRI) && (rev & SEL_EX)) {
+				FD_SET(fds[i].fd, e);
+				bits++;
+			}
+		}
+	}
+	free(fds);
+	return ret < 0 ? -1 : bits;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
+
+RSP_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e,
+		      struct timeval *tv)
+{
+	uint64_t start, left;
+	int ret, ms = -1;
+
+	rsp_init();
+	if (!set_has_rsocket(nfds, r, w, e))
+		return rsp_real.select(nfds, r, w, e, tv);
+	if (tv) {
+		long long t = tv->tv_sec * 1000LL + (tv->tv_usec + 999) / 1000;
+
+		ms = t > 0x7fffffff ? 0x7fffffff : (int)t;
+	}
+	start = now_us();
+	ret = select_rs(nfds, r, w, e, ms, NULL);
+	if (tv) {
+		/* Linux tells the caller how much of the timeout is left. */
+		uint64_t used = now_us() - start;
+		uint64_t all = tv->tv_sec * 1000000ULL + tv->tv_usec;
+
+		left = used < all ? all - used : 0;
+		tv->tv_sec = left / 1000000;
+		tv->tv_usec = left % 1000000;
+	}
+	return ret;
+}
+
+RSP_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
+		       const struct timespec *ts, const sigset_t *mask)
+{
+	rsp_init();
+	if (!set_has_rsocket(nfds, r, w, e))
+		return rsp_real.pselect(nfds, r, w, e, ts, mask);
+	return select_rs(nfds, r, w, e, ts_to_ms(ts), mask);
+}
+
+/* epoll */
+
+struct ep_member {
+	int fd;
+	struct epoll_event ev;
+};
+
+struct ep_set {
+	struct ep_set *next;
+	int epfd;
+	int n, cap;
+	struct ep_member *m;
+};
+
+static struct ep_set *sets;
+static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ep_set *find_set(int epfd, bool create)
+{
+	struct ep_set *s;
+
+	for (s = sets; s; s = s->next)
+		if (s->epfd == epfd)
+			return s;
+	if (!create)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s) {
+		s->epfd = epfd;
+		s->next = sets;
+		sets = s;
+	}
+	return s;
+}
+
+static int find_member(const struct ep_set *s, int fd)
+{
+	int i;
+
+	for (i = 0; s && i < s->n; i++)
+		if (s->m[i].fd == fd)
+			return i;
+	return -1;
+}
+
+static int add_member(struct ep_set *s, int fd, const struct epoll_event *ev)
+{
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 8;
+		struct ep_member *m = realloc(s->m, cap * sizeof(*m));
+
+		if (!m) {
+			errno = ENOMEM;
+			return -1;
+		}
+		s->m = m;
+		s->cap = cap;
+	}
+	s->m[s->n].fd = fd;
+	s->m[s->n++].ev = *ev;
+	return 0;
+}
+
+static int ctl_rs(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct ep_set *s;
+	int i, ret = 0;
+
+	pthread_mutex_lock(&ep_lock);
+	s = find_set(epfd, op == EPOLL_CTL_ADD);
+	i = find_member(s, fd);
+	if (op == EPOLL_CTL_ADD && !s) {
+		errno = ENOMEM;
+		ret = -1;
+	} else if (op == EPOLL_CTL_ADD && i >= 0) {
+		errno = EEXIST;
+		ret = -1;
+	} else if (op != EPOLL_CTL_ADD && i < 0) {
+		errno = ENOENT;
+		ret = -1;
+	} else if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !ev) {
+		errno = EFAULT;
+		ret = -1;
+	} else if (op == EPOLL_CTL_ADD) {
+		ret = add_member(s, fd, ev);
+	} else if (op == EPOLL_CTL_MOD) {
+		s->m[i].ev = *ev;
+	} else if (op == EPOLL_CTL_DEL) {
+		s->m[i] = s->m[--s->n];
+	} else {
+		errno = EINVAL;
+		ret = -1;
+	}
+	pthread_mutex_unlock(&ep_lock);
+	return ret;
+}
+
+RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	bool ours = false;
+
+	rsp_init();
+	if (rsp_get(fd))
+		return ctl_rs(epfd, op, fd, ev);
+	/* A member that fell back to TCP since it was added. */
+	if (op != EPOLL_CTL_ADD && __atomic_load_n(&sets, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&ep_lock);
+		ours = find_member(find_set(epfd, false), fd) >= 0;
+		pthread_mutex_unlock(&ep_lock);
+	}
+	if (ours)
+		ctl_rs(epfd, EPOLL_CTL_DEL, fd, NULL);
+	return rsp_real.epoll_ctl(epfd, op, fd, ev);
+}
+
+/* Forgets fd in every set, or the set epfd itself (close() calls this). */
+void rsp_epoll_forget(int fd)
+{
+	struct ep_set **p, *s;
+	int i;
+
+	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ep_lock);
+	for (p = &sets; (s = *p);) {
+		if (s->epfd == fd) {
+			*p = s->next;
+			free(s->m);
+			free(s);
+			continue;
+		}
+		i = find_member(s, fd);
+		if (i >= 0)
+			s->m[i] = s->m[--s->n];
+		p = &s->next;
+	}
+	pthread_mutex_unlock(&ep_lock);
+}
+
+/* A snapshot of a set's armed rsocket members, as pollfds after slot 0. */
+static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
+{
+	struct ep_set *s;
+	int i, n = 0;
+
+	*fds = NULL;
+	*mem = NULL;
+	pthread_mutex_lock(&ep_lock);
+	s = find_set(epfd, false);
+	if (s && s->n) {
+		*fds = calloc(s->n + 1, sizeof(**fds));
+		*mem = calloc(s->n, sizeof(**mem));
+		if (!*fds || !*mem) {
+			free(*fds);
+			free(*mem);
+			*fds = NULL;
+			*mem = NULL;
+			n = -1;
+		} else {
+			for (i = 0; i < s->n; i++) {
+				struct rsp_file *f = rsp_get(s->m[i].fd);
+
+				if (!f || !s->m[i].ev.events)
+					continue;
+				(*mem)[n] = s->m[i];
+				(*fds)[n + 1].fd = f->rs;
+				(*fds)[n + 1].events =
+					s->m[i].ev.events &
+					(EPOLLIN | EPOLLOUT | EPOLLPRI);
+				n++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&ep_lock);
+	return n;
+}
+
+/* After a report, a one-shot member stays in the set but disarmed. */
+static void disarm(int epfd, int fd)
+{
+	struct ep_set *s;
+	int i;
+
+	pthread_mutex_lock(&ep_lock);
+	s = find_set(epfd, false);
+	i = find_member(s, fd);
+	if (i >= 0)
+		s->m[i].ev.events = 0;
+	pthread_mutex_unlock(&ep_lock);
+}
+
+static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
+		   const sigset_t *mask, bool *handled)
+{
+	struct pollfd *fds;
+	struct ep_member *mem;
+	int n, i, out = 0, r;
+
+	*handled = false;
+	n = snapshot(epfd, &fds, &mem);
+	if (n <= 0) {
+		free(fds);
+		free(mem);
+		return n;
+	}
+	*handled = true;
+	fds[0].fd = epfd;
+	fds[0].events = POLLIN;
+	do {
+		r = poll_rs_masked(fds, n + 1, timeout, mask);
+		if (r < 0) {
+			out = -1;
+			break;
+		}
+		for (i = 0; i < n && out < max; i++) {
+			if (!fds[i + 1].revents)
+				continue;
+			events[out].events = fds[i + 1].revents;
+			events[out++].data = mem[i].ev.data;
+			if (mem[i].ev.events & EPOLLONESHOT)
+				disarm(epfd, mem[i].fd);
+		}
+		if ((fds[0].revents & POLLIN) && out < max) {
+			r = rsp_real.epoll_wait(epfd, events + out, max - out,
+						0);
+			if (r > 0)
+				out += r;
+		}
+	} while (!out && timeout < 0);
+	free(fds);
+	free(mem);
+	return out;
+}
+
+RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max,
+			   int timeout, const sigset_t *mask)
+{
+	bool handled;
+	int ret;
+
+	rsp_init();
+	if (__atomic_load_n(&sets, __ATOMIC_RELAXED) && max > 0) {
+		ret = wait_rs(epfd, events, max, timeout, mask, &handled);
+		if (handled || ret < 0)
+			return ret;
+	}
+	return rsp_real.epoll_pwait(epfd, events, max, timeout, mask);
+}
+
+RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max,
+			  int timeout)
+{
+	return epoll_pwait(epfd, events, max, timeout, NULL);
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * librspreload: carries an unmodified program's TCP sockets over rsockets.
+ *
+ * Module map:
+ *   init.c    the C library's own socket calls (dlsym RTLD_NEXT), the
+ *             RDMA_RSOCKET_* environment, the debug log
+ *   fdtab.c   which of the program's descriptors stand for an rsocket
+ *   socket.c  socket/bind/listen/accept/connect/close/dup and options
+ *   io.c      read/write/send/recv and their vector and message forms
+ *   poll.c    poll/ppoll/select/pselect and epoll
+ *
+ * Every descriptor the program sees is a real kernel socket created with
+ * the program's own arguments.  When it carries an rsocket the table maps
+ * it to the rsocket, and the calls above go to the r* function; the kernel
+ * socket only holds the number (and answers fstat and the options
+ * rsockets do not know).  When rsockets cannot carry a connection (not an
+ * RDMA address, no device, a filtered port) the rsocket is dropped and the
+ * kernel socket is used as it is: the fallback needs no descriptor games.
+ */
+#ifndef RSPRELOAD_H
+#define RSPRELOAD_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define RSP_EXPORT __attribute__((visibility("default")))
+
+/* The C library's functions we stand in front of. */
+struct rsp_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*close)(int);
+	int (*shutdown)(int, int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *,
+			    socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int,
+			  const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *,
+		     const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *,
+		       const struct timespec *, const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int,
+			   const sigset_t *);
+};
+
+extern struct rsp_real rsp_real;
+
+/* The _FORTIFY_SOURCE entry points glibc has no public prototypes for. */
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *sa, socklen_t *salen);
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+ssize_t sendfile64(int out, int in, off_t *off, size_t n);
+
+/* The environment, read once. */
+struct rsp_config {
+	bool disabled; /* RDMA_RSOCKET_DISABLE: pass everything through */
+	int sqsize, rqsize, inline_size; /* 0: the library's default */
+	int sndbuf, rcvbuf;
+	/* RDMA_RSOCKET_PORTS: when set, only these ports go over RDMA. */
+	int nports;
+	struct rsp_port_range {
+		unsigned short lo, hi;
+	} ports[32];
+	int log_fd; /* RDMA_RSOCKET_LOG, -1 when off */
+};
+
+extern struct rsp_config rsp_config;
+
+/* Resolves rsp_real and reads the environment once; safe to call often. */
+void rsp_init(void);
+void rsp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether a connection to or on this address may go over RDMA. */
+bool rsp_port_wanted(const struct sockaddr *sa, socklen_t len);
+
+/* The rsocket behind one or more of the program's descriptors. */
+struct rsp_file {
+	int rs; /* the rsocket */
+	int refs; /* descriptors mapped to it (dup), atomic */
+	int domain;
+	/* Where it was bound, replayed on the kernel socket on fallback. */
+	struct sockaddr_storage bound;
+	socklen_t bound_len;
+};
+
+/* The rsocket file behind fd, or NULL for an ordinary descriptor. */
+struct rsp_file *rsp_get(int fd);
+/* Maps fd to f (taking a reference); an existing mapping is released. */
+void rsp_set(int fd, struct rsp_file *f);
+/* Unmaps fd and drops its reference (rclose on the last one). */
+void rsp_clear(int fd);
+/* A new file for rsocket rs: refs 0 until mapped. */
+struct rsp_file *rsp_file_new(int rs, int domain);
+/* Whether any descriptor is mapped at all (a fast path for poll). */
+bool rsp_any(void);
+
+/* Applies RDMA_RSOCKET_* to a fresh rsocket. */
+void rsp_apply_config(int rs);
+
+/* Forgets fd as an epoll member, or as an epoll set (close calls it). */
+void rsp_epoll_forget(int fd);
+
+/* Stops carrying fd over rsockets: the kernel socket takes over. */
+int rsp_fall_back(int fd, struct rsp_file *f, const char *why);
+
+#endif /* RSPRELOAD_H */

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Socket life cycle, descriptors and options of the program's sockets.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <rdma/rsocket.h>
+
+#include "preload.h"
+
+/* Set while we are inside rsocket(): its own sockets stay real. */
+static __thread int in_rsocket;
+
+static bool is_tcp(int domain, int type, int protocol)
+{
+	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	return (domain == AF_INET || domain == AF_INET6) &&
+	       type == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP);
+}
+
+static bool is_inet(const struct sockaddr *sa, socklen_t len)
+{
+	return sa && len >= sizeof(sa->sa_family) &&
+	       (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+}
+
+RSP_EXPORT int socket(int domain, int type, int protocol)
+{
+	struct rsp_file *f;
+	int fd, rs;
+
+	rsp_init();
+	fd = rsp_real.socket(domain, type, protocol);
+	if (fd < 0 || in_rsocket || rsp_config.disabled ||
+	    !is_tcp(domain, type, protocol))
+		return fd;
+	in_rsocket++;
+	rs = rsocket(domain, SOCK_STREAM, 0);
+	in_rsocket--;
+	if (rs < 0) {
+		rsp_log("fd %d: no rsocket (%s), using TCP", fd,
+			strerror(errno));
+		return fd;
+	}
+	rsp_apply_config(rs);
+	if ((type & SOCK_NONBLOCK) && rfcntl(rs, F_SETFL, O_NONBLOCK))
+		rsp_log("rsocket %d: cannot make it non-blocking", rs);
+	f = rsp_file_new(rs, domain);
+	if (!f) {
+		rclose(rs);
+		return fd;
+	}
+	rsp_set(fd, f);
+	rsp_log("fd %d: rsocket %d", fd, rs);
+	return fd;
+}
+
+int rsp_fall_back(int fd, struct rsp_file *f, const char *why)
+{
+	rsp_log("fd %d: %s: falling back to TCP", fd, why);
+	if (f->bound_len &&
+	    rsp_real.bind(fd, (struct sockaddr *)&f->bound, f->bound_len)) {
+		rsp_log("fd %d: cannot bind the TCP socket: %s", fd,
+			strerror(errno));
+		rsp_clear(fd);
+		return -1;
+	}
+	rsp_clear(fd);
+	return 0;
+}
+
+/* Errors that mean "this address is not for rsockets", not "busy". */
+static bool not_rdma(int err)
+{
+	return err != EADDRINUSE && err != EACCES && err != EINTR &&
+	       err != EISCONN && err != EALREADY;
+}
+
+RSP_EXPORT int bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	if (!f)
+		return rsp_real.bind(fd, sa, len);
+	if (!is_inet(sa, len) || !rsp_port_wanted(sa, len)) {
+		if (rsp_fall_back(fd, f, "not an RDMA port"))
+			return -1;
+		return rsp_real.bind(fd, sa, len);
+	}
+	if (!rbind(f->rs, sa, len)) {
+		if (len <= sizeof(f->bound)) {
+			memcpy(&f->bound, sa, len);
+			f->bound_len = len;
+		}
+		return 0;
+	}
+	if (!not_rdma(errno))
+		return -1;
+	if (rsp_fall_back(fd, f, "rbind failed"))
+		return -1;
+	return rsp_real.bind(fd, sa, len);
+}
+
+RSP_EXPORT int listen(int fd, int backlog)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	if (!f)
+		return rsp_real.listen(fd, backlog);
+	if (rlisten(f->rs, backlog))
+		return -1;
+	rsp_log("fd %d: listening on rsocket %d", fd, f->rs);
+	return 0;
+}
+
+/* Gives an accepted rsocket a descriptor number of its own. */
+static int adopt(struct rsp_file *lf, int rs, int flags)
+{
+	struct rsp_file *f;
+	int fd;
+
+	fd = rsp_real.socket(lf->domain, SOCK_STREAM | (flags & SOCK_CLOEXEC),
+			     0);
+	if (fd < 0)
+		goto fail;
+	f = rsp_file_new(rs, lf->domain);
+	if (!f) {
+		rsp_real.close(fd);
+		errno = ENOMEM;
+		goto fail;
+	}
+	if ((flags & SOCK_NONBLOCK) && rfcntl(rs, F_SETFL, O_NONBLOCK))
+		rsp_log("rsocket %d: cannot make it non-blocking", rs);
+	if ((flags & SOCK_NONBLOCK))
+		rsp_real.fcntl(fd, F_SETFL, O_NONBLOCK);
+	rsp_set(fd, f);
+	rsp_log("fd %d: accepted rsocket %d", fd, rs);
+	return fd;
+fail:
+	rclose(rs);
+	return -1;
+}
+
+static int do_accept(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	struct rsp_file *f = rsp_get(fd);
+	int rs;
+
+	if (!f)
+		return rsp_real.accept4(fd, sa, len, flags);
+	rs = raccept(f->rs, sa, len);
+	return rs < 0 ? -1 : adopt(f, rs, flags);
+}
+
+RSP_EXPORT int accept(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	rsp_init();
+	if (!rsp_get(fd))
+		return rsp_real.accept(fd, sa, len);
+	return do_accept(fd, sa, len, 0);
+}
+
+RSP_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	rsp_init();
+	return do_accept(fd, sa, len, flags);
+}
+
+RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	if (!f)
+		return rsp_real.connect(fd, sa, len);
+	if (!is_inet(sa, len) || !rsp_port_wanted(sa, len)) {
+		if (rsp_fall_back(fd, f, "not an RDMA destination"))
+			return -1;
+		return rsp_real.connect(fd, sa, len);
+	}
+	if (!rconnect(f->rs, sa, len)) {
+		rsp_log("fd %d: connected over rsocket %d", fd, f->rs);
+		return 0;
+	}
+	if (errno == EINPROGRESS) {
+		rsp_log("fd %d: connecting over rsocket %d", fd, f->rs);
+		return -1;
+	}
+	if (!not_rdma(errno))
+		return -1;
+	if (rsp_fall_back(fd, f, strerror(errno)))
+		return -1;
+	return rsp_real.connect(fd, sa, len);
+}
+
+RSP_EXPORT int close(int fd)
+{
+	rsp_init();
+	rsp_epoll_forget(fd);
+	if (rsp_get(fd))
+		rsp_clear(fd);
+	return rsp_real.close(fd);
+}
+
+RSP_EXPORT int shutdown(int fd, int how)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	return f ? rshutdown(f->rs, how) : rsp_real.shutdown(fd, how);
+}
+
+/* After the kernel duplicated old into new, new shares old's rsocket. */
+static int share(int oldfd, int newfd)
+{
+	struct rsp_file *f = rsp_get(oldfd);
+
+	if (newfd < 0)
+		return newfd;
+	if (f)
+		rsp_set(newfd, f);
+	else if (rsp_get(newfd))
+		rsp_clear(newfd); /* dup2 closed an rsocket descriptor */
+	return newfd;
+}
+
+RSP_EXPORT int dup(int fd)
+{
+	rsp_init();
+	return share(fd, rsp_real.dup(fd));
+}
+
+RSP_EXPORT int dup2(int oldfd, int newfd)
+{
+	rsp_init();
+	if (oldfd == newfd)
+		return rsp_real.dup2(oldfd, newfd);
+	return share(oldfd, rsp_real.dup2(oldfd, newfd));
+}
+
+RSP_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	rsp_init();
+	return share(oldfd, rsp_real.dup3(oldfd, newfd, flags));
+}
+
+/*
+ * fcntl: the status flags (O_NONBLOCK) belong to the rsocket too;
+ * duplication shares it; the rest is the kernel descriptor's business.
+ */
+static int do_fcntl(int (*real)(int, int, ...), int fd, int cmd, long arg)
+{
+	struct rsp_file *f = rsp_get(fd);
+	int ret;
+
+	switch (cmd) {
+	case F_SETFL:
+		if (f && rfcntl(f->rs, F_SETFL, (int)arg))
+			return -1;
+		return real(fd, cmd, arg);
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		return share(fd, real(fd, cmd, arg));
+	case F_GETFL:
+		ret = real(fd, cmd);
+		if (f && ret >= 0) {
+			int rfl = rfcntl(f->rs, F_GETFL);
+
+			if (rfl >= 0)
+				ret = (ret & ~O_NONBLOCK) | (rfl & O_NONBLOCK);
+		}
+		return ret;
+	}
+	return real(fd, cmd, arg);
+}
+
+RSP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	rsp_init();
+	return do_fcntl(rsp_real.fcntl, fd, cmd, arg);
+}
+
+RSP_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long);
+	va_end(ap);
+	rsp_init();
+	return do_fcntl(rsp_real.fcntl64, fd, cmd, arg);
+}
+
+/* Only FIONBIO means anything to an rsocket. */
+RSP_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	struct rsp_file *f;
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	rsp_init();
+	f = rsp_get(fd);
+	if (f && req == FIONBIO && arg) {
+		int fl = rfcntl(f->rs, F_GETFL);
+
+		if (fl < 0)
+			return -1;
+		fl = *(int *)arg ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+		if (rfcntl(f->rs, F_SETFL, fl))
+			return -1;
+	}
+	return rsp_real.ioctl(fd, req, arg);
+}
+
+RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	return f ? rgetsockname(f->rs, sa, len)
+		 : rsp_real.getsockname(fd, sa, len);
+}
+
+RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	return f ? rgetpeername(f->rs, sa, len)
+		 : rsp_real.getpeername(fd, sa, len);
+}
+
+/*
+ * Options rsockets does not know (IP_TOS, TCP_INFO, SO_TYPE, ...) go to
+ * the kernel socket, so programs that insist on them keep working.
+ */
+static bool unknown_option(int err)
+{
+	return err == ENOPROTOOPT || err == ENOTSUP || err == EOPNOTSUPP ||
+	       err == ENOSYS;
+}
+
+RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
+			  socklen_t len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	if (!f)
+		return rsp_real.setsockopt(fd, level, name, val, len);
+	if (!rsetsockopt(f->rs, level, name, val, len))
+		return 0;
+	if (!unknown_option(errno))
+		return -1;
+	rsp_log("fd %d: option %d/%d is not an rsocket option", fd, level,
+		name);
+	return rsp_real.setsockopt(fd, level, name, val, len);
+}
+
+RSP_EXPORT int getsockopt(int fd, int level, int name, void *val,
+			  socklen_t *len)
+{
+	struct rsp_file *f;
+
+	rsp_init();
+	f = rsp_get(fd);
+	if (!f)
+		return rsp_real.getsockopt(fd, level, name, val, len);
+	if (!rgetsockopt(f->rs, level, name, val, len))
+		return 0;
+	if (!unknown_option(errno))
+		return -1;
+	return rsp_real.getsockopt(fd, level, name, val, len);
+}

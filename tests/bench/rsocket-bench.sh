@@ -1,0 +1,91 @@
+#!/bin/bash
+# rsocket benchmark (not a test: it only measures).  One VM run compares
+# this build's librdmacm with Debian's on the same rstream binary (Debian's
+# /usr/bin/rstream, both ends on the library being measured), and prints
+# throughput and small-message latency as a ratio table against the
+# targets (throughput >= 1.2x Debian's, latency <= 0.8x).
+#
+#   tests/bench/rsocket-bench.sh            boots the Soft-RoCE guest
+#   RDMACM_BENCH_RUNS=5 tests/bench/rsocket-bench.sh
+#
+# Environment: BUILD_DIR / RDMACM_BUILD_DIR (default build/),
+# RDMACM_BENCH_RUNS (repetitions, best kept; default 3),
+# RDMACM_REF_LIBDIR (Debian's unpacked library), RDMA_TEST_ADDR1/2.
+# Under TCG emulation absolute numbers are low and noisy; the ratio is
+# what to read.
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+if [ -z "${RDMACM_VM_GUEST:-}" ] && [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
+	export RDMACM_BUILD_DIR="${RDMACM_BUILD_DIR:-${BUILD_DIR:-$repo/build}}"
+	[ -e "$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu/librdmacm.so.1" ] ||
+		"$repo/tests/abi/fetch-reference.sh" >/dev/null
+	export RDMACM_VM_TIMEOUT="${RDMACM_VM_TIMEOUT:-1200}"
+	exec "$repo/tests/vm/run-guest.sh" "$0" "$@"
+fi
+
+BUILD="${RDMACM_BUILD_DIR:-$repo/build}"
+REF="${RDMACM_REF_LIBDIR:-$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu}"
+A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
+A2="${RDMA_TEST_ADDR2:-$A1}"
+RUNS="${RDMACM_BENCH_RUNS:-3}"
+RSTREAM=/usr/bin/rstream
+ours="$(realpath "$BUILD/src/.libs")"
+ref="$(realpath "$REF")"
+ulimit -l unlimited 2>/dev/null
+port=7800
+
+for lib in "$ours" "$ref"; do
+	got=$(LD_LIBRARY_PATH="$lib" ldd "$RSTREAM" | awk '/librdmacm.so.1/ { print $3 }')
+	if [ "$(dirname "$(realpath "$got")")" != "$lib" ]; then
+		echo "rstream would load $got, not the library in $lib" >&2
+		exit 1
+	fi
+done
+
+# one LIB ARGS...: one rstream pair; prints the result line's fields.
+one() {
+	local lib=$1 out
+	shift
+	port=$((port + 1))
+	LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -b "$A1" -p $port "$@" >/dev/null 2>&1 &
+	sleep 0.5
+	out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -s "$A1" -b "$A2" -p $port "$@" 2>&1)
+	wait
+	if ! grep -q '^custom ' <<<"$out"; then
+		# No result: say why (a hang ends in timeout's 124).
+		echo "# rstream $* on $lib gave no result:" >&2
+		tail -3 <<<"$out" | sed 's/^/#   /' >&2
+	fi
+	awk '$1 == "custom" { print $(NF-1), $NF }' <<<"$out"
+}
+
+# best LIB FIELD(1 Gb/s, 2 usec) BETTER(max|min) ARGS...
+best() {
+	local lib=$1 field=$2 dir=$3 i v b=
+	shift 3
+	for i in $(seq "$RUNS"); do
+		v=$(one "$lib" "$@" | cut -d' ' -f"$field")
+		[ -z "$v" ] && continue
+		if [ -z "$b" ] || awk -v v="$v" -v b="$b" -v d="$dir" \
+			'BEGIN { exit !((d == "max") ? v > b : v < b) }'; then
+			b=$v
+		fi
+	done
+	echo "${b:-nan}"
+}
+
+BW_ARGS="-S 65536 -C 1000 -I 1 -T b"
+LAT_ARGS="-S 64 -C 1 -I 2000 -T b"
+echo "# rstream $BW_ARGS (throughput) and $LAT_ARGS (latency), best of $RUNS"
+bw_ours=$(best "$ours" 1 max $BW_ARGS)
+bw_ref=$(best "$ref" 1 max $BW_ARGS)
+lat_ours=$(best "$ours" 2 min $LAT_ARGS)
+lat_ref=$(best "$ref" 2 min $LAT_ARGS)
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+verdict() { awk -v r="$1" -v t="$2" -v d="$3" 'BEGIN { if (r == "n/a") print "?"; else if ((d == "ge") ? r >= t : r <= t) print "met"; else print "NOT met" }'; }
+r_bw=$(ratio "$bw_ours" "$bw_ref")
+r_lat=$(ratio "$lat_ours" "$lat_ref")
+printf '%-22s %10s %10s %8s  %s\n' metric ours debian ratio target
+printf '%-22s %10s %10s %8s  %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" "$r_bw" ">= 1.20: $(verdict "$r_bw" 1.2 ge)"
+printf '%-22s %10s %10s %8s  %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$r_lat" "<= 0.80: $(verdict "$r_lat" 0.8 le)"
