@@ -259,6 +259,7 @@ CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 	while (left) {
 		uint64_t pos = (uint64_t)offset + (count - left);
 		uint32_t xfer;
+		int ready;
 
 		if (!have || pos - iom.offset >= iom.sge.length) {
 			have = rs_find_iomap(rs, pos, &iom);
@@ -267,27 +268,14 @@ CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 				break;
 			}
 		}
-		if (!rs_can_send(rs)) {
-			ret = rs_wait_locked(rs, rs_nonblocking(rs, flags),
-					     rs_conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & RS_WRITABLE)) {
-				ret = cma_err(EPIPE);
-				break;
-			}
-			if (!rs_can_send(rs))
-				continue;
+		ready = rs_wait_sendable(rs, rs_nonblocking(rs, flags));
+		if (ready < 0) {
+			ret = -1;
+			break;
 		}
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
-		if (xfer > rs->sbuf_bytes_avail)
-			xfer = rs->sbuf_bytes_avail;
+		if (!ready)
+			continue;
+		xfer = rs_next_xfer(rs, &olen, left);
 		if (xfer > iom.offset + iom.sge.length - pos)
 			xfer = (uint32_t)(iom.offset + iom.sge.length - pos);
 		ret = rs_post_payload(

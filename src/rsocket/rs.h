@@ -248,6 +248,17 @@ void rs_consume_cq_event(struct rsocket *rs);
 /* Arm the CQ for rpoll; returns true if something is ready already. */
 bool rs_arm_cq(struct rsocket *rs);
 bool rs_conn_can_send(struct rsocket *rs);
+/*
+ * In a send loop, rs->lock held: 1 when there is room to send now, 0 when
+ * woken without room (look again), -1/errno (EAGAIN, EPIPE, ...).
+ */
+int rs_wait_sendable(struct rsocket *rs, bool nonblock);
+/*
+ * The size of the next chunk of a @left-byte send: starts small and
+ * doubles in *@olen (so the first bytes leave early), capped by the send
+ * buffer space.
+ */
+uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left);
 bool rs_conn_have_rdata(struct rsocket *rs);
 /* Post a prepared RDMA write with @imm (or none), under rs->lock. */
 int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,

@@ -838,6 +838,31 @@ static int rs_write_data(struct rsocket *rs, const struct iovec **iov,
 			       addr, rkey);
 }
 
+int rs_wait_sendable(struct rsocket *rs, bool nonblock)
+{
+	if (rs_can_send(rs))
+		return 1;
+	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))
+		return -1;
+	if (!(rs->state & RS_WRITABLE))
+		return cma_err(EPIPE);
+	return rs_can_send(rs) ? 1 : 0;
+}
+
+uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left)
+{
+	uint32_t xfer;
+
+	if (*olen < left) {
+		xfer = *olen;
+		if (*olen < RS_MAX_TRANSFER)
+			*olen <<= 1;
+	} else {
+		xfer = (uint32_t)left;
+	}
+	return xfer < rs->sbuf_bytes_avail ? xfer : rs->sbuf_bytes_avail;
+}
+
 ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			int flags)
 {
@@ -867,27 +892,16 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	pthread_mutex_lock(&rs->lock);
 	while (left) {
 		uint32_t xfer;
+		int ready;
 
-		if (!rs_can_send(rs)) {
-			ret = rs_wait_locked(rs, nonblock, rs_conn_can_send);
-			if (ret)
-				break;
-			if (!(rs->state & RS_WRITABLE)) {
-				ret = cma_err(EPIPE);
-				break;
-			}
-			if (!rs_can_send(rs))
-				continue;
+		ready = rs_wait_sendable(rs, nonblock);
+		if (ready < 0) {
+			ret = -1;
+			break;
 		}
-		if (olen < left) {
-			xfer = olen;
-			if (olen < RS_MAX_TRANSFER)
-				olen <<= 1;
-		} else {
-			xfer = (uint32_t)left;
-		}
-		if (xfer > rs->sbuf_bytes_avail)
-			xfer = rs->sbuf_bytes_avail;
+		if (!ready)
+			continue;
+		xfer = rs_next_xfer(rs, &olen, left);
 		if (xfer > rs->target_sgl[rs->target_sge].length)
 			xfer = rs->target_sgl[rs->target_sge].length;
 		ret = rs_write_data(rs, &iov, &off, xfer);
