@@ -109,6 +109,27 @@ check deb-split eval "
 	in_pkg rdmacm-utils 'man1/rping\.1' ||
 	{ echo 'files are in the wrong packages'; false; }"
 
+# --- the installed library at work, in the VM -----------------------------------
+# Debian's own rping (rdmacm-utils from Debian, if installed) and the rping
+# of our rdmacm-utils package, run against the librdmacm1 we packaged.  The
+# guest sees the host's files except /tmp, so the root is copied into the
+# build tree first.  PKG_VM=0 skips this.
+if [ "${PKG_VM:-1}" != 0 ] && [ -x "$pkg_repo/tests/vm/run-guest.sh" ]; then
+	vmroot=${PKG_VM_ROOT:-$pkg_repo/build/pkg-deb-root}
+	rm -rf "$vmroot"
+	mkdir -p "$vmroot"
+	cp -a "$root/." "$vmroot/"
+	out=$("$pkg_repo/tests/vm/run-guest.sh" "$pkg_repo/tests/pkg/rping-in-guest.sh" \
+		"$vmroot" "$libdir" 2>&1)
+	while read -r verdict name rest; do
+		if [ "$verdict" = PASS ]; then pass "$name" "$rest"; else fail "$name" "$rest"; fi
+	done < <(grep -E '^(PASS|FAIL): pkg/' <<<"$out" |
+		sed -E 's#^(PASS|FAIL): pkg/([^ :]*):? ?#\1 \2 #')
+	grep -q '^FAIL' <<<"$out" && indent <<<"$out"
+	grep -q '^PASS: pkg/vm-debian-rping' <<<"$out" || fail vm-rping "the guest run did not report (see above)"
+	rm -rf "$vmroot"
+fi
+
 # --- lintian --------------------------------------------------------------------
 if [ "${LINTIAN:-1}" != 0 ] && command -v lintian >/dev/null; then
 	changes=$(find "$debs" -maxdepth 1 -name "librdmacm-fork_${version}_*.changes" | head -1)
