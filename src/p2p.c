@@ -1034,14 +1034,23 @@ static struct cma_p2p_conn *cma_p2p_conn_of(struct cma_timer *timer)
 }
 
 /*
- * Our REQ went unanswered too long: withdraw it (the REJ also lets the
- * peer's hold check drop its copy) and report UNREACHABLE, ETIMEDOUT.
+ * Our REQ went unanswered too long: withdraw it and report UNREACHABLE,
+ * ETIMEDOUT.  On Linux, destroying the kernel id is what withdraws a REQ:
+ * it cancels the retries and sends a REJ the peer's CM acts on, so the
+ * peer's hold check drops its copy.  (A REJ sent with rdma_reject for an
+ * outgoing REQ is not matched by the peer, and leaves the REQ's retries
+ * running: destroying the id later would block until the last one.)  The
+ * id gets a fresh kernel id, so that the application can still destroy it.
  */
 static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t old = id_priv->handle;
 
-	ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0, 0);
+	if (!cma_id_create_kernel(id_priv))
+		cma_p2p_drop_own_id(id_priv, old);
+	else /* no memory: the best we can do without losing the id */
+		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
 	conn->gave_up = true;
 	return cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 }
