@@ -3,8 +3,8 @@
  * p2pmesh: N processes form a full mesh of RC connections with
  * peer2peer_mode, every pair connecting from both sides at once.
  *
- *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t] [-q]
- *           rank addr0 addr1 ... addrN-1
+ *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t]
+ *           [-w wait_ms] [-B] [-q] rank addr0 addr1 ... addrN-1
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
  * other rank, c times each.  Each connection must end in exactly one
@@ -13,9 +13,13 @@
  * the one they receive, so a connection paired with the wrong one of the
  * peer's shows up as a mismatch.  -s sleeps a random 0..skew_ms before the
  * connects of each iteration; -t gives each connection an explicit tag
- * (RDMA_OPTION_ID_P2P_TAG) instead of the default ordinal.
+ * (RDMA_OPTION_ID_P2P_TAG) instead of the default ordinal; -w bounds each
+ * phase of an iteration (default 120000 ms).  The event channel is read
+ * non-blocking after poll(); -B reads it blocking instead, as programs
+ * written for rdma-core's library often do.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +33,7 @@
 #include "common.h"
 
 #define MSG_LEN 64
-#define ITER_TIMEOUT_MS 120000
+#define WAIT_DEFAULT_MS 120000
 
 struct conn {
 	struct rdma_cm_id *id;
@@ -44,8 +48,8 @@ struct conn {
 struct mesh {
 	int rank, n, conns, iter;
 	unsigned int port;
-	unsigned long iterations, skew_ms;
-	bool explicit_tags;
+	unsigned long iterations, skew_ms, wait_ms;
+	bool explicit_tags, blocking;
 	struct ex_addr *addrs;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
@@ -323,7 +327,7 @@ static bool gone(const struct conn *c)
 /* Run the event loop until every connection satisfies @done. */
 static int wait_all(struct mesh *m, conn_pred done, const char *what)
 {
-	uint64_t end = now_ms() + ITER_TIMEOUT_MS;
+	uint64_t end = now_ms() + m->wait_ms;
 	int p, k, left;
 
 	for (;;) {
@@ -396,19 +400,22 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-q] rank addr0 addr1 ...\n",
+		"[-t] [-w wait_ms] [-B] [-q] rank addr0 addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
 }
 
 int main(int argc, char **argv)
 {
-	struct mesh m = {.port = 7470, .conns = 1, .iterations = 1};
+	struct mesh m = {.port = 7470,
+			 .conns = 1,
+			 .iterations = 1,
+			 .wait_ms = WAIT_DEFAULT_MS};
 	unsigned long v;
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:tqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:tBqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -428,8 +435,15 @@ int main(int argc, char **argv)
 			if (ex_parse_num(optarg, 's', 0, 60000, &m.skew_ms))
 				return EX_USAGE;
 			break;
+		case 'w':
+			if (ex_parse_num(optarg, 'w', 1, 3600000, &m.wait_ms))
+				return EX_USAGE;
+			break;
 		case 't':
 			m.explicit_tags = true;
+			break;
+		case 'B':
+			m.blocking = true;
 			break;
 		case 'q':
 			ex_quiet = true;
@@ -460,6 +474,16 @@ int main(int argc, char **argv)
 	m.ch = rdma_create_event_channel();
 	if (!m.ch || start_listen(&m))
 		return EX_FAIL;
+	/*
+	 * The library's own timers (p2p hold checks) also make the fd
+	 * readable: a blocking rdma_get_cm_event after such a wake-up waits
+	 * for the next real event, past the time limits here.
+	 */
+	if (!m.blocking &&
+	    fcntl(m.ch->fd, F_SETFL, fcntl(m.ch->fd, F_GETFL) | O_NONBLOCK)) {
+		ex_syserr("fcntl(O_NONBLOCK)");
+		return EX_FAIL;
+	}
 	for (m.iter = 0; m.iter < (int)m.iterations; m.iter++) {
 		if (run_iteration(&m)) {
 			ex_err("rank %d: FAILED in iteration %d", m.rank,

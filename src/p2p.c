@@ -23,10 +23,14 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cma.h"
 #include "p2p.h"
@@ -79,9 +83,14 @@ struct cma_p2p_conn {
 	struct rdma_ucm_ece ece;
 	uint8_t peer_len;
 	uint8_t peer_data[RDMA_MAX_PRIVATE_DATA];
-	struct cma_timer
-		timer; /* WAIT_PEER: how long the peer's REQ may take */
+	/*
+	 * PENDING: how long our REQ may go unanswered; WAIT_PEER: how long
+	 * the peer's REQ may take.  Armed only in those two states, so that
+	 * it never wakes the channel for nothing.
+	 */
+	struct cma_timer timer;
 	int wait_status; /* the REJECTED status reported if it never comes */
+	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 };
 
 struct cma_p2p_counter {
@@ -157,6 +166,7 @@ int cma_p2p_addr16(const struct sockaddr *sa, uint8_t out[16])
 /* --- settings --------------------------------------------------------------- */
 
 static bool p2p_env_on;
+static bool p2p_debug_on;
 static unsigned int p2p_hold_ms = CMA_P2P_DEFAULT_HOLD_MS;
 static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
@@ -167,6 +177,8 @@ static void cma_p2p_read_env(void)
 	unsigned long ms;
 
 	p2p_env_on = v && v[0] == '1' && !v[1];
+	v = getenv("RDMA_CM_P2P_DEBUG");
+	p2p_debug_on = v && *v && strcmp(v, "0");
 	v = getenv("RDMA_CM_P2P_HOLD_MS");
 	if (v && *v) {
 		ms = strtoul(v, &end, 10);
@@ -194,6 +206,53 @@ static uint64_t cma_p2p_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/*
+ * RDMA_CM_P2P_DEBUG=1: one line on stderr per matching step, so that a
+ * connection that does not form can be followed on both peers.
+ */
+static void __attribute__((format(printf, 1, 2)))
+cma_p2p_dbg(const char *fmt, ...)
+{
+	uint64_t ms = cma_p2p_now_ns() / 1000000;
+	char line[256];
+	va_list ap;
+	int n;
+
+	cma_p2p_env();
+	if (!p2p_debug_on)
+		return;
+	n = snprintf(line, sizeof(line), "p2p[%d] %llu.%03llu: ", (int)getpid(),
+		     (unsigned long long)(ms / 1000),
+		     (unsigned long long)(ms % 1000));
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line);
+}
+
+/* "addr:port>addr:port #tag" of a key, for the debug log. */
+static const char *cma_p2p_key_str(const struct cma_p2p_key *key, char *buf,
+				   size_t len)
+{
+	static const uint8_t v4[12] = {[10] = 0xff, [11] = 0xff};
+	const struct cma_p2p_ident *e[2] = {&key->remote, &key->local};
+	char a[2][INET6_ADDRSTRLEN];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!memcmp(e[i]->addr, v4, sizeof(v4)))
+			inet_ntop(AF_INET, e[i]->addr + 12, a[i], sizeof(a[i]));
+		else
+			inet_ntop(AF_INET6, e[i]->addr, a[i], sizeof(a[i]));
+	}
+	snprintf(buf, len, "peer %s:%u me %s:%u %s%llu", a[0], e[0]->port, a[1],
+		 e[1]->port, key->explicit_tag ? "tag " : "#",
+		 (unsigned long long)key->tag);
+	return buf;
+}
+
+#define CMA_P2P_KEY_STRLEN 128
 
 /* --- listeners ---------------------------------------------------------------- */
 
@@ -358,6 +417,8 @@ static bool cma_p2p_held_alive(const struct cma_p2p_held *h)
 /* --- conns ------------------------------------------------------------------------ */
 
 static void cma_p2p_conn_timer_expire(struct cma_timer *timer);
+static void cma_p2p_arm(struct cma_p2p_listener *lis);
+static unsigned int cma_p2p_wait_ms(void);
 
 static struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 {
@@ -388,6 +449,7 @@ static void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 {
 	struct cma_p2p_conn **pp;
 
+	cma_timer_stop(conn->id_priv->id.channel, &conn->timer);
 	if (!conn->registered)
 		return;
 	for (pp = &p2p_conns; *pp; pp = &(*pp)->next) {
@@ -476,6 +538,18 @@ static void cma_p2p_save_peer_data(struct cma_p2p_conn *conn,
 	conn->peer_len = hdr->data_len;
 	memcpy(conn->peer_data, kp->private_data + CMA_P2P_HDR_LEN,
 	       hdr->data_len);
+}
+
+/*
+ * How long our REQ may go unanswered.  A peer that holds it answers when
+ * its application connects; one that reports it (hold time over) answers
+ * when its application accepts.  Give both about a hold time, so that a
+ * peer that never does cannot keep us waiting for the kernel's patience
+ * (an MRA asks for about 68 s per retry, and the CM retries 15 times).
+ */
+static unsigned int cma_p2p_pending_ms(void)
+{
+	return 2 * cma_p2p_wait_ms() + CMA_P2P_PROBE_MS;
 }
 
 /* Back out of a failed adoption: the connect keeps its own kernel id. */
@@ -576,6 +650,9 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 			err = errno;
 			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
 				       &conn->key);
+			cma_p2p_dbg("adopt handle %u: accept failed (%s), "
+				    "CONNECT_ERROR",
+				    handle, strerror(err));
 			cma_p2p_adopt_failed(conn, err);
 			return 0;
 		}
@@ -593,6 +670,8 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 	return 0;
 undo:
 	err = errno;
+	cma_p2p_dbg("adopt handle %u failed (%s): request refused", handle,
+		    strerror(err));
 	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
 	cma_p2p_adopt_undo(id_priv, old, qp_moved);
 	return cma_err(err);
@@ -604,6 +683,7 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 {
 	struct rdma_ucm_conn_param req = *kparam;
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
+	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_conn *conn;
 	struct cma_p2p_held *h;
 	int ret = -1;
@@ -625,10 +705,16 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 		goto out;
 	conn->kparam = *kparam;
 	conn->ece = *ece;
+	conn->gave_up = false;
 
 	h = cma_p2p_held_find(&conn->key);
+	cma_p2p_dbg("connect %s: %s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    h ? "adopting the held request" : "sending a REQ");
 	if (h) {
 		cma_p2p_held_unlink(h);
+		/* Its listener's hold timer must not fire for it any more. */
+		cma_p2p_arm(h->lis);
 		ret = cma_p2p_adopt(conn, h->lis, h->handle, &h->resp, &h->hdr);
 		free(h);
 		if (!ret)
@@ -641,8 +727,14 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	cma_p2p_put_hdr(&req, &hdr);
 	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
 	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &req, ece);
-	if (ret)
+	if (ret) {
+		cma_p2p_dbg("connect %s: REQ failed: %m",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		cma_p2p_conn_unregister(conn);
+	} else {
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+	}
 out:
 	pthread_mutex_unlock(&p2p_lock);
 	return ret;
@@ -728,8 +820,16 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 {
 	int lfd = cma_id_fd(lis->id_priv);
 	struct cma_p2p_conn *conn = cma_p2p_conn_find(key);
+	enum cma_p2p_state state = conn ? conn->state : CMA_P2P_NO_MATCH;
+	enum cma_p2p_action act = cma_p2p_decide(key, state);
+	static const char *const acts[] = {"hold", "adopt", "refuse (lost)",
+					   "refuse (duplicate)"};
+	char kb[CMA_P2P_KEY_STRLEN];
 
-	switch (cma_p2p_decide(key, conn ? conn->state : CMA_P2P_NO_MATCH)) {
+	cma_p2p_dbg("request %s, handle %u, local state %d: %s",
+		    cma_p2p_key_str(key, kb, sizeof(kb)), handle, (int)state,
+		    acts[act]);
+	switch (act) {
 	case CMA_P2P_HOLD:
 		if (cma_p2p_hold(lis, handle, key, hdr, resp))
 			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
@@ -863,6 +963,7 @@ static void cma_p2p_timer_expire(struct cma_timer *timer)
 	struct cma_p2p_held *h, *next, *due = NULL;
 	struct cma_p2p_listener *lis;
 	uint64_t now = cma_p2p_now_ns();
+	char kb[CMA_P2P_KEY_STRLEN];
 
 	pthread_mutex_lock(&p2p_lock);
 	lis = cma_p2p_listener_of(timer);
@@ -870,11 +971,16 @@ static void cma_p2p_timer_expire(struct cma_timer *timer)
 		pthread_mutex_unlock(&p2p_lock);
 		return;
 	}
+	cma_p2p_dbg("listener port %u: hold timer", lis->port);
 	for (h = p2p_held; h; h = next) {
 		next = h->next;
 		if (h->lis != lis)
 			continue;
 		if (!cma_p2p_held_alive(h)) {
+			cma_p2p_dbg("held request %s, handle %u: peer gone, "
+				    "dropped",
+				    cma_p2p_key_str(&h->key, kb, sizeof(kb)),
+				    h->handle);
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		} else if (h->deadline_ns && h->deadline_ns <= now) {
@@ -927,22 +1033,58 @@ static struct cma_p2p_conn *cma_p2p_conn_of(struct cma_timer *timer)
 	return NULL;
 }
 
-/* The peer's REQ never came: the connect fails as its REJ said. */
+/*
+ * Our REQ went unanswered too long: withdraw it and report UNREACHABLE,
+ * ETIMEDOUT.  On Linux, destroying the kernel id is what withdraws a REQ:
+ * it cancels the retries and sends a REJ the peer's CM acts on, so the
+ * peer's hold check drops its copy.  (A REJ sent with rdma_reject for an
+ * outgoing REQ is not matched by the peer, and leaves the REQ's retries
+ * running: destroying the id later would block until the last one.)  The
+ * id gets a fresh kernel id, so that the application can still destroy it.
+ */
+static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t old = id_priv->handle;
+
+	if (!cma_id_create_kernel(id_priv))
+		cma_p2p_drop_own_id(id_priv, old);
+	else /* no memory: the best we can do without losing the id */
+		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
+	conn->gave_up = true;
+	return cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+}
+
+/*
+ * The connect waited long enough: for an answer to its REQ (PENDING), or
+ * for the peer's REQ after being told it would come (WAIT_PEER, failed as
+ * the REJ said).
+ */
 static void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 {
+	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_conn *conn;
 	struct cma_event *evt;
 
 	pthread_mutex_lock(&p2p_lock);
 	conn = cma_p2p_conn_of(timer);
-	if (!conn || conn->state != CMA_P2P_WAIT_PEER) {
+	if (!conn || (conn->state != CMA_P2P_WAIT_PEER &&
+		      conn->state != CMA_P2P_PENDING)) {
 		pthread_mutex_unlock(&p2p_lock);
 		return;
 	}
+	cma_p2p_dbg("connect %s: %s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    conn->state == CMA_P2P_PENDING
+			    ? "no answer to our REQ, UNREACHABLE"
+			    : "the peer's REQ never came, REJECTED");
+	if (conn->state == CMA_P2P_PENDING)
+		evt = cma_p2p_give_up(conn);
+	else
+		evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+				    conn->wait_status);
 	cma_p2p_conn_unregister(conn);
 	cma_qp_to_err(conn->id_priv);
-	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-			    conn->wait_status);
 	if (evt)
 		cma_event_post(evt);
 	pthread_mutex_unlock(&p2p_lock);
@@ -955,13 +1097,21 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
+	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
 	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_dbg("event %s status %d on %s, handle %u (id's %u), state %d",
+		    rdma_event_str((enum rdma_cm_event_type)resp->event),
+		    (int)resp->status,
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), resp->id,
+		    id_priv->handle, (int)conn->state);
 	if (resp->id != id_priv->handle) {
 		drop = true; /* from the kernel id an adoption replaced */
+	} else if (conn->gave_up) {
+		drop = true; /* the application has its UNREACHABLE */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
 		   cma_p2p_peer_will_connect(resp)) {
@@ -995,6 +1145,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		return;
 	pthread_mutex_lock(&p2p_lock);
 	conn->state = CMA_P2P_CONNECTED;
+	cma_timer_stop(id_priv->id.channel, &conn->timer);
 	pthread_mutex_unlock(&p2p_lock);
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 		    CMA_P2P_OK ||

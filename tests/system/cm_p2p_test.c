@@ -20,6 +20,11 @@
  *   cm_p2p_test held ADDR       (RDMA_CM_P2P_HOLD_MS=1000) a p2p request
  *                               no local connect claims surfaces after the
  *                               hold time
+ *   cm_p2p_test giveup ADDR     (RDMA_CM_P2P_HOLD_MS=1000) a p2p connect
+ *                               whose REQ a p2p listener holds and no
+ *                               local connect claims: UNREACHABLE,
+ *                               -ETIMEDOUT, after 2 x 1 s + 2 s, not the
+ *                               kernel's many minutes
  *
  * Prints "PASS name" or "FAIL name: why"; exit status 0 or 1.
  */
@@ -379,6 +384,40 @@ static int test_held(void)
 	return 0;
 }
 
+static int test_giveup(void)
+{
+	struct rdma_cm_id *mine = listener(7589, 1), *ls = listener(7588, 1);
+	struct rdma_conn_param p = param("nobody", 1);
+	struct rdma_cm_event *e;
+	struct rdma_cm_id *cl;
+	uint64_t tag = 171717;
+	long long t0;
+
+	cl = client(7588);
+	if (rdma_set_option(cl, RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, &tag,
+			    sizeof(tag)))
+		FAIL("set P2P_TAG: %s", strerror(errno));
+	t0 = now_ms();
+	if (rdma_connect(cl, &p))
+		FAIL("rdma_connect: %s", strerror(errno));
+	/* Held by ls until we give up: 2 x RDMA_CM_P2P_HOLD_MS + 2 s. */
+	expect_none(3000);
+	e = expect(RDMA_CM_EVENT_UNREACHABLE, cl, 5000);
+	if (e->status != -ETIMEDOUT)
+		FAIL("UNREACHABLE with status %d, expected %d", e->status,
+		     -ETIMEDOUT);
+	rdma_ack_cm_event(e);
+	/* Nothing more: no late answer, no request reported at ls. */
+	expect_none(3000);
+	rdma_destroy_qp(cl);
+	rdma_destroy_id(cl);
+	rdma_destroy_id(mine);
+	rdma_destroy_id(ls);
+	printf("PASS %s (UNREACHABLE after %lld ms)\n", test_name,
+	       now_ms() - t0 - 3000);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -387,7 +426,7 @@ int main(int argc, char **argv)
 	} tests[] = {
 		{"oldabi", test_oldabi}, {"surface", test_surface},
 		{"plain", test_plain},	 {"hostile", test_hostile},
-		{"held", test_held},
+		{"held", test_held},	 {"giveup", test_giveup},
 	};
 	struct addrinfo *ai, hints = {.ai_flags = AI_NUMERICHOST};
 	size_t i;

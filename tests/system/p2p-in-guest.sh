@@ -18,11 +18,15 @@
 #              then explicit tags (RDMA_OPTION_ID_P2P_TAG)
 #   mesh8      8 ranks, every pair from both sides: 28 connections
 #   api        (one guest only) cm_p2p_test: old-ABI binary, surfaced
-#              requests, non-p2p peers, hostile headers, hold time
+#              requests, non-p2p peers, hostile headers, hold time, a
+#              connect nobody claims gives up (UNREACHABLE, -ETIMEDOUT)
 #
 # Environment: RDMACM_BUILD_DIR (default: build/ of this checkout),
 # RDMACM_P2P_ONLY (a regular expression over scenario names),
-# RDMACM_P2P_ITER, VERBOSE=1.
+# RDMACM_P2P_ITER, RDMACM_P2P_SKEW_ITER (default 8), RDMACM_P2P_TIMEOUT
+# (seconds each p2pmesh process may take, default 300), VERBOSE=1;
+# RDMACM_P2P_MESH_ARGS (more p2pmesh options for every scenario, e.g.
+# -B), RDMA_CM_P2P_DEBUG=1 puts the library's matching log in the output.
 set -u
 
 BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
@@ -33,6 +37,8 @@ A2="${RDMA_TEST_ADDR2:-$A1}"
 A6_1="${RDMA_TEST_ADDR6_1:-}"
 A6_2="${RDMA_TEST_ADDR6_2:-$A6_1}"
 ITER="${RDMACM_P2P_ITER:-100}"
+SKEW_ITER="${RDMACM_P2P_SKEW_ITER:-8}"
+LIMIT="${RDMACM_P2P_TIMEOUT:-300}"
 ONLY="${RDMACM_P2P_ONLY:-}"
 GUEST="${RDMACM_VM_GUEST:-}"
 # With two guests the scripts run on both; which ranks are ours.
@@ -76,7 +82,9 @@ mesh() {
 	done
 	for ((r = 0; r < n; r++)); do
 		mine $r || continue
-		timeout 300 "$MESH" -q -p "$port" "$@" $r "${addrs[@]}" \
+		# shellcheck disable=SC2086 # extra options, split on purpose
+		timeout "$LIMIT" "$MESH" -q -p "$port" "$@" \
+			${RDMACM_P2P_MESH_ARGS:-} $r "${addrs[@]}" \
 			>"$log.$r" 2>&1 &
 		pids+=($!)
 	done
@@ -116,7 +124,7 @@ mesh() {
 api() {
 	local t=$1 addr=$2 name="api-$1/$3" rc
 	wanted "$name" || return 0
-	if [ $t = held ]; then
+	if [ $t = held ] || [ $t = giveup ]; then
 		RDMA_CM_P2P_HOLD_MS=1000 timeout 90 "$API" "$t" "$addr" >"$out/api" 2>&1
 	else
 		timeout 90 "$API" "$t" "$addr" >"$out/api" 2>&1
@@ -140,12 +148,12 @@ for fam in ipv4 ipv6; do
 	it=$ITER
 	[ $fam = ipv6 ] && it=$(((ITER + 4) / 5))
 	mesh "mutual/$fam" 2 $base "$x" "$y" -i "$it"
-	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i 8 -s 2000
+	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i "$SKEW_ITER" -s 2000
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t
 	mesh "mesh8/$fam" 8 $((base + 40)) "$x" "$y"
 	if [ $two = no ]; then
-		for t in oldabi surface plain hostile held; do
+		for t in oldabi surface plain hostile held giveup; do
 			api $t "$x" $fam
 		done
 	fi
