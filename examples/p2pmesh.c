@@ -17,6 +17,14 @@
  * phase of an iteration (default 120000 ms).  The event channel is read
  * non-blocking after poll(); -B reads it blocking instead, as programs
  * written for rdma-core's library often do.
+ *
+ * -L forms the same mesh the way programs must without peer2peer_mode
+ * (the baseline the benchmark compares with): each rank connects to the
+ * higher ranks and accepts the lower ones on an ordinary listener.  That
+ * scheme needs every listener up before the first connect: -b DIR is a
+ * start barrier (each rank creates DIR/ready.<rank> once it listens and
+ * waits for all N).  The final line reports the average time from the start of an iteration to
+ * the last connection carrying data both ways.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +48,8 @@ struct conn {
 	struct ibv_mr *mr;
 	int peer, index;
 	int established; /* ESTABLISHED events seen */
+	bool passive; /* -L: this rank accepts this connection */
+	struct rdma_cm_id *pending; /* -L: next iteration's early request */
 	bool routed, sent, received, disconnected;
 	char send_buf[MSG_LEN];
 	char recv_buf[MSG_LEN];
@@ -49,12 +59,14 @@ struct mesh {
 	int rank, n, conns, iter;
 	unsigned int port;
 	unsigned long iterations, skew_ms, wait_ms;
-	bool explicit_tags, blocking;
+	bool explicit_tags, blocking, lower;
+	const char *barrier_dir; /* -b */
 	struct ex_addr *addrs;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
 	struct conn *c; /* n * conns, the own rank's slots unused */
 	int total, errors;
+	uint64_t setup_ms; /* summed over the iterations */
 };
 
 static struct conn *slot(struct mesh *m, int peer, int k)
@@ -83,7 +95,8 @@ static int start_listen(struct mesh *m)
 		return -1;
 	}
 	/* A p2p listener: hold p2p requests until our own connect comes. */
-	if (rdma_set_option(m->listen, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+	if (!m->lower &&
+	    rdma_set_option(m->listen, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
 			    &on, sizeof(on))) {
 		ex_syserr("rdma_set_option(PEER2PEER)");
 		return -1;
@@ -96,15 +109,25 @@ static int start_listen(struct mesh *m)
 	return 0;
 }
 
+static int adopt_request(struct mesh *m, struct conn *c);
+
+static void reset_conn(struct mesh *m, struct conn *c)
+{
+	memset(c->send_buf, 0, sizeof(c->send_buf));
+	memset(c->recv_buf, 0, sizeof(c->recv_buf));
+	c->established = 0;
+	c->routed = c->sent = c->received = c->disconnected = false;
+	c->passive = m->lower && c->peer < m->rank;
+}
+
 static int start_connect(struct mesh *m, struct conn *c)
 {
 	struct ex_addr dst = m->addrs[c->peer];
 	struct ex_addr src = m->addrs[m->rank];
 
-	memset(c->send_buf, 0, sizeof(c->send_buf));
-	memset(c->recv_buf, 0, sizeof(c->recv_buf));
-	c->established = 0;
-	c->routed = c->sent = c->received = c->disconnected = false;
+	reset_conn(m, c);
+	if (c->passive) /* its id comes with the peer's request */
+		return c->pending ? adopt_request(m, c) : 0;
 	set_port(&dst, m->port + (unsigned int)c->peer);
 	set_port(&src, 0);
 	if (rdma_create_id(m->ch, &c->id, c, RDMA_PS_TCP)) {
@@ -172,10 +195,12 @@ static int connect_one(struct mesh *m, struct conn *c)
 		.initiator_depth = 1,
 		.retry_count = 7,
 		.rnr_retry_count = 7,
-		.peer2peer_mode = 1,
+		.peer2peer_mode = !m->lower,
 	};
 	char hello[32];
 
+	if (c->passive)
+		return 0;
 	snprintf(hello, sizeof(hello), "hello %d.%d", m->rank, c->index);
 	param.private_data = hello;
 	param.private_data_len = (uint8_t)(strlen(hello) + 1);
@@ -190,6 +215,7 @@ static int on_established(struct mesh *m, struct conn *c,
 			  const struct rdma_conn_param *p)
 {
 	char want[32];
+	size_t len;
 
 	if (++c->established != 1) {
 		ex_err("rank %d conn %d: ESTABLISHED #%d", c->peer, c->index,
@@ -197,14 +223,25 @@ static int on_established(struct mesh *m, struct conn *c,
 		return -1;
 	}
 	snprintf(want, sizeof(want), "hello %d.%d", c->peer, c->index);
-	if (!p->peer2peer_mode || p->private_data_len != strlen(want) + 1 ||
-	    memcmp(p->private_data, want, strlen(want) + 1)) {
+	/* -L: the passive side saw the hello in the request already. */
+	if (c->passive && !p->peer2peer_mode)
+		goto send;
+	/*
+	 * peer2peer_mode delivers the peer's private data at its length;
+	 * an ordinary REP's comes padded to the transport's field size.
+	 */
+	len = strlen(want) + 1;
+	if (p->peer2peer_mode == m->lower ||
+	    (m->lower ? p->private_data_len < len
+		      : p->private_data_len != len) ||
+	    memcmp(p->private_data, want, len)) {
 		ex_err("rank %d conn %d: ESTABLISHED p2p=%u with %u bytes, "
 		       "expected \"%s\"",
 		       c->peer, c->index, p->peer2peer_mode,
 		       p->private_data_len, want);
 		return -1;
 	}
+send:
 	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d", m->rank, c->peer,
 		 c->index, m->iter);
 	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
@@ -248,11 +285,65 @@ static int poll_cqs(struct mesh *m, struct conn *c)
 	return 0;
 }
 
+/*
+ * -L: a lower rank's request, "hello <rank>.<index>".  A rank that is
+ * done with an iteration may ask for the next one's connection before this
+ * rank has torn down the last one: keep such a request until then.
+ */
+static int on_request(struct mesh *m, struct rdma_cm_event *e)
+{
+	const struct rdma_conn_param *req = &e->param.conn;
+	char hello[32];
+	int peer, k;
+	struct conn *c;
+
+	memset(hello, 0, sizeof(hello));
+	if (req->private_data)
+		memcpy(hello, req->private_data,
+		       req->private_data_len < sizeof(hello) - 1
+			       ? req->private_data_len
+			       : sizeof(hello) - 1);
+	if (sscanf(hello, "hello %d.%d", &peer, &k) != 2 || peer < 0 ||
+	    peer >= m->rank || k < 0 || k >= m->conns ||
+	    slot(m, peer, k)->pending) {
+		ex_err("unexpected request \"%s\"", hello);
+		rdma_reject(e->id, NULL, 0);
+		return -1;
+	}
+	c = slot(m, peer, k);
+	c->pending = e->id;
+	return c->id ? 0 : adopt_request(m, c);
+}
+
+static int adopt_request(struct mesh *m, struct conn *c)
+{
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1,
+					.rnr_retry_count = 7};
+	char hello[32];
+
+	c->id = c->pending;
+	c->pending = NULL;
+	c->id->context = c;
+	if (on_route(c))
+		return -1;
+	snprintf(hello, sizeof(hello), "hello %d.%d", m->rank, c->index);
+	param.private_data = hello;
+	param.private_data_len = (uint8_t)(strlen(hello) + 1);
+	if (rdma_accept(c->id, &param)) {
+		ex_syserr("rdma_accept from rank %d", c->peer);
+		return -1;
+	}
+	return 0;
+}
+
 static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 {
 	struct conn *c = e->id->context;
 
-	if (e->id == m->listen || e->listen_id) {
+	if (m->lower && e->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return on_request(m, e);
+	if (e->id == m->listen || !c) {
 		ex_err("listener: unexpected %s", rdma_event_str(e->event));
 		return -1;
 	}
@@ -311,7 +402,7 @@ typedef bool (*conn_pred)(const struct conn *c);
 
 static bool routed(const struct conn *c)
 {
-	return c->routed;
+	return c->routed || c->passive;
 }
 
 static bool exchanged(const struct conn *c)
@@ -361,10 +452,12 @@ static void teardown(struct conn *c)
 
 static int run_iteration(struct mesh *m)
 {
+	uint64_t t0;
 	int p, k;
 
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
+	t0 = now_ms();
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
 			if (start_connect(m, slot(m, p, k)))
@@ -377,6 +470,7 @@ static int run_iteration(struct mesh *m)
 				return -1;
 	if (wait_all(m, exchanged, "established with data both ways"))
 		return -1;
+	m->setup_ms += now_ms() - t0;
 	/* Both sides got their message: the lower rank ends each one. */
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -396,11 +490,39 @@ static int run_iteration(struct mesh *m)
 	return 0;
 }
 
+/* -b: announce that this rank listens, then wait until all ranks do. */
+static int start_barrier(struct mesh *m)
+{
+	uint64_t end = now_ms() + m->wait_ms;
+	char path[4096];
+	int r, fd;
+
+	snprintf(path, sizeof(path), "%s/ready.%d", m->barrier_dir, m->rank);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ex_syserr("%s", path);
+		return -1;
+	}
+	close(fd);
+	for (r = 0; r < m->n; r++) {
+		snprintf(path, sizeof(path), "%s/ready.%d", m->barrier_dir, r);
+		while (access(path, F_OK)) {
+			if (now_ms() > end) {
+				ex_err("rank %d never got ready", r);
+				return -1;
+			}
+			usleep(5000);
+		}
+	}
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-q] rank addr0 addr1 ...\n",
+		"[-t] [-w wait_ms] [-B] [-L] [-b dir] [-q] rank addr0 addr1 "
+		"...\n",
 		ex_prog());
 	return EX_USAGE;
 }
@@ -415,7 +537,7 @@ int main(int argc, char **argv)
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:w:tBqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBLqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -445,6 +567,12 @@ int main(int argc, char **argv)
 		case 'B':
 			m.blocking = true;
 			break;
+		case 'L':
+			m.lower = true;
+			break;
+		case 'b':
+			m.barrier_dir = optarg;
+			break;
 		case 'q':
 			ex_quiet = true;
 			break;
@@ -472,7 +600,7 @@ int main(int argc, char **argv)
 	}
 	srand((unsigned int)(getpid() ^ time(NULL)));
 	m.ch = rdma_create_event_channel();
-	if (!m.ch || start_listen(&m))
+	if (!m.ch || start_listen(&m) || (m.barrier_dir && start_barrier(&m)))
 		return EX_FAIL;
 	/*
 	 * The library's own timers (p2p hold checks) also make the fd
@@ -495,7 +623,9 @@ int main(int argc, char **argv)
 	}
 	rdma_destroy_id(m.listen);
 	rdma_destroy_event_channel(m.ch);
-	printf("p2pmesh rank %d: OK connections=%d iterations=%lu\n", m.rank,
-	       m.total, m.iterations);
+	printf("p2pmesh rank %d: OK connections=%d iterations=%lu "
+	       "setup_ms=%.1f\n",
+	       m.rank, m.total, m.iterations,
+	       (double)m.setup_ms / (double)m.iterations);
 	return EX_OK;
 }

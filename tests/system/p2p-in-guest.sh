@@ -152,6 +152,14 @@ for fam in ipv4 ipv6; do
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t
 	mesh "mesh8/$fam" 8 $((base + 40)) "$x" "$y"
+	# The scheme programs use without peer2peer_mode (the benchmark's
+	# baseline): connect to higher ranks, accept lower ones, after a start
+	# barrier (a directory only one guest sees).
+	if [ $two = no ]; then
+		mkdir -p "$out/barrier-$fam"
+		mesh "lower8/$fam" 8 $((base + 50)) "$x" "$y" -L -i 2 \
+			-b "$out/barrier-$fam"
+	fi
 	if [ $two = no ]; then
 		for t in oldabi surface plain hostile held giveup; do
 			api $t "$x" $fam
