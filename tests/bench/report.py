@@ -20,20 +20,48 @@ from collections import OrderedDict
 STEPS = ["create_id", "resolve_addr", "resolve_route", "create_qp",
          "connect", "disconnect", "destroy", "total"]
 
-# Targets (ratio ours/Debian must be at most this), by metric pattern.
+# Targets for the ratio ours/Debian, by metric pattern: (pattern, "<=" or
+# ">=", bound).
 TARGETS = [
-    (r"^steps\.", 1.0),
-    (r"^writes\.n\d+\.active_total$", 0.7),
-    (r"^instr\.per_conn$", 0.7),
-    (r"^memory\.", 1.0),
+    (r"^steps\.", "<=", 1.0),
+    (r"^writes\.n\d+\.active_total$", "<=", 0.7),
+    (r"^instr\.per_conn$", "<=", 0.7),
+    (r"^memory\.", "<=", 1.0),
+    (r"^rsocket\.throughput$", ">=", 1.2),
+    (r"^rsocket\.latency", "<=", 0.8),
+]
+
+# Two ways of doing one thing, both on our library: (what, metric A,
+# metric B, target for A / B as (op, bound) or None).
+COMPARISONS = [
+    ("ACM: cached address + route / kernel path", "acm.cached_us",
+     "acm.kernel_us", ("<=", 0.02)),
+    ("ACM: table, no cache / kernel path", "acm.table_us", "acm.kernel_us",
+     None),
+    ("ACM: id resolution with ACM's path / kernel path", "acm.acm_id_us",
+     "acm.kernel_us", None),
+    ("8-process full mesh: peer2peer_mode / connect-higher-accept-lower",
+     "p2p.mesh8_p2p_ms", "p2p.mesh8_lower_ms", ("<=", 1.0)),
 ]
 
 
 def target_of(metric):
-    for pat, t in TARGETS:
+    for pat, op, t in TARGETS:
         if re.search(pat, metric):
-            return t
+            return op, t
     return None
+
+
+def meets(r, target):
+    op, t = target
+    return r <= t if op == "<=" else r >= t
+
+
+def show_target(r, target):
+    if target is None or r is None:
+        return ""
+    return "%s %s %s" % (target[0].replace("<=", "≤").replace(">=", "≥"),
+                         fmt(target[1]), "✓" if meets(r, target) else "✗")
 
 
 def median(values):
@@ -77,10 +105,21 @@ def fmt(v):
 
 
 def verdict(metric, r):
-    t = target_of(metric)
-    if t is None or r is None:
-        return ""
-    return "≤ %.1f ✓" % t if r <= t else "≤ %.1f ✗" % t
+    return show_target(r, target_of(metric))
+
+
+def comparisons(data, units):
+    """(what, a, b, ratio, target) for the comparisons measured."""
+    rows = []
+    for what, ma, mb, target in COMPARISONS:
+        a = data.get(ma, {}).get("ours")
+        b = data.get(mb, {}).get("ours")
+        if a is None or b is None:
+            continue
+        rows.append((what, "%s %s" % (fmt(a), units.get(ma, "")),
+                     "%s %s" % (fmt(b), units.get(mb, "")),
+                     a / b if b else None, target))
+    return rows
 
 
 def tables(data, units):
@@ -103,8 +142,10 @@ def tables(data, units):
                     fmt(d.get("ours")), fmt(d.get("debian")), fmt(r), mark))
             out.append("| %s | %s |" % (step, " | ".join(cells)))
         out.append("")
+    compared = {m for c in COMPARISONS for m in c[1:3]}
     rows = [m for m in data if not m.startswith("steps.") and
-            not (m.startswith("writes.") and not m.endswith("_total"))]
+            not (m.startswith("writes.") and not m.endswith("_total")) and
+            not (m in compared and "debian" not in data[m])]
     if rows:
         out.append("| metric | unit | ours | Debian | ratio | target |")
         out.append("|---|---|---|---|---|---|")
@@ -114,6 +155,15 @@ def tables(data, units):
             out.append("| %s | %s | %s | %s | %s | %s |" % (
                 m, units.get(m, ""), fmt(d.get("ours")),
                 fmt(d.get("debian")), fmt(r), verdict(m, r)))
+        out.append("")
+    cmp_rows = comparisons(data, units)
+    if cmp_rows:
+        out.append("Our library, one way against another (A / B):\n")
+        out.append("| comparison | A | B | A / B | target |")
+        out.append("|---|---|---|---|---|")
+        for what, a, b, r, target in cmp_rows:
+            out.append("| %s | %s | %s | %s | %s |" % (
+                what, a, b, fmt(r), show_target(r, target)))
         out.append("")
     per_step = [m for m in data if m.startswith("writes.") and
                 not m.endswith("_total")]
@@ -147,6 +197,13 @@ def plot(data, png):
             for m in others:
                 f.write("%s %.4f\n" % (m.replace("_", "\\\\_"),
                                        ratio(data[m])))
+            for _, ma, mb, _ in COMPARISONS:
+                a = data.get(ma, {}).get("ours")
+                b = data.get(mb, {}).get("ours")
+                if a is not None and b:
+                    f.write("%s/%s %.4f\n" % (
+                        ma.replace("_", "\\\\_"),
+                        mb.split(".")[-1].replace("_", "\\\\_"), a / b))
         cols = " , ".join(
             "'' using %d title '%d conn.'" % (i + 2, n) if i else
             "'%s' using 2:xtic(1) title '%d conn.'" % (steps_dat, n)
@@ -165,7 +222,7 @@ set key top left
 set ylabel 'time ratio'
 set title 'connection setup, per step'
 plot %s, 1.0 with lines lc rgb 'black' dt 2 notitle
-set title 'round trips, instructions, memory'
+set title 'round trips, instructions, memory, rsocket; ACM and p2p: ways compared'
 set ylabel 'ratio'
 set xtics rotate by -20
 unset key

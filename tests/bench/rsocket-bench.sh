@@ -10,7 +10,9 @@
 #
 # Environment: BUILD_DIR / RDMACM_BUILD_DIR (default build/),
 # RDMACM_BENCH_RUNS (repetitions, best kept; default 3),
-# RDMACM_REF_LIBDIR (Debian's unpacked library), RDMA_TEST_ADDR1/2.
+# RDMACM_REF_LIBDIR (Debian's unpacked library), RDMA_TEST_ADDR1/2;
+# RDMACM_BENCH_RESULTS=FILE appends "<library> rsocket.<metric> <value>
+# <unit>" lines to FILE (tests/bench/run.sh's guest.d/rsocket.sh does).
 # Under TCG emulation absolute numbers are low and noisy; the ratio is
 # what to read.
 set -u
@@ -89,3 +91,12 @@ r_lat=$(ratio "$lat_ours" "$lat_ref")
 printf '%-22s %10s %10s %8s  %s\n' metric ours debian ratio target
 printf '%-22s %10s %10s %8s  %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" "$r_bw" ">= 1.20: $(verdict "$r_bw" 1.2 ge)"
 printf '%-22s %10s %10s %8s  %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$r_lat" "<= 0.80: $(verdict "$r_lat" 0.8 le)"
+if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
+	{
+		echo "ours rsocket.throughput $bw_ours Gb/s"
+		echo "debian rsocket.throughput $bw_ref Gb/s"
+		echo "ours rsocket.latency_64B $lat_ours us"
+		echo "debian rsocket.latency_64B $lat_ref us"
+	} | grep -v ' nan ' >>"$RDMACM_BENCH_RESULTS"
+fi
+exit 0
