@@ -40,6 +40,14 @@
 
 #include <rdma/rdma_cma.h>
 
+/*
+ * Built against this tree's header, rdma_connect/rdma_accept would bind to
+ * their RDMACM_FORK_1.0 versions, which Debian's library lacks; bind to the
+ * RDMACM_1.0 ones every librdmacm has, so one binary runs on both.
+ */
+__asm__(".symver rdma_connect, rdma_connect@RDMACM_1.0");
+__asm__(".symver rdma_accept, rdma_accept@RDMACM_1.0");
+
 #define MAX_FDS 4096
 static unsigned long writes_on_fd[MAX_FDS];
 
