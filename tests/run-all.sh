@@ -122,8 +122,19 @@ p2p_two_guests() {
 		sed -E 's/^\[([12])\] (PASS|FAIL)(.*)$/\2\3 [guest \1]/'
 	return "${PIPESTATUS[0]}"
 }
+# Multicast through IP_ADD_MEMBERSHIP and rdma_sendto between two hosts
+# (issue 5): guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
+mcast_two_guests() {
+	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=600 \
+		"$repo/tests/vm/run-two-guests.sh" \
+		"$repo/tests/system/mckey2-two-guests.sh" -- \
+		"$repo/tests/system/mckey2-two-guests.sh" |
+		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
+	return "${PIPESTATUS[0]}"
+}
 if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	run_suite p2p-2guests p2p_two_guests
+	run_suite mcast-2guests mcast_two_guests
 fi
 # Issue 8 (see tests/system/README.md): faults (peer death, device removal,
 # threads, connect/disconnect cycles); the system tests on the ASan/UBSan
