@@ -159,6 +159,25 @@ static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
 	return (struct cma_id_private *)id;
 }
 
+/* Whether the id is bound to an iWARP device (iw_cm: no UD, no multicast). */
+static inline bool cma_id_is_iwarp(const struct cma_id_private *id_priv)
+{
+	return id_priv->cma_dev && id_priv->cma_dev->is_iwarp;
+}
+
+/*
+ * What iWARP cannot do: datagram ids (RDMA_PS_UDP, RDMA_PS_IPOIB) connect,
+ * listen, accept and get QPs only on IB and RoCE.  -1/EOPNOTSUPP for such
+ * an id on an iWARP device, else 0.  (iw_cm would otherwise be asked for a
+ * TCP connection on the datagram id's behalf.)
+ */
+static inline int cma_check_ud_transport(const struct cma_id_private *id_priv)
+{
+	if (id_priv->id.qp_type == IBV_QPT_UD && cma_id_is_iwarp(id_priv))
+		return cma_err(EOPNOTSUPP);
+	return 0;
+}
+
 /* The kernel fd behind a channel (channel->fd may be an epoll set). */
 int cma_channel_kernel_fd(const struct rdma_event_channel *channel);
 
