@@ -576,6 +576,34 @@ static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
+/*
+ * iWARP providers tie a QP to the connection it was handed to: once our
+ * own connect's kernel id is gone, siw has moved the QP on (to ERROR).
+ * Back to INIT through RESET, so the adopted request can be accepted with
+ * it; a QP still in INIT is left alone.
+ */
+static int cma_p2p_iw_reinit_qp(struct cma_id_private *id_priv)
+{
+	struct ibv_qp *qp = id_priv->id.qp;
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
+	struct ibv_qp_init_attr init;
+	int ret;
+
+	ret = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	cma_p2p_dbg("qp %u state %d before adoption", qp->qp_num,
+		    attr.qp_state);
+	if (attr.qp_state == IBV_QPS_INIT)
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RESET;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	return cma_qp_to_init(id_priv, qp);
+}
+
 /* The adopted request could not be answered after our REQ was withdrawn. */
 static void cma_p2p_adopt_failed(struct cma_p2p_conn *conn, int err)
 {
@@ -645,6 +673,16 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 	 */
 	if (conn->state == CMA_P2P_PENDING) {
 		cma_p2p_drop_own_id(id_priv, old);
+		if (cma_id_is_iwarp(id_priv) && cma_p2p_iw_reinit_qp(id_priv)) {
+			err = errno;
+			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
+				       &conn->key);
+			cma_p2p_dbg("adopt handle %u: QP not reusable (%s), "
+				    "CONNECT_ERROR",
+				    handle, strerror(err));
+			cma_p2p_adopt_failed(conn, err);
+			return 0;
+		}
 		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
 				    &kp, &conn->ece)) {
 			err = errno;
@@ -727,7 +765,21 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	cma_p2p_put_hdr(&req, &hdr);
 	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
 	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &req, ece);
-	if (ret) {
+	if (ret && errno == ECONNREFUSED && cma_id_is_iwarp(id_priv)) {
+		/*
+		 * iWARP's connect is a TCP connect, refused at once when the
+		 * peer does not listen yet: IB's REJ "invalid service ID",
+		 * without the event.  Wait for the peer's request the same.
+		 */
+		cma_p2p_dbg("connect %s: refused (no listener yet), waiting "
+			    "for the peer's REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		conn->state = CMA_P2P_WAIT_PEER;
+		conn->wait_status = -ECONNREFUSED;
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_wait_ms());
+		ret = 0;
+	} else if (ret) {
 		cma_p2p_dbg("connect %s: REQ failed: %m",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		cma_p2p_conn_unregister(conn);
@@ -1141,7 +1193,8 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	struct cma_p2p_conn *conn = id_priv->p2p;
 	struct cma_p2p_hdr hdr;
 
-	if (!conn || !conn->registered)
+	/* An adopted request's data is the request's (cma_p2p_established). */
+	if (!conn || !conn->registered || conn->adopted)
 		return;
 	pthread_mutex_lock(&p2p_lock);
 	conn->state = CMA_P2P_CONNECTED;
