@@ -4,7 +4,7 @@
  * peer2peer_mode, every pair connecting from both sides at once.
  *
  *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t]
- *           [-w wait_ms] [-B] [-q] rank addr0 addr1 ... addrN-1
+ *           [-w wait_ms] [-B] [-S] [-q] rank addr0 addr1 ... addrN-1
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
  * other rank, c times each.  Each connection must end in exactly one
@@ -17,6 +17,11 @@
  * phase of an iteration (default 120000 ms).  The event channel is read
  * non-blocking after poll(); -B reads it blocking instead, as programs
  * written for rdma-core's library often do.
+ *
+ * Each end reads RDMA_OPTION_ID_INITIATOR after ESTABLISHED and puts it in
+ * its message; the two ends of a connection must disagree (exactly one
+ * request formed it).  -S keeps iWARP's order: only the initiator sends at
+ * once, the other end sends after the initiator's message has arrived.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +46,8 @@ struct conn {
 	int peer, index;
 	int established; /* ESTABLISHED events seen */
 	bool routed, sent, received, disconnected;
+	bool posted; /* our message is on its way */
+	int initiator; /* RDMA_OPTION_ID_INITIATOR, from ESTABLISHED on */
 	char send_buf[MSG_LEN];
 	char recv_buf[MSG_LEN];
 };
@@ -49,7 +56,7 @@ struct mesh {
 	int rank, n, conns, iter;
 	unsigned int port;
 	unsigned long iterations, skew_ms, wait_ms;
-	bool explicit_tags, blocking;
+	bool explicit_tags, blocking, send_order;
 	struct ex_addr *addrs;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
@@ -105,6 +112,7 @@ static int start_connect(struct mesh *m, struct conn *c)
 	memset(c->recv_buf, 0, sizeof(c->recv_buf));
 	c->established = 0;
 	c->routed = c->sent = c->received = c->disconnected = false;
+	c->posted = false;
 	set_port(&dst, m->port + (unsigned int)c->peer);
 	set_port(&src, 0);
 	if (rdma_create_id(m->ch, &c->id, c, RDMA_PS_TCP)) {
@@ -186,6 +194,33 @@ static int connect_one(struct mesh *m, struct conn *c)
 	return 0;
 }
 
+static int send_msg(struct mesh *m, struct conn *c)
+{
+	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d init %d", m->rank,
+		 c->peer, c->index, m->iter, c->initiator);
+	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
+		ex_syserr("rdma_post_send");
+		return -1;
+	}
+	c->posted = true;
+	return 0;
+}
+
+/* The peer's message, once ours is known: it names the other initiator. */
+static int check_recv(struct mesh *m, struct conn *c)
+{
+	char want[MSG_LEN];
+
+	snprintf(want, MSG_LEN, "data %d>%d #%d it %d init %d", c->peer,
+		 m->rank, c->index, m->iter, !c->initiator);
+	if (strcmp(c->recv_buf, want)) {
+		ex_err("from rank %d conn %d: \"%.*s\", expected \"%s\"",
+		       c->peer, c->index, MSG_LEN, c->recv_buf, want);
+		return -1;
+	}
+	return 0;
+}
+
 static int on_established(struct mesh *m, struct conn *c,
 			  const struct rdma_conn_param *p)
 {
@@ -205,19 +240,22 @@ static int on_established(struct mesh *m, struct conn *c,
 		       p->private_data_len, want);
 		return -1;
 	}
-	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d", m->rank, c->peer,
-		 c->index, m->iter);
-	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
-		ex_syserr("rdma_post_send");
+	if (rdma_get_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+			    &c->initiator, sizeof(c->initiator))) {
+		ex_syserr("rdma_get_option(INITIATOR)");
 		return -1;
 	}
-	return 0;
+	if (c->received && check_recv(m, c))
+		return -1;
+	/* -S: the other end sends once the initiator's message is here. */
+	if (m->send_order && !c->initiator && !c->received)
+		return 0;
+	return send_msg(m, c);
 }
 
 static int poll_cqs(struct mesh *m, struct conn *c)
 {
 	struct ibv_wc wc;
-	char want[MSG_LEN];
 
 	if (!c->id || !c->id->qp)
 		return 0;
@@ -235,15 +273,14 @@ static int poll_cqs(struct mesh *m, struct conn *c)
 			       ibv_wc_status_str(wc.status));
 			return -1;
 		}
-		snprintf(want, MSG_LEN, "data %d>%d #%d it %d", c->peer,
-			 m->rank, c->index, m->iter);
-		if (strcmp(c->recv_buf, want)) {
-			ex_err("from rank %d conn %d: \"%.*s\", expected "
-			       "\"%s\"",
-			       c->peer, c->index, MSG_LEN, c->recv_buf, want);
-			return -1;
-		}
 		c->received = true;
+		/* Before our ESTABLISHED, that event checks it. */
+		if (c->established != 1)
+			continue;
+		if (check_recv(m, c))
+			return -1;
+		if (!c->posted && send_msg(m, c))
+			return -1;
 	}
 	return 0;
 }
@@ -400,7 +437,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-q] rank addr0 addr1 ...\n",
+		"[-t] [-w wait_ms] [-B] [-S] [-q] rank addr0 addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
 }
@@ -415,7 +452,7 @@ int main(int argc, char **argv)
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:w:tBqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:tBSqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -441,6 +478,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			m.explicit_tags = true;
+			break;
+		case 'S':
+			m.send_order = true;
 			break;
 		case 'B':
 			m.blocking = true;

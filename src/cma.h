@@ -152,6 +152,14 @@ struct cma_id_private {
 	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
 	/* Events reported by kernel ids an adoption replaced (all acked). */
 	uint32_t events_base;
+
+	bool passive; /* made from a CONNECT_REQUEST */
+	/*
+	 * RDMA_OPTION_ID_INITIATOR: 1 when this end's connection request
+	 * formed the connection (the iWARP MPA initiator, which sends first),
+	 * 0 when it answered the peer's; -1 until ESTABLISHED.
+	 */
+	int8_t initiator;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
@@ -390,6 +398,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 			  const struct rdma_ucm_event_resp *resp);
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
+/* Whether the id's p2p connect formed by adopting the peer's request. */
+bool cma_p2p_adopted(const struct cma_id_private *id_priv);
 /* RDMA_OPTION_ID_PEER2PEER / _P2P_TAG; -1/ENOPROTOOPT for other names. */
 int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
 		       const void *optval, size_t optlen);

@@ -198,6 +198,7 @@ int cma_process_conn_req(struct cma_event *evt,
 		return -1;
 	id_priv->handle = handle;
 	id_priv->cm_started = true;
+	id_priv->passive = true;
 	if (cma_query_route_info(id_priv))
 		goto fail;
 	dev = id_priv->cma_dev;
