@@ -604,6 +604,36 @@ START_TEST(iwarp_refuses_datagrams)
 }
 END_TEST
 
+/* RDMA_OPTION_ID_INITIATOR: read-only, ENODATA until ESTABLISHED set it. */
+START_TEST(initiator_option)
+{
+	struct rdma_cm_id *id = &rc_id->id;
+	int v = 7;
+
+	ASSERT_ERR(rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, sizeof(v)),
+		   ENODATA);
+	ASSERT_ERR(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, sizeof(v)),
+		   ENOPROTOOPT);
+	ASSERT_ERR(rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, 1),
+		   EINVAL);
+	rc_id->initiator = 1;
+	ck_assert_int_eq(rdma_get_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 1);
+	rc_id->initiator = 0;
+	ck_assert_int_eq(rdma_get_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 0);
+}
+END_TEST
+
 START_TEST(option_table_checks)
 {
 	struct ib_mreq im = ib_req(0);
@@ -645,6 +675,7 @@ static Suite *mcast_opt_suite(void)
 	tcase_add_test(t, get_option_errors);
 	tcase_add_test(t, sendto_errors);
 	tcase_add_test(t, iwarp_refuses_datagrams);
+	tcase_add_test(t, initiator_option);
 	suite_add_tcase(s, t);
 	return s;
 }
