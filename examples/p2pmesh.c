@@ -4,7 +4,7 @@
  * peer2peer_mode, every pair connecting from both sides at once.
  *
  *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t]
- *           [-w wait_ms] [-B] [-q] rank addr0 addr1 ... addrN-1
+ *           [-w wait_ms] [-B] [-S] [-q] rank addr0 addr1 ... addrN-1
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
  * other rank, c times each.  Each connection must end in exactly one
@@ -18,13 +18,18 @@
  * non-blocking after poll(); -B reads it blocking instead, as programs
  * written for rdma-core's library often do.
  *
+ * Each end reads RDMA_OPTION_ID_INITIATOR after ESTABLISHED and puts it in
+ * its message; the two ends of a connection must disagree (exactly one
+ * request formed it).  -S keeps iWARP's order: only the initiator sends at
+ * once, the other end sends after the initiator's message has arrived.
+ *
  * -L forms the same mesh the way programs must without peer2peer_mode
  * (the baseline the benchmark compares with): each rank connects to the
  * higher ranks and accepts the lower ones on an ordinary listener.  That
  * scheme needs every listener up before the first connect: -b DIR is a
  * start barrier (each rank creates DIR/ready.<rank> once it listens and
- * waits for all N).  The final line reports the average time from the start of an iteration to
- * the last connection carrying data both ways.
+ * waits for all N).  The final line reports the average time from the
+ * start of an iteration to the last connection carrying data both ways.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +56,8 @@ struct conn {
 	bool passive; /* -L: this rank accepts this connection */
 	struct rdma_cm_id *pending; /* -L: next iteration's early request */
 	bool routed, sent, received, disconnected;
+	bool posted; /* our message is on its way */
+	int initiator; /* RDMA_OPTION_ID_INITIATOR, from ESTABLISHED on */
 	char send_buf[MSG_LEN];
 	char recv_buf[MSG_LEN];
 };
@@ -59,7 +66,7 @@ struct mesh {
 	int rank, n, conns, iter;
 	unsigned int port;
 	unsigned long iterations, skew_ms, wait_ms;
-	bool explicit_tags, blocking, lower;
+	bool explicit_tags, blocking, send_order, lower;
 	const char *barrier_dir; /* -b */
 	struct ex_addr *addrs;
 	struct rdma_event_channel *ch;
@@ -117,6 +124,7 @@ static void reset_conn(struct mesh *m, struct conn *c)
 	memset(c->recv_buf, 0, sizeof(c->recv_buf));
 	c->established = 0;
 	c->routed = c->sent = c->received = c->disconnected = false;
+	c->posted = false;
 	c->passive = m->lower && c->peer < m->rank;
 }
 
@@ -211,6 +219,33 @@ static int connect_one(struct mesh *m, struct conn *c)
 	return 0;
 }
 
+static int send_msg(struct mesh *m, struct conn *c)
+{
+	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d init %d", m->rank,
+		 c->peer, c->index, m->iter, c->initiator);
+	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
+		ex_syserr("rdma_post_send");
+		return -1;
+	}
+	c->posted = true;
+	return 0;
+}
+
+/* The peer's message, once ours is known: it names the other initiator. */
+static int check_recv(struct mesh *m, struct conn *c)
+{
+	char want[MSG_LEN];
+
+	snprintf(want, MSG_LEN, "data %d>%d #%d it %d init %d", c->peer,
+		 m->rank, c->index, m->iter, !c->initiator);
+	if (strcmp(c->recv_buf, want)) {
+		ex_err("from rank %d conn %d: \"%.*s\", expected \"%s\"",
+		       c->peer, c->index, MSG_LEN, c->recv_buf, want);
+		return -1;
+	}
+	return 0;
+}
+
 static int on_established(struct mesh *m, struct conn *c,
 			  const struct rdma_conn_param *p)
 {
@@ -223,14 +258,14 @@ static int on_established(struct mesh *m, struct conn *c,
 		return -1;
 	}
 	snprintf(want, sizeof(want), "hello %d.%d", c->peer, c->index);
-	/* -L: the passive side saw the hello in the request already. */
-	if (c->passive && !p->peer2peer_mode)
-		goto send;
 	/*
-	 * peer2peer_mode delivers the peer's private data at its length;
-	 * an ordinary REP's comes padded to the transport's field size.
+	 * peer2peer_mode delivers the peer's private data at its length; an
+	 * ordinary REP's comes padded to the transport's field size, and the
+	 * passive side of -L saw the hello in the request already.
 	 */
 	len = strlen(want) + 1;
+	if (c->passive && !p->peer2peer_mode)
+		goto initiator;
 	if (p->peer2peer_mode == m->lower ||
 	    (m->lower ? p->private_data_len < len
 		      : p->private_data_len != len) ||
@@ -241,20 +276,23 @@ static int on_established(struct mesh *m, struct conn *c,
 		       p->private_data_len, want);
 		return -1;
 	}
-send:
-	snprintf(c->send_buf, MSG_LEN, "data %d>%d #%d it %d", m->rank, c->peer,
-		 c->index, m->iter);
-	if (rdma_post_send(c->id, NULL, c->send_buf, MSG_LEN, c->mr, 0)) {
-		ex_syserr("rdma_post_send");
+initiator:
+	if (rdma_get_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+			    &c->initiator, sizeof(c->initiator))) {
+		ex_syserr("rdma_get_option(INITIATOR)");
 		return -1;
 	}
-	return 0;
+	if (c->received && check_recv(m, c))
+		return -1;
+	/* -S: the other end sends once the initiator's message is here. */
+	if (m->send_order && !c->initiator && !c->received)
+		return 0;
+	return send_msg(m, c);
 }
 
 static int poll_cqs(struct mesh *m, struct conn *c)
 {
 	struct ibv_wc wc;
-	char want[MSG_LEN];
 
 	if (!c->id || !c->id->qp)
 		return 0;
@@ -272,15 +310,14 @@ static int poll_cqs(struct mesh *m, struct conn *c)
 			       ibv_wc_status_str(wc.status));
 			return -1;
 		}
-		snprintf(want, MSG_LEN, "data %d>%d #%d it %d", c->peer,
-			 m->rank, c->index, m->iter);
-		if (strcmp(c->recv_buf, want)) {
-			ex_err("from rank %d conn %d: \"%.*s\", expected "
-			       "\"%s\"",
-			       c->peer, c->index, MSG_LEN, c->recv_buf, want);
-			return -1;
-		}
 		c->received = true;
+		/* Before our ESTABLISHED, that event checks it. */
+		if (c->established != 1)
+			continue;
+		if (check_recv(m, c))
+			return -1;
+		if (!c->posted && send_msg(m, c))
+			return -1;
 	}
 	return 0;
 }
@@ -521,8 +558,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-L] [-b dir] [-q] rank addr0 addr1 "
-		"...\n",
+		"[-t] [-w wait_ms] [-B] [-S] [-L] [-b dir] [-q] rank addr0 "
+		"addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
 }
@@ -537,7 +574,7 @@ int main(int argc, char **argv)
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBLqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBSLqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -564,14 +601,17 @@ int main(int argc, char **argv)
 		case 't':
 			m.explicit_tags = true;
 			break;
-		case 'B':
-			m.blocking = true;
+		case 'S':
+			m.send_order = true;
 			break;
 		case 'L':
 			m.lower = true;
 			break;
 		case 'b':
 			m.barrier_dir = optarg;
+			break;
+		case 'B':
+			m.blocking = true;
 			break;
 		case 'q':
 			ex_quiet = true;

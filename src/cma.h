@@ -152,11 +152,38 @@ struct cma_id_private {
 	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
 	/* Events reported by kernel ids an adoption replaced (all acked). */
 	uint32_t events_base;
+
+	bool passive; /* made from a CONNECT_REQUEST */
+	/*
+	 * RDMA_OPTION_ID_INITIATOR: 1 when this end's connection request
+	 * formed the connection (the iWARP MPA initiator, which sends first),
+	 * 0 when it answered the peer's; -1 until ESTABLISHED.
+	 */
+	int8_t initiator;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
 {
 	return (struct cma_id_private *)id;
+}
+
+/* Whether the id is bound to an iWARP device (iw_cm: no UD, no multicast). */
+static inline bool cma_id_is_iwarp(const struct cma_id_private *id_priv)
+{
+	return id_priv->cma_dev && id_priv->cma_dev->is_iwarp;
+}
+
+/*
+ * What iWARP cannot do: datagram ids (RDMA_PS_UDP, RDMA_PS_IPOIB) connect,
+ * listen, accept and get QPs only on IB and RoCE.  -1/EOPNOTSUPP for such
+ * an id on an iWARP device, else 0.  (iw_cm would otherwise be asked for a
+ * TCP connection on the datagram id's behalf.)
+ */
+static inline int cma_check_ud_transport(const struct cma_id_private *id_priv)
+{
+	if (id_priv->id.qp_type == IBV_QPT_UD && cma_id_is_iwarp(id_priv))
+		return cma_err(EOPNOTSUPP);
+	return 0;
 }
 
 /* The kernel fd behind a channel (channel->fd may be an epoll set). */
@@ -371,6 +398,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 			  const struct rdma_ucm_event_resp *resp);
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
+/* Whether the id's p2p connect formed by adopting the peer's request. */
+bool cma_p2p_adopted(const struct cma_id_private *id_priv);
 /* RDMA_OPTION_ID_PEER2PEER / _P2P_TAG; -1/ENOPROTOOPT for other names. */
 int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
 		       const void *optval, size_t optlen);

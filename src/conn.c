@@ -109,6 +109,8 @@ static int cma_connect(struct rdma_cm_id *id,
 		return -1;
 	if (!id_priv->cma_dev)
 		return cma_err(EINVAL); /* route not resolved */
+	if (cma_check_ud_transport(id_priv))
+		return -1;
 	if (cma_check_conn_param(id_priv, conn_param))
 		return -1;
 	id_priv->initiator_depth = id_priv->cma_dev->max_initiator_depth;
@@ -165,7 +167,7 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 
-	if (cma_check_id(id))
+	if (cma_check_id(id) || cma_check_ud_transport(id_priv))
 		return -1;
 	if (backlog < 0)
 		backlog = 0;
@@ -196,6 +198,7 @@ int cma_process_conn_req(struct cma_event *evt,
 		return -1;
 	id_priv->handle = handle;
 	id_priv->cm_started = true;
+	id_priv->passive = true;
 	if (cma_query_route_info(id_priv))
 		goto fail;
 	dev = id_priv->cma_dev;
@@ -301,6 +304,8 @@ static int cma_accept(struct rdma_cm_id *id,
 		return -1;
 	if (!id_priv->cma_dev)
 		return cma_err(EINVAL);
+	if (cma_check_ud_transport(id_priv))
+		return -1;
 	if (cma_check_conn_param(id_priv, conn_param))
 		return -1;
 	cma_set_depths(id_priv, conn_param);

@@ -158,7 +158,14 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		cma_event_copy_param(evt, id_priv, resp);
+		/* iWARP's active side has no CONNECT_RESPONSE: this is it. */
+		if (cma_id_is_iwarp(id_priv))
+			cma_p2p_conn_resp(evt, id_priv);
 		cma_p2p_established(evt, id_priv);
+		pthread_mutex_lock(&id_priv->mut);
+		id_priv->initiator =
+			!id_priv->passive && !cma_p2p_adopted(id_priv);
+		pthread_mutex_unlock(&id_priv->mut);
 		if (id_priv->id.qp_type == IBV_QPT_UD)
 			cma_sendto_set_peer(id_priv, &evt->event.param.ud);
 		break;

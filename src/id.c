@@ -59,6 +59,7 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	id_priv->id.ps = ps;
 	id_priv->id.qp_type = qp_type;
 	id_priv->p2p_listen_opt = -1;
+	id_priv->initiator = -1;
 	pthread_mutex_init(&id_priv->mut, NULL);
 	pthread_cond_init(&id_priv->cond, NULL);
 	return id_priv;

@@ -93,7 +93,7 @@ int cma_mc_join(struct cma_id_private *id_priv,
 	struct cma_multicast *mc;
 	int err;
 
-	if (id_priv->cma_dev && id_priv->cma_dev->is_iwarp)
+	if (cma_id_is_iwarp(id_priv))
 		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
 	mc = cma_mc_alloc(id_priv, req->addr, req->addr_len, req->join_flags,
 			  req->context);

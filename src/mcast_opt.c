@@ -162,7 +162,7 @@ static int cma_mcast_set(struct cma_id_private *id_priv, int level, int optname,
 
 	if (cma_mreq_parse(level, optname, optval, optlen, &mreq))
 		return -1;
-	if (id_priv->cma_dev && id_priv->cma_dev->is_iwarp)
+	if (cma_id_is_iwarp(id_priv))
 		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
 	if (id_priv->id.qp_type != IBV_QPT_UD)
 		return cma_err(EPROTOTYPE);

@@ -153,11 +153,31 @@ static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
 	return 0;
 }
 
+/* RDMA_OPTION_ID_INITIATOR: read-only, known from ESTABLISHED on. */
+static int cma_initiator_get(struct cma_id_private *id_priv, int level,
+			     int optname, void *optval, size_t optlen)
+{
+	int v;
+
+	(void)level;
+	(void)optname;
+	(void)optlen;
+	pthread_mutex_lock(&id_priv->mut);
+	v = id_priv->initiator;
+	pthread_mutex_unlock(&id_priv->mut);
+	if (v < 0)
+		return cma_err(ENODATA);
+	memcpy(optval, &v, sizeof(v));
+	return 0;
+}
+
 static const struct cma_option cma_core_options[] = {
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int), NULL,
 	 cma_p2p_opt_set, cma_p2p_opt_get},
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t), NULL,
 	 cma_p2p_opt_set, cma_p2p_opt_get},
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR, sizeof(int), NULL, NULL,
+	 cma_initiator_get},
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, sizeof(uint8_t), NULL,
 	 cma_id_opt_set, cma_id_opt_get},
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, sizeof(int), NULL,

@@ -90,6 +90,13 @@ struct cma_p2p_conn {
 	 */
 	struct cma_timer timer;
 	int wait_status; /* the REJECTED status reported if it never comes */
+	/*
+	 * iWARP (see cma_p2p_iw_connect): our connect was refused because
+	 * the peer does not listen yet; retried until iw_deadline_ns.
+	 */
+	bool iw_refused;
+	uint64_t iw_deadline_ns;
+	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 };
 
@@ -576,6 +583,34 @@ static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
+/*
+ * iWARP providers tie a QP to the connection it was handed to: once our
+ * own connect's kernel id is gone, siw has moved the QP on (to ERROR).
+ * Back to INIT through RESET, so the adopted request can be accepted with
+ * it; a QP still in INIT is left alone.
+ */
+static int cma_p2p_iw_reinit_qp(struct cma_id_private *id_priv)
+{
+	struct ibv_qp *qp = id_priv->id.qp;
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
+	struct ibv_qp_init_attr init;
+	int ret;
+
+	ret = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	cma_p2p_dbg("qp %u state %d before adoption", qp->qp_num,
+		    attr.qp_state);
+	if (attr.qp_state == IBV_QPS_INIT)
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RESET;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	return cma_qp_to_init(id_priv, qp);
+}
+
 /* The adopted request could not be answered after our REQ was withdrawn. */
 static void cma_p2p_adopt_failed(struct cma_p2p_conn *conn, int err)
 {
@@ -645,6 +680,16 @@ static int cma_p2p_adopt(struct cma_p2p_conn *conn,
 	 */
 	if (conn->state == CMA_P2P_PENDING) {
 		cma_p2p_drop_own_id(id_priv, old);
+		if (cma_id_is_iwarp(id_priv) && cma_p2p_iw_reinit_qp(id_priv)) {
+			err = errno;
+			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
+				       &conn->key);
+			cma_p2p_dbg("adopt handle %u: QP not reusable (%s), "
+				    "CONNECT_ERROR",
+				    handle, strerror(err));
+			cma_p2p_adopt_failed(conn, err);
+			return 0;
+		}
 		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
 				    &kp, &conn->ece)) {
 			err = errno;
@@ -675,6 +720,90 @@ undo:
 	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
 	cma_p2p_adopt_undo(id_priv, old, qp_moved);
 	return cma_err(err);
+}
+
+/* How often a refused iWARP connect is tried again. */
+#define CMA_P2P_IW_RETRY_MS 200
+
+/*
+ * iWARP cannot let two requests cross: each side's QP would be tied to
+ * its own outgoing connection (siw refuses to accept with such a QP once
+ * that connect is withdrawn).  So on iWARP only the end with the lower
+ * identity sends a request (the one that would win a crossing anyway);
+ * the other end waits for it and adopts it, with a QP no connect ever
+ * used.  A connect refused at once (the peer does not listen yet: iWARP
+ * connects are TCP connects) is tried again every CMA_P2P_IW_RETRY_MS
+ * until the peer's hold time has passed, then fails with REJECTED,
+ * -ECONNREFUSED.  Called with p2p_lock held; 0 or -1/errno.
+ */
+static int cma_p2p_iw_connect(struct cma_p2p_conn *conn,
+			      const struct rdma_ucm_conn_param *req)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	conn->iw_refused = false;
+	conn->wait_status = -ECONNREFUSED;
+	if (cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0) {
+		cma_p2p_dbg("connect %s: iWARP, higher end: waiting for the "
+			    "peer's REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+		return 0;
+	}
+	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, req,
+			      &conn->ece)) {
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+		return 0;
+	}
+	if (errno != ECONNREFUSED) {
+		cma_p2p_dbg("connect %s: REQ failed: %m",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_unregister(conn);
+		return -1;
+	}
+	cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	conn->iw_refused = true;
+	conn->iw_req = *req;
+	conn->iw_deadline_ns =
+		cma_p2p_now_ns() + (uint64_t)cma_p2p_wait_ms() * 1000000;
+	cma_timer_start(id_priv->id.channel, &conn->timer, CMA_P2P_IW_RETRY_MS);
+	return 0;
+}
+
+/*
+ * The retry timer of a refused iWARP connect: try again, or report
+ * REJECTED once the time is up.  NULL, or the event to post.
+ */
+static struct cma_event *cma_p2p_iw_retry(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	if (cma_p2p_now_ns() < conn->iw_deadline_ns) {
+		if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
+				      &conn->iw_req, &conn->ece)) {
+			conn->iw_refused = false;
+			cma_timer_start(id_priv->id.channel, &conn->timer,
+					cma_p2p_pending_ms());
+			return NULL;
+		}
+		if (errno == ECONNREFUSED) {
+			cma_timer_start(id_priv->id.channel, &conn->timer,
+					CMA_P2P_IW_RETRY_MS);
+			return NULL;
+		}
+	}
+	cma_p2p_dbg("connect %s: still refused (%m), REJECTED",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	cma_p2p_conn_unregister(conn);
+	cma_qp_to_err(id_priv);
+	return cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED);
 }
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
@@ -726,6 +855,10 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	hdr.data_len = req.private_data_len;
 	cma_p2p_put_hdr(&req, &hdr);
 	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	if (cma_id_is_iwarp(id_priv)) {
+		ret = cma_p2p_iw_connect(conn, &req);
+		goto out;
+	}
 	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &req, ece);
 	if (ret) {
 		cma_p2p_dbg("connect %s: REQ failed: %m",
@@ -1073,6 +1206,13 @@ static void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 		pthread_mutex_unlock(&p2p_lock);
 		return;
 	}
+	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
+		evt = cma_p2p_iw_retry(conn);
+		if (evt)
+			cma_event_post(evt);
+		pthread_mutex_unlock(&p2p_lock);
+		return;
+	}
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 		    conn->state == CMA_P2P_PENDING
@@ -1141,7 +1281,8 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	struct cma_p2p_conn *conn = id_priv->p2p;
 	struct cma_p2p_hdr hdr;
 
-	if (!conn || !conn->registered)
+	/* An adopted request's data is the request's (cma_p2p_established). */
+	if (!conn || !conn->registered || conn->adopted)
 		return;
 	pthread_mutex_lock(&p2p_lock);
 	conn->state = CMA_P2P_CONNECTED;
@@ -1157,6 +1298,11 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	p->private_data = hdr.data_len ? evt->private_data : NULL;
 	p->peer2peer_mode = 1;
 	conn->reply_p2p = true;
+}
+
+bool cma_p2p_adopted(const struct cma_id_private *id_priv)
+{
+	return id_priv->p2p && id_priv->p2p->adopted;
 }
 
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)

@@ -206,6 +206,17 @@ static int cma_move_new_qp(struct cma_id_private *id_priv, struct ibv_qp *qp)
 	return cma_qp_to_init(id_priv, qp);
 }
 
+/* iWARP has no UD QPs: refused before the provider (or a PD) is asked. */
+static int cma_check_qp_transport(struct cma_id_private *id_priv,
+				  enum ibv_qp_type type)
+{
+	if (cma_check_ud_transport(id_priv))
+		return -1;
+	if (type == IBV_QPT_UD && cma_id_is_iwarp(id_priv))
+		return cma_err(EOPNOTSUPP);
+	return 0;
+}
+
 CMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 				 struct ibv_qp_init_attr_ex *attr)
 {
@@ -218,6 +229,8 @@ CMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		return cma_err(EINVAL);
 	if (!id->verbs || id->qp)
 		return cma_err(EINVAL); /* not bound to a device, or has a QP */
+	if (cma_check_qp_transport(id_priv, attr->qp_type))
+		return -1;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
 	    attr->pd->context != id->verbs)
 		return cma_err(EINVAL);
@@ -266,6 +279,8 @@ CMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 	if (cma_check_id(id) || !qp_init_attr || !id->verbs)
 		return cma_err(EINVAL);
+	if (cma_check_qp_transport(cma_id_priv(id), qp_init_attr->qp_type))
+		return -1;
 	if (!pd) {
 		pd = cma_device_default_pd(cma_id_priv(id)->cma_dev);
 		if (!pd)

@@ -147,7 +147,12 @@ static struct cma_ud_dest *cma_sendto_lookup(struct cma_id_private *id_priv,
 static int cma_sendto_check(struct rdma_cm_id *id, struct ibv_send_wr *wr,
 			    const struct sockaddr *to)
 {
-	if (cma_check_id(id) || !wr || !to || !id->qp)
+	if (cma_check_id(id))
+		return -1;
+	/* Datagrams (and so rdma_sendto) are IB and RoCE only. */
+	if (cma_id_is_iwarp(cma_id_priv(id)))
+		return cma_err(EOPNOTSUPP);
+	if (!wr || !to || !id->qp)
 		return cma_err(EINVAL);
 	if (id->qp->qp_type != IBV_QPT_UD)
 		return cma_err(EPROTOTYPE);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The demo: set up and build (tests/setup.sh), then run the example programs
 # against each other over Soft-RoCE inside the test VM, with readable output.
-# RDMACM_TEST_NATIVE=1 runs them on this machine's own RDMA device instead.
+# RDMACM_VM_TRANSPORT=siw runs them over Soft-iWARP instead (the first run
+# builds siw.ko: tests/vm/build-siw.sh); RDMACM_TEST_NATIVE=1 runs them on
+# this machine's own RDMA device.
 set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -311,7 +311,9 @@ enum {
 enum {
 	RDMA_OPTION_ID_PEER2PEER =
 		0x7020, /* int: listener holds p2p requests */
-	RDMA_OPTION_ID_P2P_TAG = 0x7021 /* uint64_t: p2p connection identity */
+	RDMA_OPTION_ID_P2P_TAG = 0x7021, /* uint64_t: p2p connection identity */
+	RDMA_OPTION_ID_INITIATOR =
+		0x7022 /* int, read-only: this end's request formed it */
 };
 
 int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,

@@ -1,6 +1,9 @@
 #!/bin/bash
-# The demo, run inside the Soft-RoCE guest (or natively): each example
-# program talks to its peer over rxe0, first over IPv4, then over IPv6.
+# The demo, run inside the test guest (or natively): each example program
+# talks to its peer over the guest's device (rxe0, or siw0 with
+# RDMACM_VM_TRANSPORT=siw), first over IPv4, then over IPv6.  On iWARP the
+# datagram and multicast examples (udaddy, mckey) are left out, with a note:
+# iWARP has neither.
 set -u
 
 build=${RDMACM_BUILD_DIR:?}
@@ -35,6 +38,15 @@ pair() {
 banner "device"
 ibv_devices 2>/dev/null || true
 rdma link show 2>/dev/null || true
+# TRANSPORT: iwarp or roce (tests/system/transport.sh).
+# shellcheck source=../system/transport.sh
+. "$(dirname "$0")/../system/transport.sh"
+# skip_on_iwarp NAME WHY: true (after saying so) when on iWARP.
+skip_on_iwarp() {
+	[ "$TRANSPORT" = iwarp ] || return 1
+	banner "$1"
+	echo "=> $1: not run: $2"
+}
 # The examples are libtool-built: the binaries in .libs/ find this build's
 # library through LD_LIBRARY_PATH, as libtool's wrapper scripts arrange.
 export LD_LIBRARY_PATH="$build/src/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -46,8 +58,9 @@ for addr in "$a1" ${a6:+"$a6"}; do
 		"$ex/rping -s -a $addr -C 5 -v" "$ex/rping -c -a $addr -C 5 -v"
 	pair "ucmatose over $addr (4 RC connections, send/recv both ways)" \
 		"$ex/ucmatose -b $addr -c 4 -C 10" "$ex/ucmatose -s $addr -c 4 -C 10"
-	pair "udaddy over $addr (UD datagrams both ways)" \
-		"$ex/udaddy -b $addr -c 2 -C 10" "$ex/udaddy -s $addr -c 2 -C 10"
+	skip_on_iwarp "udaddy over $addr" "$IWARP_NO_UD" ||
+		pair "udaddy over $addr (UD datagrams both ways)" \
+			"$ex/udaddy -b $addr -c 2 -C 10" "$ex/udaddy -s $addr -c 2 -C 10"
 	pair "rdma_server/rdma_client over $addr (rdma_create_ep, synchronous)" \
 		"$ex/rdma_server -s $addr" "$ex/rdma_client -s $addr"
 	pair "cmtime over $addr (time each step of 20 connections)" \
@@ -57,8 +70,9 @@ done
 # when it is destroyed, with rdma-core's library as with ours, hence the
 # longer limit.  IPv6 groups are not shown: Linux refuses them on RoCE v2
 # (ENOTSUPP), which the system tests check instead.
-PAIR_TIMEOUT=120 pair "mckey 239.1.2.3 (multicast join, send, receive, leave)" \
-	"$ex/mckey -m 239.1.2.3 -b $a1 -r -C 5" "$ex/mckey -m 239.1.2.3 -b $a1 -s -C 5"
+skip_on_iwarp "mckey 239.1.2.3" "$IWARP_NO_MCAST" ||
+	PAIR_TIMEOUT=120 pair "mckey 239.1.2.3 (multicast join, send, receive, leave)" \
+		"$ex/mckey -m 239.1.2.3 -b $a1 -r -C 5" "$ex/mckey -m 239.1.2.3 -b $a1 -s -C 5"
 
 echo
 [ $failed -eq 0 ] && echo "demo: every example ran OK" || echo "demo: some examples FAILED"

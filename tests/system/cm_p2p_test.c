@@ -272,6 +272,11 @@ static int test_oldabi(void)
 	return 0;
 }
 
+/*
+ * Our own p2p listeners take ports below the peers' (lower identity): on
+ * iWARP only the lower end of a p2p pair sends a request (rdma_cm_p2p(7)),
+ * and these scenarios need ours to go out.
+ */
 static int test_surface(void)
 {
 	struct rdma_conn_param p = param("abc", 1);
@@ -282,7 +287,7 @@ static int test_surface(void)
 	if (rdma_connect(cl, &p) == 0 || errno != EADDRNOTAVAIL)
 		FAIL("p2p connect without a listener: %s, want EADDRNOTAVAIL",
 		     strerror(errno));
-	mine = listener(7592, -1); /* the port our p2p connects announce */
+	mine = listener(7581, -1); /* the port our p2p connects announce */
 	ls = listener(7591, 0);
 	if (rdma_connect(cl, &p))
 		FAIL("rdma_connect: %s", strerror(errno));
@@ -359,7 +364,7 @@ static int test_hostile(void)
 
 static int test_held(void)
 {
-	struct rdma_cm_id *mine = listener(7597, 1), *ls = listener(7596, -1);
+	struct rdma_cm_id *mine = listener(7582, 1), *ls = listener(7596, -1);
 	struct rdma_conn_param p = param("late", 1);
 	struct rdma_cm_event *e;
 	struct rdma_cm_id *cl;
@@ -386,7 +391,7 @@ static int test_held(void)
 
 static int test_giveup(void)
 {
-	struct rdma_cm_id *mine = listener(7589, 1), *ls = listener(7588, 1);
+	struct rdma_cm_id *mine = listener(7583, 1), *ls = listener(7588, 1);
 	struct rdma_conn_param p = param("nobody", 1);
 	struct rdma_cm_event *e;
 	struct rdma_cm_id *cl;

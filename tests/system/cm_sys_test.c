@@ -355,6 +355,24 @@ static struct rdma_cm_id *make_listener(struct rdma_event_channel *ch,
 	return l;
 }
 
+/* Whether @id is bound to an iWARP device (iw_cm, MPA, no UD). */
+static bool is_iwarp(const struct rdma_cm_id *id)
+{
+	return id->verbs &&
+	       id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
+/*
+ * A resolved route: IB and RoCE ids have at least one path record; iWARP
+ * routes are the TCP/IP stack's business and come with none.
+ */
+static bool route_ok(const struct rdma_cm_id *id)
+{
+	if (is_iwarp(id))
+		return id->route.num_paths == 0;
+	return id->route.num_paths >= 1 && id->route.path_rec;
+}
+
 /* Resolve address and route of a client id on channel @ch. */
 static void client_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *id,
 			   const char *src, const char *dst, uint16_t port)
@@ -384,8 +402,7 @@ static void client_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *id,
 	STAGE("client route resolution");
 	TRY(rdma_resolve_route(id, 2000));
 	expect_and_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, id, "client");
-	CHECK(id->route.num_paths >= 1 && id->route.path_rec,
-	      "route has %d paths", id->route.num_paths);
+	CHECK(route_ok(id), "route has %d paths", id->route.num_paths);
 }
 
 static void make_qp(struct end *e, enum ibv_qp_type type)
@@ -847,19 +864,32 @@ static int cmd_reject(int argc, char **argv)
 	dead_port = (uint16_t)(p.port == 65535 ? 65534 : p.port + 1);
 	client_resolve(p.cch, p.cli.id, src, argv[0], dead_port);
 	make_qp(&p.cli, IBV_QPT_RC);
-	TRY(rdma_connect(p.cli.id, &cp));
-	ev = get_event(p.cch, event_timeout_ms);
-	if (!ev)
-		fail("no event for a connect to port %u without listener",
+	/*
+	 * On iWARP the connect is a TCP connect, which the kernel may refuse
+	 * before rdma_connect returns (siw does): ECONNREFUSED, no event.
+	 */
+	if (rdma_connect(p.cli.id, &cp)) {
+		CHECK(is_iwarp(p.cli.id) && errno == ECONNREFUSED,
+		      "rdma_connect to port %u without listener: %s", dead_port,
+		      strerror(errno));
+		note("connect to port %u without listener: refused at once",
 		     dead_port);
-	note("connect to port %u without listener: %s status %d", dead_port,
-	     rdma_event_str(ev->event), ev->status);
-	CHECK(ev->event == RDMA_CM_EVENT_REJECTED ||
-		      ev->event == RDMA_CM_EVENT_UNREACHABLE ||
-		      ev->event == RDMA_CM_EVENT_CONNECT_ERROR,
-	      "connect to a port without listener gave %s",
-	      rdma_event_str(ev->event));
-	TRY(rdma_ack_cm_event(ev));
+		expect_no_event(p.cch, 100, "client after a refused connect");
+	} else {
+		ev = get_event(p.cch, event_timeout_ms);
+		if (!ev)
+			fail("no event for a connect to port %u without "
+			     "listener",
+			     dead_port);
+		note("connect to port %u without listener: %s status %d",
+		     dead_port, rdma_event_str(ev->event), ev->status);
+		CHECK(ev->event == RDMA_CM_EVENT_REJECTED ||
+			      ev->event == RDMA_CM_EVENT_UNREACHABLE ||
+			      ev->event == RDMA_CM_EVENT_CONNECT_ERROR,
+		      "connect to a port without listener gave %s",
+		      rdma_event_str(ev->event));
+		TRY(rdma_ack_cm_event(ev));
+	}
 	expect_no_event(p.sch, 100, "server after connect to another port");
 	destroy_end(&p.cli);
 	rc_teardown(&p);
@@ -1016,7 +1046,7 @@ static int cmd_rc_sync(int argc, char **argv)
 	TRY(rdma_create_ep(&e.id, res, NULL, &attr));
 	rdma_freeaddrinfo(res);
 	CHECK(e.id->qp, "active rdma_create_ep with attrs made no QP");
-	CHECK(e.id->verbs && e.id->route.num_paths >= 1,
+	CHECK(e.id->verbs && route_ok(e.id),
 	      "active endpoint not route-resolved");
 	reg_bufs(&e);
 	post_recv(&e);
@@ -1101,8 +1131,7 @@ static int cmd_migrate(int argc, char **argv)
 	CHECK(id->channel && id->channel != a && id->channel != b,
 	      "migrating to NULL did not give the id a private channel");
 	TRY(rdma_resolve_route(id, 2000));
-	CHECK(id->route.num_paths >= 1,
-	      "synchronous route resolution left no path");
+	CHECK(route_ok(id), "synchronous route resolution left no path");
 	expect_no_event(a, 100, "channel A after migration to sync");
 	expect_no_event(b, 100, "channel B after migration to sync");
 	TRY(rdma_destroy_id(id));
@@ -1413,6 +1442,124 @@ static int cmd_errors(int argc, char **argv)
 		   "rdma_event_str(ESTABLISHED)");
 	err_result(rdma_event_str((enum rdma_cm_event_type)1000) != NULL,
 		   "rdma_event_str(1000) is not NULL");
+	rdma_destroy_event_channel(ch);
+
+	if (err_failed)
+		fail("%d of %d checks failed; first: %s", err_failed,
+		     err_checks, err_first);
+	note("%d checks", err_checks);
+	pass();
+	return 0;
+}
+
+/* --- iWARP: what it cannot do ---------------------------------------------- */
+
+/* Join @group through rdma_set_option, as a socket would. */
+static int join_by_option(struct rdma_cm_id *id, const struct sockaddr *group)
+{
+	if (group->sa_family == AF_INET) {
+		struct ip_mreq m;
+
+		memset(&m, 0, sizeof(m));
+		m.imr_multiaddr = ((const struct sockaddr_in *)group)->sin_addr;
+		return rdma_set_option(id, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP,
+				       &m, sizeof(m));
+	} else {
+		struct ipv6_mreq m;
+
+		memset(&m, 0, sizeof(m));
+		m.ipv6mr_multiaddr =
+			((const struct sockaddr_in6 *)group)->sin6_addr;
+		return rdma_set_option(id, RDMA_OPTION_IPV6, IPV6_JOIN_GROUP,
+				       &m, sizeof(m));
+	}
+}
+
+/*
+ * On an iWARP device, datagram and multicast calls fail at once with
+ * EOPNOTSUPP (rdma_cm(7)) instead of reaching iw_cm or the provider: a
+ * RDMA_PS_UDP id resolved to the device cannot get a UD QP, connect,
+ * listen or rdma_sendto; no id can join a multicast group, by
+ * rdma_join_multicast or by option.  SKIP on other transports.
+ */
+static int cmd_iwarp_errors(int argc, char **argv)
+{
+	struct rdma_event_channel *ch = make_channel();
+	struct sockaddr_storage ss, grp;
+	struct ibv_qp_init_attr qpa;
+	struct rdma_addrinfo hints, *res;
+	struct ibv_send_wr wr;
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id, *ep;
+	char b1[80];
+	int r;
+
+	(void)argc;
+	parse_addr(argv[0], 0, &ss);
+	parse_addr(argv[1], 0, &grp);
+	memset(&cp, 0, sizeof(cp));
+	memset(&qpa, 0, sizeof(qpa));
+	qpa.qp_type = IBV_QPT_UD;
+	qpa.cap.max_send_wr = qpa.cap.max_recv_wr = 4;
+	qpa.cap.max_send_sge = qpa.cap.max_recv_sge = 1;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+
+	STAGE("iwarp_errors: UDP id resolved to the device");
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP));
+	parse_addr(argv[0], 4791, &ss);
+	TRY(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000));
+	expect_and_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id, "udp id");
+	if (!is_iwarp(id))
+		skip("the device is not iWARP");
+	note("%s is on iWARP device %s",
+	     addr_str((struct sockaddr *)&ss, b1, sizeof(b1)),
+	     ibv_get_device_name(id->verbs->device));
+	EXPECT_ERR(rdma_create_qp(id, NULL, &qpa), EOPNOTSUPP);
+	TRY(rdma_resolve_route(id, 2000));
+	expect_and_ack(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, id, "udp id");
+	EXPECT_ERR(rdma_connect(id, &cp), EOPNOTSUPP);
+	EXPECT_ERR(rdma_join_multicast(id, (struct sockaddr *)&grp, NULL),
+		   EOPNOTSUPP);
+	EXPECT_ERR(join_by_option(id, (struct sockaddr *)&grp), EOPNOTSUPP);
+	EXPECT_ERR(rdma_sendto(id, &wr, (struct sockaddr *)&ss), EOPNOTSUPP);
+	TRY(rdma_destroy_id(id));
+
+	STAGE("iwarp_errors: UDP listener on the device");
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP));
+	parse_addr(argv[0], 0, &ss);
+	TRY(rdma_bind_addr(id, (struct sockaddr *)&ss));
+	EXPECT_ERR(rdma_listen(id, 1), EOPNOTSUPP);
+	TRY(rdma_destroy_id(id));
+
+	STAGE("iwarp_errors: TCP id");
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	TRY(rdma_bind_addr(id, (struct sockaddr *)&ss));
+	EXPECT_ERR(rdma_join_multicast(id, (struct sockaddr *)&grp, NULL),
+		   EOPNOTSUPP);
+	EXPECT_ERR(join_by_option(id, (struct sockaddr *)&grp), EOPNOTSUPP);
+	EXPECT_ERR(rdma_create_qp(id, NULL, &qpa), EOPNOTSUPP);
+	EXPECT_ERR(rdma_sendto(id, &wr, (struct sockaddr *)&ss), EOPNOTSUPP);
+	/* Only the checks are refused: an RC QP still works. */
+	qpa.qp_type = IBV_QPT_RC;
+	r = rdma_create_qp(id, NULL, &qpa);
+	err_result(r == 0, "an RC QP on the same id: %d (%s)", r,
+		   r ? strerror(errno) : "ok");
+	if (!r)
+		rdma_destroy_qp(id);
+	TRY(rdma_destroy_id(id));
+
+	STAGE("iwarp_errors: rdma_create_ep with a datagram hint");
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_UDP;
+	hints.ai_qp_type = IBV_QPT_UD;
+	r = rdma_getaddrinfo(argv[0], "7999", &hints, &res);
+	err_result(r == 0, "rdma_getaddrinfo(%s, UDP) = %d", argv[0], r);
+	if (!r) {
+		qpa.qp_type = IBV_QPT_UD;
+		EXPECT_ERR(rdma_create_ep(&ep, res, NULL, &qpa), EOPNOTSUPP);
+		rdma_freeaddrinfo(res);
+	}
 	rdma_destroy_event_channel(ch);
 
 	if (err_failed)
@@ -1783,6 +1930,7 @@ static const struct cmd {
 	{"errors", 1, "<addr>", cmd_errors},
 	{"ud", 1, "<addr> [<client-src>]", cmd_ud},
 	{"mcast", 2, "<addr> <group> [<addr2>]", cmd_mcast},
+	{"iwarp_errors", 2, "<addr> <group>", cmd_iwarp_errors},
 	{"whichlib", 0, "", cmd_whichlib},
 };
 

@@ -47,6 +47,14 @@ has_addr() { ip addr show | grep -qE "inet6? $1/"; }
 if [ -n "$GUEST" ] && ! { has_addr "$A1" && has_addr "$A2"; }; then
 	two=yes
 fi
+# On iWARP every mesh keeps MPA's order (p2pmesh -S): the end whose request
+# formed the connection (RDMA_OPTION_ID_INITIATOR = 1) sends first.  Every
+# mesh, on every transport, checks that exactly one end of each connection
+# reads 1.
+# shellcheck source=transport.sh
+. "$(dirname "$0")/transport.sh"
+ORDER=
+[ "$TRANSPORT" = iwarp ] && ORDER=-S
 out=$(mktemp -d "${TMPDIR:-/tmp}/p2p.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
@@ -83,7 +91,7 @@ mesh() {
 	for ((r = 0; r < n; r++)); do
 		mine $r || continue
 		# shellcheck disable=SC2086 # extra options, split on purpose
-		timeout "$LIMIT" "$MESH" -q -p "$port" "$@" \
+		timeout "$LIMIT" "$MESH" -q -p "$port" "$@" $ORDER \
 			${RDMACM_P2P_MESH_ARGS:-} $r "${addrs[@]}" \
 			>"$log.$r" 2>&1 &
 		pids+=($!)

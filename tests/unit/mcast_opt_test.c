@@ -4,7 +4,8 @@
  * (src/mcast_mreq.c), MGID to group address mapping, MCMember record
  * building and component-mask checking, and the errno of every bad call to
  * rdma_set_option / rdma_get_option / rdma_sendto on ids that never reach
- * a kernel (a fake device answers the few commands that get through).
+ * a kernel (a fake device answers the few commands that get through),
+ * including the datagram calls an iWARP device refuses.
  */
 #include <config.h>
 
@@ -556,6 +557,83 @@ START_TEST(sendto_errors)
 }
 END_TEST
 
+/*
+ * An id on an iWARP device: every datagram and multicast call is refused
+ * with EOPNOTSUPP before anything reaches the kernel or the provider.
+ */
+START_TEST(iwarp_refuses_datagrams)
+{
+	struct cma_device dev = {.is_iwarp = true};
+	struct ibv_context *ctx = (struct ibv_context *)&dev; /* never used */
+	struct ibv_send_wr wr = {.opcode = IBV_WR_SEND};
+	struct sockaddr_in group = {.sin_family = AF_INET,
+				    .sin_addr.s_addr = htonl(0xeffe0001)};
+	struct ip_mreq m = {.imr_multiaddr.s_addr = htonl(0xeffe0001)};
+	struct ibv_qp_init_attr qpa = {.qp_type = IBV_QPT_UD};
+	struct rdma_conn_param cp = {0};
+	struct rdma_cm_id *id = &ud_id->id, *rc = &rc_id->id;
+
+	ud_id->cma_dev = rc_id->cma_dev = &dev;
+	id->verbs = rc->verbs = ctx;
+	ASSERT_ERR(rdma_create_qp(id, NULL, &qpa), EOPNOTSUPP);
+	ASSERT_ERR(rdma_create_qp(rc, NULL, &qpa), EOPNOTSUPP);
+	ASSERT_ERR(rdma_connect(id, &cp), EOPNOTSUPP);
+	ASSERT_ERR(rdma_listen(id, 1), EOPNOTSUPP);
+	ASSERT_ERR(rdma_accept(id, &cp), EOPNOTSUPP);
+	ASSERT_ERR(rdma_join_multicast(id, (struct sockaddr *)&group, NULL),
+		   EOPNOTSUPP);
+	ASSERT_ERR(rdma_join_multicast(rc, (struct sockaddr *)&group, NULL),
+		   EOPNOTSUPP);
+	ASSERT_ERR(rdma_set_option(id, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &m,
+				   sizeof(m)),
+		   EOPNOTSUPP);
+	ASSERT_ERR(rdma_set_option(rc, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &m,
+				   sizeof(m)),
+		   EOPNOTSUPP);
+	/* A bad option value is still EINVAL, as on other transports. */
+	ASSERT_ERR(
+		rdma_set_option(id, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &m, 3),
+		EINVAL);
+	fake_qp.qp_type = IBV_QPT_UD;
+	id->qp = &fake_qp;
+	ASSERT_ERR(rdma_sendto(id, &wr, (struct sockaddr *)&group), EOPNOTSUPP);
+	ASSERT_ERR(rdma_sendto(rc, &wr, (struct sockaddr *)&group), EOPNOTSUPP);
+	ASSERT_ERR(rdma_sendto(NULL, &wr, (struct sockaddr *)&group), EINVAL);
+	ud_id->cma_dev = rc_id->cma_dev = NULL;
+	id->verbs = rc->verbs = NULL;
+}
+END_TEST
+
+/* RDMA_OPTION_ID_INITIATOR: read-only, ENODATA until ESTABLISHED set it. */
+START_TEST(initiator_option)
+{
+	struct rdma_cm_id *id = &rc_id->id;
+	int v = 7;
+
+	ASSERT_ERR(rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, sizeof(v)),
+		   ENODATA);
+	ASSERT_ERR(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, sizeof(v)),
+		   ENOPROTOOPT);
+	ASSERT_ERR(rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+				   &v, 1),
+		   EINVAL);
+	rc_id->initiator = 1;
+	ck_assert_int_eq(rdma_get_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 1);
+	rc_id->initiator = 0;
+	ck_assert_int_eq(rdma_get_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 0);
+}
+END_TEST
+
 START_TEST(option_table_checks)
 {
 	struct ib_mreq im = ib_req(0);
@@ -596,6 +674,8 @@ static Suite *mcast_opt_suite(void)
 	tcase_add_test(t, get_option_mirrors_set);
 	tcase_add_test(t, get_option_errors);
 	tcase_add_test(t, sendto_errors);
+	tcase_add_test(t, iwarp_refuses_datagrams);
+	tcase_add_test(t, initiator_option);
 	suite_add_tcase(s, t);
 	return s;
 }

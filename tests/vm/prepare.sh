@@ -15,6 +15,7 @@
 # Environment:
 #   RDMACM_VM_CACHE       cache directory (must be outside the git tree)
 #   RDMACM_VM_KERNEL_PKG  pin a kernel package, e.g. linux-image-6.1.0-56-amd64
+#   RDMACM_VM_TRANSPORT   siw: also build siw.ko for that kernel (build-siw.sh)
 set -eu
 
 VM_PROG=prepare
@@ -197,6 +198,12 @@ if [ ! -e "$initrd" ]; then
 	rm -rf "$tree"
 	# Older initramfs builds of this kernel are of no further use.
 	find "$kdir" -maxdepth 1 -name 'initrd-*.cpio' ! -name "initrd-$hash.cpio" -delete
+fi
+
+# Soft-iWARP: siw.ko for this kernel, built out of tree (only when asked
+# for: it needs the kernel headers and a download of the kernel source).
+if [ "$VM_TRANSPORT" = siw ]; then
+	"$VM_DIR/build-siw.sh" "$KVER" >/dev/null || vm_die "cannot build siw.ko"
 fi
 
 # What run-guest.sh loads: written last, atomically, so a half-done prepare

@@ -52,56 +52,81 @@ PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 		esac
 	done
 } | ip -batch - || die "cannot configure eth0"
-rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed"
 
-# ib_core fills the device's GID table from the netdev's addresses on a
-# workqueue, a little after the addresses are added; a test that starts
-# before its address has a GID gets EADDRNOTAVAIL/ENODEV from rdma_cm. So wait
-# until every address shows up in the GID table (as sysfs spells a GID: eight
-# groups of four hex digits; IPv4 addresses appear as ::ffff:a.b.c.d).
-gid_of() {
-	local ip="${1%/*}" head tail n i g out=""
-	local -a groups=() h=() t=()
-	case "$ip" in
-	*:*)
-		# Expand "::" into the missing zero groups.
-		if [[ "$ip" == *::* ]]; then
-			head="${ip%%::*}" tail="${ip#*::}"
-		else
-			head="$ip" tail=""
-		fi
-		[ -n "$head" ] && IFS=: read -r -a h <<<"$head"
-		[ -n "$tail" ] && IFS=: read -r -a t <<<"$tail"
-		groups=("${h[@]}")
-		n=$((8 - ${#h[@]} - ${#t[@]}))
-		for ((i = 0; i < n; i++)); do groups+=(0); done
-		groups+=("${t[@]}")
-		;;
-	*)
-		local a b c d
-		IFS=. read -r a b c d <<<"$ip"
-		printf -v b '%x' $((a * 256 + b))
-		printf -v d '%x' $((c * 256 + d))
-		groups=(0 0 0 0 0 ffff "$b" "$d")
-		;;
-	esac
-	for g in "${groups[@]}"; do
-		printf -v g '%04x' "0x$g"
-		out+="$g:"
+# --- the RDMA device -----------------------------------------------------------
+# RDMACM_VM_TRANSPORT=rxe (the default): Soft-RoCE, whose module the
+# initramfs loaded. siw: Soft-iWARP from build-siw.sh's siw.ko, which needs
+# crc32c (libcrc32c and a crc32c implementation for the crypto API) from the
+# guest kernel's own module tree; no rxe device then, so that address
+# resolution can only pick siw0.
+transport="${RDMACM_VM_TRANSPORT:-rxe}"
+if [ "$transport" = siw ]; then
+	for m in crc32c_generic libcrc32c; do
+		modprobe -d "$RDMACM_VM_MODULES" "$m" || die "cannot load $m"
 	done
-	echo "${out%:}"
-}
-# The table has 1024 entries and reading them all takes most of a second;
-# new GIDs take the lowest free slots, and we add well under 32.
-gids=(/sys/class/infiniband/rxe0/ports/1/gids/{0..31})
-for a in $RDMACM_VM_ADDRS; do
-	want="$(gid_of "$a")"
+	insmod "$RDMACM_VM_SIW_KO" ||
+		die "cannot load $RDMACM_VM_SIW_KO"
+	rdma link add siw0 type siw netdev eth0 || die "rdma link add siw0 failed"
+	# iWARP has no GID table to fill: its connections go over the netdev's
+	# TCP, and the port is usable once it is ACTIVE.
 	for ((i = 0; ; i++)); do
-		grep -qx "$want" "${gids[@]}" 2>/dev/null && break
-		((i < 100)) || die "no GID for $a on rxe0 after 10 s"
+		read -r _ state </sys/class/infiniband/siw0/ports/1/state || state=""
+		[ "$state" = ACTIVE ] && break
+		((i < 100)) || die "siw0 port not ACTIVE after 10 s (state '$state')"
 		sleep 0.1
 	done
-done
+else
+	rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed"
+
+	# ib_core fills the device's GID table from the netdev's addresses on a
+	# workqueue, a little after the addresses are added; a test that starts
+	# before its address has a GID gets EADDRNOTAVAIL/ENODEV from rdma_cm. So wait
+	# until every address shows up in the GID table (as sysfs spells a GID: eight
+	# groups of four hex digits; IPv4 addresses appear as ::ffff:a.b.c.d).
+	gid_of() {
+		local ip="${1%/*}" head tail n i g out=""
+		local -a groups=() h=() t=()
+		case "$ip" in
+		*:*)
+			# Expand "::" into the missing zero groups.
+			if [[ "$ip" == *::* ]]; then
+				head="${ip%%::*}" tail="${ip#*::}"
+			else
+				head="$ip" tail=""
+			fi
+			[ -n "$head" ] && IFS=: read -r -a h <<<"$head"
+			[ -n "$tail" ] && IFS=: read -r -a t <<<"$tail"
+			groups=("${h[@]}")
+			n=$((8 - ${#h[@]} - ${#t[@]}))
+			for ((i = 0; i < n; i++)); do groups+=(0); done
+			groups+=("${t[@]}")
+			;;
+		*)
+			local a b c d
+			IFS=. read -r a b c d <<<"$ip"
+			printf -v b '%x' $((a * 256 + b))
+			printf -v d '%x' $((c * 256 + d))
+			groups=(0 0 0 0 0 ffff "$b" "$d")
+			;;
+		esac
+		for g in "${groups[@]}"; do
+			printf -v g '%04x' "0x$g"
+			out+="$g:"
+		done
+		echo "${out%:}"
+	}
+	# The table has 1024 entries and reading them all takes most of a second;
+	# new GIDs take the lowest free slots, and we add well under 32.
+	gids=(/sys/class/infiniband/rxe0/ports/1/gids/{0..31})
+	for a in $RDMACM_VM_ADDRS; do
+		want="$(gid_of "$a")"
+		for ((i = 0; ; i++)); do
+			grep -qx "$want" "${gids[@]}" 2>/dev/null && break
+			((i < 100)) || die "no GID for $a on rxe0 after 10 s"
+			sleep 0.1
+		done
+	done
+fi
 
 # --- the test ------------------------------------------------------------------
 # Registering memory pins it; the default 8 MiB locked-memory limit is far

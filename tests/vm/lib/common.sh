@@ -9,6 +9,16 @@ VM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VM_CACHE="${RDMACM_VM_CACHE:-${HOME:-/root}/.cache/rdmacm-vm}"
 
 VM_TIMEOUT="${RDMACM_VM_TIMEOUT:-600}"
+# Which soft RDMA device the guests get: rxe (Soft-RoCE, the default) or
+# siw (Soft-iWARP, built out of tree by build-siw.sh).
+VM_TRANSPORT="${RDMACM_VM_TRANSPORT:-rxe}"
+case "$VM_TRANSPORT" in
+rxe | siw) ;;
+*)
+	echo "${VM_PROG:-vm}: RDMACM_VM_TRANSPORT=$VM_TRANSPORT: use rxe or siw" >&2
+	exit 125
+	;;
+esac
 VM_DEFAULT_SMP=2
 
 vm_say() { echo "${VM_PROG:-vm}: $*" >&2; }
@@ -31,6 +41,11 @@ vm_initrd_hash() {
 	} | sha256sum | cut -c1-16
 }
 
+# Where build-siw.sh caches siw.ko for kernel version $1.
+vm_siw_dir() {
+	echo "$VM_CACHE/siw-$1"
+}
+
 # Loads $VM_CACHE/current.env (written by prepare.sh) and checks that it
 # still matches guest/init and guest/modules.list. Returns non-zero when
 # prepare.sh has to run.
@@ -43,6 +58,10 @@ vm_load_current() {
 	[ "$(vm_initrd_hash "$VM_KVER" "$VM_BUSYBOX_VERSION")" = "$VM_INITRD_HASH" ] ||
 		return 1
 	command -v qemu-system-x86_64 >/dev/null || return 1
+	if [ "$VM_TRANSPORT" = siw ]; then
+		VM_SIW_KO="$(vm_siw_dir "$VM_KVER")/siw.ko"
+		[ -e "$(vm_siw_dir "$VM_KVER")/.done" ] || return 1
+	fi
 }
 
 # Makes sure the cache is ready (running prepare.sh when it is not) and
@@ -102,7 +121,15 @@ vm_write_env() {
 		printf 'export RDMACM_VM_MODULES=%q\n' "$VM_MODULES_ROOT"
 		echo "export RDMA_TEST_ADDR1=192.0.2.1 RDMA_TEST_ADDR2=192.0.2.2"
 		echo "export RDMA_TEST_ADDR6_1=2001:db8::1 RDMA_TEST_ADDR6_2=2001:db8::2"
-		echo "export RDMA_TEST_DEV=rxe0 RDMA_TEST_NETDEV=eth0"
+		if [ "$VM_TRANSPORT" = siw ]; then
+			printf 'export RDMACM_VM_SIW_KO=%q\n' "$VM_SIW_KO"
+			echo "export RDMA_TEST_DEV=siw0 RDMA_TEST_NETDEV=eth0"
+			echo "export RDMA_TEST_TRANSPORT=iwarp"
+		else
+			echo "export RDMA_TEST_DEV=rxe0 RDMA_TEST_NETDEV=eth0"
+			echo "export RDMA_TEST_TRANSPORT=roce"
+		fi
+		echo "export RDMACM_VM_TRANSPORT=$VM_TRANSPORT"
 	} >"$VM_OUT/.vm/env-$guest.sh"
 }
 

@@ -1,0 +1,60 @@
+# Which RDMA transport the system tests run on (sourced by the *-in-guest.sh
+# scripts; not run by itself).
+# shellcheck shell=bash
+#
+# Sets TRANSPORT to "iwarp" or "roce" (InfiniBand counts as "roce" here:
+# everything these tests skip on iWARP applies to both). The test guest sets
+# RDMA_TEST_TRANSPORT; natively it may be set by hand, or is found from the
+# node type of RDMA_TEST_DEV (or of the only kind of device there is):
+# sysfs spells an iWARP device's node type "4: RNIC".
+#
+# iwarp_skip NAME [NAME...]: whether these tests cannot apply on this
+# transport; if so, prints their SKIP lines with the reason.
+
+rdma_node_types() {
+	local d
+	for d in /sys/class/infiniband/*; do
+		[ -e "$d/node_type" ] || continue
+		if [ -n "${RDMA_TEST_DEV:-}" ] && [ "${d##*/}" != "$RDMA_TEST_DEV" ]; then
+			continue
+		fi
+		cat "$d/node_type"
+	done
+}
+
+TRANSPORT="${RDMA_TEST_TRANSPORT:-}"
+if [ -z "$TRANSPORT" ]; then
+	TRANSPORT=roce
+	types="$(rdma_node_types)"
+	if [ -n "$types" ] && ! grep -qv RNIC <<<"$types"; then
+		TRANSPORT=iwarp
+	fi
+	unset types
+fi
+case "$TRANSPORT" in
+iwarp | roce | ib) ;;
+*)
+	echo "# RDMA_TEST_TRANSPORT=$TRANSPORT is not iwarp, roce or ib; taking roce"
+	TRANSPORT=roce
+	;;
+esac
+echo "# transport: $TRANSPORT"
+
+# Why a test cannot apply on iWARP, by the kind of thing it needs.
+IWARP_NO_UD="iWARP has no UD QPs (RDMA_PS_UDP, SIDR, rdma_sendto)"
+IWARP_NO_MCAST="iWARP has no multicast"
+
+# iwarp_skip REASON NAME...: on iWARP, print "SKIP NAME: REASON" for each
+# name (those the caller's filter wants) and succeed; elsewhere fail.
+iwarp_skip() {
+	local why="$1" n
+	shift
+	[ "$TRANSPORT" = iwarp ] || return 1
+	for n in "$@"; do
+		if declare -F wanted >/dev/null && ! wanted "$n"; then
+			continue
+		fi
+		echo "SKIP $n: $why"
+	done
+	return 0
+}
