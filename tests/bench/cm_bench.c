@@ -31,6 +31,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,7 @@ struct bench {
 	const char *addr;
 	int n;
 	struct rdma_event_channel *cch, *sch; /* active, passive */
+	int cfd, sfd; /* their rdma_cm device fds, where the writes go */
 	struct rdma_cm_id *listen;
 	struct rdma_cm_id **cli, **srv;
 	struct ibv_cq *ccq, *scq;
@@ -155,14 +157,50 @@ static struct ibv_qp_init_attr qp_attr(struct ibv_cq *cq)
 	return a;
 }
 
+static bool is_rdma_cm_fd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return !strcmp(target, "/dev/infiniband/rdma_cm");
+}
+
+/*
+ * A channel and the rdma_cm device fd it writes to.  Debian's library
+ * writes to the channel's fd; ours hands out an epoll fd and keeps the
+ * device fd inside, so look for the device fd the creation opened.
+ */
+static struct rdma_event_channel *open_channel(int *dev_fd)
+{
+	bool before[MAX_FDS];
+	struct rdma_event_channel *ch;
+	int fd;
+
+	for (fd = 0; fd < MAX_FDS; fd++)
+		before[fd] = is_rdma_cm_fd(fd);
+	ch = rdma_create_event_channel();
+	if (!ch)
+		die("rdma_create_event_channel");
+	*dev_fd = -1;
+	for (fd = 0; fd < MAX_FDS && *dev_fd < 0; fd++)
+		if (!before[fd] && is_rdma_cm_fd(fd))
+			*dev_fd = fd;
+	if (*dev_fd < 0)
+		die("no rdma_cm device fd behind the channel");
+	return ch;
+}
+
 static void setup(struct bench *b)
 {
 	struct sockaddr_storage ss;
 
-	b->cch = rdma_create_event_channel();
-	b->sch = rdma_create_event_channel();
-	if (!b->cch || !b->sch)
-		die("rdma_create_event_channel");
+	b->cch = open_channel(&b->cfd);
+	b->sch = open_channel(&b->sfd);
 	make_addr(b->addr, 0, &ss);
 	if (rdma_create_id(b->sch, &b->listen, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(b->listen, (struct sockaddr *)&ss) ||
@@ -373,17 +411,15 @@ static int cmd_steps(const char *addr, int n, int reps)
 	if (!us || reps > 64)
 		die("bad repetition count");
 	setup(&b);
-	if (b.cch->fd >= MAX_FDS || b.sch->fd >= MAX_FDS)
-		die("channel fd too high to count");
 	for (r = 0; r < reps; r++) {
 		for (s = 0; s < NSTEPS; s++) {
-			c0 = writes_on_fd[b.cch->fd];
-			s0 = writes_on_fd[b.sch->fd];
+			c0 = writes_on_fd[b.cfd];
+			s0 = writes_on_fd[b.sfd];
 			t0 = now_us();
 			steps[s].run(&b);
 			us[r][s] = (now_us() - t0) / n;
-			cw[s] += writes_on_fd[b.cch->fd] - c0;
-			sw[s] += writes_on_fd[b.sch->fd] - s0;
+			cw[s] += writes_on_fd[b.cfd] - c0;
+			sw[s] += writes_on_fd[b.sfd] - s0;
 		}
 	}
 	for (s = 0; s < NSTEPS; s++) {
