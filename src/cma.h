@@ -130,7 +130,8 @@ struct cma_id_private {
 	uint64_t mc_mismatch;
 
 	struct cma_id_opts opts;
-	struct cma_ud_dest peer; /* the UD peer of an ESTABLISHED SIDR */
+	/* The UD peer of an ESTABLISHED SIDR; allocated then (few ids). */
+	struct cma_ud_dest *peer;
 
 	struct cma_ece local_ece;
 	struct cma_ece remote_ece;

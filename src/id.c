@@ -83,6 +83,7 @@ void cma_id_free(struct cma_id_private *id_priv)
 	free(id_priv->id.route.path_rec);
 	free(id_priv->listen_qp_attr);
 	free(id_priv->acm_answer);
+	free(id_priv->peer);
 	free(id_priv->connect_data);
 	if (id_priv->resolved_ai)
 		rdma_freeaddrinfo(id_priv->resolved_ai);

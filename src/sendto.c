@@ -13,6 +13,7 @@
  */
 #include <config.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cma.h"
@@ -27,9 +28,16 @@ void cma_ud_dest_drop_ah(struct cma_ud_dest *dest)
 void cma_sendto_set_peer(struct cma_id_private *id_priv,
 			 const struct rdma_ud_param *ud)
 {
-	struct cma_ud_dest *peer = &id_priv->peer;
+	struct cma_ud_dest *peer;
 
 	pthread_mutex_lock(&id_priv->mut);
+	if (!id_priv->peer)
+		id_priv->peer = calloc(1, sizeof(*id_priv->peer));
+	peer = id_priv->peer;
+	if (!peer) { /* no memory: rdma_sendto will not know the peer */
+		pthread_mutex_unlock(&id_priv->mut);
+		return;
+	}
 	cma_ud_dest_drop_ah(peer);
 	peer->ah_attr = ud->ah_attr;
 	peer->qpn = ud->qp_num;
@@ -43,7 +51,8 @@ void cma_sendto_release(struct cma_id_private *id_priv)
 	struct cma_multicast *mc;
 
 	pthread_mutex_lock(&id_priv->mut);
-	cma_ud_dest_drop_ah(&id_priv->peer);
+	if (id_priv->peer)
+		cma_ud_dest_drop_ah(id_priv->peer);
 	for (mc = id_priv->mc_list; mc; mc = mc->next)
 		cma_ud_dest_drop_ah(&mc->dest);
 	pthread_mutex_unlock(&id_priv->mut);
@@ -83,7 +92,8 @@ static bool cma_is_peer(struct cma_id_private *id_priv,
 	const struct sockaddr *peer = rdma_get_peer_addr(&id_priv->id);
 	uint16_t port = cma_port_of(to);
 
-	if (!id_priv->peer.valid || peer->sa_family != to->sa_family)
+	if (!id_priv->peer || !id_priv->peer->valid ||
+	    peer->sa_family != to->sa_family)
 		return false;
 	if (port && port != cma_port_of(peer))
 		return false;
@@ -139,7 +149,7 @@ static struct cma_ud_dest *cma_sendto_lookup(struct cma_id_private *id_priv,
 		return NULL;
 	}
 	if (cma_is_peer(id_priv, to))
-		return &id_priv->peer;
+		return id_priv->peer;
 	errno = EHOSTUNREACH;
 	return NULL;
 }
