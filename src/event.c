@@ -113,12 +113,24 @@ cma_handle_conn_req(struct cma_event *evt,
 	return CMA_EVENT_DROP;
 }
 
+/*
+ * RDMA_OPTION_ID_INITIATOR from ESTABLISHED on: whether this end's request
+ * formed the connection (not an accepted or a p2p-adopted request).
+ */
+static void cma_note_initiator(struct cma_id_private *id_priv)
+{
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->initiator = !id_priv->passive && !cma_p2p_adopted(id_priv);
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
 static void cma_handle_conn_resp(struct cma_event *evt,
 				 struct cma_id_private *id_priv,
 				 const struct rdma_ucm_event_resp *resp)
 {
 	cma_copy_conn_param(evt, &resp->param.conn);
 	cma_store_remote_ece(id_priv, resp);
+	cma_note_initiator(id_priv);
 	if (!cma_id_qp(id_priv))
 		return; /* the application finishes with rdma_establish() */
 	if (cma_process_conn_resp(id_priv)) {
@@ -162,10 +174,7 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		if (cma_id_is_iwarp(id_priv))
 			cma_p2p_conn_resp(evt, id_priv);
 		cma_p2p_established(evt, id_priv);
-		pthread_mutex_lock(&id_priv->mut);
-		id_priv->initiator =
-			!id_priv->passive && !cma_p2p_adopted(id_priv);
-		pthread_mutex_unlock(&id_priv->mut);
+		cma_note_initiator(id_priv);
 		if (id_priv->id.qp_type == IBV_QPT_UD)
 			cma_sendto_set_peer(id_priv, &evt->event.param.ud);
 		break;

@@ -135,6 +135,38 @@ START_TEST(established_copies_private_data)
 }
 END_TEST
 
+/*
+ * RDMA_OPTION_ID_INITIATOR: the end whose request formed the connection
+ * learns it from the CONNECT_RESPONSE (IB/RoCE) or ESTABLISHED (iWARP);
+ * an end made from a request reads 0.
+ */
+START_TEST(initiator_known_from_the_connection_events)
+{
+	struct rdma_cm_event *ev;
+	int v = -1;
+
+	push(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	ck_assert_int_eq(rdma_get_option(&id->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 1);
+	rdma_ack_cm_event(ev);
+
+	id->passive = true;
+	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(rdma_get_option(&id->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_INITIATOR, &v,
+					 sizeof(v)),
+			 0);
+	ck_assert_int_eq(v, 0);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
 START_TEST(no_private_data_means_null_pointer)
 {
 	struct rdma_cm_event *ev;
@@ -364,6 +396,7 @@ static Suite *event_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, established_copies_private_data);
+	tcase_add_test(tc, initiator_known_from_the_connection_events);
 	tcase_add_test(tc, no_private_data_means_null_pointer);
 	tcase_add_test(tc, datagram_ids_get_ud_parameters);
 	tcase_add_test(tc, rejected_keeps_status_and_data);
