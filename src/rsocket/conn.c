@@ -349,6 +349,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
+	new_rs->await_peer = new_rs->msg_send;
 	rs_set_conn_params(new_rs, &peer);
 	rs_get_conn_params(new_rs, &mine);
 	rs_conn_encode(&data, &mine);

@@ -132,6 +132,13 @@ struct rsocket {
 			 * carry one is a 4-byte SEND instead (see stream.c).
 			 */
 			bool msg_send;
+			/*
+			 * iWARP passive side: nothing may be sent before the
+			 * first message from the active side has arrived (the
+			 * initiator speaks first; siw fails the connection
+			 * when an FPDU follows its MPA reply too closely).
+			 */
+			bool await_peer;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */

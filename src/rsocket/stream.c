@@ -443,7 +443,8 @@ static void rs_send_credits(struct rsocket *rs)
 
 void rs_update_credits(struct rsocket *rs)
 {
-	if (!(rs->state & RS_CONNECTED) || !rs_credit_ctrl_avail(rs))
+	if (!(rs->state & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
+	    rs->await_peer)
 		return;
 	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
 	    rs_seq_reached(rs->rseq_no, rs->rseq_comp))
@@ -531,6 +532,7 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 		}
 		return;
 	}
+	rs->await_peer = false;
 	if (wc->wc_flags & IBV_WC_WITH_IMM) {
 		msg = ntohl(wc->imm_data);
 	} else if (rs->msg_send && wc->opcode == IBV_WC_RECV) {
@@ -605,7 +607,8 @@ bool rs_can_send(struct rsocket *rs)
 {
 	int need = rs->msg_send ? 2 : 1; /* a write and its SEND */
 
-	return rs->sqe_avail >= need && rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
+	return !rs->await_peer && rs->sqe_avail >= need &&
+	       rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
 	       rs->sseq_no != rs->sseq_comp &&
 	       rs->target_sgl[rs->target_sge].length != 0;
 }
@@ -1061,7 +1064,9 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 	}
 	if (!rs_ctrl_avail(rs))
 		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
-	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs))
+	/* A peer that never spoke learns of the end from the CM alone. */
+	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs) &&
+	    !rs->await_peer)
 		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
 	if (rs->state & RS_CONNECTED)
 		rs_wait_locked(rs, false, rs_all_sends_done);
