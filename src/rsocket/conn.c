@@ -130,6 +130,9 @@ static int rs_send_connect(struct rsocket *rs)
 	param.flow_control = 1;
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
+	/* iWARP's connection set-up may issue an RDMA read (MPA). */
+	if (rs->msg_send)
+		param.initiator_depth = 1;
 	rs->retries = 0;
 	if (rdma_connect(rs->cm_id, &param))
 		return -1;
@@ -346,6 +349,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
+	new_rs->await_peer = new_rs->msg_send;
 	rs_set_conn_params(new_rs, &peer);
 	rs_get_conn_params(new_rs, &mine);
 	rs_conn_encode(&data, &mine);
@@ -354,6 +358,11 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	param.private_data_len = sizeof(data);
 	param.flow_control = 1;
 	param.rnr_retry_count = 7;
+	/* iWARP: keep the depths the request asked for (see rs_send_connect). */
+	if (new_rs->msg_send) {
+		param.responder_resources = RDMA_MAX_RESP_RES;
+		param.initiator_depth = RDMA_MAX_INIT_DEPTH;
+	}
 	if (rdma_accept(id, &param))
 		goto err;
 	new_rs->state = RS_ACCEPTING;

@@ -127,7 +127,18 @@ struct rsocket {
 			struct ibv_comp_channel *comp_channel;
 			struct ibv_cq *cq;
 			bool swap; /* the peer's byte order differs */
-			bool iwarp_unsupported;
+			/*
+			 * iWARP has no immediate data: each message that would
+			 * carry one is a 4-byte SEND instead (see stream.c).
+			 */
+			bool msg_send;
+			/*
+			 * iWARP passive side: nothing may be sent before the
+			 * first message from the active side has arrived (the
+			 * initiator speaks first; siw fails the connection
+			 * when an FPDU follows its MPA reply too closely).
+			 */
+			bool await_peer;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */
@@ -156,6 +167,7 @@ struct rsocket {
 			int rmsg_head, rmsg_tail;
 			uint16_t rseq_no, rseq_comp;
 			int recv_deficit; /* receives to repost */
+			uint32_t recv_slot; /* msg_send: next message slot */
 
 			/* posted sends, retired in order by completions */
 			uint32_t *sent; /* sq_size immediate values */

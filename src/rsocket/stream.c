@@ -15,6 +15,13 @@
  * provider a completion per send.  A request is always signaled when the
  * sender could otherwise run out of queue entries or buffer space with no
  * completion on its way.
+ *
+ * iWARP (rs->msg_send): there is no write with immediate, so each message
+ * goes as a plain RDMA write (when it has a payload) followed by a 4-byte
+ * inline SEND holding the 32 bits (rdma-core's wire behaviour for iWARP).
+ * Receives then take a 4-byte slot each, after the receive buffer.  A data
+ * write costs two send queue entries, credits with a buffer two control
+ * slots; a message without payload is the SEND alone.
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -26,6 +33,12 @@
 
 #define RS_WR_RECV (1ULL << 63)
 #define RS_POLL_BATCH 16
+/*
+ * In the sent ring, the SEND that follows a write in msg_send mode: it
+ * retires a queue entry or a control slot, never send buffer bytes.  The
+ * data bits keep the op of the message it carries.
+ */
+#define RS_SENT_MSG_SEND(op) rs_msg(RS_OP_RSVD, (uint32_t)(op))
 
 /* --- set-up and tear-down --------------------------------------------- */
 
@@ -54,6 +67,13 @@ static struct ibv_mr *rs_reg(struct rsocket *rs, void *buf, size_t len,
 			  IBV_ACCESS_LOCAL_WRITE | access);
 }
 
+/* Bytes of rbuf: the receive buffer, then msg_send's message slots. */
+static size_t rs_rbuf_total(const struct rsocket *rs)
+{
+	return rs->rbuf_size +
+	       (rs->msg_send ? (size_t)rs->rq_size * RS_MSG_SEND_SIZE : 0);
+}
+
 static int rs_init_bufs(struct rsocket *rs)
 {
 	size_t len;
@@ -69,7 +89,7 @@ static int rs_init_bufs(struct rsocket *rs)
 	len = sizeof(struct rs_wire_sge) * RS_SGL_SIZE +
 	      sizeof(struct rs_wire_iomap) * rs->target_iomap_size;
 	rs->target_buf = calloc(1, len);
-	rs->rbuf = calloc(1, rs->rbuf_size);
+	rs->rbuf = calloc(1, rs_rbuf_total(rs));
 	if (!rs->rmsg || !rs->sbuf || !rs->target_buf || !rs->rbuf)
 		return cma_err(ENOMEM);
 
@@ -77,7 +97,8 @@ static int rs_init_bufs(struct rsocket *rs)
 			 rs->sbuf_size + RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE, 0);
 	rs->target_mr =
 		rs_reg(rs, rs->target_buf, len, IBV_ACCESS_REMOTE_WRITE);
-	rs->rmr = rs_reg(rs, rs->rbuf, rs->rbuf_size, IBV_ACCESS_REMOTE_WRITE);
+	rs->rmr = rs_reg(rs, rs->rbuf, rs_rbuf_total(rs),
+			 IBV_ACCESS_REMOTE_WRITE);
 	if (!rs->smr || !rs->target_mr || !rs->rmr)
 		return -1;
 
@@ -95,10 +116,14 @@ static int rs_init_bufs(struct rsocket *rs)
 	return 0;
 }
 
-/* Post @count zero-length receives (the immediate data is the message). */
+/*
+ * Post @count receives: zero-length (the immediate data is the message),
+ * or in msg_send mode one message slot each, the slot's index in wr_id.
+ */
 static int rs_post_recvs(struct rsocket *rs, int count)
 {
 	struct ibv_recv_wr wrs[32], *bad;
+	struct ibv_sge sges[32];
 	int i, n;
 
 	while (count > 0) {
@@ -108,6 +133,17 @@ static int rs_post_recvs(struct rsocket *rs, int count)
 			wrs[i].sg_list = NULL;
 			wrs[i].num_sge = 0;
 			wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+			if (!rs->msg_send)
+				continue;
+			wrs[i].wr_id |= rs->recv_slot;
+			sges[i].addr = (uintptr_t)(rs->rbuf + rs->rbuf_size +
+						   (size_t)rs->recv_slot *
+							   RS_MSG_SEND_SIZE);
+			sges[i].length = RS_MSG_SEND_SIZE;
+			sges[i].lkey = rs->rmr->lkey;
+			wrs[i].sg_list = &sges[i];
+			wrs[i].num_sge = 1;
+			rs->recv_slot = (rs->recv_slot + 1) % rs->rq_size;
 		}
 		if (ibv_post_recv(rs->cm_id->qp, wrs, &bad))
 			return cma_err(EIO);
@@ -120,8 +156,11 @@ int rs_create_ep(struct rsocket *rs)
 {
 	struct ibv_qp_init_attr attr;
 
-	if (rs->cm_id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
-		return cma_err(ENOTSUP); /* needs the send-based variant */
+	rs->msg_send = rs->cm_id->verbs->device->transport_type ==
+		       IBV_TRANSPORT_IWARP;
+	/* msg_send's SENDs go inline, from the stack. */
+	if (rs->msg_send && rs->sq_inline < RS_MSG_SEND_SIZE)
+		rs->sq_inline = RS_MSG_SEND_SIZE;
 	rs_set_qp_size(rs);
 	rs->comp_channel = ibv_create_comp_channel(rs->cm_id->verbs);
 	if (!rs->comp_channel)
@@ -145,6 +184,8 @@ int rs_create_ep(struct rsocket *rs)
 	if (rdma_create_qp(rs->cm_id, NULL, &attr))
 		return -1;
 	rs->sq_inline = attr.cap.max_inline_data;
+	if (rs->msg_send && rs->sq_inline < RS_MSG_SEND_SIZE)
+		return cma_err(ENOTSUP);
 	rs->sent = calloc(rs->sq_size, sizeof(*rs->sent));
 	if (!rs->sent)
 		return cma_err(ENOMEM);
@@ -236,20 +277,67 @@ static uint64_t rs_track(struct rsocket *rs, uint32_t msg, bool *signal)
 	return ((uint64_t)idx << 32) | msg;
 }
 
+static bool rs_is_ctrl_op(uint32_t msg)
+{
+	return rs_msg_op(msg) == RS_OP_SGL || rs_msg_op(msg) == RS_OP_CTRL;
+}
+
+static int rs_post_send_wr(struct rsocket *rs, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	if (ibv_post_send(rs->cm_id->qp, wr, &bad)) {
+		rs->state = RS_ERROR;
+		rs->err = EIO;
+		return cma_err(EIO);
+	}
+	return 0;
+}
+
+/* msg_send mode: @msg as the payload of an inline SEND, tracked as @track. */
+static int rs_post_msg_send(struct rsocket *rs, uint32_t msg, uint32_t track)
+{
+	uint8_t buf[RS_MSG_SEND_SIZE];
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	bool signal = rs_is_ctrl_op(msg);
+
+	rs_msg_send_encode(buf, msg);
+	sge.addr = (uintptr_t)buf;
+	sge.length = sizeof(buf);
+	sge.lkey = 0;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = rs_track(rs, track, &signal);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_INLINE;
+	if (signal)
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	return rs_post_send_wr(rs, &wr);
+}
+
 int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
 		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
 		  uint32_t rkey)
 {
-	struct ibv_send_wr wr, *bad;
-	bool signal =
-		rs_msg_op(msg) == RS_OP_SGL || rs_msg_op(msg) == RS_OP_CTRL;
+	struct ibv_send_wr wr;
+	bool signal = rs_is_ctrl_op(msg);
+	bool msg_send = with_imm && rs->msg_send;
 
+	/* A message without payload is the SEND alone. */
+	if (msg_send && !nsge)
+		return rs_post_msg_send(rs, msg, msg);
+	/* With a SEND to follow, that SEND is the one that must signal. */
+	if (msg_send)
+		signal = false;
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = rs_track(rs, msg, &signal);
 	wr.sg_list = nsge ? sgl : NULL;
 	wr.num_sge = nsge;
-	wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-	if (with_imm)
+	wr.opcode = with_imm && !msg_send ? IBV_WR_RDMA_WRITE_WITH_IMM
+					  : IBV_WR_RDMA_WRITE;
+	if (with_imm && !msg_send)
 		wr.imm_data = htonl(msg);
 	if (len && len <= rs->sq_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
@@ -257,12 +345,11 @@ int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
 		wr.send_flags |= IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
-	if (ibv_post_send(rs->cm_id->qp, &wr, &bad)) {
-		rs->state = RS_ERROR;
-		rs->err = EIO;
-		return cma_err(EIO);
-	}
-	return 0;
+	if (rs_post_send_wr(rs, &wr))
+		return -1;
+	if (!msg_send)
+		return 0;
+	return rs_post_msg_send(rs, msg, RS_SENT_MSG_SEND(rs_msg_op(msg)));
 }
 
 /* Copy @len bytes into the send ring; describe them in 1 or 2 SGEs. */
@@ -292,6 +379,14 @@ int rs_sbuf_fill(struct rsocket *rs, struct ibv_sge *sgl, const void *src,
 static bool rs_ctrl_avail(struct rsocket *rs)
 {
 	return rs->ctrl_seqno != rs->ctrl_max_seqno;
+}
+
+/* Control slots free: the credits message may take two (msg_send). */
+static bool rs_credit_ctrl_avail(struct rsocket *rs)
+{
+	unsigned int need = rs->msg_send ? 2 : 1;
+
+	return rs->ctrl_max_seqno - rs->ctrl_seqno >= need;
 }
 
 static int rs_post_ctrl(struct rsocket *rs, uint32_t msg)
@@ -335,7 +430,7 @@ static void rs_send_credits(struct rsocket *rs)
 	ibsge.length = sizeof(sge);
 	raddr = rs->remote_sgl.addr +
 		(uint64_t)rs->remote_sge * sizeof(struct rs_wire_sge);
-	rs->ctrl_seqno++;
+	rs->ctrl_seqno += rs->msg_send ? 2 : 1;
 	rs_post_write(rs, &ibsge, 1, sizeof(sge), msg, true, raddr,
 		      rs->remote_sgl.key);
 
@@ -348,7 +443,8 @@ static void rs_send_credits(struct rsocket *rs)
 
 void rs_update_credits(struct rsocket *rs)
 {
-	if (!(rs->state & RS_CONNECTED) || !rs_ctrl_avail(rs))
+	if (!(rs->state & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
+	    rs->await_peer)
 		return;
 	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
 	    rs_seq_reached(rs->rseq_no, rs->rseq_comp))
@@ -359,6 +455,13 @@ void rs_update_credits(struct rsocket *rs)
 
 static void rs_retire_send(struct rsocket *rs, uint32_t msg)
 {
+	if (rs_msg_op(msg) == RS_OP_RSVD) { /* RS_SENT_MSG_SEND */
+		if (rs_is_ctrl_op(rs_msg(rs_msg_data(msg), 0)))
+			rs->ctrl_max_seqno++;
+		else
+			rs->sqe_avail++;
+		return;
+	}
 	switch (rs_msg_op(msg)) {
 	case RS_OP_SGL:
 		rs->ctrl_max_seqno++;
@@ -429,9 +532,19 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 		}
 		return;
 	}
-	if (!(wc->wc_flags & IBV_WC_WITH_IMM))
+	rs->await_peer = false;
+	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+		msg = ntohl(wc->imm_data);
+	} else if (rs->msg_send && wc->opcode == IBV_WC_RECV) {
+		uint32_t slot = (uint32_t)wc->wr_id % rs->rq_size;
+
+		if (rs_msg_send_decode(rs->rbuf + rs->rbuf_size +
+					       (size_t)slot * RS_MSG_SEND_SIZE,
+				       wc->byte_len, rs->swap, &msg))
+			return;
+	} else {
 		return;
-	msg = ntohl(wc->imm_data);
+	}
 	switch (rs_msg_op(msg)) {
 	case RS_OP_DATA:
 		rs_queue_data(rs, rs_msg_data(msg));
@@ -492,7 +605,10 @@ int rs_poll_cq(struct rsocket *rs)
 
 bool rs_can_send(struct rsocket *rs)
 {
-	return rs->sqe_avail > 0 && rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
+	int need = rs->msg_send ? 2 : 1; /* a write and its SEND */
+
+	return !rs->await_peer && rs->sqe_avail >= need &&
+	       rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
 	       rs->sseq_no != rs->sseq_comp &&
 	       rs->target_sgl[rs->target_sge].length != 0;
 }
@@ -815,7 +931,7 @@ int rs_post_payload(struct rsocket *rs, const struct iovec **iov, size_t *off,
 		}
 		rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
 	}
-	rs->sqe_avail--;
+	rs->sqe_avail -= (with_imm && rs->msg_send) ? 2 : 1;
 	rs->sbuf_bytes_avail -= len;
 	return rs_post_write(rs, sgl, nsge, len, msg, with_imm, addr, rkey);
 }
@@ -948,7 +1064,9 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 	}
 	if (!rs_ctrl_avail(rs))
 		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
-	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs))
+	/* A peer that never spoke learns of the end from the CM alone. */
+	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs) &&
+	    !rs->await_peer)
 		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
 	if (rs->state & RS_CONNECTED)
 		rs_wait_locked(rs, false, rs_all_sends_done);

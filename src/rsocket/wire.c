@@ -32,6 +32,22 @@ static void sge_from_net(struct rs_wire_sge *out, const struct rs_wire_sge *in)
 	out->length = ntohl(in->length);
 }
 
+void rs_msg_send_encode(uint8_t out[RS_MSG_SEND_SIZE], uint32_t msg)
+{
+	memcpy(out, &msg, RS_MSG_SEND_SIZE);
+}
+
+int rs_msg_send_decode(const void *buf, size_t len, bool swap, uint32_t *msg)
+{
+	uint32_t v;
+
+	if (!buf || len < RS_MSG_SEND_SIZE)
+		return -1;
+	memcpy(&v, buf, sizeof(v));
+	*msg = swap ? bswap_32(v) : v;
+	return 0;
+}
+
 void rs_conn_encode(struct rs_wire_conn *out, const struct rs_conn_params *p)
 {
 	memset(out, 0, sizeof(*out));

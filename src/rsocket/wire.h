@@ -61,6 +61,18 @@ static inline uint32_t rs_msg_data(uint32_t msg)
 	return msg & RS_MSG_DATA_MASK;
 }
 
+/*
+ * Where the transport has no immediate data (iWARP), a message travels as
+ * the payload of a SEND of RS_MSG_SEND_SIZE bytes, after the RDMA write (if
+ * any) it describes.  The 32 bits are in the sender's byte order, as
+ * rdma-core writes them; a receiver that knows the peer's order differs
+ * (@swap) converts.  Decoding returns -1 for a payload too short to hold one.
+ */
+#define RS_MSG_SEND_SIZE 4
+
+void rs_msg_send_encode(uint8_t out[RS_MSG_SEND_SIZE], uint32_t msg);
+int rs_msg_send_decode(const void *buf, size_t len, bool swap, uint32_t *msg);
+
 /* --- stream connection data ---------------------------------------------- */
 
 #define RS_WIRE_VERSION 1

@@ -32,6 +32,41 @@ START_TEST(msg_fields_round_trip)
 }
 END_TEST
 
+/*
+ * iWARP's message SEND: the 32 bits in the sender's byte order (what
+ * rdma-core puts on the wire), converted only when the peer's order
+ * differs; a payload shorter than a message is refused.
+ */
+START_TEST(msg_send_payload)
+{
+	uint32_t msg = rs_msg(RS_OP_SGL, 0x1234), got = 0;
+	uint8_t buf[RS_MSG_SEND_SIZE + 1];
+
+	rs_msg_send_encode(buf, msg);
+	ck_assert_int_eq(memcmp(buf, &msg, sizeof(msg)), 0);
+	ck_assert_int_eq(rs_msg_send_decode(buf, RS_MSG_SEND_SIZE, false, &got),
+			 0);
+	ck_assert_uint_eq(got, msg);
+	ck_assert_uint_eq(rs_msg_op(got), RS_OP_SGL);
+	ck_assert_uint_eq(rs_msg_data(got), 0x1234);
+
+	/* A longer payload: the first four bytes are the message. */
+	ck_assert_int_eq(rs_msg_send_decode(buf, sizeof(buf), false, &got), 0);
+	ck_assert_uint_eq(got, msg);
+
+	/* A peer of the other byte order. */
+	ck_assert_int_eq(rs_msg_send_decode(buf, RS_MSG_SEND_SIZE, true, &got),
+			 0);
+	ck_assert_uint_eq(got, __builtin_bswap32(msg));
+
+	got = 7;
+	ck_assert_int_eq(
+		rs_msg_send_decode(buf, RS_MSG_SEND_SIZE - 1, false, &got), -1);
+	ck_assert_int_eq(rs_msg_send_decode(NULL, 4, false, &got), -1);
+	ck_assert_uint_eq(got, 7);
+}
+END_TEST
+
 START_TEST(conn_data_layout)
 {
 	struct rs_conn_params p = {0}, q;
@@ -253,6 +288,7 @@ static Suite *rsocket_suite(void)
 	TCase *tc = tcase_create("wire");
 
 	tcase_add_test(tc, msg_fields_round_trip);
+	tcase_add_test(tc, msg_send_payload);
 	tcase_add_test(tc, conn_data_layout);
 	tcase_add_test(tc, conn_data_rejects_bad_input);
 	tcase_add_test(tc, iomap_size_encoding);
