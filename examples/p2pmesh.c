@@ -413,13 +413,20 @@ static int pump(struct mesh *m, int timeout_ms)
 	struct rdma_cm_event *e;
 	int i, ret;
 
+	/*
+	 * A wake-up with no event (a library timer) still falls through to
+	 * the CQs: returning early would starve them for as long as such
+	 * wake-ups keep coming.
+	 */
 	if (poll(&pfd, 1, timeout_ms) > 0) {
-		if (rdma_get_cm_event(m->ch, &e))
-			return errno == EAGAIN ? 0 : -1;
-		ret = handle_event(m, e);
-		rdma_ack_cm_event(e);
-		if (ret)
+		if (!rdma_get_cm_event(m->ch, &e)) {
+			ret = handle_event(m, e);
+			rdma_ack_cm_event(e);
+			if (ret)
+				return -1;
+		} else if (errno != EAGAIN) {
 			return -1;
+		}
 	}
 	for (i = 0; i < m->n * m->conns; i++)
 		if (poll_cqs(m, &m->c[i]))
