@@ -85,6 +85,14 @@ mesh() {
 	local addrs=() pids=() r rc=0 conns=0 want c
 	local log="$out/${name//\//_}"
 	wanted "$name" || return 0
+	# Open over siw (tests/system/BUGS.md, "Open"): a connection of the
+	# 100-iteration mutual run, or of the -L mesh's second iteration,
+	# fails now and then.  RDMACM_P2P_IWARP_ALL=1 runs them anyway.
+	if [ "$TRANSPORT" = iwarp ] && [ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
+		[[ "$name" =~ ^(mutual|lower8)/ ]]; then
+		echo "SKIP $name: intermittent over siw, open (tests/system/BUGS.md; RDMACM_P2P_IWARP_ALL=1 runs it)"
+		return 0
+	fi
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$ao"); else addrs+=("$ae"); fi
 	done
