@@ -1247,6 +1247,17 @@ err_result(bool ok, const char *fmt, ...)
 		snprintf(err_first, sizeof(err_first), "%s", buf);
 }
 
+/* The scenario's end: FAIL naming the first bad check, or PASS. */
+static int err_verdict(void)
+{
+	if (err_failed)
+		fail("%d of %d checks failed; first: %s", err_failed,
+		     err_checks, err_first);
+	note("%d checks", err_checks);
+	pass();
+	return 0;
+}
+
 /* A call that must return -1 with errno @want (any errno if @want is 0). */
 #define EXPECT_ERR(call, want)                                                 \
 	do {                                                                   \
@@ -1444,12 +1455,7 @@ static int cmd_errors(int argc, char **argv)
 		   "rdma_event_str(1000) is not NULL");
 	rdma_destroy_event_channel(ch);
 
-	if (err_failed)
-		fail("%d of %d checks failed; first: %s", err_failed,
-		     err_checks, err_first);
-	note("%d checks", err_checks);
-	pass();
-	return 0;
+	return err_verdict();
 }
 
 /* --- iWARP: what it cannot do ---------------------------------------------- */
@@ -1562,12 +1568,7 @@ static int cmd_iwarp_errors(int argc, char **argv)
 	}
 	rdma_destroy_event_channel(ch);
 
-	if (err_failed)
-		fail("%d of %d checks failed; first: %s", err_failed,
-		     err_checks, err_first);
-	note("%d checks", err_checks);
-	pass();
-	return 0;
+	return err_verdict();
 }
 
 /* --- UD ------------------------------------------------------------------- */
