@@ -157,6 +157,9 @@ static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
 			rs_iomap_size_to_wire((unsigned int)val));
 		return 0;
 	case RDMA_ROUTE:
+		/* Datagram peers are resolved one by one, never given. */
+		if (rs->type != SOCK_STREAM)
+			return cma_err(ENOTSUP);
 		if (!optval)
 			return cma_err(EFAULT);
 		if (!optlen || optlen % sizeof(struct ibv_path_data))
