@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <unistd.h>
 
@@ -49,6 +50,7 @@ enum rud_mode {
 	RUD_NONBLOCK = 'n', /* O_NONBLOCK, retried on EAGAIN */
 	RUD_POLL = 'a', /* O_NONBLOCK, waiting in rpoll */
 	RUD_SELECT = 'e', /* O_NONBLOCK, waiting in rselect */
+	RUD_EPOLL = 'p', /* O_NONBLOCK, waiting in repoll_wait */
 };
 
 static struct {
@@ -67,6 +69,7 @@ static struct {
 };
 
 static uint8_t txbuf[RUD_MAX], rxbuf[RUD_MAX];
+static int epfd = -1; /* -T p: the repoll instance watching the socket */
 
 static uint8_t rud_byte(uint32_t seq, size_t i)
 {
@@ -115,6 +118,7 @@ static int rud_wait_in(int fd, int ms)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	struct epoll_event ev;
 	fd_set rd;
 
 	switch (opt.mode) {
@@ -124,6 +128,8 @@ static int rud_wait_in(int fd, int ms)
 		FD_ZERO(&rd);
 		FD_SET(fd, &rd);
 		return rselect(fd + 1, &rd, NULL, NULL, ms < 0 ? NULL : &tv);
+	case RUD_EPOLL:
+		return repoll_wait(epfd, &ev, 1, ms);
 	case RUD_BLOCK:
 		return ms < 0 ? 1 : rpoll(&pfd, 1, ms);
 	default:
@@ -215,6 +221,18 @@ static int rud_resolve(const char *node, bool passive, struct ex_addr *addr)
 	return 0;
 }
 
+static int rud_epoll(int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	epfd = repoll_create(0);
+	if (epfd < 0 || repoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		ex_syserr("repoll");
+		return -1;
+	}
+	return 0;
+}
+
 static int rud_socket(const struct ex_addr *addr)
 {
 	int fd = rsocket(addr->ss.ss_family, SOCK_DGRAM, 0);
@@ -225,6 +243,10 @@ static int rud_socket(const struct ex_addr *addr)
 	}
 	if (opt.mode != RUD_BLOCK && rfcntl(fd, F_SETFL, O_NONBLOCK)) {
 		ex_syserr("rfcntl");
+		rclose(fd);
+		return -1;
+	}
+	if (opt.mode == RUD_EPOLL && rud_epoll(fd)) {
 		rclose(fd);
 		return -1;
 	}
@@ -409,13 +431,14 @@ out:
 static void rud_help(void)
 {
 	printf("usage: %s [-s server] [-b address] [-p port] [-C count]\n"
-	       "\t[-S size] [-T b|n|a|e] [-u] [-4|-6]\n"
+	       "\t[-S size] [-T b|n|a|e|p] [-u] [-4|-6]\n"
 	       "  -s  be a client of this server (default: be the server)\n"
 	       "  -b  local address to bind (server: default any)\n"
 	       "  -p  port (default 7472)\n"
 	       "  -C  pings to send (default 100)\n"
 	       "  -S  datagram size, %d..%d bytes (default 64)\n"
-	       "  -T  b blocking, n non-blocking, a rpoll, e rselect\n"
+	       "  -T  b blocking, n non-blocking, a rpoll, e rselect, p "
+	       "repoll\n"
 	       "  -u  client: rsendto/rrecvfrom instead of rconnect\n",
 	       ex_prog(), RUD_HDR, RUD_MAX);
 }
@@ -445,8 +468,9 @@ static int rud_opts(int argc, char **argv)
 				return -1;
 			break;
 		case 'T':
-			if (strlen(optarg) != 1 || !strchr("bnae", optarg[0])) {
-				ex_err("-T takes b, n, a or e");
+			if (strlen(optarg) != 1 ||
+			    !strchr("bnaep", optarg[0])) {
+				ex_err("-T takes b, n, a, e or p");
 				return -1;
 			}
 			opt.mode = (enum rud_mode)optarg[0];
@@ -472,8 +496,13 @@ static int rud_opts(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	int ret;
+
 	ex_init("rudping");
 	if (rud_opts(argc, argv))
 		return ex_usage_hint();
-	return opt.dst ? rud_client() : rud_server();
+	ret = opt.dst ? rud_client() : rud_server();
+	if (epfd >= 0)
+		close(epfd);
+	return ret;
 }

@@ -10,8 +10,8 @@
 # 3. Interop: one side on our library, the other on Debian's, both
 #    directions, stream (-T s... default blocking and async) and iomap.
 # 4. Datagram sockets: this tree's rudping (data verified) on our library,
-#    IPv4 and IPv6, blocking, non-blocking, rpoll and rselect, connected and
-#    not; Debian's udpong on our library on both sides; and udpong across
+#    IPv4 and IPv6, blocking, non-blocking, rpoll, rselect and repoll,
+#    connected and not, three clients on one server; Debian's udpong on our library on both sides; and udpong across
 #    the two libraries in both directions.  Those last two are skipped, with
 #    the reason, when Debian's library cannot open a datagram rsocket on
 #    this device at all (Soft-RoCE: see dgram_skip_reason below).
@@ -151,8 +151,9 @@ show_pair() {
 
 # rud_pair NAME SERVER_ADDR CLIENT_ADDR ARGS...: rudping server and client
 # on our library; both must exit 0 (every datagram checked on both sides).
+# With RUD_CLIENTS=N, N clients share the server at once.
 rud_pair() {
-	local name=$1 saddr=$2 caddr=$3 spid crc src
+	local name=$1 saddr=$2 caddr=$3 spid crc=0 src i pids=()
 	shift 3
 	wanted "$name" || return 0
 	port=$((port + 1))
@@ -160,9 +161,15 @@ rud_pair() {
 		>"$log/s.out" 2>&1 &
 	spid=$!
 	sleep 1
-	LD_LIBRARY_PATH="$ours" timeout $T "$rud" -s "$saddr" -b "$caddr" \
-		-p $port "$@" >"$log/c.out" 2>&1
-	crc=$?
+	: >"$log/c.out"
+	for i in $(seq "${RUD_CLIENTS:-1}"); do
+		LD_LIBRARY_PATH="$ours" timeout $T "$rud" -s "$saddr" \
+			-b "$caddr" -p $port "$@" >>"$log/c.out" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || crc=$?
+	done
 	wait $spid
 	src=$?
 	if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
@@ -206,6 +213,9 @@ if [ -x "$rud" ]; then
 	rud_pair rudping/ipv4/rpoll "$A1" "$A2" -T a -C 200 -S 512
 	rud_pair rudping/ipv4/rselect-unconnected "$A1" "$A2" -T e -u -C 100 \
 		-S 1000
+	rud_pair rudping/ipv4/repoll "$A1" "$A2" -T p -C 100 -S 256
+	RUD_CLIENTS=3 rud_pair rudping/ipv4/three-clients "$A1" "$A2" -T a \
+		-C 100 -S 128
 	if [ -n "$A6_1" ]; then
 		rud_pair rudping/ipv6/rpoll "$A6_1" "$A6_2" -T a -C 100 -S 1000
 		rud_pair rudping/ipv6/blocking-unconnected "$A6_1" "$A6_2" \
