@@ -284,6 +284,11 @@ CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 		return -1;
 	if (!optval || !optlen)
 		return cma_err(EFAULT);
+	/* rsetsockopt gave these to the UDP socket: it knows them. */
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
+	    !(level == SOL_SOCKET &&
+	      (optname == SO_RCVBUF || optname == SO_SNDBUF)))
+		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -368,8 +373,6 @@ CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 	default:
 		break;
 	}
-	if (rs->type == SOCK_DGRAM && level != SOL_RDMA)
-		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	return cma_err(ENOTSUP);
 }
 

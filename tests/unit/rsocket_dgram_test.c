@@ -199,6 +199,7 @@ START_TEST(dgram_socket_calls)
 	struct pollfd pfd;
 	char buf[8];
 	int s = bound_dgram(&addr), val = 64;
+	socklen_t len;
 
 	ck_assert_int_eq(rsocket(AF_IB, SOCK_DGRAM, 0), -1);
 	ck_assert_int_eq(errno, EAFNOSUPPORT);
@@ -232,6 +233,21 @@ START_TEST(dgram_socket_calls)
 	val = 1;
 	ck_assert_int_eq(
 		rsetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &val, sizeof(val)), 0);
+	val = 0;
+	len = sizeof(val);
+	ck_assert_int_eq(rgetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &val, &len),
+			 0);
+	ck_assert_int_eq(val, 1);
+	/* Buffer sizes are the rsocket's (doubled, as Linux does). */
+	val = 65536;
+	ck_assert_int_eq(
+		rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &val, sizeof(val)), 0);
+	len = sizeof(val);
+	ck_assert_int_eq(rgetsockopt(s, SOL_SOCKET, SO_RCVBUF, &val, &len), 0);
+	ck_assert_int_eq(val, 131072);
+	len = sizeof(val);
+	ck_assert_int_eq(rgetsockopt(s, SOL_SOCKET, SO_TYPE, &val, &len), 0);
+	ck_assert_int_eq(val, SOCK_DGRAM);
 	ck_assert_int_eq(rshutdown(s, SHUT_WR), 0);
 	ck_assert_int_eq(rsendto(s, buf, 1, 0, &addr.sa, sizeof(addr.sin)), -1);
 	ck_assert_int_eq(errno, EPIPE);
