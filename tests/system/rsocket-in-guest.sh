@@ -255,7 +255,7 @@ if [ -x "$rud" ]; then
 	else
 		skip rudping/ipv6 "no RDMA_TEST_ADDR6_1"
 	fi
-	# A datagram must fit the path MTU (1024 on Soft-RoCE over a
+	# A datagram must fit the port MTU (1024 on Soft-RoCE over a
 	# 1500-byte Ethernet MTU): larger ones are refused, not cut.
 	if wanted rudping/emsgsize; then
 		LD_LIBRARY_PATH="$ours" timeout $T "$rud" -s "$A1" -p 9 -S 2048 \
