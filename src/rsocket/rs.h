@@ -8,7 +8,8 @@
  *   conn.c     stream connection set-up over this library's rdma_cm API
  *   stream.c   the stream data path: RDMA writes, credits, completions
  *   iomap.c    riomap / riounmap / riowrite
- *   dgram.c    datagram sockets over UD QPs, with the UDP resolver
+ *   dgram*.c   datagram sockets over UD QPs, with the UDP resolver
+ *              (the map of those files is in dgram.h)
  *   poll.c     rpoll / rselect
  *   epoll.c    repoll_*
  *   options.c  rsetsockopt / rgetsockopt / rfcntl
