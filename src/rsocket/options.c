@@ -157,6 +157,9 @@ static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
 			rs_iomap_size_to_wire((unsigned int)val));
 		return 0;
 	case RDMA_ROUTE:
+		/* Datagram peers are resolved one by one, never given. */
+		if (rs->type != SOCK_STREAM)
+			return cma_err(ENOTSUP);
 		if (!optval)
 			return cma_err(EFAULT);
 		if (!optlen || optlen % sizeof(struct ibv_path_data))
@@ -281,6 +284,11 @@ CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 		return -1;
 	if (!optval || !optlen)
 		return cma_err(EFAULT);
+	/* rsetsockopt gave these to the UDP socket: it knows them. */
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA &&
+	    !(level == SOL_SOCKET &&
+	      (optname == SO_RCVBUF || optname == SO_SNDBUF)))
+		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	switch (level) {
 	case SOL_SOCKET:
 		switch (optname) {
@@ -365,8 +373,6 @@ CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 	default:
 		break;
 	}
-	if (rs->type == SOCK_DGRAM && level != SOL_RDMA)
-		return getsockopt(rs->udp_sock, level, optname, optval, optlen);
 	return cma_err(ENOTSUP);
 }
 

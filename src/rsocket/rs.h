@@ -8,7 +8,8 @@
  *   conn.c     stream connection set-up over this library's rdma_cm API
  *   stream.c   the stream data path: RDMA writes, credits, completions
  *   iomap.c    riomap / riounmap / riowrite
- *   dgram.c    datagram sockets over UD QPs, with the UDP resolver
+ *   dgram*.c   datagram sockets over UD QPs, with the UDP resolver
+ *              (the map of those files is in dgram.h)
  *   poll.c     rpoll / rselect
  *   epoll.c    repoll_*
  *   options.c  rsetsockopt / rgetsockopt / rfcntl
@@ -185,18 +186,21 @@ struct rsocket {
 				*iomap_list; /* local-only mappings */
 			bool iomap_pending;
 		};
-		struct { /* SOCK_DGRAM */
+		struct { /* SOCK_DGRAM (dgram.h) */
 			int udp_sock;
-			int epfd; /* the CQ channels of all QPs */
+			int epfd; /* the UDP socket and every QP's CQ channel */
+			bool ds_bound;
+			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
 			void *dest_map; /* tsearch tree of struct ds_dest */
-			struct ds_dest *conn_dest;
-			uint8_t *dsbuf; /* sq_size slots of DS_MSG_SIZE */
-			int *dsfree; /* free send slots (stack) */
-			int dsfree_cnt;
-			struct ds_rmsg *dmsg; /* received, not yet read */
-			int dmsg_head, dmsg_tail, dmsg_cnt;
-			bool svc_active;
+			struct ds_dest *conn_dest; /* set by rconnect */
+			uint8_t *dsbuf; /* sq_size send slots of DS_MSG_SIZE */
+			uint32_t *dsfree; /* free send slots (a stack) */
+			uint32_t dsfree_cnt;
+			struct ds_rmsg *dmsg; /* received, not yet read (ring) */
+			uint32_t dmsg_head, dmsg_cnt, dmsg_max;
+			uint32_t dmsg_udp; /* of which copies from UDP */
+			uint64_t ds_dropped; /* malformed or no room */
 		};
 	};
 };
@@ -299,10 +303,14 @@ void rs_free_iomaps(struct rsocket *rs);
 
 /* --- dgram.c ------------------------------------------------------------- */
 
+/* A received datagram: in a QP's receive slot, or copied from UDP. */
 struct ds_rmsg {
-	struct ds_qp *qp;
-	uint32_t offset;
-	uint32_t length;
+	struct ds_qp *qp; /* NULL: @copy holds the payload */
+	uint8_t *copy;
+	uint32_t slot;
+	uint32_t offset; /* payload offset in the slot */
+	uint32_t length; /* payload bytes */
+	union rs_sockaddr src; /* the sender's rsocket address */
 };
 
 int ds_init(struct rsocket *rs, int domain);
@@ -311,9 +319,11 @@ int ds_bind(struct rsocket *rs, const struct sockaddr *addr, socklen_t len);
 int ds_connect(struct rsocket *rs, const struct sockaddr *addr, socklen_t len);
 ssize_t ds_recvfrom(struct rsocket *rs, void *buf, size_t len, int flags,
 		    struct sockaddr *src, socklen_t *srclen);
+/* Receive one datagram scattered over @msg's iovec. */
+ssize_t ds_recvmsg(struct rsocket *rs, struct msghdr *msg, int flags);
 ssize_t ds_sendto(struct rsocket *rs, const void *buf, size_t len, int flags,
 		  const struct sockaddr *dst, socklen_t dstlen);
-void ds_shutdown(struct rsocket *rs);
+int ds_shutdown(struct rsocket *rs, int how);
 /* rpoll support: readiness, the fd to sleep on, event consumption. */
 short ds_poll_events(struct rsocket *rs, short events);
 int ds_wait_fd(struct rsocket *rs);

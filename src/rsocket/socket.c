@@ -108,8 +108,7 @@ CMA_EXPORT int rshutdown(int socket, int how)
 		return rs_stream_shutdown(rs, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return cma_err(EINVAL);
-	ds_shutdown(rs);
-	return 0;
+	return ds_shutdown(rs, how);
 }
 
 CMA_EXPORT int rclose(int socket)
@@ -118,12 +117,9 @@ CMA_EXPORT int rclose(int socket)
 
 	if (!rs)
 		return -1;
-	if (rs->type == SOCK_STREAM) {
-		if (rs->state & RS_CONNECTED)
-			rs_stream_shutdown(rs, SHUT_RDWR);
-	} else {
-		ds_shutdown(rs);
-	}
+	/* A datagram socket lets its last sends leave in rs_free. */
+	if (rs->type == SOCK_STREAM && (rs->state & RS_CONNECTED))
+		rs_stream_shutdown(rs, SHUT_RDWR);
 	rs_free(rs);
 	return 0;
 }
@@ -179,14 +175,8 @@ CMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 	if (rs_check_iov(msg->msg_iov, (int)msg->msg_iovlen))
 		return -1;
 	msg->msg_flags = 0;
-	if (rs->type == SOCK_DGRAM) {
-		if (!msg->msg_iovlen)
-			return 0;
-		return ds_recvfrom(rs, msg->msg_iov[0].iov_base,
-				   msg->msg_iov[0].iov_len, flags,
-				   msg->msg_name,
-				   msg->msg_name ? &msg->msg_namelen : NULL);
-	}
+	if (rs->type == SOCK_DGRAM)
+		return ds_recvmsg(rs, msg, flags);
 	return rs_stream_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 

@@ -209,3 +209,34 @@ size_t ds_udp_hdr_decode(const void *buf, size_t len, int from_family,
 	*qpn = ntohl(hdr.qpn) & 0xffffff;
 	return hdr.length;
 }
+
+int ds_ud_msg_parse(const void *buf, size_t byte_len, size_t bufsize,
+		    struct ds_ud_msg *m)
+{
+	size_t hlen;
+
+	if (!buf || byte_len > bufsize || byte_len < DS_WIRE_GRH_LEN)
+		return -1;
+	hlen = ds_hdr_decode((const uint8_t *)buf + DS_WIRE_GRH_LEN,
+			     byte_len - DS_WIRE_GRH_LEN, &m->src);
+	if (!hlen)
+		return -1;
+	m->offset = (uint32_t)(DS_WIRE_GRH_LEN + hlen);
+	m->length = (uint32_t)(byte_len - m->offset);
+	return 0;
+}
+
+int ds_udp_msg_parse(const void *buf, size_t len, int from_family,
+		     struct ds_udp_msg *m)
+{
+	size_t hlen = ds_udp_hdr_decode(buf, len, from_family, &m->op, &m->qpn);
+
+	/* QP numbers 0 and 1 are the management QPs: never a peer's. */
+	if (!hlen || m->qpn < 2)
+		return -1;
+	if (len - hlen > DS_MSG_SIZE)
+		return -1;
+	m->offset = (uint32_t)hlen;
+	m->length = m->op == RS_OP_DATA ? (uint32_t)(len - hlen) : 0;
+	return 0;
+}

@@ -216,4 +216,39 @@ size_t ds_udp_hdr_encode(struct ds_wire_udp_hdr *hdr, uint8_t op, uint32_t qpn,
 size_t ds_udp_hdr_decode(const void *buf, size_t len, int from_family,
 			 uint8_t *op, uint32_t *qpn);
 
+/* The GRH every UD receive starts with, present or not on the wire. */
+#define DS_WIRE_GRH_LEN 40
+
+/* A datagram received on a UD QP, as the receive buffer holds it. */
+struct ds_ud_msg {
+	union rs_sockaddr src; /* the sender's rsocket address */
+	uint32_t offset; /* of the payload, from the start of the buffer */
+	uint32_t length; /* payload bytes */
+};
+
+/*
+ * Parse a UD receive of @byte_len bytes (the completion's count, GRH
+ * included) in a buffer of @bufsize bytes.  0, or -1 if malformed: too
+ * short, longer than the buffer, or a header that is not a valid
+ * struct ds_wire_hdr.
+ */
+int ds_ud_msg_parse(const void *buf, size_t byte_len, size_t bufsize,
+		    struct ds_ud_msg *m);
+
+/* A message received on an rsocket's UDP socket. */
+struct ds_udp_msg {
+	uint8_t op; /* RS_OP_DATA or RS_OP_CTRL */
+	uint32_t qpn; /* the sender's UD QP */
+	uint32_t offset; /* of the payload (RS_OP_DATA) */
+	uint32_t length;
+};
+
+/*
+ * Parse a UDP message of @len bytes from an address of family
+ * @from_family.  0, or -1 if malformed: wrong tag, version, length or op,
+ * a reserved QP number (0 or 1), or a payload larger than DS_MSG_SIZE.
+ */
+int ds_udp_msg_parse(const void *buf, size_t len, int from_family,
+		     struct ds_udp_msg *m);
+
 #endif /* RS_WIRE_H */

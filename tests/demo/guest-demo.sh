@@ -65,6 +65,10 @@ for addr in "$a1" ${a6:+"$a6"}; do
 		"$ex/rdma_server -s $addr" "$ex/rdma_client -s $addr"
 	pair "cmtime over $addr (time each step of 20 connections)" \
 		"$ex/cmtime -b $addr -c 20" "$ex/cmtime -s $addr -c 20"
+	skip_on_iwarp "rudping over $addr" "$IWARP_NO_UD" ||
+		pair "rudping over $addr (datagram rsockets, every byte checked)" \
+			"$ex/rudping -b $addr -T a" \
+			"$ex/rudping -s $addr -C 100 -S 1000 -T a"
 done
 # Soft-RoCE (rxe on Linux 6.1) holds a QP that sent to a group for about 50 s
 # when it is destroyed, with rdma-core's library as with ours, hence the

@@ -115,3 +115,33 @@ put("event", "mcast_error", event(13, 0, status=-110))
 put("event", "sequence",
     event(0, 1, extra=query_route(1)) + event(2, 1, extra=query_route(1)) +
     event(9, 1) + event(10, 1) + event(15, 1))
+
+
+# --- ds_msg: selector byte, then a UD receive or a UDP resolver message ---
+def ds_hdr4(addr, port):
+    return struct.pack("!BBH", 4, 8, port) + socket.inet_aton(addr)
+
+
+def ds_hdr6(addr, port):
+    return (struct.pack("!BBHI", 6, 24, port, 0) +
+            socket.inet_pton(socket.AF_INET6, addr))
+
+
+def ds_udp(op, qpn, family, addr):
+    if family == socket.AF_INET:
+        return struct.pack("!IBBBBI", 0x55555555, 4, op, 16, 0, qpn) + \
+            socket.inet_aton(addr)
+    return struct.pack("!IBBBBI", 0x55555555, 6, op, 28, 0, qpn) + \
+        socket.inet_pton(socket.AF_INET6, addr)
+
+
+grh = bytes(40)
+put("ds_msg", "ud4", b"\x00" + grh + ds_hdr4("192.0.2.2", 7472) + b"ping")
+put("ds_msg", "ud6", b"\x00" + grh + ds_hdr6("2001:db8::2", 7472) + b"ping")
+put("ds_msg", "ud4_empty", b"\x00" + grh + ds_hdr4("192.0.2.2", 1))
+put("ds_msg", "udp4_data",
+    b"\x01" + ds_udp(0, 0x11, socket.AF_INET, "192.0.2.2") + b"hello")
+put("ds_msg", "udp4_ctrl",
+    b"\x01" + ds_udp(7, 0x12, socket.AF_INET, "192.0.2.1"))
+put("ds_msg", "udp6_data",
+    b"\x03" + ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") + b"hello")

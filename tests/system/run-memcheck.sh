@@ -86,6 +86,8 @@ pair rping rping "-s -a $A1 -p $((port += 1)) -C 3" "-c -a $A1 -I $A2 -p $port -
 pair ucmatose ucmatose "-b $A1 -p $((port += 1)) -c 2 -C 3" "-s $A1 -b $A2 -p $port -c 2 -C 3"
 pair udaddy udaddy "-b $A1 -p $((port += 1)) -c 1" "-s $A1 -b $A2 -p $port -c 1"
 pair rdma_server_client rdma_server "-s $A1 -p $((port += 1))" "-s $A1 -p $port" rdma_client
+# Datagram rsockets: QPs, the UDP resolver, destinations and queues.
+pair rudping rudping "-b $A1 -p $((port += 1)) -T a" "-s $A1 -b $A2 -p $port -C 20 -T a"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Datagram rsockets: state shared by the dgram*.c files.
+ *
+ *   dgram.c       life cycle: socket, bind, connect, shutdown, close
+ *   dgram_qp.c    one UD QP per local source address; completions
+ *   dgram_dest.c  destinations: the QP that reaches a peer, its AH and QPN
+ *   dgram_udp.c   the UDP resolver: learning a peer's QP number
+ *   dgram_io.c    sending, receiving, waiting and rpoll readiness
+ *
+ * The design is rdma-core's, so the two libraries interoperate.  Each
+ * rsocket owns a kernel UDP socket bound to its address and port: the
+ * rsocket's number, and the channel through which peers tell each other
+ * their UD QP numbers.  The first datagram to a peer whose QP number is not
+ * known yet travels over UDP (struct ds_wire_udp_hdr, op RS_OP_DATA); the
+ * receiver answers with its own QP number (op RS_OP_CTRL) and both sides
+ * resolve an address handle through the rdma_cm.  From then on datagrams go
+ * over the UD QPs, each behind struct ds_wire_hdr naming the sender's
+ * rsocket address, which rrecvfrom reports.
+ *
+ * Unlike rdma-core there is no service thread: the UDP socket is read by
+ * whichever call makes progress on the rsocket (receives, rpoll, and sends
+ * to a peer still unresolved), and a datagram that arrived over UDP is
+ * queued directly instead of being looped back through the local QP.
+ */
+#ifndef RS_DGRAM_H
+#define RS_DGRAM_H
+
+#include "rs.h"
+
+/* Each receive slot: the GRH a UD receive always carries, then the data. */
+#define DS_RSLOT_SIZE (DS_WIRE_GRH_LEN + DS_MSG_SIZE)
+/* Receive work requests are told apart from sends by this wr_id bit. */
+#define DS_WR_RECV (1ULL << 63)
+/* Datagrams that arrived over UDP and may wait in the queue at once. */
+#define DS_UDP_QUEUE 64
+/* Milliseconds a peer's address and route may take to resolve. */
+#define DS_RESOLVE_MS 2000
+
+/* A UD QP for one local source address (and so one RDMA device). */
+struct ds_qp {
+	struct ds_qp *next;
+	struct rdma_cm_id *cm_id;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_mr *smr; /* the socket's send slots, for this PD */
+	struct ibv_mr *rmr;
+	uint8_t *rbuf; /* rq_size slots of DS_RSLOT_SIZE */
+	union rs_sockaddr src; /* local address, with the socket's port */
+	struct ds_wire_hdr hdr; /* ahead of everything sent from here */
+	uint32_t hdr_len;
+	uint32_t max_msg; /* header + payload the port's MTU carries */
+	uint32_t inline_size;
+	bool ethernet; /* RoCE: address handles always carry a GRH */
+	bool armed; /* a completion event has been requested */
+};
+
+/* A peer rsocket, keyed by its address. */
+struct ds_dest {
+	union rs_sockaddr addr;
+	socklen_t addrlen;
+	struct ds_qp *qp; /* the local QP that reaches it */
+	struct ibv_ah *ah; /* NULL until its QP number is known */
+	uint32_t qpn;
+};
+
+/* --- dgram.c ------------------------------------------------------------- */
+
+/* Bind the UDP socket to an ephemeral port if the caller has not bound it. */
+int ds_autobind(struct rsocket *rs);
+/* The socket's bound address (its port is every QP's port). */
+int ds_local_addr(struct rsocket *rs, union rs_sockaddr *addr);
+
+/* --- dgram_qp.c ---------------------------------------------------------- */
+
+/* The QP for local address @src, created on first use.  Under rs->lock. */
+int ds_qp_get(struct rsocket *rs, const union rs_sockaddr *src,
+	      struct ds_qp **qp);
+void ds_qp_destroy_all(struct rsocket *rs);
+/* Process every completion waiting on every QP.  Under rs->lock. */
+void ds_poll_cqs(struct rsocket *rs);
+/* Request completion events on every QP before sleeping. */
+void ds_arm_cqs(struct rsocket *rs);
+/* Take (and acknowledge) whatever completion events are pending. */
+void ds_take_cq_events(struct rsocket *rs);
+/* Give receive slot @slot of @qp back to the hardware. */
+int ds_post_recv(struct rsocket *rs, struct ds_qp *qp, uint32_t slot);
+
+/* --- dgram_dest.c -------------------------------------------------------- */
+
+/* The destination for @addr, created (with its QP) on first use. */
+int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
+		struct ds_dest **dest);
+/* Resolve an address handle to @dest's peer, whose QP is @qpn. */
+int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest, uint32_t qpn);
+void ds_dest_destroy_all(struct rsocket *rs);
+
+/* --- dgram_udp.c --------------------------------------------------------- */
+
+/* Send @len bytes (or none) to @dest over UDP, behind the UDP header. */
+ssize_t ds_udp_send(struct rsocket *rs, struct ds_dest *dest, uint8_t op,
+		    const void *buf, size_t len);
+/* Read and act on what waits on the UDP socket.  Under rs->lock. */
+void ds_udp_drain(struct rsocket *rs);
+
+/* --- dgram_io.c ---------------------------------------------------------- */
+
+/* Queue a received datagram; false (and counted) if there is no room. */
+bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg);
+
+#endif /* RS_DGRAM_H */
