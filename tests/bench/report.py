@@ -209,7 +209,7 @@ def plot(data, png):
             "'%s' using 2:xtic(1) title '%d conn.'" % (steps_dat, n)
             for i, n in enumerate(ns))
         script = """
-set terminal png size 1100,800
+set terminal png size 1400,900
 set output '%s'
 set multiplot layout 2,1 title 'librdmacm fork / Debian librdmacm (lower is better; 1.0 = equal)'
 set style data histograms
