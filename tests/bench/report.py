@@ -225,6 +225,7 @@ plot %s, 1.0 with lines lc rgb 'black' dt 2 notitle
 set title 'round trips, instructions, memory, rsocket; ACM and p2p: ways compared'
 set ylabel 'ratio'
 set xtics rotate by -20
+set rmargin 14
 unset key
 """ % (png, cols)
         if others:
