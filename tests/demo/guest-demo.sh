@@ -15,18 +15,28 @@ failed=0
 banner() { printf '\n----- %s\n' "$*"; }
 
 # Run a server in the background and a client in the foreground, both under
-# a time limit; the pair passes when both exit 0.
+# a time limit; the pair passes when both exit 0.  The client starts once
+# the server says it is ready ("listening"; "joined" for a multicast
+# receiver, "serving" for rudping; 10 s at most): under load a server can
+# take seconds to start, and a connect that comes first is refused (on
+# iWARP at once).
 pair() {
-	local name=$1 server=$2 client=$3
+	local name=$1 server=$2 client=$3 out i
 	banner "$name"
 	echo "\$ $server &"
 	echo "\$ $client"
-	timeout "${PAIR_TIMEOUT:-60}" $server &
+	out=$(mktemp)
+	timeout "${PAIR_TIMEOUT:-60}" $server > >(tee "$out") 2>&1 &
 	local spid=$!
-	sleep 0.5
+	for i in $(seq 100); do
+		grep -qE 'listening|joined|serving' "$out" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
 	local crc=0 src=0
 	timeout "${PAIR_TIMEOUT:-60}" $client || crc=$?
 	wait $spid || src=$?
+	rm -f "$out"
 	if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
 		echo "=> $name: OK"
 	else
