@@ -26,7 +26,7 @@ pair() {
 	echo "\$ $server &"
 	echo "\$ $client"
 	out=$(mktemp)
-	timeout "${PAIR_TIMEOUT:-60}" $server > >(tee "$out") 2>&1 &
+	timeout "${PAIR_TIMEOUT:-60}" $server >"$out" 2>&1 &
 	local spid=$!
 	for i in $(seq 100); do
 		grep -qE 'listening|joined|serving' "$out" && break
@@ -36,6 +36,7 @@ pair() {
 	local crc=0 src=0
 	timeout "${PAIR_TIMEOUT:-60}" $client || crc=$?
 	wait $spid || src=$?
+	cat "$out" # the server's side, after the client's
 	rm -f "$out"
 	if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
 		echo "=> $name: OK"
