@@ -15,7 +15,9 @@
 #
 # Usage: tests/vm/build-siw.sh KVER       (e.g. 6.1.0-56-amd64)
 # Prints the path of siw.ko on stdout.
-# Environment: RDMACM_VM_CACHE (see prepare.sh).
+# Environment: RDMACM_VM_CACHE (see prepare.sh); RDMACM_VM_SIW_DRAIN=1
+# builds the test-bed variant of siw-accept-drain.py instead (cached apart),
+# for checking the accept race of tests/system/BUGS.md "Open #3".
 set -eu
 
 VM_PROG=build-siw
@@ -81,6 +83,11 @@ dpkg-deb --fsys-tarfile "$deb" |
 	vm_die "no drivers/infiniband/sw/siw in $srcpkg"
 rm -f "$deb"
 [ -e "$work/siw/Makefile" ] || vm_die "no siw Makefile unpacked"
+if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
+	vm_say "test-bed variant: siw_accept drains what came early"
+	"$VM_DIR/siw-accept-drain.py" "$work/siw/siw_cm.c" ||
+		vm_die "cannot apply the accept-drain change to siw_cm.c"
+fi
 
 vm_say "building siw.ko against $hdr"
 make -s -C "$hdr" M="$work/siw" CONFIG_RDMA_SIW=m modules >&2 ||

@@ -41,9 +41,14 @@ vm_initrd_hash() {
 	} | sha256sum | cut -c1-16
 }
 
-# Where build-siw.sh caches siw.ko for kernel version $1.
+# Where build-siw.sh caches siw.ko for kernel version $1 (the test-bed
+# variant of RDMACM_VM_SIW_DRAIN=1 has a folder of its own).
 vm_siw_dir() {
-	echo "$VM_CACHE/siw-$1"
+	if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
+		echo "$VM_CACHE/siw-$1-drain"
+	else
+		echo "$VM_CACHE/siw-$1"
+	fi
 }
 
 # Loads $VM_CACHE/current.env (written by prepare.sh) and checks that it
