@@ -85,12 +85,15 @@ mesh() {
 	local addrs=() pids=() r rc=0 conns=0 want c
 	local log="$out/${name//\//_}"
 	wanted "$name" || return 0
-	# Open over siw (tests/system/BUGS.md, "Open"): a connection of the
-	# 100-iteration mutual run, or of the -L mesh's second iteration,
-	# fails now and then.  RDMACM_P2P_IWARP_ALL=1 runs them anyway.
-	if [ "$TRANSPORT" = iwarp ] && [ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
+	# The unmodified siw leaves a first message unread now and then
+	# (tests/system/BUGS.md, "Open #3", race A): the scenarios with the
+	# most connections run on the test-bed driver (RDMACM_VM_SIW_DRAIN=1,
+	# suite p2p-iwarp-testbed), or anywhere with RDMACM_P2P_IWARP_ALL=1.
+	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
+		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
+		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
 		[[ "$name" =~ ^(mutual|lower8)/ ]]; then
-		echo "SKIP $name: intermittent over siw, open (tests/system/BUGS.md; RDMACM_P2P_IWARP_ALL=1 runs it)"
+		echo "SKIP $name: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
 		return 0
 	fi
 	for ((r = 0; r < n; r++)); do
@@ -183,5 +186,10 @@ for fam in ipv4 ipv6; do
 	fi
 done
 
+# The test-bed siw of RDMACM_VM_SIW_DRAIN=1 logs each time it saved a
+# connection from siw_accept's window (tests/system/BUGS.md, "Open #3").
+if [ "$TRANSPORT" = iwarp ] && dmesg 2>/dev/null | grep -q siw-testbed; then
+	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
