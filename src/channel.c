@@ -272,7 +272,7 @@ void cma_channel_drop_events(struct cma_id_private *id_priv)
 	}
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->lib_events -= dropped;
-	pthread_cond_broadcast(&id_priv->cond);
+	cma_id_wake_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
@@ -319,7 +319,7 @@ void cma_event_release_lib(struct cma_event *evt)
 
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->lib_events--;
-	pthread_cond_broadcast(&id_priv->cond);
+	cma_id_wake_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 }
 

@@ -104,6 +104,17 @@ struct cma_ece {
 	uint32_t options;
 };
 
+/* rdma_create_ep's listener attributes, for rdma_get_request's QPs. */
+struct cma_ep_listen {
+	struct ibv_qp_init_attr attr;
+	struct ibv_pd *pd;
+};
+
+/*
+ * One per rdma_cm_id.  Every id pays for every byte here (the benchmark
+ * counts heap bytes per id against rdma-core's), so state that few ids use
+ * lives out of line behind a pointer, and small fields fill the holes.
+ */
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
@@ -112,29 +123,39 @@ struct cma_id_private {
 	bool connect_error; /* the library failed the connection itself */
 	bool cm_started; /* connect sent or request received: the IB CM owns
 			    the QP attributes from now on */
+	bool owns_cqs; /* rdma_create_qp made the CQs */
 
 	pthread_mutex_t mut;
-	pthread_cond_t cond;
+	/* Made by the first waiter (cma_id_wait_locked): most ids never wait. */
+	pthread_cond_t *cond;
 	uint32_t events_completed; /* events acked by the application */
 	uint32_t lib_events; /* library-made events not yet acked */
+	/* Events reported by kernel ids an adoption replaced (all acked). */
+	uint32_t events_base;
 
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
-	bool owns_cqs; /* rdma_create_qp made the CQs */
 	uint8_t connect_len;
-	struct ibv_qp_init_attr *listen_qp_attr; /* rdma_create_ep listeners */
-	struct ibv_pd *listen_pd;
+	bool passive; /* made from a CONNECT_REQUEST */
+	/*
+	 * RDMA_OPTION_ID_INITIATOR: 1 when this end's connection request
+	 * formed the connection (the iWARP MPA initiator, which sends first),
+	 * 0 when it answered the peer's; -1 until ESTABLISHED.
+	 */
+	int8_t initiator;
+	int8_t p2p_listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
+	bool p2p_tag_set;
 
+	struct cma_id_opts opts;
+	struct cma_ece local_ece;
+	struct cma_ece remote_ece;
+
+	struct cma_ep_listen *ep_listen; /* rdma_create_ep listeners */
 	struct cma_multicast *mc_list;
 	/* IB_MCMEMBER_MISMATCH: fields the last verified join lacked */
 	uint64_t mc_mismatch;
-
-	struct cma_id_opts opts;
 	/* The UD peer of an ESTABLISHED SIDR; allocated then (few ids). */
 	struct cma_ud_dest *peer;
-
-	struct cma_ece local_ece;
-	struct cma_ece remote_ece;
 
 	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
 	struct cma_acm_answer *acm_answer; /* ACM's path, rdma_resolve_addr */
@@ -148,19 +169,7 @@ struct cma_id_private {
 
 	/* Peer-to-peer mode (p2p.c) */
 	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */
-	int8_t p2p_listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
-	bool p2p_tag_set;
 	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
-	/* Events reported by kernel ids an adoption replaced (all acked). */
-	uint32_t events_base;
-
-	bool passive; /* made from a CONNECT_REQUEST */
-	/*
-	 * RDMA_OPTION_ID_INITIATOR: 1 when this end's connection request
-	 * formed the connection (the iWARP MPA initiator, which sends first),
-	 * 0 when it answered the peer's; -1 until ESTABLISHED.
-	 */
-	int8_t initiator;
 };
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
@@ -206,6 +215,14 @@ void cma_id_free(struct cma_id_private *id_priv);
 void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
 /* Wait until the application has acked @reported events of this id. */
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
+/* Wait for the id's condition to be signalled; called with mut held. */
+void cma_id_wait_locked(struct cma_id_private *id_priv);
+/* Wake the id's waiters, if any; called with mut held. */
+static inline void cma_id_wake_locked(struct cma_id_private *id_priv)
+{
+	if (id_priv->cond)
+		pthread_cond_broadcast(id_priv->cond);
+}
 /* Block for the next event of a synchronous id; -1/errno on failure. */
 int cma_id_wait_sync(struct cma_id_private *id_priv);
 /* Ack the event a synchronous call left in id->event. */

@@ -279,9 +279,9 @@ CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 		return cma_err(EINVAL);
 	}
 	new_id = event->id;
-	if (listen_priv->listen_qp_attr &&
-	    cma_create_ep_qp(cma_id_priv(new_id), listen_priv->listen_pd,
-			     listen_priv->listen_qp_attr)) {
+	if (listen_priv->ep_listen &&
+	    cma_create_ep_qp(cma_id_priv(new_id), listen_priv->ep_listen->pd,
+			     &listen_priv->ep_listen->attr)) {
 		err = errno;
 		rdma_reject(new_id, NULL, 0);
 		rdma_ack_cm_event(event);

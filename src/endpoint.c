@@ -45,19 +45,19 @@ static int cma_ep_passive(struct cma_id_private *id_priv,
 			  const struct rdma_addrinfo *res, struct ibv_pd *pd,
 			  const struct ibv_qp_init_attr *attr)
 {
-	struct ibv_qp_init_attr *copy;
+	struct cma_ep_listen *ep;
 
 	if (rdma_bind_addr(&id_priv->id, res->ai_src_addr))
 		return -1;
 	if (!attr)
 		return 0;
-	copy = malloc(sizeof(*copy));
-	if (!copy)
+	ep = malloc(sizeof(*ep));
+	if (!ep)
 		return cma_err(ENOMEM);
-	*copy = *attr;
-	copy->qp_type = id_priv->id.qp_type;
-	id_priv->listen_qp_attr = copy;
-	id_priv->listen_pd = pd;
+	ep->attr = *attr;
+	ep->attr.qp_type = id_priv->id.qp_type;
+	ep->pd = pd;
+	id_priv->ep_listen = ep;
 	return 0;
 }
 

@@ -253,7 +253,7 @@ static void cma_event_complete(struct cma_event *evt)
 		pthread_cond_broadcast(&evt->mc->cond);
 	}
 	id_priv->events_completed++;
-	pthread_cond_broadcast(&id_priv->cond);
+	cma_id_wake_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 }
 

@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cma.h"
 #include "ucma_abi.h"
@@ -61,7 +62,6 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	id_priv->p2p_listen_opt = -1;
 	id_priv->initiator = -1;
 	pthread_mutex_init(&id_priv->mut, NULL);
-	pthread_cond_init(&id_priv->cond, NULL);
 	return id_priv;
 }
 
@@ -81,13 +81,16 @@ void cma_id_free(struct cma_id_private *id_priv)
 		cma_channel_destroy(id_priv->id.channel);
 	cma_device_put(id_priv->cma_dev);
 	free(id_priv->id.route.path_rec);
-	free(id_priv->listen_qp_attr);
+	free(id_priv->ep_listen);
 	free(id_priv->acm_answer);
 	free(id_priv->peer);
 	free(id_priv->connect_data);
 	if (id_priv->resolved_ai)
 		rdma_freeaddrinfo(id_priv->resolved_ai);
-	pthread_cond_destroy(&id_priv->cond);
+	if (id_priv->cond) {
+		pthread_cond_destroy(id_priv->cond);
+		free(id_priv->cond);
+	}
 	pthread_mutex_destroy(&id_priv->mut);
 	free(id_priv);
 }
@@ -103,11 +106,29 @@ void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev)
 	id_priv->id.verbs = dev ? dev->verbs : NULL;
 }
 
+void cma_id_wait_locked(struct cma_id_private *id_priv)
+{
+	if (!id_priv->cond) {
+		pthread_cond_t *cond = malloc(sizeof(*cond));
+
+		if (!cond) {
+			/* No memory for a condition: poll instead of failing. */
+			pthread_mutex_unlock(&id_priv->mut);
+			usleep(1000);
+			pthread_mutex_lock(&id_priv->mut);
+			return;
+		}
+		pthread_cond_init(cond, NULL);
+		id_priv->cond = cond;
+	}
+	pthread_cond_wait(id_priv->cond, &id_priv->mut);
+}
+
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported)
 {
 	pthread_mutex_lock(&id_priv->mut);
 	while (id_priv->events_completed < reported || id_priv->lib_events)
-		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
+		cma_id_wait_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
@@ -235,7 +256,7 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
 	while (id_priv->events_completed < id_priv->events_base + reported)
-		pthread_cond_wait(&id_priv->cond, &id_priv->mut);
+		cma_id_wait_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 	return 0;
 }

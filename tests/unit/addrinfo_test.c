@@ -738,7 +738,6 @@ static struct cma_id_private *fake_id(bool sync)
 	id_priv->id.ps = RDMA_PS_TCP;
 	id_priv->id.qp_type = IBV_QPT_RC;
 	pthread_mutex_init(&id_priv->mut, NULL);
-	pthread_cond_init(&id_priv->cond, NULL);
 	return id_priv;
 }
 
