@@ -104,6 +104,12 @@ struct cma_ece {
 	uint32_t options;
 };
 
+/* Few devices have ECE, so an id keeps these out of line (cma_ece_of). */
+struct cma_ece_pair {
+	struct cma_ece local;
+	struct cma_ece remote;
+};
+
 /* rdma_create_ep's listener attributes, for rdma_get_request's QPs. */
 struct cma_ep_listen {
 	struct ibv_qp_init_attr attr;
@@ -147,9 +153,9 @@ struct cma_id_private {
 	bool p2p_tag_set;
 
 	struct cma_id_opts opts;
-	struct cma_ece local_ece;
-	struct cma_ece remote_ece;
 
+	/* ECE: made when the application sets one or a peer sends one. */
+	struct cma_ece_pair *ece;
 	struct cma_ep_listen *ep_listen; /* rdma_create_ep listeners */
 	struct cma_multicast *mc_list;
 	/* IB_MCMEMBER_MISMATCH: fields the last verified join lacked */
@@ -215,6 +221,13 @@ void cma_id_free(struct cma_id_private *id_priv);
 void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
 /* Wait until the application has acked @reported events of this id. */
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
+/*
+ * Keep the ECE a peer sent (vendor_id/attr_mod of an event).  Nothing is
+ * allocated for an all-zero ECE, which is what reading back gives anyway.
+ * 0, or -1/ENOMEM.
+ */
+int cma_store_remote_ece(struct cma_id_private *id_priv, uint32_t vendor_id,
+			 uint32_t options);
 /* Wait for the id's condition to be signalled; called with mut held. */
 void cma_id_wait_locked(struct cma_id_private *id_priv);
 /* Wake the id's waiters, if any; called with mut held. */

@@ -73,8 +73,36 @@ static void cma_build_kern_param(struct cma_id_private *id_priv,
 static void cma_ece_to_kern(const struct cma_id_private *id_priv,
 			    struct rdma_ucm_ece *ece)
 {
-	ece->vendor_id = id_priv->local_ece.vendor_id;
-	ece->attr_mod = id_priv->local_ece.options;
+	const struct cma_ece_pair *pair = id_priv->ece;
+
+	ece->vendor_id = pair ? pair->local.vendor_id : 0;
+	ece->attr_mod = pair ? pair->local.options : 0;
+}
+
+/* The id's ECE block, made on first use; NULL/ENOMEM. */
+static struct cma_ece_pair *cma_ece_of(struct cma_id_private *id_priv)
+{
+	if (!id_priv->ece) {
+		id_priv->ece = calloc(1, sizeof(*id_priv->ece));
+		if (!id_priv->ece)
+			cma_err(ENOMEM);
+	}
+	return id_priv->ece;
+}
+
+int cma_store_remote_ece(struct cma_id_private *id_priv, uint32_t vendor_id,
+			 uint32_t options)
+{
+	struct cma_ece_pair *pair;
+
+	if (!vendor_id && !options && !id_priv->ece)
+		return 0;
+	pair = cma_ece_of(id_priv);
+	if (!pair)
+		return -1;
+	pair->remote.vendor_id = vendor_id;
+	pair->remote.options = options;
+	return 0;
 }
 
 /*
@@ -219,8 +247,9 @@ int cma_process_conn_req(struct cma_event *evt,
 		id_priv->initiator_depth = cma_min_u8(p->initiator_depth,
 						      dev->max_initiator_depth);
 	}
-	id_priv->remote_ece.vendor_id = resp->ece.vendor_id;
-	id_priv->remote_ece.options = resp->ece.attr_mod;
+	if (cma_store_remote_ece(id_priv, resp->ece.vendor_id,
+				 resp->ece.attr_mod))
+		goto fail;
 	evt->event.id = &id_priv->id;
 	return 0;
 fail:
@@ -415,10 +444,15 @@ CMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 
 CMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
+	struct cma_ece_pair *pair;
+
 	if (cma_check_id(id) || !ece || ece->comp_mask)
 		return cma_err(EINVAL);
-	cma_id_priv(id)->local_ece.vendor_id = ece->vendor_id;
-	cma_id_priv(id)->local_ece.options = ece->options;
+	pair = cma_ece_of(cma_id_priv(id));
+	if (!pair)
+		return -1;
+	pair->local.vendor_id = ece->vendor_id;
+	pair->local.options = ece->options;
 	return 0;
 }
 
@@ -427,7 +461,9 @@ CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	if (cma_check_id(id) || !ece)
 		return cma_err(EINVAL);
 	memset(ece, 0, sizeof(*ece));
-	ece->vendor_id = cma_id_priv(id)->remote_ece.vendor_id;
-	ece->options = cma_id_priv(id)->remote_ece.options;
+	if (cma_id_priv(id)->ece) {
+		ece->vendor_id = cma_id_priv(id)->ece->remote.vendor_id;
+		ece->options = cma_id_priv(id)->ece->remote.options;
+	}
 	return 0;
 }

@@ -73,13 +73,6 @@ static void cma_event_fail(struct cma_event *evt, enum rdma_cm_event_type type,
 	evt->event.status = -err;
 }
 
-static void cma_store_remote_ece(struct cma_id_private *id_priv,
-				 const struct rdma_ucm_event_resp *resp)
-{
-	id_priv->remote_ece.vendor_id = resp->ece.vendor_id;
-	id_priv->remote_ece.options = resp->ece.attr_mod;
-}
-
 enum cma_event_verdict {
 	CMA_EVENT_DELIVER,
 	CMA_EVENT_DROP, /* consumed by the library; read the next one */
@@ -128,23 +121,26 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 				 struct cma_id_private *id_priv,
 				 const struct rdma_ucm_event_resp *resp)
 {
+	int err;
+
 	cma_copy_conn_param(evt, &resp->param.conn);
-	cma_store_remote_ece(id_priv, resp);
 	cma_note_initiator(id_priv);
+	if (cma_store_remote_ece(id_priv, resp->ece.vendor_id,
+				 resp->ece.attr_mod))
+		goto fail;
 	if (!cma_id_qp(id_priv))
 		return; /* the application finishes with rdma_establish() */
-	if (cma_process_conn_resp(id_priv)) {
-		int err = errno;
-
-		cma_qp_to_err(id_priv);
-		ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0,
-				0);
-		cma_event_fail(evt, RDMA_CM_EVENT_CONNECT_ERROR, err);
-		id_priv->connect_error = true;
-		return;
-	}
+	if (cma_process_conn_resp(id_priv))
+		goto fail;
 	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
 	cma_p2p_conn_resp(evt, id_priv);
+	return;
+fail:
+	err = errno;
+	cma_qp_to_err(id_priv);
+	ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0, 0);
+	cma_event_fail(evt, RDMA_CM_EVENT_CONNECT_ERROR, err);
+	id_priv->connect_error = true;
 }
 
 static enum cma_event_verdict

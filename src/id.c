@@ -82,6 +82,7 @@ void cma_id_free(struct cma_id_private *id_priv)
 	cma_device_put(id_priv->cma_dev);
 	free(id_priv->id.route.path_rec);
 	free(id_priv->ep_listen);
+	free(id_priv->ece);
 	free(id_priv->acm_answer);
 	free(id_priv->peer);
 	free(id_priv->connect_data);

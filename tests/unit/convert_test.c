@@ -253,6 +253,42 @@ START_TEST(null_arguments_are_refused)
 }
 END_TEST
 
+/* ECE lives out of line: nothing is allocated until a value is set or
+ * arrives, and reading back before that gives zeros. */
+START_TEST(ece_is_kept_out_of_line)
+{
+	struct cma_id_private *id_priv = calloc(1, sizeof(*id_priv));
+	struct ibv_ece ece = {.vendor_id = 1},
+		       local = {.vendor_id = 0x15b3, .options = 9};
+
+	ck_assert_ptr_nonnull(id_priv);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0);
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0, 0), 0);
+	ck_assert_ptr_null(id_priv->ece);
+
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0x15b3, 7), 0);
+	ck_assert_ptr_nonnull(id_priv->ece);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0x15b3);
+	ck_assert_uint_eq(ece.options, 7);
+	ck_assert_uint_eq(ece.comp_mask, 0);
+
+	ck_assert_int_eq(rdma_set_local_ece(&id_priv->id, &local), 0);
+	ck_assert_uint_eq(id_priv->ece->local.vendor_id, 0x15b3);
+	ck_assert_uint_eq(id_priv->ece->local.options, 9);
+	/* A later all-zero ECE from the peer replaces the stored one. */
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0, 0), 0);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0);
+	local.comp_mask = 1;
+	ck_assert_int_eq(rdma_set_local_ece(&id_priv->id, &local), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	free(id_priv->ece);
+	free(id_priv);
+}
+END_TEST
+
 START_TEST(bad_port_space_is_refused)
 {
 	struct rdma_cm_id *id = NULL;
@@ -290,6 +326,7 @@ static Suite *convert_suite(void)
 	tcase_add_test(tc, event_names);
 	tcase_add_test(tc, null_arguments_are_refused);
 	tcase_add_test(tc, bad_port_space_is_refused);
+	tcase_add_test(tc, ece_is_kept_out_of_line);
 	tcase_add_test(tc, address_lengths);
 	suite_add_tcase(s, tc);
 	return s;
