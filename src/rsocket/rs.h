@@ -197,7 +197,7 @@ struct rsocket {
 			uint8_t *dsbuf; /* sq_size send slots of DS_MSG_SIZE */
 			uint32_t *dsfree; /* free send slots (a stack) */
 			uint32_t dsfree_cnt;
-			struct ds_rmsg *dmsg; /* received, not yet read (ring) */
+			struct ds_rmsg *dmsg; /* received, unread (ring) */
 			uint32_t dmsg_head, dmsg_cnt, dmsg_max;
 			uint32_t dmsg_udp; /* of which copies from UDP */
 			uint64_t ds_dropped; /* malformed or no room */

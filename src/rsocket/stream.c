@@ -156,8 +156,8 @@ int rs_create_ep(struct rsocket *rs)
 {
 	struct ibv_qp_init_attr attr;
 
-	rs->msg_send = rs->cm_id->verbs->device->transport_type ==
-		       IBV_TRANSPORT_IWARP;
+	rs->msg_send =
+		rs->cm_id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	/* msg_send's SENDs go inline, from the stack. */
 	if (rs->msg_send && rs->sq_inline < RS_MSG_SEND_SIZE)
 		rs->sq_inline = RS_MSG_SEND_SIZE;

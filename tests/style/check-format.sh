@@ -11,7 +11,7 @@ if ! command -v clang-format >/dev/null; then
 fi
 bad=
 shopt -s nullglob
-for f in src/*.[ch] include/rdma/*.h include/infiniband/*.h examples/*.[ch] \
+for f in src/*.[ch] src/*/*.[ch] include/rdma/*.h include/infiniband/*.h examples/*.[ch] \
 	tests/unit/*.c tests/system/*.c tests/fuzz/*.c tests/bench/*.c; do
 	clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad="$bad $f"
 done
