@@ -10,7 +10,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/epoll.h>
 
 #include "dgram.h"
@@ -62,14 +61,6 @@ static bool ds_writable(struct rsocket *rs)
 	return rs->ds_shut_wr || !rs->dsbuf || rs->dsfree_cnt;
 }
 
-static uint64_t ds_us_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /* Sleep until the UDP socket or a CQ has news.  Drops rs->lock meanwhile. */
 static void ds_sleep(struct rsocket *rs)
 {
@@ -85,23 +76,30 @@ static void ds_sleep(struct rsocket *rs)
 static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 			  bool (*ready)(struct rsocket *))
 {
-	uint64_t start = ds_us_now();
+	struct rs_spin_wait w;
 
+	ds_progress(rs);
+	if (ready(rs))
+		return 0;
+	if (nonblock)
+		return cma_err(EAGAIN);
+	rs_spin_begin(&rs->spin, &w);
 	for (;;) {
 		ds_progress(rs);
 		if (ready(rs))
-			return 0;
-		if (nonblock)
-			return cma_err(EAGAIN);
-		if (ds_us_now() - start < rs_def.polling_time)
+			break;
+		if (rs_spin_more(&w))
 			continue;
 		ds_arm_cqs(rs);
 		/* What completed before arming raises no event: look again. */
 		ds_progress(rs);
 		if (ready(rs))
-			return 0;
+			break;
+		rs_spin_sleeping(&w);
 		ds_sleep(rs);
 	}
+	rs_spin_end(&rs->spin, &w);
+	return 0;
 }
 
 /* --- receiving ----------------------------------------------------------- */

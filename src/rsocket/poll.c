@@ -5,7 +5,8 @@
  * Readiness of an rsocket is a matter of its state and queues, which only
  * change as its completions and CM events are processed.  So rpoll first
  * makes progress on every rsocket and checks, spins for a moment (a reply
- * often arrives within microseconds), and only then arms each rsocket's
+ * often arrives within microseconds; how long adapts per thread, spin.c),
+ * and only then arms each rsocket's
  * completion queue and sleeps in poll() on the kernel fds behind them
  * (completion channel, CM channel, or a datagram socket's epoll fd).  A
  * wake-up that turns out to report nothing the caller asked for (a credit
@@ -126,12 +127,37 @@ static int64_t rs_ms_now(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t rs_us_now(void)
-{
-	struct timespec ts;
+/*
+ * rpoll's spin window adapts per thread: one rpoll loop usually serves
+ * the same sockets call after call.
+ */
+static __thread struct rs_spin rs_poll_spin;
+static __thread bool rs_poll_spin_set;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+static struct rs_spin *rs_poll_spin_state(void)
+{
+	if (!rs_poll_spin_set) {
+		rs_spin_init(&rs_poll_spin);
+		rs_poll_spin_set = true;
+	}
+	return &rs_poll_spin;
+}
+
+/* Spin within the window (and the timeout): > 0 ready, 0 go to sleep. */
+static int rs_poll_spin_check(struct pollfd *fds, nfds_t nfds,
+			      struct pollfd *scratch, struct rs_spin_wait *w,
+			      int timeout)
+{
+	int ret;
+
+	if (timeout > 0 && w->window_us > (uint32_t)timeout * 1000)
+		w->window_us = (uint32_t)timeout * 1000;
+	while (rs_spin_more(w)) {
+		ret = rs_poll_check(fds, nfds, scratch);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* Fill the sleep set: each rsocket's kernel fd, its CQ armed. */
@@ -156,7 +182,7 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct pollfd *kfds, *scratch;
 	int64_t deadline = timeout > 0 ? rs_ms_now() + timeout : 0;
-	uint64_t spin_start;
+	struct rs_spin_wait w;
 	nfds_t i;
 	int ret;
 
@@ -168,13 +194,15 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		return cma_err(ENOMEM);
 	scratch = kfds + nfds;
 
-	spin_start = rs_us_now();
-	do {
-		ret = rs_poll_check(fds, nfds, scratch);
-		if (ret || !timeout)
-			goto out;
-	} while (rs_us_now() - spin_start < rs_def.polling_time);
+	ret = rs_poll_check(fds, nfds, scratch);
+	if (ret || !timeout)
+		goto out;
+	rs_spin_begin(rs_poll_spin_state(), &w);
+	ret = rs_poll_spin_check(fds, nfds, scratch, &w, timeout);
+	if (ret)
+		goto waited;
 
+	rs_spin_sleeping(&w);
 	for (;;) {
 		int wait;
 
@@ -182,15 +210,15 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		/* Arming may have found work: look again before sleeping. */
 		ret = rs_poll_check(fds, nfds, scratch);
 		if (ret)
-			goto out;
+			goto waited;
 		wait = timeout < 0 ? -1 : (int)(deadline - rs_ms_now());
 		if (timeout > 0 && wait <= 0) {
 			ret = 0;
-			goto out;
+			goto waited;
 		}
 		ret = poll(kfds, nfds, wait);
 		if (ret <= 0)
-			goto out;
+			goto waited;
 		for (i = 0; i < nfds; i++) {
 			struct rsocket *rs = rs_lookup(fds[i].fd);
 
@@ -199,8 +227,10 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		}
 		ret = rs_poll_check(fds, nfds, scratch);
 		if (ret)
-			goto out;
+			goto waited;
 	}
+waited:
+	rs_spin_end(rs_poll_spin_state(), &w);
 out:
 	free(kfds);
 	return ret;

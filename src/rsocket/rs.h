@@ -13,6 +13,7 @@
  *   poll.c     rpoll / rselect
  *   epoll.c    repoll_*
  *   options.c  rsetsockopt / rgetsockopt / rfcntl
+ *   spin.c     adaptive polling: how long a wait spins before sleeping
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
@@ -44,9 +45,12 @@ struct rs_defaults {
 	uint32_t mem; /* receive buffer bytes */
 	uint32_t wmem; /* send buffer bytes */
 	uint32_t polling_time; /* microseconds to spin before sleeping */
+	uint32_t polling_max; /* adaptive polling's ceiling (spin.c) */
 };
 extern struct rs_defaults rs_def;
 
+/* Adaptive polling's default ceiling, in microseconds (spin.c). */
+#define RS_POLLING_MAX_DEFAULT 50
 #define RS_QP_MIN_SIZE 16
 #define RS_QP_MAX_SIZE 0xfffe
 #define RS_QP_CTRL_SIZE 4 /* send queue entries kept for control messages */
@@ -95,6 +99,20 @@ struct rs_iomap_mr {
 struct ds_qp;
 struct ds_dest;
 
+/* Adaptive polling (spin.c): what a waiter has learnt, in microseconds. */
+struct rs_spin {
+	uint32_t window_us; /* spin this long before sleeping */
+	uint32_t wake_us; /* what a sleep costs, at least */
+};
+
+/* One wait in progress. */
+struct rs_spin_wait {
+	uint64_t start_us;
+	uint64_t sleep_us; /* when it went to sleep; 0: it has not */
+	uint32_t window_us;
+	unsigned int polls;
+};
+
 struct rsocket {
 	int type; /* SOCK_STREAM or SOCK_DGRAM */
 	int index; /* the number handed to the application */
@@ -114,6 +132,7 @@ struct rsocket {
 	unsigned int keepalive_time;
 	bool cq_armed;
 	int unacked_events;
+	struct rs_spin spin; /* under lock */
 
 	uint16_t sq_size, rq_size, sq_inline;
 	uint32_t sbuf_size, rbuf_size;
@@ -328,6 +347,28 @@ int ds_shutdown(struct rsocket *rs, int how);
 short ds_poll_events(struct rsocket *rs, short events);
 int ds_wait_fd(struct rsocket *rs);
 void ds_consume_events(struct rsocket *rs);
+
+/* --- spin.c ------------------------------------------------------------- */
+
+void rs_spin_init(struct rs_spin *spin);
+/* Start a wait: take the window and the time. */
+void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w);
+/* After a poll that found nothing: spin on (true) or sleep (false)? */
+bool rs_spin_more(struct rs_spin_wait *w);
+/* The waiter is about to sleep (the CQ is armed). */
+void rs_spin_sleeping(struct rs_spin_wait *w);
+/* The wait is over: adapt the window to how long it took. */
+void rs_spin_end(struct rs_spin *spin, const struct rs_spin_wait *w);
+/*
+ * The rules, pure for the unit tests.  The next window after a wait of
+ * @wait_us (wake-up excluded) that did or did not sleep, within [floor,
+ * ceiling]; the wake-up cost learnt from a sleep of @sleep_us; the
+ * ceiling for a given polling_max and wake-up cost.
+ */
+uint32_t rs_spin_adapt(uint32_t window, uint32_t floor, uint32_t ceiling,
+		       uint64_t wait_us, bool slept);
+uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us);
+uint32_t rs_spin_ceiling(uint32_t polling_max, uint32_t wake_us);
 
 /* --- epoll.c ------------------------------------------------------------ */
 

@@ -26,7 +26,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rs.h"
@@ -638,14 +637,6 @@ static bool rs_can_send_ctrl(struct rsocket *rs)
 	return rs_ctrl_avail(rs) || !(rs->state & RS_CONNECTED);
 }
 
-static uint64_t rs_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Sleep until the CQ's next event; rs->lock is not held. */
 static void rs_sleep_on_cq(struct rsocket *rs)
 {
@@ -690,25 +681,32 @@ bool rs_arm_cq(struct rsocket *rs)
 	return false;
 }
 
+/* Poll once: true when the wait is over (@ready, or the connection ended). */
+static bool rs_wait_done(struct rsocket *rs, bool (*ready)(struct rsocket *))
+{
+	rs_poll_cq(rs);
+	rs_update_credits(rs);
+	if (ready(rs))
+		return true;
+	/* @ready's callers check the state */
+	return rs->state & (RS_ERROR | RS_DISCONNECTED) &&
+	       !(rs->state & RS_CONNECTED);
+}
+
 /* Called and returns with rs->lock held. */
 int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		   bool (*ready)(struct rsocket *))
 {
-	uint64_t start = 0;
+	struct rs_spin_wait w;
 
-	for (;;) {
-		rs_poll_cq(rs);
-		rs_update_credits(rs);
-		if (ready(rs))
-			return 0;
-		if (rs->state & (RS_ERROR | RS_DISCONNECTED) &&
-		    !(rs->state & RS_CONNECTED))
-			return 0; /* @ready's callers check the state */
-		if (nonblock)
-			return cma_err(EWOULDBLOCK);
-		if (!start)
-			start = rs_now_us();
-		if (rs_now_us() - start < rs_def.polling_time) {
+	if (rs_wait_done(rs, ready))
+		return 0;
+	if (nonblock)
+		return cma_err(EWOULDBLOCK);
+	rs_spin_begin(&rs->spin, &w);
+	while (!rs_wait_done(rs, ready)) {
+		if (rs_spin_more(&w)) {
+			/* Let another thread of this socket in meanwhile. */
 			pthread_mutex_unlock(&rs->lock);
 			pthread_mutex_lock(&rs->lock);
 			continue;
@@ -718,10 +716,13 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
 			continue;
 		}
+		rs_spin_sleeping(&w);
 		pthread_mutex_unlock(&rs->lock);
 		rs_sleep_on_cq(rs);
 		pthread_mutex_lock(&rs->lock);
 	}
+	rs_spin_end(&rs->spin, &w);
+	return 0;
 }
 
 int rs_wait(struct rsocket *rs, bool nonblock, bool (*ready)(struct rsocket *))

@@ -29,6 +29,7 @@ struct rs_defaults rs_def = {
 	.mem = 1 << 17,
 	.wmem = 1 << 17,
 	.polling_time = 10,
+	.polling_max = RS_POLLING_MAX_DEFAULT,
 };
 
 /* A value from RS_CONF_DIR/@name, then the environment's @env, if set. */
@@ -69,6 +70,8 @@ static void rs_configure_once(void)
 {
 	rs_read_tunable("polling_time", "RDMA_RS_POLLING_TIME", 1000000,
 			&rs_def.polling_time, sizeof(uint32_t));
+	rs_read_tunable("polling_max", "RDMA_RS_POLLING_MAX", 1000000,
+			&rs_def.polling_max, sizeof(uint32_t));
 	rs_read_tunable("inline_default", "RDMA_RS_INLINE", 0xffff,
 			&rs_def.inline_size, sizeof(uint16_t));
 	rs_read_tunable("sqsize_default", "RDMA_RS_SQSIZE", RS_QP_MAX_SIZE,
@@ -130,6 +133,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 		rs->udp_sock = -1;
 		rs->epfd = -1;
 	}
+	rs_spin_init(&rs->spin);
 	pthread_mutex_init(&rs->slock, NULL);
 	pthread_mutex_init(&rs->rlock, NULL);
 	pthread_mutex_init(&rs->lock, NULL);

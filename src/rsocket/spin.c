@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Adaptive polling: how long a wait spins on the completion queue before it
+ * arms the queue and sleeps.
+ *
+ * Spinning exists to save the cost of a sleep: the wake-up (an interrupt,
+ * a context switch, a trip through the completion channel) that a blocked
+ * call pays when its completion arrives.  rdma-core spins for a fixed
+ * polling_time (10 us) and then sleeps, so a peer that answers a little
+ * later always costs a wake-up.  Here each waiter adapts a window between
+ * polling_time (the floor) and a ceiling, in the manner of a halt-polling
+ * governor, and learns what a sleep costs on this machine:
+ *
+ *   - wake_us, the cheapest sleep seen lately, estimates the wake-up cost
+ *     (a sleep whose completion came at once costs only that);
+ *   - a wait's own length is then estimated as its elapsed time less the
+ *     wake-up;
+ *   - a wait the spin satisfied leaves the window alone;
+ *   - a wait that slept but was short grows the window to cover it (at
+ *     least doubling), so the next such wait is caught spinning;
+ *   - a wait longer than the ceiling halves the window: the peer is slow
+ *     or idle, and spinning would only burn the CPU.
+ *
+ * The ceiling is polling_max, or twice the wake-up cost where sleeping is
+ * dearer than that (virtual machines): spinning longer than a sleep would
+ * cost never pays.  polling_max <= polling_time turns all of this off
+ * (rdma-core's fixed spin).
+ */
+#include <time.h>
+
+#include "rs.h"
+
+/* Poll this many times between clock reads (a clock read may be a syscall). */
+#define RS_SPIN_CLOCK_EVERY 8
+/* The window never exceeds this, whatever sleeps cost (microseconds). */
+#define RS_SPIN_HARD_MAX 10000
+#define RS_SPIN_WAKE_UNKNOWN UINT32_MAX
+
+static uint64_t rs_spin_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint32_t rs_spin_min(uint64_t a, uint64_t b)
+{
+	return (uint32_t)(a < b ? a : b);
+}
+
+uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us)
+{
+	uint64_t drifted;
+
+	if (wake_us == RS_SPIN_WAKE_UNKNOWN)
+		return rs_spin_min(sleep_us, RS_SPIN_HARD_MAX);
+	/* Drift up by 1/8 so that one lucky sample does not rule forever. */
+	drifted = (uint64_t)wake_us + wake_us / 8 + 1;
+	return rs_spin_min(rs_spin_min(sleep_us, drifted), RS_SPIN_HARD_MAX);
+}
+
+uint32_t rs_spin_ceiling(uint32_t polling_max, uint32_t wake_us)
+{
+	uint64_t ceiling = polling_max;
+
+	if (wake_us != RS_SPIN_WAKE_UNKNOWN && 2ull * wake_us > ceiling)
+		ceiling = 2ull * wake_us;
+	return rs_spin_min(ceiling, RS_SPIN_HARD_MAX);
+}
+
+uint32_t rs_spin_adapt(uint32_t window, uint32_t floor, uint32_t ceiling,
+		       uint64_t wait_us, bool slept)
+{
+	uint64_t grown;
+
+	if (ceiling <= floor)
+		return floor;
+	if (window < floor)
+		window = floor;
+	if (!slept)
+		return rs_spin_min(window, ceiling);
+	if (wait_us > ceiling)
+		return window / 2 > floor ? window / 2 : floor;
+	grown = (uint64_t)window * 2;
+	if (grown < wait_us + wait_us / 2)
+		grown = wait_us + wait_us / 2;
+	return rs_spin_min(grown, ceiling);
+}
+
+void rs_spin_init(struct rs_spin *spin)
+{
+	spin->window_us = rs_def.polling_time;
+	spin->wake_us = RS_SPIN_WAKE_UNKNOWN;
+}
+
+void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w)
+{
+	w->start_us = rs_spin_now_us();
+	w->sleep_us = 0;
+	w->window_us = spin->window_us;
+	w->polls = 0;
+}
+
+bool rs_spin_more(struct rs_spin_wait *w)
+{
+	if (w->sleep_us || !w->window_us)
+		return false;
+	if (++w->polls % RS_SPIN_CLOCK_EVERY)
+		return true;
+	if (rs_spin_now_us() - w->start_us < w->window_us)
+		return true;
+	w->window_us = 0; /* expired: the answer stays "sleep" */
+	return false;
+}
+
+void rs_spin_sleeping(struct rs_spin_wait *w)
+{
+	if (!w->sleep_us)
+		w->sleep_us = rs_spin_now_us();
+}
+
+void rs_spin_end(struct rs_spin *spin, const struct rs_spin_wait *w)
+{
+	uint64_t now = rs_spin_now_us(), waited = now - w->start_us;
+	bool slept = w->sleep_us != 0;
+	uint32_t ceiling;
+
+	if (rs_def.polling_max <= rs_def.polling_time) {
+		spin->window_us = rs_def.polling_time;
+		return;
+	}
+	if (slept) {
+		spin->wake_us =
+			rs_spin_wake_estimate(spin->wake_us, now - w->sleep_us);
+		waited = waited > spin->wake_us ? waited - spin->wake_us : 0;
+	}
+	ceiling = rs_spin_ceiling(rs_def.polling_max, spin->wake_us);
+	spin->window_us = rs_spin_adapt(spin->window_us, rs_def.polling_time,
+					ceiling, waited, slept);
+}
