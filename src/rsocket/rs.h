@@ -166,6 +166,13 @@ struct rsocket {
 			uint32_t sbuf_head; /* next byte to fill */
 			uint32_t sbuf_bytes_avail;
 			int sqe_avail;
+			/*
+			 * The next chunk size of the send ramp (stream.c):
+			 * kept while sends follow sends, restarted small once
+			 * the application has received data.  Atomic: the
+			 * receiving thread restarts it.
+			 */
+			uint32_t send_olen;
 			unsigned int ctrl_seqno, ctrl_max_seqno;
 			uint16_t sseq_no, sseq_comp;
 			int target_sge; /* current slot of target_sgl */
@@ -291,7 +298,7 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock);
 /*
  * The size of the next chunk of a @left-byte send: starts small and
  * doubles in *@olen (so the first bytes leave early), capped by the send
- * buffer space.
+ * buffer space.  Stream sends keep *@olen across calls (rs->send_olen).
  */
 uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left);
 bool rs_conn_have_rdata(struct rsocket *rs);

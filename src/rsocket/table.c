@@ -129,6 +129,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	}
 	if (type == SOCK_STREAM) {
 		rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
+		rs->send_olen = RS_OLAP_START_SIZE;
 	} else {
 		rs->udp_sock = -1;
 		rs->epfd = -1;
