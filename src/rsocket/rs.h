@@ -58,6 +58,8 @@ extern struct rs_defaults rs_def;
 #define RS_OLAP_START_SIZE 2048
 #define RS_MAX_TRANSFER 65536
 #define RS_CONN_RETRIES 6
+/* How long an iWARP close waits for the peer to close too (stream.c). */
+#define RS_IWARP_LINGER_MS 500
 #define RS_MAX_CTRL_MSG sizeof(struct rs_wire_sge)
 /* Signal at least every this many sends (see stream.c). */
 #define RS_SIGNAL_EVERY 16

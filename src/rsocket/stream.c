@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rs.h"
@@ -1046,8 +1047,54 @@ out:
 
 /* --- shutdown ---------------------------------------------------------- */
 
+static int64_t rs_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * iWARP runs over TCP, and a TCP socket closed with unread bytes in it
+ * sends a reset, which also throws away what it has not sent yet.  When a
+ * credit update from the peer crosses our close, the last data we sent can
+ * be lost that way (the peer sees ECONNRESET).  So once our DISCONNECT has
+ * gone out, keep the QP reading until the peer has closed its end too (its
+ * disconnect flushes our QP, and the CM reports it), or RS_IWARP_LINGER_MS
+ * have passed.  rs->lock held.
+ */
+static void rs_iwarp_linger(struct rsocket *rs)
+{
+	int64_t deadline = rs_ms_now() + RS_IWARP_LINGER_MS, left;
+	struct pollfd pfd[2];
+
+	for (;;) {
+		rs_poll_cq(rs);
+		if (!(rs->state & RS_CONNECTED) || (rs->state & RS_ERROR) ||
+		    rs_cm_event_ready(rs))
+			return;
+		left = deadline - rs_ms_now();
+		if (left <= 0)
+			return;
+		if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+			ibv_req_notify_cq(rs->cq, 0);
+			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
+			continue; /* what completed before arming raised nothing */
+		}
+		pfd[0].fd = rs->comp_channel->fd;
+		pfd[1].fd = rs->channel->fd;
+		pfd[0].events = pfd[1].events = POLLIN;
+		pthread_mutex_unlock(&rs->lock);
+		if (poll(pfd, 2, (int)left) > 0 && pfd[0].revents)
+			rs_consume_cq_event(rs);
+		pthread_mutex_lock(&rs->lock);
+	}
+}
+
 int rs_stream_shutdown(struct rsocket *rs, int how)
 {
+	bool posted = false;
 	uint32_t ctrl;
 	int ret = 0;
 
@@ -1079,10 +1126,15 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
 	/* A peer that never spoke learns of the end from the CM alone. */
 	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs) &&
-	    !rs->await_peer)
+	    !rs->await_peer) {
 		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
+		posted = !ret;
+	}
 	if (rs->state & RS_CONNECTED)
 		rs_wait_locked(rs, false, rs_all_sends_done);
+	if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
+	    rs->comp_channel)
+		rs_iwarp_linger(rs);
 	pthread_mutex_unlock(&rs->lock);
 	if (!(rs->state & RS_DISCONNECTED))
 		return ret;

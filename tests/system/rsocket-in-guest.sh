@@ -75,21 +75,36 @@ done
 
 # run_pair NAME SERVER_LIBPATH CLIENT_LIBPATH PROG ARGS...
 # Runs PROG as server (with ARGS) and as client (-s A1 -b A2 ARGS).
+#
+# Debian's rpoll reports POLLHUP as soon as the peer's disconnect message
+# is processed, even with data still queued, and Debian's rstream -T a
+# takes any POLLHUP as failure (exit 16).  A server that closes right after
+# its last send therefore fails a Debian async client now and then, on
+# Debian's library at both ends too (8 of 30 over siw under strace).  Such
+# a run is retried, twice at most, and the retry is shown.
 port=7470
 run_pair() {
-	local name=$1 slib=$2 clib=$3 prog=$4
+	local name=$1 slib=$2 clib=$3 prog=$4 try crc src
 	shift 4
 	wanted "$name" || return 0
-	port=$((port + 1))
-	LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
-		>"$log/s.out" 2>&1 &
-	local spid=$!
-	sleep 1
-	LD_LIBRARY_PATH="$clib" timeout $T "$prog" -p $port -s "$A1" \
-		-b "$A2" "$@" >"$log/c.out" 2>&1
-	local crc=$?
-	wait $spid
-	local src=$?
+	for try in 1 2 3; do
+		port=$((port + 1))
+		LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
+			>"$log/s.out" 2>&1 &
+		local spid=$!
+		sleep 1
+		LD_LIBRARY_PATH="$clib" timeout $T "$prog" -p $port -s "$A1" \
+			-b "$A2" "$@" >"$log/c.out" 2>&1
+		crc=$?
+		wait $spid
+		src=$?
+		if [ -z "$clib" ] && [ $crc -eq 16 ] && [ $src -eq 0 ] &&
+			[ $try -lt 3 ] && [[ " $* " == *" -T a "* ]]; then
+			echo "    ($name: Debian's async client saw POLLHUP before the last data; retrying)"
+			continue
+		fi
+		break
+	done
 	if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
 		pass "$name"
 		[ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log/c.out"
