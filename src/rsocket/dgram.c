@@ -9,7 +9,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 
@@ -33,25 +32,17 @@ int ds_init(struct rsocket *rs, int domain)
 	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev);
 }
 
-static uint64_t ds_ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /*
  * Destroying a QP discards what it has not sent yet; a datagram handed to
  * rsend before rclose should still leave (the last reply of a server, say).
  */
 static void ds_drain_sends(struct rsocket *rs)
 {
-	uint64_t end = ds_ms_now() + DS_CLOSE_DRAIN_MS;
+	uint64_t end = rs_now_ms() + DS_CLOSE_DRAIN_MS;
 
 	if (!rs->dsbuf)
 		return;
-	while (rs->dsfree_cnt < rs->sq_size && ds_ms_now() < end) {
+	while (rs->dsfree_cnt < rs->sq_size && rs_now_ms() < end) {
 		ds_poll_cqs(rs);
 		if (rs->dsfree_cnt < rs->sq_size)
 			usleep(100);

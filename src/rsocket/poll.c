@@ -15,7 +15,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs.h"
 
@@ -119,14 +118,6 @@ static void rs_consume(struct rsocket *rs)
 		rs_consume_cq_event(rs);
 }
 
-static int64_t rs_ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * rpoll's spin window adapts per thread: one rpoll loop usually serves
  * the same sockets call after call.
@@ -181,7 +172,7 @@ static void rs_poll_arm(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
 CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct pollfd *kfds, *scratch;
-	int64_t deadline = timeout > 0 ? rs_ms_now() + timeout : 0;
+	int64_t deadline = timeout > 0 ? (int64_t)rs_now_ms() + timeout : 0;
 	struct rs_spin_wait w;
 	nfds_t i;
 	int ret;
@@ -211,7 +202,8 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		ret = rs_poll_check(fds, nfds, scratch);
 		if (ret)
 			goto waited;
-		wait = timeout < 0 ? -1 : (int)(deadline - rs_ms_now());
+		wait = timeout < 0 ? -1
+				   : (int)(deadline - (int64_t)rs_now_ms());
 		if (timeout > 0 && wait <= 0) {
 			ret = 0;
 			goto waited;

@@ -359,6 +359,13 @@ void ds_consume_events(struct rsocket *rs);
 
 /* --- spin.c ------------------------------------------------------------- */
 
+/* The monotonic clock, in microseconds and milliseconds. */
+uint64_t rs_now_us(void);
+static inline uint64_t rs_now_ms(void)
+{
+	return rs_now_us() / 1000;
+}
+
 void rs_spin_init(struct rs_spin *spin);
 /* Start a wait: take the window and the time. */
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w);

@@ -36,7 +36,7 @@
 #define RS_SPIN_HARD_MAX 10000
 #define RS_SPIN_WAKE_UNKNOWN UINT32_MAX
 
-static uint64_t rs_spin_now_us(void)
+uint64_t rs_now_us(void)
 {
 	struct timespec ts;
 
@@ -96,7 +96,7 @@ void rs_spin_init(struct rs_spin *spin)
 
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w)
 {
-	w->start_us = rs_spin_now_us();
+	w->start_us = rs_now_us();
 	w->sleep_us = 0;
 	w->window_us = spin->window_us;
 	w->polls = 0;
@@ -108,7 +108,7 @@ bool rs_spin_more(struct rs_spin_wait *w)
 		return false;
 	if (++w->polls % RS_SPIN_CLOCK_EVERY)
 		return true;
-	if (rs_spin_now_us() - w->start_us < w->window_us)
+	if (rs_now_us() - w->start_us < w->window_us)
 		return true;
 	w->window_us = 0; /* expired: the answer stays "sleep" */
 	return false;
@@ -117,12 +117,12 @@ bool rs_spin_more(struct rs_spin_wait *w)
 void rs_spin_sleeping(struct rs_spin_wait *w)
 {
 	if (!w->sleep_us)
-		w->sleep_us = rs_spin_now_us();
+		w->sleep_us = rs_now_us();
 }
 
 void rs_spin_end(struct rs_spin *spin, const struct rs_spin_wait *w)
 {
-	uint64_t now = rs_spin_now_us(), waited = now - w->start_us;
+	uint64_t now = rs_now_us(), waited = now - w->start_us;
 	bool slept = w->sleep_us != 0;
 	uint32_t ceiling;
 

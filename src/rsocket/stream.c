@@ -26,7 +26,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rs.h"
@@ -1047,14 +1046,6 @@ out:
 
 /* --- shutdown ---------------------------------------------------------- */
 
-static int64_t rs_ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * iWARP runs over TCP, and a TCP socket closed with unread bytes in it
  * sends a reset, which also throws away what it has not sent yet.  When a
@@ -1066,7 +1057,7 @@ static int64_t rs_ms_now(void)
  */
 static void rs_iwarp_linger(struct rsocket *rs)
 {
-	int64_t deadline = rs_ms_now() + RS_IWARP_LINGER_MS, left;
+	int64_t deadline = (int64_t)rs_now_ms() + RS_IWARP_LINGER_MS, left;
 	struct pollfd pfd[2];
 
 	for (;;) {
@@ -1074,7 +1065,7 @@ static void rs_iwarp_linger(struct rsocket *rs)
 		if (!(rs->state & RS_CONNECTED) || (rs->state & RS_ERROR) ||
 		    rs_cm_event_ready(rs))
 			return;
-		left = deadline - rs_ms_now();
+		left = deadline - (int64_t)rs_now_ms();
 		if (left <= 0)
 			return;
 		if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
