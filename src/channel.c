@@ -492,6 +492,18 @@ int cma_channel_next(struct rdma_event_channel *channel,
 		 */
 		if (!ch->pollable && !ch->timers)
 			return ucma_cmd_get_event(ch->kfd, resp);
+		/*
+		 * A pollable channel's kernel fd is non-blocking: ask it first.
+		 * An event already queued (the application polled the fd, or
+		 * events came in a burst) then costs one system call rather
+		 * than three; the wait below is for when nothing is there.
+		 */
+		if (ch->pollable) {
+			if (!ucma_cmd_get_event(ch->kfd, resp))
+				return 0;
+			if (errno != EAGAIN)
+				return -1;
+		}
 		ret = cma_channel_wait(ch);
 		if (ret < 0)
 			return -1;
