@@ -8,7 +8,9 @@
 # address and route.  Then the same runs with the table removed, wrong or
 # garbled fall back to the kernel and still connect; and with a stand-in
 # ibacm service on the default socket (/run/ibacm.sock), resolution goes
-# through the service.  One "PASS name"/"FAIL name"/"SKIP name" line per
+# through the service, while a dead service (socket left behind) and a
+# hung one (reads the request, never answers) cost at most the service
+# timeout and fall back.  One "PASS name"/"FAIL name"/"SKIP name" line per
 # case, then "N passed, N failed".
 #
 # Environment: RDMACM_BUILD_DIR (default: ./build), RDMA_TEST_ADDR1/2,
@@ -212,6 +214,30 @@ if ACM_SERVICE=unix:/run/ibacm.sock run_pair acm/service_dead \
 else
 	fail acm/service_dead "no connection"
 fi
+rm -f /run/ibacm.sock
+# A hung service: it takes the request and never answers.  Resolution must
+# give up after the service timeout (0.5 s) and fall back to the kernel.
+"$BUILD/tests/system/acm_fake_service" /run/ibacm.sock hang \
+	>"$work/fake.out" 2>&1 &
+fake_pid=$!
+sleep 0.3
+if ACM_SERVICE=unix:/run/ibacm.sock run_pair acm/service_hung \
+	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+	"$EX/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
+	if grep -q held "$work/fake.out"; then
+		expect_log acm/service_hung \
+			"service unix:/run/ibacm.sock: Connection timed out" \
+			"route .*source=kernel"
+	else
+		show "$work/fake.out"
+		fail acm/service_hung "the hung service was never asked"
+	fi
+else
+	fail acm/service_hung "no connection"
+fi
+kill $fake_pid 2>/dev/null
+wait $fake_pid 2>/dev/null
+fake_pid=
 rm -f /run/ibacm.sock
 
 # --- Debian's rping on our library --------------------------------------------------------------

@@ -9,10 +9,14 @@
  *
  *   acm_fake_service SOCKET MTU_CODE [name=address ...]
  *
+ * MTU_CODE "hang" makes a hung service: it reads each request, logs it as
+ * "held", and never answers nor closes the connection.
+ *
  * It serves until killed.  Test-only: it trusts its input more than the
  * library does.
  */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,7 @@
 static char **names;
 static int num_names;
 static int mtu_code;
+static bool hang;
 
 static void ip_to_gid(uint16_t type, const uint8_t *addr, uint8_t *gid)
 {
@@ -128,7 +133,8 @@ static int answer(uint8_t *msg, size_t *len)
 	return 0;
 }
 
-static void serve(int fd)
+/* Answer one request; false when the connection is to be held open. */
+static bool serve(int fd)
 {
 	uint8_t msg[CMA_ACM_MSG_MAX + CMA_ACM_EP_LEN];
 	struct cma_acm_wire_hdr hdr;
@@ -140,11 +146,16 @@ static void serve(int fd)
 	       got < ((struct cma_acm_wire_hdr *)msg)->length) {
 		n = read(fd, msg + got, sizeof(msg) - got);
 		if (n <= 0)
-			return;
+			return true;
 		got += (size_t)n;
 		memcpy(&hdr, msg, sizeof(hdr));
 		if (got >= CMA_ACM_HDR_LEN && hdr.length > CMA_ACM_MSG_MAX)
-			return;
+			return true;
+	}
+	if (hang) {
+		printf("request of %zu bytes: held\n", got);
+		fflush(stdout);
+		return false;
 	}
 	ret = answer(msg, &got);
 	memcpy(&hdr, msg, sizeof(hdr));
@@ -152,6 +163,7 @@ static void serve(int fd)
 	fflush(stdout);
 	if (write(fd, msg, hdr.length ? hdr.length : got) < 0)
 		perror("write");
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -165,6 +177,7 @@ int main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
+	hang = !strcmp(argv[2], "hang");
 	mtu_code = atoi(argv[2]);
 	names = argv + 3;
 	num_names = argc - 3;
@@ -182,7 +195,7 @@ int main(int argc, char **argv)
 		fd = accept(lfd, NULL, NULL);
 		if (fd < 0)
 			continue;
-		serve(fd);
-		close(fd);
+		if (serve(fd))
+			close(fd);
 	}
 }
