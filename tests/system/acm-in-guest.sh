@@ -182,62 +182,55 @@ fallback_case acm/fallback_garbage_table "ACM has no path"
 # --- through a service ------------------------------------------------------------------------
 mtu=$(ibv_devinfo -d "$DEV" 2>/dev/null | sed -n 's/.*active_mtu:.*(\([0-9]\)).*/\1/p' | head -1)
 mkdir -p /run
-"$BUILD/tests/system/acm_fake_service" /run/ibacm.sock "${mtu:-3}" "svc-peer=$A2" \
-	>"$work/fake.out" 2>&1 &
-fake_pid=$!
-sleep 0.3
+# start_service ARGS...: the stand-in service on the default socket.
+start_service() {
+	"$BUILD/tests/system/acm_fake_service" /run/ibacm.sock "$@" \
+		>"$work/fake.out" 2>&1 &
+	fake_pid=$!
+	sleep 0.3
+}
+stop_service() {
+	kill $fake_pid 2>/dev/null
+	wait $fake_pid 2>/dev/null
+	fake_pid=
+}
+# service_case NAME SERVICE DEST MARK LOG_RE...: rping to DEST with
+# RDMA_CM_ACM_SERVICE=SERVICE connects, the service's output shows MARK
+# (unless empty), and the resolution log matches every LOG_RE.
+service_case() {
+	local name=$1 svc=$2 dest=$3 mark=$4
+	shift 4
+	if ! ACM_SERVICE=$svc run_pair "$name" \
+		"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
+		"$EX/rping -c -a $dest -I $A1 -p $port -C 5 -V"; then
+		fail "$name" "no connection"
+	elif [ -n "$mark" ] && ! grep -q "$mark" "$work/fake.out"; then
+		show "$work/fake.out"
+		fail "$name" "the service was never asked"
+	else
+		expect_log "$name" "$@"
+	fi
+}
+start_service "${mtu:-3}" "svc-peer=$A2"
 rm -f "$table"
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP acm/service_default_socket: /run/ibacm.sock must be root's"
-elif ACM_SERVICE= run_pair acm/service_default_socket \
-	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
-	"$EX/rping -c -a svc-peer -I $A1 -p $port -C 5 -V"; then
-	if grep -q answered "$work/fake.out"; then
-		expect_log acm/service_default_socket "resolve svc-peer from .*source=service" \
-			"route $(gid4 "$A1") -> $(gid4 "$A2"): source=(service|cache)"
-	else
-		show "$work/fake.out"
-		fail acm/service_default_socket "the service was never asked"
-	fi
 else
-	fail acm/service_default_socket "no connection"
+	service_case acm/service_default_socket "" svc-peer answered \
+		"resolve svc-peer from .*source=service" \
+		"route $(gid4 "$A1") -> $(gid4 "$A2"): source=(service|cache)"
 fi
-kill $fake_pid 2>/dev/null
-wait $fake_pid 2>/dev/null
-fake_pid=
+stop_service
 # The socket file stays: a dead service.
-if ACM_SERVICE=unix:/run/ibacm.sock run_pair acm/service_dead \
-	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
-	"$EX/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
-	expect_log acm/service_dead "service unix:/run/ibacm.sock: Connection refused" \
-		"route .*source=kernel"
-else
-	fail acm/service_dead "no connection"
-fi
+service_case acm/service_dead unix:/run/ibacm.sock "$A2" "" \
+	"service unix:/run/ibacm.sock: Connection refused" "route .*source=kernel"
 rm -f /run/ibacm.sock
 # A hung service: it takes the request and never answers.  Resolution must
 # give up after the service timeout (0.5 s) and fall back to the kernel.
-"$BUILD/tests/system/acm_fake_service" /run/ibacm.sock hang \
-	>"$work/fake.out" 2>&1 &
-fake_pid=$!
-sleep 0.3
-if ACM_SERVICE=unix:/run/ibacm.sock run_pair acm/service_hung \
-	"$EX/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
-	"$EX/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
-	if grep -q held "$work/fake.out"; then
-		expect_log acm/service_hung \
-			"service unix:/run/ibacm.sock: Connection timed out" \
-			"route .*source=kernel"
-	else
-		show "$work/fake.out"
-		fail acm/service_hung "the hung service was never asked"
-	fi
-else
-	fail acm/service_hung "no connection"
-fi
-kill $fake_pid 2>/dev/null
-wait $fake_pid 2>/dev/null
-fake_pid=
+start_service hang
+service_case acm/service_hung unix:/run/ibacm.sock "$A2" held \
+	"service unix:/run/ibacm.sock: Connection timed out" "route .*source=kernel"
+stop_service
 rm -f /run/ibacm.sock
 
 # --- Debian's rping on our library --------------------------------------------------------------
