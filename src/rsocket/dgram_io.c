@@ -85,18 +85,18 @@ static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 		return cma_err(EAGAIN);
 	rs_spin_begin(&rs->spin, &w);
 	for (;;) {
+		if (!rs_spin_more(&w)) {
+			ds_arm_cqs(rs);
+			/* What completed before arming raises no event. */
+			ds_progress(rs);
+			if (ready(rs))
+				break;
+			rs_spin_sleeping(&w);
+			ds_sleep(rs);
+		}
 		ds_progress(rs);
 		if (ready(rs))
 			break;
-		if (rs_spin_more(&w))
-			continue;
-		ds_arm_cqs(rs);
-		/* What completed before arming raises no event: look again. */
-		ds_progress(rs);
-		if (ready(rs))
-			break;
-		rs_spin_sleeping(&w);
-		ds_sleep(rs);
 	}
 	rs_spin_end(&rs->spin, &w);
 	return 0;

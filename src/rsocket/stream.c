@@ -667,14 +667,25 @@ void rs_consume_cq_event(struct rsocket *rs)
 		rs_sleep_on_cq(rs);
 }
 
+/*
+ * Ask for an event on the CQ's next completion, unless already asked.
+ * True when it armed now: what completed before raises no event, so the
+ * caller must poll once more before it sleeps.
+ */
+static bool rs_arm_cq_once(struct rsocket *rs)
+{
+	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE))
+		return false;
+	ibv_req_notify_cq(rs->cq, 0);
+	__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
+	return true;
+}
+
 bool rs_arm_cq(struct rsocket *rs)
 {
 	if (!rs->cq)
 		return false;
-	if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
-		ibv_req_notify_cq(rs->cq, 0);
-		__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
-	}
+	rs_arm_cq_once(rs);
 	/* A completion may have landed before the CQ was armed. */
 	rs_poll_cq(rs);
 	rs_update_credits(rs);
@@ -704,23 +715,20 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
 	rs_spin_begin(&rs->spin, &w);
-	while (!rs_wait_done(rs, ready)) {
+	do {
 		if (rs_spin_more(&w)) {
 			/* Let another thread of this socket in meanwhile. */
 			pthread_mutex_unlock(&rs->lock);
 			pthread_mutex_lock(&rs->lock);
 			continue;
 		}
-		if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
-			ibv_req_notify_cq(rs->cq, 0);
-			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
+		if (rs_arm_cq_once(rs))
 			continue;
-		}
 		rs_spin_sleeping(&w);
 		pthread_mutex_unlock(&rs->lock);
 		rs_sleep_on_cq(rs);
 		pthread_mutex_lock(&rs->lock);
-	}
+	} while (!rs_wait_done(rs, ready));
 	rs_spin_end(&rs->spin, &w);
 	return 0;
 }
@@ -1068,11 +1076,8 @@ static void rs_iwarp_linger(struct rsocket *rs)
 		left = deadline - (int64_t)rs_now_ms();
 		if (left <= 0)
 			return;
-		if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
-			ibv_req_notify_cq(rs->cq, 0);
-			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELEASE);
-			continue; /* what completed before arming raised nothing */
-		}
+		if (rs_arm_cq_once(rs))
+			continue;
 		pfd[0].fd = rs->comp_channel->fd;
 		pfd[1].fd = rs->channel->fd;
 		pfd[0].events = pfd[1].events = POLLIN;
