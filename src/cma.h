@@ -18,7 +18,9 @@
  *   mcast.c        multicast joins and leaves
  *   options.c      rdma_set_option validation
  *   acm*.c         the ACM resolver (RDMA_CM_USE_IB_ACM): see acm.h
- *   p2p.c          peer-to-peer connection formation (table, matching)
+ *   p2p.c          peer-to-peer connection formation: the table, events
+ *   p2p_connect.c  ... its connecting side (adoption, iWARP)
+ *   p2p_request.c  ... its listening side (hold, surface)
  *   p2p_wire.c     the peer-to-peer header codec (no state)
  *   mcast_mreq.c   multicast option buffers, MCMember records (pure code)
  *   mcast_opt.c    the multicast option levels of rdma_set/get_option
@@ -173,7 +175,7 @@ struct cma_id_private {
 	 */
 	uint8_t *connect_data;
 
-	/* Peer-to-peer mode (p2p.c) */
+	/* Peer-to-peer mode (p2p*.c) */
 	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */
 	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
 };
@@ -397,7 +399,7 @@ extern const struct cma_option_table cma_mcast_option_table;
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);
 
-/* --- p2p.c ------------------------------------------------------------ */
+/* --- p2p.c, p2p_connect.c, p2p_request.c ------------------------------- */
 
 struct rdma_ucm_conn_param;
 struct rdma_ucm_ece;

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode, the connecting side (rdma_cm_p2p(7)): a p2p
+ * rdma_connect draws its key and tag, then adopts a held request of the
+ * peer's or sends its own REQ (on iWARP only the lower end does); the
+ * connect's timer bounds how long it waits.  Adoption answers a request's
+ * kernel id with the connecting id's QP and makes that kernel id the id's
+ * own.  The table it works on is p2p.c's (p2p_table.h).
+ */
+#include <config.h>
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "p2p.h"
+#include "p2p_table.h"
+#include "p2p_wire.h"
+#include "ucma_abi.h"
+
+/* How many p2p connects this process made towards each peer (tags). */
+static struct cma_p2p_counter *p2p_counters;
+
+/* --- keys and tags --------------------------------------------------------- */
+
+/* The n-th p2p connect of this process towards @remote gets tag n. */
+static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
+{
+	struct cma_p2p_counter *c;
+
+	for (c = p2p_counters; c; c = c->next)
+		if (!cma_p2p_ident_cmp(&c->remote, remote))
+			break;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return cma_err(ENOMEM);
+		c->remote = *remote;
+		c->next = p2p_counters;
+		p2p_counters = c;
+	}
+	*tag = ++c->count;
+	return 0;
+}
+
+/* This connect's key; the tag is drawn by the caller under the lock. */
+static int cma_p2p_connect_key(struct cma_id_private *id_priv,
+			       struct cma_p2p_key *key)
+{
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	struct cma_p2p_listener *lis;
+
+	memset(key, 0, sizeof(*key));
+	if (cma_p2p_addr16(&a->src_addr, key->local.addr) ||
+	    cma_p2p_addr16(&a->dst_addr, key->remote.addr))
+		return cma_err(EAFNOSUPPORT);
+	key->remote.port = be16toh(rdma_get_dst_port(&id_priv->id));
+	lis = cma_p2p_listener_for(id_priv->id.ps, &a->src_addr);
+	if (!lis)
+		return cma_err(EADDRNOTAVAIL); /* no listener to announce */
+	key->local.port = lis->port;
+	if (id_priv->p2p_tag_set) {
+		key->explicit_tag = true;
+		key->tag = id_priv->p2p_tag;
+		return 0;
+	}
+	return cma_p2p_next_tag(&key->remote, &key->tag);
+}
+
+/* --- adoption -------------------------------------------------------------- */
+
+static uint8_t cma_p2p_min_u8(uint8_t a, uint8_t b)
+{
+	return a < b ? a : b;
+}
+
+static void cma_p2p_save_peer_data(struct cma_p2p_conn *conn,
+				   const struct rdma_ucm_conn_param *kp,
+				   const struct cma_p2p_hdr *hdr)
+{
+	conn->peer_len = hdr->data_len;
+	memcpy(conn->peer_data, kp->private_data + CMA_P2P_HDR_LEN,
+	       hdr->data_len);
+}
+
+/*
+ * How long our REQ may go unanswered.  A peer that holds it answers when
+ * its application connects; one that reports it (hold time over) answers
+ * when its application accepts.  Give both about a hold time, so that a
+ * peer that never does cannot keep us waiting for the kernel's patience
+ * (an MRA asks for about 68 s per retry, and the CM retries 15 times).
+ */
+static unsigned int cma_p2p_pending_ms(void)
+{
+	return 2 * cma_p2p_wait_ms() + CMA_P2P_PROBE_MS;
+}
+
+/* Back out of a failed adoption: the connect keeps its own kernel id. */
+static void cma_p2p_adopt_undo(struct cma_id_private *id_priv, uint32_t old,
+			       bool qp_moved)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
+
+	id_priv->handle = old;
+	if (qp_moved && !ibv_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE))
+		cma_qp_to_init(id_priv, id_priv->id.qp);
+	cma_query_route_info(id_priv);
+}
+
+/* Drop the id's own kernel id; its events so far stay counted. */
+static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
+{
+	uint32_t reported;
+
+	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), old, &reported))
+		return;
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->events_base += reported;
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/*
+ * iWARP providers tie a QP to the connection it was handed to: once our
+ * own connect's kernel id is gone, siw has moved the QP on (to ERROR).
+ * Back to INIT through RESET, so the adopted request can be accepted with
+ * it; a QP still in INIT is left alone.
+ */
+static int cma_p2p_iw_reinit_qp(struct cma_id_private *id_priv)
+{
+	struct ibv_qp *qp = id_priv->id.qp;
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
+	struct ibv_qp_init_attr init;
+	int ret;
+
+	ret = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	cma_p2p_dbg("qp %u state %d before adoption", qp->qp_num,
+		    attr.qp_state);
+	if (attr.qp_state == IBV_QPS_INIT)
+		return 0;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RESET;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (ret)
+		return cma_err(ret > 0 ? ret : -ret);
+	return cma_qp_to_init(id_priv, qp);
+}
+
+/* The adopted request could not be answered after our REQ was withdrawn. */
+static void cma_p2p_adopt_failed(struct cma_p2p_conn *conn, int err)
+{
+	struct cma_event *evt;
+
+	cma_qp_to_err(conn->id_priv);
+	cma_p2p_conn_unregister(conn);
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_CONNECT_ERROR, -err);
+	if (evt)
+		cma_event_post(evt);
+}
+
+/*
+ * Make the request's kernel id @handle (on @lis's fd) the connection of
+ * @conn's id: answer it with the id's QP, and drop the id's own kernel id.
+ * Called with p2p_lock held.  On failure the request is refused, and the
+ * id is as before (-1), or, when its own REQ was already withdrawn, gets a
+ * CONNECT_ERROR event (0: the failure is reported that way).
+ */
+int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
+		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
+		  const struct cma_p2p_hdr *hdr)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	int fd = cma_id_fd(id_priv), lfd = cma_id_fd(lis->id_priv);
+	const struct rdma_ucm_conn_param *req = &resp->param.conn;
+	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP};
+	struct rdma_ucm_conn_param kp = conn->kparam;
+	uint32_t old = id_priv->handle, reported;
+	bool qp_moved = false;
+	int err;
+
+	if ((size_t)kp.private_data_len + CMA_P2P_HDR_LEN >
+		    sizeof(kp.private_data) ||
+	    (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported))) {
+		err = errno;
+		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, &conn->key);
+		return cma_err(err);
+	}
+	id_priv->handle = handle;
+	if (cma_query_route_info(id_priv))
+		goto undo;
+	/* The request's depths are from our side's view already. */
+	id_priv->responder_resources = cma_p2p_min_u8(
+		id_priv->responder_resources, req->responder_resources);
+	id_priv->initiator_depth =
+		cma_p2p_min_u8(id_priv->initiator_depth, req->initiator_depth);
+	if (!id_priv->cma_dev->is_iwarp) {
+		qp_moved = true;
+		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
+		    cma_qp_to_rts(id_priv, id_priv->initiator_depth))
+			goto undo;
+	}
+	rep.port = conn->key.local.port;
+	rep.tag = conn->key.tag;
+	rep.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	rep.data_len = kp.private_data_len;
+	cma_p2p_put_hdr(&kp, &rep);
+	kp.responder_resources = id_priv->responder_resources;
+	kp.initiator_depth = id_priv->initiator_depth;
+
+	/*
+	 * Our own REQ, if one is out, is withdrawn before the REP goes: the
+	 * peer's CM still has it in its request state, and a REP from the
+	 * same QP would be taken for a stale connection (REJ reason 10).
+	 */
+	if (conn->state == CMA_P2P_PENDING) {
+		cma_p2p_drop_own_id(id_priv, old);
+		if (cma_id_is_iwarp(id_priv) && cma_p2p_iw_reinit_qp(id_priv)) {
+			err = errno;
+			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
+				       &conn->key);
+			cma_p2p_dbg("adopt handle %u: QP not reusable (%s), "
+				    "CONNECT_ERROR",
+				    handle, strerror(err));
+			cma_p2p_adopt_failed(conn, err);
+			return 0;
+		}
+		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
+				    &kp, &conn->ece)) {
+			err = errno;
+			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
+				       &conn->key);
+			cma_p2p_dbg("adopt handle %u: accept failed (%s), "
+				    "CONNECT_ERROR",
+				    handle, strerror(err));
+			cma_p2p_adopt_failed(conn, err);
+			return 0;
+		}
+	} else {
+		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
+				    &kp, &conn->ece))
+			goto undo;
+		cma_p2p_drop_own_id(id_priv, old);
+	}
+	cma_timer_stop(id_priv->id.channel, &conn->timer);
+	cma_p2p_save_peer_data(conn, req, hdr);
+	conn->adopted = true;
+	conn->reply_p2p = true;
+	cma_p2p_conn_register(conn, CMA_P2P_CONNECTED);
+	return 0;
+undo:
+	err = errno;
+	cma_p2p_dbg("adopt handle %u failed (%s): request refused", handle,
+		    strerror(err));
+	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
+	cma_p2p_adopt_undo(id_priv, old, qp_moved);
+	return cma_err(err);
+}
+
+/* --- iWARP: one request per pair ------------------------------------------- */
+
+/* How often a refused iWARP connect is tried again. */
+#define CMA_P2P_IW_RETRY_MS 200
+
+/*
+ * iWARP cannot let two requests cross: each side's QP would be tied to
+ * its own outgoing connection (siw refuses to accept with such a QP once
+ * that connect is withdrawn).  So on iWARP only the end with the lower
+ * identity sends a request (the one that would win a crossing anyway);
+ * the other end waits for it and adopts it, with a QP no connect ever
+ * used.  A connect refused at once (the peer does not listen yet: iWARP
+ * connects are TCP connects) is tried again every CMA_P2P_IW_RETRY_MS
+ * until the peer's hold time has passed, then fails with REJECTED,
+ * -ECONNREFUSED.  Called with p2p_lock held; 0 or -1/errno.
+ */
+static int cma_p2p_iw_connect(struct cma_p2p_conn *conn,
+			      const struct rdma_ucm_conn_param *req)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	conn->iw_refused = false;
+	conn->wait_status = -ECONNREFUSED;
+	if (cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0) {
+		cma_p2p_dbg("connect %s: iWARP, higher end: waiting for the "
+			    "peer's REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+		return 0;
+	}
+	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, req,
+			      &conn->ece)) {
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+		return 0;
+	}
+	if (errno != ECONNREFUSED) {
+		cma_p2p_dbg("connect %s: REQ failed: %m",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_unregister(conn);
+		return -1;
+	}
+	cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	conn->iw_refused = true;
+	conn->iw_req = *req;
+	conn->iw_deadline_ns =
+		cma_p2p_now_ns() + (uint64_t)cma_p2p_wait_ms() * 1000000;
+	cma_timer_start(id_priv->id.channel, &conn->timer, CMA_P2P_IW_RETRY_MS);
+	return 0;
+}
+
+/*
+ * The retry timer of a refused iWARP connect: try again, or report
+ * REJECTED once the time is up.  NULL, or the event to post.
+ */
+static struct cma_event *cma_p2p_iw_retry(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	if (cma_p2p_now_ns() < conn->iw_deadline_ns) {
+		if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
+				      &conn->iw_req, &conn->ece)) {
+			conn->iw_refused = false;
+			cma_timer_start(id_priv->id.channel, &conn->timer,
+					cma_p2p_pending_ms());
+			return NULL;
+		}
+		if (errno == ECONNREFUSED) {
+			cma_timer_start(id_priv->id.channel, &conn->timer,
+					CMA_P2P_IW_RETRY_MS);
+			return NULL;
+		}
+	}
+	cma_p2p_dbg("connect %s: still refused (%m), REJECTED",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	cma_p2p_conn_unregister(conn);
+	cma_qp_to_err(id_priv);
+	return cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED);
+}
+
+/* --- rdma_connect ---------------------------------------------------------- */
+
+int cma_p2p_connect(struct cma_id_private *id_priv,
+		    const struct rdma_ucm_conn_param *kparam,
+		    const struct rdma_ucm_ece *ece)
+{
+	struct rdma_ucm_conn_param req = *kparam;
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
+	char kb[CMA_P2P_KEY_STRLEN];
+	struct cma_p2p_conn *conn;
+	struct cma_p2p_held *h;
+	int ret = -1;
+
+	if (!id_priv->id.qp)
+		return cma_err(EINVAL); /* adoption moves the id's own QP */
+	if ((size_t)kparam->private_data_len + CMA_P2P_HDR_LEN >
+	    sizeof(req.private_data))
+		return cma_err(EINVAL);
+	conn = cma_p2p_conn_get(id_priv);
+	if (!conn)
+		return -1;
+	pthread_mutex_lock(&p2p_lock);
+	if (conn->registered) {
+		errno = EISCONN;
+		goto out;
+	}
+	if (cma_p2p_connect_key(id_priv, &conn->key))
+		goto out;
+	conn->kparam = *kparam;
+	conn->ece = *ece;
+	conn->gave_up = false;
+
+	h = cma_p2p_held_find(&conn->key);
+	cma_p2p_dbg("connect %s: %s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    h ? "adopting the held request" : "sending a REQ");
+	if (h) {
+		cma_p2p_held_unlink(h);
+		/* Its listener's hold timer must not fire for it any more. */
+		cma_p2p_arm(h->lis);
+		ret = cma_p2p_adopt(conn, h->lis, h->handle, &h->resp, &h->hdr);
+		free(h);
+		if (!ret)
+			goto out;
+	}
+	hdr.port = conn->key.local.port;
+	hdr.tag = conn->key.tag;
+	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	hdr.data_len = req.private_data_len;
+	cma_p2p_put_hdr(&req, &hdr);
+	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	if (cma_id_is_iwarp(id_priv)) {
+		ret = cma_p2p_iw_connect(conn, &req);
+		goto out;
+	}
+	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &req, ece);
+	if (ret) {
+		cma_p2p_dbg("connect %s: REQ failed: %m",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_unregister(conn);
+	} else {
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+	}
+out:
+	pthread_mutex_unlock(&p2p_lock);
+	return ret;
+}
+
+/* --- the connect's timer --------------------------------------------------- */
+
+static struct cma_p2p_conn *cma_p2p_conn_of(struct cma_timer *timer)
+{
+	uintptr_t p = (uintptr_t)timer - offsetof(struct cma_p2p_conn, timer);
+	struct cma_p2p_conn *conn;
+
+	for (conn = p2p_conns; conn; conn = conn->next)
+		if ((uintptr_t)conn == p)
+			return conn;
+	return NULL;
+}
+
+/*
+ * Our REQ went unanswered too long: withdraw it and report UNREACHABLE,
+ * ETIMEDOUT.  On Linux, destroying the kernel id is what withdraws a REQ:
+ * it cancels the retries and sends a REJ the peer's CM acts on, so the
+ * peer's hold check drops its copy.  (A REJ sent with rdma_reject for an
+ * outgoing REQ is not matched by the peer, and leaves the REQ's retries
+ * running: destroying the id later would block until the last one.)  The
+ * id gets a fresh kernel id, so that the application can still destroy it.
+ */
+static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t old = id_priv->handle;
+
+	if (!cma_id_create_kernel(id_priv))
+		cma_p2p_drop_own_id(id_priv, old);
+	else /* no memory: the best we can do without losing the id */
+		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
+	conn->gave_up = true;
+	return cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+}
+
+/*
+ * The connect waited long enough: for an answer to its REQ (PENDING), or
+ * for the peer's REQ after being told it would come (WAIT_PEER, failed as
+ * the REJ said).
+ */
+void cma_p2p_conn_timer_expire(struct cma_timer *timer)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+	struct cma_p2p_conn *conn;
+	struct cma_event *evt;
+
+	pthread_mutex_lock(&p2p_lock);
+	conn = cma_p2p_conn_of(timer);
+	if (!conn || (conn->state != CMA_P2P_WAIT_PEER &&
+		      conn->state != CMA_P2P_PENDING)) {
+		pthread_mutex_unlock(&p2p_lock);
+		return;
+	}
+	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
+		evt = cma_p2p_iw_retry(conn);
+		if (evt)
+			cma_event_post(evt);
+		pthread_mutex_unlock(&p2p_lock);
+		return;
+	}
+	cma_p2p_dbg("connect %s: %s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    conn->state == CMA_P2P_PENDING
+			    ? "no answer to our REQ, UNREACHABLE"
+			    : "the peer's REQ never came, REJECTED");
+	if (conn->state == CMA_P2P_PENDING)
+		evt = cma_p2p_give_up(conn);
+	else
+		evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+				    conn->wait_status);
+	cma_p2p_conn_unregister(conn);
+	cma_qp_to_err(conn->id_priv);
+	if (evt)
+		cma_event_post(evt);
+	pthread_mutex_unlock(&p2p_lock);
+}

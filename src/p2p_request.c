@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode, the listening side (rdma_cm_p2p(7)): a p2p request
+ * arriving at a listener is matched against the local connects and
+ * adopted, refused, or held out of the application's sight; a listener's
+ * timer checks that held requests' peers still wait and surfaces those
+ * whose hold time is over as ordinary CONNECT_REQUESTs.  The table it
+ * works on is p2p.c's (p2p_table.h).
+ */
+#include <config.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "p2p.h"
+#include "p2p_table.h"
+#include "p2p_wire.h"
+#include "ucma_abi.h"
+
+/* --- deciding -------------------------------------------------------------- */
+
+/* Both ends of a request's kernel id, which no id_priv stands for yet. */
+static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
+			      uint8_t local[16], uint8_t remote[16])
+{
+	if (af_ib) {
+		struct rdma_ucm_query_addr_resp r;
+
+		if (ucma_cmd_query_addr(fd, handle, &r))
+			return -1;
+		if (cma_p2p_addr16((struct sockaddr *)&r.src_addr, local) ||
+		    cma_p2p_addr16((struct sockaddr *)&r.dst_addr, remote))
+			return cma_err(EAFNOSUPPORT);
+		return 0;
+	}
+	struct rdma_ucm_query_route_resp r;
+
+	if (ucma_cmd_query_route(fd, handle, &r))
+		return -1;
+	if (cma_p2p_addr16((struct sockaddr *)&r.src_addr, local) ||
+	    cma_p2p_addr16((struct sockaddr *)&r.dst_addr, remote))
+		return cma_err(EAFNOSUPPORT);
+	return 0;
+}
+
+void cma_p2p_arm(struct cma_p2p_listener *lis)
+{
+	uint64_t now = cma_p2p_now_ns(), next = UINT64_MAX;
+	struct cma_p2p_held *h;
+	bool any = false;
+
+	for (h = p2p_held; h; h = h->next) {
+		if (h->lis != lis)
+			continue;
+		any = true;
+		if (h->deadline_ns && h->deadline_ns < next)
+			next = h->deadline_ns;
+	}
+	if (!any) {
+		cma_timer_stop(lis->id_priv->id.channel, &lis->timer);
+		return;
+	}
+	next = next <= now ? 0 : (next - now) / 1000000 + 1;
+	if (next > CMA_P2P_PROBE_MS)
+		next = CMA_P2P_PROBE_MS;
+	cma_timer_start(lis->id_priv->id.channel, &lis->timer,
+			(unsigned int)next);
+}
+
+static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
+			const struct cma_p2p_key *key,
+			const struct cma_p2p_hdr *hdr,
+			const struct rdma_ucm_event_resp *resp)
+{
+	struct cma_p2p_held *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return cma_err(ENOMEM);
+	h->lis = lis;
+	h->handle = handle;
+	h->key = *key;
+	h->hdr = *hdr;
+	h->resp = *resp;
+	if (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED)
+		h->deadline_ns = cma_p2p_now_ns() +
+				 (uint64_t)cma_p2p_hold_ms() * 1000000ull;
+	h->next = p2p_held;
+	p2p_held = h;
+	cma_p2p_arm(lis);
+	return 0;
+}
+
+static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
+			   const struct cma_p2p_key *key,
+			   const struct cma_p2p_hdr *hdr,
+			   const struct rdma_ucm_event_resp *resp)
+{
+	int lfd = cma_id_fd(lis->id_priv);
+	struct cma_p2p_conn *conn = cma_p2p_conn_find(key);
+	enum cma_p2p_state state = conn ? conn->state : CMA_P2P_NO_MATCH;
+	enum cma_p2p_action act = cma_p2p_decide(key, state);
+	static const char *const acts[] = {"hold", "adopt", "refuse (lost)",
+					   "refuse (duplicate)"};
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	cma_p2p_dbg("request %s, handle %u, local state %d: %s",
+		    cma_p2p_key_str(key, kb, sizeof(kb)), handle, (int)state,
+		    acts[act]);
+	switch (act) {
+	case CMA_P2P_HOLD:
+		if (cma_p2p_hold(lis, handle, key, hdr, resp))
+			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
+		break;
+	case CMA_P2P_ADOPT:
+		cma_p2p_adopt(conn, lis, handle, resp, hdr);
+		break;
+	case CMA_P2P_REJECT_LOST:
+		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
+		break;
+	case CMA_P2P_REJECT_DUP:
+		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_DUP, key);
+		break;
+	}
+}
+
+enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
+				      const struct rdma_ucm_event_resp *resp)
+{
+	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
+	int lfd = cma_id_fd(listen_priv);
+	struct cma_p2p_listener *lis;
+	struct cma_p2p_key key;
+	struct cma_p2p_hdr hdr;
+	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
+
+	if (listen_priv->id.qp_type == IBV_QPT_UD)
+		return CMA_P2P_PASS;
+	switch (cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
+				  &hdr)) {
+	case CMA_P2P_NONE:
+		return CMA_P2P_PASS;
+	case CMA_P2P_BAD:
+		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
+		return CMA_P2P_TAKEN;
+	case CMA_P2P_OK:
+		break;
+	}
+	if (hdr.kind != CMA_P2P_REQ) {
+		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
+		return CMA_P2P_TAKEN;
+	}
+	memset(&key, 0, sizeof(key));
+	key.remote.port = hdr.port;
+	key.tag = hdr.tag;
+	key.explicit_tag = hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
+	if (cma_p2p_query_ends(lfd, resp->id, cma_is_af_ib(listen_priv),
+			       key.local.addr, key.remote.addr)) {
+		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
+		return CMA_P2P_TAKEN;
+	}
+
+	pthread_mutex_lock(&p2p_lock);
+	lis = cma_p2p_find_listener(listen_priv);
+	if (!lis || cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_NEVER ||
+	    (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED &&
+	     !cma_p2p_hold_ms())) {
+		v = CMA_P2P_SURFACE;
+	} else {
+		key.local.port = lis->port;
+		cma_p2p_settle(lis, resp->id, &key, &hdr, resp);
+	}
+	pthread_mutex_unlock(&p2p_lock);
+	return v;
+}
+
+/* --- surfacing ------------------------------------------------------------- */
+
+/*
+ * A p2p request reaches the application as an ordinary CONNECT_REQUEST:
+ * the header is taken out of the private data and peer2peer_mode is set.
+ * The new id remembers the header so that rdma_accept can answer in kind.
+ */
+void cma_p2p_surfaced(struct cma_event *evt)
+{
+	struct rdma_conn_param *p = &evt->event.param.conn;
+	struct cma_id_private *id_priv = cma_id_priv(evt->event.id);
+	struct cma_p2p_conn *conn;
+	struct cma_p2p_hdr hdr;
+
+	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
+	    CMA_P2P_OK)
+		return;
+	memmove(evt->private_data, evt->private_data + CMA_P2P_HDR_LEN,
+		hdr.data_len);
+	p->private_data_len = hdr.data_len;
+	p->private_data = hdr.data_len ? evt->private_data : NULL;
+	p->peer2peer_mode = 1;
+	conn = cma_p2p_conn_get(id_priv);
+	if (!conn)
+		return;
+	conn->from_request = true;
+	conn->req_hdr = hdr;
+}
+
+/* Give a held request to the application: its hold time is over. */
+static void cma_p2p_surface_held(struct cma_p2p_held *h)
+{
+	struct cma_id_private *listen_priv = h->lis->id_priv;
+	struct cma_event *evt;
+
+	evt = cma_event_new(listen_priv, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (!evt) {
+		cma_p2p_held_drop(h);
+		return;
+	}
+	evt->event.listen_id = &listen_priv->id;
+	if (cma_process_conn_req(evt, listen_priv, h->handle, &h->resp)) {
+		free(evt);
+		cma_p2p_held_drop(h);
+		return;
+	}
+	cma_p2p_surfaced(evt);
+	cma_event_post(evt);
+	free(h);
+}
+
+/* --- the listener's timer -------------------------------------------------- */
+
+/*
+ * Is the peer still waiting?  The kernel reports nothing on a request the
+ * application has not accepted, but once the peer rejected it (it gave up
+ * or destroyed its id) the CM has left the request state, and the QP
+ * attributes for RTR are no longer available.
+ */
+static bool cma_p2p_held_alive(const struct cma_p2p_held *h)
+{
+	struct ib_uverbs_qp_attr attr;
+
+	return !ucma_cmd_init_qp_attr(cma_id_fd(h->lis->id_priv), h->handle,
+				      IBV_QPS_RTR, &attr) ||
+	       errno != EINVAL;
+}
+
+static struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
+{
+	uintptr_t p =
+		(uintptr_t)timer - offsetof(struct cma_p2p_listener, timer);
+	struct cma_p2p_listener *lis;
+
+	/* Compare before touching: the listener may be gone. */
+	for (lis = p2p_listeners; lis; lis = lis->next)
+		if ((uintptr_t)lis == p)
+			return lis;
+	return NULL;
+}
+
+void cma_p2p_timer_expire(struct cma_timer *timer)
+{
+	struct cma_p2p_held *h, *next, *due = NULL;
+	struct cma_p2p_listener *lis;
+	uint64_t now = cma_p2p_now_ns();
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	pthread_mutex_lock(&p2p_lock);
+	lis = cma_p2p_listener_of(timer);
+	if (!lis) {
+		pthread_mutex_unlock(&p2p_lock);
+		return;
+	}
+	cma_p2p_dbg("listener port %u: hold timer", lis->port);
+	for (h = p2p_held; h; h = next) {
+		next = h->next;
+		if (h->lis != lis)
+			continue;
+		if (!cma_p2p_held_alive(h)) {
+			cma_p2p_dbg("held request %s, handle %u: peer gone, "
+				    "dropped",
+				    cma_p2p_key_str(&h->key, kb, sizeof(kb)),
+				    h->handle);
+			cma_p2p_held_unlink(h);
+			cma_p2p_held_drop(h);
+		} else if (h->deadline_ns && h->deadline_ns <= now) {
+			cma_p2p_held_unlink(h);
+			h->next = due;
+			due = h;
+		}
+	}
+	cma_p2p_arm(lis);
+	/* Oldest first: the list is newest first, and so is "due". */
+	for (h = due; h; h = next) {
+		next = h->next;
+		cma_p2p_surface_held(h);
+	}
+	pthread_mutex_unlock(&p2p_lock);
+}

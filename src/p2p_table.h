@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Peer-to-peer mode's process-wide table, shared by p2p.c (the table,
+ * settings, events), p2p_connect.c (the connecting side) and
+ * p2p_request.c (the listening side).  Everything here is under p2p_lock
+ * unless said otherwise.  Internal to those three files.
+ */
+#ifndef CMA_P2P_TABLE_H
+#define CMA_P2P_TABLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cma.h"
+#include "p2p.h"
+#include "p2p_wire.h"
+
+/* How often held requests are checked for a peer that gave up. */
+#define CMA_P2P_PROBE_MS 2000
+#define CMA_P2P_DEFAULT_HOLD_MS 10000
+/* The IB CM's REJ reason when nobody listens on the service ID. */
+#define CMA_IB_REJ_INVALID_SERVICE_ID 8
+#define CMA_P2P_KEY_STRLEN 128
+
+struct cma_p2p_listener {
+	struct cma_p2p_listener *next;
+	struct cma_id_private *id_priv;
+	enum rdma_port_space ps;
+	sa_family_t family;
+	bool wildcard;
+	uint8_t addr[16];
+	uint16_t port;
+	struct cma_timer timer; /* held requests' deadlines and probes */
+};
+
+struct cma_p2p_held {
+	struct cma_p2p_held *next;
+	struct cma_p2p_listener *lis;
+	uint32_t handle; /* the request's kernel id, on the listener's fd */
+	struct cma_p2p_key key;
+	struct cma_p2p_hdr hdr;
+	uint64_t deadline_ns; /* 0: until the peer gives up */
+	struct rdma_ucm_event_resp resp; /* the CONNECT_REQUEST as read */
+};
+
+struct cma_p2p_conn {
+	struct cma_p2p_conn *next;
+	struct cma_id_private *id_priv;
+	enum cma_p2p_state state;
+	bool registered; /* in the table, matchable */
+	bool adopted; /* ESTABLISHED carries the adopted request's data */
+	bool from_request; /* the id of a p2p request given to the app */
+	bool reply_p2p; /* the reply carried our header, or we sent one */
+	struct cma_p2p_key key;
+	struct cma_p2p_hdr req_hdr; /* from_request: the request's header */
+	struct rdma_ucm_conn_param kparam; /* rdma_connect's, no header */
+	struct rdma_ucm_ece ece;
+	uint8_t peer_len;
+	uint8_t peer_data[RDMA_MAX_PRIVATE_DATA];
+	/*
+	 * PENDING: how long our REQ may go unanswered; WAIT_PEER: how long
+	 * the peer's REQ may take.  Armed only in those two states, so that
+	 * it never wakes the channel for nothing.
+	 */
+	struct cma_timer timer;
+	int wait_status; /* the REJECTED status reported if it never comes */
+	/*
+	 * iWARP (see cma_p2p_iw_connect): our connect was refused because
+	 * the peer does not listen yet; retried until iw_deadline_ns.
+	 */
+	bool iw_refused;
+	uint64_t iw_deadline_ns;
+	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
+	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
+};
+
+struct cma_p2p_counter {
+	struct cma_p2p_counter *next;
+	struct cma_p2p_ident remote;
+	uint64_t count;
+};
+
+enum cma_p2p_hold_mode {
+	CMA_P2P_HOLD_NEVER, /* RDMA_OPTION_ID_PEER2PEER = 0 */
+	CMA_P2P_HOLD_TIMED, /* default: RDMA_CM_P2P_HOLD_MS, then surface */
+	CMA_P2P_HOLD_PEER, /* p2p listener: until the peer gives up */
+};
+
+extern pthread_mutex_t p2p_lock;
+extern struct cma_p2p_listener *p2p_listeners; /* creation order */
+extern struct cma_p2p_held *p2p_held;
+extern struct cma_p2p_conn *p2p_conns;
+
+/* --- p2p.c: settings -------------------------------------------------- */
+
+/* RDMA_CM_P2P_DEBUG=1: one line on stderr (any lock state). */
+void __attribute__((format(printf, 1, 2))) cma_p2p_dbg(const char *fmt, ...);
+const char *cma_p2p_key_str(const struct cma_p2p_key *key, char *buf,
+			    size_t len);
+uint64_t cma_p2p_now_ns(void);
+unsigned int cma_p2p_hold_ms(void);
+/* How long a connect waits for the peer's REQ after being told to. */
+unsigned int cma_p2p_wait_ms(void);
+
+/* --- p2p.c: the table ------------------------------------------------- */
+
+enum cma_p2p_hold_mode
+cma_p2p_listener_mode(const struct cma_p2p_listener *lis);
+struct cma_p2p_listener *
+cma_p2p_find_listener(const struct cma_id_private *id_priv);
+/* The listener a connect from @src in @ps announces: first created wins. */
+struct cma_p2p_listener *cma_p2p_listener_for(enum rdma_port_space ps,
+					      const struct sockaddr *src);
+/* Put @hdr in front of @kp's private data. */
+void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
+		     const struct cma_p2p_hdr *hdr);
+/* Refuse a request quietly, telling a p2p peer why, and forget its id. */
+void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
+		    const struct cma_p2p_key *key);
+void cma_p2p_held_drop(struct cma_p2p_held *h);
+void cma_p2p_held_unlink(struct cma_p2p_held *h);
+struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key);
+/* The id's conn state, made on first use (not under the lock). */
+struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
+void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);
+void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
+struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
+
+/* --- p2p_connect.c ---------------------------------------------------- */
+
+/* Answer a request's kernel id with @conn's QP: see p2p_connect.c. */
+int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
+		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
+		  const struct cma_p2p_hdr *hdr);
+void cma_p2p_conn_timer_expire(struct cma_timer *timer);
+
+/* --- p2p_request.c ---------------------------------------------------- */
+
+/* (Re)arm @lis's timer for its held requests, or stop it. */
+void cma_p2p_arm(struct cma_p2p_listener *lis);
+void cma_p2p_timer_expire(struct cma_timer *timer);
+
+#endif /* CMA_P2P_TABLE_H */
