@@ -57,8 +57,7 @@ static int cma_adopt_device(struct cma_id_private *id_priv, __be64 guid)
 	dev = cma_device_get_by_guid(guid);
 	if (!dev)
 		return -1;
-	cma_id_set_device(id_priv, dev);
-	return 0;
+	return cma_id_set_device(id_priv, dev);
 }
 
 static int cma_store_paths(struct cma_id_private *id_priv,

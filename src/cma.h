@@ -219,8 +219,12 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 /* Create the kernel id for an allocated id.  0 or -1/errno. */
 int cma_id_create_kernel(struct cma_id_private *id_priv);
 void cma_id_free(struct cma_id_private *id_priv);
-/* Point the id at a device (taking a reference), dropping any old one. */
-void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
+/*
+ * Point the id at a device, taking over the caller's reference and dropping
+ * any old one; id->verbs and id->pd (the device's shared PD) follow.
+ * 0, or -1/ENOMEM (the reference is dropped then too).
+ */
+int cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
 /* Wait until the application has acked @reported events of this id. */
 void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
 /*

@@ -96,15 +96,32 @@ void cma_id_free(struct cma_id_private *id_priv)
 	free(id_priv);
 }
 
-void cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev)
+int cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev)
 {
+	struct ibv_pd *pd = NULL;
+
 	if (id_priv->cma_dev == dev) {
 		cma_device_put(dev); /* the caller's reference is redundant */
-		return;
+		return 0;
+	}
+	/*
+	 * rdma-core hands every id its device's shared PD as soon as the id
+	 * is bound, and programs rely on it: UCX creates its QPs on
+	 * id->pd right after route resolution, without rdma_create_qp.
+	 */
+	if (dev) {
+		pd = cma_device_default_pd(dev);
+		if (!pd) {
+			cma_device_put(dev);
+			return cma_err(ENOMEM);
+		}
 	}
 	cma_device_put(id_priv->cma_dev);
 	id_priv->cma_dev = dev;
 	id_priv->id.verbs = dev ? dev->verbs : NULL;
+	if (!id_priv->id.qp && !id_priv->id.srq)
+		id_priv->id.pd = pd;
+	return 0;
 }
 
 void cma_id_wait_locked(struct cma_id_private *id_priv)

@@ -231,8 +231,16 @@ CMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		return cma_err(EINVAL); /* not bound to a device, or has a QP */
 	if (cma_check_qp_transport(id_priv, attr->qp_type))
 		return -1;
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
-	    attr->pd->context != id->verbs)
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+		/*
+		 * No PD given: the device's shared one, as rdma-core (which
+		 * takes id->pd; that may be a PD the application has freed
+		 * since its last QP, the shared one never is).
+		 */
+		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
+		attr->pd = cma_device_default_pd(id_priv->cma_dev);
+	}
+	if (!attr->pd || attr->pd->context != id->verbs)
 		return cma_err(EINVAL);
 	if (!attr->srq && id->srq)
 		attr->srq = id->srq;
