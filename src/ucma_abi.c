@@ -20,22 +20,12 @@ static ssize_t ucma_write_syscall(int fd, const void *buf, size_t len)
 	return write(fd, buf, len);
 }
 
-static ucma_writer_fn ucma_writer = ucma_write_syscall;
-
-ucma_writer_fn ucma_set_writer(ucma_writer_fn writer)
-{
-	ucma_writer_fn old = ucma_writer;
-
-	ucma_writer = writer ? writer : ucma_write_syscall;
-	return old;
-}
-
-int ucma_open_device(void)
+static int ucma_open_kernel(void)
 {
 	return open(UCMA_DEV_PATH, O_RDWR | O_CLOEXEC);
 }
 
-int ucma_abi_version(void)
+static int ucma_abi_version_kernel(void)
 {
 	char buf[16] = {0};
 	int fd, version = -1;
@@ -49,6 +39,37 @@ int ucma_abi_version(void)
 		version = (int)strtol(buf, NULL, 10);
 	close(fd);
 	return version;
+}
+
+static const struct ucma_backend ucma_kernel = {
+	.write = ucma_write_syscall,
+	.open = ucma_open_kernel,
+	.abi_version = ucma_abi_version_kernel,
+};
+
+static struct ucma_backend ucma_backend = ucma_kernel;
+
+void ucma_set_backend(const struct ucma_backend *backend)
+{
+	ucma_backend = backend ? *backend : ucma_kernel;
+}
+
+ucma_writer_fn ucma_set_writer(ucma_writer_fn writer)
+{
+	ucma_writer_fn old = ucma_backend.write;
+
+	ucma_backend.write = writer ? writer : ucma_write_syscall;
+	return old;
+}
+
+int ucma_open_device(void)
+{
+	return ucma_backend.open();
+}
+
+int ucma_abi_version(void)
+{
+	return ucma_backend.abi_version();
 }
 
 /*
@@ -74,7 +95,7 @@ static int ucma_write(int fd, uint32_t cmd, const void *in, size_t in_len,
 	msg.hdr.out = (uint16_t)out_len;
 	memcpy(msg.body, in, in_len);
 
-	ret = ucma_writer(fd, &msg, total);
+	ret = ucma_backend.write(fd, &msg, total);
 	if (ret < 0)
 		return -1;
 	if ((size_t)ret != total) {

@@ -28,10 +28,20 @@ int ucma_open_device(void);
 int ucma_abi_version(void);
 
 /*
- * Replace the function that delivers a command to the kernel.  Unit tests
- * install a fake that inspects the command and fills in the response; NULL
- * restores write(2).  Returns the previous writer.
+ * Where commands go: the kernel's device, or a test's fake of it
+ * (tests/unit/fake_ucma.c).  Set before the library's first call; NULL
+ * restores the kernel.  Not exported from librdmacm.so (the version script
+ * keeps internal names local).
  */
+struct ucma_backend {
+	/* deliver one command (header + body) to the device behind fd */
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*open)(void); /* a new event queue: an fd, or -1/errno */
+	int (*abi_version)(void); /* -1 when no device */
+};
+void ucma_set_backend(const struct ucma_backend *backend);
+
+/* Replace only the command writer (older tests); returns the previous. */
 typedef ssize_t (*ucma_writer_fn)(int fd, const void *buf, size_t len);
 ucma_writer_fn ucma_set_writer(ucma_writer_fn writer);
 

@@ -12,7 +12,7 @@ fi
 bad=
 shopt -s nullglob
 for f in src/*.[ch] src/*/*.[ch] include/rdma/*.h include/infiniband/*.h examples/*.[ch] \
-	tests/unit/*.c tests/system/*.c tests/fuzz/*.c tests/bench/*.c; do
+	tests/unit/*.[ch] tests/system/*.c tests/fuzz/*.c tests/bench/*.c; do
 	clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad="$bad $f"
 done
 if [ -z "$bad" ]; then

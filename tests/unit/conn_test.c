@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Unit tests for connection establishment (src/conn.c, src/qp.c and the
+ * device binding of src/id.c) against the fake kernel (fake_ucma) and the
+ * fake device (fake_verbs).  The tests use the public API the way an
+ * outside program does: poll(2) on channel->fd, then a blocking
+ * rdma_get_cm_event; the test plays the kernel and the remote peer.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+
+static struct rdma_event_channel *ch;
+
+static void setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+}
+
+static void teardown(void)
+{
+	rdma_destroy_event_channel(ch);
+	fake_ucma_uninstall();
+}
+
+static bool readable(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+/* As an outside program waits: poll first, then a blocking read. */
+static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(poll(&pfd, 1, 2000), 1);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_msg(ev->event == type, "got %s, want %s",
+		      rdma_event_str(ev->event), rdma_event_str(type));
+	return ev;
+}
+
+static void expect_and_ack(enum rdma_cm_event_type type)
+{
+	ck_assert_int_eq(rdma_ack_cm_event(expect_event(type)), 0);
+}
+
+static uint32_t kid_of(struct rdma_cm_id *id)
+{
+	struct fake_kid *kid = fake_ucma_kid_of(id);
+
+	ck_assert_ptr_nonnull(kid);
+	return kid->handle;
+}
+
+static struct sockaddr_in ipv4(const char *a, uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(port)};
+
+	inet_pton(AF_INET, a, &sin.sin_addr);
+	return sin;
+}
+
+/* An active id with its address and route resolved. */
+static struct rdma_cm_id *resolved_id(enum rdma_port_space ps)
+{
+	struct sockaddr_in dst = ipv4("192.0.2.2", 7471);
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
+	ck_assert_int_eq(
+		rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	expect_and_ack(RDMA_CM_EVENT_ADDR_RESOLVED);
+	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	expect_and_ack(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return id;
+}
+
+static struct rdma_cm_id *listening_id(enum rdma_port_space ps)
+{
+	struct sockaddr_in src = ipv4("192.0.2.1", 7471);
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&src), 0);
+	ck_assert_int_eq(rdma_listen(id, 8), 0);
+	return id;
+}
+
+/* A CONNECT_REQUEST for the listener; the event is left unacked. */
+static struct rdma_cm_event *incoming(struct rdma_cm_id *listen)
+{
+	struct rdma_ucm_event_resp *r;
+	struct rdma_cm_event *ev;
+	uint32_t child;
+
+	r = fake_ucma_conn_req(kid_of(listen), &child);
+	ck_assert_ptr_nonnull(r);
+	r->param.conn.responder_resources = 4;
+	r->param.conn.initiator_depth = 4;
+	r->param.conn.qp_num = 0x77;
+	ev = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_ptr_eq(ev->listen_id, listen);
+	return ev;
+}
+
+static struct ibv_qp *external_qp(struct rdma_cm_id *id, enum ibv_qp_type t)
+{
+	struct ibv_cq *cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	struct ibv_qp_init_attr attr = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = t,
+		.cap = {.max_send_wr = 4,
+			.max_recv_wr = 4,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct ibv_qp *qp;
+
+	ck_assert_ptr_nonnull(cq);
+	/* The pattern of UCX and others: the id's own PD, no rdma_create_qp. */
+	ck_assert_ptr_nonnull(id->pd);
+	qp = ibv_create_qp(id->pd, &attr);
+	ck_assert_ptr_nonnull(qp);
+	return qp;
+}
+
+/* Move an application's QP as rdma_init_qp_attr says (rdma_cm(7)). */
+static void move_qp(struct rdma_cm_id *id, struct ibv_qp *qp,
+		    enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = {.qp_state = state};
+	int mask;
+
+	ck_assert_int_eq(rdma_init_qp_attr(id, &attr, &mask), 0);
+	ck_assert_int_eq(attr.qp_state, state);
+	ck_assert(mask & IBV_QP_STATE);
+	ck_assert_int_eq(ibv_modify_qp(qp, &attr, mask), 0);
+}
+
+static void destroy_external_qp(struct ibv_qp *qp)
+{
+	struct ibv_cq *cq = qp->send_cq;
+
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+}
+
+/* rdma-core binds the device's PD to the id with the device (issue 15). */
+START_TEST(pd_comes_with_the_device)
+{
+	struct rdma_cm_id *a, *b;
+
+	ck_assert_int_eq(rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), 0);
+	ck_assert_ptr_null(a->verbs);
+	ck_assert_ptr_null(a->pd);
+	rdma_destroy_id(a);
+
+	a = resolved_id(RDMA_PS_TCP);
+	b = resolved_id(RDMA_PS_TCP);
+	ck_assert_ptr_nonnull(a->verbs);
+	ck_assert_ptr_nonnull(a->pd);
+	ck_assert_ptr_eq(a->pd->context, a->verbs);
+	ck_assert_ptr_eq(a->pd, b->pd); /* one shared PD per device */
+	rdma_destroy_id(a);
+	rdma_destroy_id(b);
+}
+END_TEST
+
+START_TEST(bound_listener_and_its_requests_have_the_pd)
+{
+	struct rdma_cm_id *listen = listening_id(RDMA_PS_TCP);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	ck_assert_ptr_nonnull(listen->pd);
+	ev = incoming(listen);
+	id = ev->id;
+	ck_assert_ptr_nonnull(id->verbs);
+	ck_assert_ptr_eq(id->pd, listen->pd);
+	ck_assert_ptr_eq(id->channel, ch);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+END_TEST
+
+/* rdma_create_qp(id, NULL, ...) and rdma_create_qp_ex without a PD. */
+START_TEST(qp_without_pd_uses_the_shared_one)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct ibv_pd *shared = id->pd;
+
+	ck_assert_int_eq(rdma_create_qp_ex(id, &ex), 0);
+	ck_assert_ptr_eq(id->qp->pd, shared);
+	ck_assert_ptr_eq(id->pd, shared);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+END_TEST
+
+/* The library's own QP: INIT at creation, RTR+RTS and the RTU on the reply. */
+START_TEST(active_connect_with_library_qp)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1};
+	const struct rdma_ucm_connect *sent;
+	struct fake_qp *f;
+
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	f = fake_qp_of(id->qp);
+	ck_assert_int_eq(f->nstates, 1);
+	ck_assert_int_eq(f->states[0], IBV_QPS_INIT);
+	ck_assert_int_eq(rdma_connect(id, &param), 0);
+	sent = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
+	ck_assert_uint_eq(sent->conn_param.qp_num, id->qp->qp_num);
+
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	expect_and_ack(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_int_eq(f->nstates, 3);
+	ck_assert_int_eq(f->states[1], IBV_QPS_RTR);
+	ck_assert_int_eq(f->states[2], IBV_QPS_RTS);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+END_TEST
+
+/*
+ * Issue 15, item 1, active side: an external QP, moved by the
+ * application; CONNECT_RESPONSE reaches it, rdma_establish sends the RTU.
+ */
+START_TEST(active_connect_with_external_qp)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct ibv_qp *qp = external_qp(id, IBV_QPT_RC);
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1,
+					.qp_num = qp->qp_num};
+	const struct rdma_ucm_connect *sent;
+	struct rdma_cm_event *ev;
+
+	move_qp(id, qp, IBV_QPS_INIT);
+	ck_assert_int_eq(rdma_connect(id, &param), 0);
+	sent = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
+	ck_assert_uint_eq(sent->conn_param.qp_num, qp->qp_num);
+	ck_assert_uint_eq(sent->conn_param.valid, 1);
+
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ev = expect_event(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	ck_assert_int_eq(ev->status, 0);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
+	move_qp(id, qp, IBV_QPS_RTR);
+	move_qp(id, qp, IBV_QPS_RTS);
+	ck_assert_int_eq(rdma_establish(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->handle,
+			  kid_of(id));
+	ck_assert_int_eq(fake_qp_of(qp)->nstates, 3);
+
+	/* The library leaves a QP it does not own alone, even on errors. */
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_DISCONNECTED, 0);
+	expect_and_ack(RDMA_CM_EVENT_DISCONNECTED);
+	ck_assert_int_eq(rdma_disconnect(id), 0);
+	ck_assert_int_eq(fake_qp_of(qp)->nstates, 3);
+	destroy_external_qp(qp);
+	rdma_destroy_id(id);
+}
+END_TEST
+
+/* Item 1, passive side: the QP is moved to RTS, accept carries its number. */
+START_TEST(passive_accept_with_external_qp)
+{
+	struct rdma_cm_id *listen = listening_id(RDMA_PS_TCP);
+	struct rdma_cm_event *ev = incoming(listen);
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1};
+	const struct rdma_ucm_accept *sent;
+	struct ibv_qp *qp;
+
+	rdma_ack_cm_event(ev);
+	qp = external_qp(id, IBV_QPT_RC);
+	move_qp(id, qp, IBV_QPS_INIT);
+	move_qp(id, qp, IBV_QPS_RTR);
+	move_qp(id, qp, IBV_QPS_RTS);
+	param.qp_num = qp->qp_num;
+	ck_assert_int_eq(rdma_accept(id, &param), 0);
+	sent = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
+	ck_assert_uint_eq(sent->conn_param.qp_num, qp->qp_num);
+	ck_assert_uint_eq(sent->uid, (uint64_t)(uintptr_t)id);
+	ck_assert_int_eq(fake_qp_of(qp)->nstates, 3); /* untouched */
+
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ESTABLISHED, 0);
+	expect_and_ack(RDMA_CM_EVENT_ESTABLISHED);
+	destroy_external_qp(qp);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+END_TEST
+
+/*
+ * Item 2: a UD request accepted on its child id with a QP the library
+ * made; the SIDR reply needs no further event, and nothing fails.
+ */
+START_TEST(ud_accept_on_child_id)
+{
+	struct rdma_cm_id *listen = listening_id(RDMA_PS_UDP);
+	struct rdma_cm_event *ev = incoming(listen);
+	struct rdma_cm_id *id = ev->id;
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct rdma_conn_param param = {0};
+	const struct rdma_ucm_accept *sent;
+	struct fake_qp *f;
+
+	ck_assert_int_eq(id->qp_type, IBV_QPT_UD);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	f = fake_qp_of(id->qp);
+	ck_assert_int_eq(f->nstates, 3);
+	ck_assert_int_eq(f->states[2], IBV_QPS_RTS);
+	ck_assert_uint_eq(f->last[IBV_QPS_INIT].qkey, RDMA_UDP_QKEY);
+	ck_assert_int_eq(rdma_accept(id, &param), 0);
+	sent = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
+	ck_assert_uint_eq(sent->conn_param.qp_num, id->qp->qp_num);
+	ck_assert_uint_eq(sent->conn_param.qkey, RDMA_UDP_QKEY);
+	ck_assert(!readable(ch->fd)); /* no event follows a SIDR reply */
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+END_TEST
+
+/* rdma-core's contract: the fd is readable exactly when an event waits. */
+START_TEST(channel_fd_readable_only_with_an_event)
+{
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert(!readable(ch->fd));
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
+	ck_assert(readable(ch->fd));
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert(!readable(ch->fd));
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 7), 0);
+	ck_assert(readable(ch->fd));
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_uint_eq(ev->param.arg, 7);
+	rdma_ack_cm_event(ev);
+	ck_assert(!readable(ch->fd));
+	rdma_destroy_id(id);
+}
+END_TEST
+
+static Suite *conn_suite(void)
+{
+	Suite *s = suite_create("conn");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, pd_comes_with_the_device);
+	tcase_add_test(tc, bound_listener_and_its_requests_have_the_pd);
+	tcase_add_test(tc, qp_without_pd_uses_the_shared_one);
+	tcase_add_test(tc, active_connect_with_library_qp);
+	tcase_add_test(tc, active_connect_with_external_qp);
+	tcase_add_test(tc, passive_accept_with_external_qp);
+	tcase_add_test(tc, ud_accept_on_child_id);
+	tcase_add_test(tc, channel_fd_readable_only_with_an_event);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(conn_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * A fake of the kernel's rdma_cm device for unit tests and fuzz targets.
+ *
+ * It stands behind the library's one kernel seam (ucma_set_backend): every
+ * command the library writes is recorded and answered the way the kernel
+ * would answer it, from a model of the kernel's ids, their addresses and
+ * their event queues.  A test drives the other side: it queues the events
+ * the kernel would report (fake_ucma_event, fake_ucma_conn_req), at any
+ * moment and from any thread, and reads back what the library sent.
+ *
+ * Each open of the device is a real eventfd that is readable exactly while
+ * the queue behind it holds an event, as the kernel's fd is, so poll(2),
+ * epoll and blocking rdma_get_cm_event behave as on the real device.  A
+ * GET_EVENT on an empty, blocking queue waits for a test thread to queue an
+ * event; one that would wait for ever fails the test instead.
+ *
+ * One fake per process; not for use from several test processes at once.
+ */
+#ifndef FAKE_UCMA_H
+#define FAKE_UCMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ucma_abi.h"
+
+/* The fake's answer to QUERY_ROUTE / QUERY: the device the ids bind to. */
+struct fake_ucma_route {
+	uint64_t node_guid; /* network order as the kernel reports; 0: none */
+	uint8_t port_num;
+	uint16_t pkey; /* network order */
+	uint8_t sgid[16], dgid[16];
+};
+
+/* A kernel id as the fake sees it. */
+struct fake_kid {
+	uint32_t handle;
+	uint64_t uid; /* the library's cookie, echoed in events */
+	int fd; /* the device open (channel) it belongs to */
+	uint16_t ps;
+	uint8_t qp_type;
+	bool live;
+	bool listening;
+	bool route_resolved;
+	uint32_t events_reported; /* events handed out by GET_EVENT */
+	struct sockaddr_storage src, dst;
+};
+
+/* One command the library sent. */
+struct fake_cmd {
+	uint32_t cmd; /* RDMA_USER_CM_CMD_* */
+	int fd;
+	uint32_t handle; /* the id (or group) it names; 0 when none */
+	uint16_t in_len;
+	uint8_t body[512];
+};
+
+/* Reset the model and put the fake behind the library.  Idempotent. */
+void fake_ucma_install(void);
+/* Forget everything and give the library back to the kernel. */
+void fake_ucma_uninstall(void);
+
+/* What QUERY_ROUTE and QUERY report from now on. */
+void fake_ucma_set_route(const struct fake_ucma_route *route);
+
+/* --- the kernel's ids ---------------------------------------------------- */
+
+struct fake_kid *fake_ucma_kid(uint32_t handle);
+/* The kernel id whose uid is this library id (cma_id_private *). */
+struct fake_kid *fake_ucma_kid_of(const void *uid);
+
+/* --- events: what the kernel reports ------------------------------------ */
+
+/*
+ * Queue an event for a kernel id, as the kernel reports it (uid, id).  The
+ * returned response may be filled further (param, ece) until the library
+ * reads it.  NULL if the id is unknown.
+ */
+struct rdma_ucm_event_resp *fake_ucma_event(uint32_t handle, uint32_t event,
+					    int status);
+/*
+ * A CONNECT_REQUEST on a listener: the kernel makes a new id for it, on
+ * the listener's fd, and reports it with the listener's uid.  *child gets
+ * the new id's handle.
+ */
+struct rdma_ucm_event_resp *fake_ucma_conn_req(uint32_t listen_handle,
+					       uint32_t *child);
+/* A multicast event for a group handle from JOIN_MCAST. */
+struct rdma_ucm_event_resp *fake_ucma_mc_event(uint32_t mc_handle,
+					       uint32_t event, int status);
+/* Events queued on a device fd and not yet read. */
+int fake_ucma_queued(int fd);
+
+/* --- commands: what the library sent ------------------------------------ */
+
+int fake_ucma_ncmds(void);
+const struct fake_cmd *fake_ucma_cmd(int i);
+/* How many commands of a kind were sent (since install or clear). */
+int fake_ucma_count(uint32_t cmd);
+/* The last command of a kind, NULL if none. */
+const struct fake_cmd *fake_ucma_last(uint32_t cmd);
+void fake_ucma_clear_log(void);
+
+/* The next command of this kind fails with err (once). */
+void fake_ucma_fail_next(uint32_t cmd, int err);
+
+/*
+ * Called for every command after the fake's own answer, with the response
+ * buffer (NULL/0 for commands without one): may change the answer, or
+ * return an errno to fail the command.  Fuzz targets answer with their
+ * input this way.  NULL removes the hook.
+ */
+typedef int (*fake_ucma_hook_fn)(const struct fake_cmd *cmd, void *resp,
+				 size_t resp_len);
+void fake_ucma_set_hook(fake_ucma_hook_fn hook);
+
+#endif /* FAKE_UCMA_H */
