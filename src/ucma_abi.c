@@ -41,13 +41,14 @@ static int ucma_abi_version_kernel(void)
 	return version;
 }
 
-static const struct ucma_backend ucma_kernel = {
-	.write = ucma_write_syscall,
-	.open = ucma_open_kernel,
-	.abi_version = ucma_abi_version_kernel,
-};
+#define UCMA_KERNEL_BACKEND                                                    \
+	{                                                                      \
+		.write = ucma_write_syscall, .open = ucma_open_kernel,         \
+		.abi_version = ucma_abi_version_kernel,                        \
+	}
 
-static struct ucma_backend ucma_backend = ucma_kernel;
+static const struct ucma_backend ucma_kernel = UCMA_KERNEL_BACKEND;
+static struct ucma_backend ucma_backend = UCMA_KERNEL_BACKEND;
 
 void ucma_set_backend(const struct ucma_backend *backend)
 {

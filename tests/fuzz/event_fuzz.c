@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: @library
+// FUZZ_SOURCES: @library tests/unit/fake_ucma.c
 /*
  * Kernel events -> rdma_cm_event translation with arbitrary kernel answers.
  *
- * A fake rdma_cm device (ucma_set_writer, as in tests/unit/event_test.c)
+ * The fake kernel device (tests/unit/fake_ucma.h), through its hook,
  * answers every command that has a response -- GET_EVENT and the queries
  * the library makes while translating (QUERY_ROUTE, QUERY, INIT_QP_ATTR)
  * -- with the next bytes of the input, zero-filled when it runs out; the
@@ -25,15 +25,22 @@
 #include <string.h>
 
 #include "cma.h"
-#include "ucma_abi.h"
+#include "fake_ucma.h"
 
 static struct rdma_event_channel *channel;
 
-/* One channel around the fake device's fd 1000, for the whole run. */
+/*
+ * One private channel on the fake device for the whole run: a blocking
+ * read of it returns what the hook answers, EAGAIN when the input ends.
+ */
 static struct rdma_event_channel *cma_fuzz_channel(void)
 {
-	if (!channel)
-		channel = cma_channel_from_fd(1000);
+	if (!channel) {
+		fake_ucma_install();
+		channel = cma_channel_create();
+		if (!channel)
+			abort();
+	}
 	return channel;
 }
 
@@ -55,25 +62,12 @@ static void take(void *dst, size_t n)
 	in_left -= k;
 }
 
-static void *response_of(const struct rdma_ucm_cmd_hdr *hdr)
-{
-	const uint8_t *body = (const uint8_t *)(hdr + 1);
-	uint64_t p;
-
-	/* CREATE_ID carries the uid first; every other command the response. */
-	memcpy(&p, body + (hdr->cmd == RDMA_USER_CM_CMD_CREATE_ID ? 8 : 0),
-	       sizeof(p));
-	return (void *)(uintptr_t)p;
-}
-
 static int fake_get_event(struct rdma_ucm_event_resp *resp)
 {
 	uint8_t sel[2];
 
-	if (!in_left) {
-		errno = EAGAIN;
-		return -1;
-	}
+	if (!in_left)
+		return EAGAIN;
 	take(sel, sizeof(sel));
 	take(resp, sizeof(*resp));
 	resp->event = sel[0] % 24;
@@ -85,23 +79,14 @@ static int fake_get_event(struct rdma_ucm_event_resp *resp)
 	return 0;
 }
 
-static ssize_t fake_device(int fd, const void *buf, size_t len)
+/* The kernel's answers, all from the input; the model is not asked. */
+static int fuzz_answer(const struct fake_cmd *cmd, void *resp, size_t len)
 {
-	const struct rdma_ucm_cmd_hdr *hdr = buf;
-	void *resp;
-
-	if (fd != 1000) {
-		errno = EBADF;
-		return -1;
-	}
-	if (!hdr->out)
-		return (ssize_t)len; /* reject, accept (RTU), ...: accepted */
-	resp = response_of(hdr);
-	switch (hdr->cmd) {
+	if (!resp)
+		return 0; /* reject, accept (RTU), ...: accepted */
+	switch (cmd->cmd) {
 	case RDMA_USER_CM_CMD_GET_EVENT:
-		if (fake_get_event(resp))
-			return -1;
-		break;
+		return fake_get_event(resp);
 	case RDMA_USER_CM_CMD_DESTROY_ID:
 	case RDMA_USER_CM_CMD_LEAVE_MCAST:
 	case RDMA_USER_CM_CMD_MIGRATE_ID:
@@ -110,13 +95,11 @@ static ssize_t fake_device(int fd, const void *buf, size_t len)
 		 * acks forever, as it should: the harness acks everything
 		 * itself, so report none.
 		 */
-		memset(resp, 0, hdr->out);
-		break;
-	default:
-		take(resp, hdr->out);
-		break;
+		memset(resp, 0, len);
+		return 0;
 	}
-	return (ssize_t)len;
+	take(resp, len);
+	return 0;
 }
 
 static void make_ids(void)
@@ -199,7 +182,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *new_id;
 
-	ucma_set_writer(fake_device);
+	cma_fuzz_channel();
+	fake_ucma_set_hook(fuzz_answer);
 	in_p = data;
 	in_left = size;
 	make_ids();

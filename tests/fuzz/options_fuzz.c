@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: @library
+// FUZZ_SOURCES: @library tests/unit/fake_ucma.c
 /*
  * rdma_set_option() with arbitrary levels, names and buffers.
  *
  * The call must either refuse the buffer (-1 with ENOPROTOOPT, EINVAL or
- * EFAULT) or hand the kernel exactly the caller's bytes: the fake device
- * below reads the whole buffer the command points at, as the kernel's
- * copy_from_user would, so AddressSanitizer sees any length that does not
- * match the buffer.
+ * EFAULT) or hand the kernel exactly the caller's bytes: the hook on the
+ * fake kernel device (tests/unit/fake_ucma.h) reads the whole buffer the
+ * command points at, as the kernel's copy_from_user would, so
+ * AddressSanitizer sees any length that does not match the buffer.
  *
  * Input: one flags byte (bit 0: pass a NULL buffer), the level and the
  * option name (4 bytes each, little-endian), then the option value; its
@@ -20,35 +20,29 @@
 #include <string.h>
 
 #include "cma.h"
-#include "ucma_abi.h"
+#include "fake_ucma.h"
 
-static struct rdma_event_channel *channel;
-
-/* One channel around the fake device's fd 1000, for the whole run. */
-static struct rdma_event_channel *cma_fuzz_channel(void)
-{
-	if (!channel)
-		channel = cma_channel_from_fd(1000);
-	return channel;
-}
 static struct rdma_ucm_set_option last_cmd;
 static unsigned int sink;
 
-static ssize_t fake_device(int fd, const void *buf, size_t len)
+static int kernel_side(const struct fake_cmd *cmd, void *resp, size_t len)
 {
-	const struct rdma_ucm_cmd_hdr *hdr = buf;
 	const uint8_t *val;
 	uint32_t i;
 
-	if (hdr->cmd != RDMA_USER_CM_CMD_SET_OPTION ||
-	    len != sizeof(*hdr) + sizeof(last_cmd) ||
-	    hdr->in != sizeof(last_cmd))
+	(void)resp;
+	(void)len;
+	if (cmd->cmd == RDMA_USER_CM_CMD_CREATE_ID)
+		return FAKE_UCMA_MODEL; /* the harness's one id */
+	if (cmd->cmd != RDMA_USER_CM_CMD_SET_OPTION ||
+	    cmd->len != sizeof(cmd->hdr) + sizeof(last_cmd) ||
+	    cmd->hdr.in != sizeof(last_cmd))
 		abort(); /* nothing else may reach the kernel */
-	memcpy(&last_cmd, hdr + 1, sizeof(last_cmd));
+	memcpy(&last_cmd, cmd->body, sizeof(last_cmd));
 	val = (const uint8_t *)(uintptr_t)last_cmd.optval;
 	for (i = 0; i < last_cmd.optlen; i++)
 		sink += val[i];
-	return (ssize_t)len;
+	return 0;
 }
 
 /* Options the library keeps to itself (no SET_OPTION command). */
@@ -88,7 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct cma_id_private *id;
+	static struct rdma_event_channel *channel;
+	static struct rdma_cm_id *id;
+	static uint32_t handle;
 	int level, optname, ret;
 	size_t optlen;
 	void *optval;
@@ -96,12 +92,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 9)
 		return 0;
 	if (!id) {
-		ucma_set_writer(fake_device);
-		id = cma_id_alloc(cma_fuzz_channel(), NULL, RDMA_PS_TCP,
-				  IBV_QPT_RC);
-		if (!id)
+		fake_ucma_install();
+		fake_ucma_set_hook(kernel_side);
+		channel = rdma_create_event_channel();
+		if (!channel || rdma_create_id(channel, &id, NULL, RDMA_PS_TCP))
 			abort();
-		id->handle = 5;
+		handle = cma_id_priv(id)->handle;
 	}
 	level = (int)le32(data + 1);
 	optname = (int)le32(data + 5);
@@ -113,10 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&last_cmd, 0, sizeof(last_cmd));
 	errno = 0;
-	ret = rdma_set_option(&id->id, level, optname, optval, optlen);
+	ret = rdma_set_option(id, level, optname, optval, optlen);
 	if (ret == 0 && last_cmd.optval) {
 		/* Passed on: the kernel got the caller's option unchanged. */
-		if (last_cmd.id != id->handle || (int)last_cmd.level != level ||
+		if (last_cmd.id != handle || (int)last_cmd.level != level ||
 		    (int)last_cmd.optname != optname ||
 		    last_cmd.optlen != optlen ||
 		    last_cmd.optval != (uint64_t)(uintptr_t)optval)

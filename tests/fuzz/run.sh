@@ -5,8 +5,9 @@
 # comment among its first 10 lines names the library sources it is built
 # with:
 #     // FUZZ_SOURCES: src/a.c src/b.c
-# or "// FUZZ_SOURCES: @library" for every source of the library (targets
-# that drive the id/event machinery, which reaches every module).
+# where "@library" stands for every source of the library (targets that
+# drive the id/event machinery, which reaches every module); those add
+# tests/unit/fake_ucma.c, the fake kernel device the unit tests use.
 # Its seed inputs live in tests/fuzz/corpus/<name>/ (optional).  Each target
 # is compiled with clang -fsanitize=fuzzer,address,undefined against
 # include/, src/ and the build tree's config.h, then run for FUZZ_TIME
@@ -58,11 +59,14 @@ fuzz_sources() {
 	local line
 	line=$(head -n 10 "$1" |
 		sed -n 's|^[[:space:]]*//[[:space:]]*FUZZ_SOURCES:||p' | head -n 1)
-	if [ "$(echo $line)" = @library ]; then
-		(cd "$repo" && ls src/*.c src/rsocket/*.c)
-	else
-		echo "$line"
-	fi
+	local word
+	for word in $line; do
+		if [ "$word" = @library ]; then
+			(cd "$repo" && ls src/*.c src/rsocket/*.c)
+		else
+			echo "$word"
+		fi
+	done
 }
 
 build_target() {
@@ -77,7 +81,7 @@ build_target() {
 	"$cc" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
 		-Wall -Wno-unused-parameter -pthread \
-		-I"$build" -I"$repo/include" -I"$repo/src" "${cflags[@]}" \
+		-I"$build" -I"$repo/include" -I"$repo/src" -I"$repo/tests/unit" "${cflags[@]}" \
 		"$src" ${files[@]+"${files[@]}"} -o "$bin" "${libs[@]}"
 }
 

@@ -54,6 +54,7 @@ static struct fake_cmd *log_cmds;
 static int log_len, log_cap;
 static uint32_t fail_cmd;
 static int fail_err;
+static size_t short_len;
 static fake_ucma_hook_fn hook;
 static struct fake_ucma_route route;
 
@@ -649,7 +650,8 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 {
 	const struct rdma_ucm_cmd_hdr *hdr = buf;
 	const void *body = hdr + 1;
-	struct fake_cmd c = {.cmd = hdr->cmd, .fd = fd, .in_len = hdr->in};
+	struct fake_cmd c = {
+		.cmd = hdr->cmd, .fd = fd, .hdr = *hdr, .len = len};
 	size_t off = fake_handle_offset(hdr->cmd);
 	void *out = fake_response_of(hdr->cmd, body);
 	struct fake_dev *dev;
@@ -669,15 +671,21 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 	}
 	if (hdr->cmd != RDMA_USER_CM_CMD_GET_EVENT)
 		fake_log(&c);
-	if (fail_cmd == hdr->cmd && fail_err) {
+	err = hook ? hook(&c, out, out ? hdr->out : 0) : FAKE_UCMA_MODEL;
+	if (err != FAKE_UCMA_MODEL) {
+		/* answered by the test's hook */
+	} else if (fail_err &&
+		   (fail_cmd == hdr->cmd || fail_cmd == FAKE_UCMA_ANY_CMD)) {
 		err = fail_err;
 		fail_err = 0;
 	} else {
 		err = fake_answer(dev, hdr->cmd, body,
 				  fake_kid_locked(c.handle), out, hdr->out);
 	}
-	if (!err && hook)
-		err = hook(&c, out, out ? hdr->out : 0);
+	if (!err && short_len) {
+		len = short_len;
+		short_len = 0;
+	}
 	pthread_mutex_unlock(&fake_lock);
 	if (err) {
 		errno = err;
@@ -708,6 +716,7 @@ void fake_ucma_install(void)
 	nkids = nmcs = 0;
 	log_len = 0;
 	fail_err = 0;
+	short_len = 0;
 	hook = NULL;
 	memset(&route, 0, sizeof(route));
 	route.port_num = 1;
@@ -807,6 +816,13 @@ void fake_ucma_fail_next(uint32_t cmd, int err)
 	pthread_mutex_lock(&fake_lock);
 	fail_cmd = cmd;
 	fail_err = err;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ucma_short_next(size_t n)
+{
+	pthread_mutex_lock(&fake_lock);
+	short_len = n;
 	pthread_mutex_unlock(&fake_lock);
 }
 

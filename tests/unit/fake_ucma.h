@@ -49,12 +49,13 @@ struct fake_kid {
 	struct sockaddr_storage src, dst;
 };
 
-/* One command the library sent. */
+/* One command the library sent (GET_EVENT is not recorded). */
 struct fake_cmd {
 	uint32_t cmd; /* RDMA_USER_CM_CMD_* */
 	int fd;
 	uint32_t handle; /* the id (or group) it names; 0 when none */
-	uint16_t in_len;
+	struct rdma_ucm_cmd_hdr hdr; /* as written */
+	size_t len; /* bytes written: header and body */
 	uint8_t body[512];
 };
 
@@ -104,15 +105,22 @@ int fake_ucma_count(uint32_t cmd);
 const struct fake_cmd *fake_ucma_last(uint32_t cmd);
 void fake_ucma_clear_log(void);
 
+/* Any command, for fake_ucma_fail_next. */
+#define FAKE_UCMA_ANY_CMD UINT32_MAX
 /* The next command of this kind fails with err (once). */
 void fake_ucma_fail_next(uint32_t cmd, int err);
+/* The next write is taken only in part: n bytes (once). */
+void fake_ucma_short_next(size_t n);
 
 /*
- * Called for every command after the fake's own answer, with the response
- * buffer (NULL/0 for commands without one): may change the answer, or
- * return an errno to fail the command.  Fuzz targets answer with their
- * input this way.  NULL removes the hook.
+ * Called for every command before the model answers it, with the response
+ * buffer (NULL/0 for commands without one).  It returns FAKE_UCMA_MODEL to
+ * let the model answer, 0 when it answered the command itself, or an errno
+ * to fail it.  Fuzz targets answer with their input this way; tests check
+ * what reaches the kernel.  It runs under the fake's lock: it must not call
+ * fake_ucma_* functions.  NULL removes the hook.
  */
+#define FAKE_UCMA_MODEL (-1)
 typedef int (*fake_ucma_hook_fn)(const struct fake_cmd *cmd, void *resp,
 				 size_t resp_len);
 void fake_ucma_set_hook(fake_ucma_hook_fn hook);
