@@ -75,13 +75,6 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	return ch;
 }
 
-struct rdma_event_channel *cma_channel_from_fd(int kfd)
-{
-	struct cma_channel *ch = cma_channel_alloc(kfd);
-
-	return ch ? &ch->pub : NULL;
-}
-
 /* Wrap the kernel fd in an epoll set: the fd the application polls. */
 static int cma_channel_make_pollable(struct cma_channel *ch)
 {

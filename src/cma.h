@@ -258,8 +258,6 @@ int cma_check_id(const struct rdma_cm_id *id);
 /* A private channel: its fd is the kernel's, nobody else polls it. */
 struct rdma_event_channel *cma_channel_create(void);
 void cma_channel_destroy(struct rdma_event_channel *channel);
-/* A private channel around an fd already open (unit tests' fake device). */
-struct rdma_event_channel *cma_channel_from_fd(int kfd);
 
 /*
  * Timers run from rdma_get_cm_event() on their channel (in whichever

@@ -55,14 +55,6 @@ void ucma_set_backend(const struct ucma_backend *backend)
 	ucma_backend = backend ? *backend : ucma_kernel;
 }
 
-ucma_writer_fn ucma_set_writer(ucma_writer_fn writer)
-{
-	ucma_writer_fn old = ucma_backend.write;
-
-	ucma_backend.write = writer ? writer : ucma_write_syscall;
-	return old;
-}
-
 int ucma_open_device(void)
 {
 	return ucma_backend.open();

@@ -7,7 +7,7 @@
  * device.  The functions take plain values, build the command exactly as
  * <rdma/rdma_user_cm.h> lays it out, and return 0 or -1 with errno set.
  * Nothing in this file knows about rdma_cm_id: that keeps the marshalling
- * testable against a fake device (see ucma_set_writer()).
+ * testable against a fake device (see ucma_set_backend()).
  */
 #ifndef CMA_UCMA_ABI_H
 #define CMA_UCMA_ABI_H
@@ -40,10 +40,6 @@ struct ucma_backend {
 	int (*abi_version)(void); /* -1 when no device */
 };
 void ucma_set_backend(const struct ucma_backend *backend);
-
-/* Replace only the command writer (older tests); returns the previous. */
-typedef ssize_t (*ucma_writer_fn)(int fd, const void *buf, size_t len);
-ucma_writer_fn ucma_set_writer(ucma_writer_fn writer);
 
 int ucma_cmd_create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
 		       uint32_t *handle);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cma.h"
+#include "fake_ucma.h"
 
 /* --- helpers ----------------------------------------------------------- */
 
@@ -801,7 +802,8 @@ START_TEST(test_async_resolve_reports_events)
 	struct rdma_addrinfo hints, *info = NULL;
 	struct rdma_cm_event *ev;
 
-	async_id->id.channel = cma_channel_from_fd(-1); /* never read */
+	fake_ucma_install(); /* the kernel side: never read */
+	async_id->id.channel = cma_channel_create();
 	ck_assert_ptr_nonnull(async_id->id.channel);
 	ck_assert_int_eq(
 		rdma_resolve_addrinfo(&async_id->id, "192.0.2.1", "1", NULL),
@@ -828,6 +830,7 @@ START_TEST(test_async_resolve_reports_events)
 	ck_assert_uint_eq(async_id->lib_events, 0);
 
 	cma_channel_destroy(async_id->id.channel);
+	fake_ucma_uninstall();
 	cma_id_free(async_id);
 }
 END_TEST

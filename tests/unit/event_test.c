@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for src/event.c: kernel events scripted through a fake device
- * become rdma_cm_events with the right id, parameters and private data,
+ * Unit tests for src/event.c: kernel events queued on the fake kernel
+ * device (fake_ucma) become rdma_cm_events with the right id, parameters and private data,
  * events the library consumes are accounted for, and acks reach the right
  * counters.  No kernel and no RDMA device are needed.
  */
@@ -12,101 +12,35 @@
 #include <string.h>
 
 #include "cma.h"
-#include "ucma_abi.h"
-
-#define MAX_SCRIPT 4
-#define MAX_SEEN 16
-
-static struct rdma_ucm_event_resp script[MAX_SCRIPT];
-static int script_len, script_pos;
-static uint32_t seen_cmds[MAX_SEEN];
-static uint32_t seen_ids[MAX_SEEN];
-static int seen;
-static int fail_cmd = -1; /* this command fails with EIO */
+#include "fake_ucma.h"
 
 static struct rdma_event_channel *channel;
-
-static uint64_t response_ptr(const void *body)
-{
-	uint64_t p;
-
-	memcpy(&p, body, sizeof(p));
-	return p;
-}
-
-static void record(uint32_t cmd, const void *body)
-{
-	uint32_t id = 0;
-
-	if (cmd == RDMA_USER_CM_CMD_REJECT)
-		memcpy(&id, body, sizeof(id)); /* id comes first */
-	else if (cmd == RDMA_USER_CM_CMD_DESTROY_ID ||
-		 cmd == RDMA_USER_CM_CMD_QUERY_ROUTE)
-		memcpy(&id, (const uint8_t *)body + 8, sizeof(id));
-	if (seen < MAX_SEEN) {
-		seen_cmds[seen] = cmd;
-		seen_ids[seen++] = id;
-	}
-}
-
-static ssize_t fake_device(int fd, const void *buf, size_t len)
-{
-	const struct rdma_ucm_cmd_hdr *hdr = buf;
-	const void *body = hdr + 1;
-
-	ck_assert_int_eq(fd, 100);
-	record(hdr->cmd, body);
-	if ((int)hdr->cmd == fail_cmd) {
-		errno = EIO;
-		return -1;
-	}
-	switch (hdr->cmd) {
-	case RDMA_USER_CM_CMD_GET_EVENT:
-		if (script_pos == script_len) {
-			errno = EAGAIN;
-			return -1;
-		}
-		memcpy((void *)(uintptr_t)response_ptr(body),
-		       &script[script_pos++], sizeof(script[0]));
-		break;
-	case RDMA_USER_CM_CMD_QUERY_ROUTE:
-	case RDMA_USER_CM_CMD_DESTROY_ID:
-		/* all zero: no device GUID, no events reported */
-		break;
-	}
-	return (ssize_t)len;
-}
-
 static struct cma_id_private *id;
 
 static void setup(void)
 {
-	memset(script, 0, sizeof(script));
-	script_len = script_pos = seen = 0;
-	fail_cmd = -1;
-	ucma_set_writer(fake_device);
-	channel = cma_channel_from_fd(100);
+	fake_ucma_install();
+	channel = cma_channel_create();
 	ck_assert_ptr_nonnull(channel);
 	id = cma_id_alloc(channel, (void *)0x1234, RDMA_PS_TCP, IBV_QPT_RC);
 	ck_assert_ptr_nonnull(id);
-	id->handle = 7;
+	ck_assert_int_eq(cma_id_create_kernel(id), 0);
 }
 
 static void teardown(void)
 {
 	cma_id_free(id);
-	cma_channel_destroy(channel); /* closes fd 100, which was never open */
-	ucma_set_writer(NULL);
+	cma_channel_destroy(channel);
+	fake_ucma_uninstall();
 }
 
-static struct rdma_ucm_event_resp *push(void *uid, uint32_t event,
-					int32_t status)
+/* The kernel reports an event for the test's id. */
+static struct rdma_ucm_event_resp *push(uint32_t event, int32_t status)
 {
-	struct rdma_ucm_event_resp *r = &script[script_len++];
+	struct rdma_ucm_event_resp *r =
+		fake_ucma_event(id->handle, event, status);
 
-	r->uid = (uint64_t)(uintptr_t)uid;
-	r->event = event;
-	r->status = (uint32_t)status;
+	ck_assert_ptr_nonnull(r);
 	return r;
 }
 
@@ -115,7 +49,7 @@ START_TEST(established_copies_private_data)
 	struct rdma_ucm_event_resp *r;
 	struct rdma_cm_event *ev;
 
-	r = push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	r = push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	memcpy(r->param.conn.private_data, "welcome", 8);
 	r->param.conn.private_data_len = 8;
 	r->param.conn.responder_resources = 4;
@@ -145,7 +79,7 @@ START_TEST(initiator_known_from_the_connection_events)
 	struct rdma_cm_event *ev;
 	int v = -1;
 
-	push(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	push(RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
 	ck_assert_int_eq(rdma_get_option(&id->id, RDMA_OPTION_ID,
@@ -156,7 +90,7 @@ START_TEST(initiator_known_from_the_connection_events)
 	rdma_ack_cm_event(ev);
 
 	id->passive = true;
-	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(rdma_get_option(&id->id, RDMA_OPTION_ID,
 					 RDMA_OPTION_ID_INITIATOR, &v,
@@ -171,7 +105,7 @@ START_TEST(no_private_data_means_null_pointer)
 {
 	struct rdma_cm_event *ev;
 
-	push(id, RDMA_CM_EVENT_DISCONNECTED, 0);
+	push(RDMA_CM_EVENT_DISCONNECTED, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_ptr_null(ev->param.conn.private_data);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 0);
@@ -185,7 +119,7 @@ START_TEST(datagram_ids_get_ud_parameters)
 	struct rdma_cm_event *ev;
 
 	id->id.qp_type = IBV_QPT_UD;
-	r = push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	r = push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	r->param.ud.qp_num = 0x55;
 	r->param.ud.qkey = RDMA_UDP_QKEY;
 	r->param.ud.ah_attr.dlid = 3;
@@ -210,7 +144,7 @@ START_TEST(rejected_keeps_status_and_data)
 	struct rdma_ucm_event_resp *r;
 	struct rdma_cm_event *ev;
 
-	r = push(id, RDMA_CM_EVENT_REJECTED, 28);
+	r = push(RDMA_CM_EVENT_REJECTED, 28);
 	memcpy(r->param.conn.private_data, "go away", 7);
 	r->param.conn.private_data_len = 148; /* IB CM pads */
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
@@ -226,8 +160,8 @@ START_TEST(failed_query_turns_into_addr_error)
 {
 	struct rdma_cm_event *ev;
 
-	fail_cmd = RDMA_USER_CM_CMD_QUERY_ROUTE;
-	push(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_QUERY_ROUTE, EIO);
+	push(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_ERROR);
 	ck_assert_int_eq(ev->status, -EIO);
@@ -243,19 +177,22 @@ END_TEST
 START_TEST(unusable_request_is_refused_and_hidden)
 {
 	struct rdma_cm_event *ev;
+	uint32_t child = 0;
+	int i;
 
-	push(id, RDMA_CM_EVENT_CONNECT_REQUEST, 0)->id = 31;
-	push(id, RDMA_CM_EVENT_ADDR_CHANGE, 0);
+	ck_assert_ptr_nonnull(fake_ucma_conn_req(id->handle, &child));
+	push(RDMA_CM_EVENT_ADDR_CHANGE, 0);
+	fake_ucma_clear_log();
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_CHANGE);
 	ck_assert_uint_eq(id->events_completed, 1);
-	ck_assert_int_eq(seen, 5);
-	ck_assert_uint_eq(seen_cmds[1], RDMA_USER_CM_CMD_QUERY_ROUTE);
-	ck_assert_uint_eq(seen_ids[1], 31);
-	ck_assert_uint_eq(seen_cmds[2], RDMA_USER_CM_CMD_REJECT);
-	ck_assert_uint_eq(seen_ids[2], 31);
-	ck_assert_uint_eq(seen_cmds[3], RDMA_USER_CM_CMD_DESTROY_ID);
-	ck_assert_uint_eq(seen_ids[3], 31);
+	ck_assert_int_eq(fake_ucma_ncmds(), 3);
+	ck_assert_uint_eq(fake_ucma_cmd(0)->cmd, RDMA_USER_CM_CMD_QUERY_ROUTE);
+	ck_assert_uint_eq(fake_ucma_cmd(1)->cmd, RDMA_USER_CM_CMD_REJECT);
+	ck_assert_uint_eq(fake_ucma_cmd(2)->cmd, RDMA_USER_CM_CMD_DESTROY_ID);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(fake_ucma_cmd(i)->handle, child);
+	ck_assert(!fake_ucma_kid(child)->live);
 	rdma_ack_cm_event(ev);
 	ck_assert_uint_eq(id->events_completed, 2);
 }
@@ -266,9 +203,9 @@ START_TEST(answers_after_a_library_failure_are_swallowed)
 	struct rdma_cm_event *ev;
 
 	id->connect_error = true;
-	push(id, RDMA_CM_EVENT_REJECTED, 28);
-	push(id, RDMA_CM_EVENT_DISCONNECTED, 0);
-	push(id, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	push(RDMA_CM_EVENT_REJECTED, 28);
+	push(RDMA_CM_EVENT_DISCONNECTED, 0);
+	push(RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
 	ck_assert_uint_eq(id->events_completed, 2);
@@ -282,7 +219,9 @@ START_TEST(multicast_error_names_group_context)
 	struct rdma_cm_event *ev;
 
 	pthread_cond_init(&mc.cond, NULL);
-	push(&mc, RDMA_CM_EVENT_MULTICAST_ERROR, -ETIMEDOUT);
+	/* The kernel names the group by the uid the join gave it. */
+	push(RDMA_CM_EVENT_MULTICAST_ERROR, -ETIMEDOUT)->uid =
+		(uint64_t)(uintptr_t)&mc;
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_ptr_eq(ev->id, &id->id);
 	ck_assert_ptr_eq(ev->param.ud.private_data, (void *)0x77);
@@ -299,7 +238,7 @@ START_TEST(device_errors_are_returned)
 {
 	struct rdma_cm_event *ev = NULL;
 
-	fail_cmd = RDMA_USER_CM_CMD_GET_EVENT;
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_GET_EVENT, EIO);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), -1);
 	ck_assert_int_eq(errno, EIO);
 	ck_assert_ptr_null(ev);
@@ -312,7 +251,7 @@ START_TEST(library_events_come_first_and_are_counted_apart)
 {
 	struct rdma_cm_event *ev;
 
-	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	ck_assert_int_eq(
 		rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, 5, 0xabcdef),
 		0);
@@ -322,7 +261,8 @@ START_TEST(library_events_come_first_and_are_counted_apart)
 	ck_assert_int_eq(ev->status, 5);
 	ck_assert_uint_eq(ev->param.arg, 0xabcdef);
 	ck_assert_ptr_eq(ev->id, &id->id);
-	ck_assert_int_eq(script_pos, 0); /* the kernel was not read */
+	/* the kernel was not read */
+	ck_assert_int_eq(fake_ucma_queued(cma_channel_kernel_fd(channel)), 1);
 	rdma_ack_cm_event(ev);
 	ck_assert_uint_eq(id->lib_events, 0);
 	ck_assert_uint_eq(id->events_completed, 0); /* not a kernel event */
@@ -381,7 +321,7 @@ START_TEST(timers_run_from_get_event)
 	cma_timer_start(channel, &test_timer, 10000);
 	cma_timer_stop(channel, &test_timer);
 	ck_assert(!test_timer.armed);
-	push(id, RDMA_CM_EVENT_ESTABLISHED, 0);
+	push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_int_eq(timer_runs, 1);

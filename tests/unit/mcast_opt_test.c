@@ -16,7 +16,7 @@
 #include <sys/un.h>
 
 #include "cma.h"
-#include "ucma_abi.h"
+#include "fake_ucma.h"
 
 /* --- option values --------------------------------------------------- */
 
@@ -377,22 +377,18 @@ static struct rdma_event_channel *channel;
 static struct cma_id_private *ud_id, *rc_id;
 static struct ibv_qp fake_qp;
 
-static ssize_t fake_device(int fd, const void *buf, size_t len)
-{
-	(void)fd;
-	(void)buf;
-	return (ssize_t)len; /* SET_OPTION and the like succeed */
-}
-
+/* Ids with kernel ids on the fake device, bound to no RDMA device. */
 static void ids_setup(void)
 {
-	ucma_set_writer(fake_device);
-	channel = cma_channel_from_fd(-1); /* the fake device ignores fds */
+	fake_ucma_install();
+	channel = cma_channel_create();
 	ck_assert_ptr_nonnull(channel);
 	ud_id = cma_id_alloc(channel, NULL, RDMA_PS_UDP, IBV_QPT_UD);
 	rc_id = cma_id_alloc(channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
 	ck_assert_ptr_nonnull(ud_id);
 	ck_assert_ptr_nonnull(rc_id);
+	ck_assert_int_eq(cma_id_create_kernel(ud_id), 0);
+	ck_assert_int_eq(cma_id_create_kernel(rc_id), 0);
 	memset(&fake_qp, 0, sizeof(fake_qp));
 }
 
@@ -403,7 +399,7 @@ static void ids_teardown(void)
 	cma_id_free(ud_id);
 	cma_id_free(rc_id);
 	cma_channel_destroy(channel);
-	ucma_set_writer(NULL);
+	fake_ucma_uninstall();
 }
 
 START_TEST(set_option_errors)
