@@ -56,17 +56,21 @@ unit_tests() {
 }
 
 run_suite unit unit_tests
-# The same unit tests in the sanitizer configuration (ASan + UBSan).
-asan_unit_tests() {
-	local dir=$BUILD_DIR-asan
+# The same unit tests in a sanitizer build: sanitizer_unit_tests NAME, for
+# $BUILD_DIR-NAME configured with --enable-NAME (asan: ASan + UBSan; tsan:
+# ThreadSanitizer, which stops at its first report).
+sanitizer_unit_tests() {
+	local name=$1 dir=$BUILD_DIR-$1
 	mkdir -p "$dir" || return 1
-	(cd "$dir" && { [ -f Makefile ] || "$repo/configure" -q --enable-asan; } &&
+	(cd "$dir" && { [ -f Makefile ] || "$repo/configure" -q "--enable-$name"; } &&
 		make -s -j"$(nproc)" check TESTS= >/dev/null) || return 1
-	BUILD_DIR=$dir unit_tests | sed 's|unit/|asan/|'
+	BUILD_DIR=$dir TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} unit_tests |
+		sed "s|unit/|$name/|"
 	return "${PIPESTATUS[0]}"
 }
 
-run_suite asan asan_unit_tests
+run_suite asan sanitizer_unit_tests asan
+run_suite tsan sanitizer_unit_tests tsan
 # The release tarball builds, installs and passes its own checks.
 distcheck() {
 	if make -C "$BUILD_DIR" -s distcheck >"$log/distcheck.log" 2>&1; then

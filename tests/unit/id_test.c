@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Unit tests for the id life cycle (src/id.c, src/channel.c): destroy and
+ * migrate while events are in flight, and synchronous ids, against the
+ * fake kernel (fake_ucma).  Where a call must wait for another thread, the
+ * test runs it in a thread of its own and plays the other thread itself.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+
+static struct rdma_event_channel *ch;
+
+static void setup(void)
+{
+	fake_ucma_install();
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+}
+
+static void teardown(void)
+{
+	rdma_destroy_event_channel(ch);
+	fake_ucma_uninstall();
+}
+
+static bool readable(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+static uint32_t handle_of(struct rdma_cm_id *id)
+{
+	return cma_id_priv(id)->handle;
+}
+
+static void push(struct rdma_cm_id *id, enum rdma_cm_event_type type)
+{
+	ck_assert_ptr_nonnull(fake_ucma_event(handle_of(id), type, 0));
+}
+
+/* Wait (bounded) until the library has sent a command of this kind. */
+static void wait_for_cmd(uint32_t cmd, int count)
+{
+	int i;
+
+	for (i = 0; i < 10000 && fake_ucma_count(cmd) < count; i++)
+		usleep(1000);
+	ck_assert_int_ge(fake_ucma_count(cmd), count);
+}
+
+struct call {
+	pthread_t thread;
+	struct rdma_cm_id *id;
+	struct rdma_event_channel *to;
+	int ret;
+	atomic_bool done;
+};
+
+static void *destroy_thread(void *arg)
+{
+	struct call *c = arg;
+
+	c->ret = rdma_destroy_id(c->id);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void *migrate_thread(void *arg)
+{
+	struct call *c = arg;
+
+	c->ret = rdma_migrate_id(c->id, c->to);
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+/* rdma_destroy_id(3): it blocks until every event of the id is acked. */
+START_TEST(destroy_waits_for_the_unacked_event)
+{
+	struct call c = {0};
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(rdma_create_id(ch, &c.id, NULL, RDMA_PS_TCP), 0);
+	push(c.id, RDMA_CM_EVENT_ADDR_ERROR);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_int_eq(pthread_create(&c.thread, NULL, destroy_thread, &c),
+			 0);
+	wait_for_cmd(RDMA_USER_CM_CMD_DESTROY_ID, 1);
+	ck_assert(!atomic_load(&c.done)); /* still holding for the ack */
+	ck_assert_ptr_eq(ev->id, c.id); /* and the event's id is alive */
+	rdma_ack_cm_event(ev);
+	pthread_join(c.thread, NULL);
+	ck_assert_int_eq(c.ret, 0);
+}
+END_TEST
+
+/* Events not yet read go with the id: nothing to wait for, no leak. */
+START_TEST(destroy_drops_unread_events)
+{
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	push(id, RDMA_CM_EVENT_ADDR_ERROR);
+	ck_assert_int_eq(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 1), 0);
+	ck_assert(readable(ch->fd));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!readable(ch->fd));
+	ck_assert_int_eq(fake_ucma_queued(cma_channel_kernel_fd(ch)), 0);
+}
+END_TEST
+
+START_TEST(destroy_and_migrate_refuse_null)
+{
+	ck_assert_int_eq(rdma_destroy_id(NULL), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rdma_migrate_id(NULL, ch), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* The unread event moves to the new channel, whose fd wakes for it. */
+START_TEST(migrate_moves_unread_events)
+{
+	struct rdma_event_channel *to = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	ck_assert_ptr_nonnull(to);
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	push(id, RDMA_CM_EVENT_ADDR_ERROR);
+	push(id, RDMA_CM_EVENT_ROUTE_ERROR);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDR_ERROR);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_migrate_id(id, to), 0);
+	ck_assert_ptr_eq(id->channel, to);
+	ck_assert(!readable(ch->fd));
+	ck_assert(readable(to->fd));
+	ck_assert_int_eq(rdma_get_cm_event(to, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ROUTE_ERROR);
+	ck_assert_ptr_eq(ev->id, id);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(to);
+}
+END_TEST
+
+/* rdma_migrate_id(3) waits for the acks of events already read. */
+START_TEST(migrate_waits_for_the_unacked_event)
+{
+	struct rdma_event_channel *to = rdma_create_event_channel();
+	struct call c = {.to = to};
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(rdma_create_id(ch, &c.id, NULL, RDMA_PS_TCP), 0);
+	push(c.id, RDMA_CM_EVENT_ADDR_ERROR);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_int_eq(pthread_create(&c.thread, NULL, migrate_thread, &c),
+			 0);
+	wait_for_cmd(RDMA_USER_CM_CMD_MIGRATE_ID, 1);
+	ck_assert(!atomic_load(&c.done));
+	rdma_ack_cm_event(ev);
+	pthread_join(c.thread, NULL);
+	ck_assert_int_eq(c.ret, 0);
+	ck_assert_ptr_eq(c.id->channel, to);
+	ck_assert_int_eq(rdma_destroy_id(c.id), 0);
+	rdma_destroy_event_channel(to);
+}
+END_TEST
+
+static void *answer_resolve(void *arg)
+{
+	struct rdma_cm_id **id = arg;
+
+	wait_for_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	fake_ucma_event(handle_of(*id), RDMA_CM_EVENT_ADDR_ERROR,
+			-EHOSTUNREACH);
+	return NULL;
+}
+
+/*
+ * A synchronous id (no channel): the call blocks for its own event, fails
+ * with the event's status, and the event stays in id->event until the next
+ * call on the id.
+ */
+START_TEST(synchronous_call_waits_for_its_event)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	struct rdma_cm_id *id;
+	pthread_t t;
+
+	ck_assert_int_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_ptr_nonnull(id->channel);
+	ck_assert_int_eq(pthread_create(&t, NULL, answer_resolve, &id), 0);
+	ck_assert_int_eq(
+		rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 100), -1);
+	ck_assert_int_eq(errno, EHOSTUNREACH);
+	pthread_join(t, NULL);
+	ck_assert_ptr_nonnull(id->event);
+	ck_assert_int_eq(id->event->event, RDMA_CM_EVENT_ADDR_ERROR);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+static Suite *id_suite(void)
+{
+	Suite *s = suite_create("id");
+	TCase *tc = tcase_create("life cycle");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, destroy_waits_for_the_unacked_event);
+	tcase_add_test(tc, destroy_drops_unread_events);
+	tcase_add_test(tc, destroy_and_migrate_refuse_null);
+	tcase_add_test(tc, migrate_moves_unread_events);
+	tcase_add_test(tc, migrate_waits_for_the_unacked_event);
+	tcase_add_test(tc, synchronous_call_waits_for_its_event);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(id_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
