@@ -34,6 +34,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "env.h"
 
 #define ACM_UNIX_PATH "/run/ibacm.sock"
 #define ACM_PORT_FILE "/run/ibacm.port"
@@ -298,7 +299,7 @@ static int acm_read_port_file(struct acm_endpoint *ep)
 
 static int acm_locate(struct acm_endpoint *ep)
 {
-	const char *env = getenv("RDMA_CM_ACM_SERVICE");
+	const char *env = cma_env("RDMA_CM_ACM_SERVICE");
 	struct stat st;
 
 	if (env && *env) {

@@ -28,6 +28,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "env.h"
 
 #define ACM_TABLE_DEFAULT_PATH "/etc/rdma/ibacm_hosts.data"
 #define ACM_TABLE_MAX_BYTES (16u << 20)
@@ -236,9 +237,9 @@ static struct stat acm_table_stat; /* of the file loaded; st_ino 0: none */
 
 static const char *acm_table_path(void)
 {
-	const char *p = getenv("RDMA_CM_ACM_HOSTS");
+	const char *p = cma_env("RDMA_CM_ACM_HOSTS");
 
-	return p && *p ? p : ACM_TABLE_DEFAULT_PATH;
+	return p ? p : ACM_TABLE_DEFAULT_PATH;
 }
 
 static bool acm_same_file(const struct stat *a, const struct stat *b)

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "env.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
@@ -121,14 +122,14 @@ static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
 static void cma_p2p_read_env(void)
 {
-	const char *v = getenv("RDMA_CM_PEER2PEER");
+	const char *v = cma_env("RDMA_CM_PEER2PEER");
 	char *end;
 	unsigned long ms;
 
 	p2p_env_on = v && v[0] == '1' && !v[1];
-	v = getenv("RDMA_CM_P2P_DEBUG");
+	v = cma_env("RDMA_CM_P2P_DEBUG");
 	p2p_debug_on = v && *v && strcmp(v, "0");
-	v = getenv("RDMA_CM_P2P_HOLD_MS");
+	v = cma_env("RDMA_CM_P2P_HOLD_MS");
 	if (v && *v) {
 		ms = strtoul(v, &end, 10);
 		if (!*end && ms <= 3600000)
