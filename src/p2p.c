@@ -515,6 +515,19 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 		p->peer2peer_mode = 1;
 }
 
+size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv)
+{
+	/* Datagram connects are never p2p (rdma_connect sends them as is). */
+	return id_priv->id.qp_type == IBV_QPT_UD ? 0 : CMA_P2P_HDR_LEN;
+}
+
+size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv)
+{
+	const struct cma_p2p_conn *conn = id_priv->p2p;
+
+	return conn && conn->from_request ? CMA_P2P_HDR_LEN : 0;
+}
+
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam)
 {
@@ -523,9 +536,10 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 
 	if (!conn || !conn->from_request)
 		return 0; /* not a p2p request: nothing to answer in kind */
-	if ((size_t)kparam->private_data_len + CMA_P2P_HDR_LEN >
-	    sizeof(kparam->private_data))
-		return cma_err(EINVAL);
+	if (cma_check_priv_len(
+		    id_priv, (size_t)kparam->private_data_len + CMA_P2P_HDR_LEN,
+		    CMA_PRIV_REP))
+		return -1;
 	rep.port = conn->req_hdr.port;
 	rep.tag = conn->req_hdr.tag;
 	rep.flags = conn->req_hdr.flags;

@@ -180,8 +180,9 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 	bool qp_moved = false;
 	int err;
 
-	if ((size_t)kp.private_data_len + CMA_P2P_HDR_LEN >
-		    sizeof(kp.private_data) ||
+	if (cma_check_priv_len(id_priv,
+			       (size_t)kp.private_data_len + CMA_P2P_HDR_LEN,
+			       CMA_PRIV_REP) ||
 	    (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported))) {
 		err = errno;
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, &conn->key);
@@ -359,9 +360,10 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 
 	if (!id_priv->id.qp)
 		return cma_err(EINVAL); /* adoption moves the id's own QP */
-	if ((size_t)kparam->private_data_len + CMA_P2P_HDR_LEN >
-	    sizeof(req.private_data))
-		return cma_err(EINVAL);
+	if (cma_check_priv_len(
+		    id_priv, (size_t)kparam->private_data_len + CMA_P2P_HDR_LEN,
+		    CMA_PRIV_REQ))
+		return -1;
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return -1;
