@@ -334,6 +334,85 @@ START_TEST(spin_learns_wake_cost)
 }
 END_TEST
 
+/*
+ * A stream rsocket with @len bytes queued as one received message and no
+ * QP: the peer has gone (DISCONNECTED), so a read that wants more than is
+ * queued returns instead of waiting, whatever the bug.
+ */
+static struct rsocket *queued_stream(uint32_t len)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_STREAM);
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(rs);
+	rs->rbuf_size = 4096;
+	rs->rq_size = 4;
+	rs->rbuf = calloc(1, rs->rbuf_size);
+	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
+	ck_assert(rs->rbuf && rs->rmsg);
+	for (i = 0; i < len; i++)
+		rs->rbuf[i] = (uint8_t)(i + 1);
+	rs->rmsg[0].len = len;
+	rs->rmsg_tail = 1;
+	rs->state = RS_DISCONNECTED | RS_READABLE;
+	return rs;
+}
+
+static void free_queued_stream(struct rsocket *rs)
+{
+	free(rs->rbuf);
+	free(rs->rmsg);
+	rs->rbuf = NULL;
+	rs->rmsg = NULL;
+	rs_free(rs);
+}
+
+/*
+ * rrecvmsg accepts up to 1,024 iovecs; all of them are filled.  The read
+ * used to copy only the first 64 and then, with MSG_WAITALL, wait for
+ * data it could never place: with the connection up it never returned.
+ */
+START_TEST(recvmsg_fills_every_iovec)
+{
+	enum { N = 1024 };
+	static uint8_t bytes[N];
+	static struct iovec iov[N];
+	struct rsocket *rs;
+	int i, cnt;
+
+	for (cnt = 65; cnt <= N; cnt += N - 65) {
+		rs = queued_stream(cnt + 1);
+		memset(bytes, 0, sizeof(bytes));
+		for (i = 0; i < cnt; i++) {
+			iov[i].iov_base = &bytes[i];
+			iov[i].iov_len = 1;
+		}
+		ck_assert_int_eq(rs_stream_recvv(rs, iov, cnt, MSG_WAITALL),
+				 cnt);
+		for (i = 0; i < cnt; i++)
+			ck_assert_uint_eq(bytes[i], (uint8_t)(i + 1));
+		/* The byte past the last iovec stays queued for the next read. */
+		ck_assert_int_eq(rs_stream_recvv(rs, iov, 1, 0), 1);
+		ck_assert_uint_eq(bytes[0], (uint8_t)(cnt + 1));
+		free_queued_stream(rs);
+	}
+	/* Partly filled elements carry over between messages too. */
+	rs = queued_stream(100);
+	rs->rmsg[0].len = 30;
+	rs->rmsg[1].len = 70;
+	rs->rmsg_tail = 2;
+	memset(bytes, 0, sizeof(bytes));
+	for (i = 0; i < 80; i++) {
+		iov[i].iov_base = &bytes[i * 2];
+		iov[i].iov_len = i < 10 ? 0 : 2; /* empty ones are skipped */
+	}
+	ck_assert_int_eq(rs_stream_recvv(rs, iov, 80, MSG_WAITALL), 100);
+	for (i = 0; i < 100; i++)
+		ck_assert_uint_eq(bytes[20 + i], (uint8_t)(i + 1));
+	free_queued_stream(rs);
+}
+END_TEST
+
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
@@ -346,6 +425,7 @@ static Suite *rsocket_suite(void)
 	tcase_add_test(tc, iomap_size_encoding);
 	tcase_add_test(tc, credit_sequence_wraps);
 	tcase_add_test(tc, ds_headers_round_trip);
+	tcase_add_test(tc, recvmsg_fills_every_iovec);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("spin");
 	tcase_add_test(tc, spin_window_adapts);
