@@ -413,6 +413,29 @@ START_TEST(recvmsg_fills_every_iovec)
 }
 END_TEST
 
+/* More iovecs than accepted is EINVAL, also when the count wraps an int. */
+START_TEST(recvmsg_iovec_count_bounded)
+{
+	static struct iovec iov[2];
+	uint8_t b[2];
+	struct msghdr msg = {.msg_iov = iov};
+	struct rsocket *rs = queued_stream(2);
+
+	ck_assert_int_eq(rs_insert(rs, 900), 0);
+	iov[0].iov_base = &b[0];
+	iov[0].iov_len = 1;
+	msg.msg_iovlen = 1025;
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	msg.msg_iovlen = ((size_t)1 << 32) + 1; /* (int): 1 */
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	msg.msg_iovlen = 1;
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), 1);
+	free_queued_stream(rs); /* takes it out of the table */
+}
+END_TEST
+
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
@@ -426,6 +449,7 @@ static Suite *rsocket_suite(void)
 	tcase_add_test(tc, credit_sequence_wraps);
 	tcase_add_test(tc, ds_headers_round_trip);
 	tcase_add_test(tc, recvmsg_fills_every_iovec);
+	tcase_add_test(tc, recvmsg_iovec_count_bounded);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("spin");
 	tcase_add_test(tc, spin_window_adapts);
