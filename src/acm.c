@@ -33,6 +33,7 @@
 #include "acm.h"
 #include "cma.h"
 #include "env.h"
+#include "fd_high.h"
 
 #define ACM_USE_CACHE (1u << 0)
 #define ACM_USE_SERVICE (1u << 1)
@@ -109,8 +110,10 @@ static void acm_open_log(void)
 		acm_conf.log_fd = STDERR_FILENO;
 		return;
 	}
-	acm_conf.log_fd = open(
-		s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	acm_conf.log_fd = cma_fd_move_high(
+		open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		     0600),
+		fcntl, close);
 	acm_conf.log_owned = acm_conf.log_fd >= 0;
 }
 

@@ -19,6 +19,7 @@
 
 #include "preload.h"
 #include "env.h"
+#include "fd_high.h"
 
 struct rsp_real rsp_real;
 struct rsp_config rsp_config = {.log_fd = -1};
@@ -129,12 +130,14 @@ static void open_log(void)
 
 	if (!path || !*path)
 		return;
+	/* Above the numbers the program reuses: see fd_high.h. */
 	if (!strcmp(path, "stderr")) {
-		rsp_config.log_fd = rsp_real.fcntl(2, F_DUPFD_CLOEXEC, 100);
+		rsp_config.log_fd = cma_fd_dup_high(2, rsp_real.fcntl);
 		return;
 	}
-	rsp_config.log_fd =
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	rsp_config.log_fd = cma_fd_move_high(
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644),
+		rsp_real.fcntl, rsp_real.close);
 	if (rsp_config.log_fd < 0)
 		fprintf(stderr, "librspreload: cannot open %s: %s\n", path,
 			strerror(errno));

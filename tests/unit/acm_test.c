@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "acm.h"
 #include "cma.h"
+#include "fd_of.h"
 
 static struct cma_acm_ep ep_name(const char *name)
 {
@@ -474,6 +477,42 @@ START_TEST(ep_from_sockaddr)
 }
 END_TEST
 
+/*
+ * RDMA_CM_ACM_LOG's descriptor sits at 500 or above (half a lower
+ * RLIMIT_NOFILE), close-on-exec: a daemon that closes its descriptors
+ * from 3 up and opens its own files must not find ours among them.
+ */
+START_TEST(log_fd_sits_high)
+{
+	char path[] = "/tmp/acm-log.XXXXXX";
+	struct rlimit rl;
+	int fd;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
+	setenv("RDMA_CM_ACM_LOG", path, 1);
+	cma_acm_reconfigure();
+	fd = fd_of(path);
+	ck_assert_int_ge(fd, 500);
+	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	/* A low limit: the upper half of what it allows. */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	cma_acm_reconfigure();
+	fd = fd_of(path);
+	ck_assert_int_ge(fd, 32);
+	ck_assert_int_lt(fd, 64);
+	unsetenv("RDMA_CM_ACM_LOG");
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	cma_acm_reconfigure();
+	ck_assert_int_eq(fd_of(path), -1);
+	unlink(path);
+}
+END_TEST
+
 static Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
@@ -507,6 +546,7 @@ static Suite *acm_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("helpers");
+	tcase_add_test(tc, log_fd_sits_high);
 	tcase_add_test(tc, gid_ip_mapping);
 	tcase_add_test(tc, rate_codes);
 	tcase_add_test(tc, ep_from_sockaddr);

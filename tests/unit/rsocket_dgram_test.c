@@ -9,6 +9,7 @@
 #include <config.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <check.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -282,6 +283,24 @@ START_TEST(malformed_udp_is_dropped)
 }
 END_TEST
 
+/*
+ * A datagram socket's own epoll set is internal: it sits at 500 or above,
+ * close-on-exec, away from the numbers the program reuses.  Its UDP
+ * socket is the rsocket's number and stays where the kernel put it.
+ */
+START_TEST(internal_epoll_fd_sits_high)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_DGRAM);
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(ds_init(rs, AF_INET), 0);
+	ck_assert_int_ge(rs->epfd, 500);
+	ck_assert_int_ne(fcntl(rs->epfd, F_GETFD) & FD_CLOEXEC, 0);
+	ck_assert_int_lt(rs->udp_sock, 500);
+	rs_free(rs);
+}
+END_TEST
+
 static Suite *dgram_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram");
@@ -295,6 +314,7 @@ static Suite *dgram_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("api");
 	tcase_add_test(tc, dgram_socket_calls);
+	tcase_add_test(tc, internal_epoll_fd_sits_high);
 	tcase_add_test(tc, malformed_udp_is_dropped);
 	suite_add_tcase(s, tc);
 	return s;

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "rsocket/rs.h"
+#include "fd_of.h"
+#include <fcntl.h>
+#include <sys/wait.h>
 
 START_TEST(msg_fields_round_trip)
 {
@@ -436,6 +439,67 @@ START_TEST(recvmsg_iovec_count_bounded)
 }
 END_TEST
 
+/*
+ * Run as "rsocket_test --preload-log-child PATH" under librspreload.so
+ * with RDMA_RSOCKET_LOG=PATH: one socket() call starts the preload (and
+ * logs its fallback to TCP here, with no RDMA device); then print which
+ * descriptor holds the log and whether it is close-on-exec.
+ */
+static int preload_log_child(const char *path)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0), fd = fd_of(path);
+
+	printf("%d %d\n", fd, fd < 0 ? 0 : !!(fcntl(fd, F_GETFD) & FD_CLOEXEC));
+	if (s >= 0)
+		close(s);
+	return 0;
+}
+
+/*
+ * The preload's RDMA_RSOCKET_LOG descriptor sits at 500 or above,
+ * close-on-exec, not at the lowest free number a daemon's own files get
+ * next.
+ */
+START_TEST(preload_log_fd_sits_high)
+{
+	char path[] = "/tmp/rsp-log.XXXXXX", out[64] = "", asan[512];
+	const char *old = getenv("ASAN_OPTIONS");
+	int p[2], fd, cloexec = 0, status;
+	ssize_t n;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 1);
+		setenv("LD_PRELOAD", RSP_PRELOAD_DIR "/librspreload.so", 1);
+		setenv("LD_LIBRARY_PATH", RSP_LIB_DIR, 1);
+		setenv("RDMA_RSOCKET_LOG", path, 1);
+		/* An ASan build's preload brings the runtime in after us. */
+		snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
+			 old ? old : "", old ? ":" : "");
+		setenv("ASAN_OPTIONS", asan, 1);
+		execl("/proc/self/exe", "rsocket_test", "--preload-log-child",
+		      path, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(sscanf(out, "%d %d", &fd, &cloexec), 2);
+	ck_assert_int_ge(fd, 500);
+	ck_assert_int_eq(cloexec, 1);
+	unlink(path);
+}
+END_TEST
+
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
@@ -450,6 +514,7 @@ static Suite *rsocket_suite(void)
 	tcase_add_test(tc, ds_headers_round_trip);
 	tcase_add_test(tc, recvmsg_fills_every_iovec);
 	tcase_add_test(tc, recvmsg_iovec_count_bounded);
+	tcase_add_test(tc, preload_log_fd_sits_high);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("spin");
 	tcase_add_test(tc, spin_window_adapts);
@@ -463,11 +528,14 @@ static Suite *rsocket_suite(void)
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(rsocket_suite());
+	SRunner *sr;
 	int failed;
 
+	if (argc == 3 && !strcmp(argv[1], "--preload-log-child"))
+		return preload_log_child(argv[2]);
+	sr = srunner_create(rsocket_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
