@@ -93,21 +93,35 @@ enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 	return CMA_P2P_REJECT_DUP;
 }
 
-int cma_p2p_addr16(const struct sockaddr *sa, uint8_t out[16])
+int cma_p2p_addr16(const void *sa, size_t len, uint8_t out[16])
 {
-	switch (sa->sa_family) {
+	const uint8_t *p = sa;
+	sa_family_t family;
+
+	/* Bytes, not members: nothing here assumes @sa's alignment. */
+	if (len < sizeof(family))
+		return -1;
+	memcpy(&family, p + offsetof(struct sockaddr, sa_family),
+	       sizeof(family));
+	switch (family) {
 	case AF_INET:
+		if (len < sizeof(struct sockaddr_in))
+			return -1;
 		memset(out, 0, 10);
 		out[10] = 0xff;
 		out[11] = 0xff;
-		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr,
-		       4);
+		memcpy(out + 12, p + offsetof(struct sockaddr_in, sin_addr), 4);
 		return 0;
 	case AF_INET6:
-		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		if (len < sizeof(struct sockaddr_in6))
+			return -1;
+		memcpy(out, p + offsetof(struct sockaddr_in6, sin6_addr), 16);
 		return 0;
 	case AF_IB:
-		memcpy(out, &((const struct sockaddr_ib *)sa)->sib_addr, 16);
+		/* Not in a QUERY_ROUTE reply's sockaddr_in6-sized slots. */
+		if (len < sizeof(struct sockaddr_ib))
+			return -1;
+		memcpy(out, p + offsetof(struct sockaddr_ib, sib_addr), 16);
 		return 0;
 	}
 	return -1;
@@ -245,7 +259,7 @@ struct cma_p2p_listener *cma_p2p_listener_for(enum rdma_port_space ps,
 	struct cma_p2p_listener *lis;
 	uint8_t a[16];
 
-	if (cma_p2p_addr16(src, a))
+	if (cma_p2p_addr16(src, sizeof(struct sockaddr_storage), a))
 		return NULL;
 	for (lis = p2p_listeners; lis; lis = lis->next) {
 		if (lis->ps != ps)
@@ -276,7 +290,7 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	lis->id_priv = id_priv;
 	lis->ps = id_priv->id.ps;
 	lis->family = src->sa_family;
-	if (cma_p2p_addr16(src, lis->addr)) {
+	if (cma_p2p_addr16(src, sizeof(struct sockaddr_storage), lis->addr)) {
 		free(lis);
 		return;
 	}

@@ -52,8 +52,10 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 	struct cma_p2p_listener *lis;
 
 	memset(key, 0, sizeof(*key));
-	if (cma_p2p_addr16(&a->src_addr, key->local.addr) ||
-	    cma_p2p_addr16(&a->dst_addr, key->remote.addr))
+	if (cma_p2p_addr16(&a->src_storage, sizeof(a->src_storage),
+			   key->local.addr) ||
+	    cma_p2p_addr16(&a->dst_storage, sizeof(a->dst_storage),
+			   key->remote.addr))
 		return cma_err(EAFNOSUPPORT);
 	key->remote.port = be16toh(rdma_get_dst_port(&id_priv->id));
 	lis = cma_p2p_listener_for(id_priv->id.ps, &a->src_addr);

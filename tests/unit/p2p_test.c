@@ -101,17 +101,52 @@ START_TEST(addresses_normalised)
 	struct sockaddr bad = {.sa_family = AF_UNIX};
 	uint8_t a[16], b[16];
 
-	ck_assert_int_eq(cma_p2p_addr16((struct sockaddr *)&in4, a), 0);
+	ck_assert_int_eq(cma_p2p_addr16(&in4, sizeof(in4), a), 0);
 	/* The same address as IPv4-mapped IPv6 compares equal. */
 	in6.sin6_addr.s6_addr[10] = in6.sin6_addr.s6_addr[11] = 0xff;
 	memcpy(&in6.sin6_addr.s6_addr[12], &in4.sin_addr, 4);
-	ck_assert_int_eq(cma_p2p_addr16((struct sockaddr *)&in6, b), 0);
+	ck_assert_int_eq(cma_p2p_addr16(&in6, sizeof(in6), b), 0);
 	ck_assert_mem_eq(a, b, 16);
-	ck_assert_int_eq(cma_p2p_addr16(&bad, a), -1);
+	ck_assert_int_eq(cma_p2p_addr16(&bad, sizeof(bad), a), -1);
 }
 END_TEST
 
 /* Both sides of one crossing reach opposite decisions: one connection. */
+/*
+ * Addresses at any alignment, as kernel replies place them: a QUERY_ROUTE
+ * reply's dst_addr sits at offset 164, where a struct sockaddr_ib (8-byte
+ * aligned) cannot be read as one (UBSan: misaligned access); and its
+ * sockaddr_in6-sized slots cannot hold an AF_IB address at all.
+ */
+START_TEST(addr16_any_alignment)
+{
+	struct rdma_ucm_query_route_resp r;
+	struct sockaddr_ib sib = {.sib_family = AF_IB};
+	uint8_t buf[1 + sizeof(sib)] __attribute__((aligned(8))), out[16];
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sib.sib_addr.sib_raw[i] = (uint8_t)(0xa0 + i);
+	memcpy(buf + 1, &sib, sizeof(sib));
+	ck_assert_int_eq(cma_p2p_addr16(buf + 1, sizeof(sib), out), 0);
+	ck_assert_mem_eq(out, sib.sib_addr.sib_raw, 16);
+	ck_assert_int_eq(cma_p2p_addr16(buf + 1, sizeof(sib) - 1, out), -1);
+	memset(&r, 0, sizeof(r));
+	ck_assert_uint_ne(offsetof(struct rdma_ucm_query_route_resp, dst_addr) %
+				  __alignof__(struct sockaddr_ib),
+			  0);
+	r.dst_addr.sin6_family = AF_IB;
+	ck_assert_int_eq(cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), out),
+			 -1);
+	r.dst_addr.sin6_family = AF_INET6;
+	for (i = 0; i < 16; i++)
+		r.dst_addr.sin6_addr.s6_addr[i] = (uint8_t)i;
+	ck_assert_int_eq(cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), out),
+			 0);
+	ck_assert_mem_eq(out, r.dst_addr.sin6_addr.s6_addr, 16);
+}
+END_TEST
+
 START_TEST(crossing_settled_once)
 {
 	struct cma_p2p_key at_a = {
@@ -337,6 +372,7 @@ static Suite *p2p_suite(void)
 	tcase_add_test(tc, header_rejects_malformed);
 	tcase_add_test(tc, identity_order);
 	tcase_add_test(tc, addresses_normalised);
+	tcase_add_test(tc, addr16_any_alignment);
 	tcase_add_test(tc, crossing_settled_once);
 	tcase_add_test(tc, decisions_by_state);
 	tcase_add_test(tc, keys_match_exactly);
