@@ -32,6 +32,8 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "env.h"
+#include "fd_high.h"
 
 #define ACM_USE_CACHE (1u << 0)
 #define ACM_USE_SERVICE (1u << 1)
@@ -56,7 +58,7 @@ static pthread_mutex_t acm_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int acm_env_uint(const char *name, unsigned int def,
 				 unsigned int max)
 {
-	const char *s = getenv(name);
+	const char *s = cma_env(name);
 	unsigned long v;
 	char *end;
 
@@ -98,7 +100,7 @@ static unsigned int acm_parse_sources(const char *s)
 
 static void acm_open_log(void)
 {
-	const char *s = getenv("RDMA_CM_ACM_LOG");
+	const char *s = cma_env("RDMA_CM_ACM_LOG");
 
 	acm_conf.log_fd = -1;
 	acm_conf.log_owned = false;
@@ -108,15 +110,17 @@ static void acm_open_log(void)
 		acm_conf.log_fd = STDERR_FILENO;
 		return;
 	}
-	acm_conf.log_fd = open(
-		s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	acm_conf.log_fd = cma_fd_move_high(
+		open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		     0600),
+		fcntl, close);
 	acm_conf.log_owned = acm_conf.log_fd >= 0;
 }
 
 static void acm_read_config(void)
 {
 	acm_conf.enabled = acm_env_uint("RDMA_CM_USE_IB_ACM", 0, 1) != 0;
-	acm_conf.sources = acm_parse_sources(getenv("RDMA_CM_ACM_SOURCES"));
+	acm_conf.sources = acm_parse_sources(cma_env("RDMA_CM_ACM_SOURCES"));
 	acm_conf.ttl_ms =
 		1000 * acm_env_uint("RDMA_CM_ACM_CACHE_TTL", 300, 86400);
 	acm_conf.neg_ttl_ms =

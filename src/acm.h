@@ -189,6 +189,15 @@ struct cma_acm_table {
 	struct cma_acm_table_entry *entries;
 	size_t count;
 	size_t bad_lines; /* skipped as malformed */
+	/*
+	 * An open-addressing hash over entries: slot values are entry index
+	 * + 1, 0 is empty; nslots is a power of two, at least twice count.
+	 * Parsing checks every line for a duplicate, so a linear scan made a
+	 * file of n lines cost n^2/2 comparisons.
+	 */
+	uint32_t *slots;
+	size_t nslots;
+	size_t probes; /* address comparisons made so far (tests) */
 };
 
 /* Parse a whole file's contents.  0, or -1/ENOMEM; bad lines are skipped. */

@@ -34,6 +34,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "env.h"
 
 #define ACM_UNIX_PATH "/run/ibacm.sock"
 #define ACM_PORT_FILE "/run/ibacm.port"
@@ -298,7 +299,7 @@ static int acm_read_port_file(struct acm_endpoint *ep)
 
 static int acm_locate(struct acm_endpoint *ep)
 {
-	const char *env = getenv("RDMA_CM_ACM_SERVICE");
+	const char *env = cma_env("RDMA_CM_ACM_SERVICE");
 	struct stat st;
 
 	if (env && *env) {
@@ -380,46 +381,83 @@ static int acm_check_tcp_peer(uint16_t port)
 	return 0;
 }
 
-static int acm_connect(const struct acm_endpoint *ep, int64_t deadline)
+/*
+ * A Unix-socket connect is never "in progress": it completes at once or,
+ * with EAGAIN, did not happen because the service's listen backlog is
+ * full.  Taking that EAGAIN for EINPROGRESS asked SO_PEERCRED of a socket
+ * that never connected, and the busy root-owned service was called
+ * untrusted.  So connect blocking, the kernel waiting for room in the
+ * backlog until @deadline (SO_SNDTIMEO bounds the wait); EAGAIN at the
+ * deadline means busy, and the caller falls back.  Non-blocking after.
+ */
+static int acm_connect_unix(int fd, const struct acm_endpoint *ep,
+			    int64_t deadline)
+{
+	struct timeval tv;
+	int64_t left;
+	int flags;
+
+	for (;;) {
+		left = deadline - acm_ms_now();
+		if (left <= 0)
+			return cma_err(EAGAIN);
+		tv.tv_sec = (time_t)(left / 1000);
+		tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+			return -1;
+		if (!connect(fd, (const struct sockaddr *)&ep->sun,
+			     sizeof(ep->sun)))
+			break;
+		if (errno == EAGAIN)
+			cma_acm_log("service %s: busy (listen backlog full)",
+				    ep->desc);
+		if (errno != EINTR)
+			return -1;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK))
+		return -1;
+	return acm_check_unix_peer(fd);
+}
+
+static int acm_connect_tcp(int fd, const struct acm_endpoint *ep,
+			   int64_t deadline)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};
-	const struct sockaddr *sa;
-	socklen_t len, elen = sizeof(int);
-	int fd, err = 0;
+	socklen_t elen = sizeof(int);
+	int err = 0;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(ep->port);
+	if (!connect(fd, (const struct sockaddr *)&sin, sizeof(sin)))
+		return 0;
+	if (errno != EINPROGRESS)
+		return -1;
+	if (acm_wait(fd, POLLOUT, deadline) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen))
+		return -1;
+	return err ? cma_err(err) : 0;
+}
+
+static int acm_connect(const struct acm_endpoint *ep, int64_t deadline)
+{
+	int fd, err;
 
 	if (!ep->is_unix && acm_check_tcp_peer(ep->port))
 		return -1;
 	fd = socket(ep->is_unix ? AF_UNIX : AF_INET,
-		    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		    SOCK_STREAM | SOCK_CLOEXEC |
+			    (ep->is_unix ? 0 : SOCK_NONBLOCK),
+		    0);
 	if (fd < 0)
 		return -1;
-	if (ep->is_unix) {
-		sa = (const struct sockaddr *)&ep->sun;
-		len = sizeof(ep->sun);
-	} else {
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sin.sin_port = htons(ep->port);
-		sa = (const struct sockaddr *)&sin;
-		len = sizeof(sin);
+	if (ep->is_unix ? acm_connect_unix(fd, ep, deadline)
+			: acm_connect_tcp(fd, ep, deadline)) {
+		err = errno;
+		close(fd);
+		return cma_err(err);
 	}
-	if (connect(fd, sa, len)) {
-		if (errno != EINPROGRESS && errno != EAGAIN)
-			goto fail;
-		if (acm_wait(fd, POLLOUT, deadline) ||
-		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen))
-			goto fail;
-		if (err) {
-			errno = err;
-			goto fail;
-		}
-	}
-	if (ep->is_unix && acm_check_unix_peer(fd))
-		goto fail;
 	return fd;
-fail:
-	err = errno;
-	close(fd);
-	return cma_err(err);
 }
 
 static int acm_send_all(int fd, const uint8_t *buf, size_t len,

@@ -10,7 +10,8 @@
  * written like an IPv6 address, and <QPN> (decimal or 0x-hex, at most 24
  * bits) is optional and otherwise unused here.  Fields are separated by
  * blanks.  A malformed line is skipped and counted, never fatal.  Names
- * match case-insensitively; the first entry for an address wins.
+ * match case-insensitively; the first entry for an address wins.  Entries
+ * are hashed, so a file of n lines loads in O(n).
  *
  * The file is untrusted input as far as parsing goes (the parser is
  * fuzzed); a file that anyone may write is not used at all.
@@ -28,6 +29,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "env.h"
 
 #define ACM_TABLE_DEFAULT_PATH "/etc/rdma/ibacm_hosts.data"
 #define ACM_TABLE_MAX_BYTES (16u << 20)
@@ -143,6 +145,84 @@ static int acm_parse_line(const char *line, size_t len,
 	return 1;
 }
 
+/* --- the table and its hash index ----------------------------------------- */
+
+static bool acm_ep_equal(const struct cma_acm_ep *a, const struct cma_acm_ep *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case CMA_ACM_EP_NAME:
+		return !strncasecmp(a->name, b->name, CMA_ACM_NAME_MAX);
+	case CMA_ACM_EP_IP4:
+		return !memcmp(a->ip4, b->ip4, 4);
+	case CMA_ACM_EP_IP6:
+		return !memcmp(a->ip6, b->ip6, 16);
+	}
+	return false;
+}
+
+/* FNV-1a over the type and the address; names folded to lower case. */
+static uint32_t acm_ep_hash(const struct cma_acm_ep *ep)
+{
+	uint32_t h = (2166136261u ^ ep->type) * 16777619u;
+	const uint8_t *p = NULL;
+	size_t i, n = 0;
+
+	switch (ep->type) {
+	case CMA_ACM_EP_NAME:
+		for (i = 0; i < CMA_ACM_NAME_MAX && ep->name[i]; i++)
+			h = (h ^ (uint8_t)tolower((unsigned char)ep->name[i])) *
+			    16777619u;
+		return h;
+	case CMA_ACM_EP_IP4:
+		p = ep->ip4;
+		n = 4;
+		break;
+	case CMA_ACM_EP_IP6:
+		p = ep->ip6;
+		n = 16;
+		break;
+	}
+	for (i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/* The slot holding @ep's entry, or the empty slot where it would go. */
+static uint32_t *acm_table_slot(const struct cma_acm_table *t,
+				const struct cma_acm_ep *ep, size_t *probes)
+{
+	size_t mask = t->nslots - 1, i = acm_ep_hash(ep) & mask;
+
+	while (t->slots[i]) {
+		++*probes;
+		if (acm_ep_equal(&t->entries[t->slots[i] - 1].addr, ep))
+			break;
+		i = (i + 1) & mask;
+	}
+	return &t->slots[i];
+}
+
+/* Keep the index at most half full: twice the slots, every entry again. */
+static int acm_table_grow_index(struct cma_acm_table *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 32, i, probes = 0;
+	uint32_t *old = t->slots;
+
+	t->slots = calloc(n, sizeof(*t->slots));
+	if (!t->slots) {
+		t->slots = old;
+		return -1;
+	}
+	t->nslots = n;
+	for (i = 0; i < t->count; i++)
+		*acm_table_slot(t, &t->entries[i].addr, &probes) =
+			(uint32_t)i + 1;
+	free(old);
+	return 0;
+}
+
 static int acm_table_add(struct cma_acm_table *t, size_t *cap,
 			 const struct cma_acm_table_entry *e)
 {
@@ -157,8 +237,24 @@ static int acm_table_add(struct cma_acm_table *t, size_t *cap,
 		t->entries = grown;
 		*cap = ncap;
 	}
-	t->entries[t->count++] = *e;
+	if ((t->count + 1) * 2 > t->nslots && acm_table_grow_index(t))
+		return -1;
+	t->entries[t->count] = *e;
+	*acm_table_slot(t, &e->addr, &t->probes) = (uint32_t)++t->count;
 	return 0;
+}
+
+/* @ep's entry through the hash index, adding comparisons to @probes. */
+static const struct cma_acm_table_entry *
+acm_table_get(const struct cma_acm_table *t, const struct cma_acm_ep *ep,
+	      size_t *probes)
+{
+	uint32_t *slot;
+
+	if (!t->nslots)
+		return NULL;
+	slot = acm_table_slot(t, ep, probes);
+	return *slot ? &t->entries[*slot - 1] : NULL;
 }
 
 int cma_acm_table_parse(const char *buf, size_t len, struct cma_acm_table *t)
@@ -178,7 +274,7 @@ int cma_acm_table_parse(const char *buf, size_t len, struct cma_acm_table *t)
 			t->bad_lines++;
 			continue;
 		}
-		if (!ret || cma_acm_table_find(t, &e.addr))
+		if (!ret || acm_table_get(t, &e.addr, &t->probes))
 			continue; /* empty, or a later duplicate */
 		if (t->count == ACM_TABLE_MAX_ENTRIES) {
 			t->bad_lines++;
@@ -195,37 +291,16 @@ int cma_acm_table_parse(const char *buf, size_t len, struct cma_acm_table *t)
 void cma_acm_table_clear(struct cma_acm_table *t)
 {
 	free(t->entries);
+	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }
 
-static bool acm_ep_equal(const struct cma_acm_ep *a, const struct cma_acm_ep *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case CMA_ACM_EP_NAME:
-		return !strcasecmp(a->name, b->name);
-	case CMA_ACM_EP_IP4:
-		return !memcmp(a->ip4, b->ip4, 4);
-	case CMA_ACM_EP_IP6:
-		return !memcmp(a->ip6, b->ip6, 16);
-	}
-	return false;
-}
-
-/*
- * Linear: tables are admin-sized and every answer is cached in front of
- * this, so a lookup here happens once per destination and TTL.
- */
 const struct cma_acm_table_entry *
 cma_acm_table_find(const struct cma_acm_table *t, const struct cma_acm_ep *ep)
 {
-	size_t i;
+	size_t probes = 0;
 
-	for (i = 0; i < t->count; i++)
-		if (acm_ep_equal(&t->entries[i].addr, ep))
-			return &t->entries[i];
-	return NULL;
+	return acm_table_get(t, ep, &probes);
 }
 
 /* --- the process's table ---------------------------------------------------- */
@@ -236,9 +311,9 @@ static struct stat acm_table_stat; /* of the file loaded; st_ino 0: none */
 
 static const char *acm_table_path(void)
 {
-	const char *p = getenv("RDMA_CM_ACM_HOSTS");
+	const char *p = cma_env("RDMA_CM_ACM_HOSTS");
 
-	return p && *p ? p : ACM_TABLE_DEFAULT_PATH;
+	return p ? p : ACM_TABLE_DEFAULT_PATH;
 }
 
 static bool acm_same_file(const struct stat *a, const struct stat *b)

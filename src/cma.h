@@ -401,10 +401,35 @@ extern const struct cma_option_table cma_mcast_option_table;
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);
 
+/* --- conn.c: private data ------------------------------------------------ */
+
+/* The kernel's length byte: at most 255 of RDMA_MAX_PRIVATE_DATA bytes. */
+#define CMA_PRIV_DATA_MAX 255
+
+/* The messages that carry private data, each with its own room. */
+enum cma_priv_msg {
+	CMA_PRIV_REQ, /* rdma_connect: REQ, SIDR REQ, MPA request */
+	CMA_PRIV_REP, /* rdma_accept: REP, SIDR REP, MPA reply */
+	CMA_PRIV_REJ, /* rdma_reject */
+};
+
+/*
+ * The one length check for private data: @len bytes, every header the
+ * library adds included, fit @msg on @id_priv's transport.  0, or -1 with
+ * EINVAL.
+ */
+int cma_check_priv_len(const struct cma_id_private *id_priv, size_t len,
+		       enum cma_priv_msg msg);
+
 /* --- p2p.c, p2p_connect.c, p2p_request.c ------------------------------- */
 
 struct rdma_ucm_conn_param;
 struct rdma_ucm_ece;
+
+/* Bytes p2p mode puts in front of a connect's private data (its header). */
+size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv);
+/* Bytes it puts in front of an accept's (a reply to a p2p request). */
+size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv);
 
 /* RDMA_CM_PEER2PEER=1: every connect and accept of the process is p2p. */
 bool cma_p2p_env(void);

@@ -106,6 +106,48 @@ int cma_store_remote_ece(struct cma_id_private *id_priv, uint32_t vendor_id,
 }
 
 /*
+ * What the kernel carries for @msg.  Over iWARP only the length byte
+ * bounds it.  The IB CM (InfiniBand and RoCE) sends fixed-size messages,
+ * and in a request the kernel puts its own 36-byte header (the IP
+ * addresses and port) before the caller's data unless the id is AF_IB:
+ * the limits rdma_connect(3) and rdma_accept(3) give.
+ */
+#define CMA_IB_CM_IP_HDR 36
+
+static size_t cma_priv_room(const struct cma_id_private *id_priv,
+			    enum cma_priv_msg msg)
+{
+	bool ud = id_priv->id.qp_type == IBV_QPT_UD;
+	bool af_ib = id_priv->id.route.addr.src_addr.sa_family == AF_IB;
+
+	if (!id_priv->cma_dev || id_priv->cma_dev->is_iwarp)
+		return CMA_PRIV_DATA_MAX;
+	switch (msg) {
+	case CMA_PRIV_REQ:
+		return (ud ? 216 : 92) - (af_ib ? 0 : CMA_IB_CM_IP_HDR);
+	case CMA_PRIV_REP:
+		return ud ? 136 : 196;
+	case CMA_PRIV_REJ:
+		return ud ? 136 : 148;
+	}
+	return CMA_PRIV_DATA_MAX;
+}
+
+int cma_check_priv_len(const struct cma_id_private *id_priv, size_t len,
+		       enum cma_priv_msg msg)
+{
+	/* Past 255 the length byte would wrap and the peer get nothing. */
+	if (len > CMA_PRIV_DATA_MAX || len > cma_priv_room(id_priv, msg))
+		return cma_err(EINVAL);
+	return 0;
+}
+
+static size_t cma_param_len(const struct rdma_conn_param *param)
+{
+	return param ? param->private_data_len : 0;
+}
+
+/*
  * Connection data from rdma_create_ep's ai_connect goes first, the
  * caller's private data after it; together they must fit one message.
  */
@@ -116,8 +158,7 @@ static int cma_prepend_connect_data(const struct cma_id_private *id_priv,
 
 	if (!n)
 		return 0;
-	if (n + kparam->private_data_len > sizeof(kparam->private_data))
-		return cma_err(EINVAL);
+	/* cma_connect checked the total against cma_check_priv_len. */
 	memmove(kparam->private_data + n, kparam->private_data,
 		kparam->private_data_len);
 	memcpy(kparam->private_data, id_priv->connect_data, n);
@@ -140,6 +181,12 @@ static int cma_connect(struct rdma_cm_id *id,
 	if (cma_check_ud_transport(id_priv))
 		return -1;
 	if (cma_check_conn_param(id_priv, conn_param))
+		return -1;
+	if (cma_check_priv_len(
+		    id_priv,
+		    cma_param_len(conn_param) + id_priv->connect_len +
+			    (p2p ? cma_p2p_connect_hdr_len(id_priv) : 0),
+		    CMA_PRIV_REQ))
 		return -1;
 	id_priv->initiator_depth = id_priv->cma_dev->max_initiator_depth;
 	id_priv->responder_resources =
@@ -337,6 +384,12 @@ static int cma_accept(struct rdma_cm_id *id,
 		return -1;
 	if (cma_check_conn_param(id_priv, conn_param))
 		return -1;
+	if (cma_check_priv_len(
+		    id_priv,
+		    cma_param_len(conn_param) +
+			    (p2p ? cma_p2p_accept_hdr_len(id_priv) : 0),
+		    CMA_PRIV_REP))
+		return -1;
 	cma_set_depths(id_priv, conn_param);
 	if (id->qp && id->qp_type != IBV_QPT_UD &&
 	    !id_priv->cma_dev->is_iwarp) {
@@ -396,6 +449,8 @@ static int cma_reject(struct rdma_cm_id *id, const void *private_data,
 		return -1;
 	if (private_data_len && !private_data)
 		return cma_err(EINVAL);
+	if (cma_check_priv_len(id_priv, private_data_len, CMA_PRIV_REJ))
+		return -1;
 	return ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle,
 			       private_data, private_data_len, reason);
 }

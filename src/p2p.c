@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "env.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
@@ -92,21 +93,35 @@ enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 	return CMA_P2P_REJECT_DUP;
 }
 
-int cma_p2p_addr16(const struct sockaddr *sa, uint8_t out[16])
+int cma_p2p_addr16(const void *sa, size_t len, uint8_t out[16])
 {
-	switch (sa->sa_family) {
+	const uint8_t *p = sa;
+	sa_family_t family;
+
+	/* Bytes, not members: nothing here assumes @sa's alignment. */
+	if (len < sizeof(family))
+		return -1;
+	memcpy(&family, p + offsetof(struct sockaddr, sa_family),
+	       sizeof(family));
+	switch (family) {
 	case AF_INET:
+		if (len < sizeof(struct sockaddr_in))
+			return -1;
 		memset(out, 0, 10);
 		out[10] = 0xff;
 		out[11] = 0xff;
-		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr,
-		       4);
+		memcpy(out + 12, p + offsetof(struct sockaddr_in, sin_addr), 4);
 		return 0;
 	case AF_INET6:
-		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		if (len < sizeof(struct sockaddr_in6))
+			return -1;
+		memcpy(out, p + offsetof(struct sockaddr_in6, sin6_addr), 16);
 		return 0;
 	case AF_IB:
-		memcpy(out, &((const struct sockaddr_ib *)sa)->sib_addr, 16);
+		/* Not in a QUERY_ROUTE reply's sockaddr_in6-sized slots. */
+		if (len < sizeof(struct sockaddr_ib))
+			return -1;
+		memcpy(out, p + offsetof(struct sockaddr_ib, sib_addr), 16);
 		return 0;
 	}
 	return -1;
@@ -121,14 +136,14 @@ static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
 static void cma_p2p_read_env(void)
 {
-	const char *v = getenv("RDMA_CM_PEER2PEER");
+	const char *v = cma_env("RDMA_CM_PEER2PEER");
 	char *end;
 	unsigned long ms;
 
 	p2p_env_on = v && v[0] == '1' && !v[1];
-	v = getenv("RDMA_CM_P2P_DEBUG");
+	v = cma_env("RDMA_CM_P2P_DEBUG");
 	p2p_debug_on = v && *v && strcmp(v, "0");
-	v = getenv("RDMA_CM_P2P_HOLD_MS");
+	v = cma_env("RDMA_CM_P2P_HOLD_MS");
 	if (v && *v) {
 		ms = strtoul(v, &end, 10);
 		if (!*end && ms <= 3600000)
@@ -244,7 +259,7 @@ struct cma_p2p_listener *cma_p2p_listener_for(enum rdma_port_space ps,
 	struct cma_p2p_listener *lis;
 	uint8_t a[16];
 
-	if (cma_p2p_addr16(src, a))
+	if (cma_p2p_addr16(src, sizeof(struct sockaddr_storage), a))
 		return NULL;
 	for (lis = p2p_listeners; lis; lis = lis->next) {
 		if (lis->ps != ps)
@@ -275,7 +290,7 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	lis->id_priv = id_priv;
 	lis->ps = id_priv->id.ps;
 	lis->family = src->sa_family;
-	if (cma_p2p_addr16(src, lis->addr)) {
+	if (cma_p2p_addr16(src, sizeof(struct sockaddr_storage), lis->addr)) {
 		free(lis);
 		return;
 	}
@@ -514,6 +529,19 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 		p->peer2peer_mode = 1;
 }
 
+size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv)
+{
+	/* Datagram connects are never p2p (rdma_connect sends them as is). */
+	return id_priv->id.qp_type == IBV_QPT_UD ? 0 : CMA_P2P_HDR_LEN;
+}
+
+size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv)
+{
+	const struct cma_p2p_conn *conn = id_priv->p2p;
+
+	return conn && conn->from_request ? CMA_P2P_HDR_LEN : 0;
+}
+
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam)
 {
@@ -522,9 +550,10 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 
 	if (!conn || !conn->from_request)
 		return 0; /* not a p2p request: nothing to answer in kind */
-	if ((size_t)kparam->private_data_len + CMA_P2P_HDR_LEN >
-	    sizeof(kparam->private_data))
-		return cma_err(EINVAL);
+	if (cma_check_priv_len(
+		    id_priv, (size_t)kparam->private_data_len + CMA_P2P_HDR_LEN,
+		    CMA_PRIV_REP))
+		return -1;
 	rep.port = conn->req_hdr.port;
 	rep.tag = conn->req_hdr.tag;
 	rep.flags = conn->req_hdr.flags;

@@ -52,7 +52,12 @@ bool cma_p2p_key_equal(const struct cma_p2p_key *a,
  */
 enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 				   enum cma_p2p_state state);
-/* The 16-byte identity address of a sockaddr; -1 for other families. */
-int cma_p2p_addr16(const struct sockaddr *sa, uint8_t out[16]);
+/*
+ * The 16-byte identity address of the sockaddr in the @len bytes at @sa;
+ * -1 for other families and for one whose structure does not fit @len.
+ * @sa needs no alignment: kernel replies place addresses at offsets a
+ * struct sockaddr_ib (8-byte aligned) does not have.
+ */
+int cma_p2p_addr16(const void *sa, size_t len, uint8_t out[16]);
 
 #endif /* CMA_P2P_H */

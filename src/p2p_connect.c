@@ -52,8 +52,10 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 	struct cma_p2p_listener *lis;
 
 	memset(key, 0, sizeof(*key));
-	if (cma_p2p_addr16(&a->src_addr, key->local.addr) ||
-	    cma_p2p_addr16(&a->dst_addr, key->remote.addr))
+	if (cma_p2p_addr16(&a->src_storage, sizeof(a->src_storage),
+			   key->local.addr) ||
+	    cma_p2p_addr16(&a->dst_storage, sizeof(a->dst_storage),
+			   key->remote.addr))
 		return cma_err(EAFNOSUPPORT);
 	key->remote.port = be16toh(rdma_get_dst_port(&id_priv->id));
 	lis = cma_p2p_listener_for(id_priv->id.ps, &a->src_addr);
@@ -180,8 +182,9 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 	bool qp_moved = false;
 	int err;
 
-	if ((size_t)kp.private_data_len + CMA_P2P_HDR_LEN >
-		    sizeof(kp.private_data) ||
+	if (cma_check_priv_len(id_priv,
+			       (size_t)kp.private_data_len + CMA_P2P_HDR_LEN,
+			       CMA_PRIV_REP) ||
 	    (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported))) {
 		err = errno;
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, &conn->key);
@@ -359,9 +362,10 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 
 	if (!id_priv->id.qp)
 		return cma_err(EINVAL); /* adoption moves the id's own QP */
-	if ((size_t)kparam->private_data_len + CMA_P2P_HDR_LEN >
-	    sizeof(req.private_data))
-		return cma_err(EINVAL);
+	if (cma_check_priv_len(
+		    id_priv, (size_t)kparam->private_data_len + CMA_P2P_HDR_LEN,
+		    CMA_PRIV_REQ))
+		return -1;
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return -1;

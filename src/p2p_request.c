@@ -31,8 +31,8 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 
 		if (ucma_cmd_query_addr(fd, handle, &r))
 			return -1;
-		if (cma_p2p_addr16((struct sockaddr *)&r.src_addr, local) ||
-		    cma_p2p_addr16((struct sockaddr *)&r.dst_addr, remote))
+		if (cma_p2p_addr16(&r.src_addr, sizeof(r.src_addr), local) ||
+		    cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), remote))
 			return cma_err(EAFNOSUPPORT);
 		return 0;
 	}
@@ -40,8 +40,8 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 
 	if (ucma_cmd_query_route(fd, handle, &r))
 		return -1;
-	if (cma_p2p_addr16((struct sockaddr *)&r.src_addr, local) ||
-	    cma_p2p_addr16((struct sockaddr *)&r.dst_addr, remote))
+	if (cma_p2p_addr16(&r.src_addr, sizeof(r.src_addr), local) ||
+	    cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), remote))
 		return cma_err(EAFNOSUPPORT);
 	return 0;
 }

@@ -18,6 +18,8 @@
 #include <rdma/rsocket.h>
 
 #include "preload.h"
+#include "env.h"
+#include "fd_high.h"
 
 struct rsp_real rsp_real;
 struct rsp_config rsp_config = {.log_fd = -1};
@@ -80,7 +82,7 @@ static void resolve_all(void)
 /* A positive int from the environment, or 0 when unset or invalid. */
 static int env_int(const char *name)
 {
-	const char *v = getenv(name);
+	const char *v = cma_env(name);
 	char *end;
 	long n;
 
@@ -124,16 +126,18 @@ bad:
 
 static void open_log(void)
 {
-	const char *path = getenv("RDMA_RSOCKET_LOG");
+	const char *path = cma_env("RDMA_RSOCKET_LOG");
 
 	if (!path || !*path)
 		return;
+	/* Above the numbers the program reuses: see fd_high.h. */
 	if (!strcmp(path, "stderr")) {
-		rsp_config.log_fd = rsp_real.fcntl(2, F_DUPFD_CLOEXEC, 100);
+		rsp_config.log_fd = cma_fd_dup_high(2, rsp_real.fcntl);
 		return;
 	}
-	rsp_config.log_fd =
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	rsp_config.log_fd = cma_fd_move_high(
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644),
+		rsp_real.fcntl, rsp_real.close);
 	if (rsp_config.log_fd < 0)
 		fprintf(stderr, "librspreload: cannot open %s: %s\n", path,
 			strerror(errno));
@@ -141,7 +145,7 @@ static void open_log(void)
 
 static void read_config(void)
 {
-	const char *d = getenv("RDMA_RSOCKET_DISABLE");
+	const char *d = cma_env("RDMA_RSOCKET_DISABLE");
 
 	rsp_config.disabled = d && *d && strcmp(d, "0");
 	rsp_config.sqsize = env_int("RDMA_RSOCKET_SQSIZE");
@@ -149,7 +153,7 @@ static void read_config(void)
 	rsp_config.inline_size = env_int("RDMA_RSOCKET_INLINE");
 	rsp_config.sndbuf = env_int("RDMA_RSOCKET_SNDBUF");
 	rsp_config.rcvbuf = env_int("RDMA_RSOCKET_RCVBUF");
-	parse_ports(getenv("RDMA_RSOCKET_PORTS"));
+	parse_ports(cma_env("RDMA_RSOCKET_PORTS"));
 	open_log();
 }
 

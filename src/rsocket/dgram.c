@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 
 #include "dgram.h"
+#include "fd_high.h"
 
 /* How long rclose waits for datagrams still being sent. */
 #define DS_CLOSE_DRAIN_MS 200
@@ -26,7 +27,8 @@ int ds_init(struct rsocket *rs, int domain)
 		socket(domain, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (rs->udp_sock < 0)
 		return -1;
-	rs->epfd = epoll_create1(EPOLL_CLOEXEC);
+	/* Internal: above the numbers programs reuse (fd_high.h). */
+	rs->epfd = cma_fd_move_high(epoll_create1(EPOLL_CLOEXEC), fcntl, close);
 	if (rs->epfd < 0)
 		return -1;
 	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev);

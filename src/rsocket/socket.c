@@ -126,11 +126,12 @@ CMA_EXPORT int rclose(int socket)
 
 /* --- data ---------------------------------------------------------------- */
 
-static int rs_check_iov(const struct iovec *iov, int iovcnt)
+/* Taken as size_t: msg_iovlen beyond INT_MAX must not wrap to a small count. */
+static int rs_check_iov(const struct iovec *iov, size_t iovcnt)
 {
-	int i;
+	size_t i;
 
-	if (iovcnt < 0 || iovcnt > RS_IOV_MAX || (iovcnt && !iov))
+	if (iovcnt > RS_IOV_MAX || (iovcnt && !iov))
 		return cma_err(EINVAL);
 	for (i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len && !iov[i].iov_base)
@@ -172,7 +173,7 @@ CMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 		return cma_err(EFAULT);
 	if (msg->msg_control && msg->msg_controllen)
 		return cma_err(ENOTSUP);
-	if (rs_check_iov(msg->msg_iov, (int)msg->msg_iovlen))
+	if (rs_check_iov(msg->msg_iov, msg->msg_iovlen))
 		return -1;
 	msg->msg_flags = 0;
 	if (rs->type == SOCK_DGRAM)
@@ -229,7 +230,7 @@ CMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 		return cma_err(EFAULT);
 	if (msg->msg_control && msg->msg_controllen)
 		return cma_err(ENOTSUP);
-	if (rs_check_iov(msg->msg_iov, (int)msg->msg_iovlen))
+	if (rs_check_iov(msg->msg_iov, msg->msg_iovlen))
 		return -1;
 	if (rs->type == SOCK_DGRAM) {
 		uint8_t tmp[DS_MSG_SIZE];

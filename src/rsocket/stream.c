@@ -761,13 +761,28 @@ static uint32_t rs_copy_out(struct rsocket *rs, uint32_t offset, void *dst,
 	return offset == rs->rbuf_size ? 0 : offset;
 }
 
-/* Copy queued data into @iov; consume it unless @peek.  Under rs->lock. */
-static size_t rs_read_queued(struct rsocket *rs, const struct iovec *iov,
-			     int iovcnt, bool peek)
+/*
+ * How far a read has filled the caller's iovec array: element @vi, @vo
+ * bytes into it.  Any number of elements, no copy of the array.
+ */
+struct rs_iov_cursor {
+	const struct iovec *iov;
+	int cnt;
+	int vi;
+	size_t vo;
+};
+
+/*
+ * Copy queued data to @c's position and advance it; consume the data
+ * unless @peek.  Under rs->lock.
+ */
+static size_t rs_read_queued(struct rsocket *rs, struct rs_iov_cursor *c,
+			     bool peek)
 {
-	int head = rs->rmsg_head, vi = 0;
+	const struct iovec *iov = c->iov;
+	int head = rs->rmsg_head, vi = c->vi, iovcnt = c->cnt;
 	uint32_t offset = rs->rbuf_offset, first_part = 0;
-	size_t vo = 0, total = 0;
+	size_t vo = c->vo, total = 0;
 
 	while (head != rs->rmsg_tail && vi < iovcnt) {
 		uint32_t avail = rs->rmsg[head].len -
@@ -803,6 +818,8 @@ static size_t rs_read_queued(struct rsocket *rs, const struct iovec *iov,
 		rs->rbuf_offset = offset;
 		rs->rbuf_bytes_avail += total;
 	}
+	c->vi = vi;
+	c->vo = vo;
 	return total;
 }
 
@@ -820,11 +837,9 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			int flags)
 {
 	size_t len = rs_iov_len(iov, iovcnt), done = 0;
-	struct iovec cur[64];
+	struct rs_iov_cursor cur = {.iov = iov, .cnt = iovcnt};
 	int ret = 0;
 
-	if (iovcnt > 64)
-		iovcnt = 64;
 	if (rs->state & RS_OPENING) {
 		if (rs_do_connect(rs, rs_nonblocking(rs, flags))) {
 			if (errno == EINPROGRESS)
@@ -839,11 +854,7 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 
 	pthread_mutex_lock(&rs->rlock);
 	pthread_mutex_lock(&rs->lock);
-	memcpy(cur, iov, sizeof(*iov) * iovcnt);
 	do {
-		size_t n;
-		int i;
-
 		if (!rs_have_rdata(rs)) {
 			ret = rs_wait_locked(rs, rs_nonblocking(rs, flags),
 					     rs_conn_have_rdata);
@@ -852,18 +863,10 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			if (!rs_have_rdata(rs))
 				break; /* end of stream or error */
 		}
-		n = rs_read_queued(rs, cur, iovcnt, flags & MSG_PEEK);
-		done += n;
+		/* The cursor keeps the position for a MSG_WAITALL retry. */
+		done += rs_read_queued(rs, &cur, flags & MSG_PEEK);
 		if (flags & MSG_PEEK)
 			break;
-		/* Skip what was filled for a MSG_WAITALL retry. */
-		for (i = 0; i < iovcnt && n; i++) {
-			size_t k = n < cur[i].iov_len ? n : cur[i].iov_len;
-
-			cur[i].iov_base = (uint8_t *)cur[i].iov_base + k;
-			cur[i].iov_len -= k;
-			n -= k;
-		}
 		rs_update_credits(rs);
 	} while (done < len && (flags & MSG_WAITALL) &&
 		 (rs->state & RS_READABLE));

@@ -6,11 +6,14 @@
  * table is two-level, its pages are allocated once and never freed, and
  * slots are read and written atomically.
  */
+#include <config.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rs.h"
+#include "env.h"
 
 #define RS_PAGE_SHIFT 10
 #define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)
@@ -48,7 +51,7 @@ static void rs_read_tunable(const char *name, const char *env,
 		found = fscanf(f, "%lu", &v) == 1;
 		fclose(f);
 	}
-	s = getenv(env);
+	s = cma_env(env);
 	if (s && *s) {
 		char *end;
 

@@ -5,9 +5,12 @@ set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
+# The sibling gates need no tools; their failure fails the suite.
+gates=0
+tests/style/check-env.sh || gates=1
 if ! command -v clang-format >/dev/null; then
 	echo "SKIP: style/clang-format: clang-format is not installed"
-	exit 0
+	exit $gates
 fi
 bad=
 shopt -s nullglob
@@ -17,6 +20,7 @@ for f in src/*.[ch] src/*/*.[ch] include/rdma/*.h include/infiniband/*.h example
 done
 if [ -z "$bad" ]; then
 	echo "PASS: style/clang-format"
+	exit $gates
 else
 	echo "  not formatted:$bad"
 	echo "FAIL: style/clang-format"

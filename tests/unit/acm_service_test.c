@@ -210,8 +210,8 @@ out:
 	return NULL;
 }
 
-static void fake_start_unix(struct fake *f, enum fake_mode mode,
-			    bool listen_too)
+/* A fake's Unix socket, bound (not listening) and named to the resolver. */
+static void fake_bind_unix(struct fake *f, enum fake_mode mode)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	char env[160];
@@ -227,6 +227,12 @@ static void fake_start_unix(struct fake *f, enum fake_mode mode,
 	ck_assert_int_eq(bind(f->lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	snprintf(env, sizeof(env), "unix:%s", f->path);
 	setenv("RDMA_CM_ACM_SERVICE", env, 1);
+}
+
+static void fake_start_unix(struct fake *f, enum fake_mode mode,
+			    bool listen_too)
+{
+	fake_bind_unix(f, mode);
 	if (!listen_too) {
 		close(f->lfd); /* a dead socket: the file stays */
 		f->lfd = -1;
@@ -470,6 +476,100 @@ START_TEST(wrong_owner_unix)
 }
 END_TEST
 
+/*
+ * Fill @f's listen backlog (listen(fd, 0) and nobody accepting) with
+ * non-blocking connects until the kernel says EAGAIN; the fds in @fds.
+ */
+static int fill_backlog(struct fake *f, int *fds, int max)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int n = 0;
+
+	strcpy(sun.sun_path, f->path);
+	ck_assert_int_eq(listen(f->lfd, 0), 0);
+	for (;;) {
+		ck_assert_int_lt(n, max);
+		fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ck_assert_int_ge(fds[n], 0);
+		if (connect(fds[n], (struct sockaddr *)&sun, sizeof(sun))) {
+			ck_assert_int_eq(errno, EAGAIN);
+			close(fds[n]);
+			return n;
+		}
+		n++;
+	}
+}
+
+/*
+ * A trusted service whose backlog is full is busy, not untrusted: the
+ * resolve fails with EAGAIN once the service timeout is over (and the
+ * resolver falls back).  It used to take EAGAIN for "in progress", ask
+ * the unconnected socket for its peer and report EPERM.
+ */
+START_TEST(busy_unix_socket_is_not_untrusted)
+{
+	struct cma_acm_answer ans;
+	struct cma_acm_query q;
+	int fds[64], n, i;
+	struct fake f;
+
+	fake_bind_unix(&f, FAKE_GOOD);
+	n = fill_backlog(&f, fds, 64);
+	query_ip(&q);
+	ck_assert_int_eq(cma_acm_service_resolve(&q, &ans), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(f.lfd);
+	f.lfd = -1; /* no fake thread to stop */
+	fake_stop(&f);
+}
+END_TEST
+
+struct drain_arg {
+	struct fake *f;
+	int fds_to_accept;
+};
+
+/* Take the queued connects off the backlog, then serve as the fake does. */
+static void *drain_then_serve(void *arg)
+{
+	struct drain_arg *d = arg;
+	int i, fd;
+
+	usleep(100000); /* let the resolve find the backlog full */
+	for (i = 0; i < d->fds_to_accept; i++) {
+		fd = accept(d->f->lfd, NULL, NULL);
+		if (fd >= 0)
+			close(fd);
+	}
+	return fake_main(d->f);
+}
+
+/* Room made in the backlog within the timeout: the answer comes through. */
+START_TEST(busy_unix_socket_waits_for_room)
+{
+	struct cma_acm_answer ans;
+	struct cma_acm_query q;
+	struct drain_arg d;
+	int fds[64], n, i;
+	struct fake f;
+
+	fake_bind_unix(&f, FAKE_GOOD);
+	n = fill_backlog(&f, fds, 64);
+	d.f = &f;
+	d.fds_to_accept = n;
+	ck_assert_int_eq(pthread_create(&f.thread, NULL, drain_then_serve, &d),
+			 0);
+	query_ip(&q);
+	ck_assert_int_eq(cma_acm_service_resolve(&q, &ans), 0);
+	assert_good_answer(&ans);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	fake_stop(&f);
+}
+END_TEST
+
 START_TEST(wrong_owner_tcp)
 {
 	struct cma_acm_answer ans;
@@ -615,6 +715,8 @@ static Suite *acm_service_suite(void)
 	tcase_add_test(tc, missing_socket);
 	tcase_add_test(tc, wrong_owner_unix);
 	tcase_add_test(tc, wrong_owner_tcp);
+	tcase_add_test(tc, busy_unix_socket_is_not_untrusted);
+	tcase_add_test(tc, busy_unix_socket_waits_for_room);
 	tcase_add_test(tc, resolver_falls_back_and_caches);
 	tcase_add_test(tc, disabled_resolver_does_nothing);
 	tcase_add_test(tc, parse_checks_lengths);

@@ -12,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "acm.h"
 #include "cma.h"
+#include "fd_of.h"
 
 static struct cma_acm_ep ep_name(const char *name)
 {
@@ -90,6 +93,81 @@ START_TEST(table_parses_ibacm_format)
 	ep = ep_name("luna4");
 	ck_assert_ptr_null(cma_acm_table_find(&t, &ep));
 	cma_acm_table_clear(&t);
+}
+END_TEST
+
+/* Line @i of the large table: its address (kind by i % 4) and GID. */
+static void big_line(unsigned int i, char *addr, size_t alen, char *gid,
+		     size_t glen)
+{
+	unsigned int owner = i - i % 4; /* kind 3 repeats kind 0's name */
+
+	switch (i % 4) {
+	case 0:
+		snprintf(addr, alen, "host%u.example", i);
+		break;
+	case 1:
+		snprintf(addr, alen, "10.%u.%u.%u", i >> 16, (i >> 8) & 255,
+			 i & 255);
+		break;
+	case 2:
+		snprintf(addr, alen, "fd00::%x:%x", i >> 16, i & 0xffff);
+		break;
+	case 3:
+		snprintf(addr, alen, "HOST%u.EXAMPLE", owner);
+		break;
+	}
+	snprintf(gid, glen, "fe80::%x:%x", i >> 16, i & 0xffff);
+}
+
+/*
+ * 100,000 lines, a quarter of them duplicates of an earlier name in
+ * other case: every entry is found with its own GID, the duplicates are
+ * dropped (the first line wins), and the duplicate check costs a bounded
+ * number of comparisons per line.  A linear check made this
+ * 5 * 10^9 comparisons (80k lines: 8.6 s).
+ */
+START_TEST(table_large_file_hashed)
+{
+	enum { LINES = 100000 };
+	size_t cap = (size_t)LINES * 64, len = 0;
+	char *buf = malloc(cap), addr[64], gid[64];
+	const struct cma_acm_table_entry *e;
+	struct cma_acm_table t;
+	struct cma_acm_ep ep;
+	union ibv_gid want;
+	unsigned int i;
+
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < LINES; i++) {
+		big_line(i, addr, sizeof(addr), gid, sizeof(gid));
+		len += (size_t)snprintf(buf + len, cap - len, "%s %s\n", addr,
+					gid);
+	}
+	ck_assert_int_eq(cma_acm_table_parse(buf, len, &t), 0);
+	ck_assert_uint_eq(t.count, LINES / 4 * 3);
+	ck_assert_uint_eq(t.bad_lines, 0);
+	ck_assert_uint_le(t.probes, 4 * (size_t)LINES);
+	for (i = 0; i < LINES; i++) {
+		unsigned int first = i % 4 == 3 ? i - 3 : i;
+
+		big_line(i, addr, sizeof(addr), gid, sizeof(gid));
+		if (i % 4 == 1 || i % 4 == 2)
+			ep = ep_ip(addr);
+		else
+			ep = ep_name(addr);
+		e = cma_acm_table_find(&t, &ep);
+		ck_assert_ptr_nonnull(e);
+		big_line(first, addr, sizeof(addr), gid, sizeof(gid));
+		ck_assert_int_eq(inet_pton(AF_INET6, gid, want.raw), 1);
+		ck_assert_mem_eq(e->gid.raw, want.raw, 16);
+	}
+	ep = ep_name("host1.example"); /* line 1 is an IPv4 one */
+	ck_assert_ptr_null(cma_acm_table_find(&t, &ep));
+	ep = ep_ip("10.255.0.1");
+	ck_assert_ptr_null(cma_acm_table_find(&t, &ep));
+	cma_acm_table_clear(&t);
+	free(buf);
 }
 END_TEST
 
@@ -399,6 +477,42 @@ START_TEST(ep_from_sockaddr)
 }
 END_TEST
 
+/*
+ * RDMA_CM_ACM_LOG's descriptor sits at 500 or above (half a lower
+ * RLIMIT_NOFILE), close-on-exec: a daemon that closes its descriptors
+ * from 3 up and opens its own files must not find ours among them.
+ */
+START_TEST(log_fd_sits_high)
+{
+	char path[] = "/tmp/acm-log.XXXXXX";
+	struct rlimit rl;
+	int fd;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
+	setenv("RDMA_CM_ACM_LOG", path, 1);
+	cma_acm_reconfigure();
+	fd = fd_of(path);
+	ck_assert_int_ge(fd, 500);
+	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	/* A low limit: the upper half of what it allows. */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	cma_acm_reconfigure();
+	fd = fd_of(path);
+	ck_assert_int_ge(fd, 32);
+	ck_assert_int_lt(fd, 64);
+	unsetenv("RDMA_CM_ACM_LOG");
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	cma_acm_reconfigure();
+	ck_assert_int_eq(fd_of(path), -1);
+	unlink(path);
+}
+END_TEST
+
 static Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
@@ -407,6 +521,9 @@ static Suite *acm_suite(void)
 	tc = tcase_create("table_parser");
 	tcase_add_test(tc, table_parses_ibacm_format);
 	tcase_add_test(tc, table_skips_bad_lines);
+	tcase_add_test(tc, table_large_file_hashed);
+	/* A hang guard for slow sanitizer builds, not a time limit. */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, table_handles_nul_and_empty);
 	suite_add_tcase(s, tc);
 
@@ -429,6 +546,7 @@ static Suite *acm_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("helpers");
+	tcase_add_test(tc, log_fd_sits_high);
 	tcase_add_test(tc, gid_ip_mapping);
 	tcase_add_test(tc, rate_codes);
 	tcase_add_test(tc, ep_from_sockaddr);

@@ -13,7 +13,9 @@
 
 #include "cma.h"
 #include "p2p.h"
+#include "p2p_table.h"
 #include "p2p_wire.h"
+#include "ucma_abi.h"
 
 START_TEST(header_round_trip)
 {
@@ -99,17 +101,52 @@ START_TEST(addresses_normalised)
 	struct sockaddr bad = {.sa_family = AF_UNIX};
 	uint8_t a[16], b[16];
 
-	ck_assert_int_eq(cma_p2p_addr16((struct sockaddr *)&in4, a), 0);
+	ck_assert_int_eq(cma_p2p_addr16(&in4, sizeof(in4), a), 0);
 	/* The same address as IPv4-mapped IPv6 compares equal. */
 	in6.sin6_addr.s6_addr[10] = in6.sin6_addr.s6_addr[11] = 0xff;
 	memcpy(&in6.sin6_addr.s6_addr[12], &in4.sin_addr, 4);
-	ck_assert_int_eq(cma_p2p_addr16((struct sockaddr *)&in6, b), 0);
+	ck_assert_int_eq(cma_p2p_addr16(&in6, sizeof(in6), b), 0);
 	ck_assert_mem_eq(a, b, 16);
-	ck_assert_int_eq(cma_p2p_addr16(&bad, a), -1);
+	ck_assert_int_eq(cma_p2p_addr16(&bad, sizeof(bad), a), -1);
 }
 END_TEST
 
 /* Both sides of one crossing reach opposite decisions: one connection. */
+/*
+ * Addresses at any alignment, as kernel replies place them: a QUERY_ROUTE
+ * reply's dst_addr sits at offset 164, where a struct sockaddr_ib (8-byte
+ * aligned) cannot be read as one (UBSan: misaligned access); and its
+ * sockaddr_in6-sized slots cannot hold an AF_IB address at all.
+ */
+START_TEST(addr16_any_alignment)
+{
+	struct rdma_ucm_query_route_resp r;
+	struct sockaddr_ib sib = {.sib_family = AF_IB};
+	uint8_t buf[1 + sizeof(sib)] __attribute__((aligned(8))), out[16];
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sib.sib_addr.sib_raw[i] = (uint8_t)(0xa0 + i);
+	memcpy(buf + 1, &sib, sizeof(sib));
+	ck_assert_int_eq(cma_p2p_addr16(buf + 1, sizeof(sib), out), 0);
+	ck_assert_mem_eq(out, sib.sib_addr.sib_raw, 16);
+	ck_assert_int_eq(cma_p2p_addr16(buf + 1, sizeof(sib) - 1, out), -1);
+	memset(&r, 0, sizeof(r));
+	ck_assert_uint_ne(offsetof(struct rdma_ucm_query_route_resp, dst_addr) %
+				  __alignof__(struct sockaddr_ib),
+			  0);
+	r.dst_addr.sin6_family = AF_IB;
+	ck_assert_int_eq(cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), out),
+			 -1);
+	r.dst_addr.sin6_family = AF_INET6;
+	for (i = 0; i < 16; i++)
+		r.dst_addr.sin6_addr.s6_addr[i] = (uint8_t)i;
+	ck_assert_int_eq(cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), out),
+			 0);
+	ck_assert_mem_eq(out, r.dst_addr.sin6_addr.s6_addr, 16);
+}
+END_TEST
+
 START_TEST(crossing_settled_once)
 {
 	struct cma_p2p_key at_a = {
@@ -190,20 +227,161 @@ START_TEST(options_validated)
 }
 END_TEST
 
+/*
+ * Private-data lengths: rdma_connect and rdma_accept on an id bound to a
+ * fake device whose kernel commands all fail with EIO and are counted.
+ * EINVAL with no command written means the library refused the length;
+ * EIO means it let the call through to the kernel.
+ */
+static int writes;
+static struct rdma_event_channel *pd_channel;
+static struct cma_id_private *pd_id;
+static struct cma_device pd_dev;
+static struct ibv_qp pd_qp = {.qp_num = 0x55, .qp_type = IBV_QPT_RC};
+static uint8_t pd_data[256];
+
+static ssize_t counting_device(int fd, const void *buf, size_t len)
+{
+	(void)fd;
+	(void)buf;
+	(void)len;
+	writes++;
+	errno = EIO;
+	return -1;
+}
+
+static void pd_setup(void)
+{
+	writes = 0;
+	ucma_set_writer(counting_device);
+	pd_channel = cma_channel_from_fd(100);
+	ck_assert_ptr_nonnull(pd_channel);
+	pd_id = cma_id_alloc(pd_channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
+	ck_assert_ptr_nonnull(pd_id);
+	memset(&pd_dev, 0, sizeof(pd_dev));
+	pd_id->cma_dev = &pd_dev;
+	pd_id->handle = 3;
+	pd_id->id.route.addr.src_addr.sa_family = AF_INET;
+}
+
+static void pd_teardown(void)
+{
+	pd_id->cma_dev = NULL; /* not the library's device */
+	pd_id->id.qp = NULL;
+	cma_id_free(pd_id);
+	cma_channel_destroy(pd_channel); /* closes fd 100, never opened */
+	ucma_set_writer(NULL);
+}
+
+/* rdma_connect with @len bytes: its errno (0 if it succeeded). */
+static int pd_connect(size_t len, bool p2p)
+{
+	struct rdma_conn_param cp = {.private_data = pd_data,
+				     .private_data_len = (uint8_t)len,
+				     .peer2peer_mode = p2p};
+
+	pd_id->id.qp = &pd_qp;
+	return rdma_connect(&pd_id->id, &cp) ? errno : 0;
+}
+
+/* rdma_accept of a p2p request (when @p2p) with @len bytes: its errno. */
+static int pd_accept(size_t len, bool p2p)
+{
+	struct rdma_conn_param cp = {.private_data = pd_data,
+				     .private_data_len = (uint8_t)len,
+				     .qp_num = 0x55,
+				     .peer2peer_mode = p2p};
+
+	pd_id->id.qp = NULL; /* no QP to move to RTS: qp_num above */
+	if (p2p && !pd_id->p2p) {
+		pd_id->p2p = calloc(1, sizeof(*pd_id->p2p));
+		ck_assert_ptr_nonnull(pd_id->p2p);
+		pd_id->p2p->id_priv = pd_id;
+		pd_id->p2p->from_request = true;
+	}
+	return rdma_accept(&pd_id->id, &cp) ? errno : 0;
+}
+
+/*
+ * 240 bytes and the 16-byte p2p header make 256: the kernel's length
+ * byte would carry 0, so the peer got neither data nor header.  iWARP
+ * bounds private data by that byte alone.
+ */
+START_TEST(private_data_wrap_refused)
+{
+	pd_dev.is_iwarp = true;
+	ck_assert_int_eq(pd_connect(240, true), EINVAL);
+	ck_assert_int_eq(pd_accept(240, true), EINVAL);
+	/* rdma_create_ep's ai_connect data goes in front: 16 + 240 = 256. */
+	pd_id->connect_data = calloc(1, 16);
+	ck_assert_ptr_nonnull(pd_id->connect_data);
+	pd_id->connect_len = 16;
+	ck_assert_int_eq(pd_connect(240, false), EINVAL);
+	ck_assert_int_eq(writes, 0);
+	/* 255 is the most the length byte holds: those go to the kernel. */
+	ck_assert_int_eq(pd_connect(239, false), EIO);
+	pd_id->connect_len = 0;
+	/* (a p2p connect then needs addresses: any error but EINVAL) */
+	ck_assert_int_ne(pd_connect(239, true), EINVAL);
+	ck_assert_int_eq(pd_accept(239, true), EIO);
+	ck_assert_int_eq(pd_accept(255, false), EIO);
+}
+END_TEST
+
+/*
+ * On InfiniBand and RoCE the CM's messages have fixed room (rdma_cm(7)):
+ * 56 bytes in a request with IP addressing (92 with AF_IB), 196 in a
+ * reply, 180 and 136 for datagram ids; the p2p header comes out of it.
+ */
+START_TEST(private_data_ib_limits)
+{
+	ck_assert_int_eq(pd_connect(57, false), EINVAL);
+	ck_assert_int_eq(pd_connect(41, true), EINVAL);
+	ck_assert_int_eq(pd_accept(197, false), EINVAL);
+	ck_assert_int_eq(pd_accept(181, true), EINVAL);
+	ck_assert_int_eq(rdma_reject(&pd_id->id, pd_data, 149), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(writes, 0);
+	ck_assert_int_eq(pd_connect(56, false), EIO);
+	ck_assert_int_eq(pd_accept(196, false), EIO);
+	ck_assert_int_eq(pd_accept(180, true), EIO);
+	ck_assert_int_eq(rdma_reject(&pd_id->id, pd_data, 148), -1);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(
+		cma_check_priv_len(pd_id, 40 + CMA_P2P_HDR_LEN, CMA_PRIV_REQ),
+		0);
+	pd_id->id.route.addr.src_addr.sa_family = AF_IB;
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 92, CMA_PRIV_REQ), 0);
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 93, CMA_PRIV_REQ), -1);
+	pd_id->id.route.addr.src_addr.sa_family = AF_INET;
+	pd_id->id.qp_type = IBV_QPT_UD;
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 180, CMA_PRIV_REQ), 0);
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 181, CMA_PRIV_REQ), -1);
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 136, CMA_PRIV_REP), 0);
+	ck_assert_int_eq(cma_check_priv_len(pd_id, 137, CMA_PRIV_REP), -1);
+}
+END_TEST
+
 static Suite *p2p_suite(void)
 {
 	Suite *s = suite_create("p2p");
 	TCase *tc = tcase_create("pure");
+	TCase *pd = tcase_create("private data");
 
 	tcase_add_test(tc, header_round_trip);
 	tcase_add_test(tc, header_rejects_malformed);
 	tcase_add_test(tc, identity_order);
 	tcase_add_test(tc, addresses_normalised);
+	tcase_add_test(tc, addr16_any_alignment);
 	tcase_add_test(tc, crossing_settled_once);
 	tcase_add_test(tc, decisions_by_state);
 	tcase_add_test(tc, keys_match_exactly);
 	tcase_add_test(tc, options_validated);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(pd, pd_setup, pd_teardown);
+	tcase_add_test(pd, private_data_wrap_refused);
+	tcase_add_test(pd, private_data_ib_limits);
+	suite_add_tcase(s, pd);
 	return s;
 }
 

@@ -9,13 +9,16 @@
 #include <config.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <check.h>
 #include <poll.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rsocket/rs.h"
+#include "rsocket/dgram.h"
 
 static union rs_sockaddr sin4(uint32_t host, uint16_t port)
 {
@@ -282,6 +285,98 @@ START_TEST(malformed_udp_is_dropped)
 }
 END_TEST
 
+static size_t dest_nodes;
+
+static void count_dest(const void *node, VISIT which, int depth)
+{
+	(void)node;
+	(void)depth;
+	if (which == postorder || which == leaf)
+		dest_nodes++;
+}
+
+/*
+ * Issue 16's suspicion, checked: every UDP datagram with a well-formed
+ * header from an address the socket has not seen creates a destination
+ * (struct ds_dest, kept in rs->dest_map) and, with a device, resolves it
+ * synchronously under the socket's lock (DS_RESOLVE_MS, 2 s at most).
+ * Nothing frees a destination before rclose, so spoofed source addresses
+ * grow the map without bound.  This test pins today's behaviour, one
+ * destination per source and none freed, so that the bounded map (least
+ * recently used evicted) the ownership work brings changes it knowingly:
+ * it then asserts the bound instead.  A fake QP stands for the local
+ * address; without an RDMA device the resolution fails at once.
+ */
+START_TEST(spoofed_sources_each_keep_a_destination)
+{
+	enum { SOURCES = 100 };
+	struct rdma_cm_id fake_id;
+	struct ibv_qp fake_qp;
+	struct ds_wire_udp_hdr hdr;
+	union rs_sockaddr addr, from;
+	struct ds_qp *qp;
+	struct rsocket *rs;
+	uint8_t msg[64];
+	size_t hlen;
+	int s = bound_dgram(&addr), u, i;
+
+	rs = rs_lookup(s);
+	ck_assert_ptr_nonnull(rs);
+	memset(&fake_id, 0, sizeof(fake_id));
+	memset(&fake_qp, 0, sizeof(fake_qp));
+	fake_qp.qp_num = 0x123;
+	fake_id.qp = &fake_qp;
+	qp = calloc(1, sizeof(*qp));
+	ck_assert_ptr_nonnull(qp);
+	qp->src = addr;
+	qp->cm_id = &fake_id;
+	qp->max_msg = 1024;
+	rs->qp_list = qp;
+	for (i = 0; i < SOURCES; i++) {
+		/* Each from its own address, as spoofed datagrams would be. */
+		from = sin4(INADDR_LOOPBACK + 2 + (uint32_t)i, 0);
+		u = socket(AF_INET, SOCK_DGRAM, 0);
+		ck_assert_int_ge(u, 0);
+		ck_assert_int_eq(bind(u, &from.sa, sizeof(from.sin)), 0);
+		hlen = ds_udp_hdr_encode(&hdr, RS_OP_DATA, 0x77, &from);
+		memcpy(msg, &hdr, hlen);
+		msg[hlen] = 'x';
+		ck_assert_int_eq(
+			sendto(u, msg, hlen + 1, 0, &addr.sa, sizeof(addr.sin)),
+			(ssize_t)hlen + 1);
+		close(u);
+		/* What a receive does first (the fake QP has no CQ to poll). */
+		pthread_mutex_lock(&rs->lock);
+		ds_udp_drain(rs);
+		pthread_mutex_unlock(&rs->lock);
+	}
+	dest_nodes = 0;
+	twalk(rs->dest_map, count_dest);
+	ck_assert_uint_eq(dest_nodes, SOURCES);
+	rs->qp_list = NULL; /* not a real QP: nothing to poll or destroy */
+	free(qp);
+	ck_assert_int_eq(rclose(s), 0);
+}
+END_TEST
+
+/*
+ * A datagram socket's own epoll set is internal: it sits at 500 or above,
+ * close-on-exec, away from the numbers the program reuses.  Its UDP
+ * socket is the rsocket's number and stays where the kernel put it.
+ */
+START_TEST(internal_epoll_fd_sits_high)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_DGRAM);
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(ds_init(rs, AF_INET), 0);
+	ck_assert_int_ge(rs->epfd, 500);
+	ck_assert_int_ne(fcntl(rs->epfd, F_GETFD) & FD_CLOEXEC, 0);
+	ck_assert_int_lt(rs->udp_sock, 500);
+	rs_free(rs);
+}
+END_TEST
+
 static Suite *dgram_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram");
@@ -295,6 +390,8 @@ static Suite *dgram_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("api");
 	tcase_add_test(tc, dgram_socket_calls);
+	tcase_add_test(tc, internal_epoll_fd_sits_high);
+	tcase_add_test(tc, spoofed_sources_each_keep_a_destination);
 	tcase_add_test(tc, malformed_udp_is_dropped);
 	suite_add_tcase(s, tc);
 	return s;

@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "rsocket/rs.h"
+#include "fd_of.h"
+#include <fcntl.h>
+#include <sys/wait.h>
 
 START_TEST(msg_fields_round_trip)
 {
@@ -334,6 +337,169 @@ START_TEST(spin_learns_wake_cost)
 }
 END_TEST
 
+/*
+ * A stream rsocket with @len bytes queued as one received message and no
+ * QP: the peer has gone (DISCONNECTED), so a read that wants more than is
+ * queued returns instead of waiting, whatever the bug.
+ */
+static struct rsocket *queued_stream(uint32_t len)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_STREAM);
+	uint32_t i;
+
+	ck_assert_ptr_nonnull(rs);
+	rs->rbuf_size = 4096;
+	rs->rq_size = 4;
+	rs->rbuf = calloc(1, rs->rbuf_size);
+	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
+	ck_assert(rs->rbuf && rs->rmsg);
+	for (i = 0; i < len; i++)
+		rs->rbuf[i] = (uint8_t)(i + 1);
+	rs->rmsg[0].len = len;
+	rs->rmsg_tail = 1;
+	rs->state = RS_DISCONNECTED | RS_READABLE;
+	return rs;
+}
+
+static void free_queued_stream(struct rsocket *rs)
+{
+	free(rs->rbuf);
+	free(rs->rmsg);
+	rs->rbuf = NULL;
+	rs->rmsg = NULL;
+	rs_free(rs);
+}
+
+/*
+ * rrecvmsg accepts up to 1,024 iovecs; all of them are filled.  The read
+ * used to copy only the first 64 and then, with MSG_WAITALL, wait for
+ * data it could never place: with the connection up it never returned.
+ */
+START_TEST(recvmsg_fills_every_iovec)
+{
+	enum { N = 1024 };
+	static uint8_t bytes[N];
+	static struct iovec iov[N];
+	struct rsocket *rs;
+	int i, cnt;
+
+	for (cnt = 65; cnt <= N; cnt += N - 65) {
+		rs = queued_stream(cnt + 1);
+		memset(bytes, 0, sizeof(bytes));
+		for (i = 0; i < cnt; i++) {
+			iov[i].iov_base = &bytes[i];
+			iov[i].iov_len = 1;
+		}
+		ck_assert_int_eq(rs_stream_recvv(rs, iov, cnt, MSG_WAITALL),
+				 cnt);
+		for (i = 0; i < cnt; i++)
+			ck_assert_uint_eq(bytes[i], (uint8_t)(i + 1));
+		/* The byte past the last iovec stays queued for the next read. */
+		ck_assert_int_eq(rs_stream_recvv(rs, iov, 1, 0), 1);
+		ck_assert_uint_eq(bytes[0], (uint8_t)(cnt + 1));
+		free_queued_stream(rs);
+	}
+	/* Partly filled elements carry over between messages too. */
+	rs = queued_stream(100);
+	rs->rmsg[0].len = 30;
+	rs->rmsg[1].len = 70;
+	rs->rmsg_tail = 2;
+	memset(bytes, 0, sizeof(bytes));
+	for (i = 0; i < 80; i++) {
+		iov[i].iov_base = &bytes[i * 2];
+		iov[i].iov_len = i < 10 ? 0 : 2; /* empty ones are skipped */
+	}
+	ck_assert_int_eq(rs_stream_recvv(rs, iov, 80, MSG_WAITALL), 100);
+	for (i = 0; i < 100; i++)
+		ck_assert_uint_eq(bytes[20 + i], (uint8_t)(i + 1));
+	free_queued_stream(rs);
+}
+END_TEST
+
+/* More iovecs than accepted is EINVAL, also when the count wraps an int. */
+START_TEST(recvmsg_iovec_count_bounded)
+{
+	static struct iovec iov[2];
+	uint8_t b[2];
+	struct msghdr msg = {.msg_iov = iov};
+	struct rsocket *rs = queued_stream(2);
+
+	ck_assert_int_eq(rs_insert(rs, 900), 0);
+	iov[0].iov_base = &b[0];
+	iov[0].iov_len = 1;
+	msg.msg_iovlen = 1025;
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	msg.msg_iovlen = ((size_t)1 << 32) + 1; /* (int): 1 */
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	msg.msg_iovlen = 1;
+	ck_assert_int_eq(rrecvmsg(900, &msg, 0), 1);
+	free_queued_stream(rs); /* takes it out of the table */
+}
+END_TEST
+
+/*
+ * Run as "rsocket_test --preload-log-child PATH" under librspreload.so
+ * with RDMA_RSOCKET_LOG=PATH: one socket() call starts the preload (and
+ * logs its fallback to TCP here, with no RDMA device); then print which
+ * descriptor holds the log and whether it is close-on-exec.
+ */
+static int preload_log_child(const char *path)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0), fd = fd_of(path);
+
+	printf("%d %d\n", fd, fd < 0 ? 0 : !!(fcntl(fd, F_GETFD) & FD_CLOEXEC));
+	if (s >= 0)
+		close(s);
+	return 0;
+}
+
+/*
+ * The preload's RDMA_RSOCKET_LOG descriptor sits at 500 or above,
+ * close-on-exec, not at the lowest free number a daemon's own files get
+ * next.
+ */
+START_TEST(preload_log_fd_sits_high)
+{
+	char path[] = "/tmp/rsp-log.XXXXXX", out[64] = "", asan[512];
+	const char *old = getenv("ASAN_OPTIONS");
+	int p[2], fd, cloexec = 0, status;
+	ssize_t n;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 1);
+		setenv("LD_PRELOAD", RSP_PRELOAD_DIR "/librspreload.so", 1);
+		setenv("LD_LIBRARY_PATH", RSP_LIB_DIR, 1);
+		setenv("RDMA_RSOCKET_LOG", path, 1);
+		/* An ASan build's preload brings the runtime in after us. */
+		snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
+			 old ? old : "", old ? ":" : "");
+		setenv("ASAN_OPTIONS", asan, 1);
+		execl("/proc/self/exe", "rsocket_test", "--preload-log-child",
+		      path, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(sscanf(out, "%d %d", &fd, &cloexec), 2);
+	ck_assert_int_ge(fd, 500);
+	ck_assert_int_eq(cloexec, 1);
+	unlink(path);
+}
+END_TEST
+
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
@@ -346,6 +512,9 @@ static Suite *rsocket_suite(void)
 	tcase_add_test(tc, iomap_size_encoding);
 	tcase_add_test(tc, credit_sequence_wraps);
 	tcase_add_test(tc, ds_headers_round_trip);
+	tcase_add_test(tc, recvmsg_fills_every_iovec);
+	tcase_add_test(tc, recvmsg_iovec_count_bounded);
+	tcase_add_test(tc, preload_log_fd_sits_high);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("spin");
 	tcase_add_test(tc, spin_window_adapts);
@@ -359,11 +528,14 @@ static Suite *rsocket_suite(void)
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	SRunner *sr = srunner_create(rsocket_suite());
+	SRunner *sr;
 	int failed;
 
+	if (argc == 3 && !strcmp(argv[1], "--preload-log-child"))
+		return preload_log_child(argv[2]);
+	sr = srunner_create(rsocket_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
