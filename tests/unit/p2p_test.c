@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cma.h"
+#include "fake_ucma.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
@@ -229,9 +230,9 @@ END_TEST
 
 /*
  * Private-data lengths: rdma_connect and rdma_accept on an id bound to a
- * fake device whose kernel commands all fail with EIO and are counted.
- * EINVAL with no command written means the library refused the length;
- * EIO means it let the call through to the kernel.
+ * device, with the fake kernel (fake_ucma) failing every command with EIO
+ * and counting it.  EINVAL with no command written means the library
+ * refused the length; EIO means it let the call through to the kernel.
  */
 static int writes;
 static struct rdma_event_channel *pd_channel;
@@ -240,22 +241,22 @@ static struct cma_device pd_dev;
 static struct ibv_qp pd_qp = {.qp_num = 0x55, .qp_type = IBV_QPT_RC};
 static uint8_t pd_data[256];
 
-static ssize_t counting_device(int fd, const void *buf, size_t len)
+static int counting_kernel(const struct fake_cmd *cmd, void *resp, size_t len)
 {
-	(void)fd;
-	(void)buf;
+	(void)cmd;
+	(void)resp;
 	(void)len;
 	writes++;
-	errno = EIO;
-	return -1;
+	return EIO;
 }
 
 static void pd_setup(void)
 {
 	writes = 0;
-	ucma_set_writer(counting_device);
-	pd_channel = cma_channel_from_fd(100);
+	fake_ucma_install();
+	pd_channel = cma_channel_create();
 	ck_assert_ptr_nonnull(pd_channel);
+	fake_ucma_set_hook(counting_kernel);
 	pd_id = cma_id_alloc(pd_channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
 	ck_assert_ptr_nonnull(pd_id);
 	memset(&pd_dev, 0, sizeof(pd_dev));
@@ -269,8 +270,8 @@ static void pd_teardown(void)
 	pd_id->cma_dev = NULL; /* not the library's device */
 	pd_id->id.qp = NULL;
 	cma_id_free(pd_id);
-	cma_channel_destroy(pd_channel); /* closes fd 100, never opened */
-	ucma_set_writer(NULL);
+	cma_channel_destroy(pd_channel);
+	fake_ucma_uninstall();
 }
 
 /* rdma_connect with @len bytes: its errno (0 if it succeeded). */
