@@ -1171,6 +1171,128 @@ static int cmd_timewait(int argc, char **argv)
 	return 0;
 }
 
+/* --- UD reject: UNREACHABLE ----------------------------------------------- */
+
+/*
+ * rdma_reject on a RDMA_PS_UDP request answers with a SIDR reply whose
+ * status is "rejected" (2); the active side gets RDMA_CM_EVENT_UNREACHABLE
+ * with that status and the reply's private data.  The active id is
+ * migrated from another channel first and gets its QP from
+ * rdma_create_qp_ex: UD flavours of calls the RC scenarios cover.
+ */
+static int cmd_ud_reject(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct end cli = {.who = "ud client"};
+	struct rdma_event_channel *sch = make_channel(), *cch = make_channel();
+	struct rdma_event_channel *tmp;
+	struct ibv_qp_init_attr_ex qattr;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *listen, *req;
+	uint16_t port;
+
+	listen = make_listener(sch, argv[0], RDMA_PS_UDP, &port);
+	/* Made on a channel of its own, then moved: migration of a UD id. */
+	tmp = make_channel();
+	TRY(rdma_create_id(tmp, &cli.id, &cli, RDMA_PS_UDP));
+	TRY(rdma_migrate_id(cli.id, cch));
+	CHECK(cli.id->channel == cch, "migrated UD id's channel");
+	rdma_destroy_event_channel(tmp);
+	client_resolve(cch, cli.id, src, argv[0], port);
+	if (is_iwarp(cli.id))
+		skip("iWARP has no UD");
+	STAGE("rdma_create_qp_ex (UD)");
+	memset(&qattr, 0, sizeof(qattr));
+	qattr.qp_type = IBV_QPT_UD;
+	qattr.cap.max_send_wr = qattr.cap.max_recv_wr = 2;
+	qattr.cap.max_send_sge = qattr.cap.max_recv_sge = 1;
+	TRY(rdma_create_qp_ex(cli.id, &qattr));
+	CHECK(cli.id->qp && cli.id->qp->qp_type == IBV_QPT_UD,
+	      "rdma_create_qp_ex made no UD QP");
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = cli_pdata;
+	cp.private_data_len = sizeof(cli_pdata);
+	STAGE("ud rdma_connect (SIDR)");
+	TRY(rdma_connect(cli.id, &cp));
+	ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
+			  "ud server");
+	req = ev->id;
+	STAGE("ud rdma_reject");
+	TRY(rdma_reject(req, reject_pdata, sizeof(reject_pdata)));
+	TRY(rdma_ack_cm_event(ev));
+	ev = expect_event(cch, RDMA_CM_EVENT_UNREACHABLE, cli.id, "ud client");
+	note("UNREACHABLE status %d", ev->status);
+	CHECK(ev->status == 2, "UNREACHABLE status %d, want 2 (SIDR reject)",
+	      ev->status);
+	check_pdata(ev->param.ud.private_data, ev->param.ud.private_data_len,
+		    reject_pdata, "UNREACHABLE");
+	TRY(rdma_ack_cm_event(ev));
+	TRY(rdma_destroy_id(req));
+	destroy_end(&cli);
+	TRY(rdma_destroy_id(listen));
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+	pass();
+	return 0;
+}
+
+/* --- CONNECT_ERROR -------------------------------------------------------- */
+
+/*
+ * The active side's QP cannot take the connection's attributes (the
+ * application put it into the error state while connecting): the library
+ * cannot move it to RTR when the reply comes, so the active side gets
+ * RDMA_CM_EVENT_CONNECT_ERROR, with a non-zero status, instead of
+ * ESTABLISHED.
+ */
+static int cmd_connect_error(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct rdma_conn_param cp;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_event *ev;
+	struct rc_pair p;
+
+	rc_setup(&p, argv[0]);
+	TRY(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
+	client_resolve(p.cch, p.cli.id, src, argv[0], p.port);
+	if (is_iwarp(p.cli.id))
+		skip("on iWARP the kernel, not the library, moves the QP");
+	make_qp(&p.cli, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	STAGE("rdma_connect");
+	TRY(rdma_connect(p.cli.id, &cp));
+	ev = expect_event(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, "server");
+	p.srv.id = ev->id;
+	TRY(rdma_ack_cm_event(ev));
+	p.srv.id->context = &p.srv;
+	make_qp(&p.srv, IBV_QPT_RC);
+
+	STAGE("client QP to the error state");
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_ERR;
+	CHECK(!ibv_modify_qp(p.cli.id->qp, &qa, IBV_QP_STATE),
+	      "ibv_modify_qp(ERR)");
+	STAGE("rdma_accept");
+	TRY(rdma_accept(p.srv.id, &cp));
+	ev = expect_event(p.cch, RDMA_CM_EVENT_CONNECT_ERROR, p.cli.id,
+			  "client");
+	note("CONNECT_ERROR status %d", ev->status);
+	CHECK(ev->status != 0, "CONNECT_ERROR with status 0");
+	TRY(rdma_ack_cm_event(ev));
+	/*
+	 * What the passive side gets differs: this library rejects at once
+	 * (REJECTED, status 28), rdma-core's only moves its QP to the error
+	 * state and leaves the peer to time out.  Not checked.
+	 */
+	rc_teardown(&p);
+	pass();
+	return 0;
+}
+
 /* --- reject with ECE ------------------------------------------------------ */
 
 /*
@@ -1240,6 +1362,7 @@ struct sync_server {
 	pthread_cond_t cond;
 	uint16_t port; /* set once listening */
 	bool done;
+	bool reject; /* rdma_reject the request instead of accepting it */
 };
 
 static void sync_qp_attr(struct ibv_qp_init_attr *attr)
@@ -1296,6 +1419,13 @@ static void *sync_server_thread(void *arg)
 	check_pdata(id->event->param.conn.private_data,
 		    id->event->param.conn.private_data_len, cli_pdata,
 		    "sync CONNECT_REQUEST");
+	if (s->reject) {
+		STAGE("sync server: rdma_reject");
+		TRY(rdma_reject(id, reject_pdata, sizeof(reject_pdata)));
+		rdma_destroy_ep(id);
+		rdma_destroy_ep(listen);
+		goto done;
+	}
 	reg_bufs(&e);
 	post_recv(&e);
 	memset(&cp, 0, sizeof(cp));
@@ -1317,7 +1447,7 @@ static void *sync_server_thread(void *arg)
 	STAGE("sync server: rdma_destroy_ep");
 	rdma_destroy_ep(id);
 	rdma_destroy_ep(listen);
-
+done:
 	pthread_mutex_lock(&s->lock);
 	s->done = true;
 	pthread_cond_broadcast(&s->cond);
@@ -1408,6 +1538,60 @@ static int cmd_rc_sync(int argc, char **argv)
 	wait_flag(&s, true, "finish");
 	pthread_join(t, NULL);
 	STAGE("sync client: rdma_destroy_ep");
+	rdma_destroy_ep(e.id);
+	pass();
+	return 0;
+}
+
+/*
+ * A synchronous listener rejects: the synchronous client's rdma_connect
+ * fails with ECONNREFUSED and leaves the REJECTED event, with the
+ * server's private data, in id->event.
+ */
+static int cmd_sync_reject(int argc, char **argv)
+{
+	struct end e = {.who = "sync client"};
+	struct sync_server s = {.addr = argv[0], .client = &e, .reject = true};
+	struct rdma_addrinfo hints, *res;
+	struct ibv_qp_init_attr attr;
+	struct rdma_conn_param cp;
+	char port[16];
+	pthread_t t;
+	int r;
+
+	(void)argc;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	if (pthread_create(&t, NULL, sync_server_thread, &s))
+		fail("pthread_create failed");
+	wait_flag(&s, false, "listen");
+	snprintf(port, sizeof(port), "%u", s.port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_NUMERICHOST;
+	hints.ai_port_space = RDMA_PS_TCP;
+	r = rdma_getaddrinfo(argv[0], port, &hints, &res);
+	if (r)
+		fail("client rdma_getaddrinfo: %s", strerror(errno));
+	sync_qp_attr(&attr);
+	TRY(rdma_create_ep(&e.id, res, NULL, &attr));
+	rdma_freeaddrinfo(res);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = cli_pdata;
+	cp.private_data_len = sizeof(cli_pdata);
+	STAGE("sync client: rdma_connect to a rejecting server");
+	errno = 0;
+	r = rdma_connect(e.id, &cp);
+	CHECK(r == -1 && errno == ECONNREFUSED,
+	      "rejected synchronous rdma_connect: %d, %s, want ECONNREFUSED", r,
+	      strerror(errno));
+	CHECK(e.id->event && e.id->event->event == RDMA_CM_EVENT_REJECTED,
+	      "id->event after a rejected rdma_connect is %s",
+	      e.id->event ? rdma_event_str(e.id->event->event) : "NULL");
+	check_pdata(e.id->event->param.conn.private_data,
+		    e.id->event->param.conn.private_data_len, reject_pdata,
+		    "sync REJECTED");
+	wait_flag(&s, true, "finish");
+	pthread_join(t, NULL);
 	rdma_destroy_ep(e.id);
 	pass();
 	return 0;
@@ -2025,6 +2209,26 @@ static int cmd_ud(int argc, char **argv)
 
 /* --- multicast ------------------------------------------------------------ */
 
+/*
+ * The sender joins as a send-only full member (rdma_join_multicast_ex, as
+ * mckey -o does: its QP is not attached to the group), the receiver with
+ * rdma_join_multicast.
+ */
+static int mcast_join(struct end *e, struct sockaddr *group, void *ctx,
+		      bool send_only)
+{
+	struct rdma_cm_join_mc_attr_ex attr;
+
+	if (!send_only)
+		return rdma_join_multicast(e->id, group, ctx);
+	memset(&attr, 0, sizeof(attr));
+	attr.comp_mask =
+		RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	attr.addr = group;
+	return rdma_join_multicast_ex(e->id, &attr, ctx);
+}
+
 static int cmd_mcast(int argc, char **argv)
 {
 	struct rdma_event_channel *ch = make_channel(), *ch2;
@@ -2032,9 +2236,7 @@ static int cmd_mcast(int argc, char **argv)
 	const char *addr2 = argc > 2 ? argv[2] : argv[0];
 	struct sockaddr_storage group, bind_addr;
 	struct rdma_ud_param ud[2];
-	struct ibv_send_wr wr, *bad;
 	struct rdma_cm_event *ev;
-	struct ibv_sge sge;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 	int ctx[2], i, r;
@@ -2052,8 +2254,7 @@ static int cmd_mcast(int argc, char **argv)
 		reg_bufs(&m[i]);
 		post_recv(&m[i]);
 		STAGE("mcast: join");
-		if (rdma_join_multicast(m[i].id, (struct sockaddr *)&group,
-					&ctx[i])) {
+		if (mcast_join(&m[i], (struct sockaddr *)&group, &ctx[i], !i)) {
 			/*
 			 * Linux (6.1 at least) refuses IPv6 groups on RoCE v2
 			 * GIDs with the kernel-internal ENOTSUPP (524).
@@ -2064,7 +2265,9 @@ static int cmd_mcast(int argc, char **argv)
 				     "multicast on this device "
 				     "(rdma_join_multicast: errno 524, "
 				     "ENOTSUPP)");
-			fail("rdma_join_multicast: %s (errno %d)",
+			fail("%s: %s (errno %d)",
+			     i ? "rdma_join_multicast"
+			       : "rdma_join_multicast_ex (send-only)",
 			     strerror(errno), errno);
 		}
 		ev = expect_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, m[i].id,
@@ -2100,21 +2303,11 @@ static int cmd_mcast(int argc, char **argv)
 	if (!ah)
 		fail("ibv_create_ah from the join event: %s", strerror(errno));
 	snprintf(m[0].sbuf, sizeof(m[0].sbuf), "multicast datagram");
-	sge.addr = (uintptr_t)m[0].sbuf;
-	sge.length = (uint32_t)strlen(m[0].sbuf) + 1;
-	sge.lkey = m[0].smr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)m[0].sbuf;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = ud[0].qp_num;
-	wr.wr.ud.remote_qkey = ud[0].qkey;
-	r = ibv_post_send(m[0].id->qp, &wr, &bad);
-	if (r)
-		fail("ibv_post_send to the group: %s", strerror(r));
+	/* The group's Q_Key is RDMA_UDP_QKEY, which rdma_post_ud_send uses. */
+	CHECK(ud[0].qkey == RDMA_UDP_QKEY, "group qkey 0x%x", ud[0].qkey);
+	TRY(rdma_post_ud_send(m[0].id, m[0].sbuf, m[0].sbuf,
+			      strlen(m[0].sbuf) + 1, m[0].smr,
+			      IBV_SEND_SIGNALED, ah, ud[0].qp_num));
 	r = rdma_get_send_comp(m[0].id, &wc);
 	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
 	      "multicast send completion: %d, %s", r,
@@ -2198,6 +2391,14 @@ static int cmd_libevents(int argc, char **argv)
 	CHECK(info && info->ai_dst_addr, "no destination resolved");
 	rdma_freeaddrinfo(info);
 
+	STAGE("libevents: a failing rdma_resolve_addrinfo");
+	/* A service /etc/services lacks: no DNS involved. */
+	TRY(rdma_resolve_addrinfo(id, argv[0], "no-such-rdma-service", NULL));
+	ev = expect_event(ch, RDMA_CM_EVENT_ADDRINFO_ERROR, id, "addrinfo");
+	CHECK(ev->status < 0, "ADDRINFO_ERROR status %d, want a -errno",
+	      ev->status);
+	TRY(rdma_ack_cm_event(ev));
+
 	STAGE("libevents: kernel and library events interleave");
 	parse_addr(argv[0], 4791, &dst);
 	TRY(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
@@ -2258,10 +2459,13 @@ static const struct cmd {
 	{"rc_server_disconnect", 1, "<addr> [<client-src>]",
 	 cmd_rc_server_disconnect},
 	{"rc_sync", 1, "<addr> [<client-src>]", cmd_rc_sync},
+	{"sync_reject", 1, "<addr>", cmd_sync_reject},
 	{"reject", 1, "<addr> [<client-src>]", cmd_reject},
 	{"reject_ece", 1, "<addr> [<client-src>]", cmd_reject_ece},
 	{"srq", 1, "<addr> [<client-src>]", cmd_srq},
 	{"timewait", 1, "<addr> [<client-src>]", cmd_timewait},
+	{"ud_reject", 1, "<addr> [<client-src>]", cmd_ud_reject},
+	{"connect_error", 1, "<addr> [<client-src>]", cmd_connect_error},
 	{"migrate", 1, "<addr>", cmd_migrate},
 	{"libevents", 1, "<addr>", cmd_libevents},
 	{"cycles", 1, "<addr> [<N>=200] [<client-src>]", cmd_cycles},

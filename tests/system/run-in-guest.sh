@@ -169,10 +169,12 @@ if [ -n "$SYS" ]; then
 		run_sys "rc_async_same_addr/$fam" rc_async "$srv"
 		run_sys "rc_server_disconnect/$fam" rc_server_disconnect "$srv" "$cli"
 		run_sys "rc_sync/$fam" rc_sync "$srv" "$cli"
+		run_sys "sync_reject/$fam" sync_reject "$srv"
 		run_sys "reject/$fam" reject "$srv" "$cli"
 		run_sys "reject_ece/$fam" reject_ece "$srv" "$cli"
 		run_sys "srq/$fam" srq "$srv" "$cli"
 		run_sys "timewait/$fam" timewait "$srv" "$cli"
+		run_sys "connect_error/$fam" connect_error "$srv" "$cli"
 		run_sys "migrate/$fam" migrate "$srv"
 		run_sys "libevents/$fam" libevents "$srv"
 		run_sys "errors/$fam" errors "$srv"
@@ -183,6 +185,7 @@ if [ -n "$SYS" ]; then
 			run_sys "iwarp_errors/$fam" iwarp_errors "$srv" "$grp"
 		else
 			run_sys "ud/$fam" ud "$srv" "$cli"
+			run_sys "ud_reject/$fam" ud_reject "$srv" "$cli"
 			run_sys "mcast/$fam" mcast "$srv" "$grp" "$cli"
 		fi
 		run_sys "cycles/$fam" cycles "$srv" "$CYCLES" "$cli"
