@@ -1293,6 +1293,55 @@ static int cmd_connect_error(int argc, char **argv)
 	return 0;
 }
 
+/* --- ADDR_CHANGE ---------------------------------------------------------- */
+
+/*
+ * An id bound to an address of a bonding master gets
+ * RDMA_CM_EVENT_ADDR_CHANGE when the bond fails over to a slave with
+ * another MAC address (the kernel's NETDEV_BONDING_FAILOVER).  @cmd, run
+ * with system(3) once the ids are bound, makes the fail-over happen; the
+ * caller (run-in-guest.sh) builds the bond and its rxe device.  A listener
+ * on the same address is told too.
+ */
+static int cmd_addr_change(int argc, char **argv)
+{
+	struct rdma_event_channel *ch = make_channel();
+	struct rdma_cm_id *id, *listen;
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	int r, i, seen = 0;
+
+	(void)argc;
+	parse_addr(argv[0], 0, &ss);
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	TRY(rdma_bind_addr(id, (struct sockaddr *)&ss));
+	CHECK(id->verbs, "id bound to %s has no device", argv[0]);
+	note("bound to %s on %s", argv[0],
+	     ibv_get_device_name(id->verbs->device));
+	listen = make_listener(ch, argv[0], RDMA_PS_TCP, &(uint16_t){0});
+
+	STAGE("addr_change: the fail-over command");
+	r = system(argv[1]);
+	CHECK(r == 0, "fail-over command \"%s\" exited with %d", argv[1], r);
+	STAGE("addr_change: waiting for ADDR_CHANGE");
+	/* One for each id, in either order. */
+	for (i = 0; i < 2; i++) {
+		ev = expect_event(ch, RDMA_CM_EVENT_ADDR_CHANGE, NULL,
+				  "bound ids");
+		seen |= ev->id == id ? 1 : ev->id == listen ? 2 : 4;
+		TRY(rdma_ack_cm_event(ev));
+	}
+	CHECK(seen == 3,
+	      "ADDR_CHANGE events for ids 0x%x (1 bound id, 2 "
+	      "listener, 4 another)",
+	      seen);
+	TRY(rdma_destroy_id(listen));
+	TRY(rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+	pass();
+	return 0;
+}
+
 /* --- reject with ECE ------------------------------------------------------ */
 
 /*
@@ -2464,6 +2513,8 @@ static const struct cmd {
 	{"reject_ece", 1, "<addr> [<client-src>]", cmd_reject_ece},
 	{"srq", 1, "<addr> [<client-src>]", cmd_srq},
 	{"timewait", 1, "<addr> [<client-src>]", cmd_timewait},
+	{"addr_change", 2, "<addr-on-a-bond> <fail-over-command>",
+	 cmd_addr_change},
 	{"ud_reject", 1, "<addr> [<client-src>]", cmd_ud_reject},
 	{"connect_error", 1, "<addr> [<client-src>]", cmd_connect_error},
 	{"migrate", 1, "<addr>", cmd_migrate},
