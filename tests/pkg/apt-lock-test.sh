@@ -14,7 +14,7 @@
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=../lib/apt.sh
+# shellcheck source-path=SCRIPTDIR source=../lib/apt.sh
 . "$repo/tests/lib/apt.sh"
 
 lock=/var/lib/dpkg/lock-frontend
