@@ -83,6 +83,8 @@ distcheck() {
 }
 
 run_suite dist distcheck
+# The installers' apt-get waits for a held dpkg lock (a few seconds).
+run_suite apt-lock "$repo/tests/pkg/apt-lock-test.sh"
 run_suite pkg-deb "$repo/tests/pkg/check-debs.sh"
 run_suite pkg-rpm "$repo/tests/pkg/check-rpms.sh"
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"

@@ -9,6 +9,8 @@ set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$repo/build}
+# shellcheck source=lib/apt.sh
+. "$repo/tests/lib/apt.sh"
 
 # Build tools, the two rdma-core libraries we depend on, the Check unit-test
 # framework, the rxe user-space provider the VM tests use, and the tools the
@@ -28,11 +30,8 @@ install_missing() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	echo "setup: installing ${missing[*]}"
-	local sudo=
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-		--no-install-recommends "${missing[@]}" >/dev/null
+	apt_get update -qq
+	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 install_missing

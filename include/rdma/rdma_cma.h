@@ -11,6 +11,8 @@
 #ifndef RDMA_CMA_H
 #define RDMA_CMA_H
 
+#include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
@@ -275,13 +277,25 @@ int rdma_write_cm_event(struct rdma_cm_id *id, enum rdma_cm_event_type event,
 __be16 rdma_get_src_port(struct rdma_cm_id *id);
 __be16 rdma_get_dst_port(struct rdma_cm_id *id);
 
+/*
+ * Inline, so they are compiled into applications: a NULL id gives NULL
+ * with errno EINVAL rather than a pointer computed from address 0.
+ */
 static inline struct sockaddr *rdma_get_local_addr(struct rdma_cm_id *id)
 {
+	if (!id) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return &id->route.addr.src_addr;
 }
 
 static inline struct sockaddr *rdma_get_peer_addr(struct rdma_cm_id *id)
 {
+	if (!id) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return &id->route.addr.dst_addr;
 }
 

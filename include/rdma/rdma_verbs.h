@@ -9,7 +9,10 @@
  * rdma-core's <rdma/rdma_verbs.h>.
  *
  * Every int-returning helper reports failure librdmacm-style: -1 with
- * errno set, never a raw verbs error code.
+ * errno set, never a raw verbs error code.  Being compiled into
+ * applications, they refuse a NULL id, a NULL pointer the operation needs
+ * and an id lacking the PD, QP or CQ the call uses (-1 or NULL, errno
+ * EINVAL) instead of handing it to libibverbs, which would dereference it.
  *
  * rdma_create_srq(), rdma_create_srq_ex() and rdma_destroy_srq(), which
  * rdma-core also lists here, are declared in <rdma/rdma_cma.h>.
@@ -49,12 +52,20 @@ static inline int rdma_seterrno(int ret)
 static inline struct ibv_mr *rdma_reg_msgs(struct rdma_cm_id *id, void *addr,
 					   size_t length)
 {
+	if (!id || !id->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return ibv_reg_mr(id->pd, addr, length, IBV_ACCESS_LOCAL_WRITE);
 }
 
 static inline struct ibv_mr *rdma_reg_read(struct rdma_cm_id *id, void *addr,
 					   size_t length)
 {
+	if (!id || !id->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return ibv_reg_mr(id->pd, addr, length,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 }
@@ -62,12 +73,18 @@ static inline struct ibv_mr *rdma_reg_read(struct rdma_cm_id *id, void *addr,
 static inline struct ibv_mr *rdma_reg_write(struct rdma_cm_id *id, void *addr,
 					    size_t length)
 {
+	if (!id || !id->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return ibv_reg_mr(id->pd, addr, length,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 }
 
 static inline int rdma_dereg_mr(struct ibv_mr *mr)
 {
+	if (!mr)
+		return rdma_seterrno(EINVAL);
 	return rdma_seterrno(ibv_dereg_mr(mr));
 }
 
@@ -82,6 +99,8 @@ static inline int rdma_post_recvv(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_recv_wr wr, *bad_wr;
 
+	if (!id || (!id->srq && !id->qp) || (!sgl && nsge))
+		return rdma_seterrno(EINVAL);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)context;
 	wr.sg_list = sgl;
@@ -98,6 +117,8 @@ static inline int rdma_post_sendv(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_send_wr wr, *bad_wr;
 
+	if (!id || !id->qp || (!sgl && nsge))
+		return rdma_seterrno(EINVAL);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)context;
 	wr.sg_list = sgl;
@@ -114,6 +135,8 @@ static inline int rdma_post_readv(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_send_wr wr, *bad_wr;
 
+	if (!id || !id->qp || (!sgl && nsge))
+		return rdma_seterrno(EINVAL);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)context;
 	wr.sg_list = sgl;
@@ -132,6 +155,8 @@ static inline int rdma_post_writev(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_send_wr wr, *bad_wr;
 
+	if (!id || !id->qp || (!sgl && nsge))
+		return rdma_seterrno(EINVAL);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)context;
 	wr.sg_list = sgl;
@@ -154,6 +179,8 @@ static inline int rdma_post_recv(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_sge sge;
 
+	if (!mr)
+		return rdma_seterrno(EINVAL);
 	/* Catch buffers that stray outside the region in debug builds. */
 	assert((uintptr_t)addr >= (uintptr_t)mr->addr &&
 	       (uintptr_t)addr + length <= (uintptr_t)mr->addr + mr->length);
@@ -184,6 +211,8 @@ static inline int rdma_post_read(struct rdma_cm_id *id, void *context,
 {
 	struct ibv_sge sge;
 
+	if (!mr)
+		return rdma_seterrno(EINVAL);
 	sge.addr = (uint64_t)(uintptr_t)addr;
 	sge.length = (uint32_t)length;
 	sge.lkey = mr->lkey;
@@ -217,6 +246,8 @@ static inline int rdma_post_ud_send(struct rdma_cm_id *id, void *context,
 	struct ibv_send_wr wr, *bad_wr;
 	struct ibv_sge sge;
 
+	if (!id || !id->qp || !ah)
+		return rdma_seterrno(EINVAL);
 	sge.addr = (uint64_t)(uintptr_t)addr;
 	sge.length = (uint32_t)length;
 	sge.lkey = mr ? mr->lkey : 0;
@@ -252,6 +283,8 @@ static inline int __rdma_get_comp(struct rdma_cm_id *id, struct ibv_cq *cq,
 	void *ev_ctx;
 	int ret;
 
+	if (!cq || !channel || !wc)
+		return rdma_seterrno(EINVAL);
 	for (;;) {
 		ret = ibv_poll_cq(cq, 1, wc);
 		if (ret)
@@ -278,11 +311,15 @@ static inline int __rdma_get_comp(struct rdma_cm_id *id, struct ibv_cq *cq,
 
 static inline int rdma_get_send_comp(struct rdma_cm_id *id, struct ibv_wc *wc)
 {
+	if (!id)
+		return rdma_seterrno(EINVAL);
 	return __rdma_get_comp(id, id->send_cq, id->send_cq_channel, wc);
 }
 
 static inline int rdma_get_recv_comp(struct rdma_cm_id *id, struct ibv_wc *wc)
 {
+	if (!id)
+		return rdma_seterrno(EINVAL);
 	return __rdma_get_comp(id, id->recv_cq, id->recv_cq_channel, wc);
 }
 

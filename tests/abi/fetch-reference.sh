@@ -18,6 +18,9 @@
 
 set -eu
 
+# apt_get: apt-get that waits for the package manager's locks.
+. "$(cd "$(dirname "$0")/../lib" && pwd)/apt.sh"
+
 cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref}
 pkgs="librdmacm1 librdmacm-dev"
 
@@ -41,14 +44,14 @@ download() {
 	done
 	# apt-get download as root may warn that it runs unsandboxed; that is
 	# harmless here.
-	apt-get download "$@" >&2
+	apt_get download "$@" >&2
 }
 
 if ! have_debs; then
 	echo "fetch-reference: downloading $pkgs into $cache/debs" >&2
 	if ! download; then
 		echo "fetch-reference: download failed; running apt-get update" >&2
-		apt-get update >&2
+		apt_get update >&2
 		download
 	fi
 fi

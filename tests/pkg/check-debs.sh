@@ -94,6 +94,45 @@ for p in $packages; do
 done
 check_root "$root" "$libdir" deb
 
+# A program bound to a fork-only node (rdma_connect@RDMACM_FORK_1.0, what
+# our header gives) must depend on a librdmacm1 that has the node: a stock
+# librdmacm1 from a newer rdma-core satisfies any "librdmacm1 (>= 44.0.1)"
+# (and no version marker sorts above all of those), so the symbols file sends those
+# symbols through the "librdmacm1-fork" template that only our package
+# Provides.  A program bound to RDMACM_1.0 alone must not get it.
+# dpkg-shlibdeps runs on both against the built package's symbols file.
+shlibdeps_of() {
+	local tmp=$1 prog=$2 lib=$tmp/debian/librdmacm1/$libdir
+	gcc -Wall -Werror -I"$root/usr/include" "$tmp/$prog.c" -o "$tmp/$prog" \
+		-L"$root/$libdir" -lrdmacm || return 1
+	(cd "$tmp" && dpkg-shlibdeps -O -l"$lib" "$prog" 2>/dev/null) |
+		sed -n 's/^shlibs:Depends=//p'
+}
+check_fork_dependency() {
+	local tmp bad=0 fork old
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp/debian/librdmacm1/DEBIAN" "$tmp/debian/librdmacm1/$libdir"
+	dpkg-deb -e "$(deb librdmacm1)" "$tmp/ctl"
+	cp "$tmp/ctl/symbols" "$tmp/debian/librdmacm1/DEBIAN/symbols"
+	cp -a "$root/$libdir/librdmacm.so"* "$tmp/debian/librdmacm1/$libdir/"
+	printf 'Source: t\n\nPackage: librdmacm1\nArchitecture: any\n' >"$tmp/debian/control"
+	printf '#include <rdma/rdma_cma.h>\nint main(void) { return rdma_connect(0, 0); }\n' >"$tmp/fork.c"
+	printf '#include <rdma/rdma_cma.h>\n__asm__(".symver rdma_connect, rdma_connect@RDMACM_1.0");\nint main(void) { return rdma_connect(0, 0); }\n' >"$tmp/old.c"
+	fork=$(shlibdeps_of "$tmp" fork) && old=$(shlibdeps_of "$tmp" old) || bad=1
+	grep -q 'librdmacm1-fork (>= ' <<<"$fork" ||
+		{ echo "fork-bound program: Depends: $fork (no librdmacm1-fork)"; bad=1; }
+	grep -q 'librdmacm1 (>= ' <<<"$old" && ! grep -q 'librdmacm1-fork' <<<"$old" ||
+		{ echo "RDMACM_1.0-bound program: Depends: $old"; bad=1; }
+	field librdmacm1 Provides | grep -q "librdmacm1-fork (= $version)" ||
+		{ echo "librdmacm1 Provides: $(field librdmacm1 Provides)"; bad=1; }
+	field rdmacm-utils Depends | grep -q 'librdmacm1-fork (>= ' ||
+		{ echo "rdmacm-utils (rping binds RDMACM_FORK_1.0) Depends: $(field rdmacm-utils Depends)"; bad=1; }
+	rm -rf "$tmp"
+	[ $bad -eq 0 ] && echo "fork: $fork; old: $old"
+	return $bad
+}
+check deb-fork-node-dependency check_fork_dependency
+
 # Which package holds what (a file in the wrong one breaks upgrades).
 in_pkg() {
 	dpkg-deb -c "$(deb "$1")" | awk '{ print $6 }' | grep -q "$2"

@@ -88,10 +88,17 @@ check rpm-version eval "grep -q '^AC_INIT(\[librdmacm\], \[$version\]' '$pkg_rep
 evr=$(q --qf '%{VERSION}-%{RELEASE}' "${rpm_of[librdmacm]}")
 check_rpm_relations() {
 	local node bad=0
-	for node in RDMACM_1.0 RDMACM_1.1 RDMACM_1.2 RDMACM_1.3 RDMACM_1.4; do
+	for node in RDMACM_1.0 RDMACM_1.1 RDMACM_1.2 RDMACM_1.3 RDMACM_1.4 \
+		RDMACM_1.5 RDMACM_FORK_1.0; do
 		q --provides "${rpm_of[librdmacm]}" | grep -q "^librdmacm\.so\.1($node)" ||
 			{ echo "librdmacm does not provide librdmacm.so.1($node)"; bad=1; }
 	done
+	# rpm's own answer to what the .deb symbols file does by hand: a program
+	# bound to a fork-only node (rping: rdma_connect@RDMACM_FORK_1.0)
+	# requires the node by name, which no stock librdmacm provides.
+	q --requires "${rpm_of[librdmacm-utils]}" |
+		grep -q '^librdmacm\.so\.1(RDMACM_FORK_1\.0)' ||
+		{ echo "librdmacm-utils does not require librdmacm.so.1(RDMACM_FORK_1.0)"; bad=1; }
 	q --requires "${rpm_of[librdmacm-devel]}" | grep -q "^librdmacm(.*) = $evr\$" ||
 		{ echo "librdmacm-devel does not require librdmacm%{_isa} = $evr"; bad=1; }
 	q --requires "${rpm_of[librdmacm-devel]}" | grep -q '^pkgconfig(libibverbs)' ||

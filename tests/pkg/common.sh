@@ -2,6 +2,8 @@
 # shellcheck shell=bash
 
 pkg_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../lib/apt.sh
+. "$pkg_repo/tests/lib/apt.sh"
 pkg_passed=0
 pkg_failed=0
 
@@ -37,17 +39,15 @@ summary() {
 
 # install_missing PKG...: apt-get install the Debian packages not yet there.
 install_missing() {
-	local missing=() p sudo=
+	local missing=() p
 	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	echo "pkg: installing ${missing[*]}"
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-		--no-install-recommends "${missing[@]}" >/dev/null
+	apt_get update -qq
+	apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # copy_tree DEST: the working tree's tracked and unignored files (so

@@ -576,7 +576,17 @@ struct rc_pair {
 	struct rdma_cm_id *listen;
 	uint16_t port;
 	struct end srv, cli;
+	/* How each end gets its QP; NULL: make_qp(RC). */
+	void (*make_qp)(struct end *e);
 };
+
+static void rc_make_qp(struct rc_pair *p, struct end *e)
+{
+	if (p->make_qp)
+		p->make_qp(e);
+	else
+		make_qp(e, IBV_QPT_RC);
+}
 
 static void rc_setup(struct rc_pair *p, const char *addr)
 {
@@ -602,7 +612,7 @@ static void rc_connect(struct rc_pair *p, const char *addr, const char *src,
 	CHECK(p->cli.id->qp_type == IBV_QPT_RC, "RDMA_PS_TCP id qp_type %d",
 	      p->cli.id->qp_type);
 	client_resolve(p->cch, p->cli.id, src, addr, p->port);
-	make_qp(&p->cli, IBV_QPT_RC);
+	rc_make_qp(p, &p->cli);
 	reg_bufs(&p->cli);
 	post_recv(&p->cli);
 
@@ -653,7 +663,7 @@ static void rc_connect(struct rc_pair *p, const char *addr, const char *src,
 	TRY(rdma_ack_cm_event(ev));
 	p->srv.id->context = &p->srv;
 
-	make_qp(&p->srv, IBV_QPT_RC);
+	rc_make_qp(p, &p->srv);
 	reg_bufs(&p->srv);
 	post_recv(&p->srv);
 	memset(&cp, 0, sizeof(cp));
@@ -897,6 +907,501 @@ static int cmd_reject(int argc, char **argv)
 	return 0;
 }
 
+/* --- shared receive queues, vector posts, rdma_notify --------------------- */
+
+/* Capacity of the QPs and SRQs below: two SGEs for the vector forms. */
+static void srq_qp_caps(struct ibv_qp_cap *cap)
+{
+	cap->max_send_wr = 4;
+	cap->max_recv_wr = 4; /* sizes the library-made receive CQ */
+	cap->max_send_sge = 2;
+	cap->max_recv_sge = 2;
+}
+
+static void check_srq_qp(struct end *e)
+{
+	struct rdma_cm_id *id = e->id;
+
+	CHECK(id->qp && id->srq, "%s: no QP or SRQ", e->who);
+	CHECK(id->qp->srq == id->srq,
+	      "%s: the QP does not take its receives from id->srq", e->who);
+	CHECK(id->pd && id->qp->pd == id->pd && id->srq->pd == id->pd,
+	      "%s: QP, SRQ and id->pd differ", e->who);
+	CHECK(id->send_cq && id->recv_cq && id->qp->recv_cq == id->recv_cq,
+	      "%s: the library-made CQs are missing", e->who);
+}
+
+/*
+ * Client: rdma_create_srq (NULL PD: the id's), then rdma_create_qp_ex
+ * without a PD or an SRQ in the attributes; the library fills in both.
+ */
+static void make_srq_qp_ex(struct end *e)
+{
+	struct ibv_srq_init_attr sattr;
+	struct ibv_qp_init_attr_ex attr;
+
+	STAGE("rdma_create_srq");
+	memset(&sattr, 0, sizeof(sattr));
+	sattr.attr.max_wr = 8;
+	sattr.attr.max_sge = 2;
+	TRY(rdma_create_srq(e->id, NULL, &sattr));
+	STAGE("rdma_create_qp_ex");
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = IBV_QPT_RC;
+	srq_qp_caps(&attr.cap);
+	TRY(rdma_create_qp_ex(e->id, &attr));
+	check_srq_qp(e);
+}
+
+/* Server: rdma_create_srq_ex (basic SRQ, no PD given), then rdma_create_qp. */
+static void make_srq_ex_qp(struct end *e)
+{
+	struct ibv_srq_init_attr_ex sattr;
+	struct ibv_qp_init_attr attr;
+
+	STAGE("rdma_create_srq_ex");
+	memset(&sattr, 0, sizeof(sattr));
+	sattr.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
+	sattr.srq_type = IBV_SRQT_BASIC;
+	sattr.attr.max_wr = 8;
+	sattr.attr.max_sge = 2;
+	TRY(rdma_create_srq_ex(e->id, &sattr));
+	STAGE("rdma_create_qp with an SRQ on the id");
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = IBV_QPT_RC;
+	srq_qp_caps(&attr.cap);
+	TRY(rdma_create_qp(e->id, NULL, &attr));
+	check_srq_qp(e);
+}
+
+static void srq_make_qp(struct end *e)
+{
+	if (!strcmp(e->who, "client"))
+		make_srq_qp_ex(e);
+	else
+		make_srq_ex_qp(e);
+}
+
+/*
+ * A two-piece message with rdma_post_sendv, received with rdma_post_recvv
+ * into two pieces of the peer's receive buffer (through its SRQ).
+ */
+static void vec_message(struct end *a, struct end *b)
+{
+	static const char p1[] = "first piece, ", p2[] = "second piece";
+	struct ibv_sge s[2], r[2];
+	struct ibv_wc wc;
+	int n;
+
+	memset(b->rbuf, 0, sizeof(b->rbuf));
+	/* The first receive SGE is exactly as long as the first piece. */
+	r[0].addr = (uintptr_t)b->rbuf;
+	r[0].length = sizeof(p1) - 1;
+	r[0].lkey = b->rmr->lkey;
+	r[1].addr = (uintptr_t)(b->rbuf + 128);
+	r[1].length = 128;
+	r[1].lkey = b->rmr->lkey;
+	STAGE("rdma_post_recvv");
+	TRY(rdma_post_recvv(b->id, b, r, 2));
+
+	memcpy(a->sbuf, p1, sizeof(p1) - 1);
+	memcpy(a->sbuf + 64, p2, sizeof(p2));
+	s[0].addr = (uintptr_t)a->sbuf;
+	s[0].length = sizeof(p1) - 1;
+	s[0].lkey = a->smr->lkey;
+	s[1].addr = (uintptr_t)(a->sbuf + 64);
+	s[1].length = sizeof(p2);
+	s[1].lkey = a->smr->lkey;
+	STAGE("rdma_post_sendv");
+	TRY(rdma_post_sendv(a->id, a, s, 2, IBV_SEND_SIGNALED));
+	rdma_comp(a, IBV_WC_SEND, "rdma_post_sendv");
+
+	STAGE("receive of the vector send");
+	n = rdma_get_recv_comp(b->id, &wc);
+	if (n != 1 || wc.status != IBV_WC_SUCCESS)
+		fail("%s: vector receive: %d, %s", b->who, n,
+		     n == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
+	CHECK(wc.wr_id == (uintptr_t)b, "%s: vector receive wr_id", b->who);
+	CHECK(wc.byte_len == sizeof(p1) - 1 + sizeof(p2),
+	      "%s: vector receive of %u bytes", b->who, wc.byte_len);
+	CHECK(!memcmp(b->rbuf, p1, sizeof(p1) - 1) &&
+		      !memcmp(b->rbuf + 128, p2, sizeof(p2)),
+	      "%s: vector receive scattered \"%.*s\" + \"%.*s\"", b->who,
+	      (int)sizeof(p1) - 1, b->rbuf, (int)sizeof(p2), b->rbuf + 128);
+}
+
+/* RDMA WRITE gathering two pieces, RDMA READ scattering into two. */
+static void vec_rdma(struct end *a, struct end *b)
+{
+	static const char w1[] = "gathered ", w2[] = "write";
+	struct ibv_sge sg[2];
+
+	memset(b->wbuf, 0, sizeof(b->wbuf));
+	memcpy(a->sbuf, w1, sizeof(w1) - 1);
+	memcpy(a->sbuf + 64, w2, sizeof(w2));
+	sg[0].addr = (uintptr_t)a->sbuf;
+	sg[0].length = sizeof(w1) - 1;
+	sg[0].lkey = a->smr->lkey;
+	sg[1].addr = (uintptr_t)(a->sbuf + 64);
+	sg[1].length = sizeof(w2);
+	sg[1].lkey = a->smr->lkey;
+	STAGE("rdma_post_writev");
+	TRY(rdma_post_writev(a->id, a, sg, 2, IBV_SEND_SIGNALED,
+			     (uintptr_t)b->wbuf, b->wmr->rkey));
+	rdma_comp(a, IBV_WC_RDMA_WRITE, "rdma_post_writev");
+	CHECK(!strcmp(b->wbuf, "gathered write"),
+	      "%s: gathered RDMA WRITE left \"%s\"", b->who, b->wbuf);
+
+	snprintf(b->rdbuf, sizeof(b->rdbuf), "0123456789abcdef");
+	memset(a->lbuf, 0, sizeof(a->lbuf));
+	sg[0].addr = (uintptr_t)a->lbuf;
+	sg[0].length = 6;
+	sg[0].lkey = a->lmr->lkey;
+	sg[1].addr = (uintptr_t)(a->lbuf + 32);
+	sg[1].length = 11;
+	sg[1].lkey = a->lmr->lkey;
+	STAGE("rdma_post_readv");
+	TRY(rdma_post_readv(a->id, a, sg, 2, IBV_SEND_SIGNALED,
+			    (uintptr_t)b->rdbuf, b->rdmr->rkey));
+	rdma_comp(a, IBV_WC_RDMA_READ, "rdma_post_readv");
+	CHECK(!memcmp(a->lbuf, "012345", 6) &&
+		      !strcmp(a->lbuf + 32, "6789abcdef"),
+	      "%s: scattered RDMA READ brought \"%.6s\" + \"%s\"", a->who,
+	      a->lbuf, a->lbuf + 32);
+}
+
+/*
+ * rdma_notify(COMM_EST) tells the CM that the QP saw traffic before the
+ * ESTABLISHED event.  Once established the kernel answers EISCONN; a
+ * listener has nothing to establish: EINVAL (Linux 6.1, both libraries).
+ * (A NULL id is convert_test's: rdma-core's library crashes on it.)
+ */
+static void notify_checks(struct rc_pair *p)
+{
+	int r;
+
+	STAGE("rdma_notify");
+	errno = 0;
+	r = rdma_notify(p->srv.id, IBV_EVENT_COMM_EST);
+	CHECK(r == -1 && errno == EISCONN,
+	      "rdma_notify(COMM_EST) on a connected id: %d, %s, want EISCONN",
+	      r, strerror(errno));
+	/* A listener has no connection to establish. */
+	errno = 0;
+	r = rdma_notify(p->listen, IBV_EVENT_COMM_EST);
+	CHECK(r == -1 && errno == EINVAL,
+	      "rdma_notify on the listener: %d, %s, want EINVAL", r,
+	      strerror(errno));
+	expect_no_event(p->sch, 100, "server after rdma_notify");
+}
+
+/* Disconnect without the flush check: SRQ receives are not flushed. */
+static void srq_teardown(struct rc_pair *p)
+{
+	struct end *ends[2] = {&p->cli, &p->srv};
+	int i;
+
+	TRY(rdma_disconnect(p->cli.id));
+	expect_and_ack(p->sch, RDMA_CM_EVENT_DISCONNECTED, p->srv.id, "server");
+	TRY(rdma_disconnect(p->srv.id));
+	expect_and_ack(p->cch, RDMA_CM_EVENT_DISCONNECTED, p->cli.id, "client");
+	for (i = 0; i < 2; i++) {
+		STAGE("rdma_destroy_qp, rdma_destroy_srq");
+		dereg_bufs(ends[i]);
+		rdma_destroy_qp(ends[i]->id);
+		rdma_destroy_srq(ends[i]->id);
+		CHECK(!ends[i]->id->srq,
+		      "%s: id->srq set after rdma_destroy_srq", ends[i]->who);
+		TRY(rdma_destroy_id(ends[i]->id));
+		ends[i]->id = NULL;
+	}
+	rc_teardown(p);
+}
+
+static int cmd_srq(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct rc_pair p;
+
+	rc_setup(&p, argv[0]);
+	p.make_qp = srq_make_qp;
+	rc_connect(&p, argv[0], src, false);
+	/*
+	 * Each end has one single-SGE receive in its SRQ: a plain message
+	 * uses it up, so the vector message lands in the vector receive.
+	 */
+	send_msg(&p.cli, "through the server's SRQ");
+	recv_msg(&p.srv, "through the server's SRQ", 0);
+	vec_message(&p.cli, &p.srv);
+	send_msg(&p.srv, "through the client's SRQ");
+	recv_msg(&p.cli, "through the client's SRQ", 0);
+	vec_message(&p.srv, &p.cli);
+	vec_rdma(&p.cli, &p.srv);
+	vec_rdma(&p.srv, &p.cli);
+	notify_checks(&p);
+	srq_teardown(&p);
+	pass();
+	return 0;
+}
+
+/* --- TIMEWAIT_EXIT -------------------------------------------------------- */
+
+/*
+ * After a disconnect the IB CM keeps each side's connection in timewait
+ * (about twice the packet lifetime); an id not destroyed by then gets
+ * RDMA_CM_EVENT_TIMEWAIT_EXIT, which tells it the QP may be reused.
+ */
+static int cmd_timewait(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct rc_pair p;
+
+	rc_setup(&p, argv[0]);
+	rc_connect(&p, argv[0], src, false);
+	if (is_iwarp(p.cli.id))
+		skip("iWARP connections have no timewait event");
+	rc_exchange(&p, 1);
+	rc_disconnect(&p, false);
+	STAGE("waiting for TIMEWAIT_EXIT");
+	expect_and_ack(p.cch, RDMA_CM_EVENT_TIMEWAIT_EXIT, p.cli.id, "client");
+	expect_and_ack(p.sch, RDMA_CM_EVENT_TIMEWAIT_EXIT, p.srv.id, "server");
+	expect_no_event(p.cch, 100, "client after TIMEWAIT_EXIT");
+	rc_teardown(&p);
+	pass();
+	return 0;
+}
+
+/* --- UD reject: UNREACHABLE ----------------------------------------------- */
+
+/*
+ * rdma_reject on a RDMA_PS_UDP request answers with a SIDR reply whose
+ * status is "rejected" (2); the active side gets RDMA_CM_EVENT_UNREACHABLE
+ * with that status and the reply's private data.  The active id is
+ * migrated from another channel first and gets its QP from
+ * rdma_create_qp_ex: UD flavours of calls the RC scenarios cover.
+ */
+static int cmd_ud_reject(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct end cli = {.who = "ud client"};
+	struct rdma_event_channel *sch = make_channel(), *cch = make_channel();
+	struct rdma_event_channel *tmp;
+	struct ibv_qp_init_attr_ex qattr;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *listen, *req;
+	uint16_t port;
+
+	listen = make_listener(sch, argv[0], RDMA_PS_UDP, &port);
+	/* Made on a channel of its own, then moved: migration of a UD id. */
+	tmp = make_channel();
+	TRY(rdma_create_id(tmp, &cli.id, &cli, RDMA_PS_UDP));
+	TRY(rdma_migrate_id(cli.id, cch));
+	CHECK(cli.id->channel == cch, "migrated UD id's channel");
+	rdma_destroy_event_channel(tmp);
+	client_resolve(cch, cli.id, src, argv[0], port);
+	if (is_iwarp(cli.id))
+		skip("iWARP has no UD");
+	STAGE("rdma_create_qp_ex (UD)");
+	memset(&qattr, 0, sizeof(qattr));
+	qattr.qp_type = IBV_QPT_UD;
+	qattr.cap.max_send_wr = qattr.cap.max_recv_wr = 2;
+	qattr.cap.max_send_sge = qattr.cap.max_recv_sge = 1;
+	TRY(rdma_create_qp_ex(cli.id, &qattr));
+	CHECK(cli.id->qp && cli.id->qp->qp_type == IBV_QPT_UD,
+	      "rdma_create_qp_ex made no UD QP");
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = cli_pdata;
+	cp.private_data_len = sizeof(cli_pdata);
+	STAGE("ud rdma_connect (SIDR)");
+	TRY(rdma_connect(cli.id, &cp));
+	ev = expect_event(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
+			  "ud server");
+	req = ev->id;
+	STAGE("ud rdma_reject");
+	TRY(rdma_reject(req, reject_pdata, sizeof(reject_pdata)));
+	TRY(rdma_ack_cm_event(ev));
+	ev = expect_event(cch, RDMA_CM_EVENT_UNREACHABLE, cli.id, "ud client");
+	note("UNREACHABLE status %d", ev->status);
+	CHECK(ev->status == 2, "UNREACHABLE status %d, want 2 (SIDR reject)",
+	      ev->status);
+	check_pdata(ev->param.ud.private_data, ev->param.ud.private_data_len,
+		    reject_pdata, "UNREACHABLE");
+	TRY(rdma_ack_cm_event(ev));
+	TRY(rdma_destroy_id(req));
+	destroy_end(&cli);
+	TRY(rdma_destroy_id(listen));
+	rdma_destroy_event_channel(sch);
+	rdma_destroy_event_channel(cch);
+	pass();
+	return 0;
+}
+
+/* --- CONNECT_ERROR -------------------------------------------------------- */
+
+/*
+ * The active side's QP cannot take the connection's attributes (the
+ * application put it into the error state while connecting): the library
+ * cannot move it to RTR when the reply comes, so the active side gets
+ * RDMA_CM_EVENT_CONNECT_ERROR, with a non-zero status, instead of
+ * ESTABLISHED.
+ */
+static int cmd_connect_error(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct rdma_conn_param cp;
+	struct ibv_qp_attr qa;
+	struct rdma_cm_event *ev;
+	struct rc_pair p;
+
+	rc_setup(&p, argv[0]);
+	TRY(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
+	client_resolve(p.cch, p.cli.id, src, argv[0], p.port);
+	if (is_iwarp(p.cli.id))
+		skip("on iWARP the kernel, not the library, moves the QP");
+	make_qp(&p.cli, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	STAGE("rdma_connect");
+	TRY(rdma_connect(p.cli.id, &cp));
+	ev = expect_event(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, "server");
+	p.srv.id = ev->id;
+	TRY(rdma_ack_cm_event(ev));
+	p.srv.id->context = &p.srv;
+	make_qp(&p.srv, IBV_QPT_RC);
+
+	STAGE("client QP to the error state");
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_ERR;
+	CHECK(!ibv_modify_qp(p.cli.id->qp, &qa, IBV_QP_STATE),
+	      "ibv_modify_qp(ERR)");
+	STAGE("rdma_accept");
+	TRY(rdma_accept(p.srv.id, &cp));
+	ev = expect_event(p.cch, RDMA_CM_EVENT_CONNECT_ERROR, p.cli.id,
+			  "client");
+	note("CONNECT_ERROR status %d", ev->status);
+	CHECK(ev->status != 0, "CONNECT_ERROR with status 0");
+	TRY(rdma_ack_cm_event(ev));
+	/*
+	 * What the passive side gets differs: this library rejects at once
+	 * (REJECTED, status 28), rdma-core's only moves its QP to the error
+	 * state and leaves the peer to time out.  Not checked.
+	 */
+	rc_teardown(&p);
+	pass();
+	return 0;
+}
+
+/* --- ADDR_CHANGE ---------------------------------------------------------- */
+
+/*
+ * An id bound to an address of a bonding master gets
+ * RDMA_CM_EVENT_ADDR_CHANGE when the bond fails over to a slave with
+ * another MAC address (the kernel's NETDEV_BONDING_FAILOVER).  @cmd, run
+ * with system(3) once the ids are bound, makes the fail-over happen; the
+ * caller (run-in-guest.sh) builds the bond and its rxe device.  A listener
+ * on the same address is told too.
+ */
+static int cmd_addr_change(int argc, char **argv)
+{
+	struct rdma_event_channel *ch = make_channel();
+	struct rdma_cm_id *id, *listen;
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	int r, i, seen = 0;
+
+	(void)argc;
+	parse_addr(argv[0], 0, &ss);
+	TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+	TRY(rdma_bind_addr(id, (struct sockaddr *)&ss));
+	CHECK(id->verbs, "id bound to %s has no device", argv[0]);
+	note("bound to %s on %s", argv[0],
+	     ibv_get_device_name(id->verbs->device));
+	listen = make_listener(ch, argv[0], RDMA_PS_TCP, &(uint16_t){0});
+
+	STAGE("addr_change: the fail-over command");
+	r = system(argv[1]);
+	CHECK(r == 0, "fail-over command \"%s\" exited with %d", argv[1], r);
+	STAGE("addr_change: waiting for ADDR_CHANGE");
+	/* One for each id, in either order. */
+	for (i = 0; i < 2; i++) {
+		ev = expect_event(ch, RDMA_CM_EVENT_ADDR_CHANGE, NULL,
+				  "bound ids");
+		seen |= ev->id == id ? 1 : ev->id == listen ? 2 : 4;
+		TRY(rdma_ack_cm_event(ev));
+	}
+	CHECK(seen == 3,
+	      "ADDR_CHANGE events for ids 0x%x (1 bound id, 2 "
+	      "listener, 4 another)",
+	      seen);
+	TRY(rdma_destroy_id(listen));
+	TRY(rdma_destroy_id(id));
+	rdma_destroy_event_channel(ch);
+	pass();
+	return 0;
+}
+
+/* --- reject with ECE ------------------------------------------------------ */
+
+/*
+ * rdma_get_remote_ece on a request, then rdma_reject_ece: the active side
+ * gets REJECTED with the private data and, on IB and RoCE, the CM reason
+ * "vendor option not supported" (35) instead of "consumer defined" (28).
+ */
+static int cmd_reject_ece(int argc, char **argv)
+{
+	const char *src = argc > 1 ? argv[1] : NULL;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *req;
+	struct ibv_ece ece;
+	struct rc_pair p;
+
+	rc_setup(&p, argv[0]);
+	TRY(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
+	client_resolve(p.cch, p.cli.id, src, argv[0], p.port);
+	if (is_iwarp(p.cli.id))
+		skip("ECE is an IB CM feature (iWARP has none)");
+	make_qp(&p.cli, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = cli_pdata;
+	cp.private_data_len = sizeof(cli_pdata);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	STAGE("rdma_connect");
+	TRY(rdma_connect(p.cli.id, &cp));
+	ev = expect_event(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, "server");
+	STAGE("rdma_get_remote_ece");
+	memset(&ece, 0xff, sizeof(ece));
+	TRY(rdma_get_remote_ece(ev->id, &ece));
+	note("request's ECE: vendor 0x%x, options 0x%x", ece.vendor_id,
+	     ece.options);
+	errno = 0;
+	CHECK(rdma_get_remote_ece(ev->id, NULL) == -1 && errno == EINVAL,
+	      "rdma_get_remote_ece(id, NULL): errno %d, want EINVAL", errno);
+	STAGE("rdma_reject_ece");
+	TRY(rdma_reject_ece(ev->id, reject_pdata, sizeof(reject_pdata)));
+	req = ev->id;
+	/* rdma-core's destroy waits for the id's events to be acked. */
+	TRY(rdma_ack_cm_event(ev));
+	TRY(rdma_destroy_id(req));
+	STAGE("client waiting for REJECTED");
+	ev = expect_event(p.cch, RDMA_CM_EVENT_REJECTED, p.cli.id, "client");
+	note("REJECTED status %d", ev->status);
+	CHECK(ev->status == 35,
+	      "REJECTED status %d, want 35 (vendor option "
+	      "not supported)",
+	      ev->status);
+	check_pdata(ev->param.conn.private_data,
+		    ev->param.conn.private_data_len, reject_pdata, "REJECTED");
+	TRY(rdma_ack_cm_event(ev));
+	destroy_end(&p.cli);
+	rc_teardown(&p);
+	pass();
+	return 0;
+}
+
 /* --- synchronous ids: rdma_create_ep and friends -------------------------- */
 
 struct sync_server {
@@ -906,6 +1411,7 @@ struct sync_server {
 	pthread_cond_t cond;
 	uint16_t port; /* set once listening */
 	bool done;
+	bool reject; /* rdma_reject the request instead of accepting it */
 };
 
 static void sync_qp_attr(struct ibv_qp_init_attr *attr)
@@ -962,6 +1468,13 @@ static void *sync_server_thread(void *arg)
 	check_pdata(id->event->param.conn.private_data,
 		    id->event->param.conn.private_data_len, cli_pdata,
 		    "sync CONNECT_REQUEST");
+	if (s->reject) {
+		STAGE("sync server: rdma_reject");
+		TRY(rdma_reject(id, reject_pdata, sizeof(reject_pdata)));
+		rdma_destroy_ep(id);
+		rdma_destroy_ep(listen);
+		goto done;
+	}
 	reg_bufs(&e);
 	post_recv(&e);
 	memset(&cp, 0, sizeof(cp));
@@ -983,7 +1496,7 @@ static void *sync_server_thread(void *arg)
 	STAGE("sync server: rdma_destroy_ep");
 	rdma_destroy_ep(id);
 	rdma_destroy_ep(listen);
-
+done:
 	pthread_mutex_lock(&s->lock);
 	s->done = true;
 	pthread_cond_broadcast(&s->cond);
@@ -1074,6 +1587,60 @@ static int cmd_rc_sync(int argc, char **argv)
 	wait_flag(&s, true, "finish");
 	pthread_join(t, NULL);
 	STAGE("sync client: rdma_destroy_ep");
+	rdma_destroy_ep(e.id);
+	pass();
+	return 0;
+}
+
+/*
+ * A synchronous listener rejects: the synchronous client's rdma_connect
+ * fails with ECONNREFUSED and leaves the REJECTED event, with the
+ * server's private data, in id->event.
+ */
+static int cmd_sync_reject(int argc, char **argv)
+{
+	struct end e = {.who = "sync client"};
+	struct sync_server s = {.addr = argv[0], .client = &e, .reject = true};
+	struct rdma_addrinfo hints, *res;
+	struct ibv_qp_init_attr attr;
+	struct rdma_conn_param cp;
+	char port[16];
+	pthread_t t;
+	int r;
+
+	(void)argc;
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	if (pthread_create(&t, NULL, sync_server_thread, &s))
+		fail("pthread_create failed");
+	wait_flag(&s, false, "listen");
+	snprintf(port, sizeof(port), "%u", s.port);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_NUMERICHOST;
+	hints.ai_port_space = RDMA_PS_TCP;
+	r = rdma_getaddrinfo(argv[0], port, &hints, &res);
+	if (r)
+		fail("client rdma_getaddrinfo: %s", strerror(errno));
+	sync_qp_attr(&attr);
+	TRY(rdma_create_ep(&e.id, res, NULL, &attr));
+	rdma_freeaddrinfo(res);
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = cli_pdata;
+	cp.private_data_len = sizeof(cli_pdata);
+	STAGE("sync client: rdma_connect to a rejecting server");
+	errno = 0;
+	r = rdma_connect(e.id, &cp);
+	CHECK(r == -1 && errno == ECONNREFUSED,
+	      "rejected synchronous rdma_connect: %d, %s, want ECONNREFUSED", r,
+	      strerror(errno));
+	CHECK(e.id->event && e.id->event->event == RDMA_CM_EVENT_REJECTED,
+	      "id->event after a rejected rdma_connect is %s",
+	      e.id->event ? rdma_event_str(e.id->event->event) : "NULL");
+	check_pdata(e.id->event->param.conn.private_data,
+		    e.id->event->param.conn.private_data_len, reject_pdata,
+		    "sync REJECTED");
+	wait_flag(&s, true, "finish");
+	pthread_join(t, NULL);
 	rdma_destroy_ep(e.id);
 	pass();
 	return 0;
@@ -1691,6 +2258,26 @@ static int cmd_ud(int argc, char **argv)
 
 /* --- multicast ------------------------------------------------------------ */
 
+/*
+ * The sender joins as a send-only full member (rdma_join_multicast_ex, as
+ * mckey -o does: its QP is not attached to the group), the receiver with
+ * rdma_join_multicast.
+ */
+static int mcast_join(struct end *e, struct sockaddr *group, void *ctx,
+		      bool send_only)
+{
+	struct rdma_cm_join_mc_attr_ex attr;
+
+	if (!send_only)
+		return rdma_join_multicast(e->id, group, ctx);
+	memset(&attr, 0, sizeof(attr));
+	attr.comp_mask =
+		RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	attr.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	attr.addr = group;
+	return rdma_join_multicast_ex(e->id, &attr, ctx);
+}
+
 static int cmd_mcast(int argc, char **argv)
 {
 	struct rdma_event_channel *ch = make_channel(), *ch2;
@@ -1698,9 +2285,7 @@ static int cmd_mcast(int argc, char **argv)
 	const char *addr2 = argc > 2 ? argv[2] : argv[0];
 	struct sockaddr_storage group, bind_addr;
 	struct rdma_ud_param ud[2];
-	struct ibv_send_wr wr, *bad;
 	struct rdma_cm_event *ev;
-	struct ibv_sge sge;
 	struct ibv_ah *ah;
 	struct ibv_wc wc;
 	int ctx[2], i, r;
@@ -1718,8 +2303,7 @@ static int cmd_mcast(int argc, char **argv)
 		reg_bufs(&m[i]);
 		post_recv(&m[i]);
 		STAGE("mcast: join");
-		if (rdma_join_multicast(m[i].id, (struct sockaddr *)&group,
-					&ctx[i])) {
+		if (mcast_join(&m[i], (struct sockaddr *)&group, &ctx[i], !i)) {
 			/*
 			 * Linux (6.1 at least) refuses IPv6 groups on RoCE v2
 			 * GIDs with the kernel-internal ENOTSUPP (524).
@@ -1730,7 +2314,9 @@ static int cmd_mcast(int argc, char **argv)
 				     "multicast on this device "
 				     "(rdma_join_multicast: errno 524, "
 				     "ENOTSUPP)");
-			fail("rdma_join_multicast: %s (errno %d)",
+			fail("%s: %s (errno %d)",
+			     i ? "rdma_join_multicast"
+			       : "rdma_join_multicast_ex (send-only)",
 			     strerror(errno), errno);
 		}
 		ev = expect_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, m[i].id,
@@ -1766,21 +2352,11 @@ static int cmd_mcast(int argc, char **argv)
 	if (!ah)
 		fail("ibv_create_ah from the join event: %s", strerror(errno));
 	snprintf(m[0].sbuf, sizeof(m[0].sbuf), "multicast datagram");
-	sge.addr = (uintptr_t)m[0].sbuf;
-	sge.length = (uint32_t)strlen(m[0].sbuf) + 1;
-	sge.lkey = m[0].smr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)m[0].sbuf;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = ud[0].qp_num;
-	wr.wr.ud.remote_qkey = ud[0].qkey;
-	r = ibv_post_send(m[0].id->qp, &wr, &bad);
-	if (r)
-		fail("ibv_post_send to the group: %s", strerror(r));
+	/* The group's Q_Key is RDMA_UDP_QKEY, which rdma_post_ud_send uses. */
+	CHECK(ud[0].qkey == RDMA_UDP_QKEY, "group qkey 0x%x", ud[0].qkey);
+	TRY(rdma_post_ud_send(m[0].id, m[0].sbuf, m[0].sbuf,
+			      strlen(m[0].sbuf) + 1, m[0].smr,
+			      IBV_SEND_SIGNALED, ah, ud[0].qp_num));
 	r = rdma_get_send_comp(m[0].id, &wc);
 	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
 	      "multicast send completion: %d, %s", r,
@@ -1864,6 +2440,14 @@ static int cmd_libevents(int argc, char **argv)
 	CHECK(info && info->ai_dst_addr, "no destination resolved");
 	rdma_freeaddrinfo(info);
 
+	STAGE("libevents: a failing rdma_resolve_addrinfo");
+	/* A service /etc/services lacks: no DNS involved. */
+	TRY(rdma_resolve_addrinfo(id, argv[0], "no-such-rdma-service", NULL));
+	ev = expect_event(ch, RDMA_CM_EVENT_ADDRINFO_ERROR, id, "addrinfo");
+	CHECK(ev->status < 0, "ADDRINFO_ERROR status %d, want a -errno",
+	      ev->status);
+	TRY(rdma_ack_cm_event(ev));
+
 	STAGE("libevents: kernel and library events interleave");
 	parse_addr(argv[0], 4791, &dst);
 	TRY(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000));
@@ -1924,7 +2508,15 @@ static const struct cmd {
 	{"rc_server_disconnect", 1, "<addr> [<client-src>]",
 	 cmd_rc_server_disconnect},
 	{"rc_sync", 1, "<addr> [<client-src>]", cmd_rc_sync},
+	{"sync_reject", 1, "<addr>", cmd_sync_reject},
 	{"reject", 1, "<addr> [<client-src>]", cmd_reject},
+	{"reject_ece", 1, "<addr> [<client-src>]", cmd_reject_ece},
+	{"srq", 1, "<addr> [<client-src>]", cmd_srq},
+	{"timewait", 1, "<addr> [<client-src>]", cmd_timewait},
+	{"addr_change", 2, "<addr-on-a-bond> <fail-over-command>",
+	 cmd_addr_change},
+	{"ud_reject", 1, "<addr> [<client-src>]", cmd_ud_reject},
+	{"connect_error", 1, "<addr> [<client-src>]", cmd_connect_error},
 	{"migrate", 1, "<addr>", cmd_migrate},
 	{"libevents", 1, "<addr>", cmd_libevents},
 	{"cycles", 1, "<addr> [<N>=200] [<client-src>]", cmd_cycles},

@@ -169,7 +169,12 @@ if [ -n "$SYS" ]; then
 		run_sys "rc_async_same_addr/$fam" rc_async "$srv"
 		run_sys "rc_server_disconnect/$fam" rc_server_disconnect "$srv" "$cli"
 		run_sys "rc_sync/$fam" rc_sync "$srv" "$cli"
+		run_sys "sync_reject/$fam" sync_reject "$srv"
 		run_sys "reject/$fam" reject "$srv" "$cli"
+		run_sys "reject_ece/$fam" reject_ece "$srv" "$cli"
+		run_sys "srq/$fam" srq "$srv" "$cli"
+		run_sys "timewait/$fam" timewait "$srv" "$cli"
+		run_sys "connect_error/$fam" connect_error "$srv" "$cli"
 		run_sys "migrate/$fam" migrate "$srv"
 		run_sys "libevents/$fam" libevents "$srv"
 		run_sys "errors/$fam" errors "$srv"
@@ -180,11 +185,68 @@ if [ -n "$SYS" ]; then
 			run_sys "iwarp_errors/$fam" iwarp_errors "$srv" "$grp"
 		else
 			run_sys "ud/$fam" ud "$srv" "$cli"
+			run_sys "ud_reject/$fam" ud_reject "$srv" "$cli"
 			run_sys "mcast/$fam" mcast "$srv" "$grp" "$cli"
 		fi
 		run_sys "cycles/$fam" cycles "$srv" "$CYCLES" "$cli"
 	done
 fi
+
+# --- ADDR_CHANGE: a bond under an rxe device fails over ---------------------------
+# The kernel tells ids bound to a bonding master when it fails over to a
+# slave with another MAC address.  Two dummy netdevs (different MACs) in an
+# active-backup bond with fail_over_mac=active, an rxe device on the bond, an
+# address on it; cm_sys_test addr_change binds ids there and switches the
+# active slave.  Needs root and the guest's module tree (bonding, dummy).
+BOND=rdmabond0
+bond_gid_ready() {
+	# The address's IPv4-mapped GID in the rxe device's table.
+	grep -qs "0000:0000:0000:0000:0000:ffff:0a4d:0001" \
+		/sys/class/infiniband/rxebond0/ports/1/gids/*
+}
+bond_down() {
+	rdma link delete rxebond0 2>/dev/null
+	ip link del "$BOND" 2>/dev/null
+	ip link del rdmabs0 2>/dev/null
+	ip link del rdmabs1 2>/dev/null
+}
+run_addr_change() {
+	local name=addr_change/ipv4 i
+	wanted "$name" || return 0
+	if [ "$TRANSPORT" = iwarp ]; then
+		skip "$name" "Soft-RoCE only (the bond carries an rxe device)"
+		return 0
+	fi
+	if [ "$(id -u)" != 0 ] || [ -z "${RDMACM_VM_MODULES:-}" ] ||
+		! modprobe -d "$RDMACM_VM_MODULES" bonding 2>/dev/null ||
+		! modprobe -d "$RDMACM_VM_MODULES" dummy 2>/dev/null; then
+		skip "$name" "needs root and the test guest's bonding and dummy modules"
+		return 0
+	fi
+	if ! { ip link add rdmabs0 address 02:00:00:4d:00:01 type dummy &&
+		ip link add rdmabs1 address 02:00:00:4d:00:02 type dummy &&
+		ip link add "$BOND" type bond mode active-backup \
+			fail_over_mac active &&
+		ip link set rdmabs0 master "$BOND" &&
+		ip link set rdmabs1 master "$BOND" &&
+		ip link set "$BOND" up &&
+		echo rdmabs0 >"/sys/class/net/$BOND/bonding/active_slave" &&
+		ip addr add 10.77.0.1/24 dev "$BOND" &&
+		rdma link add rxebond0 type rxe netdev "$BOND"; } >"$log" 2>&1; then
+		show "$log"
+		fail "$name" "cannot build the bond and its rxe device"
+		bond_down
+		return 0
+	fi
+	for ((i = 0; i < 50; i++)); do
+		bond_gid_ready && break
+		sleep 0.1
+	done
+	run_sys "$name" addr_change 10.77.0.1 \
+		"echo rdmabs1 >/sys/class/net/$BOND/bonding/active_slave"
+	bond_down
+}
+run_addr_change
 
 # --- multicast through options (mcast_opt_test) -----------------------------------
 # One sending QP per run: rxe on Linux 6.1 takes about 50 s to destroy a QP

@@ -41,10 +41,10 @@ if [ ! -e "$hdr/Makefile" ]; then
 	[ "$(id -u)" = 0 ] ||
 		vm_die "linux-headers-$KVER is missing (need root to install it)"
 	vm_say "installing linux-headers-$KVER"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	if ! apt_get install -y -qq \
 		--no-install-recommends "linux-headers-$KVER" >&2; then
-		apt-get update -qq >&2
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		apt_get update -qq >&2
+		apt_get install -y -qq \
 			--no-install-recommends "linux-headers-$KVER" >&2 ||
 			vm_die "cannot install linux-headers-$KVER"
 	fi
@@ -66,10 +66,10 @@ vm_say "fetching $srcpkg${kimgver:+ $kimgver}"
 (
 	cd "$work"
 	{ [ -n "$kimgver" ] &&
-		apt-get download -q -o APT::Sandbox::User=root "$srcpkg=$kimgver" >&2; } ||
-		apt-get download -q -o APT::Sandbox::User=root "$srcpkg" >&2 ||
-		{ apt-get update -qq >&2 &&
-			apt-get download -q -o APT::Sandbox::User=root "$srcpkg" >&2; }
+		apt_get download -q -o APT::Sandbox::User=root "$srcpkg=$kimgver" >&2; } ||
+		apt_get download -q -o APT::Sandbox::User=root "$srcpkg" >&2 ||
+		{ apt_get update -qq >&2 &&
+			apt_get download -q -o APT::Sandbox::User=root "$srcpkg" >&2; }
 ) || vm_die "cannot download $srcpkg"
 deb="$(ls "$work"/*.deb)"
 vm_say "unpacking drivers/infiniband/sw/siw from $(basename "$deb")"

@@ -42,7 +42,7 @@ apt_updated=0
 apt_update_once() {
 	if [ "$apt_updated" = 0 ]; then
 		vm_say "apt-get update"
-		apt-get update -qq >&2
+		apt_get update -qq >&2
 		apt_updated=1
 	fi
 }
@@ -57,8 +57,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 		vm_die "missing host packages (need root to install): ${missing[*]}"
 	apt_update_once
 	vm_say "installing ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends "${missing[@]}" >&2
+	apt_get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
 # --- the cache -----------------------------------------------------------------
@@ -103,9 +102,9 @@ fetch_unpack() {
 	tmp="$(mktemp -d "$VM_CACHE/.dl.XXXXXX")"
 	# The _apt sandbox user cannot write into our directory; downloading as
 	# root is fine for a file we only unpack.
-	if ! (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >&2); then
+	if ! (cd "$tmp" && apt_get download -q -o APT::Sandbox::User=root "$pkg" >&2); then
 		apt_update_once
-		(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >&2) ||
+		(cd "$tmp" && apt_get download -q -o APT::Sandbox::User=root "$pkg" >&2) ||
 			{ rm -rf "$tmp"; vm_die "cannot download $pkg"; }
 	fi
 	deb="$(ls "$tmp"/*.deb)"

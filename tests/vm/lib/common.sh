@@ -2,6 +2,9 @@
 # shellcheck shell=bash
 
 VM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# apt_get: apt-get that waits for the package manager's locks.
+# shellcheck source=../../lib/apt.sh
+. "$VM_DIR/../lib/apt.sh"
 
 # Where the kernel, busybox and initramfs are cached. Outside the git tree on
 # purpose: hundreds of MB that must never be committed, and shared by every
