@@ -395,6 +395,120 @@ START_TEST(channel_fd_readable_only_with_an_event)
 }
 END_TEST
 
+/*
+ * rdma-core's rules for the caller's connection parameters
+ * (rdma_connect(3), rdma_accept(3), rdma_establish(3)): qp_num and srq are
+ * read only when the id has no QP of the library's; the library touches no
+ * QP it did not make.
+ */
+static struct rdma_conn_param ext_param(uint32_t qp_num, uint8_t srq)
+{
+	struct rdma_conn_param p = {.qp_num = qp_num,
+				    .srq = srq,
+				    .responder_resources = 1,
+				    .initiator_depth = 1,
+				    .retry_count = 7,
+				    .rnr_retry_count = 7};
+
+	return p;
+}
+
+static const struct rdma_ucm_conn_param *sent_param(uint32_t cmd)
+{
+	const struct fake_cmd *c = fake_ucma_last(cmd);
+
+	ck_assert_ptr_nonnull(c);
+	if (cmd == RDMA_USER_CM_CMD_CONNECT)
+		return &((const struct rdma_ucm_connect *)c->body)->conn_param;
+	return &((const struct rdma_ucm_accept *)c->body)->conn_param;
+}
+
+START_TEST(connect_sends_the_callers_qp_num_and_srq)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct rdma_conn_param p = ext_param(0x123456, 1);
+	const struct rdma_ucm_conn_param *k;
+
+	/* Neither a QP nor a QP number: nothing to connect. */
+	ck_assert_int_eq(rdma_connect(id, NULL), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	ck_assert_int_eq(rdma_connect(id, &p), 0);
+	k = sent_param(RDMA_USER_CM_CMD_CONNECT);
+	ck_assert_uint_eq(k->qp_num, 0x123456);
+	ck_assert_uint_eq(k->srq, 1);
+	ck_assert_uint_eq(k->responder_resources, 1);
+	ck_assert_uint_eq(k->initiator_depth, 1);
+	ck_assert_uint_eq(k->valid, 1);
+	rdma_destroy_id(id);
+}
+END_TEST
+
+START_TEST(a_library_qp_wins_over_the_parameter)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct rdma_conn_param p = ext_param(5, 1);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 1,
+			.max_recv_wr = 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	ck_assert_int_eq(rdma_connect(id, &p), 0);
+	ck_assert_uint_eq(sent_param(RDMA_USER_CM_CMD_CONNECT)->qp_num,
+			  id->qp->qp_num);
+	ck_assert_uint_eq(sent_param(RDMA_USER_CM_CMD_CONNECT)->srq, 0);
+	/* The library finished this one itself: rdma_establish refuses. */
+	ck_assert_int_eq(rdma_establish(id), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+END_TEST
+
+START_TEST(accept_without_qp_or_param_is_refused)
+{
+	struct rdma_cm_id *listen = listening_id(RDMA_PS_TCP);
+	struct rdma_cm_event *ev = incoming(listen);
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param p = ext_param(0x42, 1);
+	const struct rdma_ucm_conn_param *k;
+
+	rdma_ack_cm_event(ev);
+	/* rdma-core 44 crashes here; a clear error is better. */
+	ck_assert_int_eq(rdma_accept(id, NULL), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
+	ck_assert_int_eq(rdma_accept(id, &p), 0);
+	k = sent_param(RDMA_USER_CM_CMD_ACCEPT);
+	ck_assert_uint_eq(k->qp_num, 0x42);
+	ck_assert_uint_eq(k->srq, 1);
+	ck_assert_uint_eq(k->valid, 1);
+	rdma_destroy_id(id);
+	rdma_destroy_id(listen);
+}
+END_TEST
+
+/* The owner flushes an external QP; the library only ends the connection. */
+START_TEST(disconnect_touches_no_external_qp)
+{
+	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
+	struct ibv_qp *qp = external_qp(id, IBV_QPT_RC);
+
+	fake_ucma_clear_log();
+	ck_assert_int_eq(rdma_disconnect(id), 0);
+	ck_assert_int_eq(fake_ucma_ncmds(), 1);
+	ck_assert_uint_eq(fake_ucma_cmd(0)->cmd, RDMA_USER_CM_CMD_DISCONNECT);
+	ck_assert_int_eq(fake_qp_of(qp)->nstates, 0);
+	destroy_external_qp(qp);
+	rdma_destroy_id(id);
+}
+END_TEST
+
 static Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
@@ -409,6 +523,13 @@ static Suite *conn_suite(void)
 	tcase_add_test(tc, passive_accept_with_external_qp);
 	tcase_add_test(tc, ud_accept_on_child_id);
 	tcase_add_test(tc, channel_fd_readable_only_with_an_event);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("connection parameters");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, connect_sends_the_callers_qp_num_and_srq);
+	tcase_add_test(tc, a_library_qp_wins_over_the_parameter);
+	tcase_add_test(tc, accept_without_qp_or_param_is_refused);
+	tcase_add_test(tc, disconnect_touches_no_external_qp);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -214,6 +214,91 @@ START_TEST(synchronous_call_waits_for_its_event)
 }
 END_TEST
 
+/*
+ * Device binding (cma_id_set_device) with stand-in devices whose context
+ * and shared PD exist already, so no libibverbs call is made: programs
+ * written for rdma-core make QPs, MRs and AHs on id->pd right after route
+ * resolution or on a request's id, without rdma_create_qp.
+ */
+static struct cma_device dev_a, dev_b;
+/* Only their addresses are used: the library never looks inside here. */
+static char ctx_a, ctx_b, pd_a, pd_b, user_pd, user_qp;
+static struct cma_id_private *bound;
+
+static void binding_setup(void)
+{
+	setup();
+	memset(&dev_a, 0, sizeof(dev_a));
+	dev_a.verbs = (struct ibv_context *)&ctx_a;
+	dev_a.pd = (struct ibv_pd *)&pd_a;
+	dev_b = dev_a;
+	dev_b.verbs = (struct ibv_context *)&ctx_b;
+	dev_b.pd = (struct ibv_pd *)&pd_b;
+	bound = cma_id_alloc(ch, NULL, RDMA_PS_TCP, IBV_QPT_RC);
+	ck_assert_ptr_nonnull(bound);
+}
+
+static void binding_teardown(void)
+{
+	cma_id_set_device(bound, NULL);
+	cma_id_free(bound);
+	teardown();
+}
+
+/* A reference, as cma_device_get_by_guid hands out. */
+static struct cma_device *get(struct cma_device *dev)
+{
+	dev->refcnt++;
+	return dev;
+}
+
+START_TEST(a_bound_id_has_the_devices_shared_pd)
+{
+	ck_assert_ptr_null(bound->id.pd);
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_a)), 0);
+	ck_assert_ptr_eq(bound->id.verbs, dev_a.verbs);
+	ck_assert_ptr_eq(bound->id.pd, dev_a.pd);
+	ck_assert_int_eq(dev_a.refcnt, 1);
+	/* Bound again to the same device (route after address): no change. */
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_a)), 0);
+	ck_assert_ptr_eq(bound->id.pd, dev_a.pd);
+	ck_assert_int_eq(dev_a.refcnt, 1);
+}
+END_TEST
+
+START_TEST(a_new_device_brings_its_own_pd)
+{
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_a)), 0);
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_b)), 0);
+	ck_assert_ptr_eq(bound->id.verbs, dev_b.verbs);
+	ck_assert_ptr_eq(bound->id.pd, dev_b.pd);
+	ck_assert_int_eq(dev_a.refcnt, 0);
+	ck_assert_int_eq(dev_b.refcnt, 1);
+}
+END_TEST
+
+/* A QP or SRQ made on the caller's PD: id->pd names that PD and stays. */
+START_TEST(a_pd_in_use_is_kept)
+{
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_a)), 0);
+	bound->id.pd = (struct ibv_pd *)&user_pd;
+	bound->id.qp = (struct ibv_qp *)&user_qp;
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_b)), 0);
+	ck_assert_ptr_eq(bound->id.pd, (struct ibv_pd *)&user_pd);
+	bound->id.qp = NULL;
+}
+END_TEST
+
+START_TEST(unbinding_clears_verbs_and_pd)
+{
+	ck_assert_int_eq(cma_id_set_device(bound, get(&dev_a)), 0);
+	ck_assert_int_eq(cma_id_set_device(bound, NULL), 0);
+	ck_assert_ptr_null(bound->id.verbs);
+	ck_assert_ptr_null(bound->id.pd);
+	ck_assert_int_eq(dev_a.refcnt, 0);
+}
+END_TEST
+
 static Suite *id_suite(void)
 {
 	Suite *s = suite_create("id");
@@ -226,6 +311,13 @@ static Suite *id_suite(void)
 	tcase_add_test(tc, migrate_moves_unread_events);
 	tcase_add_test(tc, migrate_waits_for_the_unacked_event);
 	tcase_add_test(tc, synchronous_call_waits_for_its_event);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("device binding");
+	tcase_add_checked_fixture(tc, binding_setup, binding_teardown);
+	tcase_add_test(tc, a_bound_id_has_the_devices_shared_pd);
+	tcase_add_test(tc, a_new_device_brings_its_own_pd);
+	tcase_add_test(tc, a_pd_in_use_is_kept);
+	tcase_add_test(tc, unbinding_clears_verbs_and_pd);
 	suite_add_tcase(s, tc);
 	return s;
 }
