@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Unit tests for peer-to-peer connection formation on both sides
+ * (src/p2p_connect.c, src/p2p_request.c) against the fake kernel and the
+ * fake device: the test plays the peer, whose requests, answers and
+ * refusals arrive as kernel events in an order it chooses, so each
+ * interleaving the VM meets by chance is a deterministic case here.
+ *
+ * This process is 192.0.2.1, listening on port 7471; the peer is
+ * 192.0.2.2 (a higher identity) or 192.0.2.0 (a lower one), listening on
+ * port 7471 too.  See rdma_cm_p2p(7) for the rules checked.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "p2p_wire.h"
+
+#define PORT 7471
+
+static struct rdma_event_channel *ch;
+static struct rdma_cm_id *listener;
+
+static struct sockaddr_in ipv4(const char *a, uint16_t port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons(port)};
+
+	inet_pton(AF_INET, a, &sin.sin_addr);
+	return sin;
+}
+
+static uint32_t kid_of(struct rdma_cm_id *id)
+{
+	return cma_id_priv(id)->handle;
+}
+
+static void setup(void)
+{
+	struct sockaddr_in me = ipv4("192.0.2.1", PORT);
+	int flags;
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	/* rdma_cm_p2p(7): a program that polls makes the fd non-blocking. */
+	flags = fcntl(ch->fd, F_GETFL);
+	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+	ck_assert_int_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listener, (struct sockaddr *)&me), 0);
+	ck_assert_int_eq(rdma_listen(listener, 8), 0);
+}
+
+static void teardown(void)
+{
+	fake_ucma_uninstall();
+}
+
+/* The next event the application sees, which must be @type. */
+static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_msg(ev->event == type, "got %s, want %s",
+		      rdma_event_str(ev->event), rdma_event_str(type));
+	return ev;
+}
+
+/* Nothing for the application (the library kept whatever came). */
+static void expect_nothing(void)
+{
+	struct rdma_cm_event *ev = NULL;
+
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+}
+
+/* The peer's p2p REQ from @from (port PORT), tag @tag, with @data. */
+static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ,
+				  .port = PORT,
+				  .tag = tag,
+				  .data_len = (uint8_t)strlen(data)};
+	struct rdma_ucm_event_resp *r;
+	struct sockaddr_in peer = ipv4(from, 40000);
+	uint32_t child = 0;
+
+	r = fake_ucma_conn_req(kid_of(listener), &child);
+	ck_assert_ptr_nonnull(r);
+	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+	memcpy(r->param.conn.private_data + CMA_P2P_HDR_LEN, data,
+	       strlen(data));
+	r->param.conn.private_data_len =
+		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
+	r->param.conn.responder_resources = 4;
+	r->param.conn.initiator_depth = 4;
+	r->param.conn.qp_num = 0x99;
+	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
+	return child;
+}
+
+/* An id from this process's address to the peer, with a QP, resolved. */
+static struct rdma_cm_id *connecting_id(const char *to)
+{
+	struct sockaddr_in src = ipv4("192.0.2.1", 0), dst = ipv4(to, PORT);
+	struct ibv_qp_init_attr attr = {
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
+					   (struct sockaddr *)&dst, 2000),
+			 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	return id;
+}
+
+static int p2p_connect(struct rdma_cm_id *id)
+{
+	struct rdma_conn_param p = {.responder_resources = 1,
+				    .initiator_depth = 1,
+				    .private_data = "mine",
+				    .private_data_len = 4,
+				    .peer2peer_mode = 1};
+
+	return rdma_connect(id, &p);
+}
+
+/* The p2p header of the last command of a kind that carries one. */
+static struct cma_p2p_hdr sent_hdr(uint32_t cmd, uint32_t handle)
+{
+	const struct fake_cmd *c = fake_ucma_last(cmd);
+	const uint8_t *data = NULL;
+	struct cma_p2p_hdr hdr;
+	size_t len = 0;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(c->handle, handle);
+	if (cmd == RDMA_USER_CM_CMD_CONNECT) {
+		const struct rdma_ucm_connect *k = (const void *)c->body;
+
+		data = k->conn_param.private_data;
+		len = k->conn_param.private_data_len;
+	} else if (cmd == RDMA_USER_CM_CMD_ACCEPT) {
+		const struct rdma_ucm_accept *k = (const void *)c->body;
+
+		data = k->conn_param.private_data;
+		len = k->conn_param.private_data_len;
+	} else {
+		const struct rdma_ucm_reject *k = (const void *)c->body;
+
+		data = k->private_data;
+		len = k->private_data_len;
+	}
+	ck_assert_int_eq(cma_p2p_hdr_parse(data, len, &hdr), CMA_P2P_OK);
+	return hdr;
+}
+
+/*
+ * The peer connected long before we did: its request is held out of the
+ * application's sight, and our connect adopts it: no REQ of ours, an
+ * accept with our QP on the request's kernel id, our own kernel id gone.
+ */
+START_TEST(held_request_is_adopted_by_the_later_connect)
+{
+	uint32_t req = peer_request("192.0.2.2", 1, "hers");
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint32_t own;
+
+	expect_nothing();
+	ck_assert(fake_ucma_kid(req)->live);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+
+	id = connecting_id("192.0.2.2");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).kind,
+			 CMA_P2P_REP);
+	ck_assert(!fake_ucma_kid(own)->live);
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_RTS);
+
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	/* the peer's data, without the library's header */
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * Crossing, this end lower: our REQ wins.  The peer's request is refused
+ * with the "crossing lost" header and never surfaces; the peer adopts our
+ * REQ and answers it, and we form the connection on our own kernel id.
+ */
+START_TEST(crossing_won_by_the_lower_end)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	uint32_t own = kid_of(id), req;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
+			 CMA_P2P_REQ);
+	req = peer_request("192.0.2.2", 1, "hers");
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
+			 CMA_P2P_REJ_LOST);
+
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->handle, own);
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * Crossing, this end higher: the peer's REQ wins.  We withdraw ours before
+ * answering theirs (a REP from a QP the peer's CM still sees in a request
+ * would be taken for a stale connection), and form on the adopted id.
+ */
+START_TEST(crossing_lost_by_the_higher_end)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	uint32_t own = kid_of(id), req;
+	int destroyed_at = -1, accepted_at = -1, i;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_clear_log();
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	for (i = 0; i < fake_ucma_ncmds(); i++) {
+		const struct fake_cmd *c = fake_ucma_cmd(i);
+
+		if (c->cmd == RDMA_USER_CM_CMD_DESTROY_ID && c->handle == own)
+			destroyed_at = i;
+		if (c->cmd == RDMA_USER_CM_CMD_ACCEPT && c->handle == req)
+			accepted_at = i;
+	}
+	ck_assert_int_ge(destroyed_at, 0);
+	ck_assert_int_gt(accepted_at, destroyed_at);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ck_assert_ptr_eq(expect_event(RDMA_CM_EVENT_ESTABLISHED)->id, id);
+}
+END_TEST
+
+/* A second request for a connection already formed is a stale duplicate. */
+START_TEST(duplicate_of_a_formed_connection_is_refused)
+{
+	uint32_t req = peer_request("192.0.2.2", 1, "hers"), dup;
+	struct rdma_cm_id *id;
+
+	expect_nothing();
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+
+	dup = peer_request("192.0.2.2", 1, "again");
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, dup).kind,
+			 CMA_P2P_REJ_DUP);
+}
+END_TEST
+
+/* A request whose header claims p2p but is malformed never surfaces. */
+START_TEST(malformed_header_is_refused)
+{
+	uint32_t req = peer_request("192.0.2.2", 1, "hers");
+
+	(void)req;
+	expect_nothing(); /* held: it is well formed */
+	{
+		struct rdma_ucm_event_resp *r;
+		uint32_t bad = 0;
+
+		r = fake_ucma_conn_req(kid_of(listener), &bad);
+		ck_assert_ptr_nonnull(r);
+		/* the magic, then version 9: not ours to understand */
+		r->param.conn.private_data[0] = 0xc5;
+		r->param.conn.private_data[1] = 0x70;
+		r->param.conn.private_data[2] = 0x32;
+		r->param.conn.private_data[3] = 0x91;
+		r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+		expect_nothing();
+		ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, bad).kind,
+				 CMA_P2P_REJ_BAD);
+	}
+}
+END_TEST
+
+/* A plain request (no header) on the same listener is the application's. */
+START_TEST(plain_request_surfaces_at_once)
+{
+	struct rdma_ucm_event_resp *r;
+	struct rdma_cm_event *ev;
+	uint32_t child = 0;
+
+	r = fake_ucma_conn_req(kid_of(listener), &child);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, "plain", 5);
+	r->param.conn.private_data_len = 5;
+	ev = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_ptr_eq(ev->listen_id, listener);
+	ck_assert_uint_eq(ev->param.conn.peer2peer_mode, 0);
+	ck_assert_mem_eq(ev->param.conn.private_data, "plain", 5);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+static Suite *p2p_match_suite(void)
+{
+	Suite *s = suite_create("p2p_match");
+	TCase *tc = tcase_create("both sides");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, held_request_is_adopted_by_the_later_connect);
+	tcase_add_test(tc, crossing_won_by_the_lower_end);
+	tcase_add_test(tc, crossing_lost_by_the_higher_end);
+	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
+	tcase_add_test(tc, malformed_header_is_refused);
+	tcase_add_test(tc, plain_request_surfaces_at_once);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(p2p_match_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
