@@ -142,9 +142,20 @@ vm_suite mc-sender mc-sender-in-guest.sh
 # connections (-R) on our library, and on Debian's as the reference
 # (issue 15, item 6).
 vm_suite perftest perftest-in-guest.sh
+# The multicast sender that must finish, across two hosts: guest 1
+# receives, guest 2 sends (issue 15, item 3).
+mc_sender_two_guests() {
+	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=400 \
+		"$repo/tests/vm/run-two-guests.sh" \
+		"$repo/tests/system/mc-sender-in-guest.sh" two -- \
+		"$repo/tests/system/mc-sender-in-guest.sh" two |
+		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
+	return "${PIPESTATUS[0]}"
+}
 if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	run_suite p2p-2guests p2p_two_guests
 	run_suite mcast-2guests mcast_two_guests
+	run_suite mc-sender-2guests mc_sender_two_guests
 fi
 # Issue 8 (see tests/system/README.md): faults (peer death, device removal,
 # threads, connect/disconnect cycles); the system tests on the ASan/UBSan
