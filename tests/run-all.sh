@@ -193,9 +193,10 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 	vm_suite p2p-iwarp p2p-in-guest.sh RDMACM_VM_TRANSPORT=siw \
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the
-	# connecting side right after the connection is made: siw's accept
-	# race (BUGS.md, Open #3 A) hangs about one run in 20, with either
-	# library, so in the VM it runs on the driver with that window closed.
+	# connecting side right after the connection is made, the pattern
+	# siw's accept race (BUGS.md, Open #3 A) hangs: 1 of 37 runs here did,
+	# on Debian's library, so in the VM it runs on the driver with that
+	# window closed.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 		vm_suite perftest-iwarp perftest-in-guest.sh \
 			RDMACM_VM_TRANSPORT=siw RDMACM_VM_SIW_DRAIN=1 \
