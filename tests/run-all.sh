@@ -194,7 +194,7 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the
 	# connecting side right after the connection is made, the pattern
-	# siw's accept race (BUGS.md, Open #3 A) hangs: 1 of 37 runs here did,
+	# siw's accept race (BUGS.md, Open #3 A) hangs: 1 of 55 runs here did,
 	# on Debian's library, so in the VM it runs on the driver with that
 	# window closed.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
