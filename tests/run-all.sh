@@ -140,16 +140,36 @@ mcast_two_guests() {
 		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
 	return "${PIPESTATUS[0]}"
 }
+# A multicast sender that polls each completion and must finish, with a
+# receiver that leaves (issue 15, item 3): our library both ways, and the
+# same pair on Debian's library as the reference.
+vm_suite mc-sender mc-sender-in-guest.sh
+# Debian's perftest (ib_send_bw, ib_write_bw, ib_read_bw) with rdma_cm
+# connections (-R) on our library, and on Debian's as the reference
+# (issue 15, item 6).
+vm_suite perftest perftest-in-guest.sh
+# The multicast sender that must finish, across two hosts: guest 1
+# receives, guest 2 sends (issue 15, item 3).
+mc_sender_two_guests() {
+	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=400 \
+		"$repo/tests/vm/run-two-guests.sh" \
+		"$repo/tests/system/mc-sender-in-guest.sh" two -- \
+		"$repo/tests/system/mc-sender-in-guest.sh" two |
+		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
+	return "${PIPESTATUS[0]}"
+}
 if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	run_suite p2p-2guests p2p_two_guests
 	run_suite mcast-2guests mcast_two_guests
+	run_suite mc-sender-2guests mc_sender_two_guests
 fi
 # Issue 8 (see tests/system/README.md): faults (peer death, device removal,
 # threads, connect/disconnect cycles); the system tests on the ASan/UBSan
 # build; the examples under valgrind memcheck.
 vm_suite fault run-fault.sh
 # The IPv4 half of the system tests on the --enable-asan build the asan
-# suite made, without mckey (rxe stalls ~50 s on it) and cycles (its VmRSS
+# suite made, without mckey (it stalled ~50 s in rxe while the guest's NIC
+# held its frames, BUGS.md) and cycles (its VmRSS
 # check measures ASan's allocator; LeakSanitizer checks every program).
 vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \
@@ -178,6 +198,19 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMACM_VM_TRANSPORT=siw RDMA_TEST_TRANSPORT=iwarp
 	vm_suite p2p-iwarp p2p-in-guest.sh RDMACM_VM_TRANSPORT=siw \
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
+	# perftest over Soft-iWARP.  Its first message goes from the
+	# connecting side right after the connection is made, the pattern
+	# siw's accept race (BUGS.md, Open #3 A) hangs: 1 of 55 runs here did,
+	# on Debian's library, so in the VM it runs on the driver with that
+	# window closed.
+	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
+		vm_suite perftest-iwarp perftest-in-guest.sh \
+			RDMACM_VM_TRANSPORT=siw RDMACM_VM_SIW_DRAIN=1 \
+			RDMA_TEST_TRANSPORT=iwarp
+	else
+		vm_suite perftest-iwarp perftest-in-guest.sh \
+			RDMA_TEST_TRANSPORT=iwarp
+	fi
 	# The p2p scenarios that meet siw's accept race (BUGS.md, Open #3)
 	# often enough to fail the suite, on the driver with that window
 	# closed (tests/vm/siw-accept-drain.py).  Natively: the real device.

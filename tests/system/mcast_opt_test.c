@@ -9,8 +9,9 @@
  *   Two receivers (bound to addr1 and addr2) join <group>; a sender
  *   (addr1) joins it as a send-only member with IB_ADD_MEMBERSHIP and
  *   sends with rdma_sendto.  Everything runs in this one process, with one
- *   sending QP: Linux 6.1's rxe takes about 50 s to destroy a QP that sent
- *   to a group, so the sender is destroyed once, at the end.
+ *   sending QP: where the NIC holds rxe's multicast frames, rxe takes about
+ *   50 s to destroy a QP that sent to a group (tests/system/BUGS.md), so
+ *   the sender is destroyed once, at the end.
  * Prints "PASS mcast_opt", "FAIL mcast_opt: why" or "SKIP mcast_opt: why"
  * (exit 0, 1, 77).  MCAST_OPT_TIMEOUT (seconds, default 110) arms a
  * watchdog that names the step that hung.
@@ -681,7 +682,8 @@ int main(int argc, char **argv)
 
 	unicast(argv[1], argv[2]);
 
-	STAGE("teardown (rxe may take ~50 s to destroy the sending QP)");
+	STAGE("teardown (rxe may take ~50 s to destroy the sending QP if the "
+	      "NIC holds its frames)");
 	for (i = 0; i < 2; i++) {
 		rdma_dereg_mr(rx[i].mr);
 		rdma_destroy_qp(rx[i].id);

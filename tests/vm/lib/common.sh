@@ -182,6 +182,9 @@ vm_make_out() {
 	cp "$VM_DIR/guest/stage2.sh" "$VM_OUT/.vm/stage2.sh"
 }
 
+# More qemu options for the NIC's side (run-guest.sh's sink); none by default.
+declare -a VM_NET_EXTRA=()
+
 # The qemu command line for guest number $1, whose NIC uses netdev options
 # $2 and MAC address $3 (the netdev's id must be n0). -accel tcg: KVM is not usable on this machine kind
 # (nested virtualisation), and TCG behaves the same everywhere.
@@ -210,6 +213,7 @@ vm_qemu_cmd() {
 		# skips the PXE option ROM, which we never boot from.
 		-netdev "$netdev"
 		-device "virtio-net-pci,netdev=n0,mac=$mac,romfile="
+		"${VM_NET_EXTRA[@]}"
 	)
 }
 
