@@ -174,6 +174,20 @@ struct rdma_cm_event *hx_expect_event(struct rdma_event_channel *ch,
 	return ev;
 }
 
+void hx_expect_no_event(struct rdma_event_channel *ch)
+{
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	if (rdma_get_cm_event(ch, &ev))
+		hx_fail("channel readable, but rdma_get_cm_event: %s",
+			strerror(errno));
+	hx_fail("unexpected %s status %d", rdma_event_str(ev->event),
+		ev->status);
+}
+
 socklen_t hx_parse_addr(const char *host, unsigned short port,
 			struct sockaddr_storage *ss)
 {

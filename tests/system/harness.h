@@ -89,6 +89,13 @@ struct rdma_cm_event *hx_expect_event(struct rdma_event_channel *ch,
 				      enum rdma_cm_event_type want);
 
 /*
+ * For a state where nothing can be pending: channel->fd must not be
+ * readable right now (rdma-core's contract: readable means an event is
+ * there); if it is, the event is read and named in the failure.
+ */
+void hx_expect_no_event(struct rdma_event_channel *ch);
+
+/*
  * Parse @host (a numeric IPv4/IPv6 address or a name) and @port into
  * @ss; returns the address length, fails the test when it cannot.
  */

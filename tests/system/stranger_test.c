@@ -607,6 +607,9 @@ static int ud_server(struct pair *p, const struct flow *f)
 		post_send(&e, text);
 		wait_wc(&e, true, false, &wc);
 	}
+	/* A datagram accept completes without any event on either id. */
+	hx_stage("checking that no event is pending");
+	hx_expect_no_event(e.ch);
 	end_verbs_free(&e);
 	hx_stage("rdma_destroy_qp");
 	rdma_destroy_qp(e.id);
