@@ -699,12 +699,16 @@ static int run_pair(int argc, char **argv, role_fn server, role_fn client,
 {
 	struct pair *p = &the_pair;
 	const char *name = argv[0];
+	struct sockaddr_storage ss;
 	int status;
 
 	if (argc < 3)
 		hx_fail("usage: %s SERVER_ADDR CLIENT_ADDR", name);
 	p->server_addr = argv[1];
 	p->client_addr = argv[2];
+	/* Bad addresses fail here, once, before there are two processes. */
+	hx_parse_addr(p->server_addr, 0, &ss);
+	hx_parse_addr(p->client_addr, 0, &ss);
 	CHECK(!pipe(p->port_pipe), "pipe: %s", strerror(errno));
 	/* Before any librdmacm or libibverbs call: nothing is shared. */
 	p->child = fork();
