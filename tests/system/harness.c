@@ -236,6 +236,7 @@ int hx_main(int argc, char **argv, const struct hx_scenario *table, size_t n)
 		hx_watchdog(hx_timeout_s());
 		if (table[i].run(argc - 1, argv + 1))
 			return HX_EXIT_FAIL;
+		hx_pass();
 		return HX_EXIT_PASS;
 	}
 	fprintf(stderr, "%s: no scenario '%s'\n", argv[0], argv[1]);

@@ -33,7 +33,10 @@
 #define HX_EXIT_WATCHDOG 3
 #define HX_EXIT_SKIP 77
 
-/* One scenario: run() returns 0 (pass) or calls hx_fail/hx_skip. */
+/*
+ * One scenario: run() returns 0 (hx_main prints PASS with the name set
+ * then) or calls hx_fail/hx_skip.
+ */
 struct hx_scenario {
 	const char *name;
 	const char *args; /* usage text for the arguments after the name */
