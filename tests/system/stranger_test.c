@@ -15,6 +15,7 @@
  * Only RDMACM_1.0 calls are used, so the same binary runs on rdma-core's
  * library (LD_LIBRARY_PATH): a failure there means the test is wrong.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -77,9 +78,33 @@ static char *recv_buf(struct end *e)
 
 /* --- verbs helpers -------------------------------------------------------- */
 
+/*
+ * The public fields a program reads from a bound id before it has a QP
+ * (rdma-core fills them at binding): device, PD, port, addresses.
+ */
+static void check_bound_id(struct rdma_cm_id *id, enum rdma_port_space ps)
+{
+	struct sockaddr *src = rdma_get_local_addr(id);
+	struct sockaddr *dst = rdma_get_peer_addr(id);
+
+	hx_stage("checking the bound id's fields");
+	CHECK(id->verbs, "id->verbs is NULL on a bound id");
+	CHECK(id->ps == ps, "id->ps %d, want %d", id->ps, ps);
+	CHECK(id->port_num >= 1, "id->port_num %u", id->port_num);
+	CHECK(src->sa_family == AF_INET || src->sa_family == AF_INET6,
+	      "local address family %u", src->sa_family);
+	CHECK(dst->sa_family == src->sa_family,
+	      "peer address family %u, local %u", dst->sa_family,
+	      src->sa_family);
+	CHECK(rdma_get_src_port(id) && rdma_get_dst_port(id), "ports %u -> %u",
+	      ntohs(rdma_get_src_port(id)), ntohs(rdma_get_dst_port(id)));
+}
+
 static void make_verbs(struct end *e, struct rdma_cm_id *id,
 		       const struct flow *f)
 {
+	check_bound_id(id,
+		       id->qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP);
 	hx_stage("PD, CQ and MR");
 	/*
 	 * rdma-core gives every id bound to a device the device's shared PD;
