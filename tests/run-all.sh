@@ -110,6 +110,10 @@ vm_suite rsocket rsocket-in-guest.sh
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
 vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
+# Flows other people's programs use (issue 15: external QPs moved with
+# rdma_init_qp_attr + rdma_establish, UD accepted on the child id), each
+# pair on our library and on Debian's (fetched above) as the reference.
+vm_suite stranger stranger-in-guest.sh
 # The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
 vm_suite acm acm-in-guest.sh
 # Peer-to-peer mode (issue 4), one guest.
@@ -196,6 +200,8 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMA_TEST_TRANSPORT=iwarp
 	vm_suite rdmacm-utils-iwarp rdmacm-utils-in-guest.sh \
 		RDMACM_VM_TRANSPORT=siw RDMA_TEST_TRANSPORT=iwarp
+	vm_suite stranger-iwarp stranger-in-guest.sh RDMACM_VM_TRANSPORT=siw \
+		RDMA_TEST_TRANSPORT=iwarp
 	vm_suite p2p-iwarp p2p-in-guest.sh RDMACM_VM_TRANSPORT=siw \
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the

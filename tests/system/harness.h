@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * The shared system-test harness: what every program under tests/system
+ * needs besides its scenarios, written the way an outside program would
+ * use librdmacm (its own poll loop, blocking reads of the channel).
+ *
+ * - Reporting: one "PASS name", "FAIL name: why" or "SKIP name: why" line
+ *   per scenario; exit status 0, 1, 3 (watchdog) or 77 (skip).
+ * - Stages and a watchdog: hx_stage() names what the program is doing;
+ *   when the alarm fires, the FAIL line names the stage that hung.
+ * - Event expectations: poll(2) on channel->fd with a timeout, then a
+ *   BLOCKING rdma_get_cm_event, as rdma-core's contract allows.
+ * - Address parsing (IPv4/IPv6 literals or names) through getaddrinfo.
+ * - A scenario table and a main that runs one scenario by name.
+ * - One error convention: EXPECT_ERR(call, want_errno).
+ *
+ * The harness calls nothing whose symbol version differs between
+ * librdmacm builds, so a test binary can run on rdma-core's library too.
+ */
+#ifndef RDMACM_TESTS_HARNESS_H
+#define RDMACM_TESTS_HARNESS_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rdma/rdma_cma.h>
+
+#define HX_EXIT_PASS 0
+#define HX_EXIT_FAIL 1
+#define HX_EXIT_WATCHDOG 3
+#define HX_EXIT_SKIP 77
+
+/*
+ * One scenario: run() returns 0 (hx_main prints PASS with the name set
+ * then) or calls hx_fail/hx_skip.
+ */
+struct hx_scenario {
+	const char *name;
+	const char *args; /* usage text for the arguments after the name */
+	int (*run)(int argc, char **argv); /* argv[0] is the scenario name */
+};
+
+/*
+ * Run the scenario argv[1] from @table (n entries) with the arguments
+ * after it; without arguments, list the table.  The watchdog is armed
+ * for hx_timeout_s() seconds first.  Returns the exit status.
+ */
+int hx_main(int argc, char **argv, const struct hx_scenario *table, size_t n);
+
+/* The name in PASS/FAIL lines ("extqp", or "extqp/server" in a role). */
+void hx_set_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *hx_name(void);
+
+/*
+ * What the program is doing now, for FAIL and watchdog lines
+ * (RDMACM_HX_TRACE=1 also prints each stage on stderr).
+ */
+void hx_stage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * (Re)arm the watchdog: after @seconds, FAIL with the stage, exit 3.  A
+ * forked process must arm its own (alarms are not inherited).
+ */
+void hx_watchdog(unsigned int seconds);
+/* RDMACM_HX_TIMEOUT seconds, default 60. */
+unsigned int hx_timeout_s(void);
+
+/* Print FAIL (with the stage) and exit 1. */
+void hx_fail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* Print SKIP and exit 77. */
+void hx_skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* Print PASS. */
+void hx_pass(void);
+/* A line of detail ("# ..."), shown with the test's output. */
+void hx_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Event waits time out after RDMACM_HX_EVENT_TIMEOUT_MS (default 10000). */
+int hx_event_timeout_ms(void);
+
+/*
+ * Wait for the next event on @ch: poll(2) on ch->fd, then a blocking
+ * rdma_get_cm_event.  Fails the test on timeout, on an error, or when the
+ * event is not @want (naming what arrived, with its status).  A @want
+ * event with a non-zero status fails too.  The caller acks the event.
+ */
+struct rdma_cm_event *hx_expect_event(struct rdma_event_channel *ch,
+				      enum rdma_cm_event_type want);
+
+/*
+ * For a state where nothing can be pending: channel->fd must not be
+ * readable right now (rdma-core's contract: readable means an event is
+ * there); if it is, the event is read and named in the failure.
+ */
+void hx_expect_no_event(struct rdma_event_channel *ch);
+
+/*
+ * Parse @host (a numeric IPv4/IPv6 address or a name) and @port into
+ * @ss; returns the address length, fails the test when it cannot.
+ */
+socklen_t hx_parse_addr(const char *host, unsigned short port,
+			struct sockaddr_storage *ss);
+
+/* Fail unless @cond holds; the message says which check and why. */
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			hx_fail(__VA_ARGS__);                                  \
+	} while (0)
+
+/* Fail unless @call (an int-returning librdmacm call) returned 0. */
+#define CHECK_OK(call)                                                         \
+	do {                                                                   \
+		if ((call) != 0)                                               \
+			hx_fail("%s: %s", #call, strerror(errno));             \
+	} while (0)
+
+/*
+ * The one error convention: @call must fail (return -1, or a NULL
+ * pointer compared by the caller as `call == NULL ? -1 : 0`) with errno
+ * @want_errno.
+ */
+#define EXPECT_ERR(call, want_errno)                                           \
+	do {                                                                   \
+		errno = 0;                                                     \
+		int hx_ret_ = (call);                                          \
+		int hx_err_ = errno;                                           \
+		if (hx_ret_ != -1 || hx_err_ != (want_errno))                  \
+			hx_fail("%s: returned %d errno %d (%s), want -1 "      \
+				"errno %d (%s)",                               \
+				#call, hx_ret_, hx_err_, strerror(hx_err_),    \
+				(want_errno), strerror(want_errno));           \
+	} while (0)
+
+#endif
