@@ -39,6 +39,7 @@ struct cma_channel {
 	struct cma_event *head; /* library-made events, oldest first */
 	struct cma_event **tail;
 	struct cma_timer *timers; /* armed timers, earliest first */
+	pthread_cond_t timer_done; /* a timer's expire() returned */
 };
 
 static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
@@ -72,6 +73,7 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	ch->tfd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_cond_init(&ch->timer_done, NULL);
 	return ch;
 }
 
@@ -142,6 +144,7 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 	if (ch->pollable)
 		close(ch->pub.fd);
 	close(ch->kfd);
+	pthread_cond_destroy(&ch->timer_done);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }
@@ -330,6 +333,8 @@ static void cma_timer_unlink(struct cma_channel *ch, struct cma_timer *timer)
 	}
 	timer->next = NULL;
 	timer->armed = false;
+	if (!timer->running)
+		__atomic_store_n(&timer->ch, NULL, __ATOMIC_RELEASE);
 }
 
 void cma_timer_start(struct rdma_event_channel *channel,
@@ -338,6 +343,9 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	struct cma_channel *ch = cma_chan(channel);
 	struct cma_timer **pp;
 
+	/* Armed on another channel (the id migrated): off that list first. */
+	if (timer->armed && timer->ch != ch)
+		cma_timer_stop(timer);
 	pthread_mutex_lock(&ch->lock);
 	if (timer->armed)
 		cma_timer_unlink(ch, timer);
@@ -348,15 +356,37 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	timer->next = *pp;
 	*pp = timer;
 	timer->armed = true;
+	__atomic_store_n(&timer->ch, ch, __ATOMIC_RELEASE);
 	cma_channel_rearm(ch);
 	pthread_mutex_unlock(&ch->lock);
 }
 
-void cma_timer_stop(struct rdma_event_channel *channel, struct cma_timer *timer)
+/*
+ * The channel a timer is armed or running on, locked; NULL when it is
+ * neither.  timer->ch only changes under that channel's lock, and the
+ * channel cannot go while an id's timer is armed or running on it.
+ */
+static struct cma_channel *cma_timer_lock(struct cma_timer *timer)
 {
-	struct cma_channel *ch = cma_chan(channel);
+	struct cma_channel *ch;
 
-	pthread_mutex_lock(&ch->lock);
+	for (;;) {
+		ch = __atomic_load_n(&timer->ch, __ATOMIC_ACQUIRE);
+		if (!ch)
+			return NULL;
+		pthread_mutex_lock(&ch->lock);
+		if (timer->ch == ch)
+			return ch;
+		pthread_mutex_unlock(&ch->lock);
+	}
+}
+
+void cma_timer_stop(struct cma_timer *timer)
+{
+	struct cma_channel *ch = cma_timer_lock(timer);
+
+	if (!ch)
+		return;
 	if (timer->armed) {
 		cma_timer_unlink(ch, timer);
 		cma_channel_rearm(ch);
@@ -364,38 +394,57 @@ void cma_timer_stop(struct rdma_event_channel *channel, struct cma_timer *timer)
 	pthread_mutex_unlock(&ch->lock);
 }
 
-/* Run the timers that are due, without the lock: they may post events. */
+void cma_timer_sync(struct cma_timer *timer)
+{
+	struct cma_channel *ch = cma_timer_lock(timer);
+
+	if (!ch)
+		return;
+	if (timer->armed) {
+		cma_timer_unlink(ch, timer);
+		cma_channel_rearm(ch);
+	}
+	/* From inside its own expire() there is nothing to wait for. */
+	while (timer->running && !pthread_equal(timer->runner, pthread_self()))
+		pthread_cond_wait(&ch->timer_done, &ch->lock);
+	pthread_mutex_unlock(&ch->lock);
+}
+
+/*
+ * Run the timers that are due, one at a time and without the lock (they
+ * may post events and take other locks).  A running timer is marked, so
+ * that cma_timer_sync() can wait for it before its owner is freed.
+ */
 static void cma_channel_run_timers(struct cma_channel *ch)
 {
-	struct cma_timer *due = NULL, **tail = &due, *timer;
-	uint64_t now;
+	void (*expire)(struct cma_timer * timer);
+	struct cma_timer *timer;
+	uint64_t now = cma_now_ns();
 
-	if (!ch->timers) /* racy peek: a timer armed meanwhile waits a round */
-		return;
-	now = cma_now_ns();
 	pthread_mutex_lock(&ch->lock);
 	while ((timer = ch->timers) && timer->deadline_ns <= now) {
 		ch->timers = timer->next;
 		timer->next = NULL;
 		timer->armed = false;
-		*tail = timer;
-		tail = &timer->next;
+		timer->running = true;
+		timer->runner = pthread_self();
+		expire = timer->expire;
+		cma_channel_rearm(ch);
+		pthread_mutex_unlock(&ch->lock);
+		expire(timer);
+		pthread_mutex_lock(&ch->lock);
+		timer->running = false;
+		if (!timer->armed)
+			__atomic_store_n(&timer->ch, NULL, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&ch->timer_done);
 	}
-	cma_channel_rearm(ch);
 	pthread_mutex_unlock(&ch->lock);
-	while ((timer = due)) {
-		due = timer->next;
-		timer->next = NULL;
-		timer->expire(timer);
-	}
 }
 
 static struct cma_event *cma_channel_pop(struct cma_channel *ch)
 {
 	struct cma_event *evt;
 
-	if (!ch->head) /* racy peek; the common case costs no lock */
-		return NULL;
 	pthread_mutex_lock(&ch->lock);
 	evt = ch->head;
 	if (evt) {

@@ -132,6 +132,7 @@ struct cma_id_private {
 	bool cm_started; /* connect sent or request received: the IB CM owns
 			    the QP attributes from now on */
 	bool owns_cqs; /* rdma_create_qp made the CQs */
+	bool p2p_listening; /* a p2p listener record exists (p2p.c) */
 
 	pthread_mutex_t mut;
 	/* Made by the first waiter (cma_id_wait_locked): most ids never wait. */
@@ -259,21 +260,36 @@ int cma_check_id(const struct rdma_cm_id *id);
 struct rdma_event_channel *cma_channel_create(void);
 void cma_channel_destroy(struct rdma_event_channel *channel);
 
+struct cma_channel;
 /*
  * Timers run from rdma_get_cm_event() on their channel (in whichever
  * thread reads it, with no library lock held); a pollable channel's fd
  * becomes readable when one is due.
+ *
+ * Lifetime: a timer lives inside the object it serves (a p2p listener or
+ * connect), and its expire() runs after the channel's lock is dropped.  So
+ * the owner must not be freed while expire() may still run: stop the
+ * timer, make expire() find nothing to do (unlink the owner from whatever
+ * expire() looks it up in), then cma_timer_sync() before freeing.
+ * cma_timer_stop() never waits, so it may be called under any lock;
+ * cma_timer_sync() waits, so it must be called with no lock that expire()
+ * takes (p2p_lock in particular).
  */
 struct cma_timer {
 	struct cma_timer *next;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
 	void (*expire)(struct cma_timer *timer);
+	struct cma_channel *ch; /* where it is armed or running; else NULL */
 	bool armed;
+	bool running; /* expire() is being called, by runner */
+	pthread_t runner;
 };
 void cma_timer_start(struct rdma_event_channel *channel,
 		     struct cma_timer *timer, unsigned int ms);
-void cma_timer_stop(struct rdma_event_channel *channel,
-		    struct cma_timer *timer);
+/* Disarm; an expire() already under way may still be running. */
+void cma_timer_stop(struct cma_timer *timer);
+/* Disarm, and wait for an expire() under way in another thread to return. */
+void cma_timer_sync(struct cma_timer *timer);
 
 struct cma_event;
 struct rdma_ucm_event_resp;
@@ -463,8 +479,15 @@ bool cma_p2p_adopted(const struct cma_id_private *id_priv);
 /* RDMA_OPTION_ID_PEER2PEER / _P2P_TAG; -1/ENOPROTOOPT for other names. */
 int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
 		       const void *optval, size_t optlen);
-/* The id is going away: forget it, and refuse the requests it held. */
-void cma_p2p_destroy(struct cma_id_private *id_priv);
+/*
+ * The id is going away.  Detach (under p2p_lock, never waiting): nothing
+ * is matched against it or held for it any more, its held requests are
+ * refused, its timers stopped, and its kernel id no longer changes.  Free
+ * (with no lock held, after the id's last event was acked): waits for a
+ * timer of its that is running in another thread, then frees.
+ */
+void cma_p2p_detach(struct cma_id_private *id_priv);
+void cma_p2p_free(struct cma_id_private *id_priv);
 
 /* --- mcast.c ----------------------------------------------------------- */
 

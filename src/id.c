@@ -75,8 +75,8 @@ int cma_id_create_kernel(struct cma_id_private *id_priv)
 
 void cma_id_free(struct cma_id_private *id_priv)
 {
-	if (id_priv->p2p)
-		cma_p2p_destroy(id_priv);
+	if (id_priv->p2p || id_priv->p2p_listening)
+		cma_p2p_free(id_priv);
 	if (id_priv->sync)
 		cma_channel_destroy(id_priv->id.channel);
 	cma_device_put(id_priv->cma_dev);
@@ -228,7 +228,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (cma_check_id(id))
 		return -1;
 	cma_mcast_leave_all(id_priv);
-	cma_p2p_destroy(id_priv); /* the handle no longer changes after this */
+	cma_p2p_detach(id_priv); /* the handle no longer changes after this */
 	cma_sendto_release(id_priv);
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;

@@ -306,6 +306,7 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	for (pp = &p2p_listeners; *pp; pp = &(*pp)->next)
 		;
 	*pp = lis;
+	id_priv->p2p_listening = true;
 	pthread_mutex_unlock(&p2p_lock);
 }
 
@@ -389,7 +390,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 {
 	struct cma_p2p_conn **pp;
 
-	cma_timer_stop(conn->id_priv->id.channel, &conn->timer);
+	cma_timer_stop(&conn->timer);
 	if (!conn->registered)
 		return;
 	for (pp = &p2p_conns; *pp; pp = &(*pp)->next) {
@@ -494,7 +495,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		return;
 	pthread_mutex_lock(&p2p_lock);
 	conn->state = CMA_P2P_CONNECTED;
-	cma_timer_stop(id_priv->id.channel, &conn->timer);
+	cma_timer_stop(&conn->timer);
 	pthread_mutex_unlock(&p2p_lock);
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 		    CMA_P2P_OK ||
@@ -590,18 +591,26 @@ int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
 	return cma_err(ENOPROTOOPT);
 }
 
-void cma_p2p_destroy(struct cma_id_private *id_priv)
+/* Listeners whose id is being destroyed: unmatchable, not yet freed. */
+static struct cma_p2p_listener *p2p_closing;
+
+void cma_p2p_detach(struct cma_id_private *id_priv)
 {
-	struct cma_p2p_listener *lis, **pp;
+	struct cma_p2p_listener *lis = NULL, **pp;
 	struct cma_p2p_held *h, *next;
 
+	if (!id_priv->p2p && !id_priv->p2p_listening)
+		return;
 	pthread_mutex_lock(&p2p_lock);
-	for (pp = &p2p_listeners; (lis = *pp); pp = &lis->next)
+	for (pp = &p2p_listeners; id_priv->p2p_listening && (lis = *pp);
+	     pp = &lis->next)
 		if (lis->id_priv == id_priv)
 			break;
 	if (lis) {
 		*pp = lis->next;
-		cma_timer_stop(id_priv->id.channel, &lis->timer);
+		lis->next = p2p_closing;
+		p2p_closing = lis;
+		cma_timer_stop(&lis->timer);
 		for (h = p2p_held; h; h = next) {
 			next = h->next;
 			if (h->lis != lis)
@@ -609,13 +618,35 @@ void cma_p2p_destroy(struct cma_id_private *id_priv)
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}
+	}
+	if (id_priv->p2p)
+		cma_p2p_conn_unregister(id_priv->p2p);
+	pthread_mutex_unlock(&p2p_lock);
+}
+
+void cma_p2p_free(struct cma_id_private *id_priv)
+{
+	struct cma_p2p_listener *lis = NULL, **pp;
+
+	cma_p2p_detach(id_priv); /* a no-op after rdma_destroy_id's */
+	if (id_priv->p2p_listening) {
+		pthread_mutex_lock(&p2p_lock);
+		for (pp = &p2p_closing; (lis = *pp); pp = &lis->next) {
+			if (lis->id_priv == id_priv) {
+				*pp = lis->next;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&p2p_lock);
+	}
+	/* No lock held: an expire() under way may need p2p_lock to finish. */
+	if (lis) {
+		cma_timer_sync(&lis->timer);
 		free(lis);
 	}
 	if (id_priv->p2p) {
-		cma_timer_stop(id_priv->id.channel, &id_priv->p2p->timer);
-		cma_p2p_conn_unregister(id_priv->p2p);
+		cma_timer_sync(&id_priv->p2p->timer);
+		free(id_priv->p2p);
+		id_priv->p2p = NULL;
 	}
-	pthread_mutex_unlock(&p2p_lock);
-	free(id_priv->p2p);
-	id_priv->p2p = NULL;
 }

@@ -246,7 +246,7 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 			goto undo;
 		cma_p2p_drop_own_id(id_priv, old);
 	}
-	cma_timer_stop(id_priv->id.channel, &conn->timer);
+	cma_timer_stop(&conn->timer);
 	cma_p2p_save_peer_data(conn, req, hdr);
 	conn->adopted = true;
 	conn->reply_p2p = true;

@@ -60,7 +60,7 @@ void cma_p2p_arm(struct cma_p2p_listener *lis)
 			next = h->deadline_ns;
 	}
 	if (!any) {
-		cma_timer_stop(lis->id_priv->id.channel, &lis->timer);
+		cma_timer_stop(&lis->timer);
 		return;
 	}
 	next = next <= now ? 0 : (next - now) / 1000000 + 1;

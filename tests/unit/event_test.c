@@ -8,8 +8,10 @@
 #include <config.h>
 
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cma.h"
 #include "fake_ucma.h"
@@ -319,13 +321,103 @@ START_TEST(timers_run_from_get_event)
 	rdma_ack_cm_event(ev);
 
 	cma_timer_start(channel, &test_timer, 10000);
-	cma_timer_stop(channel, &test_timer);
+	cma_timer_stop(&test_timer);
 	ck_assert(!test_timer.armed);
 	push(RDMA_CM_EVENT_ESTABLISHED, 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_int_eq(timer_runs, 1);
 	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+/*
+ * Issue 16, finding 1: a due timer's expire() runs after the channel's lock
+ * is dropped, and the timer lives in the object it serves.  Its owner may
+ * only be freed once cma_timer_sync() says expire() has returned.  The test
+ * holds expire() in a reader thread and checks that the sync waits for it.
+ */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool in_expire, let_go, sync_done;
+
+static void held_expire(struct cma_timer *timer)
+{
+	(void)timer;
+	pthread_mutex_lock(&gate_lock);
+	in_expire = true;
+	pthread_cond_broadcast(&gate_cond);
+	while (!let_go)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	/* the owner must still be alive here */
+	ck_assert(!sync_done);
+	pthread_mutex_unlock(&gate_lock);
+	cma_event_post(cma_event_new(id, RDMA_CM_EVENT_USER, 0));
+}
+
+static void *reader(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static void *syncer(void *arg)
+{
+	cma_timer_sync(arg);
+	pthread_mutex_lock(&gate_lock);
+	sync_done = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	return NULL;
+}
+
+START_TEST(sync_waits_for_a_running_expire)
+{
+	pthread_t r, s;
+
+	test_timer.expire = held_expire;
+	cma_timer_start(channel, &test_timer, 0);
+	ck_assert_int_eq(pthread_create(&r, NULL, reader, NULL), 0);
+	pthread_mutex_lock(&gate_lock);
+	while (!in_expire)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	ck_assert(test_timer.running);
+	ck_assert(!test_timer.armed);
+	cma_timer_stop(&test_timer); /* never waits: may run under any lock */
+	ck_assert_int_eq(pthread_create(&s, NULL, syncer, &test_timer), 0);
+	/*
+	 * A sync that does not wait finishes at once: give it the chance
+	 * (bounded; a correct one cannot finish before let_go, so how long
+	 * this waits never decides the verdict, only how surely a broken
+	 * sync is caught).
+	 */
+	pthread_mutex_lock(&gate_lock);
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		while (!sync_done &&
+		       !pthread_cond_timedwait(&gate_cond, &gate_lock, &until))
+			;
+	}
+	ck_assert_msg(!sync_done, "cma_timer_sync returned while expire ran");
+	let_go = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	pthread_join(s, NULL);
+	ck_assert(!test_timer.running);
+	ck_assert_ptr_null(test_timer.ch);
+	pthread_join(r, NULL);
 }
 END_TEST
 
@@ -348,6 +440,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, library_events_come_first_and_are_counted_apart);
 	tcase_add_test(tc, undelivered_library_events_are_dropped);
 	tcase_add_test(tc, timers_run_from_get_event);
+	tcase_add_test(tc, sync_waits_for_a_running_expire);
 	suite_add_tcase(s, tc);
 	return s;
 }
