@@ -52,7 +52,10 @@ _Static_assert(sizeof(struct rdma_conn_param) == 24,
 
 pthread_mutex_t p2p_lock = PTHREAD_MUTEX_INITIALIZER;
 struct cma_p2p_listener *p2p_listeners; /* creation order */
-struct cma_p2p_held *p2p_held;
+unsigned int p2p_nheld;
+uint64_t p2p_held_evicted;
+/* Held requests by key, newest first in each bucket. */
+static struct cma_p2p_held *p2p_held_hash[CMA_P2P_HELD_BUCKETS];
 struct cma_p2p_conn *p2p_conns;
 
 /* --- the pure part (p2p.h) ------------------------------------------------- */
@@ -132,6 +135,7 @@ int cma_p2p_addr16(const void *sa, size_t len, uint8_t out[16])
 static bool p2p_env_on;
 static bool p2p_debug_on;
 static unsigned int p2p_hold_ms = CMA_P2P_DEFAULT_HOLD_MS;
+static unsigned int p2p_max_held = CMA_P2P_DEFAULT_MAX_HELD;
 static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
 static void cma_p2p_read_env(void)
@@ -149,6 +153,12 @@ static void cma_p2p_read_env(void)
 		if (!*end && ms <= 3600000)
 			p2p_hold_ms = (unsigned int)ms;
 	}
+	v = cma_env("RDMA_CM_P2P_MAX_HELD");
+	if (v) {
+		ms = strtoul(v, &end, 10);
+		if (!*end && ms >= 1 && ms <= 1000000)
+			p2p_max_held = (unsigned int)ms;
+	}
 }
 
 bool cma_p2p_env(void)
@@ -161,6 +171,12 @@ unsigned int cma_p2p_hold_ms(void)
 {
 	cma_p2p_env();
 	return p2p_hold_ms;
+}
+
+unsigned int cma_p2p_max_held(void)
+{
+	cma_p2p_env();
+	return p2p_max_held;
 }
 
 uint64_t cma_p2p_now_ns(void)
@@ -347,17 +363,97 @@ void cma_p2p_held_drop(struct cma_p2p_held *h)
 	free(h);
 }
 
+/* FNV-1a over the key's fields (not its padding). */
+static unsigned int cma_p2p_key_hash(const struct cma_p2p_key *key)
+{
+	const uint8_t *parts[] = {key->local.addr, key->remote.addr,
+				  (const uint8_t *)&key->local.port,
+				  (const uint8_t *)&key->remote.port,
+				  (const uint8_t *)&key->tag};
+	const size_t lens[] = {16, 16, sizeof(key->local.port),
+			       sizeof(key->remote.port), sizeof(key->tag)};
+	uint32_t h = 2166136261u;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		for (j = 0; j < lens[i]; j++)
+			h = (h ^ parts[i][j]) * 16777619u;
+	h ^= key->explicit_tag;
+	return h % CMA_P2P_HELD_BUCKETS;
+}
+
 void cma_p2p_held_unlink(struct cma_p2p_held *h)
 {
-	struct cma_p2p_held **pp;
+	struct cma_p2p_listener *lis = h->lis;
 
-	for (pp = &p2p_held; *pp; pp = &(*pp)->next) {
-		if (*pp == h) {
-			*pp = h->next;
-			break;
-		}
-	}
-	h->next = NULL;
+	if (h->lprev)
+		h->lprev->lnext = h->lnext;
+	else
+		lis->held_head = h->lnext;
+	if (h->lnext)
+		h->lnext->lprev = h->lprev;
+	else
+		lis->held_tail = h->lprev;
+	*h->hprev = h->hnext;
+	if (h->hnext)
+		h->hnext->hprev = h->hprev;
+	h->lnext = h->lprev = h->hnext = NULL;
+	h->hprev = NULL;
+	lis->nheld--;
+	p2p_nheld--;
+}
+
+/* Refuse a held request to stay within a cap; counted. */
+static void cma_p2p_held_evict(struct cma_p2p_held *h)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	cma_p2p_dbg("held request %s, handle %u: over the cap, refused",
+		    cma_p2p_key_str(&h->key, kb, sizeof(kb)), h->handle);
+	cma_p2p_held_unlink(h);
+	cma_p2p_held_drop(h);
+	p2p_held_evicted++;
+}
+
+/* The oldest held request of the process (at the head of some listener). */
+static struct cma_p2p_held *cma_p2p_held_oldest(void)
+{
+	struct cma_p2p_held *oldest = NULL;
+	struct cma_p2p_listener *lis;
+
+	for (lis = p2p_listeners; lis; lis = lis->next)
+		if (lis->held_head &&
+		    (!oldest || lis->held_head->since_ns < oldest->since_ns))
+			oldest = lis->held_head;
+	return oldest;
+}
+
+void cma_p2p_held_link(struct cma_p2p_held *h)
+{
+	struct cma_p2p_listener *lis = h->lis;
+	unsigned int max = cma_p2p_max_held();
+	struct cma_p2p_held **bucket;
+	struct cma_p2p_held *old;
+
+	while (lis->nheld >= max && lis->held_head)
+		cma_p2p_held_evict(lis->held_head);
+	while (p2p_nheld >= 4 * max && (old = cma_p2p_held_oldest()))
+		cma_p2p_held_evict(old);
+	h->lprev = lis->held_tail;
+	h->lnext = NULL;
+	if (lis->held_tail)
+		lis->held_tail->lnext = h;
+	else
+		lis->held_head = h;
+	lis->held_tail = h;
+	bucket = &p2p_held_hash[cma_p2p_key_hash(&h->key)];
+	h->hnext = *bucket;
+	if (h->hnext)
+		h->hnext->hprev = &h->hnext;
+	h->hprev = bucket;
+	*bucket = h;
+	lis->nheld++;
+	p2p_nheld++;
 }
 
 /* --- the table of conns and held requests ---------------------------------- */
@@ -417,7 +513,7 @@ struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 {
 	struct cma_p2p_held *h;
 
-	for (h = p2p_held; h; h = h->next)
+	for (h = p2p_held_hash[cma_p2p_key_hash(key)]; h; h = h->hnext)
 		if (cma_p2p_key_equal(&h->key, key))
 			return h;
 	return NULL;
@@ -597,7 +693,7 @@ static struct cma_p2p_listener *p2p_closing;
 void cma_p2p_detach(struct cma_id_private *id_priv)
 {
 	struct cma_p2p_listener *lis = NULL, **pp;
-	struct cma_p2p_held *h, *next;
+	struct cma_p2p_held *h;
 
 	if (!id_priv->p2p && !id_priv->p2p_listening)
 		return;
@@ -611,10 +707,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 		lis->next = p2p_closing;
 		p2p_closing = lis;
 		cma_timer_stop(&lis->timer);
-		for (h = p2p_held; h; h = next) {
-			next = h->next;
-			if (h->lis != lis)
-				continue;
+		while ((h = lis->held_head)) {
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}

@@ -46,23 +46,23 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 	return 0;
 }
 
+/*
+ * A listener's held requests are oldest first and share its hold time, so
+ * the first one's deadline is the earliest: arming costs O(1) however many
+ * a peer made us hold.  Probes for peers that gave up run every
+ * CMA_P2P_PROBE_MS in any case.
+ */
 void cma_p2p_arm(struct cma_p2p_listener *lis)
 {
 	uint64_t now = cma_p2p_now_ns(), next = UINT64_MAX;
-	struct cma_p2p_held *h;
-	bool any = false;
+	struct cma_p2p_held *h = lis->held_head;
 
-	for (h = p2p_held; h; h = h->next) {
-		if (h->lis != lis)
-			continue;
-		any = true;
-		if (h->deadline_ns && h->deadline_ns < next)
-			next = h->deadline_ns;
-	}
-	if (!any) {
+	if (!h) {
 		cma_timer_stop(&lis->timer);
 		return;
 	}
+	if (h->deadline_ns)
+		next = h->deadline_ns;
 	next = next <= now ? 0 : (next - now) / 1000000 + 1;
 	if (next > CMA_P2P_PROBE_MS)
 		next = CMA_P2P_PROBE_MS;
@@ -84,11 +84,11 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 	h->key = *key;
 	h->hdr = *hdr;
 	h->resp = *resp;
+	h->since_ns = cma_p2p_now_ns();
 	if (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED)
-		h->deadline_ns = cma_p2p_now_ns() +
-				 (uint64_t)cma_p2p_hold_ms() * 1000000ull;
-	h->next = p2p_held;
-	p2p_held = h;
+		h->deadline_ns =
+			h->since_ns + (uint64_t)cma_p2p_hold_ms() * 1000000ull;
+	cma_p2p_held_link(h);
 	cma_p2p_arm(lis);
 	return 0;
 }
@@ -259,7 +259,7 @@ static struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
 
 void cma_p2p_timer_expire(struct cma_timer *timer)
 {
-	struct cma_p2p_held *h, *next, *due = NULL;
+	struct cma_p2p_held *h, *next, *due = NULL, **tail = &due;
 	struct cma_p2p_listener *lis;
 	uint64_t now = cma_p2p_now_ns();
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -271,10 +271,8 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 		return;
 	}
 	cma_p2p_dbg("listener port %u: hold timer", lis->port);
-	for (h = p2p_held; h; h = next) {
-		next = h->next;
-		if (h->lis != lis)
-			continue;
+	for (h = lis->held_head; h; h = next) {
+		next = h->lnext;
 		if (!cma_p2p_held_alive(h)) {
 			cma_p2p_dbg("held request %s, handle %u: peer gone, "
 				    "dropped",
@@ -284,14 +282,14 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 			cma_p2p_held_drop(h);
 		} else if (h->deadline_ns && h->deadline_ns <= now) {
 			cma_p2p_held_unlink(h);
-			h->next = due;
-			due = h;
+			*tail = h;
+			tail = &h->lnext;
 		}
 	}
 	cma_p2p_arm(lis);
-	/* Oldest first: the list is newest first, and so is "due". */
+	/* Oldest first, as they were held. */
 	for (h = due; h; h = next) {
-		next = h->next;
+		next = h->lnext;
 		cma_p2p_surface_held(h);
 	}
 	pthread_mutex_unlock(&p2p_lock);

@@ -22,6 +22,13 @@
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
 #define CMA_P2P_KEY_STRLEN 128
+/*
+ * Held requests a remote peer can make us keep (each holds a kernel id):
+ * at most this many per listener (RDMA_CM_P2P_MAX_HELD) and four times
+ * that per process; past either, the oldest is refused first.
+ */
+#define CMA_P2P_DEFAULT_MAX_HELD 1024
+#define CMA_P2P_HELD_BUCKETS 4096 /* hash of held requests by key */
 
 struct cma_p2p_listener {
 	struct cma_p2p_listener *next;
@@ -32,15 +39,20 @@ struct cma_p2p_listener {
 	uint8_t addr[16];
 	uint16_t port;
 	struct cma_timer timer; /* held requests' deadlines and probes */
+	/* Its held requests, oldest first: the first one's deadline is due first. */
+	struct cma_p2p_held *held_head, *held_tail;
+	unsigned int nheld;
 };
 
 struct cma_p2p_held {
-	struct cma_p2p_held *next;
+	struct cma_p2p_held *lnext, *lprev; /* the listener's, oldest first */
+	struct cma_p2p_held *hnext, **hprev; /* its hash bucket's */
 	struct cma_p2p_listener *lis;
 	uint32_t handle; /* the request's kernel id, on the listener's fd */
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	uint64_t deadline_ns; /* 0: until the peer gives up */
+	uint64_t since_ns; /* when it was held: the oldest goes first */
 	struct rdma_ucm_event_resp resp; /* the CONNECT_REQUEST as read */
 };
 
@@ -89,7 +101,8 @@ enum cma_p2p_hold_mode {
 
 extern pthread_mutex_t p2p_lock;
 extern struct cma_p2p_listener *p2p_listeners; /* creation order */
-extern struct cma_p2p_held *p2p_held;
+extern unsigned int p2p_nheld; /* held requests in the process */
+extern uint64_t p2p_held_evicted; /* refused to keep within the caps */
 extern struct cma_p2p_conn *p2p_conns;
 
 /* --- p2p.c: settings -------------------------------------------------- */
@@ -100,6 +113,8 @@ const char *cma_p2p_key_str(const struct cma_p2p_key *key, char *buf,
 			    size_t len);
 uint64_t cma_p2p_now_ns(void);
 unsigned int cma_p2p_hold_ms(void);
+/* RDMA_CM_P2P_MAX_HELD: held requests per listener (4x per process). */
+unsigned int cma_p2p_max_held(void);
 /* How long a connect waits for the peer's REQ after being told to. */
 unsigned int cma_p2p_wait_ms(void);
 
@@ -118,8 +133,12 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 /* Refuse a request quietly, telling a p2p peer why, and forget its id. */
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key);
+/* Keep @h (its listener's list and the hash); refuses the oldest held
+ * requests first when a cap would be exceeded. */
+void cma_p2p_held_link(struct cma_p2p_held *h);
 void cma_p2p_held_drop(struct cma_p2p_held *h);
 void cma_p2p_held_unlink(struct cma_p2p_held *h);
+/* The newest held request with this key: O(1) through the hash. */
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key);
 /* The id's conn state, made on first use (not under the lock). */
 struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);

@@ -18,7 +18,7 @@
 #include "cma.h"
 #include "fake_ucma.h"
 
-#define FAKE_MAX_IDS 4096
+#define FAKE_MAX_IDS 32768
 #define FAKE_MAX_FDS 64
 /* How long a blocking GET_EVENT waits for a test thread before failing. */
 #define FAKE_BLOCK_LIMIT_S 10

@@ -17,7 +17,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cma.h"
 #include "fake_ucma.h"
@@ -85,10 +87,14 @@ static void expect_nothing(void)
 	ck_assert_int_eq(errno, EAGAIN);
 }
 
+/* Header flags of the peer's requests (CMA_P2P_F_EXPLICIT_TAG or 0). */
+static uint8_t req_flags;
+
 /* The peer's p2p REQ from @from (port PORT), tag @tag, with @data. */
 static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
 {
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ,
+				  .flags = req_flags,
 				  .port = PORT,
 				  .tag = tag,
 				  .data_len = (uint8_t)strlen(data)};
@@ -336,6 +342,89 @@ START_TEST(plain_request_surfaces_at_once)
 }
 END_TEST
 
+/* --- what a remote peer can make us hold (issue 16, finding 4) ------- */
+
+static void capped_setup(void)
+{
+	setenv("RDMA_CM_P2P_MAX_HELD", "4", 1);
+	setup();
+}
+
+/* Whether the kernel id of a request was refused (REJECT sent for it). */
+static bool refused(uint32_t handle)
+{
+	int i;
+
+	for (i = 0; i < fake_ucma_ncmds(); i++)
+		if (fake_ucma_cmd(i)->cmd == RDMA_USER_CM_CMD_REJECT &&
+		    fake_ucma_cmd(i)->handle == handle)
+			return true;
+	return false;
+}
+
+START_TEST(held_requests_are_capped_oldest_first)
+{
+	uint32_t req[6];
+	int i;
+
+	req_flags = CMA_P2P_F_EXPLICIT_TAG;
+	for (i = 0; i < 6; i++)
+		req[i] = peer_request("192.0.2.2", 100 + (uint64_t)i, "x");
+	expect_nothing();
+	ck_assert(refused(req[0]));
+	ck_assert(refused(req[1]));
+	for (i = 2; i < 6; i++) {
+		ck_assert(!refused(req[i]));
+		ck_assert(fake_ucma_kid(req[i])->live);
+	}
+	/* the newest are still matched: a connect with tag 105 adopts it */
+	{
+		struct rdma_cm_id *id = connecting_id("192.0.2.2");
+		uint64_t tag = 105;
+
+		ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
+						 RDMA_OPTION_ID_P2P_TAG, &tag,
+						 sizeof(tag)),
+				 0);
+		ck_assert_int_eq(p2p_connect(id), 0);
+		ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+		ck_assert_uint_eq(kid_of(id), req[5]);
+	}
+}
+END_TEST
+
+/*
+ * A flood of p2p-tagged requests at an ordinary listener: memory stays
+ * bounded (at most RDMA_CM_P2P_MAX_HELD held, the rest refused), and the
+ * work per request does not grow with the flood (printed, not judged).
+ */
+START_TEST(flood_of_requests_stays_bounded)
+{
+	const int n = 10000;
+	struct timespec t0, t1;
+	uint32_t last = 0;
+	int i, live = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i++) {
+		last = peer_request("192.0.2.2", 1000 + (uint64_t)i, "x");
+		if (i % 64 == 63)
+			expect_nothing();
+	}
+	expect_nothing();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	for (i = 1; i <= (int)last; i++)
+		if (fake_ucma_kid((uint32_t)i)->live &&
+		    fake_ucma_kid((uint32_t)i)->handle != kid_of(listener))
+			live++;
+	ck_assert_int_eq(live, 1024);
+	printf("p2p flood: %d requests, %.1f us each\n", n,
+	       ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+		(double)(t1.tv_nsec - t0.tv_nsec)) /
+		       n / 1000.0);
+}
+END_TEST
+
 static Suite *p2p_match_suite(void)
 {
 	Suite *s = suite_create("p2p_match");
@@ -348,6 +437,11 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);
+	tcase_add_test(tc, flood_of_requests_stays_bounded);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("caps");
+	tcase_add_checked_fixture(tc, capped_setup, teardown);
+	tcase_add_test(tc, held_requests_are_capped_oldest_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
