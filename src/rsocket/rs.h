@@ -285,8 +285,6 @@ int rs_poll_cq(struct rsocket *rs);
 void rs_update_credits(struct rsocket *rs);
 bool rs_can_send(struct rsocket *rs);
 bool rs_have_rdata(struct rsocket *rs);
-/* Wait, spinning then sleeping, until @ready; caller holds nothing. */
-int rs_wait(struct rsocket *rs, bool nonblock, bool (*ready)(struct rsocket *));
 /* Consume a CQ event that poll() reported, if still armed. */
 void rs_consume_cq_event(struct rsocket *rs);
 /* Arm the CQ for rpoll; returns true if something is ready already. */
@@ -308,9 +306,6 @@ bool rs_conn_have_rdata(struct rsocket *rs);
 int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
 		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
 		  uint32_t rkey);
-/* Reserve send buffer space and copy into it: an SGL of 1 or 2 entries. */
-int rs_sbuf_fill(struct rsocket *rs, struct ibv_sge *sgl, const void *src,
-		 uint32_t len);
 /* Gather @len bytes from an iovec cursor, advancing it. */
 void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len);
 /*
@@ -320,7 +315,7 @@ void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len);
 int rs_post_payload(struct rsocket *rs, const struct iovec **iov, size_t *off,
 		    uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
 		    uint32_t rkey);
-/* Wait with rs->lock held (see rs_wait). */
+/* Wait, spinning then sleeping, until @ready; rs->lock held. */
 int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		   bool (*ready)(struct rsocket *));
 

@@ -351,30 +351,6 @@ int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
 	return rs_post_msg_send(rs, msg, RS_SENT_MSG_SEND(rs_msg_op(msg)));
 }
 
-/* Copy @len bytes into the send ring; describe them in 1 or 2 SGEs. */
-int rs_sbuf_fill(struct rsocket *rs, struct ibv_sge *sgl, const void *src,
-		 uint32_t len)
-{
-	uint32_t first = rs->sbuf_size - rs->sbuf_head;
-	int n = 1;
-
-	if (first > len)
-		first = len;
-	memcpy(rs->sbuf + rs->sbuf_head, src, first);
-	sgl[0].addr = (uintptr_t)(rs->sbuf + rs->sbuf_head);
-	sgl[0].length = first;
-	sgl[0].lkey = rs->smr->lkey;
-	if (first < len) {
-		memcpy(rs->sbuf, (const uint8_t *)src + first, len - first);
-		sgl[1].addr = (uintptr_t)rs->sbuf;
-		sgl[1].length = len - first;
-		sgl[1].lkey = rs->smr->lkey;
-		n = 2;
-	}
-	rs->sbuf_head = (rs->sbuf_head + len) % rs->sbuf_size;
-	return n;
-}
-
 static bool rs_ctrl_avail(struct rsocket *rs)
 {
 	return rs->ctrl_seqno != rs->ctrl_max_seqno;
@@ -731,16 +707,6 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 	} while (!rs_wait_done(rs, ready));
 	rs_spin_end(&rs->spin, &w);
 	return 0;
-}
-
-int rs_wait(struct rsocket *rs, bool nonblock, bool (*ready)(struct rsocket *))
-{
-	int ret;
-
-	pthread_mutex_lock(&rs->lock);
-	ret = rs_wait_locked(rs, nonblock, ready);
-	pthread_mutex_unlock(&rs->lock);
-	return ret;
 }
 
 /* --- receiving --------------------------------------------------------- */
