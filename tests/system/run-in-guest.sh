@@ -248,7 +248,7 @@ run_addr_change() {
 }
 run_addr_change
 
-# --- multicast through options (mcast_opt_test) -----------------------------------
+# --- multicast through options (mcast_sys_test) -----------------------------------
 # A longer limit than the others: where the NIC holds rxe's multicast frames
 # (the single guest's hub before it had a sink, BUGS.md), destroying a QP
 # that sent to a group waits about 50 s in the kernel.
@@ -258,9 +258,9 @@ run_mcopt() {
 	shift
 	wanted "$name" || return 0
 	iwarp_skip "$IWARP_NO_MCAST" "$name" && return 0
-	prog="$(real_prog "$BUILD/tests/system/mcast_opt_test")"
+	prog="$(real_prog "$BUILD/tests/system/mcast_sys_test")"
 	if [ -z "$prog" ]; then
-		skip "$name" "mcast_opt_test not built (make check builds it)"
+		skip "$name" "mcast_sys_test not built (make check builds it)"
 		return 0
 	fi
 	if [ "$(dirname "$(lib_of "$prog")")" != "$libdir_real" ]; then

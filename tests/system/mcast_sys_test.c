@@ -5,7 +5,7 @@
  * rdma_set_option, rdma_get_option's MCMember record, rdma_sendto to a
  * group and to a resolved UD peer, and the errno of every bad input.
  *
- * Usage: mcast_opt_test <addr1> <addr2> <group>
+ * Usage: mcast_sys_test <addr1> <addr2> <group>
  *   Two receivers (bound to addr1 and addr2) join <group>; a sender
  *   (addr1) joins it as a send-only member with IB_ADD_MEMBERSHIP and
  *   sends with rdma_sendto.  Everything runs in this one process, with one
@@ -617,7 +617,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
-		fprintf(stderr, "usage: mcast_opt_test <addr1> <addr2> "
+		fprintf(stderr, "usage: mcast_sys_test <addr1> <addr2> "
 				"<group>\n");
 		return 2;
 	}
