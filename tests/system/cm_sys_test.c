@@ -796,6 +796,22 @@ static void rc_teardown(struct rc_pair *p)
 	rdma_destroy_event_channel(p->cch);
 }
 
+/*
+ * rdma_get_option(RDMA_OPTION_ID_INITIATOR), a fork extension: from
+ * ESTABLISHED on, 1 on the end whose request formed the connection and 0
+ * on the other.
+ */
+static void check_initiator(struct rc_pair *p)
+{
+	int ci = -1, si = -1;
+
+	TRY(rdma_get_option(p->cli.id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+			    &ci, sizeof(ci)));
+	TRY(rdma_get_option(p->srv.id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
+			    &si, sizeof(si)));
+	CHECK(ci == 1 && si == 0, "INITIATOR: client %d, server %d", ci, si);
+}
+
 static int cmd_rc(int argc, char **argv, bool server_first)
 {
 	const char *src = argc > 1 ? argv[1] : NULL;
@@ -804,6 +820,7 @@ static int cmd_rc(int argc, char **argv, bool server_first)
 	rc_setup(&p, argv[0]);
 	note("listening on %s port %u", argv[0], p.port);
 	rc_connect(&p, argv[0], src, true);
+	check_initiator(&p);
 	rc_exchange(&p, 3);
 	rc_rdma(&p);
 	rc_disconnect(&p, server_first);
@@ -1942,6 +1959,16 @@ static int cmd_errors(int argc, char **argv)
 			    sizeof(tos));
 	err_result(r == 0, "rdma_set_option(TOS, uint8_t) = %d (%s)", r,
 		   r ? strerror(errno) : "ok");
+	/* rdma_get_option (a fork extension) reads back what was set. */
+	tos = 0x20;
+	TRY(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+			    sizeof(tos)));
+	tos = 0;
+	r = rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+			    sizeof(tos));
+	err_result(r == 0 && tos == 0x20, "rdma_get_option(TOS) = %d, tos 0x%x",
+		   r, tos);
+	tos = 0;
 	parse_addr(argv[0], 0, &ss);
 	EXPECT_ERR(rdma_leave_multicast(id, (struct sockaddr *)&ss),
 		   EADDRNOTAVAIL);
