@@ -1219,8 +1219,9 @@ static int cmd_timewait(int argc, char **argv)
  * rdma_reject on a RDMA_PS_UDP request answers with a SIDR reply whose
  * status is "rejected" (2); the active side gets RDMA_CM_EVENT_UNREACHABLE
  * with that status and the reply's private data.  The active id is
- * migrated from another channel first and gets its QP from
- * rdma_create_qp_ex: UD flavours of calls the RC scenarios cover.
+ * migrated from another channel first, answers rdma_init_qp_attr and gets
+ * its QP from rdma_create_qp_ex: UD flavours of calls the RC scenarios
+ * cover.
  */
 static int cmd_ud_reject(int argc, char **argv)
 {
@@ -1229,6 +1230,8 @@ static int cmd_ud_reject(int argc, char **argv)
 	struct rdma_event_channel *sch = make_channel(), *cch = make_channel();
 	struct rdma_event_channel *tmp;
 	struct ibv_qp_init_attr_ex qattr;
+	struct ibv_qp_attr ia;
+	int mask;
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *listen, *req;
@@ -1244,6 +1247,17 @@ static int cmd_ud_reject(int argc, char **argv)
 	client_resolve(cch, cli.id, src, argv[0], port);
 	if (is_iwarp(cli.id))
 		skip("iWARP has no UD");
+	/* What an application making its own UD QP would ask for. */
+	STAGE("rdma_init_qp_attr (UD, INIT)");
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_state = IBV_QPS_INIT;
+	TRY(rdma_init_qp_attr(cli.id, &ia, &mask));
+	CHECK((mask & (IBV_QP_STATE | IBV_QP_QKEY | IBV_QP_PORT |
+		       IBV_QP_PKEY_INDEX)) == (IBV_QP_STATE | IBV_QP_QKEY |
+					       IBV_QP_PORT | IBV_QP_PKEY_INDEX),
+	      "UD INIT attribute mask 0x%x", mask);
+	CHECK(ia.qkey == RDMA_UDP_QKEY && ia.port_num == cli.id->port_num,
+	      "UD INIT attributes: qkey 0x%x port %u", ia.qkey, ia.port_num);
 	STAGE("rdma_create_qp_ex (UD)");
 	memset(&qattr, 0, sizeof(qattr));
 	qattr.qp_type = IBV_QPT_UD;
