@@ -1398,6 +1398,46 @@ static int cmd_addr_change(int argc, char **argv)
 	return 0;
 }
 
+/* --- UNREACHABLE for RC: a REQ nobody answers ------------------------------ */
+
+/*
+ * @dst answers ARP but runs no RDMA stack, so the IB CM's REQ goes
+ * unanswered: after its retries (over a minute on Linux 6.1) the active
+ * side gets RDMA_CM_EVENT_UNREACHABLE with -ETIMEDOUT.  The wait is the
+ * CM's, not ours: the event timeout is raised to 180 s for this scenario
+ * (run-in-guest.sh gives it the matching limit).
+ */
+static int cmd_unreachable(int argc, char **argv)
+{
+	struct rdma_event_channel *ch = make_channel();
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct end cli = {.who = "client"};
+
+	(void)argc;
+	TRY(rdma_create_id(ch, &cli.id, &cli, RDMA_PS_TCP));
+	client_resolve(ch, cli.id, argv[1], argv[0], 7471);
+	if (is_iwarp(cli.id))
+		skip("an iWARP connect is a TCP connect, refused at once");
+	make_qp(&cli, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	STAGE("rdma_connect to a peer without RDMA");
+	TRY(rdma_connect(cli.id, &cp));
+	if (event_timeout_ms < 180000)
+		event_timeout_ms = 180000;
+	ev = expect_event(ch, RDMA_CM_EVENT_UNREACHABLE, cli.id, "client");
+	note("UNREACHABLE status %d", ev->status);
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d, want %d",
+	      ev->status, -ETIMEDOUT);
+	TRY(rdma_ack_cm_event(ev));
+	destroy_end(&cli);
+	rdma_destroy_event_channel(ch);
+	pass();
+	return 0;
+}
+
 /* --- reject with ECE ------------------------------------------------------ */
 
 /*
@@ -2582,6 +2622,7 @@ static const struct cmd {
 	{"addr_change", 2, "<addr-on-a-bond> <fail-over-command>",
 	 cmd_addr_change},
 	{"ud_reject", 1, "<addr> [<client-src>]", cmd_ud_reject},
+	{"unreachable", 2, "<silent-peer-addr> <local-src>", cmd_unreachable},
 	{"connect_error", 1, "<addr> [<client-src>]", cmd_connect_error},
 	{"migrate", 1, "<addr>", cmd_migrate},
 	{"libevents", 1, "<addr>", cmd_libevents},
