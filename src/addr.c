@@ -252,12 +252,21 @@ static __be16 cma_port_of(const struct sockaddr *addr)
 	return 0;
 }
 
+/* A NULL id: port 0 and errno EINVAL, as the header's address inlines. */
 CMA_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 {
-	return id ? cma_port_of(&id->route.addr.src_addr) : 0;
+	if (!id) {
+		errno = EINVAL;
+		return 0;
+	}
+	return cma_port_of(&id->route.addr.src_addr);
 }
 
 CMA_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
 {
-	return id ? cma_port_of(&id->route.addr.dst_addr) : 0;
+	if (!id) {
+		errno = EINVAL;
+		return 0;
+	}
+	return cma_port_of(&id->route.addr.dst_addr);
 }

@@ -176,7 +176,7 @@ vm_suite fault run-fault.sh
 # held its frames, BUGS.md) and cycles (its VmRSS
 # check measures ASan's allocator; LeakSanitizer checks every program).
 vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
-	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \
+	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|srq|sync_|timewait|connect_error|addr_change|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite memcheck run-memcheck.sh

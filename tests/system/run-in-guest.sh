@@ -248,6 +248,47 @@ run_addr_change() {
 }
 run_addr_change
 
+# --- UNREACHABLE: a connect request nobody answers -----------------------------
+# A veth pair whose far end lives in a network namespace with no RDMA
+# device: it answers ARP, so the address resolves through an rxe device on
+# the near end, but the CM's REQ is never answered.  The IB CM gives up
+# after its retries, over a minute: this test has a limit of its own.
+run_unreachable() {
+	local name=unreachable/ipv4 i
+	wanted "$name" || return 0
+	if [ "$TRANSPORT" = iwarp ]; then
+		skip "$name" "Soft-RoCE only (an iWARP connect is refused at once)"
+		return 0
+	fi
+	if [ "$(id -u)" != 0 ] || [ -z "${RDMACM_VM_MODULES:-}" ] ||
+		! modprobe -d "$RDMACM_VM_MODULES" veth 2>/dev/null; then
+		skip "$name" "needs root and the test guest's veth module"
+		return 0
+	fi
+	if ! { ip netns add rdmasilent &&
+		ip link add rdmaveth0 type veth peer name rdmaveth1 &&
+		ip link set rdmaveth1 netns rdmasilent &&
+		ip addr add 10.78.0.1/24 dev rdmaveth0 &&
+		ip link set rdmaveth0 up &&
+		ip -n rdmasilent addr add 10.78.0.2/24 dev rdmaveth1 &&
+		ip -n rdmasilent link set rdmaveth1 up &&
+		rdma link add rxeveth0 type rxe netdev rdmaveth0; } >"$log" 2>&1; then
+		show "$log"
+		fail "$name" "cannot build the silent peer"
+	else
+		for ((i = 0; i < 50; i++)); do
+			grep -qs "0000:0000:0000:0000:0000:ffff:0a4e:0001" \
+				/sys/class/infiniband/rxeveth0/ports/1/gids/* && break
+			sleep 0.1
+		done
+		T=200 CM_SYS_TIMEOUT=195 run_sys "$name" unreachable 10.78.0.2 10.78.0.1
+	fi
+	rdma link delete rxeveth0 2>/dev/null
+	ip link del rdmaveth0 2>/dev/null
+	ip netns del rdmasilent 2>/dev/null
+}
+run_unreachable
+
 # --- multicast through options (mcast_sys_test) -----------------------------------
 # A longer limit than the others: where the NIC holds rxe's multicast frames
 # (the single guest's hub before it had a sink, BUGS.md), destroying a QP

@@ -244,8 +244,12 @@ START_TEST(null_arguments_are_refused)
 	ck_assert_int_eq(rdma_get_request(NULL, NULL), -1);
 	ck_assert_int_eq(rdma_write_cm_event(NULL, RDMA_CM_EVENT_USER, 0, 0),
 			 -1);
+	errno = 0;
 	ck_assert_uint_eq(rdma_get_src_port(NULL), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
 	ck_assert_uint_eq(rdma_get_dst_port(NULL), 0);
+	ck_assert_int_eq(errno, EINVAL);
 	rdma_destroy_qp(NULL);
 	rdma_destroy_srq(NULL);
 	rdma_destroy_event_channel(NULL);
