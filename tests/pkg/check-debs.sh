@@ -102,7 +102,8 @@ check_root "$root" "$libdir" deb
 # Provides.  A program bound to RDMACM_1.0 alone must not get it.
 # dpkg-shlibdeps runs on both against the built package's symbols file.
 shlibdeps_of() {
-	local tmp=$1 prog=$2 lib=$tmp/debian/librdmacm1/$libdir
+	local tmp=$1 prog=$2 lib
+	lib=$tmp/debian/librdmacm1/$libdir
 	gcc -Wall -Werror -I"$root/usr/include" "$tmp/$prog.c" -o "$tmp/$prog" \
 		-L"$root/$libdir" -lrdmacm || return 1
 	(cd "$tmp" && dpkg-shlibdeps -O -l"$lib" "$prog" 2>/dev/null) |
@@ -121,8 +122,10 @@ check_fork_dependency() {
 	fork=$(shlibdeps_of "$tmp" fork) && old=$(shlibdeps_of "$tmp" old) || bad=1
 	grep -q 'librdmacm1-fork (>= ' <<<"$fork" ||
 		{ echo "fork-bound program: Depends: $fork (no librdmacm1-fork)"; bad=1; }
-	grep -q 'librdmacm1 (>= ' <<<"$old" && ! grep -q 'librdmacm1-fork' <<<"$old" ||
-		{ echo "RDMACM_1.0-bound program: Depends: $old"; bad=1; }
+	if ! grep -q 'librdmacm1 (>= ' <<<"$old" || grep -q 'librdmacm1-fork' <<<"$old"; then
+		echo "RDMACM_1.0-bound program: Depends: $old"
+		bad=1
+	fi
 	field librdmacm1 Provides | grep -q "librdmacm1-fork (= $version)" ||
 		{ echo "librdmacm1 Provides: $(field librdmacm1 Provides)"; bad=1; }
 	field rdmacm-utils Depends | grep -q 'librdmacm1-fork (>= ' ||
