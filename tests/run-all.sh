@@ -104,6 +104,9 @@ vm_suite rsocket rsocket-in-guest.sh
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
 vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
+# UCX (the transport under Open MPI and MPICH): its client/server example
+# over its rdmacm connection manager, on our library and on Debian's.
+vm_suite ucx ucx-in-guest.sh
 # The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
 vm_suite acm acm-in-guest.sh
 # Peer-to-peer mode (issue 4), one guest.
