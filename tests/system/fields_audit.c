@@ -17,7 +17,11 @@
  *        the active side, none on the passive side), connect,
  *        CONNECT_REQUEST, create_qp on the child, accept, ESTABLISHED,
  *        disconnect, DISCONNECTED;
- *   ud   the same steps with RDMA_PS_UDP (SIDR) and UD QPs;
+ *   rcwild  the same with a listener on the wildcard address, library-made
+ *        CQs on the active side, an SRQ (rdma_create_srq) on the child, and
+ *        the child moved to a third channel (rdma_migrate_id);
+ *   ud   the rc steps with RDMA_PS_UDP (SIDR) and UD QPs;
+ *   reject  a request refused with rdma_reject and private data;
  *   sync synchronous ids from rdma_getaddrinfo/rdma_create_ep: a passive
  *        one (no QP), an active one with a QP the library makes, the
  *        request from rdma_get_request, accepted from another thread.
@@ -304,14 +308,27 @@ static struct ibv_qp_init_attr qp_attr(enum ibv_qp_type type, struct ibv_cq *cq)
 
 /* --- the asynchronous flows (rc, ud) ------------------------------------------ */
 
-static void async_flow(const char *flow, enum rdma_port_space ps)
+/*
+ * The variants of the asynchronous flow: "wild" listens on the wildcard
+ * address (no device until a request comes), lets the library make the
+ * active side's CQs, gives the child an SRQ (rdma_create_srq) before its
+ * QP and moves the child to a third channel (rdma_migrate_id).
+ */
+struct flow_opts {
+	enum rdma_port_space ps;
+	int wild;
+};
+
+static void async_flow(const char *flow, const struct flow_opts *o)
 {
+	enum rdma_port_space ps = o->ps;
 	enum ibv_qp_type qpt = ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	struct rdma_event_channel *chp, *cha;
+	struct rdma_event_channel *chp, *cha, *chm = NULL;
 	struct rdma_cm_id *lid, *aid, *child;
 	struct sockaddr_storage ss, src;
 	struct rdma_conn_param cp;
 	struct ibv_qp_init_attr qa;
+	struct ibv_srq_init_attr sa;
 	struct ibv_pd *own_pd;
 	struct ibv_cq *own_cq, *child_cq;
 	static int ctx_l, ctx_a;
@@ -334,7 +351,9 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 		die("rdma_create_id");
 	name_ptr(lid, "listen_id");
 	print_id(stdout, STEP("create_id"), "listen", lid);
-	make_addr(srv_addr, 0, &ss);
+	make_addr(o->wild ? (strchr(srv_addr, ':') ? "::" : "0.0.0.0")
+			  : srv_addr,
+		  0, &ss);
 	if (rdma_bind_addr(lid, (struct sockaddr *)&ss))
 		die("rdma_bind_addr");
 	listen_port = sa_port(rdma_get_local_addr(lid));
@@ -357,6 +376,8 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 		die("rdma_resolve_addr");
 	print_id(stdout, STEP("resolve_addr-called"), "active", aid);
 	step_event(cha, RDMA_CM_EVENT_ADDR_RESOLVED, STEP("addr_resolved"));
+	name_ptr(aid->verbs, "dev");
+	name_ptr(aid->pd, "shared_pd");
 	if (rdma_resolve_route(aid, 2000))
 		die("rdma_resolve_route");
 	print_id(stdout, STEP("resolve_route-called"), "active", aid);
@@ -369,8 +390,8 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 		die("ibv_alloc_pd/ibv_create_cq");
 	name_ptr(own_pd, "own_pd");
 	name_ptr(own_cq, "own_cq");
-	qa = qp_attr(qpt, own_cq);
-	if (rdma_create_qp(aid, own_pd, &qa))
+	qa = qp_attr(qpt, o->wild ? NULL : own_cq);
+	if (rdma_create_qp(aid, o->wild ? NULL : own_pd, &qa))
 		die("rdma_create_qp (active)");
 	name_ptr(aid->qp, "active_qp");
 	print_id(stdout, STEP("create_qp"), "active", aid);
@@ -396,6 +417,16 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 		die("ibv_create_cq (child)");
 	name_ptr(child_cq, "child_cq");
 	qa = qp_attr(qpt, child_cq);
+	if (o->wild) {
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = 4;
+		sa.attr.max_sge = 1;
+		if (rdma_create_srq(child, NULL, &sa))
+			die("rdma_create_srq (child)");
+		name_ptr(child->srq, "child_srq");
+		print_id(stdout, STEP("child-create_srq"), "child", child);
+		qa.srq = child->srq;
+	}
 	if (rdma_create_qp(child, NULL, &qa))
 		die("rdma_create_qp (child)");
 	name_ptr(child->qp, "child_qp");
@@ -414,11 +445,19 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 	if (ps == RDMA_PS_TCP) {
 		step_event(chp, RDMA_CM_EVENT_ESTABLISHED,
 			   STEP("established-passive"));
+		if (o->wild) {
+			chm = rdma_create_event_channel();
+			if (!chm || rdma_migrate_id(child, chm))
+				die("rdma_migrate_id");
+			name_ptr(chm, "chan_m");
+			print_id(stdout, STEP("child-migrate_id"), "child",
+				 child);
+		}
 		if (rdma_disconnect(aid))
 			die("rdma_disconnect");
 		print_id(stdout, STEP("disconnect-called"), "active", aid);
 		/* the active side's event waits for the passive's DREP */
-		step_event(chp, RDMA_CM_EVENT_DISCONNECTED,
+		step_event(chm ? chm : chp, RDMA_CM_EVENT_DISCONNECTED,
 			   STEP("disconnected-passive"));
 		if (rdma_disconnect(child))
 			die("rdma_disconnect (child)");
@@ -429,6 +468,10 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 	}
 	rdma_destroy_qp(child);
 	print_id(stdout, STEP("child-destroy_qp"), "child", child);
+	if (child->srq) {
+		rdma_destroy_srq(child);
+		print_id(stdout, STEP("child-destroy_srq"), "child", child);
+	}
 	rdma_destroy_qp(aid);
 	print_id(stdout, STEP("destroy_qp"), "active", aid);
 	if (rdma_destroy_id(child) || rdma_destroy_id(aid) ||
@@ -439,7 +482,68 @@ static void async_flow(const char *flow, enum rdma_port_space ps)
 	ibv_dealloc_pd(own_pd);
 	rdma_destroy_event_channel(cha);
 	rdma_destroy_event_channel(chp);
+	if (chm)
+		rdma_destroy_event_channel(chm);
 #undef STEP
+}
+
+/* --- a rejected request ------------------------------------------------------ */
+
+static void reject_flow(void)
+{
+	struct rdma_event_channel *chp, *cha;
+	struct rdma_cm_id *lid, *aid, *child;
+	struct sockaddr_storage ss;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	const char why[8] = "go away";
+
+	forget_names();
+	chp = rdma_create_event_channel();
+	cha = rdma_create_event_channel();
+	if (!chp || !cha)
+		die("rdma_create_event_channel");
+	name_ptr(chp, "chan_p");
+	name_ptr(cha, "chan_a");
+	if (rdma_create_id(chp, &lid, NULL, RDMA_PS_TCP) ||
+	    rdma_create_id(cha, &aid, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	name_ptr(lid, "listen_id");
+	name_ptr(aid, "active_id");
+	make_addr(srv_addr, 0, &ss);
+	if (rdma_bind_addr(lid, (struct sockaddr *)&ss) || rdma_listen(lid, 4))
+		die("rdma_bind_addr/rdma_listen");
+	listen_port = sa_port(rdma_get_local_addr(lid));
+	make_addr(srv_addr, listen_port, &ss);
+	if (rdma_resolve_addr(aid, NULL, (struct sockaddr *)&ss, 2000))
+		die("rdma_resolve_addr");
+	step_event(cha, RDMA_CM_EVENT_ADDR_RESOLVED, "reject/addr_resolved");
+	name_ptr(aid->verbs, "dev");
+	name_ptr(aid->pd, "shared_pd");
+	if (rdma_resolve_route(aid, 2000))
+		die("rdma_resolve_route");
+	step_event(cha, RDMA_CM_EVENT_ROUTE_RESOLVED, "reject/route_resolved");
+	qa = qp_attr(IBV_QPT_RC, NULL);
+	if (rdma_create_qp(aid, NULL, &qa))
+		die("rdma_create_qp");
+	memset(&cp, 0, sizeof(cp));
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(aid, &cp))
+		die("rdma_connect");
+	child = step_event(chp, RDMA_CM_EVENT_CONNECT_REQUEST,
+			   "reject/connect_request");
+	name_ptr(child, "child_id");
+	if (rdma_reject(child, why, sizeof(why)))
+		die("rdma_reject");
+	print_id(stdout, "reject/reject-called", "child", child);
+	step_event(cha, RDMA_CM_EVENT_REJECTED, "reject/rejected");
+	rdma_destroy_qp(aid);
+	if (rdma_destroy_id(child) || rdma_destroy_id(aid) ||
+	    rdma_destroy_id(lid))
+		die("rdma_destroy_id");
+	rdma_destroy_event_channel(cha);
+	rdma_destroy_event_channel(chp);
 }
 
 /* --- synchronous ids ------------------------------------------------------------ */
@@ -536,8 +640,10 @@ int main(int argc, char **argv)
 	srv_addr = argv[1];
 	cli_addr = argc > 2 ? argv[2] : argv[1];
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	async_flow("rc", RDMA_PS_TCP);
-	async_flow("ud", RDMA_PS_UDP);
+	async_flow("rc", &(struct flow_opts){.ps = RDMA_PS_TCP});
+	async_flow("rcwild", &(struct flow_opts){.ps = RDMA_PS_TCP, .wild = 1});
+	async_flow("ud", &(struct flow_opts){.ps = RDMA_PS_UDP});
+	reject_flow();
 	sync_flow();
 	printf("PASS fields_audit/complete\n");
 	return 0;
