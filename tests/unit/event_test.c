@@ -364,6 +364,42 @@ static void post_from_timer(struct cma_timer *timer)
 	cma_event_post(evt);
 }
 
+/*
+ * An id bound to a device carries the device's shared PD at once, as in
+ * rdma-core: UCX creates its QP on id->pd right after route resolution.
+ * (The device's PD is preset, so no verbs call is made.)
+ */
+START_TEST(bound_id_gets_the_shared_pd)
+{
+	struct cma_device dev = {
+		.verbs = (void *)0x10, .pd = (void *)0x20, .refcnt = 1};
+	struct cma_device dev2 = {
+		.verbs = (void *)0x11, .pd = (void *)0x21, .refcnt = 1};
+	struct ibv_qp qp = {.pd = (void *)0x30};
+
+	ck_assert_ptr_null(id->id.pd);
+	ck_assert_int_eq(cma_id_set_device(id, &dev), 0);
+	ck_assert_ptr_eq(id->id.verbs, dev.verbs);
+	ck_assert_ptr_eq(id->id.pd, dev.pd);
+	/* the same device again: its redundant reference is dropped */
+	dev.refcnt++;
+	ck_assert_int_eq(cma_id_set_device(id, &dev), 0);
+	ck_assert_int_eq(dev.refcnt, 1);
+	/* a QP on the program's PD keeps id->pd pointing at that PD */
+	id->id.qp = &qp;
+	id->id.pd = qp.pd;
+	ck_assert_int_eq(cma_id_set_device(id, &dev2), 0);
+	ck_assert_ptr_eq(id->id.pd, qp.pd);
+	ck_assert_int_eq(dev.refcnt, 0);
+	/* unbound and without a QP: no PD */
+	id->id.qp = NULL;
+	ck_assert_int_eq(cma_id_set_device(id, NULL), 0);
+	ck_assert_ptr_null(id->id.verbs);
+	ck_assert_ptr_null(id->id.pd);
+	ck_assert_int_eq(dev2.refcnt, 0);
+}
+END_TEST
+
 START_TEST(timers_run_from_get_event)
 {
 	struct rdma_cm_event *ev;
@@ -408,6 +444,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, library_events_come_first_and_are_counted_apart);
 	tcase_add_test(tc, undelivered_library_events_are_dropped);
 	tcase_add_test(tc, timers_run_from_get_event);
+	tcase_add_test(tc, bound_id_gets_the_shared_pd);
 	suite_add_tcase(s, tc);
 	return s;
 }
