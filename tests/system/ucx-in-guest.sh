@@ -9,7 +9,7 @@
 # The example ucp_client_server.c that libucx-dev ships is compiled here at
 # test time (it is not part of this tree), then a server and a client run in
 # one guest for each communication mode the example has (stream, tag, am;
-# and tag over IPv6), each on:
+# tag over IPv6; tag with UCX's default transport list), each on:
 #   ours    this build's librdmacm (PASS/FAIL), and
 #   debian  Debian's reference librdmacm, to prove the test itself: a
 #           failure there is a SKIP with its reason, not a failure of ours.
@@ -220,7 +220,10 @@ port=13337
 for lib in ours debian; do
 	dir=$ourlib
 	[ $lib = debian ] && dir=$reflib
-	for c in stream tag am tag/ipv6; do
+	# tag/alltls: UCX's own transport choice (UCX_TLS=all, as a user
+	# who sets only the two rdmacm variables gets); rdmacm still
+	# connects, the data may take shared memory.
+	for c in stream tag am tag/ipv6 tag/alltls; do
 		name="ucx/$lib/$c"
 		wanted "$name" || continue
 		port=$((port + 1))
@@ -232,7 +235,9 @@ for lib in ours debian; do
 			fi
 			v6=-6
 		fi
-		if why="$(run_case "$name" "$dir" $port "${c%/*}" $v6)"; then
+		tls=$UCX_TLS
+		[ "${c#*/}" = alltls ] && tls=all
+		if why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"; then
 			pass "$name"
 			[ "${VERBOSE:-0}" = 1 ] && show "$WORK/${name//\//_}"/*.out
 			continue
