@@ -136,8 +136,11 @@ void cma_conn_param_to_kern(struct rdma_ucm_conn_param *dst,
 	dst->initiator_depth = initiator_depth;
 	dst->valid = 1;
 	if (!src) {
-		/* No parameters given: the defaults rdma-core users expect. */
-		dst->flow_control = 1;
+		/*
+		 * No parameters given: rdma-core's defaults, maximum retry
+		 * counts and no flow control (its peers see flow_control 0;
+		 * tests/system/fields-in-guest.sh compares).
+		 */
 		dst->retry_count = 7;
 		dst->rnr_retry_count = 7;
 		return;

@@ -114,6 +114,12 @@ vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
 # rdma_init_qp_attr + rdma_establish, UD accepted on the child id), each
 # pair on our library and on Debian's (fetched above) as the reference.
 vm_suite stranger stranger-in-guest.sh
+# UCX (the transport under Open MPI and MPICH): its client/server example
+# over its rdmacm connection manager, on our library and on Debian's.
+vm_suite ucx ucx-in-guest.sh
+# Every public field of ids and events at each step of an RC, a UD and a
+# synchronous connection, on Debian's library and on ours, diffed.
+vm_suite fields fields-in-guest.sh
 # The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
 vm_suite acm acm-in-guest.sh
 # Peer-to-peer mode (issue 4), one guest.

@@ -16,11 +16,12 @@ build=${BUILD_DIR:-$repo/build}
 # framework, the rxe user-space provider the VM tests use, and the tools the
 # test suite calls (man for page checks, abigail for the ABI gate, clang's
 # libFuzzer for tests/fuzz, valgrind for the memcheck and bench runs, strace
-# and gnuplot for tests/bench, perftest for the perftest suites).
+# and gnuplot for tests/bench, perftest for the perftest suites,
+# UCX for the ucx suite).
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
-	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest"
+	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest libucx-dev libucx0 ucx-utils"
 
 install_missing() {
 	local missing=() p

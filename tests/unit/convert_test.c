@@ -134,7 +134,7 @@ START_TEST(conn_param_defaults_and_private_data)
 	ck_assert_uint_eq(k.initiator_depth, 8);
 	ck_assert_uint_eq(k.retry_count, 7);
 	ck_assert_uint_eq(k.rnr_retry_count, 7);
-	ck_assert_uint_eq(k.flow_control, 1);
+	ck_assert_uint_eq(k.flow_control, 0); /* as rdma-core's peers see */
 	ck_assert_uint_eq(k.private_data_len, 0);
 
 	cma_conn_param_to_kern(&k, &p, 1, 0, 1, 1);
