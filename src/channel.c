@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "fd_high.h"
 #include "ucma_abi.h"
 
 struct cma_channel {
@@ -108,6 +109,9 @@ static struct rdma_event_channel *cma_channel_open(bool pollable)
 	kfd = ucma_open_device();
 	if (kfd < 0)
 		return NULL;
+	/* Hidden in a pollable channel's epoll set: ours, so kept high. */
+	if (pollable)
+		kfd = cma_fd_move_high(kfd, fcntl, close);
 	ch = cma_channel_alloc(kfd);
 	if (!ch) {
 		close(kfd);
@@ -156,7 +160,9 @@ static int cma_channel_add_tfd(struct cma_channel *ch)
 	struct epoll_event ev = {.events = EPOLLIN};
 	int tfd;
 
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	tfd = cma_fd_move_high(
+		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC),
+		fcntl, close);
 	if (tfd < 0)
 		return -1;
 	if (epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, tfd, &ev)) {

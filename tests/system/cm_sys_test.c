@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -2504,6 +2505,37 @@ static void *write_event_later(void *arg)
 	return NULL;
 }
 
+/*
+ * The kernel fd and the timerfd inside a channel's epoll set are the
+ * library's own: numbered 500 and up (half of a lower RLIMIT_NOFILE), away
+ * from the numbers the program reuses.  /proc's fdinfo of an epoll set
+ * lists its members as "tfd: N".
+ */
+static void check_epoll_members_high(int epfd)
+{
+	struct rlimit rl;
+	char path[64], line[256];
+	int n = 0, fd, floor = 500;
+	FILE *f;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur <= 500)
+		floor = (int)(rl.rlim_cur / 2);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "re");
+	CHECK(f, "open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "tfd: %d", &fd) != 1)
+			continue;
+		CHECK(fd >= floor, "channel member fd %d below %d", fd, floor);
+		CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC,
+		      "channel member fd %d not close-on-exec", fd);
+		n++;
+	}
+	fclose(f);
+	CHECK(n == 2, "%d fds in the channel's epoll set, want 2", n);
+}
+
 static int cmd_libevents(int argc, char **argv)
 {
 	struct delayed_write dw;
@@ -2562,6 +2594,9 @@ static int cmd_libevents(int argc, char **argv)
 	CHECK(ev->status == 3 && ev->param.arg == 9, "user event fields");
 	TRY(rdma_ack_cm_event(ev));
 	expect_and_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id, "kernel event");
+
+	STAGE("libevents: the channel's own descriptors sit at 500 and up");
+	check_epoll_members_high(ch->fd);
 
 	STAGE("libevents: destroy with an unread library event");
 	TRY(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 1));
