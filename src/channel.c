@@ -106,12 +106,10 @@ static struct rdma_event_channel *cma_channel_open(bool pollable)
 
 	if (cma_init())
 		return NULL;
-	kfd = ucma_open_device();
+	/* Hidden in a pollable channel's epoll set: ours, so kept high. */
+	kfd = ucma_open_device(pollable);
 	if (kfd < 0)
 		return NULL;
-	/* Hidden in a pollable channel's epoll set: ours, so kept high. */
-	if (pollable)
-		kfd = cma_fd_move_high(kfd, fcntl, close);
 	ch = cma_channel_alloc(kfd);
 	if (!ch) {
 		close(kfd);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fd_high.h"
 #include "ucma_abi.h"
 
 static ssize_t ucma_write_syscall(int fd, const void *buf, size_t len)
@@ -20,9 +21,11 @@ static ssize_t ucma_write_syscall(int fd, const void *buf, size_t len)
 	return write(fd, buf, len);
 }
 
-static int ucma_open_kernel(void)
+static int ucma_open_kernel(bool hidden)
 {
-	return open(UCMA_DEV_PATH, O_RDWR | O_CLOEXEC);
+	int fd = open(UCMA_DEV_PATH, O_RDWR | O_CLOEXEC);
+
+	return hidden ? cma_fd_move_high(fd, fcntl, close) : fd;
 }
 
 static int ucma_abi_version_kernel(void)
@@ -55,9 +58,9 @@ void ucma_set_backend(const struct ucma_backend *backend)
 	ucma_backend = backend ? *backend : ucma_kernel;
 }
 
-int ucma_open_device(void)
+int ucma_open_device(bool hidden)
 {
-	return ucma_backend.open();
+	return ucma_backend.open(hidden);
 }
 
 int ucma_abi_version(void)

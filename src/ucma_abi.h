@@ -12,6 +12,7 @@
 #ifndef CMA_UCMA_ABI_H
 #define CMA_UCMA_ABI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -21,8 +22,13 @@
 #define UCMA_DEV_PATH "/dev/infiniband/rdma_cm"
 #define UCMA_ABI_VERSION_PATH "/sys/class/misc/rdma_cm/abi_version"
 
-/* Open the device: a new, independent event queue.  -1/errno on failure. */
-int ucma_open_device(void);
+/*
+ * Open the device: a new, independent event queue.  @hidden: the fd is the
+ * library's own (inside a pollable channel's epoll set), so the kernel
+ * backend places it above the numbers programs reuse (fd_high.h).
+ * -1/errno on failure.
+ */
+int ucma_open_device(bool hidden);
 
 /* The kernel's rdma_ucm ABI version, or -1 if it cannot be read. */
 int ucma_abi_version(void);
@@ -36,7 +42,7 @@ int ucma_abi_version(void);
 struct ucma_backend {
 	/* deliver one command (header + body) to the device behind fd */
 	ssize_t (*write)(int fd, const void *buf, size_t len);
-	int (*open)(void); /* a new event queue: an fd, or -1/errno */
+	int (*open)(bool hidden); /* a new event queue: an fd, or -1/errno */
 	int (*abi_version)(void); /* -1 when no device */
 };
 void ucma_set_backend(const struct ucma_backend *backend);

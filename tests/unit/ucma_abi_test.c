@@ -22,7 +22,7 @@ static int fd; /* an open of the fake device */
 static void setup(void)
 {
 	fake_ucma_install();
-	fd = ucma_open_device();
+	fd = ucma_open_device(false);
 	ck_assert_int_ge(fd, 0);
 }
 
@@ -259,7 +259,7 @@ START_TEST(migrate_goes_to_the_new_channel)
 	const struct rdma_ucm_migrate_id *cmd;
 	struct rdma_ucm_event_resp ev;
 	uint32_t id = new_id(), reported = 0;
-	int to = ucma_open_device();
+	int to = ucma_open_device(false);
 
 	ck_assert_int_ge(to, 0);
 	fake_ucma_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
