@@ -30,19 +30,9 @@ export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 work=$(mktemp -d "${TMPDIR:-/tmp}/acm-sys.XXXXXX")
 trap 'kill $fake_pid 2>/dev/null; rm -rf "$work"' EXIT
 fake_pid=
-passed=0
-failed=0
+. "$(dirname "$0")/verdict.sh"
 port=7600
 
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-show() { sed 's/^/    /' "$@"; }
 ulimit -l unlimited 2>/dev/null
 
 # Names used here must be unknown to the system's resolver.

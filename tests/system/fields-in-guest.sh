@@ -32,22 +32,7 @@ ALLOW=(
 	'/resolve_addr-called active\.route\.addr\.src$|rdma_resolve_addr with a source address: we show that address at once, rdma-core only from ADDR_RESOLVED on; both hold the resolved source from then on'
 )
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/verdict.sh"
 
 # shellcheck source=transport.sh
 . "$(dirname "$0")/transport.sh"

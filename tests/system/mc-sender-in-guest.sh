@@ -43,23 +43,8 @@ SYNC="${RDMACM_VM_OUT:-}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mc-sender.XXXXXX")" || exit 1
 trap 'rm -rf "$WORK"' EXIT
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1${2:+: $2}"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/verdict.sh"
 wanted() { [ -z "$ONLY" ] || [[ "${1#mc-sender/}" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
 
 # shellcheck source=transport.sh
 . "$(dirname "$0")/transport.sh"

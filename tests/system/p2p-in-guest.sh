@@ -58,18 +58,7 @@ ORDER=
 out=$(mktemp -d "${TMPDIR:-/tmp}/p2p.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1${2:+ ($2)}"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
+. "$(dirname "$0")/verdict.sh"
 
 # Which guest rank r lives on when there are two (alternating).
 mine() {

@@ -39,23 +39,7 @@ T=60 # seconds per program; a run takes about 4
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/perftest.XXXXXX")" || exit 1
 trap 'rm -rf "$WORK"' EXIT
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1${2:+: $2}"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
+. "$(dirname "$0")/verdict.sh"
 
 # shellcheck source=transport.sh
 . "$(dirname "$0")/transport.sh"

@@ -45,25 +45,7 @@ T=40 # seconds per program
 # which the VM's 9p results share does not allow.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/rsocket-tests.XXXXXX")" || exit 1
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-info() { echo "INFO $1${2:+: $2}"; }
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/verdict.sh"
 
 trap 'rm -rf "$WORK"' EXIT
 # TRANSPORT and iwarp_skip (UD and multicast programs are SKIPped on iWARP).

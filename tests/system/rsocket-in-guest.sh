@@ -34,22 +34,10 @@ A6_2="${RDMA_TEST_ADDR6_2:-$A6_1}"
 ONLY="${RDMACM_SYS_ONLY:-}"
 T=60
 ours="$BUILD/src/.libs"
-passed=0
-failed=0
+. "$(dirname "$0")/verdict.sh"
 log="$(mktemp -d "${TMPDIR:-/tmp}/rs-sys.XXXXXX")"
 trap 'rm -rf "$log"' EXIT
 ulimit -l unlimited 2>/dev/null
-
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
 
 # Which librdmacm a program loads with a given LD_LIBRARY_PATH.
 whichlib() {

@@ -43,25 +43,10 @@ ONLY="${RDMACM_SYS_ONLY:-}"
 T=60
 export CM_SYS_TIMEOUT=$((T - 5))
 
-passed=0
-failed=0
+. "$(dirname "$0")/verdict.sh"
 skipped=" "
 log="$(mktemp "${TMPDIR:-/tmp}/cm-sys.XXXXXX")"
 trap 'rm -f "$log" "$log".*' EXIT
-
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-# The output of a test, indented so that its own PASS/FAIL lines are not
-# taken for ours.
-show() { sed 's/^/    /' "$@"; }
 
 ulimit -l unlimited 2>/dev/null || echo "# warning: cannot lift the locked-memory limit ($(ulimit -l) KiB)"
 

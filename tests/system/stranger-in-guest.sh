@@ -31,23 +31,7 @@ REF="${RDMACM_REF_LIBDIR:-${HOME:-/root}/.cache/rdmacm-ref/root/usr/lib/x86_64-l
 OURS="$BUILD/src/.libs"
 LIMIT=90 # seconds per pair; the program's own watchdog says where it hung
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/verdict.sh"
 
 # shellcheck source=transport.sh
 . "$(dirname "$0")/transport.sh"

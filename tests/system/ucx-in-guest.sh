@@ -62,24 +62,7 @@ export UCX_WARN_UNUSED_ENV_VARS=n
 # drop it, a race of the example on any librdmacm.
 export UCX_RNDV_THRESH="${UCX_RNDV_THRESH:-32}"
 
-passed=0
-failed=0
-pass() {
-	echo "PASS $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-skip() { echo "SKIP $1${2:+: $2}"; }
-wanted() { [ -z "$ONLY" ] || [[ "$1" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
-finish() {
-	echo "$passed passed, $failed failed"
-	[ "$failed" = 0 ]
-	exit
-}
+. "$(dirname "$0")/verdict.sh"
 
 # shellcheck source=transport.sh
 . "$(dirname "$0")/transport.sh"
