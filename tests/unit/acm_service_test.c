@@ -28,6 +28,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "unit.h"
 
 #if __has_include(<infiniband/acm.h>)
 #include <infiniband/acm.h>
@@ -725,13 +726,4 @@ static Suite *acm_service_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(acm_service_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(acm_service_suite)

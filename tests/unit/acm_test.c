@@ -20,6 +20,7 @@
 #include "acm.h"
 #include "cma.h"
 #include "fd_of.h"
+#include "unit.h"
 
 static struct cma_acm_ep ep_name(const char *name)
 {
@@ -554,13 +555,4 @@ static Suite *acm_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(acm_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(acm_suite)

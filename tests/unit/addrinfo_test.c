@@ -20,6 +20,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "unit.h"
 
 /* --- helpers ----------------------------------------------------------- */
 
@@ -943,13 +944,4 @@ static Suite *addrinfo_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(addrinfo_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(addrinfo_suite)

@@ -17,6 +17,7 @@
 #include "cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "unit.h"
 
 static struct rdma_event_channel *ch;
 
@@ -34,24 +35,10 @@ static void teardown(void)
 	fake_ucma_uninstall();
 }
 
-static bool readable(int fd)
-{
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-
-	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
-}
-
 /* As an outside program waits: poll first, then a blocking read. */
 static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
 {
-	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	ck_assert_int_eq(poll(&pfd, 1, 2000), 1);
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
-	ck_assert_msg(ev->event == type, "got %s, want %s",
-		      rdma_event_str(ev->event), rdma_event_str(type));
-	return ev;
+	return unit_expect_event(ch, type);
 }
 
 static void expect_and_ack(enum rdma_cm_event_type type)
@@ -67,19 +54,10 @@ static uint32_t kid_of(struct rdma_cm_id *id)
 	return kid->handle;
 }
 
-static struct sockaddr_in ipv4(const char *a, uint16_t port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(port)};
-
-	inet_pton(AF_INET, a, &sin.sin_addr);
-	return sin;
-}
-
 /* An active id with its address and route resolved. */
 static struct rdma_cm_id *resolved_id(enum rdma_port_space ps)
 {
-	struct sockaddr_in dst = ipv4("192.0.2.2", 7471);
+	struct sockaddr_in dst = unit_ipv4("192.0.2.2", 7471);
 	struct rdma_cm_id *id;
 
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
@@ -95,7 +73,7 @@ static struct rdma_cm_id *resolved_id(enum rdma_port_space ps)
 
 static struct rdma_cm_id *listening_id(enum rdma_port_space ps)
 {
-	struct sockaddr_in src = ipv4("192.0.2.1", 7471);
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 7471);
 	struct rdma_cm_id *id;
 
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
@@ -364,7 +342,7 @@ START_TEST(ud_accept_on_child_id)
 	sent = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
 	ck_assert_uint_eq(sent->conn_param.qp_num, id->qp->qp_num);
 	ck_assert_uint_eq(sent->conn_param.qkey, RDMA_UDP_QKEY);
-	ck_assert(!readable(ch->fd)); /* no event follows a SIDR reply */
+	ck_assert(!unit_readable(ch->fd)); /* no event follows a SIDR reply */
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
@@ -379,18 +357,18 @@ START_TEST(channel_fd_readable_only_with_an_event)
 	struct rdma_cm_event *ev;
 
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	ck_assert(!readable(ch->fd));
+	ck_assert(!unit_readable(ch->fd));
 	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
-	ck_assert(readable(ch->fd));
+	ck_assert(unit_readable(ch->fd));
 	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
-	ck_assert(!readable(ch->fd));
+	ck_assert(!unit_readable(ch->fd));
 	rdma_ack_cm_event(ev);
 	ck_assert_int_eq(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 7), 0);
-	ck_assert(readable(ch->fd));
+	ck_assert(unit_readable(ch->fd));
 	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
 	ck_assert_uint_eq(ev->param.arg, 7);
 	rdma_ack_cm_event(ev);
-	ck_assert(!readable(ch->fd));
+	ck_assert(!unit_readable(ch->fd));
 	rdma_destroy_id(id);
 }
 END_TEST
@@ -534,13 +512,4 @@ static Suite *conn_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(conn_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(conn_suite)

@@ -13,6 +13,7 @@
 
 #include "abi_convert.h"
 #include "cma.h"
+#include "unit.h"
 
 START_TEST(qp_attr_fields_and_mask)
 {
@@ -336,13 +337,4 @@ static Suite *convert_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(convert_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(convert_suite)

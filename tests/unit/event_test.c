@@ -15,6 +15,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "unit.h"
 
 static struct rdma_event_channel *channel;
 static struct cma_id_private *id;
@@ -445,13 +446,4 @@ static Suite *event_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(event_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(event_suite)

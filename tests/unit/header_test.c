@@ -12,6 +12,7 @@
 #include <config.h>
 
 #include <check.h>
+#include "unit.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,13 +256,4 @@ static Suite *header_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(header_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(header_suite)

@@ -17,6 +17,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "unit.h"
 
 static struct rdma_event_channel *ch;
 
@@ -31,13 +32,6 @@ static void teardown(void)
 {
 	rdma_destroy_event_channel(ch);
 	fake_ucma_uninstall();
-}
-
-static bool readable(int fd)
-{
-	struct pollfd pfd = {.fd = fd, .events = POLLIN};
-
-	return poll(&pfd, 1, 0) == 1;
 }
 
 static uint32_t handle_of(struct rdma_cm_id *id)
@@ -114,9 +108,9 @@ START_TEST(destroy_drops_unread_events)
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
 	push(id, RDMA_CM_EVENT_ADDR_ERROR);
 	ck_assert_int_eq(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 1), 0);
-	ck_assert(readable(ch->fd));
+	ck_assert(unit_readable(ch->fd));
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
-	ck_assert(!readable(ch->fd));
+	ck_assert(!unit_readable(ch->fd));
 	ck_assert_int_eq(fake_ucma_queued(cma_channel_kernel_fd(ch)), 0);
 }
 END_TEST
@@ -146,8 +140,8 @@ START_TEST(migrate_moves_unread_events)
 	rdma_ack_cm_event(ev);
 	ck_assert_int_eq(rdma_migrate_id(id, to), 0);
 	ck_assert_ptr_eq(id->channel, to);
-	ck_assert(!readable(ch->fd));
-	ck_assert(readable(to->fd));
+	ck_assert(!unit_readable(ch->fd));
+	ck_assert(unit_readable(to->fd));
 	ck_assert_int_eq(rdma_get_cm_event(to, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ROUTE_ERROR);
 	ck_assert_ptr_eq(ev->id, id);
@@ -322,13 +316,4 @@ static Suite *id_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(id_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(id_suite)

@@ -17,6 +17,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "unit.h"
 
 /* --- option values --------------------------------------------------- */
 
@@ -676,13 +677,4 @@ static Suite *mcast_opt_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *r = srunner_create(mcast_opt_suite());
-	int failed;
-
-	srunner_run_all(r, CK_NORMAL);
-	failed = srunner_ntests_failed(r);
-	srunner_free(r);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(mcast_opt_suite)

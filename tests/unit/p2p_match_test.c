@@ -25,20 +25,12 @@
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "p2p_wire.h"
+#include "unit.h"
 
 #define PORT 7471
 
 static struct rdma_event_channel *ch;
 static struct rdma_cm_id *listener;
-
-static struct sockaddr_in ipv4(const char *a, uint16_t port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons(port)};
-
-	inet_pton(AF_INET, a, &sin.sin_addr);
-	return sin;
-}
 
 static uint32_t kid_of(struct rdma_cm_id *id)
 {
@@ -47,7 +39,7 @@ static uint32_t kid_of(struct rdma_cm_id *id)
 
 static void setup(void)
 {
-	struct sockaddr_in me = ipv4("192.0.2.1", PORT);
+	struct sockaddr_in me = unit_ipv4("192.0.2.1", PORT);
 	int flags;
 
 	fake_ucma_install();
@@ -99,7 +91,7 @@ static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
 				  .tag = tag,
 				  .data_len = (uint8_t)strlen(data)};
 	struct rdma_ucm_event_resp *r;
-	struct sockaddr_in peer = ipv4(from, 40000);
+	struct sockaddr_in peer = unit_ipv4(from, 40000);
 	uint32_t child = 0;
 
 	r = fake_ucma_conn_req(kid_of(listener), &child);
@@ -119,7 +111,8 @@ static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
 /* An id from this process's address to the peer, with a QP, resolved. */
 static struct rdma_cm_id *connecting_id(const char *to)
 {
-	struct sockaddr_in src = ipv4("192.0.2.1", 0), dst = ipv4(to, PORT);
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+			   dst = unit_ipv4(to, PORT);
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
 		.cap = {.max_send_wr = 2,
@@ -446,13 +439,4 @@ static Suite *p2p_match_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(p2p_match_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(p2p_match_suite)

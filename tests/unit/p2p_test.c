@@ -17,6 +17,7 @@
 #include "p2p_table.h"
 #include "p2p_wire.h"
 #include "ucma_abi.h"
+#include "unit.h"
 
 START_TEST(header_round_trip)
 {
@@ -386,13 +387,4 @@ static Suite *p2p_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(p2p_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(p2p_suite)

@@ -19,6 +19,7 @@
 
 #include "rsocket/rs.h"
 #include "rsocket/dgram.h"
+#include "unit.h"
 
 static union rs_sockaddr sin4(uint32_t host, uint16_t port)
 {
@@ -397,13 +398,4 @@ static Suite *dgram_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(dgram_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(dgram_suite)

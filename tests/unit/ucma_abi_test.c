@@ -16,6 +16,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "unit.h"
 
 static int fd; /* an open of the fake device */
 
@@ -349,13 +350,4 @@ static Suite *ucma_abi_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(ucma_abi_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+UNIT_MAIN(ucma_abi_suite)
