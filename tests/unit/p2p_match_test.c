@@ -249,6 +249,7 @@ START_TEST(crossing_lost_by_the_higher_end)
 	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	uint32_t own = kid_of(id), req;
 	int destroyed_at = -1, accepted_at = -1, i;
+	struct rdma_cm_event *ev;
 
 	ck_assert_int_eq(p2p_connect(id), 0);
 	fake_ucma_clear_log();
@@ -267,7 +268,11 @@ START_TEST(crossing_lost_by_the_higher_end)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
 
 	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ck_assert_ptr_eq(expect_event(RDMA_CM_EVENT_ESTABLISHED)->id, id);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
@@ -321,6 +326,7 @@ START_TEST(plain_request_surfaces_at_once)
 {
 	struct rdma_ucm_event_resp *r;
 	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
 	uint32_t child = 0;
 
 	r = fake_ucma_conn_req(kid_of(listener), &child);
@@ -331,7 +337,9 @@ START_TEST(plain_request_surfaces_at_once)
 	ck_assert_ptr_eq(ev->listen_id, listener);
 	ck_assert_uint_eq(ev->param.conn.peer2peer_mode, 0);
 	ck_assert_mem_eq(ev->param.conn.private_data, "plain", 5);
+	id = ev->id;
 	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
