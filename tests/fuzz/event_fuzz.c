@@ -183,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rdma_cm_id *new_id;
 
 	cma_fuzz_channel();
+	fake_ucma_clear_log(); /* one input's commands, not the whole run's */
 	fake_ucma_set_hook(fuzz_answer);
 	in_p = data;
 	in_left = size;

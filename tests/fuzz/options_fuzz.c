@@ -99,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		handle = cma_id_priv(id)->handle;
 	}
+	fake_ucma_clear_log(); /* one input's commands, not the whole run's */
 	level = (int)le32(data + 1);
 	optname = (int)le32(data + 5);
 	optlen = size - 9;
