@@ -3,29 +3,8 @@
  * State shared by the library's modules.  Public names are rdma_*; internal
  * ones are cma_* (library logic) or ucma_* (the kernel ABI, ucma_abi.h).
  *
- * Module map (one concern per file):
- *   ucma_abi.c     kernel command marshalling; the only write() to the device
- *   abi_convert.c  kernel <-> verbs structure conversions
- *   device.c       RDMA device list, lazily opened contexts, default PDs
- *   channel.c      event channels, library-made events and timers
- *   id.c           id life cycle: create, destroy, migrate, event accounting
- *   event.c        reading kernel events and turning them into rdma_cm_event
- *   addr.c         bind, address and route resolution, address queries
- *   conn.c         connect, listen, accept, reject, disconnect, ECE
- *   qp.c           QP/SRQ creation and the QP states the CM drives
- *   endpoint.c     rdma_create_ep / rdma_destroy_ep
- *   addrinfo.c     rdma_getaddrinfo and the RDMACM_1.4 addrinfo calls
- *   mcast.c        multicast joins and leaves
- *   options.c      rdma_set_option validation
- *   acm*.c         the ACM resolver (RDMA_CM_USE_IB_ACM): see acm.h
- *   p2p.c          peer-to-peer connection formation: the table, events
- *   p2p_connect.c  ... its connecting side (adoption, iWARP)
- *   p2p_request.c  ... its listening side (hold, surface)
- *   p2p_wire.c     the peer-to-peer header codec (no state)
- *   mcast_mreq.c   multicast option buffers, MCMember records (pure code)
- *   mcast_opt.c    the multicast option levels of rdma_set/get_option
- *   sendto.c       rdma_sendto and its address-handle cache
- *   options.c      rdma_set_option / rdma_get_option dispatch (a table)
+ * Which file holds which concern: the README's "Layout" table (kept in
+ * one place).  Each section below names the file whose functions it lists.
  */
 #ifndef CMA_H
 #define CMA_H
