@@ -206,13 +206,7 @@ END_TEST
 START_TEST(active_connect_with_library_qp)
 {
 	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
-	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_RC,
-		.cap = {.max_send_wr = 2,
-			.max_recv_wr = 2,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-	};
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_conn_param param = {.responder_resources = 1,
 					.initiator_depth = 1};
 	const struct rdma_ucm_connect *sent;
@@ -320,13 +314,7 @@ START_TEST(ud_accept_on_child_id)
 	struct rdma_cm_id *listen = listening_id(RDMA_PS_UDP);
 	struct rdma_cm_event *ev = incoming(listen);
 	struct rdma_cm_id *id = ev->id;
-	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_UD,
-		.cap = {.max_send_wr = 2,
-			.max_recv_wr = 2,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-	};
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
 	struct rdma_conn_param param = {0};
 	const struct rdma_ucm_accept *sent;
 	struct fake_qp *f;
@@ -426,13 +414,7 @@ START_TEST(a_library_qp_wins_over_the_parameter)
 {
 	struct rdma_cm_id *id = resolved_id(RDMA_PS_TCP);
 	struct rdma_conn_param p = ext_param(5, 1);
-	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_RC,
-		.cap = {.max_send_wr = 1,
-			.max_recv_wr = 1,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-	};
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 
 	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
 	ck_assert_int_eq(rdma_connect(id, &p), 0);

@@ -113,13 +113,7 @@ static struct rdma_cm_id *connecting_id(const char *to)
 {
 	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
 			   dst = unit_ipv4(to, PORT);
-	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_RC,
-		.cap = {.max_send_wr = 2,
-			.max_recv_wr = 2,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-	};
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_cm_id *id;
 
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);

@@ -34,6 +34,20 @@ static inline bool unit_readable(int fd)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
 }
 
+/* A small QP of @type with no CQs given (the library makes them). */
+static inline struct ibv_qp_init_attr unit_qp_attr(enum ibv_qp_type type)
+{
+	struct ibv_qp_init_attr attr = {
+		.qp_type = type,
+		.cap = {.max_send_wr = 2,
+			.max_recv_wr = 2,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+
+	return attr;
+}
+
 static inline struct sockaddr_in unit_ipv4(const char *addr, uint16_t port)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET,
