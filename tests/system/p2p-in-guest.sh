@@ -71,6 +71,7 @@ mine() {
 mesh() {
 	local name=$1 n=$2 port=$3 ae=$4 ao=$5
 	shift 5
+	local orig=("$@")
 	local addrs=() pids=() r rc=0 conns=0 want c
 	local log="$out/${name//\//_}"
 	wanted "$name" || return 0
@@ -120,13 +121,31 @@ mesh() {
 		want=$((n * (n - 1) * per * iters))
 	fi
 	if [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
-		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends"
+		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends${retried:+; $retried}"
 		[ "${VERBOSE:-0}" = 1 ] && show "$log".*
+	elif known_race_retry "$name"; then
+		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
+		show "$log".*
+		echo "# the open crossing race (tests/system/BUGS.md #5, issue 18): one retry"
+		rm -f "$log".*
+		retried="passed on a retry after the race of BUGS.md #5" \
+			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
+		return
 	else
 		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
 		show "$log".*
 	fi
 	rm -f "$log".*
+}
+
+# The mutual pair in one guest meets an open race of the library now and
+# then (both ends connect at once; tests/system/BUGS.md #5, issue 18): it
+# gets one retry, printed, and a second failure fails the test.  Never in
+# two guests (both would have to retry together) nor for a retry itself.
+# Remove this when issue 18 closes the race.
+known_race_retry() {
+	[[ "$1" =~ ^mutual/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
+		[ "$TRANSPORT" != iwarp ]
 }
 
 api() {
