@@ -77,12 +77,13 @@ mesh() {
 	wanted "$name" || return 0
 	# The unmodified siw leaves a first message unread now and then
 	# (tests/system/BUGS.md, "Open #3", race A): the scenarios with the
-	# most connections run on the test-bed driver (RDMACM_VM_SIW_DRAIN=1,
+	# most connections, and skew (hit once in a full run on 2026-11-24:
+	# the first receive flushed), run on the test-bed driver (RDMACM_VM_SIW_DRAIN=1,
 	# suite p2p-iwarp-testbed), or anywhere with RDMACM_P2P_IWARP_ALL=1.
 	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
 		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
 		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
-		[[ "$name" =~ ^(mutual|lower8)/ ]]; then
+		[[ "$name" =~ ^(mutual|skew|lower8)/ ]]; then
 		echo "SKIP $name: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
 		return 0
 	fi
