@@ -42,6 +42,8 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "harness.h"
+
 /* One binary for both libraries: the RDMACM_1.0 versions every one has. */
 __asm__(".symver rdma_connect, rdma_connect@RDMACM_1.0");
 __asm__(".symver rdma_accept, rdma_accept@RDMACM_1.0");
@@ -222,24 +224,6 @@ static void print_event(FILE *f, const char *step,
 
 /* --- helpers --------------------------------------------------------------------- */
 
-static void make_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-	} else if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-	} else {
-		errno = EINVAL;
-		die("bad address %s", s);
-	}
-}
-
 static uint16_t sa_port(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET6)
@@ -351,9 +335,9 @@ static void async_flow(const char *flow, const struct flow_opts *o)
 		die("rdma_create_id");
 	name_ptr(lid, "listen_id");
 	print_id(stdout, STEP("create_id"), "listen", lid);
-	make_addr(o->wild ? (strchr(srv_addr, ':') ? "::" : "0.0.0.0")
-			  : srv_addr,
-		  0, &ss);
+	hx_parse_addr(o->wild ? (strchr(srv_addr, ':') ? "::" : "0.0.0.0")
+			      : srv_addr,
+		      0, &ss);
 	if (rdma_bind_addr(lid, (struct sockaddr *)&ss))
 		die("rdma_bind_addr");
 	listen_port = sa_port(rdma_get_local_addr(lid));
@@ -369,8 +353,8 @@ static void async_flow(const char *flow, const struct flow_opts *o)
 		die("rdma_create_id");
 	name_ptr(aid, "active_id");
 	print_id(stdout, STEP("create_id"), "active", aid);
-	make_addr(srv_addr, listen_port, &ss);
-	make_addr(cli_addr, 0, &src);
+	hx_parse_addr(srv_addr, listen_port, &ss);
+	hx_parse_addr(cli_addr, 0, &src);
 	if (rdma_resolve_addr(aid, (struct sockaddr *)&src,
 			      (struct sockaddr *)&ss, 2000))
 		die("rdma_resolve_addr");
@@ -510,11 +494,11 @@ static void reject_flow(void)
 		die("rdma_create_id");
 	name_ptr(lid, "listen_id");
 	name_ptr(aid, "active_id");
-	make_addr(srv_addr, 0, &ss);
+	hx_parse_addr(srv_addr, 0, &ss);
 	if (rdma_bind_addr(lid, (struct sockaddr *)&ss) || rdma_listen(lid, 4))
 		die("rdma_bind_addr/rdma_listen");
 	listen_port = sa_port(rdma_get_local_addr(lid));
-	make_addr(srv_addr, listen_port, &ss);
+	hx_parse_addr(srv_addr, listen_port, &ss);
 	if (rdma_resolve_addr(aid, NULL, (struct sockaddr *)&ss, 2000))
 		die("rdma_resolve_addr");
 	step_event(cha, RDMA_CM_EVENT_ADDR_RESOLVED, "reject/addr_resolved");
@@ -640,6 +624,7 @@ int main(int argc, char **argv)
 	srv_addr = argv[1];
 	cli_addr = argc > 2 ? argv[2] : argv[1];
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	hx_set_name("fields_audit");
 	async_flow("rc", &(struct flow_opts){.ps = RDMA_PS_TCP});
 	async_flow("rcwild", &(struct flow_opts){.ps = RDMA_PS_TCP, .wild = 1});
 	async_flow("ud", &(struct flow_opts){.ps = RDMA_PS_UDP});
