@@ -228,20 +228,30 @@ static void expect_text(struct end *e, size_t off, const char *want)
 
 /* --- external RC QPs ---------------------------------------------------- */
 
-static void ext_create_qp(struct end *e, struct rdma_cm_id *id,
-			  const struct flow *f)
+/* The attributes of either end's QP: 8 work requests each way, its CQ. */
+static struct ibv_qp_init_attr qp_attr(const struct end *e,
+				       enum ibv_qp_type type)
 {
 	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_RC,
+		.send_cq = e->cq,
+		.recv_cq = e->cq,
+		.qp_type = type,
 		.cap = {.max_send_wr = 8,
 			.max_recv_wr = 8,
 			.max_send_sge = 1,
 			.max_recv_sge = 1},
 	};
 
+	return attr;
+}
+
+static void ext_create_qp(struct end *e, struct rdma_cm_id *id,
+			  const struct flow *f)
+{
+	struct ibv_qp_init_attr attr;
+
 	make_verbs(e, id, f);
-	attr.send_cq = e->cq;
-	attr.recv_cq = e->cq;
+	attr = qp_attr(e, IBV_QPT_RC);
 	e->iwarp = id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	if (f->srq) {
 		struct ibv_srq_init_attr sattr = {
@@ -565,17 +575,10 @@ static int extqp_client(struct pair *p, const struct flow *f)
 
 static void ud_create_qp(struct end *e, struct rdma_cm_id *id)
 {
-	struct ibv_qp_init_attr attr = {
-		.qp_type = IBV_QPT_UD,
-		.cap = {.max_send_wr = 8,
-			.max_recv_wr = 8,
-			.max_send_sge = 1,
-			.max_recv_sge = 1},
-	};
+	struct ibv_qp_init_attr attr;
 
 	make_verbs(e, id, NULL);
-	attr.send_cq = e->cq;
-	attr.recv_cq = e->cq;
+	attr = qp_attr(e, IBV_QPT_UD);
 	hx_stage("rdma_create_qp (UD)");
 	CHECK_OK(rdma_create_qp(id, e->pd, &attr));
 	e->qp = id->qp;
