@@ -84,9 +84,16 @@ enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 	case CMA_P2P_NO_MATCH:
 		return CMA_P2P_HOLD;
 	case CMA_P2P_PENDING:
-		/* Crossing requests: both sides keep the lower one's. */
+		/*
+		 * Crossing requests: both sides keep the lower one's.  The
+		 * higher end holds it until the peer has refused the
+		 * higher end's own REQ (cma_p2p_filter_event): only then is
+		 * that REQ surely gone from the peer's CM, which would
+		 * otherwise take a REP from the same QP for a stale
+		 * connection (IB CM REJ reason 10).
+		 */
 		return cma_p2p_ident_cmp(&req->remote, &req->local) < 0
-			       ? CMA_P2P_ADOPT
+			       ? CMA_P2P_HOLD
 			       : CMA_P2P_REJECT_LOST;
 	case CMA_P2P_WAIT_PEER:
 		return CMA_P2P_ADOPT;
@@ -487,6 +494,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 	struct cma_p2p_conn **pp;
 
 	cma_timer_stop(&conn->timer);
+	cma_p2p_ordinal_release(conn);
 	if (!conn->registered)
 		return;
 	for (pp = &p2p_conns; *pp; pp = &(*pp)->next) {
@@ -565,10 +573,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		 * does not listen yet: either way its REQ is due, and the
 		 * connect adopts it when it comes.
 		 */
-		conn->state = CMA_P2P_WAIT_PEER;
-		conn->wait_status = (int)resp->status;
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_wait_ms());
+		cma_p2p_wait_for_peer(conn, (int)resp->status);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -577,6 +582,25 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	}
 	pthread_mutex_unlock(&p2p_lock);
 	return drop;
+}
+
+/*
+ * The connection with @key formed on our own REQ: a request of the peer's
+ * held for it (it crossed ours, and the peer's application answered ours
+ * anyway) is a duplicate now.  Refused, so the peer's connect fails at
+ * once rather than at its time bound.
+ */
+static void cma_p2p_refuse_held_dups(const struct cma_p2p_key *key)
+{
+	struct cma_p2p_held *h;
+
+	while ((h = cma_p2p_held_find(key))) {
+		cma_p2p_held_unlink(h);
+		cma_p2p_arm(h->lis);
+		cma_p2p_refuse(cma_id_fd(h->lis->id_priv), h->handle,
+			       CMA_P2P_REJ_DUP, key);
+		free(h);
+	}
 }
 
 /* The answer to our REQ: take out a p2p header, note the connection. */
@@ -591,7 +615,10 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		return;
 	pthread_mutex_lock(&p2p_lock);
 	conn->state = CMA_P2P_CONNECTED;
+	/* Reported as ESTABLISHED: the ordinal is spent (rdma_establish too). */
+	conn->established = true;
 	cma_timer_stop(&conn->timer);
+	cma_p2p_refuse_held_dups(&conn->key);
 	pthread_mutex_unlock(&p2p_lock);
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 		    CMA_P2P_OK ||
@@ -617,6 +644,9 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 
 	if (!conn)
 		return;
+	pthread_mutex_lock(&p2p_lock);
+	conn->established = true;
+	pthread_mutex_unlock(&p2p_lock);
 	if (conn->adopted) {
 		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
 		p->private_data_len = conn->peer_len;

@@ -24,14 +24,44 @@ static struct cma_p2p_counter *p2p_counters;
 
 /* --- keys and tags --------------------------------------------------------- */
 
-/* The n-th p2p connect of this process towards @remote gets tag n. */
-static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
+static struct cma_p2p_counter *
+cma_p2p_counter_of(const struct cma_p2p_ident *remote)
 {
 	struct cma_p2p_counter *c;
 
 	for (c = p2p_counters; c; c = c->next)
 		if (!cma_p2p_ident_cmp(&c->remote, remote))
-			break;
+			return c;
+	return NULL;
+}
+
+/* The lowest ordinal given back, taken out of the list; 0 for none. */
+static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
+{
+	unsigned int i, min = 0;
+	uint64_t tag;
+
+	if (!c->nfreed)
+		return 0;
+	for (i = 1; i < c->nfreed; i++)
+		if (c->freed[i] < c->freed[min])
+			min = i;
+	tag = c->freed[min];
+	c->freed[min] = c->freed[--c->nfreed];
+	return tag;
+}
+
+/*
+ * The n-th p2p connect of this process towards @remote gets tag n, so the
+ * two ends' n-th connects pair up.  A connect that failed gives its n back
+ * (cma_p2p_ordinal_release) and the next connect reuses it: the peer's
+ * n-th failed too, or still waits for ours, and either way the pair stays
+ * in step.
+ */
+static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
+{
+	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
+
 	if (!c) {
 		c = calloc(1, sizeof(*c));
 		if (!c)
@@ -40,8 +70,29 @@ static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
 		c->next = p2p_counters;
 		p2p_counters = c;
 	}
-	*tag = ++c->count;
+	*tag = cma_p2p_take_freed(c);
+	if (!*tag)
+		*tag = ++c->count;
 	return 0;
+}
+
+void cma_p2p_ordinal_release(struct cma_p2p_conn *conn)
+{
+	struct cma_p2p_counter *c;
+	uint64_t *grown;
+
+	if (!conn->ordinal || conn->established)
+		return;
+	conn->ordinal = false;
+	c = cma_p2p_counter_of(&conn->key.remote);
+	if (!c)
+		return;
+	/* At most one entry per connect outstanding: bounded by those. */
+	grown = realloc(c->freed, (c->nfreed + 1) * sizeof(*grown));
+	if (!grown)
+		return; /* the ordinal is lost: later connects use explicit tags */
+	c->freed = grown;
+	c->freed[c->nfreed++] = conn->key.tag;
 }
 
 /* This connect's key; the tag is drawn by the caller under the lock. */
@@ -123,51 +174,10 @@ static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
 }
 
 /*
- * iWARP providers tie a QP to the connection it was handed to: once our
- * own connect's kernel id is gone, siw has moved the QP on (to ERROR).
- * Back to INIT through RESET, so the adopted request can be accepted with
- * it; a QP still in INIT is left alone.
- */
-static int cma_p2p_iw_reinit_qp(struct cma_id_private *id_priv)
-{
-	struct ibv_qp *qp = id_priv->id.qp;
-	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
-	struct ibv_qp_init_attr init;
-	int ret;
-
-	ret = ibv_query_qp(qp, &attr, IBV_QP_STATE, &init);
-	if (ret)
-		return cma_err(ret > 0 ? ret : -ret);
-	cma_p2p_dbg("qp %u state %d before adoption", qp->qp_num,
-		    attr.qp_state);
-	if (attr.qp_state == IBV_QPS_INIT)
-		return 0;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RESET;
-	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-	if (ret)
-		return cma_err(ret > 0 ? ret : -ret);
-	return cma_qp_to_init(id_priv, qp);
-}
-
-/* The adopted request could not be answered after our REQ was withdrawn. */
-static void cma_p2p_adopt_failed(struct cma_p2p_conn *conn, int err)
-{
-	struct cma_event *evt;
-
-	cma_qp_to_err(conn->id_priv);
-	cma_p2p_conn_unregister(conn);
-	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_CONNECT_ERROR, -err);
-	if (evt)
-		cma_event_post(evt);
-}
-
-/*
  * Make the request's kernel id @handle (on @lis's fd) the connection of
  * @conn's id: answer it with the id's QP, and drop the id's own kernel id.
  * Called with p2p_lock held.  On failure the request is refused, and the
- * id is as before (-1), or, when its own REQ was already withdrawn, gets a
- * CONNECT_ERROR event (0: the failure is reported that way).
+ * id is as before (-1).
  */
 int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
@@ -213,39 +223,14 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 	kp.initiator_depth = id_priv->initiator_depth;
 
 	/*
-	 * Our own REQ, if one is out, is withdrawn before the REP goes: the
-	 * peer's CM still has it in its request state, and a REP from the
-	 * same QP would be taken for a stale connection (REJ reason 10).
+	 * Never while our own REQ is out (cma_p2p_decide holds a crossing
+	 * request until the peer refused ours): the REP goes first, so that
+	 * a failure leaves the id on its own kernel id as before.
 	 */
-	if (conn->state == CMA_P2P_PENDING) {
-		cma_p2p_drop_own_id(id_priv, old);
-		if (cma_id_is_iwarp(id_priv) && cma_p2p_iw_reinit_qp(id_priv)) {
-			err = errno;
-			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
-				       &conn->key);
-			cma_p2p_dbg("adopt handle %u: QP not reusable (%s), "
-				    "CONNECT_ERROR",
-				    handle, strerror(err));
-			cma_p2p_adopt_failed(conn, err);
-			return 0;
-		}
-		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
-				    &kp, &conn->ece)) {
-			err = errno;
-			cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST,
-				       &conn->key);
-			cma_p2p_dbg("adopt handle %u: accept failed (%s), "
-				    "CONNECT_ERROR",
-				    handle, strerror(err));
-			cma_p2p_adopt_failed(conn, err);
-			return 0;
-		}
-	} else {
-		if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv,
-				    &kp, &conn->ece))
-			goto undo;
-		cma_p2p_drop_own_id(id_priv, old);
-	}
+	if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv, &kp,
+			    &conn->ece))
+		goto undo;
+	cma_p2p_drop_own_id(id_priv, old);
 	cma_timer_stop(&conn->timer);
 	cma_p2p_save_peer_data(conn, req, hdr);
 	conn->adopted = true;
@@ -259,6 +244,47 @@ undo:
 	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
 	cma_p2p_adopt_undo(id_priv, old, qp_moved);
 	return cma_err(err);
+}
+
+/* The held request with @conn's key: 1 adopted, 0 none, -1 refused. */
+static int cma_p2p_adopt_held(struct cma_p2p_conn *conn)
+{
+	struct cma_p2p_held *h = cma_p2p_held_find(&conn->key);
+	int ret;
+
+	if (!h)
+		return 0;
+	cma_p2p_held_unlink(h);
+	/* Its listener's hold timer must not fire for it any more. */
+	cma_p2p_arm(h->lis);
+	ret = cma_p2p_adopt(conn, h->lis, h->handle, &h->resp, &h->hdr);
+	free(h);
+	return ret ? -1 : 1;
+}
+
+void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct cma_event *evt;
+	int err;
+
+	conn->state = CMA_P2P_WAIT_PEER;
+	conn->wait_status = status;
+	switch (cma_p2p_adopt_held(conn)) {
+	case 1:
+		return;
+	case 0:
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_wait_ms());
+		return;
+	}
+	/* Our REQ is refused and the peer's could not be answered. */
+	err = errno;
+	cma_p2p_conn_unregister(conn);
+	cma_qp_to_err(id_priv);
+	evt = cma_event_new(id_priv, RDMA_CM_EVENT_CONNECT_ERROR, -err);
+	if (evt)
+		cma_event_post(evt);
 }
 
 /* --- iWARP: one request per pair ------------------------------------------- */
@@ -357,7 +383,6 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_conn *conn;
-	struct cma_p2p_held *h;
 	int ret = -1;
 
 	if (!id_priv->id.qp)
@@ -376,22 +401,20 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	}
 	if (cma_p2p_connect_key(id_priv, &conn->key))
 		goto out;
+	conn->ordinal = !conn->key.explicit_tag;
+	conn->established = false;
 	conn->kparam = *kparam;
 	conn->ece = *ece;
 	conn->gave_up = false;
 
-	h = cma_p2p_held_find(&conn->key);
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    h ? "adopting the held request" : "sending a REQ");
-	if (h) {
-		cma_p2p_held_unlink(h);
-		/* Its listener's hold timer must not fire for it any more. */
-		cma_p2p_arm(h->lis);
-		ret = cma_p2p_adopt(conn, h->lis, h->handle, &h->resp, &h->hdr);
-		free(h);
-		if (!ret)
-			goto out;
+		    cma_p2p_held_find(&conn->key) ? "adopting the held request"
+						  : "sending a REQ");
+	ret = cma_p2p_adopt_held(conn);
+	if (ret > 0) {
+		ret = 0;
+		goto out;
 	}
 	hdr.port = conn->key.local.port;
 	hdr.tag = conn->key.tag;

@@ -85,12 +85,17 @@ struct cma_p2p_conn {
 	uint64_t iw_deadline_ns;
 	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
+	bool ordinal; /* key.tag is an ordinal drawn by this connect */
+	bool established; /* ESTABLISHED was reported: the ordinal is spent */
 };
 
 struct cma_p2p_counter {
 	struct cma_p2p_counter *next;
 	struct cma_p2p_ident remote;
 	uint64_t count;
+	/* Ordinals of connects that failed, given back: drawn first. */
+	uint64_t *freed;
+	unsigned int nfreed;
 };
 
 enum cma_p2p_hold_mode {
@@ -148,10 +153,23 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
 
 /* --- p2p_connect.c ---------------------------------------------------- */
 
+/*
+ * @conn failed before its connection was established: its ordinal goes
+ * back, to be drawn by the next connect towards that peer (the peer's
+ * attempt failed too, or still waits with that ordinal).
+ */
+void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
+
 /* Answer a request's kernel id with @conn's QP: see p2p_connect.c. */
 int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
 		  const struct cma_p2p_hdr *hdr);
+/*
+ * @conn's REQ was refused with "the peer will connect to you" (status
+ * @status): adopt the peer's request if it is held already (it crossed
+ * ours), else wait for it.  Called with p2p_lock held.
+ */
+void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 /* --- p2p_request.c ---------------------------------------------------- */

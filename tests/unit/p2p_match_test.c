@@ -233,40 +233,157 @@ START_TEST(crossing_won_by_the_lower_end)
 }
 END_TEST
 
+/* Where in the command log the first @cmd on @handle is; -1 for none. */
+static int cmd_at(uint32_t cmd, uint32_t handle)
+{
+	int i;
+
+	for (i = 0; i < fake_ucma_ncmds(); i++)
+		if (fake_ucma_cmd(i)->cmd == cmd &&
+		    fake_ucma_cmd(i)->handle == handle)
+			return i;
+	return -1;
+}
+
+/* The peer refuses our REQ on kernel id @own: "your crossing lost". */
+static void peer_refuses_crossing(uint32_t own)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_LOST, .port = PORT};
+	struct rdma_ucm_event_resp *r;
+
+	r = fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
+	ck_assert_ptr_nonnull(r);
+	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+}
+
 /*
- * Crossing, this end higher: the peer's REQ wins.  We withdraw ours before
- * answering theirs (a REP from a QP the peer's CM still sees in a request
- * would be taken for a stale connection), and form on the adopted id.
+ * Crossing, this end higher: the peer's REQ wins.  BUGS.md #5: the peer's
+ * CM may process our REQ only after our REP, and then takes the REP (from
+ * the same QP) for a stale connection.  So the peer's request is held, and
+ * answered only once the peer has refused ours: by then its CM is done
+ * with our REQ.  Then we form on the adopted kernel id, ours destroyed.
  */
 START_TEST(crossing_lost_by_the_higher_end)
 {
 	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	uint32_t own = kid_of(id), req;
-	int destroyed_at = -1, accepted_at = -1, i;
 	struct rdma_cm_event *ev;
 
 	ck_assert_int_eq(p2p_connect(id), 0);
 	fake_ucma_clear_log();
 	req = peer_request("192.0.2.0", 1, "hers");
 	expect_nothing();
-	for (i = 0; i < fake_ucma_ncmds(); i++) {
-		const struct fake_cmd *c = fake_ucma_cmd(i);
+	/* held: neither answered nor refused, our REQ still out */
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), -1);
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_REJECT, req), -1);
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, own), -1);
+	ck_assert(fake_ucma_kid(own)->live);
 
-		if (c->cmd == RDMA_USER_CM_CMD_DESTROY_ID && c->handle == own)
-			destroyed_at = i;
-		if (c->cmd == RDMA_USER_CM_CMD_ACCEPT && c->handle == req)
-			accepted_at = i;
-	}
-	ck_assert_int_ge(destroyed_at, 0);
-	ck_assert_int_gt(accepted_at, destroyed_at);
+	peer_refuses_crossing(own);
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_gt(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, own),
+			 cmd_at(RDMA_USER_CM_CMD_ACCEPT, req));
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).kind,
+			 CMA_P2P_REP);
+	ck_assert_uint_eq(kid_of(id), req);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
 
 	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
 	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
 	rdma_ack_cm_event(ev);
+	expect_nothing();
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/*
+ * The other order of the same crossing: the peer's refusal of our REQ comes
+ * before its own REQ.  We wait for it, and adopt it the moment it arrives.
+ */
+START_TEST(crossing_refusal_before_the_peer_request)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	uint32_t own = kid_of(id), req;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	peer_refuses_crossing(own);
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+}
+END_TEST
+
+/*
+ * A peer whose listener reports p2p requests to its application (option
+ * 0) may accept our REQ although its own crossed it: our connect forms on
+ * our REQ, and the peer's request we held is refused as a duplicate, not
+ * left for its connect to wait on.
+ */
+START_TEST(crossing_answered_by_the_peer_application)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	uint32_t own = kid_of(id), req;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
+			 CMA_P2P_REJ_DUP);
+	ck_assert_uint_eq(kid_of(id), own);
+	expect_nothing();
+}
+END_TEST
+
+/* The tag of the REQ the connect of @id sent. */
+static uint64_t sent_tag(struct rdma_cm_id *id)
+{
+	return sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid_of(id)).tag;
+}
+
+/*
+ * Issue 18: one failed connect must not put the pair's ordinals out of
+ * step for good.  A connect that fails (refused, or its id destroyed before
+ * an answer) gives its ordinal back; one that was established spends it.
+ */
+START_TEST(failed_connect_gives_its_ordinal_back)
+{
+	struct rdma_cm_id *id;
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_tag(id), 1);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_REJECTED, 28);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_REJECTED));
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_tag(id), 1);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0); /* spent, not given back */
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_tag(id), 2);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_tag(id), 2);
 }
 END_TEST
 
@@ -429,6 +546,9 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, held_request_is_adopted_by_the_later_connect);
 	tcase_add_test(tc, crossing_won_by_the_lower_end);
 	tcase_add_test(tc, crossing_lost_by_the_higher_end);
+	tcase_add_test(tc, crossing_refusal_before_the_peer_request);
+	tcase_add_test(tc, crossing_answered_by_the_peer_application);
+	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
 	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);

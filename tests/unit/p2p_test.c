@@ -156,15 +156,18 @@ START_TEST(crossing_settled_once)
 	struct cma_p2p_key at_b = {
 		.local = ident(2, 7000), .remote = ident(1, 7000), .tag = 1};
 
-	/* A's request reaches B, B's reaches A; A is the lower identity. */
-	ck_assert_int_eq(cma_p2p_decide(&at_b, CMA_P2P_PENDING), CMA_P2P_ADOPT);
+	/*
+	 * A's request reaches B, B's reaches A; A is the lower identity.  B
+	 * holds A's until A has refused B's (then adopts it, WAIT_PEER).
+	 */
+	ck_assert_int_eq(cma_p2p_decide(&at_b, CMA_P2P_PENDING), CMA_P2P_HOLD);
 	ck_assert_int_eq(cma_p2p_decide(&at_a, CMA_P2P_PENDING),
 			 CMA_P2P_REJECT_LOST);
 	/* Same address, ports decide. */
 	at_a.remote = ident(1, 7001);
 	at_b.local = ident(1, 7001);
 	at_b.remote = ident(1, 7000);
-	ck_assert_int_eq(cma_p2p_decide(&at_b, CMA_P2P_PENDING), CMA_P2P_ADOPT);
+	ck_assert_int_eq(cma_p2p_decide(&at_b, CMA_P2P_PENDING), CMA_P2P_HOLD);
 	ck_assert_int_eq(cma_p2p_decide(&at_a, CMA_P2P_PENDING),
 			 CMA_P2P_REJECT_LOST);
 }
