@@ -5,16 +5,18 @@
  * Each channel is one open of the rdma_cm device: the kernel queues the
  * events of every id created on (or migrated to) it.  The library also
  * makes events of its own (rdma_write_cm_event, asynchronous
- * rdma_resolve_addrinfo, peer-to-peer connection formation) and runs
- * timers, and an application that polls channel->fd must wake for those
+ * rdma_resolve_addrinfo, peer-to-peer connection formation, the timers of
+ * timer.c), and an application that polls channel->fd must wake for those
  * too.  So a channel the application creates hands out an epoll set as
  * its fd: the kernel's fd is in it, and a timerfd joins it the first time
- * the library has something of its own to deliver.  Programs that never
- * use such features pay one extra fd and no extra writes to the kernel.
+ * the library has an event of its own queued (the timerfd is armed only
+ * while one is: it is a wake-up, never a clock).  Programs that never use
+ * such features pay one extra fd and no extra writes to the kernel.
  *
  * Private channels (synchronous ids) are never polled by the application:
- * their fd is the kernel's, and a blocking wait bounds itself by the next
- * timer instead.
+ * their fd is the kernel's, read with blocking commands, until the library
+ * may post to them from another thread (cma_channel_expect_posts); then a
+ * wait polls the kernel fd and the timerfd.
  */
 #include <config.h>
 
@@ -34,13 +36,12 @@
 struct cma_channel {
 	struct rdma_event_channel pub; /* must stay first: the public handle */
 	int kfd; /* the rdma_cm device: the kernel's event queue */
-	int tfd; /* timerfd in the epoll set, -1 until first needed */
+	int tfd; /* wake-up timerfd, -1 until first needed */
 	bool pollable; /* pub.fd is an epoll set the application may poll */
+	bool posted; /* private: library events may come from other threads */
 	pthread_mutex_t lock;
 	struct cma_event *head; /* library-made events, oldest first */
 	struct cma_event **tail;
-	struct cma_timer *timers; /* armed timers, earliest first */
-	pthread_cond_t timer_done; /* a timer's expire() returned */
 };
 
 static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
@@ -51,14 +52,6 @@ static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
 int cma_channel_kernel_fd(const struct rdma_event_channel *channel)
 {
 	return ((const struct cma_channel *)channel)->kfd;
-}
-
-static uint64_t cma_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static struct cma_channel *cma_channel_alloc(int kfd)
@@ -74,7 +67,6 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	ch->tfd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
-	pthread_cond_init(&ch->timer_done, NULL);
 	return ch;
 }
 
@@ -146,13 +138,13 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 	if (ch->pollable)
 		close(ch->pub.fd);
 	close(ch->kfd);
-	pthread_cond_destroy(&ch->timer_done);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 }
 
-/* --- the wake-up timerfd of pollable channels ---------------------------- */
+/* --- the wake-up timerfd ---------------------------------------------------- */
 
+/* Pollable channels: in the epoll set; private ones poll it directly. */
 static int cma_channel_add_tfd(struct cma_channel *ch)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -163,7 +155,7 @@ static int cma_channel_add_tfd(struct cma_channel *ch)
 		fcntl, close);
 	if (tfd < 0)
 		return -1;
-	if (epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, tfd, &ev)) {
+	if (ch->pollable && epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, tfd, &ev)) {
 		close(tfd);
 		return -1;
 	}
@@ -172,22 +164,19 @@ static int cma_channel_add_tfd(struct cma_channel *ch)
 }
 
 /*
- * Make the epoll set readable when library work is due: now if events are
- * queued, at the earliest deadline if timers are armed.  Called with the
- * lock held after every change.  Arming resets the timerfd's count, so
- * it never needs reading.
+ * Make the channel readable exactly while library events are queued.
+ * Called with the lock held after every change.  Arming resets the
+ * timerfd's count, so it never needs reading.
  */
 static void cma_channel_rearm(struct cma_channel *ch)
 {
 	struct itimerspec its = {{0, 0}, {0, 0}};
 	uint64_t when = 0;
 
-	if (!ch->pollable)
+	if (!ch->pollable && !ch->posted)
 		return;
 	if (ch->head)
 		when = 1; /* an absolute time long past: fires at once */
-	else if (ch->timers)
-		when = ch->timers->deadline_ns;
 	else if (ch->tfd < 0)
 		return;
 	if (ch->tfd < 0 && cma_channel_add_tfd(ch))
@@ -195,6 +184,25 @@ static void cma_channel_rearm(struct cma_channel *ch)
 	its.it_value.tv_sec = (time_t)(when / 1000000000ull);
 	its.it_value.tv_nsec = (long)(when % 1000000000ull);
 	timerfd_settime(ch->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void cma_channel_expect_posts(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	int flags;
+
+	pthread_mutex_lock(&ch->lock);
+	if (!ch->pollable && !ch->posted) {
+		flags = fcntl(ch->kfd, F_GETFL);
+		/* Without both, waits stay blocking reads: events are late. */
+		if (flags >= 0 &&
+		    !fcntl(ch->kfd, F_SETFL, flags | O_NONBLOCK) &&
+		    !cma_channel_add_tfd(ch))
+			ch->posted = true;
+		else if (flags >= 0)
+			fcntl(ch->kfd, F_SETFL, flags);
+	}
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* --- library-made events ------------------------------------------------- */
@@ -323,128 +331,6 @@ void cma_event_release_lib(struct cma_event *evt)
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
-/* --- timers ---------------------------------------------------------------- */
-
-static void cma_timer_unlink(struct cma_channel *ch, struct cma_timer *timer)
-{
-	struct cma_timer **pp;
-
-	for (pp = &ch->timers; *pp; pp = &(*pp)->next) {
-		if (*pp == timer) {
-			*pp = timer->next;
-			break;
-		}
-	}
-	timer->next = NULL;
-	timer->armed = false;
-	if (!timer->running)
-		__atomic_store_n(&timer->ch, NULL, __ATOMIC_RELEASE);
-}
-
-void cma_timer_start(struct rdma_event_channel *channel,
-		     struct cma_timer *timer, unsigned int ms)
-{
-	struct cma_channel *ch = cma_chan(channel);
-	struct cma_timer **pp;
-
-	/* Armed on another channel (the id migrated): off that list first. */
-	if (timer->armed && timer->ch != ch)
-		cma_timer_stop(timer);
-	pthread_mutex_lock(&ch->lock);
-	if (timer->armed)
-		cma_timer_unlink(ch, timer);
-	timer->deadline_ns = cma_now_ns() + (uint64_t)ms * 1000000ull;
-	for (pp = &ch->timers; *pp; pp = &(*pp)->next)
-		if ((*pp)->deadline_ns > timer->deadline_ns)
-			break;
-	timer->next = *pp;
-	*pp = timer;
-	timer->armed = true;
-	__atomic_store_n(&timer->ch, ch, __ATOMIC_RELEASE);
-	cma_channel_rearm(ch);
-	pthread_mutex_unlock(&ch->lock);
-}
-
-/*
- * The channel a timer is armed or running on, locked; NULL when it is
- * neither.  timer->ch only changes under that channel's lock, and the
- * channel cannot go while an id's timer is armed or running on it.
- */
-static struct cma_channel *cma_timer_lock(struct cma_timer *timer)
-{
-	struct cma_channel *ch;
-
-	for (;;) {
-		ch = __atomic_load_n(&timer->ch, __ATOMIC_ACQUIRE);
-		if (!ch)
-			return NULL;
-		pthread_mutex_lock(&ch->lock);
-		if (timer->ch == ch)
-			return ch;
-		pthread_mutex_unlock(&ch->lock);
-	}
-}
-
-void cma_timer_stop(struct cma_timer *timer)
-{
-	struct cma_channel *ch = cma_timer_lock(timer);
-
-	if (!ch)
-		return;
-	if (timer->armed) {
-		cma_timer_unlink(ch, timer);
-		cma_channel_rearm(ch);
-	}
-	pthread_mutex_unlock(&ch->lock);
-}
-
-void cma_timer_sync(struct cma_timer *timer)
-{
-	struct cma_channel *ch = cma_timer_lock(timer);
-
-	if (!ch)
-		return;
-	if (timer->armed) {
-		cma_timer_unlink(ch, timer);
-		cma_channel_rearm(ch);
-	}
-	/* From inside its own expire() there is nothing to wait for. */
-	while (timer->running && !pthread_equal(timer->runner, pthread_self()))
-		pthread_cond_wait(&ch->timer_done, &ch->lock);
-	pthread_mutex_unlock(&ch->lock);
-}
-
-/*
- * Run the timers that are due, one at a time and without the lock (they
- * may post events and take other locks).  A running timer is marked, so
- * that cma_timer_sync() can wait for it before its owner is freed.
- */
-static void cma_channel_run_timers(struct cma_channel *ch)
-{
-	void (*expire)(struct cma_timer * timer);
-	struct cma_timer *timer;
-	uint64_t now = cma_now_ns();
-
-	pthread_mutex_lock(&ch->lock);
-	while ((timer = ch->timers) && timer->deadline_ns <= now) {
-		ch->timers = timer->next;
-		timer->next = NULL;
-		timer->armed = false;
-		timer->running = true;
-		timer->runner = pthread_self();
-		expire = timer->expire;
-		cma_channel_rearm(ch);
-		pthread_mutex_unlock(&ch->lock);
-		expire(timer);
-		pthread_mutex_lock(&ch->lock);
-		timer->running = false;
-		if (!timer->armed)
-			__atomic_store_n(&timer->ch, NULL, __ATOMIC_RELEASE);
-		pthread_cond_broadcast(&ch->timer_done);
-	}
-	pthread_mutex_unlock(&ch->lock);
-}
-
 static struct cma_event *cma_channel_pop(struct cma_channel *ch)
 {
 	struct cma_event *evt;
@@ -462,26 +348,6 @@ static struct cma_event *cma_channel_pop(struct cma_channel *ch)
 	return evt;
 }
 
-/* Milliseconds until the earliest timer: -1 for none. */
-static int cma_channel_timeout_ms(struct cma_channel *ch)
-{
-	uint64_t now, deadline;
-	int ms = -1;
-
-	pthread_mutex_lock(&ch->lock);
-	if (ch->head) {
-		ms = 0;
-	} else if (ch->timers) {
-		deadline = ch->timers->deadline_ns;
-		now = cma_now_ns();
-		ms = deadline <= now
-			     ? 0
-			     : (int)((deadline - now + 999999) / 1000000);
-	}
-	pthread_mutex_unlock(&ch->lock);
-	return ms;
-}
-
 static bool cma_channel_nonblocking(struct cma_channel *ch)
 {
 	int flags = fcntl(ch->pub.fd, F_GETFL);
@@ -490,77 +356,60 @@ static bool cma_channel_nonblocking(struct cma_channel *ch)
 }
 
 /*
- * Wait until something may be ready: the kernel fd or library work.  For a
- * pollable channel the epoll set covers both, and the kernel fd is
- * non-blocking, so reading it after any wake-up is safe.  A private
- * channel polls its blocking kernel fd, bounded by the next timer.
- * Returns 1 when the kernel fd may hold an event, 0 when only library work
- * is due, -1/errno on failure (EAGAIN: the application made the channel
- * non-blocking and nothing is ready).
+ * Wait until the kernel fd or the library's queue may have an event.  For
+ * a pollable channel the epoll set covers both; a private channel polls
+ * its kernel fd and wake-up timerfd.  Both kernel fds are non-blocking
+ * here, so reading after any wake-up is safe.  0 or -1/errno (EAGAIN: the
+ * application made the channel non-blocking and nothing is ready).
  */
 static int cma_channel_wait(struct cma_channel *ch)
 {
-	int timeout = cma_channel_timeout_ms(ch);
-	struct pollfd pfd = {.fd = ch->kfd, .events = POLLIN};
+	struct pollfd pfd[2] = {{.fd = ch->kfd, .events = POLLIN},
+				{.fd = ch->tfd, .events = POLLIN}};
 	struct epoll_event ev;
 	bool nonblock;
 	int ret;
 
 	if (!ch->pollable) {
-		ret = poll(&pfd, 1, timeout);
-		if (ret < 0)
-			return errno == EINTR ? 0 : -1;
-		return ret > 0;
+		ret = poll(pfd, 2, -1);
+		return ret < 0 && errno != EINTR ? -1 : 0;
 	}
 	nonblock = cma_channel_nonblocking(ch);
-	ret = epoll_wait(ch->pub.fd, &ev, 1, nonblock ? 0 : timeout);
+	ret = epoll_wait(ch->pub.fd, &ev, 1, nonblock ? 0 : -1);
 	if (ret < 0)
 		return errno == EINTR ? 0 : -1;
 	if (ret == 0 && nonblock)
 		return cma_err(EAGAIN);
-	return 1;
+	return 0;
 }
 
 int cma_channel_next(struct rdma_event_channel *channel,
 		     struct rdma_ucm_event_resp *resp, struct cma_event **lib)
 {
 	struct cma_channel *ch = cma_chan(channel);
-	int ret;
 
 	for (;;) {
-		cma_channel_run_timers(ch);
 		*lib = cma_channel_pop(ch);
 		if (*lib)
 			return 0;
 		/*
-		 * A private channel with no timers reads the way it always
+		 * A private channel nobody posts to reads the way it always
 		 * has: one blocking command, no extra system calls.
 		 */
-		if (!ch->pollable && !ch->timers)
+		if (!ch->pollable && !ch->posted)
 			return ucma_cmd_get_event(ch->kfd, resp);
 		/*
-		 * A pollable channel's kernel fd is non-blocking: ask it first.
-		 * An event already queued (the application polled the fd, or
-		 * events came in a burst) then costs one system call rather
-		 * than three; the wait below is for when nothing is there.
+		 * Otherwise the kernel fd is non-blocking: ask it first.  An
+		 * event already queued (the application polled the fd, or
+		 * events came in a burst) then costs one system call; the
+		 * wait below is for when nothing is there.
 		 */
-		if (ch->pollable) {
-			if (!ucma_cmd_get_event(ch->kfd, resp))
-				return 0;
-			if (errno != EAGAIN)
-				return -1;
-		}
-		ret = cma_channel_wait(ch);
-		if (ret < 0)
-			return -1;
-		if (ret == 0)
-			continue;
 		if (!ucma_cmd_get_event(ch->kfd, resp))
 			return 0;
 		if (errno != EAGAIN)
 			return -1;
-		if (cma_channel_nonblocking(ch) && !ch->head && !ch->timers)
-			return -1; /* EAGAIN, as a non-blocking fd should */
+		if (cma_channel_wait(ch))
+			return -1;
 	}
 }
 

@@ -241,24 +241,32 @@ void cma_channel_destroy(struct rdma_event_channel *channel);
 
 struct cma_channel;
 /*
- * Timers run from rdma_get_cm_event() on their channel (in whichever
- * thread reads it, with no library lock held); a pollable channel's fd
- * becomes readable when one is due.
+ * The library may post events to @channel from another thread (its
+ * timers): a private channel then waits with poll(2) rather than a
+ * blocking read, so that such an event wakes it.
+ */
+void cma_channel_expect_posts(struct rdma_event_channel *channel);
+uint64_t cma_now_ns(void); /* CLOCK_MONOTONIC */
+
+/*
+ * Timers run in the library's service thread (timer.c), with no other
+ * library lock held; one that has something to report posts an event.
+ * @channel in cma_timer_start is where its events will go.
  *
  * Lifetime: a timer lives inside the object it serves (a p2p listener or
- * connect), and its expire() runs after the channel's lock is dropped.  So
+ * connect), and its expire() runs after the timer lock is dropped.  So
  * the owner must not be freed while expire() may still run: stop the
  * timer, make expire() find nothing to do (unlink the owner from whatever
  * expire() looks it up in), then cma_timer_sync() before freeing.
  * cma_timer_stop() never waits, so it may be called under any lock;
  * cma_timer_sync() waits, so it must be called with no lock that expire()
- * takes (p2p_lock in particular).
+ * takes (p2p_lock in particular).  Lock order: p2p_lock, then the timer
+ * lock; the timer lock, then nothing.
  */
 struct cma_timer {
 	struct cma_timer *next;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC */
 	void (*expire)(struct cma_timer *timer);
-	struct cma_channel *ch; /* where it is armed or running; else NULL */
 	bool armed;
 	bool running; /* expire() is being called, by runner */
 	pthread_t runner;
