@@ -143,12 +143,16 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	case CMA_P2P_NONE:
 		return CMA_P2P_PASS;
 	case CMA_P2P_BAD:
+		cma_p2p_dbg("request handle %u: malformed header, refused",
+			    resp->id);
 		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
 		return CMA_P2P_TAKEN;
 	case CMA_P2P_OK:
 		break;
 	}
 	if (hdr.kind != CMA_P2P_REQ) {
+		cma_p2p_dbg("request handle %u: header kind %u, refused",
+			    resp->id, hdr.kind);
 		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
 		return CMA_P2P_TAKEN;
 	}
@@ -158,6 +162,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	key.explicit_tag = hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
 	if (cma_p2p_query_ends(lfd, resp->id, cma_is_af_ib(listen_priv),
 			       key.local.addr, key.remote.addr)) {
+		cma_p2p_dbg("request handle %u: ends unknown (%m), refused",
+			    resp->id);
 		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
 		return CMA_P2P_TAKEN;
 	}

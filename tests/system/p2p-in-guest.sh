@@ -32,6 +32,7 @@ set -u
 BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 MESH=$BUILD/examples/p2pmesh
 API=$BUILD/tests/system/cm_p2p_test
+PAIR=$BUILD/tests/system/p2p_pair_test
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
 A2="${RDMA_TEST_ADDR2:-$A1}"
 A6_1="${RDMA_TEST_ADDR6_1:-}"
@@ -68,6 +69,23 @@ mine() {
 
 # mesh NAME N PORT ADDR_EVEN ADDR_ODD [p2pmesh options]: run the ranks of
 # an N-process mesh that live here and check their accounting.
+# The unmodified siw leaves a first message unread now and then
+# (tests/system/BUGS.md, "Open #3", race A): the scenarios with the most
+# connections, skew (hit once in a full run on 2026-11-24: the first
+# receive flushed) and the looped pair run on the test-bed driver
+# (RDMACM_VM_SIW_DRAIN=1, suite p2p-iwarp-testbed), or anywhere with
+# RDMACM_P2P_IWARP_ALL=1.
+siw_race_skip() {
+	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
+		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
+		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
+		[[ "$1" =~ ^(mutual|skew|lower8|pair)/ ]]; then
+		echo "SKIP $1: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
+		return 0
+	fi
+	return 1
+}
+
 mesh() {
 	local name=$1 n=$2 port=$3 ae=$4 ao=$5
 	shift 5
@@ -75,18 +93,7 @@ mesh() {
 	local addrs=() pids=() r rc=0 conns=0 want c
 	local log="$out/${name//\//_}"
 	wanted "$name" || return 0
-	# The unmodified siw leaves a first message unread now and then
-	# (tests/system/BUGS.md, "Open #3", race A): the scenarios with the
-	# most connections, and skew (hit once in a full run on 2026-11-24:
-	# the first receive flushed), run on the test-bed driver (RDMACM_VM_SIW_DRAIN=1,
-	# suite p2p-iwarp-testbed), or anywhere with RDMACM_P2P_IWARP_ALL=1.
-	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
-		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
-		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
-		[[ "$name" =~ ^(mutual|skew|lower8)/ ]]; then
-		echo "SKIP $name: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
-		return 0
-	fi
+	siw_race_skip "$name" && return 0
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$ao"); else addrs+=("$ae"); fi
 	done
@@ -127,9 +134,9 @@ mesh() {
 	elif known_race_retry "$name"; then
 		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
 		show "$log".*
-		echo "# the open crossing race (tests/system/BUGS.md #5, issue 18): one retry"
+		echo "# rxe's lost ACK on one device (tests/system/BUGS.md, Open #4): one retry"
 		rm -f "$log".*
-		retried="passed on a retry after the race of BUGS.md #5" \
+		retried="passed on a retry after rxe's lost ACK, BUGS.md Open #4" \
 			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
 		return
 	else
@@ -139,14 +146,45 @@ mesh() {
 	rm -f "$log".*
 }
 
-# The mutual pair in one guest meets an open race of the library now and
-# then (both ends connect at once; tests/system/BUGS.md #5, issue 18): it
+# The mutual pair in one guest, which waits for every send completion,
+# meets rxe's lost ACK on one device now and then (tests/system/BUGS.md,
+# Open #4; the library's crossing race, fixed #5, had the same retry): it
 # gets one retry, printed, and a second failure fails the test.  Never in
 # two guests (both would have to retry together) nor for a retry itself.
-# Remove this when issue 18 closes the race.
 known_race_retry() {
 	[[ "$1" =~ ^mutual/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
 		[ "$TRANSPORT" != iwarp ]
+}
+
+# Issue 18's pair, written as an outside program (tests/system/p2p_pair_test.c:
+# poll with a 100 ms timeout, then a blocking rdma_get_cm_event), both ends
+# started together, RDMACM_P2P_PAIR_ITER iterations (default 500).  Both
+# listen on one port across two guests; in one guest, where both addresses
+# are on the same device, on two (the kernel refuses a request to one of
+# two same-port listeners there with REJ 28 before any library sees it).
+pair() {
+	local fam=$1 port=$2 x=$3 y=$4 it=$5 name="pair/$1" pids=() rc=0 r
+	local addrs=("$x" "$y") ports=("$2" "$2")
+	wanted "$name" || return 0
+	siw_race_skip "$name" && return 0
+	[ $two = no ] && ports=("$port" $((port + 1)))
+	for r in 0 1; do
+		mine $r || continue
+		RDMACM_HX_TIMEOUT=120 timeout "$LIMIT" "$PAIR" pair \
+			"${addrs[$r]}" "${addrs[$((1 - r))]}" "${ports[$r]}" \
+			"$it" "${ports[$((1 - r))]}" >"$out/pair.$r" 2>&1 &
+		pids+=($!)
+	done
+	for r in "${pids[@]}"; do
+		wait "$r" || rc=1
+	done
+	if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$out"/pair.*; then
+		pass "$name" "$it iterations, poll then blocking rdma_get_cm_event"
+	else
+		fail "$name" "exit status $rc"
+		show "$out"/pair.*
+	fi
+	rm -f "$out"/pair.*
 }
 
 api() {
@@ -176,6 +214,9 @@ for fam in ipv4 ipv6; do
 	it=$ITER
 	[ $fam = ipv6 ] && it=$(((ITER + 4) / 5))
 	mesh "mutual/$fam" 2 $base "$x" "$y" -i "$it"
+	pit=${RDMACM_P2P_PAIR_ITER:-500}
+	[ $fam = ipv6 ] && pit=$(((pit + 4) / 5))
+	pair "$fam" $((base + 60)) "$x" "$y" "$pit"
 	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i "$SKEW_ITER" -s 2000
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t
