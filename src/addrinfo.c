@@ -519,28 +519,26 @@ CMA_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
 	return 0;
 }
 
-/* The caller gets its own copy: the id's may be replaced at any time. */
+/*
+ * The list is handed over, as rdma-core does: the caller frees it, and the
+ * id keeps nothing, so a second call says ENOENT until the next
+ * resolution.  No copy is made, so the call cannot fail for memory.
+ */
 CMA_EXPORT int rdma_query_addrinfo(struct rdma_cm_id *id,
 				   struct rdma_addrinfo **info)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
-	struct rdma_addrinfo *copy = NULL;
-	int err = 0;
+	struct rdma_addrinfo *list;
 
 	if (cma_check_id(id) || !info)
 		return cma_err(EINVAL);
 
 	pthread_mutex_lock(&id_priv->mut);
-	if (id_priv->resolved_ai) {
-		copy = cma_ai_dup_list(id_priv->resolved_ai);
-		if (!copy)
-			err = ENOMEM;
-	} else {
-		err = ENOENT;
-	}
+	list = id_priv->resolved_ai;
+	id_priv->resolved_ai = NULL;
 	pthread_mutex_unlock(&id_priv->mut);
-	if (err)
-		return cma_err(err);
-	*info = copy;
+	if (!list)
+		return cma_err(ENOENT);
+	*info = list;
 	return 0;
 }
