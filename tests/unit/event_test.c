@@ -296,10 +296,10 @@ END_TEST
 START_TEST(only_user_events_can_be_written)
 {
 	static const enum rdma_cm_event_type refused[] = {
-		RDMA_CM_EVENT_ADDR_RESOLVED,   RDMA_CM_EVENT_ESTABLISHED,
-		RDMA_CM_EVENT_DISCONNECTED,    RDMA_CM_EVENT_DEVICE_REMOVAL,
+		RDMA_CM_EVENT_ADDR_RESOLVED,	 RDMA_CM_EVENT_ESTABLISHED,
+		RDMA_CM_EVENT_DISCONNECTED,	 RDMA_CM_EVENT_DEVICE_REMOVAL,
 		RDMA_CM_EVENT_ADDRINFO_RESOLVED, RDMA_CM_EVENT_INTERNAL,
-		(enum rdma_cm_event_type)-1,   (enum rdma_cm_event_type)1000,
+		(enum rdma_cm_event_type) - 1,	 (enum rdma_cm_event_type)1000,
 	};
 	struct rdma_cm_event *ev;
 	size_t i;
@@ -311,8 +311,8 @@ START_TEST(only_user_events_can_be_written)
 		ck_assert_int_eq(errno, EINVAL);
 	}
 	ck_assert_uint_eq(id->lib_events, 0);
-	ck_assert_int_eq(rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, -3, 9),
-			 0);
+	ck_assert_int_eq(
+		rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, -3, 9), 0);
 	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_USER);
 	ck_assert_int_eq(ev->status, -3);
