@@ -270,8 +270,9 @@ fi
 # --- 1b. this tree's rdma_xserver/rdma_xclient ------------------------------------------
 # The asynchronous RDMACM_1.4 path (rdma_resolve_addrinfo with RAI_DNS,
 # ADDRINFO_RESOLVED, rdma_query_addrinfo) then a connection whose every
-# message must come back unchanged; two clients in turn, and a name (not an
-# address) for the server so that the lookup is a real one.
+# message must come back unchanged; two clients in turn, the first given
+# the server's name when the hosts database has one (the test bed's guest
+# has none: then both use the address, still through rdma_resolve_addrinfo).
 OURS_XSERVER="$(real_prog "$BUILD/examples/rdma_xserver")"
 OURS_XCLIENT="$(real_prog "$BUILD/examples/rdma_xclient")"
 if [ -z "$OURS_XSERVER" ] || [ -z "$OURS_XCLIENT" ]; then
