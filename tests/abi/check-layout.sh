@@ -59,9 +59,9 @@ allow=$here/ours-only.txt
 
 if [ -n "${RDMACM_REF_ROOT:-}" ]; then
 	ref_root=$RDMACM_REF_ROOT
-elif ! ref_root=$("$here/fetch-reference.sh" $tag 2>"$work/fetch.log"); then
-	fail header-declarations$sfx "cannot fetch the reference" "$work/fetch.log"
-	fail header-layout$sfx "cannot fetch the reference"
+elif ! ref_root=$("$here/fetch-reference.sh" "$tag" 2>"$work/fetch.log"); then
+	fail "header-declarations$sfx" "cannot fetch the reference" "$work/fetch.log"
+	fail "header-layout$sfx" "cannot fetch the reference"
 	exit 1
 fi
 ref_inc=$ref_root/usr/include
@@ -79,13 +79,13 @@ for side in ours ref; do
 	[ $side = ours ] || inc=$ref_inc
 	if ! "$PYTHON" "$here/abi_headers.py" scan "$inc" "$work/$side.json" \
 		>"$work/scan-$side.log" 2>&1; then
-		fail header-declarations$sfx "cannot read the $side headers in $inc" \
+		fail "header-declarations$sfx" "cannot read the $side headers in $inc" \
 			"$work/scan-$side.log"
 		scanned=no
 	fi
 done
 if [ $scanned = no ]; then
-	fail header-layout$sfx "headers could not be read"
+	fail "header-layout$sfx" "headers could not be read"
 	exit 1
 fi
 
@@ -93,7 +93,7 @@ if "$PYTHON" "$here/abi_headers.py" compare "$work/ours.json" "$work/ref.json" \
 	"$allow" >"$work/compare.txt" 2>&1; then
 	echo "PASS: header-declarations$sfx"
 else
-	fail header-declarations$sfx "$(grep -c '^  [a-z]' "$work/compare.txt") difference(s)" \
+	fail "header-declarations$sfx" "$(grep -c '^  [a-z]' "$work/compare.txt") difference(s)" \
 		"$work/compare.txt"
 fi
 
@@ -105,11 +105,11 @@ for side in ours ref; do
 	[ $side = ours ] || inc=$ref_inc
 	if ! $CC -std=gnu11 -Wall -I "$inc" -o "$work/layout-$side" \
 		"$work/layout.c" >"$work/cc-$side.log" 2>&1; then
-		fail header-layout$sfx "layout program does not build against the $side headers" \
+		fail "header-layout$sfx" "layout program does not build against the $side headers" \
 			"$work/cc-$side.log"
 		built=no
 	elif ! "$work/layout-$side" >"$work/layout-$side.txt"; then
-		fail header-layout$sfx "layout program failed against the $side headers"
+		fail "header-layout$sfx" "layout program failed against the $side headers"
 		built=no
 	fi
 done
@@ -118,7 +118,7 @@ if [ $built = yes ]; then
 		echo "PASS: header-layout$sfx ($(grep -c '^[^ ]' "$work/layout-ours.txt") types and constants," \
 			"$(grep -c '^ ' "$work/layout-ours.txt") members)"
 	else
-		fail header-layout$sfx "sizes/offsets/values differ (- reference, + ours)" \
+		fail "header-layout$sfx" "sizes/offsets/values differ (- reference, + ours)" \
 			"$work/layout.diff"
 	fi
 fi

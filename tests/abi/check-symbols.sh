@@ -71,7 +71,7 @@ if [ ! -f "$ours" ]; then
 fi
 if [ -n "${RDMACM_REF_ROOT:-}" ]; then
 	ref_root=$RDMACM_REF_ROOT
-elif ! ref_root=$("$here/fetch-reference.sh" $tag 2>"$work/fetch.log"); then
+elif ! ref_root=$("$here/fetch-reference.sh" "$tag" 2>"$work/fetch.log"); then
 	sed 's/^/    /' "$work/fetch.log"
 	fail_all "cannot fetch the reference"
 fi

@@ -34,9 +34,10 @@ trap 'rm -f "$out" "$fetched"' EXIT
 rc=0
 # check_against TAG ROOT: both check scripts against one reference.
 check_against() {
-	local tag=$1 root=$2 what
+	tag=$1
+	root=$2
 	if [ -z "$root" ]; then
-		if ! root=$("$here/fetch-reference.sh" $tag 2>"$fetched"); then
+		if ! root=$("$here/fetch-reference.sh" "$tag" 2>"$fetched"); then
 			what="Debian 12's librdmacm1/librdmacm-dev"
 			[ -z "$tag" ] || what="Debian sid's rdma-core $tag packages"
 			sed 's/^/    /' "$fetched"
