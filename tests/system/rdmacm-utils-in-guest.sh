@@ -320,6 +320,26 @@ $(show "$xf.c")"
 	report examples/rdma_xserver_xclient
 fi
 
+# This tree's udpong: with itself (echo test, every echo's payload checked,
+# and a bandwidth test), and with Debian's udpong in both roles (the wire is
+# rdma-core's), all on the library under test.  The servers never exit.
+OURS_UDPONG="$(real_prog "$BUILD/examples/udpong")"
+if [ -z "$OURS_UDPONG" ]; then
+	wanted examples/udpong && fail examples/udpong "not built in $BUILD/examples"
+elif ! iwarp_skip "$IWARP_NO_UD" examples/udpong examples/udpong-debian-server \
+	examples/udpong-debian-client; then
+	pair examples/udpong "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+		"$OURS_UDPONG -s $A1 -p $port -C 200 -S 1000 -T e"
+	pair examples/udpong-bw "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+		"$OURS_UDPONG -s $A1 -p $port -C 1000 -S 1000"
+	if [ -x "$U/udpong" ]; then
+		pair examples/udpong-debian-server "forever:$U/udpong -b $A1 -p $((port += 1))" \
+			"$OURS_UDPONG -s $A1 -p $port -C 100 -S 800 -T e"
+		pair examples/udpong-debian-client "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+			"$U/udpong -s $A1 -b $A2 -p $port -C 100 -S 800 -T e"
+	fi
+fi
+
 # --- 2. our rstream/riostream against Debian's --------------------------------------
 OURS_RSTREAM="$(real_prog "$BUILD/examples/rstream")"
 OURS_RIOSTREAM="$(real_prog "$BUILD/examples/riostream")"
