@@ -841,6 +841,8 @@ START_TEST(test_async_resolve_reports_events)
 	ck_assert_ptr_null(async_id->resolved_ai);
 	ck_assert_uint_eq(async_id->lib_events, 0);
 
+	/* as rdma_destroy_id: wait for the lookup thread to let go */
+	cma_ai_cancel(async_id);
 	rdma_destroy_event_channel(async_id->id.channel);
 	fake_ucma_uninstall();
 	cma_id_free(async_id);
@@ -918,6 +920,8 @@ START_TEST(test_async_resolve_does_not_block)
 	rdma_freeaddrinfo(info);
 
 	release_lookups();
+	/* as rdma_destroy_id: wait for the lookup thread to let go */
+	cma_ai_cancel(id_priv);
 	rdma_destroy_event_channel(id_priv->id.channel);
 	fake_ucma_uninstall();
 	cma_id_free(id_priv);
@@ -1027,6 +1031,8 @@ START_TEST(test_rai_sa_checks)
 	ck_assert_ptr_null(res);
 	ck_assert_uint_eq(id_priv->lib_events, 0);
 	ck_assert(!unit_readable(id_priv->id.channel->fd));
+	/* as rdma_destroy_id: wait for the lookup thread to let go */
+	cma_ai_cancel(id_priv);
 	rdma_destroy_event_channel(id_priv->id.channel);
 	fake_ucma_uninstall();
 	cma_id_free(id_priv);
