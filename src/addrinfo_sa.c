@@ -219,6 +219,7 @@ static void *sa_svc_recv(int portid, int timeout, int *len)
 {
 	size_t cap = 4096;
 	void *umad;
+	int ret;
 
 	for (;;) {
 		umad = calloc(1, umad_size() + cap);
@@ -227,13 +228,18 @@ static void *sa_svc_recv(int portid, int timeout, int *len)
 			return NULL;
 		}
 		*len = (int)cap;
-		if (umad_recv(portid, umad, len, timeout) >= 0)
+		/* libibumad returns -errno; errno itself may be stale. */
+		ret = umad_recv(portid, umad, len, timeout);
+		if (ret >= 0)
 			break;
 		free(umad);
-		/* ENOSPC: *len is what the answer needs. */
-		if (errno != ENOSPC || *len <= (int)cap ||
-		    *len > SA_SVC_MAX_RESP) {
-			errno = errno == ENOSPC ? EMSGSIZE : ETIMEDOUT;
+		/* Too small a buffer: *len says what the answer needs. */
+		if (*len <= (int)cap) {
+			errno = ETIMEDOUT;
+			return NULL;
+		}
+		if (*len > SA_SVC_MAX_RESP) {
+			errno = EMSGSIZE;
 			return NULL;
 		}
 		cap = (size_t)*len;
