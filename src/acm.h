@@ -236,6 +236,8 @@ int cma_acm_path_build(const struct cma_acm_port *port,
 		       const union ibv_gid *dgid, struct ibv_path_data *out);
 /* IB rate code from a port's active width and speed. */
 uint8_t cma_acm_rate_code(uint8_t active_width, uint8_t active_speed);
+/* The first InfiniBand port with a subnet manager.  0 or -1/ENODEV. */
+int cma_acm_port_first_ib(struct cma_acm_port *port);
 /* Forget the port snapshot (tests, reconfiguration). */
 void cma_acm_ports_forget(void);
 

@@ -223,6 +223,27 @@ int cma_acm_port_by_gid(const union ibv_gid *gid, struct cma_acm_port *port)
 	return p ? 0 : cma_err(ENODEV);
 }
 
+int cma_acm_port_first_ib(struct cma_acm_port *port)
+{
+	uint64_t now = acm_path_now_ms();
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&acm_ports_lock);
+	if (!acm_ports_taken_ms ||
+	    now - acm_ports_taken_ms > ACM_PORTS_MAX_AGE_MS)
+		acm_ports_refresh(now);
+	for (i = 0; i < acm_nports && !found; i++) {
+		if (acm_ports[i].link_layer == IBV_LINK_LAYER_INFINIBAND &&
+		    acm_ports[i].sm_lid) {
+			*port = acm_ports[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&acm_ports_lock);
+	return found ? 0 : cma_err(ENODEV);
+}
+
 void cma_acm_ports_forget(void)
 {
 	pthread_mutex_lock(&acm_ports_lock);

@@ -4,7 +4,9 @@
  * list of rdma_addrinfo entries, ready for rdma_create_ep, and the
  * RDMACM_1.4 calls keep such a list on an id.
  *
- * Names go through getaddrinfo(3), unless the ACM resolver is on
+ * Names go through getaddrinfo(3) (RAI_DNS, the default; RAI_SA asks the
+ * InfiniBand SA for service records instead, addrinfo_sa.c), unless the ACM
+ * resolver is on
  * (RDMA_CM_USE_IB_ACM=1, acm_cm.c): then ACM is asked first and may
  * answer with an AF_IB address and a route (ai_route).  Otherwise ai_route
  * is only ever what the caller put in the hints; AF_IB endpoints are
@@ -451,9 +453,9 @@ static struct rdma_addrinfo *cma_ai_from_hints(const struct rdma_addrinfo *tmpl)
 	return rai;
 }
 
-CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
-				const struct rdma_addrinfo *hints,
-				struct rdma_addrinfo **res)
+int cma_getaddrinfo_from(const char *node, const char *service,
+			 const struct rdma_addrinfo *hints,
+			 const union ibv_gid *sgid, struct rdma_addrinfo **res)
 {
 	struct rdma_addrinfo tmpl, *list;
 
@@ -461,6 +463,8 @@ CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		return cma_err(EINVAL);
 	if (cma_ai_template(hints, &tmpl))
 		return -1;
+	if (tmpl.ai_flags & RAI_SA)
+		return cma_sa_getaddrinfo(node, service, &tmpl, sgid, res);
 	if (node && !cma_ai_passive(&tmpl) && cma_acm_enabled())
 		list = cma_acm_ai_lookup(node, service, &tmpl);
 	else if (node || service)
@@ -474,73 +478,36 @@ CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 }
 
 /*
- * Kernels up to at least 6.1 have no command to resolve address
- * information for an id, so the lookup is done here with
- * rdma_getaddrinfo().  A synchronous id is done when the call returns; an
- * asynchronous one gets the outcome as a library-made ADDRINFO_RESOLVED or
- * ADDRINFO_ERROR event on its channel, as the API promises.
- *
- * A failed resolution drops the previous result, so rdma_query_addrinfo()
- * never reports an answer to an older request.
+ * RAI_DNS (rdma-core 60) names the default resolver: getaddrinfo(3), or ACM
+ * when it is on.  RAI_SA asks the InfiniBand SA instead (addrinfo_sa.c).
  */
-CMA_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
-				     const char *service,
-				     const struct rdma_addrinfo *hints)
+CMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
+				const struct rdma_addrinfo *hints,
+				struct rdma_addrinfo **res)
 {
-	struct cma_id_private *id_priv = cma_id_priv(id);
-	struct rdma_addrinfo *res = NULL, *old;
-	struct cma_event *evt = NULL;
-	int ret, err;
-
-	if (cma_check_id(id))
-		return -1;
-	if (!id_priv->sync) {
-		/* allocated first: a success must not lose its event */
-		evt = cma_event_new(id_priv, RDMA_CM_EVENT_ADDRINFO_RESOLVED,
-				    0);
-		if (!evt)
-			return -1;
-	}
-	ret = rdma_getaddrinfo(node, service, hints, &res);
-	err = errno;
-
-	pthread_mutex_lock(&id_priv->mut);
-	old = id_priv->resolved_ai;
-	id_priv->resolved_ai = res;
-	pthread_mutex_unlock(&id_priv->mut);
-	rdma_freeaddrinfo(old);
-	if (!evt)
-		return ret ? cma_err(err) : 0;
-	if (ret) {
-		evt->event.event = RDMA_CM_EVENT_ADDRINFO_ERROR;
-		evt->event.status = -err;
-	}
-	cma_event_post(evt);
-	return 0;
+	return cma_getaddrinfo_from(node, service, hints, NULL, res);
 }
 
-/* The caller gets its own copy: the id's may be replaced at any time. */
+/*
+ * The list is handed over, as rdma-core does: the caller frees it, and the
+ * id keeps nothing, so a second call says ENOENT until the next
+ * resolution.  No copy is made, so the call cannot fail for memory.
+ */
 CMA_EXPORT int rdma_query_addrinfo(struct rdma_cm_id *id,
 				   struct rdma_addrinfo **info)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
-	struct rdma_addrinfo *copy = NULL;
-	int err = 0;
+	struct rdma_addrinfo *list;
 
 	if (cma_check_id(id) || !info)
 		return cma_err(EINVAL);
 
 	pthread_mutex_lock(&id_priv->mut);
-	if (id_priv->resolved_ai) {
-		copy = cma_ai_dup_list(id_priv->resolved_ai);
-		if (!copy)
-			err = ENOMEM;
-	} else {
-		err = ENOENT;
-	}
+	list = id_priv->resolved_ai;
+	id_priv->resolved_ai = NULL;
 	pthread_mutex_unlock(&id_priv->mut);
-	if (err)
-		return cma_err(err);
-	*info = copy;
+	if (!list)
+		return cma_err(ENOENT);
+	*info = list;
 	return 0;
 }

@@ -112,6 +112,8 @@ struct cma_id_private {
 			    the QP attributes from now on */
 	bool owns_cqs; /* rdma_create_qp made the CQs */
 	bool p2p_listening; /* a p2p listener record exists (p2p.c) */
+	bool ai_cancel; /* being destroyed: lookups post no event */
+	uint16_t ai_pending; /* rdma_resolve_addrinfo lookups running */
 
 	pthread_mutex_t mut;
 	/* Made by the first waiter (cma_id_wait_locked): most ids never wait. */
@@ -338,6 +340,58 @@ struct rdma_addrinfo *cma_ai_lookup(const char *node, const char *service,
 				    const struct rdma_addrinfo *tmpl);
 /* Deep copy of a list, freed with rdma_freeaddrinfo(). */
 struct rdma_addrinfo *cma_ai_dup_list(const struct rdma_addrinfo *list);
+
+/* rdma_getaddrinfo; RAI_SA from the port owning @sgid (NULL: any). */
+int cma_getaddrinfo_from(const char *node, const char *service,
+			 const struct rdma_addrinfo *hints,
+			 const union ibv_gid *sgid, struct rdma_addrinfo **res);
+
+/* --- addrinfo_sa.c: RAI_SA, ServiceRecords from the IB SA ---------------- */
+
+/* The service asked for: a numeric service ID, or else a name. */
+struct cma_sa_svc {
+	bool by_id;
+	uint64_t id; /* host order */
+	char name[64]; /* NUL-padded */
+};
+struct cma_acm_port;
+/* rdma_getaddrinfo's service string.  0 or -1/EINVAL. */
+int cma_sa_svc_parse_service(const char *service, struct cma_sa_svc *svc);
+/* The 256-byte SubnAdmGetTable(ServiceRecord) MAD for @svc. */
+void cma_sa_svc_build(uint8_t mad[256], uint64_t tid,
+		      const struct cma_sa_svc *svc);
+/*
+ * Decode a GetTableResp(ServiceRecord) of @len bytes into AF_IB entries
+ * typed by @tmpl, with @port's GID as the source (when @port is given).
+ * 0 with *res set, or -1/errno: EPROTO (not the answer, malformed),
+ * ENOENT (no such service), EIO (any other SA error), ENOMEM.
+ */
+int cma_sa_svc_parse(const uint8_t *mad, size_t len, uint64_t tid,
+		     const struct rdma_addrinfo *tmpl,
+		     const struct cma_acm_port *port,
+		     struct rdma_addrinfo **res);
+/* Ask @port's SA.  0 or -1/errno. */
+int cma_sa_svc_query(const struct cma_acm_port *port,
+		     const struct cma_sa_svc *svc,
+		     const struct rdma_addrinfo *tmpl,
+		     struct rdma_addrinfo **res);
+/*
+ * rdma_getaddrinfo with RAI_SA: from the port owning @sgid, or the first
+ * InfiniBand port with a subnet manager when @sgid is NULL.
+ */
+int cma_sa_getaddrinfo(const char *node, const char *service,
+		       const struct rdma_addrinfo *tmpl,
+		       const union ibv_gid *sgid, struct rdma_addrinfo **res);
+
+/* --- addrinfo_resolve.c: rdma_resolve_addrinfo -------------------------- */
+
+/* The lookup rdma_resolve_addrinfo runs (tests replace it). */
+extern int (*cma_ai_resolver)(const char *node, const char *service,
+			      const struct rdma_addrinfo *hints,
+			      const union ibv_gid *sgid,
+			      struct rdma_addrinfo **res);
+/* rdma_destroy_id: wait for the id's lookups, which then post nothing. */
+void cma_ai_cancel(struct cma_id_private *id_priv);
 
 /* --- addr.c ------------------------------------------------------------ */
 

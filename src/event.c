@@ -342,6 +342,8 @@ CMA_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
  * event into a channel, so the library queues it itself: it reaches the
  * id's channel like any other event (a poller of channel->fd wakes up),
  * which is what the call is for, waking an event loop from another thread.
+ * Only RDMA_CM_EVENT_USER may be written, as in rdma-core: a forged
+ * ESTABLISHED or DISCONNECTED would lie about the connection's state.
  */
 CMA_EXPORT int rdma_write_cm_event(struct rdma_cm_id *id,
 				   enum rdma_cm_event_type event, int status,
@@ -351,6 +353,8 @@ CMA_EXPORT int rdma_write_cm_event(struct rdma_cm_id *id,
 
 	if (cma_check_id(id))
 		return -1;
+	if (event != RDMA_CM_EVENT_USER)
+		return cma_err(EINVAL);
 	evt = cma_event_new(cma_id_priv(id), event, status);
 	if (!evt)
 		return -1;

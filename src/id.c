@@ -233,6 +233,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
+	cma_ai_cancel(id_priv); /* its lookups' events are dropped next */
 	cma_channel_drop_events(id_priv);
 	cma_id_wait_events(id_priv, id_priv->events_base + reported);
 	cma_id_free(id_priv);

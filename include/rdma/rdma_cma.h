@@ -170,6 +170,10 @@ struct rdma_cm_event {
 #define RAI_NUMERICHOST 0x00000002
 #define RAI_NOROUTE 0x00000004
 #define RAI_FAMILY 0x00000008
+/* rdma-core 60: resolve through the InfiniBand SA (ServiceRecords) ... */
+#define RAI_SA 0x00000010
+/* ... or through DNS (the default); the two exclude each other. */
+#define RAI_DNS 0x00000020
 
 struct rdma_addrinfo {
 	int ai_flags;

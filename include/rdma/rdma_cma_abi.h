@@ -57,7 +57,10 @@ enum {
 	UCMA_CMD_QUERY = 19,
 	UCMA_CMD_BIND = 20,
 	UCMA_CMD_RESOLVE_ADDR = 21,
-	UCMA_CMD_JOIN_MCAST = 22
+	UCMA_CMD_JOIN_MCAST = 22,
+	/* Linux 6.15 and later */
+	UCMA_CMD_RESOLVE_IB_SERVICE = 23,
+	UCMA_CMD_WRITE_CM_EVENT = 24
 };
 
 struct ucma_abi_cmd_hdr {
@@ -165,7 +168,12 @@ struct ucma_abi_resolve_route {
  * Queries.  UCMA_CMD_QUERY_ROUTE has its own command number and no
  * option; UCMA_CMD_QUERY picks what to report with one of these.
  */
-enum { UCMA_QUERY_ADDR = 0, UCMA_QUERY_PATH = 1, UCMA_QUERY_GID = 2 };
+enum {
+	UCMA_QUERY_ADDR = 0,
+	UCMA_QUERY_PATH = 1,
+	UCMA_QUERY_GID = 2,
+	UCMA_QUERY_IB_SERVICE = 3 /* struct ucma_abi_query_ib_service_resp */
+};
 
 struct ucma_abi_query {
 	UCMA_ABI_CMD_HDR_FIELDS_;
@@ -344,6 +352,7 @@ struct ucma_abi_event_resp {
 	union {
 		struct ucma_abi_conn_param conn;
 		struct ucma_abi_ud_param ud;
+		__u32 arg32[2]; /* RDMA_CM_EVENT_USER's argument */
 	} param;
 	struct ucma_abi_ece ece;
 };
@@ -356,6 +365,67 @@ struct ucma_abi_set_option {
 	__u32 level;
 	__u32 optname;
 	__u32 optlen;
+};
+
+/*
+ * InfiniBand service resolution (Linux 6.15): the kernel asks the SA for
+ * the ServiceRecords matching an id or a name and reports
+ * RDMA_CM_EVENT_ADDRINFO_RESOLVED; UCMA_QUERY_IB_SERVICE then reads them.
+ * This library queries the SA itself instead (rdma_getaddrinfo(3), RAI_SA),
+ * so these are declared for programs that speak to the kernel directly.
+ */
+enum {
+	UCMA_IB_SERVICE_FLAG_ID = 1 << 0, /* match service_id */
+	UCMA_IB_SERVICE_FLAG_NAME = 1 << 1 /* match service_name */
+};
+
+#define UCMA_IB_SERVICE_NAME_SIZE 64
+
+struct ucma_abi_ib_service {
+	__u64 service_id;
+	__u8 service_name[UCMA_IB_SERVICE_NAME_SIZE];
+	__u32 flags; /* UCMA_IB_SERVICE_FLAG_* */
+	__u32 reserved;
+};
+
+struct ucma_abi_resolve_ib_service {
+	UCMA_ABI_CMD_HDR_FIELDS_;
+	__u32 id;
+	struct ucma_abi_ib_service ibs;
+};
+
+/* One ServiceRecord (IBA 15.2.5.14), network byte order as on the wire. */
+struct ucma_user_service_rec {
+	__be64 id;
+	__u8 gid[16];
+	__be16 pkey;
+	__u8 reserved[2];
+	__be32 lease;
+	__u8 key[16];
+	__u8 name[64];
+	__u8 data_8[16];
+	__be16 data_16[8];
+	__be32 data_32[4];
+	__be64 data_64[2];
+};
+
+struct ucma_abi_query_ib_service_resp {
+	__u32 num_service_recs;
+	struct ucma_user_service_rec recs[];
+};
+
+/* Queues an event on the id's file (Linux 6.15): RDMA_CM_EVENT_USER only. */
+struct ucma_abi_write_cm_event {
+	UCMA_ABI_CMD_HDR_FIELDS_;
+	__u32 id;
+	__u32 reserved;
+	__u32 event;
+	__u32 status;
+	union {
+		struct ucma_abi_conn_param conn;
+		struct ucma_abi_ud_param ud;
+		__u64 arg;
+	} param;
 };
 
 #undef UCMA_ABI_CMD_HDR_FIELDS_

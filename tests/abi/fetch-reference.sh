@@ -5,13 +5,27 @@
 # compare this library against, and print the directory they are unpacked
 # in (it holds usr/include and usr/lib/<triplet>).
 #
+#   fetch-reference.sh        Debian 12's rdma-core 44 (the machine's apt)
+#   fetch-reference.sh 65     Debian sid's rdma-core 65 (librdmacm1t64,
+#                             librdmacm-dev, rdmacm-utils), downloaded
+#                             through a sid source list kept in the cache and
+#                             given to apt-get for that download only: the
+#                             machine's own sources never see sid.  Only
+#                             headers and symbols are read from it: its
+#                             binaries need a newer glibc than Debian 12's.
+#
 # The reference is only ever read by the checks in this directory; it must
 # never be put on the build's include or library path.
 #
 # Environment:
-#   RDMACM_REF_CACHE    cache directory (default $HOME/.cache/rdmacm-ref)
+#   RDMACM_REF_CACHE    cache directory (default $HOME/.cache/rdmacm-ref,
+#                       or rdmacm-ref65 for 65)
 #   RDMACM_REF_VERSION  pin a Debian version, e.g. 44.0-2 (default: whatever
-#                       apt's candidate is)
+#                       apt's candidate is; 65.0-1.1 for 65)
+#   RDMACM_REF_MIRROR   the Debian mirror for 65 (http://deb.debian.org/debian)
+#
+# A failed download (no network, sid moved on) exits non-zero with apt's
+# messages on stderr, as for 44: the abi suite reports it as a failed check.
 #
 # Idempotent: the .deb files are downloaded once, and unpacked again only
 # when they change.  Progress goes to stderr; stdout is just the path.
@@ -21,8 +35,36 @@ set -eu
 # apt_get: apt-get that waits for the package manager's locks.
 . "$(cd "$(dirname "$0")/../lib" && pwd)/apt.sh"
 
-cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref}
-pkgs="librdmacm1 librdmacm-dev"
+tag=${1:-}
+case $tag in
+'' | 44)
+	cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref}
+	pkgs="librdmacm1 librdmacm-dev"
+	set --
+	;;
+65)
+	cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref65}
+	pkgs="librdmacm1t64 librdmacm-dev rdmacm-utils"
+	RDMACM_REF_VERSION=${RDMACM_REF_VERSION:-65.0-1.1}
+	# apt-get with a private sid source list, lists and cache, so that
+	# nothing of the machine's apt configuration changes.
+	apt=$cache/apt
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
+	printf '%s\n' "Types: deb" \
+		"URIs: ${RDMACM_REF_MIRROR:-http://deb.debian.org/debian}" \
+		"Suites: sid" "Components: main" \
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
+		>"$apt/sid.sources"
+	set -- -o Dir::Etc::sourcelist="$apt/sid.sources" \
+		-o Dir::Etc::sourceparts=- -o Dir::State::Lists="$apt/lists" \
+		-o Dir::Cache="$apt/cache"
+	;;
+*)
+	echo "usage: fetch-reference.sh [44|65]" >&2
+	exit 2
+	;;
+esac
+apt_opts="$*"
 
 mkdir -p "$cache/debs"
 cd "$cache/debs"
@@ -37,6 +79,8 @@ have_debs() {
 	done
 }
 
+# $apt_opts has no option with a space in it (paths under $HOME/.cache).
+# shellcheck disable=SC2086
 download() {
 	set --
 	for p in $pkgs; do
@@ -44,14 +88,15 @@ download() {
 	done
 	# apt-get download as root may warn that it runs unsandboxed; that is
 	# harmless here.
-	apt_get download "$@" >&2
+	apt_get $apt_opts download "$@" >&2
 }
 
 if ! have_debs; then
 	echo "fetch-reference: downloading $pkgs into $cache/debs" >&2
 	if ! download; then
 		echo "fetch-reference: download failed; running apt-get update" >&2
-		apt_get update >&2
+		# shellcheck disable=SC2086
+		apt_get $apt_opts update >&2
 		download
 	fi
 fi

@@ -10,8 +10,12 @@
 # source tree's include/.  Runs check-layout.sh and check-symbols.sh, which
 # print "PASS: <name>" or "FAIL: <name>: <reason>" (details indented below),
 # then a closing "N passed, N failed" line; exits non-zero if any check
-# failed.  The reference is fetched (apt-get download, cached) by
-# fetch-reference.sh unless RDMACM_REF_ROOT names an unpacked one.
+# failed.  Two references: Debian 12's librdmacm (rdma-core 44, the drop-in
+# target: the same declarations and symbols) and Debian sid's rdma-core 65
+# (every declaration, value, layout and versioned symbol of it exists here;
+# the checks carry a "-65" suffix).  They are fetched (apt-get download,
+# cached) by fetch-reference.sh [65] unless RDMACM_REF_ROOT /
+# RDMACM_REF65_ROOT name unpacked ones.
 
 set -u
 
@@ -22,22 +26,37 @@ build=${1:-$top}
 out=$(mktemp "${TMPDIR:-/tmp}/abi-run.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
-# Fetch once here so both checks share it and a fetch problem shows once.
-if [ -z "${RDMACM_REF_ROOT:-}" ]; then
-	if RDMACM_REF_ROOT=$("$here/fetch-reference.sh" 2>"$out"); then
-		export RDMACM_REF_ROOT
-	else
-		sed 's/^/    /' "$out"
-		echo "FAIL: reference: cannot fetch Debian's librdmacm1/librdmacm-dev"
-		echo "0 passed, 1 failed"
-		exit 1
-	fi
-fi
-
+# Fetch each reference once here so both checks share it and a fetch problem
+# shows once.  A reference that cannot be fetched is one failed check; the
+# other reference is still compared.
+fetched=$(mktemp "${TMPDIR:-/tmp}/abi-fetch.XXXXXX")
+trap 'rm -f "$out" "$fetched"' EXIT
 rc=0
+# check_against TAG ROOT: both check scripts against one reference.
+check_against() {
+	tag=$1
+	root=$2
+	if [ -z "$root" ]; then
+		if ! root=$("$here/fetch-reference.sh" "$tag" 2>"$fetched"); then
+			what="Debian 12's librdmacm1/librdmacm-dev"
+			[ -z "$tag" ] || what="Debian sid's rdma-core $tag packages"
+			sed 's/^/    /' "$fetched"
+			echo "FAIL: reference${tag:+-$tag}: cannot fetch $what"
+			rc=1
+			return
+		fi
+	fi
+	RDMACM_REF_TAG=$tag RDMACM_REF_ROOT=$root \
+		"$here/check-layout.sh" "$top/include" || rc=1
+	RDMACM_REF_TAG=$tag RDMACM_REF_ROOT=$root \
+		"$here/check-symbols.sh" "$build" || rc=1
+}
+
 {
-	"$here/check-layout.sh" "$top/include" || rc=1
-	"$here/check-symbols.sh" "$build" || rc=1
+	# Debian 12 (rdma-core 44): the drop-in target, exact match
+	check_against "" "${RDMACM_REF_ROOT:-}"
+	# Debian sid (rdma-core 65): everything it declares and exports
+	check_against 65 "${RDMACM_REF65_ROOT:-}"
 	echo "rc=$rc"
 } >"$out" 2>&1
 grep -v '^rc=' "$out"

@@ -66,7 +66,7 @@ copy_tree() {
 
 # The files every package set must deliver, relative to the install root.
 pkg_headers="rdma/rdma_cma.h rdma/rdma_verbs.h rdma/rdma_cma_abi.h infiniband/ib.h rdma/rsocket.h"
-pkg_programs="rping ucmatose udaddy mckey mckey2 cmtime rdma_server rdma_client p2pmesh rdma_acme rstream riostream rcopy rudping"
+pkg_programs="rping ucmatose udaddy mckey mckey2 cmtime rdma_server rdma_client rdma_xserver rdma_xclient p2pmesh rdma_acme rstream riostream rcopy rudping udpong"
 
 # Man pages the tree ships in section SECTION (from Makefile.am's lists).
 source_man_pages() {

@@ -267,6 +267,79 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 	fi
 fi
 
+# --- 1b. this tree's rdma_xserver/rdma_xclient ------------------------------------------
+# The asynchronous RDMACM_1.4 path (rdma_resolve_addrinfo with RAI_DNS,
+# ADDRINFO_RESOLVED, rdma_query_addrinfo) then a connection whose every
+# message must come back unchanged; two clients in turn, the first given
+# the server's name when the hosts database has one (the test bed's guest
+# has none: then both use the address, still through rdma_resolve_addrinfo).
+OURS_XSERVER="$(real_prog "$BUILD/examples/rdma_xserver")"
+OURS_XCLIENT="$(real_prog "$BUILD/examples/rdma_xclient")"
+if [ -z "$OURS_XSERVER" ] || [ -z "$OURS_XCLIENT" ]; then
+	wanted examples/rdma_xserver_xclient &&
+		fail examples/rdma_xserver_xclient "not built in $BUILD/examples"
+elif wanted examples/rdma_xserver_xclient; then
+	xhost=$(getent hosts "$A1" | awk '{ print $2; exit }')
+	xf="$WORK/examples_rdma_xserver_xclient"
+	xs="$OURS_XSERVER -s $A1 -p $((port += 1)) -n 2"
+	# shellcheck disable=SC2086
+	LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" $xs >"$xf.s" 2>&1 &
+	xspid=$!
+	sleep 0.5
+	xrc=0
+	for xc in "-s ${xhost:-$A1} -p $port -C 20" "-s $A1 -p $port -C 5"; do
+		for try in $(seq 8); do
+			xrc=0
+			echo "client: $OURS_XCLIENT $xc" >>"$xf.c"
+			# shellcheck disable=SC2086
+			LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" "$OURS_XCLIENT" $xc \
+				>>"$xf.c" 2>&1 || xrc=$?
+			# only the first client may come before the server listens
+			[ "$xrc" = 0 ] || [ "$try" = 8 ] || ! kill -0 "$xspid" 2>/dev/null ||
+				[ "$xc" != "-s ${xhost:-$A1} -p $port -C 20" ] || {
+				sleep 0.5
+				continue
+			}
+			break
+		done
+		[ "$xrc" = 0 ] || break
+	done
+	xsrc=0
+	if [ "$xrc" = 0 ]; then
+		wait "$xspid" || xsrc=$?
+	else
+		kill "$xspid" 2>/dev/null
+		wait "$xspid" 2>/dev/null
+		xsrc=1
+	fi
+	pair_rc=$((xrc || xsrc))
+	pair_out="    server: $xs (exit $xsrc, lib $testlib)
+$(show "$xf.s")
+    clients (exit $xrc, lib $testlib; first by name ${xhost:-none})
+$(show "$xf.c")"
+	report examples/rdma_xserver_xclient
+fi
+
+# This tree's udpong: with itself (echo test, every echo's payload checked,
+# and a bandwidth test), and with Debian's udpong in both roles (the wire is
+# rdma-core's), all on the library under test.  The servers never exit.
+OURS_UDPONG="$(real_prog "$BUILD/examples/udpong")"
+if [ -z "$OURS_UDPONG" ]; then
+	wanted examples/udpong && fail examples/udpong "not built in $BUILD/examples"
+elif ! iwarp_skip "$IWARP_NO_UD" examples/udpong examples/udpong-debian-server \
+	examples/udpong-debian-client; then
+	pair examples/udpong "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+		"$OURS_UDPONG -s $A1 -p $port -C 200 -S 1000 -T e"
+	pair examples/udpong-bw "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+		"$OURS_UDPONG -s $A1 -p $port -C 1000 -S 1000"
+	if [ -x "$U/udpong" ]; then
+		pair examples/udpong-debian-server "forever:$U/udpong -b $A1 -p $((port += 1))" \
+			"$OURS_UDPONG -s $A1 -p $port -C 100 -S 800 -T e"
+		pair examples/udpong-debian-client "forever:$OURS_UDPONG -b $A1 -p $((port += 1))" \
+			"$U/udpong -s $A1 -b $A2 -p $port -C 100 -S 800 -T e"
+	fi
+fi
+
 # --- 2. our rstream/riostream against Debian's --------------------------------------
 OURS_RSTREAM="$(real_prog "$BUILD/examples/rstream")"
 OURS_RIOSTREAM="$(real_prog "$BUILD/examples/riostream")"

@@ -292,6 +292,36 @@ START_TEST(undelivered_library_events_are_dropped)
 }
 END_TEST
 
+/* Only RDMA_CM_EVENT_USER may be written (rdma-core): nothing is queued. */
+START_TEST(only_user_events_can_be_written)
+{
+	static const enum rdma_cm_event_type refused[] = {
+		RDMA_CM_EVENT_ADDR_RESOLVED,	 RDMA_CM_EVENT_ESTABLISHED,
+		RDMA_CM_EVENT_DISCONNECTED,	 RDMA_CM_EVENT_DEVICE_REMOVAL,
+		RDMA_CM_EVENT_ADDRINFO_RESOLVED, RDMA_CM_EVENT_INTERNAL,
+		(enum rdma_cm_event_type) - 1,	 (enum rdma_cm_event_type)1000,
+	};
+	struct rdma_cm_event *ev;
+	size_t i;
+
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		errno = 0;
+		ck_assert_int_eq(rdma_write_cm_event(&id->id, refused[i], 0, i),
+				 -1);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	ck_assert_uint_eq(id->lib_events, 0);
+	ck_assert_int_eq(
+		rdma_write_cm_event(&id->id, RDMA_CM_EVENT_USER, -3, 9), 0);
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_USER);
+	ck_assert_int_eq(ev->status, -3);
+	ck_assert_uint_eq(ev->param.arg, 9);
+	rdma_ack_cm_event(ev);
+	ck_assert_uint_eq(id->lib_events, 0);
+}
+END_TEST
+
 static struct cma_timer test_timer;
 static int timer_runs;
 
@@ -474,6 +504,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, device_errors_are_returned);
 	tcase_add_test(tc, library_events_come_first_and_are_counted_apart);
 	tcase_add_test(tc, undelivered_library_events_are_dropped);
+	tcase_add_test(tc, only_user_events_can_be_written);
 	tcase_add_test(tc, timers_post_from_the_service_thread);
 	tcase_add_test(tc, quiet_timers_never_wake_the_channel);
 	tcase_add_test(tc, sync_waits_for_a_running_expire);
