@@ -3,9 +3,10 @@
  * Peer-to-peer connection formation (rdma_cm_p2p(7)).
  *
  * Both peers listen and both call rdma_connect; one RC connection must
- * result.  Everything is done over the stock kernel ABI: a 16-byte header
+ * result.  Everything is done over the stock kernel ABI: a 24-byte header
  * (p2p_wire.h) in the private data of the REQ says "peer-to-peer, from the
- * listener at port P, connection tag T", and the module keeps a
+ * listener at port P, connection tag T, process incarnation I", and the
+ * module keeps a
  * process-wide table (p2p_table.h), under one mutex, of
  *
  *   listeners  the ids this process listens on (the port a peer learns)
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -333,14 +335,57 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	pthread_mutex_unlock(&p2p_lock);
 }
 
+/* --- this process's incarnation -------------------------------------------- */
+
+static uint64_t p2p_incarnation; /* 0 until drawn */
+
+/* A forked child is another process: it draws its own. */
+static void cma_p2p_incarnation_atfork(void)
+{
+	__atomic_store_n(&p2p_incarnation, 0, __ATOMIC_RELAXED);
+}
+
+static void cma_p2p_incarnation_once(void)
+{
+	pthread_atfork(NULL, NULL, cma_p2p_incarnation_atfork);
+}
+
+/*
+ * Random, drawn once per process, never 0: a peer that sees a new one for
+ * the same address and port knows the process behind it was restarted.
+ */
+static uint64_t cma_p2p_incarnation(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	uint64_t v = __atomic_load_n(&p2p_incarnation, __ATOMIC_RELAXED);
+	uint64_t stored = 0;
+
+	if (v)
+		return v;
+	pthread_once(&once, cma_p2p_incarnation_once);
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = cma_p2p_now_ns() ^ ((uint64_t)getpid() << 40);
+	if (!v)
+		v = 1;
+	/* Two threads drawing at once: the first one stored wins. */
+	if (!__atomic_compare_exchange_n(&p2p_incarnation, &stored, v, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		v = stored;
+	return v;
+}
+
 /* --- kernel ids the application never sees --------------------------------- */
 
 void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 		     const struct cma_p2p_hdr *hdr)
 {
+	struct cma_p2p_hdr h = *hdr;
+
+	h.len = CMA_P2P_HDR_LEN;
+	h.incarnation = cma_p2p_incarnation();
 	memmove(kp->private_data + CMA_P2P_HDR_LEN, kp->private_data,
 		kp->private_data_len);
-	cma_p2p_hdr_encode(hdr, kp->private_data);
+	cma_p2p_hdr_encode(&h, kp->private_data);
 	kp->private_data_len =
 		(uint8_t)(kp->private_data_len + CMA_P2P_HDR_LEN);
 }
@@ -349,7 +394,8 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key)
 {
-	struct cma_p2p_hdr hdr = {.kind = (uint8_t)why};
+	struct cma_p2p_hdr hdr = {.kind = (uint8_t)why,
+				  .incarnation = cma_p2p_incarnation()};
 	uint8_t buf[CMA_P2P_HDR_LEN];
 	uint32_t ignored;
 
@@ -624,8 +670,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		    CMA_P2P_OK ||
 	    hdr.kind != CMA_P2P_REP)
 		return; /* an ordinary listener accepted it */
-	memmove(evt->private_data, evt->private_data + CMA_P2P_HDR_LEN,
-		hdr.data_len);
+	memmove(evt->private_data, evt->private_data + hdr.len, hdr.data_len);
 	p->private_data_len = hdr.data_len;
 	p->private_data = hdr.data_len ? evt->private_data : NULL;
 	p->peer2peer_mode = 1;

@@ -51,6 +51,25 @@ static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
 	return tag;
 }
 
+/* What this process keeps about the peer at @remote; made on first use. */
+static struct cma_p2p_counter *
+cma_p2p_counter_get(const struct cma_p2p_ident *remote)
+{
+	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
+
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->remote = *remote;
+	c->next = p2p_counters;
+	p2p_counters = c;
+	return c;
+}
+
 /*
  * The n-th p2p connect of this process towards @remote gets tag n, so the
  * two ends' n-th connects pair up.  A connect that failed gives its n back
@@ -60,16 +79,10 @@ static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
  */
 static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
 {
-	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
+	struct cma_p2p_counter *c = cma_p2p_counter_get(remote);
 
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return cma_err(ENOMEM);
-		c->remote = *remote;
-		c->next = p2p_counters;
-		p2p_counters = c;
-	}
+	if (!c)
+		return -1;
 	*tag = cma_p2p_take_freed(c);
 	if (!*tag)
 		*tag = ++c->count;
@@ -133,8 +146,7 @@ static void cma_p2p_save_peer_data(struct cma_p2p_conn *conn,
 				   const struct cma_p2p_hdr *hdr)
 {
 	conn->peer_len = hdr->data_len;
-	memcpy(conn->peer_data, kp->private_data + CMA_P2P_HDR_LEN,
-	       hdr->data_len);
+	memcpy(conn->peer_data, kp->private_data + hdr->len, hdr->data_len);
 }
 
 /*
@@ -515,4 +527,89 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	if (evt)
 		cma_event_post(evt);
 	pthread_mutex_unlock(&p2p_lock);
+}
+
+/* --- a restarted peer --------------------------------------------------------- */
+
+/*
+ * @conn was formed, or was forming, with a process of the peer's that is
+ * gone: a formed connection is disconnected (the kernel reports
+ * DISCONNECTED once the old peer's CM answered the DREQ or it timed out);
+ * a connect still waiting fails now, with -ECONNRESET, its REQ withdrawn.
+ */
+static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct cma_event *evt = NULL;
+
+	conn->ordinal = false; /* the old numbering is over */
+	switch (conn->state) {
+	case CMA_P2P_CONNECTED:
+		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
+		break;
+	case CMA_P2P_PENDING:
+		evt = cma_p2p_give_up(conn);
+		if (evt)
+			evt->event.status = -ECONNRESET;
+		cma_qp_to_err(id_priv);
+		break;
+	case CMA_P2P_WAIT_PEER:
+		evt = cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED,
+				    -ECONNRESET);
+		cma_qp_to_err(id_priv);
+		break;
+	case CMA_P2P_NO_MATCH:
+		break;
+	}
+	cma_p2p_conn_unregister(conn);
+	if (evt)
+		cma_event_post(evt);
+}
+
+/* Drop what the peer at @remote's previous process left here. */
+static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote)
+{
+	struct cma_p2p_held *h, *hnext;
+	struct cma_p2p_conn *conn, *next;
+	struct cma_p2p_listener *lis;
+
+	for (lis = p2p_listeners; lis; lis = lis->next) {
+		for (h = lis->held_head; h; h = hnext) {
+			hnext = h->lnext;
+			if (cma_p2p_ident_cmp(&h->key.remote, remote))
+				continue;
+			cma_p2p_held_unlink(h);
+			cma_p2p_held_drop(h);
+		}
+		cma_p2p_arm(lis);
+	}
+	for (conn = p2p_conns; conn; conn = next) {
+		next = conn->next;
+		if (!cma_p2p_ident_cmp(&conn->key.remote, remote))
+			cma_p2p_peer_gone(conn);
+	}
+}
+
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation)
+{
+	struct cma_p2p_counter *c;
+	char kb[CMA_P2P_KEY_STRLEN];
+	struct cma_p2p_key k = {.remote = *remote};
+
+	if (!incarnation)
+		return; /* a version 1 peer: it does not say */
+	c = cma_p2p_counter_get(remote);
+	if (!c || c->incarnation == incarnation)
+		return;
+	if (c->incarnation) {
+		cma_p2p_dbg("%s: new incarnation %016llx (was %016llx), "
+			    "the peer restarted",
+			    cma_p2p_key_str(&k, kb, sizeof(kb)),
+			    (unsigned long long)incarnation,
+			    (unsigned long long)c->incarnation);
+		cma_p2p_forget_peer(remote);
+		c->count = 0;
+		c->nfreed = 0;
+	}
+	c->incarnation = incarnation;
 }

@@ -176,6 +176,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		v = CMA_P2P_SURFACE;
 	} else {
 		key.local.port = lis->port;
+		cma_p2p_peer_seen(&key.remote, hdr.incarnation);
 		cma_p2p_settle(lis, resp->id, &key, &hdr, resp);
 	}
 	pthread_mutex_unlock(&p2p_lock);
@@ -199,8 +200,7 @@ void cma_p2p_surfaced(struct cma_event *evt)
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 	    CMA_P2P_OK)
 		return;
-	memmove(evt->private_data, evt->private_data + CMA_P2P_HDR_LEN,
-		hdr.data_len);
+	memmove(evt->private_data, evt->private_data + hdr.len, hdr.data_len);
 	p->private_data_len = hdr.data_len;
 	p->private_data = hdr.data_len ? evt->private_data : NULL;
 	p->peer2peer_mode = 1;

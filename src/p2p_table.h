@@ -89,9 +89,11 @@ struct cma_p2p_conn {
 	bool established; /* ESTABLISHED was reported: the ordinal is spent */
 };
 
+/* What this process keeps about one peer (address and listening port). */
 struct cma_p2p_counter {
 	struct cma_p2p_counter *next;
 	struct cma_p2p_ident remote;
+	uint64_t incarnation; /* the last its requests stated; 0: none yet */
 	uint64_t count;
 	/* Ordinals of connects that failed, given back: drawn first. */
 	uint64_t *freed;
@@ -159,6 +161,15 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
  * attempt failed too, or still waits with that ordinal).
  */
 void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
+/*
+ * A request from the peer at @remote stated @incarnation.  A new one
+ * means its process was restarted: the held requests of the old one are
+ * refused, connections with it disconnected, connects towards it failed
+ * (-ECONNRESET), and the ordinal tags towards it start again at 1.
+ * Called with p2p_lock held.
+ */
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
+		       uint64_t incarnation);
 
 /* Answer a request's kernel id with @conn's QP: see p2p_connect.c. */
 int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,

@@ -42,15 +42,22 @@ static uint64_t get_be64(const uint8_t *p)
 	return v;
 }
 
-void cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
-			uint8_t out[CMA_P2P_HDR_LEN])
+size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
+			  uint8_t out[CMA_P2P_HDR_LEN])
 {
+	bool v1 = hdr->len == CMA_P2P_HDR_LEN_V1;
+
 	memcpy(out, cma_p2p_magic, sizeof(cma_p2p_magic));
-	out[3] = (uint8_t)(CMA_P2P_VERSION << 4 | (hdr->kind & 0x0F));
+	out[3] =
+		(uint8_t)((v1 ? 1 : CMA_P2P_VERSION) << 4 | (hdr->kind & 0x0F));
 	out[4] = hdr->flags;
 	out[5] = hdr->data_len;
 	put_be16(out + 6, hdr->port);
 	put_be64(out + 8, hdr->tag);
+	if (v1)
+		return CMA_P2P_HDR_LEN_V1;
+	put_be64(out + 16, hdr->incarnation);
+	return CMA_P2P_HDR_LEN;
 }
 
 static bool cma_p2p_kind_valid(uint8_t kind)
@@ -67,10 +74,22 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	if (!p || len < sizeof(cma_p2p_magic) ||
 	    memcmp(p, cma_p2p_magic, sizeof(cma_p2p_magic)))
 		return CMA_P2P_NONE;
-	if (len < CMA_P2P_HDR_LEN)
+	if (len < CMA_P2P_HDR_LEN_V1)
 		return CMA_P2P_BAD;
-	if (p[3] >> 4 != CMA_P2P_VERSION)
+	switch (p[3] >> 4) {
+	case 1:
+		h.len = CMA_P2P_HDR_LEN_V1;
+		h.incarnation = 0;
+		break;
+	case CMA_P2P_VERSION:
+		if (len < CMA_P2P_HDR_LEN)
+			return CMA_P2P_BAD;
+		h.len = CMA_P2P_HDR_LEN;
+		h.incarnation = get_be64(p + 16);
+		break;
+	default:
 		return CMA_P2P_BAD;
+	}
 	h.kind = p[3] & 0x0F;
 	h.flags = p[4];
 	h.data_len = p[5];
@@ -78,7 +97,7 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	h.tag = get_be64(p + 8);
 	if (!cma_p2p_kind_valid(h.kind) || (h.flags & ~CMA_P2P_F_KNOWN))
 		return CMA_P2P_BAD;
-	if (h.data_len > len - CMA_P2P_HDR_LEN)
+	if (h.data_len > len - h.len)
 		return CMA_P2P_BAD;
 	if (h.kind == CMA_P2P_REQ && !h.port)
 		return CMA_P2P_BAD;

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * The peer-to-peer header: 16 bytes at the front of the private data of a
+ * The peer-to-peer header: 24 bytes at the front of the private data of a
  * peer-to-peer REQ, of the REP that answers one, and of the REJ the
  * library sends when it refuses one.  Encoding and parsing only; no state.
  *
  *   byte  0..2   magic 0xC5 0x70 0x32
- *   byte  3      version (high nibble, 1) | kind (low nibble)
+ *   byte  3      version (high nibble, 2) | kind (low nibble)
  *   byte  4      flags (CMA_P2P_F_*; unknown bits are refused)
  *   byte  5      length of the application's private data that follows
  *   byte  6..7   the sender's listening port, big-endian (REQ: not 0)
  *   byte  8..15  the connection tag, big-endian
+ *   byte 16..23  the sender process's incarnation, big-endian (random,
+ *                drawn once per process; 0: not stated)
+ *
+ * Version 1 (the first 16 bytes, no incarnation) is still understood.
  */
 #ifndef CMA_P2P_WIRE_H
 #define CMA_P2P_WIRE_H
@@ -17,8 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CMA_P2P_HDR_LEN 16
-#define CMA_P2P_VERSION 1
+#define CMA_P2P_HDR_LEN 24 /* what this version sends */
+#define CMA_P2P_HDR_LEN_V1 16
+#define CMA_P2P_VERSION 2
 
 enum cma_p2p_kind {
 	CMA_P2P_REQ = 1, /* a peer-to-peer connect */
@@ -37,8 +42,11 @@ struct cma_p2p_hdr {
 	uint8_t kind; /* enum cma_p2p_kind */
 	uint8_t flags;
 	uint8_t data_len;
+	/* Bytes the header takes: CMA_P2P_HDR_LEN (0 encodes as that too). */
+	uint8_t len;
 	uint16_t port; /* host order */
 	uint64_t tag;
+	uint64_t incarnation;
 };
 
 enum cma_p2p_parse {
@@ -47,8 +55,12 @@ enum cma_p2p_parse {
 	CMA_P2P_BAD, /* claims to be one but is malformed */
 };
 
-void cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
-			uint8_t out[CMA_P2P_HDR_LEN]);
+/*
+ * Write @hdr (version 2; version 1 when hdr->len says so, for a header
+ * parsed from one) to @out; returns the bytes written.
+ */
+size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
+			  uint8_t out[CMA_P2P_HDR_LEN]);
 /* Parse @len bytes at @buf; fills @hdr only when the result is CMA_P2P_OK. */
 enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 				     struct cma_p2p_hdr *hdr);

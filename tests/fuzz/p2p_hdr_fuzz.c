@@ -4,7 +4,7 @@
  * The peer-to-peer header parser takes private data straight from the
  * network.  Whatever the bytes, it must stay inside them, and whatever it
  * accepts must be a header this version can produce: re-encoding it gives
- * back the same first 16 bytes.
+ * back the same bytes (16 for version 1, 24 for version 2).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,10 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	if (cma_p2p_hdr_parse(buf, size, &hdr) == CMA_P2P_OK) {
-		if (hdr.data_len > size - CMA_P2P_HDR_LEN)
+		if (hdr.len > size || hdr.data_len > size - hdr.len)
 			abort();
-		cma_p2p_hdr_encode(&hdr, again);
-		if (memcmp(again, buf, CMA_P2P_HDR_LEN))
+		if (cma_p2p_hdr_encode(&hdr, again) != hdr.len ||
+		    memcmp(again, buf, hdr.len))
 			abort();
 	}
 	free(buf);

@@ -81,6 +81,8 @@ static void expect_nothing(void)
 
 /* Header flags of the peer's requests (CMA_P2P_F_EXPLICIT_TAG or 0). */
 static uint8_t req_flags;
+/* The incarnation the peer's requests state (0: not stated, version 1). */
+static uint64_t req_incarnation;
 
 /* The peer's p2p REQ from @from (port PORT), tag @tag, with @data. */
 static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
@@ -89,6 +91,7 @@ static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
 				  .flags = req_flags,
 				  .port = PORT,
 				  .tag = tag,
+				  .incarnation = req_incarnation,
 				  .data_len = (uint8_t)strlen(data)};
 	struct rdma_ucm_event_resp *r;
 	struct sockaddr_in peer = unit_ipv4(from, 40000);
@@ -387,6 +390,99 @@ START_TEST(failed_connect_gives_its_ordinal_back)
 }
 END_TEST
 
+/* The peer's request is held, and a connect of ours adopts it. */
+static struct rdma_cm_id *formed_with_held(const char *peer, uint64_t tag)
+{
+	uint32_t req = peer_request(peer, tag, "hers");
+	struct rdma_cm_id *id;
+
+	expect_nothing();
+	id = connecting_id(peer);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	return id;
+}
+
+/*
+ * Issue 18: the peer's process restarts (same address and port, a new
+ * incarnation) and connects again with tag 1.  That is neither a duplicate
+ * of the old connection (refused) nor matched with it: the old connection
+ * is disconnected, the ordinals towards the peer start again, and our next
+ * connect (tag 1 again) adopts the new request.
+ */
+START_TEST(restarted_peer_is_not_a_duplicate)
+{
+	struct rdma_cm_id *old, *id;
+	uint32_t req;
+
+	req_incarnation = 0xaaaa;
+	old = formed_with_held("192.0.2.2", 1);
+	fake_ucma_clear_log();
+
+	req_incarnation = 0xbbbb;
+	req = peer_request("192.0.2.2", 1, "again");
+	expect_nothing();
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_REJECT, req), -1);
+	ck_assert(fake_ucma_kid(req)->live);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)), 0);
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).tag, 1);
+}
+END_TEST
+
+/* The same peer, the same incarnation: a stale duplicate, as before. */
+START_TEST(same_incarnation_duplicate_is_refused)
+{
+	uint32_t dup;
+
+	req_incarnation = 0xaaaa;
+	formed_with_held("192.0.2.2", 1);
+	dup = peer_request("192.0.2.2", 1, "again");
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, dup).kind,
+			 CMA_P2P_REJ_DUP);
+}
+END_TEST
+
+/*
+ * A connect of ours still waiting for the old process fails at once when
+ * the new one shows up (-ECONNRESET), its REQ withdrawn; the application's
+ * retry pairs with the new process's first connect.
+ */
+START_TEST(restart_fails_a_waiting_connect)
+{
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	uint32_t own, req;
+
+	req_incarnation = 0xaaaa;
+	formed_with_held("192.0.2.2", 1);
+	id = connecting_id("192.0.2.2");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_tag(id), 2);
+
+	req_incarnation = 0xbbbb;
+	req = peer_request("192.0.2.2", 1, "again");
+	ev = expect_event(RDMA_CM_EVENT_UNREACHABLE);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_int_eq(ev->status, -ECONNRESET);
+	rdma_ack_cm_event(ev);
+	ck_assert(!fake_ucma_kid(own)->live); /* withdrawn */
+	expect_nothing();
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+}
+END_TEST
+
 /* A second request for a connection already formed is a stale duplicate. */
 START_TEST(duplicate_of_a_formed_connection_is_refused)
 {
@@ -549,6 +645,9 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_refusal_before_the_peer_request);
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
+	tcase_add_test(tc, restarted_peer_is_not_a_duplicate);
+	tcase_add_test(tc, same_incarnation_duplicate_is_refused);
+	tcase_add_test(tc, restart_fails_a_waiting_connect);
 	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);

@@ -25,21 +25,50 @@ START_TEST(header_round_trip)
 				 .flags = CMA_P2P_F_EXPLICIT_TAG,
 				 .data_len = 4,
 				 .port = 7471,
-				 .tag = 0x0102030405060708ull},
+				 .tag = 0x0102030405060708ull,
+				 .incarnation = 0x1112131415161718ull},
 			   out;
 	uint8_t buf[CMA_P2P_HDR_LEN + 4] = {0};
 
-	cma_p2p_hdr_encode(&in, buf);
+	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN);
 	ck_assert_uint_eq(buf[0], 0xC5);
-	ck_assert_uint_eq(buf[3], 0x11); /* version 1, REQ */
+	ck_assert_uint_eq(buf[3], 0x21); /* version 2, REQ */
 	ck_assert_uint_eq(buf[6], 7471 >> 8);
 	ck_assert_uint_eq(buf[15], 0x08);
+	ck_assert_uint_eq(buf[16], 0x11);
+	ck_assert_uint_eq(buf[23], 0x18);
 	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &out), CMA_P2P_OK);
 	ck_assert_uint_eq(out.kind, in.kind);
 	ck_assert_uint_eq(out.flags, in.flags);
 	ck_assert_uint_eq(out.data_len, 4);
+	ck_assert_uint_eq(out.len, CMA_P2P_HDR_LEN);
 	ck_assert_uint_eq(out.port, 7471);
 	ck_assert(out.tag == in.tag);
+	ck_assert(out.incarnation == in.incarnation);
+}
+END_TEST
+
+/* Version 1 headers (16 bytes, no incarnation) are still understood. */
+START_TEST(header_version_1_understood)
+{
+	struct cma_p2p_hdr in = {.kind = CMA_P2P_REQ,
+				 .data_len = 2,
+				 .len = CMA_P2P_HDR_LEN_V1,
+				 .port = 7471,
+				 .tag = 3},
+			   out;
+	uint8_t buf[CMA_P2P_HDR_LEN] = {0};
+	size_t len = CMA_P2P_HDR_LEN_V1 + 2;
+
+	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN_V1);
+	ck_assert_uint_eq(buf[3], 0x11);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, len, &out), CMA_P2P_OK);
+	ck_assert_uint_eq(out.len, CMA_P2P_HDR_LEN_V1);
+	ck_assert(out.incarnation == 0);
+	ck_assert(out.tag == 3);
+	/* cut short of a version 2 header */
+	buf[3] = 0x21;
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, len, &out), CMA_P2P_BAD);
 }
 END_TEST
 
@@ -55,8 +84,10 @@ START_TEST(header_rejects_malformed)
 	ck_assert_int_eq(cma_p2p_hdr_parse(good, 2, &h), CMA_P2P_NONE);
 	/* Ours, but cut short. */
 	ck_assert_int_eq(cma_p2p_hdr_parse(good, 15, &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(good, CMA_P2P_HDR_LEN - 1, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
-	buf[3] = 0x21; /* version 2 */
+	buf[3] = 0x31; /* version 3 */
 	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x1f; /* unknown kind */
@@ -308,15 +339,15 @@ static int pd_accept(size_t len, bool p2p)
 }
 
 /*
- * 240 bytes and the 16-byte p2p header make 256: the kernel's length
+ * 232 bytes and the 24-byte p2p header make 256: the kernel's length
  * byte would carry 0, so the peer got neither data nor header.  iWARP
  * bounds private data by that byte alone.
  */
 START_TEST(private_data_wrap_refused)
 {
 	pd_dev.is_iwarp = true;
-	ck_assert_int_eq(pd_connect(240, true), EINVAL);
-	ck_assert_int_eq(pd_accept(240, true), EINVAL);
+	ck_assert_int_eq(pd_connect(232, true), EINVAL);
+	ck_assert_int_eq(pd_accept(232, true), EINVAL);
 	/* rdma_create_ep's ai_connect data goes in front: 16 + 240 = 256. */
 	pd_id->connect_data = calloc(1, 16);
 	ck_assert_ptr_nonnull(pd_id->connect_data);
@@ -327,8 +358,8 @@ START_TEST(private_data_wrap_refused)
 	ck_assert_int_eq(pd_connect(239, false), EIO);
 	pd_id->connect_len = 0;
 	/* (a p2p connect then needs addresses: any error but EINVAL) */
-	ck_assert_int_ne(pd_connect(239, true), EINVAL);
-	ck_assert_int_eq(pd_accept(239, true), EIO);
+	ck_assert_int_ne(pd_connect(231, true), EINVAL);
+	ck_assert_int_eq(pd_accept(231, true), EIO);
 	ck_assert_int_eq(pd_accept(255, false), EIO);
 }
 END_TEST
@@ -341,19 +372,19 @@ END_TEST
 START_TEST(private_data_ib_limits)
 {
 	ck_assert_int_eq(pd_connect(57, false), EINVAL);
-	ck_assert_int_eq(pd_connect(41, true), EINVAL);
+	ck_assert_int_eq(pd_connect(33, true), EINVAL);
 	ck_assert_int_eq(pd_accept(197, false), EINVAL);
-	ck_assert_int_eq(pd_accept(181, true), EINVAL);
+	ck_assert_int_eq(pd_accept(173, true), EINVAL);
 	ck_assert_int_eq(rdma_reject(&pd_id->id, pd_data, 149), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(writes, 0);
 	ck_assert_int_eq(pd_connect(56, false), EIO);
 	ck_assert_int_eq(pd_accept(196, false), EIO);
-	ck_assert_int_eq(pd_accept(180, true), EIO);
+	ck_assert_int_eq(pd_accept(172, true), EIO);
 	ck_assert_int_eq(rdma_reject(&pd_id->id, pd_data, 148), -1);
 	ck_assert_int_eq(errno, EIO);
 	ck_assert_int_eq(
-		cma_check_priv_len(pd_id, 40 + CMA_P2P_HDR_LEN, CMA_PRIV_REQ),
+		cma_check_priv_len(pd_id, 32 + CMA_P2P_HDR_LEN, CMA_PRIV_REQ),
 		0);
 	pd_id->id.route.addr.src_addr.sa_family = AF_IB;
 	ck_assert_int_eq(cma_check_priv_len(pd_id, 92, CMA_PRIV_REQ), 0);
@@ -374,6 +405,7 @@ static Suite *p2p_suite(void)
 	TCase *pd = tcase_create("private data");
 
 	tcase_add_test(tc, header_round_trip);
+	tcase_add_test(tc, header_version_1_understood);
 	tcase_add_test(tc, header_rejects_malformed);
 	tcase_add_test(tc, identity_order);
 	tcase_add_test(tc, addresses_normalised);
