@@ -44,12 +44,22 @@ bool rs_cm_event_ready(struct rsocket *rs)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-/* The next CM event; without blocking if @nonblock (then EAGAIN). */
+/*
+ * The next CM event; without blocking if @nonblock (then EAGAIN).  A
+ * blocking wait ends with EBADF when another thread closes the socket.
+ */
 static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 			   struct rdma_cm_event **event)
 {
+	int ret;
+
 	if (nonblock && !rs_cm_event_ready(rs))
 		return cma_err(EAGAIN);
+	do
+		ret = rs_sleep_fd_or_close(rs, rs->channel->fd, POLLIN, -1);
+	while (!ret);
+	if (ret < 0)
+		return -1;
 	return rdma_get_cm_event(rs->channel, event);
 }
 
@@ -327,6 +337,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	struct rs_wire_conn data;
 	struct rsocket *new_rs;
 	struct rdma_cm_id *id;
+	int index;
 
 	if (rs->state != RS_LISTENING)
 		return cma_err(EINVAL);
@@ -345,7 +356,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	}
 	new_rs->cm_id = id;
 	id->context = new_rs;
-	if (rs_insert(new_rs, new_rs->channel->fd) || rs_create_ep(new_rs)) {
+	if (rs_create_ep(new_rs)) {
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
@@ -366,14 +377,17 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	if (rdma_accept(id, &param))
 		goto err;
 	new_rs->state = RS_ACCEPTING;
-
 	if (addr && addrlen)
-		rgetpeername(new_rs->index, addr, addrlen);
-	return new_rs->index;
+		rs_copy_peer(new_rs, addr, addrlen);
+	/* Published last: no other thread sees it half made. */
+	index = new_rs->channel->fd;
+	if (rs_insert(new_rs, index))
+		goto err;
+	return index;
 err : {
 	int err = errno;
 
-	rs_free(new_rs);
+	rs_put(new_rs);
 	return cma_err(err);
 }
 }

@@ -61,15 +61,24 @@ static bool ds_writable(struct rsocket *rs)
 	return rs->ds_shut_wr || !rs->dsbuf || rs->dsfree_cnt;
 }
 
-/* Sleep until the UDP socket or a CQ has news.  Drops rs->lock meanwhile. */
-static void ds_sleep(struct rsocket *rs)
+/*
+ * Sleep until the UDP socket or a CQ has news, or another thread closes
+ * the socket (then -1/EBADF: its wake fd is in the epoll set).  Drops
+ * rs->lock meanwhile.
+ */
+static int ds_sleep(struct rsocket *rs)
 {
 	struct epoll_event ev[DS_WAIT_EVENTS];
 
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	pthread_mutex_unlock(&rs->lock);
 	epoll_wait(rs->epfd, ev, DS_WAIT_EVENTS, -1);
 	pthread_mutex_lock(&rs->lock);
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	ds_take_cq_events(rs);
+	return 0;
 }
 
 /* Wait, rs->lock held, until @ready; -1/EAGAIN if @nonblock and not yet. */
@@ -92,7 +101,10 @@ static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 			if (ready(rs))
 				break;
 			rs_spin_sleeping(&w);
-			ds_sleep(rs);
+			if (ds_sleep(rs)) {
+				rs_spin_end(&rs->spin, &w);
+				return -1;
+			}
 		}
 		ds_progress(rs);
 		if (ready(rs))

@@ -24,7 +24,6 @@
 /* sendmsg; a blocking rsocket waits for room in the UDP send buffer. */
 static ssize_t ds_udp_sendmsg(struct rsocket *rs, const struct msghdr *msg)
 {
-	struct pollfd pfd = {.fd = rs->udp_sock, .events = POLLOUT};
 	ssize_t ret;
 
 	for (;;) {
@@ -32,7 +31,7 @@ static ssize_t ds_udp_sendmsg(struct rsocket *rs, const struct msghdr *msg)
 		if (ret >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
 		    (rs->fd_flags & O_NONBLOCK))
 			return ret;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (rs_sleep_fd_or_close(rs, rs->udp_sock, POLLOUT, -1) < 0)
 			return -1;
 	}
 }

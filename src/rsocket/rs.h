@@ -120,6 +120,16 @@ struct rsocket {
 	int index; /* the number handed to the application */
 	int domain;
 
+	/*
+	 * Life time (see the rules at the top): references held, the
+	 * table's one included; closing is set once by rclose, and wake_fd
+	 * (an eventfd) then stays readable so every sleep returns.
+	 */
+	int refs;
+	bool closing;
+	pthread_t closer; /* the thread running rclose, once closing */
+	int wake_fd;
+
 	/* Lock order: slock or rlock, then lock, then map_lock. */
 	pthread_mutex_t slock; /* one sender at a time */
 	pthread_mutex_t rlock; /* one receiver at a time */
@@ -236,18 +246,49 @@ struct rsocket {
 /* --- table.c --------------------------------------------------------------- */
 
 void rs_configure(void);
+/* A new socket with one reference (the caller's), in no table yet. */
 struct rsocket *rs_alloc(const struct rsocket *inherit, int type);
-void rs_free(struct rsocket *rs);
+/* Publish @rs as number @index: the caller's reference becomes the table's. */
 int rs_insert(struct rsocket *rs, int index);
-void rs_remove(struct rsocket *rs);
-struct rsocket *rs_lookup(int socket);
-/* rs_lookup, or NULL with errno EBADF. */
+/*
+ * Take @rs out of the table (if it is still there) and drop the table's
+ * reference.  False if another thread took it out first.
+ */
+bool rs_unpublish(struct rsocket *rs);
+/*
+ * The socket numbered @socket with a reference for the caller, or NULL
+ * with errno EBADF.  Every rs_get is paired with an rs_put.
+ */
 struct rsocket *rs_get(int socket);
+void rs_ref(struct rsocket *rs);
+/* Drop a reference; the last one frees the socket (and its number). */
+void rs_put(struct rsocket *rs);
+/* rclose: unpublish, mark closing, wake every sleeper.  -1/EBADF if raced. */
+int rs_close_begin(struct rsocket *rs);
+
+/* Has another thread closed @rs?  Its sleepers then give up (EBADF). */
+static inline bool rs_closed_under(const struct rsocket *rs)
+{
+	return __atomic_load_n(&rs->closing, __ATOMIC_ACQUIRE) &&
+	       !pthread_equal(rs->closer, pthread_self());
+}
+
+/*
+ * Sleep in poll() until @fd is readable or the socket is closed; @fd < 0:
+ * only the latter.  1: @fd readable, 0: timed out, -1/EBADF: closed by
+ * another thread, -1/other: poll failed (EINTR is retried).
+ */
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout);
 
 static inline bool rs_nonblocking(const struct rsocket *rs, int flags)
 {
 	return (rs->fd_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
 }
+
+/* --- socket.c ------------------------------------------------------------ */
+
+/* rgetpeername on a socket the caller holds. */
+int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen);
 
 /* --- conn.c -------------------------------------------------------------- */
 

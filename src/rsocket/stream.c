@@ -613,34 +613,42 @@ static bool rs_can_send_ctrl(struct rsocket *rs)
 	return rs_ctrl_avail(rs) || !(rs->state & RS_CONNECTED);
 }
 
-/* Sleep until the CQ's next event; rs->lock is not held. */
-static void rs_sleep_on_cq(struct rsocket *rs)
+/*
+ * Sleep until the CQ's next event (at most @timeout ms), or until another
+ * thread closes the socket (then -1/EBADF).  rs->lock is not held;
+ * wait_lock makes one thread at a time read the channel, so a readable
+ * channel never blocks its reader.
+ */
+static int rs_sleep_on_cq(struct rsocket *rs, int timeout)
 {
 	struct ibv_cq *cq;
 	void *ctx;
+	int ret = 0;
 
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	pthread_mutex_lock(&rs->wait_lock);
-	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE) &&
-	    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
-		__atomic_store_n(&rs->cq_armed, false, __ATOMIC_RELEASE);
-		if (++rs->unacked_events >= 64) {
-			ibv_ack_cq_events(rs->cq, rs->unacked_events);
-			rs->unacked_events = 0;
+	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+		ret = rs_sleep_fd_or_close(rs, rs->comp_channel->fd, POLLIN,
+					   timeout);
+		if (ret == 1 &&
+		    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
+			__atomic_store_n(&rs->cq_armed, false,
+					 __ATOMIC_RELEASE);
+			if (++rs->unacked_events >= 64) {
+				ibv_ack_cq_events(rs->cq, rs->unacked_events);
+				rs->unacked_events = 0;
+			}
 		}
 	}
 	pthread_mutex_unlock(&rs->wait_lock);
+	return ret < 0 ? -1 : 0;
 }
 
 void rs_consume_cq_event(struct rsocket *rs)
 {
-	struct pollfd pfd;
-
-	if (!rs->comp_channel)
-		return;
-	pfd.fd = rs->comp_channel->fd;
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, 0) == 1)
-		rs_sleep_on_cq(rs);
+	if (rs->comp_channel)
+		rs_sleep_on_cq(rs, 0);
 }
 
 /*
@@ -685,11 +693,14 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		   bool (*ready)(struct rsocket *))
 {
 	struct rs_spin_wait w;
+	int ret = 0;
 
 	if (rs_wait_done(rs, ready))
 		return 0;
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	rs_spin_begin(&rs->spin, &w);
 	do {
 		if (rs_spin_more(&w)) {
@@ -702,11 +713,13 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 			continue;
 		rs_spin_sleeping(&w);
 		pthread_mutex_unlock(&rs->lock);
-		rs_sleep_on_cq(rs);
+		ret = rs_sleep_on_cq(rs, -1);
 		pthread_mutex_lock(&rs->lock);
+		if (ret)
+			break;
 	} while (!rs_wait_done(rs, ready));
 	rs_spin_end(&rs->spin, &w);
-	return 0;
+	return ret;
 }
 
 /* --- receiving --------------------------------------------------------- */

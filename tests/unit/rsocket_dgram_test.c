@@ -278,9 +278,10 @@ START_TEST(malformed_udp_is_dropped)
 	usleep(10000);
 	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), MSG_DONTWAIT), -1);
 	ck_assert_int_eq(errno, EAGAIN);
-	rs = rs_lookup(s);
+	rs = rs_get(s);
 	ck_assert_ptr_nonnull(rs);
 	ck_assert_uint_eq(rs->ds_dropped, 2);
+	rs_put(rs);
 	close(u);
 	ck_assert_int_eq(rclose(s), 0);
 }
@@ -321,8 +322,9 @@ START_TEST(spoofed_sources_each_keep_a_destination)
 	size_t hlen;
 	int s = bound_dgram(&addr), u, i;
 
-	rs = rs_lookup(s);
+	rs = rs_get(s);
 	ck_assert_ptr_nonnull(rs);
+	rs_put(rs); /* the table's reference keeps it until rclose */
 	memset(&fake_id, 0, sizeof(fake_id));
 	memset(&fake_qp, 0, sizeof(fake_qp));
 	fake_qp.qp_num = 0x123;
@@ -374,7 +376,7 @@ START_TEST(internal_epoll_fd_sits_high)
 	ck_assert_int_ge(rs->epfd, 500);
 	ck_assert_int_ne(fcntl(rs->epfd, F_GETFD) & FD_CLOEXEC, 0);
 	ck_assert_int_lt(rs->udp_sock, 500);
-	rs_free(rs);
+	rs_put(rs);
 }
 END_TEST
 
