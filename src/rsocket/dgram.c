@@ -75,8 +75,10 @@ void ds_free(struct rsocket *rs)
 	ds_free_queue(rs);
 	free(rs->dsbuf);
 	free(rs->dsfree);
+	free(rs->dsslot_dest);
 	rs->dsbuf = NULL;
 	rs->dsfree = NULL;
+	rs->dsslot_dest = NULL;
 	pthread_mutex_unlock(&rs->lock);
 	if (rs->udp_sock >= 0)
 		close(rs->udp_sock);

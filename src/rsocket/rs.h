@@ -46,9 +46,12 @@ struct rs_defaults {
 	uint32_t wmem; /* send buffer bytes */
 	uint32_t polling_time; /* microseconds to spin before sleeping */
 	uint32_t polling_max; /* adaptive polling's ceiling (spin.c) */
+	uint32_t max_dgram_dest; /* destinations per datagram socket */
 };
 extern struct rs_defaults rs_def;
 
+/* Destinations a datagram socket keeps by default (dgram_dest.c). */
+#define RS_MAX_DGRAM_DEST_DEFAULT 4096
 /* Adaptive polling's default ceiling, in microseconds (spin.c). */
 #define RS_POLLING_MAX_DEFAULT 50
 #define RS_QP_MIN_SIZE 16
@@ -231,7 +234,10 @@ struct rsocket {
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
 			void *dest_map; /* tsearch tree of struct ds_dest */
+			struct ds_dest *dest_lru, *dest_lru_tail;
+			uint32_t dest_count;
 			struct ds_dest *conn_dest; /* set by rconnect */
+			struct ds_dest **dsslot_dest; /* per send slot */
 			uint8_t *dsbuf; /* sq_size send slots of DS_MSG_SIZE */
 			uint32_t *dsfree; /* free send slots (a stack) */
 			uint32_t dsfree_cnt;

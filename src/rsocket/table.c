@@ -42,6 +42,7 @@ struct rs_defaults rs_def = {
 	.wmem = 1 << 17,
 	.polling_time = 10,
 	.polling_max = RS_POLLING_MAX_DEFAULT,
+	.max_dgram_dest = RS_MAX_DGRAM_DEST_DEFAULT,
 };
 
 /* A value from RS_CONF_DIR/@name, then the environment's @env, if set. */
@@ -96,6 +97,10 @@ static void rs_configure_once(void)
 			sizeof(uint32_t));
 	rs_read_tunable("iomap_size", "RDMA_RS_IOMAP_SIZE", 0x7f00,
 			&rs_def.iomap_size, sizeof(uint16_t));
+	rs_read_tunable("max_dgram_dest", "RDMA_RS_MAX_DGRAM_DEST", 1u << 20,
+			&rs_def.max_dgram_dest, sizeof(uint32_t));
+	if (!rs_def.max_dgram_dest)
+		rs_def.max_dgram_dest = 1;
 	if (rs_def.mem < RS_SNDLOWAT * 2)
 		rs_def.mem = RS_SNDLOWAT * 2;
 	if (rs_def.wmem < RS_SNDLOWAT * 2)
