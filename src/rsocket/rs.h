@@ -18,6 +18,42 @@
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
  * other descriptors and rpoll can tell the two kinds apart.
+ *
+ * Ownership (issue 16):
+ *  - A struct rsocket is reference-counted (refs).  The table holds one
+ *    while the number is published; every public call holds one from its
+ *    rs_get to its rs_put; rpoll (and so repoll_wait) holds one per
+ *    rsocket for the whole call.  Nothing else keeps a pointer to a socket
+ *    across calls (the CM id's context names its own socket, reached only
+ *    by a thread that holds it).  The last rs_put frees, closing the
+ *    number's descriptor last, so a number is never reused while any
+ *    thread still uses the socket it named.
+ *  - rclose takes the number out of the table (later lookups: EBADF),
+ *    sets closing and writes wake_fd, an eventfd that then stays
+ *    readable.  Every sleep polls wake_fd beside its kernel fd (CQ channel,
+ *    CM channel, the datagram epoll set, a UDP socket waiting for room) and
+ *    after waking checks rs_closed_under(): the sleeper returns -1/EBADF
+ *    (rpoll: POLLNVAL).  The closing thread's own waits (a stream close
+ *    drains its sends) are exempt.  No sleep may leave wake_fd out.
+ *  - rs_put may free, and freeing takes rs->lock and calls into verbs and
+ *    the core: never call it with one of the socket's own locks held.
+ *  - type, domain, index and wake_fd do not change once published.
+ *  - Datagram destinations (dgram.h) live under rs->lock; one used across
+ *    a drop of the lock is pinned (pins > 0) and never evicted then.
+ *
+ * Lock order (take in this order, release in any):
+ *   repoll instance lock (epoll.c)
+ *   -> rs->slock or rs->rlock (one sender, one receiver at a time)
+ *   -> rs->lock (state, queues, credits, the CQ, datagram destinations)
+ *   -> rs->map_lock (iomap lists)
+ *   -> the core library's locks (src/cma.h)
+ * rs->wait_lock (one reader of the CQ channel) is taken with rs->lock
+ * NOT held and nothing is taken under it.  The table's rs_table_mut (insert
+ * and removal) and its stripe locks (a lookup against a removal of the same
+ * slot) are leaves: held for a few instructions, nothing else taken inside
+ * except the stripe under rs_table_mut.  rep_mut (the repoll list) is a
+ * leaf.  A datagram address resolution (up to 2 * DS_RESOLVE_MS) runs with
+ * no rsocket lock held.
  */
 #ifndef RS_H
 #define RS_H
