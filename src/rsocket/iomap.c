@@ -212,7 +212,7 @@ int rs_send_iomaps(struct rsocket *rs, int flags)
 			pthread_mutex_lock(&rs->map_lock);
 			if (ret)
 				break;
-			if (!(rs->state & RS_WRITABLE)) {
+			if (!(rs_state(rs) & RS_WRITABLE)) {
 				ret = cma_err(EPIPE);
 				break;
 			}
@@ -268,7 +268,7 @@ static size_t rs_riowrite(struct rsocket *rs, const void *buf, size_t count,
 
 	if (rs->type != SOCK_STREAM || (!buf && count))
 		return (size_t)cma_err(EINVAL);
-	if (!(rs->state & RS_CONNECTED))
+	if (!(rs_state(rs) & RS_CONNECTED))
 		return (size_t)cma_err(ENOTCONN);
 
 	pthread_mutex_lock(&rs->slock);

@@ -71,7 +71,7 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 		    rdma_set_option(rs->cm_id, RDMA_OPTION_ID,
 				    RDMA_OPTION_ID_REUSEADDR, &val,
 				    sizeof(val)) &&
-		    errno != ENOSYS && rs->state == RS_INIT)
+		    errno != ENOSYS && rs_state(rs) == RS_INIT)
 			return -1;
 		break;
 	case SO_RCVBUF:
@@ -133,7 +133,7 @@ static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
 {
 	int val = 0;
 
-	if (rs->type == SOCK_STREAM ? rs->state >= RS_OPENING
+	if (rs->type == SOCK_STREAM ? rs_state(rs) >= RS_OPENING
 				    : rs_buffers_exist(rs))
 		return cma_err(EINVAL);
 	if (optname != RDMA_ROUTE && rs_int_opt(optval, optlen, &val))

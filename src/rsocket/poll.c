@@ -22,15 +22,15 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 {
 	short revents = 0;
 
-	if (rs->state == RS_LISTENING)
+	if (rs_state(rs) == RS_LISTENING)
 		return (events & POLLIN) && rs_cm_event_ready(rs) ? POLLIN : 0;
-	if (rs->state & RS_OPENING) {
+	if (rs_state(rs) & RS_OPENING) {
 		if (rs_do_connect(rs, true) && errno == EINPROGRESS)
 			return 0;
 	}
-	if (rs->state == RS_CONNECT_ERROR)
+	if (rs_state(rs) == RS_CONNECT_ERROR)
 		return (events & (POLLIN | POLLOUT)) | POLLERR;
-	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+	if (!(rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
 		return 0;
 
 	pthread_mutex_lock(&rs->lock);
@@ -44,9 +44,9 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 	 * Like TCP after a FIN, a closed connection with data still queued
 	 * is only readable: hang-up is reported once the data is read.
 	 */
-	if (!(rs->state & RS_CONNECTED) && !rs_have_rdata(rs))
-		revents |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
-	else if (rs->state & RS_ERROR)
+	if (!(rs_state(rs) & RS_CONNECTED) && !rs_have_rdata(rs))
+		revents |= rs_state(rs) == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	else if (rs_state(rs) & RS_ERROR)
 		revents |= POLLERR;
 	pthread_mutex_unlock(&rs->lock);
 	return revents;
@@ -160,8 +160,8 @@ static int rs_sleep_fd(struct rsocket *rs)
 		return -1;
 	if (rs->type == SOCK_DGRAM)
 		return ds_wait_fd(rs);
-	if (rs->state & RS_CONNECTED || rs->state & RS_ERROR ||
-	    rs->state == RS_DISCONNECTED) {
+	if (rs_state(rs) & RS_CONNECTED || rs_state(rs) & RS_ERROR ||
+	    rs_state(rs) == RS_DISCONNECTED) {
 		if (!rs->comp_channel)
 			return -1;
 		pthread_mutex_lock(&rs->lock);
@@ -169,7 +169,7 @@ static int rs_sleep_fd(struct rsocket *rs)
 		pthread_mutex_unlock(&rs->lock);
 		return rs->comp_channel->fd;
 	}
-	if (rs->state == RS_LISTENING || rs->state & RS_OPENING)
+	if (rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING)
 		return rs->channel->fd;
 	return -1;
 }
@@ -178,7 +178,7 @@ static void rs_consume(struct rsocket *rs)
 {
 	if (rs->type == SOCK_DGRAM)
 		ds_consume_events(rs);
-	else if (rs->state & (RS_CONNECTED | RS_ERROR | RS_DISCONNECTED))
+	else if (rs_state(rs) & (RS_CONNECTED | RS_ERROR | RS_DISCONNECTED))
 		rs_consume_cq_event(rs);
 }
 

@@ -176,6 +176,12 @@ struct rsocket {
 	pthread_mutex_t wait_lock; /* one thread sleeps on the CQ channel */
 	pthread_mutex_t map_lock; /* iomap lists */
 
+	/*
+	 * enum rs_state bits.  Written under rs->lock or by the one thread
+	 * driving a connect/accept, read anywhere (rpoll looks without the
+	 * lock): always through rs_state() / rs_set_state() /
+	 * rs_clear_state(), which are atomic.
+	 */
 	int state;
 	int err; /* SO_ERROR */
 	int fd_flags; /* O_NONBLOCK as set by rfcntl */
@@ -284,6 +290,21 @@ struct rsocket {
 		};
 	};
 };
+
+static inline int rs_state(const struct rsocket *rs)
+{
+	return __atomic_load_n(&rs->state, __ATOMIC_RELAXED);
+}
+
+static inline void rs_set_state(struct rsocket *rs, int state)
+{
+	__atomic_store_n(&rs->state, state, __ATOMIC_RELAXED);
+}
+
+static inline void rs_clear_state(struct rsocket *rs, int bits)
+{
+	__atomic_and_fetch(&rs->state, ~bits, __ATOMIC_RELAXED);
+}
 
 /* --- table.c --------------------------------------------------------------- */
 

@@ -145,7 +145,7 @@ CMA_EXPORT int rclose(int socket)
 	if (rs_close_begin(rs))
 		return (int)rs_done(rs, -1);
 	/* A datagram socket lets its last sends leave when it is freed. */
-	if (rs->type == SOCK_STREAM && (rs->state & RS_CONNECTED))
+	if (rs->type == SOCK_STREAM && (rs_state(rs) & RS_CONNECTED))
 		rs_stream_shutdown(rs, SHUT_RDWR);
 	rs_put(rs);
 	return 0;
@@ -328,7 +328,7 @@ int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen)
 {
 	if (rs->type == SOCK_DGRAM)
 		return getpeername(rs->udp_sock, addr, addrlen);
-	if (!(rs->state & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
+	if (!(rs_state(rs) & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
 		return cma_err(ENOTCONN);
 	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
 }
