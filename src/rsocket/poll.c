@@ -128,10 +128,15 @@ static int rs_poll_check(struct rs_pollset *ps)
 		struct rsocket *rs = ps->rs[i];
 
 		if (rs) {
-			fds[i].revents =
-				rs_poll_closed(rs)
-					? POLLNVAL
-					: rs_revents(rs, fds[i].events);
+			/*
+			 * Looked at again after: a close that raced the look
+			 * (its shutdown makes the socket readable) is seen
+			 * then, since it marks the socket before it changes
+			 * anything under rs->lock.
+			 */
+			fds[i].revents = rs_revents(rs, fds[i].events);
+			if (rs_poll_closed(rs))
+				fds[i].revents = POLLNVAL;
 			if (fds[i].revents)
 				cnt++;
 		} else {
