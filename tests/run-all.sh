@@ -186,6 +186,16 @@ vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite memcheck run-memcheck.sh
+# Issue 16: rsockets closed (rclose, and close(2) through librspreload)
+# while other threads block in rrecv, rsend, raccept, rpoll and
+# repoll_wait, stream and datagram; a flood of spoofed UDP resolver
+# datagrams whose memory must stay flat.  On the builds the asan and tsan
+# suites made; any sanitizer report fails the test.
+vm_suite stress-rs stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+vm_suite stress-rs-tsan stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
+	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 # Issue 9: the same system tests over Soft-iWARP (siw.ko built out of tree
 # by tests/vm/build-siw.sh, cached in the VM cache).  UD, multicast,
 # udaddy, mckey and udpong are SKIPped there with the reason; iwarp_errors

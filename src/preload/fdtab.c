@@ -85,7 +85,9 @@ static struct rsp_file *swap(int fd, struct rsp_file *f)
 	if (s) {
 		old = *s;
 		__atomic_store_n(s, f, __ATOMIC_RELEASE);
-		mapped += (f != NULL) - (old != NULL);
+		__atomic_add_fetch(
+			&mapped, (f != NULL) - (old != NULL),
+			__ATOMIC_RELAXED); /* rsp_any reads it unlocked */
 	} else {
 		/* No room: the caller's new reference is dropped again. */
 		old = f;

@@ -44,12 +44,22 @@ bool rs_cm_event_ready(struct rsocket *rs)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-/* The next CM event; without blocking if @nonblock (then EAGAIN). */
+/*
+ * The next CM event; without blocking if @nonblock (then EAGAIN).  A
+ * blocking wait ends with EBADF when another thread closes the socket.
+ */
 static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 			   struct rdma_cm_event **event)
 {
+	int ret;
+
 	if (nonblock && !rs_cm_event_ready(rs))
 		return cma_err(EAGAIN);
+	do
+		ret = rs_sleep_fd_or_close(rs, rs->channel->fd, POLLIN, -1);
+	while (!ret);
+	if (ret < 0)
+		return -1;
 	return rdma_get_cm_event(rs->channel, event);
 }
 
@@ -61,23 +71,23 @@ int rs_stream_bind(struct rsocket *rs, const struct sockaddr *addr,
 	if (len < sizeof(struct sockaddr_in) ||
 	    (addr->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
 		return cma_err(EINVAL);
-	if (rs->state != RS_INIT)
+	if (rs_state(rs) != RS_INIT)
 		return cma_err(EINVAL);
 	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
 		return -1;
-	rs->state = RS_BOUND;
+	rs_set_state(rs, RS_BOUND);
 	return 0;
 }
 
 int rs_stream_listen(struct rsocket *rs, int backlog)
 {
-	if (rs->state == RS_LISTENING)
+	if (rs_state(rs) == RS_LISTENING)
 		return 0;
-	if (rs->state != RS_BOUND && rs->state != RS_INIT)
+	if (rs_state(rs) != RS_BOUND && rs_state(rs) != RS_INIT)
 		return cma_err(EINVAL);
 	if (rdma_listen(rs->cm_id, backlog))
 		return -1;
-	rs->state = RS_LISTENING;
+	rs_set_state(rs, RS_LISTENING);
 	return 0;
 }
 
@@ -88,7 +98,7 @@ static int rs_resolve_addr(struct rsocket *rs)
 	if (rdma_resolve_addr(rs->cm_id, NULL, &rs->cm_id->route.addr.dst_addr,
 			      timeout))
 		return -1;
-	rs->state = RS_RESOLVING_ADDR;
+	rs_set_state(rs, RS_RESOLVING_ADDR);
 	return 0;
 }
 
@@ -104,13 +114,13 @@ static int rs_resolve_route(struct rsocket *rs)
 		free(rs->route);
 		rs->route = NULL;
 		if (!ret) {
-			rs->state = RS_RESOLVING_ROUTE;
+			rs_set_state(rs, RS_RESOLVING_ROUTE);
 			return 0;
 		}
 	}
 	if (rdma_resolve_route(rs->cm_id, timeout))
 		return -1;
-	rs->state = RS_RESOLVING_ROUTE;
+	rs_set_state(rs, RS_RESOLVING_ROUTE);
 	return 0;
 }
 
@@ -136,7 +146,7 @@ static int rs_send_connect(struct rsocket *rs)
 	rs->retries = 0;
 	if (rdma_connect(rs->cm_id, &param))
 		return -1;
-	rs->state = RS_CONNECTING;
+	rs_set_state(rs, RS_CONNECTING);
 	return 0;
 }
 
@@ -176,7 +186,7 @@ static int rs_connect_step(struct rsocket *rs, struct rdma_cm_event *event)
 	enum rdma_cm_event_type type = event->event;
 	int err = 0;
 
-	switch (rs->state) {
+	switch (rs_state(rs)) {
 	case RS_RESOLVING_ADDR:
 		if (type == RDMA_CM_EVENT_ADDR_RESOLVED) {
 			rs->retries = 0;
@@ -200,13 +210,13 @@ static int rs_connect_step(struct rsocket *rs, struct rdma_cm_event *event)
 			if (rs_take_accept_data(rs, event))
 				return errno == ENOTSUP ? ENOTSUP
 							: ECONNREFUSED;
-			rs->state = RS_CONNECT_RDWR;
+			rs_set_state(rs, RS_CONNECT_RDWR);
 			return 0;
 		}
 		break;
 	case RS_ACCEPTING:
 		if (type == RDMA_CM_EVENT_ESTABLISHED) {
-			rs->state = RS_CONNECT_RDWR;
+			rs_set_state(rs, RS_CONNECT_RDWR);
 			return 0;
 		}
 		break;
@@ -222,7 +232,7 @@ int rs_do_connect(struct rsocket *rs, bool nonblock)
 	struct rdma_cm_event *event;
 	int err;
 
-	while (rs->state & RS_OPENING) {
+	while (rs_state(rs) & RS_OPENING) {
 		if (rs_get_cm_event(rs, nonblock, &event)) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return cma_err(EINPROGRESS);
@@ -234,14 +244,14 @@ int rs_do_connect(struct rsocket *rs, bool nonblock)
 		if (err)
 			goto failed;
 	}
-	if (rs->state & RS_CONNECTED)
+	if (rs_state(rs) & RS_CONNECTED)
 		return 0;
-	if (rs->state == RS_CONNECT_ERROR)
+	if (rs_state(rs) == RS_CONNECT_ERROR)
 		return cma_err(rs->err ? rs->err : ECONNREFUSED);
 	return cma_err(ENOTCONN);
 
 failed:
-	rs->state = RS_CONNECT_ERROR;
+	rs_set_state(rs, RS_CONNECT_ERROR);
 	rs->err = err;
 	return cma_err(err);
 }
@@ -251,15 +261,15 @@ int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
 {
 	int ret;
 
-	if (rs->state & RS_OPENING) {
+	if (rs_state(rs) & RS_OPENING) {
 		ret = rs_do_connect(rs, rs_nonblocking(rs, 0));
 		if (ret && errno == EINPROGRESS)
 			errno = EALREADY;
 		return ret;
 	}
-	if (rs->state & RS_CONNECTED)
+	if (rs_state(rs) & RS_CONNECTED)
 		return cma_err(EISCONN);
-	if (rs->state == RS_LISTENING)
+	if (rs_state(rs) == RS_LISTENING)
 		return cma_err(EINVAL);
 	if (!addr)
 		return cma_err(EFAULT);
@@ -270,13 +280,13 @@ int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6 &&
 	    addr->sa_family != AF_IB)
 		return cma_err(EAFNOSUPPORT);
-	if (rs->state == RS_CONNECT_ERROR)
+	if (rs_state(rs) == RS_CONNECT_ERROR)
 		return cma_err(ECONNREFUSED);
 
 	memcpy(&rs->cm_id->route.addr.dst_addr, addr, len);
 	rs->retries = 0;
 	if (rs_resolve_addr(rs)) {
-		rs->state = RS_CONNECT_ERROR;
+		rs_set_state(rs, RS_CONNECT_ERROR);
 		rs->err = errno;
 		return -1;
 	}
@@ -327,8 +337,9 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	struct rs_wire_conn data;
 	struct rsocket *new_rs;
 	struct rdma_cm_id *id;
+	int index;
 
-	if (rs->state != RS_LISTENING)
+	if (rs_state(rs) != RS_LISTENING)
 		return cma_err(EINVAL);
 	if (rs_get_request(rs, &id, &peer))
 		return -1;
@@ -345,7 +356,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	}
 	new_rs->cm_id = id;
 	id->context = new_rs;
-	if (rs_insert(new_rs, new_rs->channel->fd) || rs_create_ep(new_rs)) {
+	if (rs_create_ep(new_rs)) {
 		rdma_reject(id, NULL, 0);
 		goto err;
 	}
@@ -365,15 +376,18 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	}
 	if (rdma_accept(id, &param))
 		goto err;
-	new_rs->state = RS_ACCEPTING;
-
+	rs_set_state(new_rs, RS_ACCEPTING);
 	if (addr && addrlen)
-		rgetpeername(new_rs->index, addr, addrlen);
-	return new_rs->index;
+		rs_copy_peer(new_rs, addr, addrlen);
+	/* Published last: no other thread sees it half made. */
+	index = new_rs->channel->fd;
+	if (rs_insert(new_rs, index))
+		goto err;
+	return index;
 err : {
 	int err = errno;
 
-	rs_free(new_rs);
+	rs_put(new_rs);
 	return cma_err(err);
 }
 }

@@ -31,7 +31,10 @@ int ds_init(struct rsocket *rs, int domain)
 	rs->epfd = cma_fd_move_high(epoll_create1(EPOLL_CLOEXEC), fcntl, close);
 	if (rs->epfd < 0)
 		return -1;
-	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev);
+	if (epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev))
+		return -1;
+	/* rclose's wake-up reaches sleepers and rpoll through the same set. */
+	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->wake_fd, &ev);
 }
 
 /*
@@ -72,8 +75,10 @@ void ds_free(struct rsocket *rs)
 	ds_free_queue(rs);
 	free(rs->dsbuf);
 	free(rs->dsfree);
+	free(rs->dsslot_dest);
 	rs->dsbuf = NULL;
 	rs->dsfree = NULL;
+	rs->dsslot_dest = NULL;
 	pthread_mutex_unlock(&rs->lock);
 	if (rs->udp_sock >= 0)
 		close(rs->udp_sock);

@@ -55,13 +55,28 @@ struct ds_qp {
 	bool armed; /* a completion event has been requested */
 };
 
-/* A peer rsocket, keyed by its address. */
+/*
+ * A peer rsocket, keyed by its address.  All fields are under rs->lock.
+ * A socket keeps at most rs_def.max_dgram_dest of them (anyone on the
+ * network can make one with a datagram from a new source); a new one
+ * evicts the least recently used that nothing pins.  Pinned: a resolution
+ * in progress, a send in progress or posted and not completed, the
+ * rconnect destination.
+ */
 struct ds_dest {
 	union rs_sockaddr addr;
 	socklen_t addrlen;
 	struct ds_qp *qp; /* the local QP that reaches it */
-	struct ibv_ah *ah; /* NULL until its QP number is known */
-	uint32_t qpn;
+	struct ibv_ah *ah; /* NULL until resolved */
+	uint32_t qpn; /* the peer's QP, once it has told us (qpn_known) */
+	bool qpn_known;
+	struct ds_dest *lru_prev, *lru_next; /* rs->dest_lru, newest first */
+	uint32_t pins;
+	/*
+	 * Being resolved by a thread that dropped rs->lock meanwhile: others
+	 * skip the resolution and send over UDP until it is done.
+	 */
+	bool resolving;
 };
 
 /* --- dgram.c ------------------------------------------------------------- */
@@ -88,11 +103,34 @@ int ds_post_recv(struct rsocket *rs, struct ds_qp *qp, uint32_t slot);
 
 /* --- dgram_dest.c -------------------------------------------------------- */
 
-/* The destination for @addr, created (with its QP) on first use. */
+/*
+ * The destination for @addr, created (with its QP) on first use, evicting
+ * the least recently used unpinned one at the bound (ENOBUFS if all are
+ * pinned).  Under rs->lock; the caller pins it (ds_dest_pin) to keep it
+ * across anything that may drop the lock.
+ */
 int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 		struct ds_dest **dest);
-/* Resolve an address handle to @dest's peer, whose QP is @qpn. */
-int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest, uint32_t qpn);
+static inline void ds_dest_pin(struct ds_dest *dest)
+{
+	dest->pins++;
+}
+static inline void ds_dest_unpin(struct ds_dest *dest)
+{
+	dest->pins--;
+}
+/*
+ * Resolve an address handle to @dest's peer, whose QP number it knows.
+ * Only a sender does this, when it first needs the handle: a datagram
+ * from a new source costs the receiver a destination, never a resolution.
+ * Called with rs->lock held and @dest pinned; drops the lock for the
+ * resolution (up to 2 * DS_RESOLVE_MS) and takes it again.  Returns at
+ * once if another thread is resolving @dest already.  A failure forgets
+ * the QP number: the peer's next datagram brings it again.
+ */
+int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest);
+/* Destinations kept (for tests and the bound). */
+uint32_t ds_dest_count(const struct rsocket *rs);
 void ds_dest_destroy_all(struct rsocket *rs);
 
 /* --- dgram_udp.c --------------------------------------------------------- */

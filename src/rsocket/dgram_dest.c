@@ -8,6 +8,12 @@
  * handle to it.  The address handle comes from resolving the peer's address
  * and route through the rdma_cm, as a connection would, so it works on
  * InfiniBand and RoCE alike.
+ *
+ * Any host can make a destination by sending one datagram from a new
+ * source address or port, so they are bounded: a list ordered by use
+ * (rs->dest_lru, newest first) finds the one to evict in O(1) steps past
+ * the pinned ones.  An evicted destination's address handle goes with it;
+ * a peer that speaks again is resolved again.
  */
 #include <config.h>
 
@@ -101,6 +107,59 @@ static int ds_check_addr(struct rsocket *rs, const struct sockaddr *addr,
 	return 0;
 }
 
+static void ds_lru_unlink(struct rsocket *rs, struct ds_dest *dest)
+{
+	if (dest->lru_prev)
+		dest->lru_prev->lru_next = dest->lru_next;
+	else
+		rs->dest_lru = dest->lru_next;
+	if (dest->lru_next)
+		dest->lru_next->lru_prev = dest->lru_prev;
+	else
+		rs->dest_lru_tail = dest->lru_prev;
+	dest->lru_prev = dest->lru_next = NULL;
+}
+
+static void ds_lru_push(struct rsocket *rs, struct ds_dest *dest)
+{
+	dest->lru_prev = NULL;
+	dest->lru_next = rs->dest_lru;
+	if (rs->dest_lru)
+		rs->dest_lru->lru_prev = dest;
+	else
+		rs->dest_lru_tail = dest;
+	rs->dest_lru = dest;
+}
+
+static void ds_dest_free(void *node)
+{
+	struct ds_dest *dest = node;
+
+	if (dest->ah)
+		ibv_destroy_ah(dest->ah);
+	free(dest);
+}
+
+/* Make room for one more: evict the oldest unpinned destination. */
+static int ds_dest_make_room(struct rsocket *rs)
+{
+	struct ds_dest *dest;
+
+	if (rs->dest_count < rs_def.max_dgram_dest)
+		return 0;
+	for (dest = rs->dest_lru_tail; dest; dest = dest->lru_prev) {
+		if (!dest->pins && dest != rs->conn_dest)
+			break;
+	}
+	if (!dest)
+		return cma_err(ENOBUFS);
+	ds_lru_unlink(rs, dest);
+	tdelete(dest, &rs->dest_map, ds_dest_cmp);
+	rs->dest_count--;
+	ds_dest_free(dest);
+	return 0;
+}
+
 int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 		struct ds_dest **out)
 {
@@ -115,11 +174,14 @@ int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 	memcpy(&key.addr, addr, key.addrlen);
 	found = tfind(&key, &rs->dest_map, ds_dest_cmp);
 	if (found) {
-		*out = *found;
+		dest = *found;
+		ds_lru_unlink(rs, dest);
+		ds_lru_push(rs, dest);
+		*out = dest;
 		return 0;
 	}
 	if (ds_autobind(rs) || ds_src_for(rs, &key.addr, &src) ||
-	    ds_qp_get(rs, &src, &qp))
+	    ds_qp_get(rs, &src, &qp) || ds_dest_make_room(rs))
 		return -1;
 	dest = malloc(sizeof(*dest));
 	if (!dest)
@@ -130,8 +192,15 @@ int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 		free(dest);
 		return cma_err(ENOMEM);
 	}
+	ds_lru_push(rs, dest);
+	rs->dest_count++;
 	*out = dest;
 	return 0;
+}
+
+uint32_t ds_dest_count(const struct rsocket *rs)
+{
+	return rs->dest_count;
 }
 
 /* The GID table index of @gid; on RoCE, a RoCE v2 entry if there is one. */
@@ -185,52 +254,67 @@ static int ds_ah_attr(struct ds_qp *qp, struct rdma_cm_id *id,
 	return 0;
 }
 
-int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest, uint32_t qpn)
+/*
+ * The address handle to @dst from @qp's address, resolved through an id
+ * of its own; no lock held (this may take 2 * DS_RESOLVE_MS).
+ */
+static struct ibv_ah *ds_resolve_ah(struct ds_qp *qp,
+				    const union rs_sockaddr *dst)
 {
-	union rs_sockaddr src = dest->qp->src;
+	union rs_sockaddr src = qp->src;
+	union rs_sockaddr to = *dst;
 	struct rdma_cm_id *id;
 	struct ibv_ah_attr attr;
 	struct ibv_ah *ah = NULL;
 	int ret;
 
-	(void)rs;
 	if (src.sa.sa_family == AF_INET)
 		src.sin.sin_port = 0;
 	else
 		src.sin6.sin6_port = 0;
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP))
-		return -1;
-	ret = rdma_resolve_addr(id, &src.sa, &dest->addr.sa, DS_RESOLVE_MS);
+		return NULL;
+	ret = rdma_resolve_addr(id, &src.sa, &to.sa, DS_RESOLVE_MS);
 	if (!ret)
 		ret = rdma_resolve_route(id, DS_RESOLVE_MS);
 	if (!ret)
-		ret = ds_ah_attr(dest->qp, id, &attr);
-	if (!ret) {
-		ah = ibv_create_ah(dest->qp->cm_id->pd, &attr);
-		ret = ah ? 0 : -1;
-	}
+		ret = ds_ah_attr(qp, id, &attr);
+	if (!ret)
+		ah = ibv_create_ah(qp->cm_id->pd, &attr);
 	rdma_destroy_id(id);
-	if (ret)
+	return ah;
+}
+
+int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest)
+{
+	union rs_sockaddr dst = dest->addr;
+	struct ds_qp *qp = dest->qp; /* QPs live as long as the socket */
+	struct ibv_ah *ah;
+
+	if (dest->resolving || !dest->qpn_known)
+		return 0;
+	dest->resolving = true;
+	ds_dest_pin(dest);
+	pthread_mutex_unlock(&rs->lock);
+	ah = ds_resolve_ah(qp, &dst);
+	pthread_mutex_lock(&rs->lock);
+	dest->resolving = false;
+	ds_dest_unpin(dest);
+	if (!ah) {
+		dest->qpn_known = false;
 		return -1;
+	}
 	if (dest->ah)
 		ibv_destroy_ah(dest->ah);
 	dest->ah = ah;
-	dest->qpn = qpn;
 	return 0;
-}
-
-static void ds_dest_free(void *node)
-{
-	struct ds_dest *dest = node;
-
-	if (dest->ah)
-		ibv_destroy_ah(dest->ah);
-	free(dest);
 }
 
 void ds_dest_destroy_all(struct rsocket *rs)
 {
 	tdestroy(rs->dest_map, ds_dest_free);
 	rs->dest_map = NULL;
+	rs->dest_lru = rs->dest_lru_tail = NULL;
+	rs->dest_count = 0;
 	rs->conn_dest = NULL;
 }

@@ -61,15 +61,24 @@ static bool ds_writable(struct rsocket *rs)
 	return rs->ds_shut_wr || !rs->dsbuf || rs->dsfree_cnt;
 }
 
-/* Sleep until the UDP socket or a CQ has news.  Drops rs->lock meanwhile. */
-static void ds_sleep(struct rsocket *rs)
+/*
+ * Sleep until the UDP socket or a CQ has news, or another thread closes
+ * the socket (then -1/EBADF: its wake fd is in the epoll set).  Drops
+ * rs->lock meanwhile.
+ */
+static int ds_sleep(struct rsocket *rs)
 {
 	struct epoll_event ev[DS_WAIT_EVENTS];
 
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	pthread_mutex_unlock(&rs->lock);
 	epoll_wait(rs->epfd, ev, DS_WAIT_EVENTS, -1);
 	pthread_mutex_lock(&rs->lock);
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	ds_take_cq_events(rs);
+	return 0;
 }
 
 /* Wait, rs->lock held, until @ready; -1/EAGAIN if @nonblock and not yet. */
@@ -92,7 +101,10 @@ static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 			if (ready(rs))
 				break;
 			rs_spin_sleeping(&w);
-			ds_sleep(rs);
+			if (ds_sleep(rs)) {
+				rs_spin_end(&rs->spin, &w);
+				return -1;
+			}
 		}
 		ds_progress(rs);
 		if (ready(rs))
@@ -220,7 +232,28 @@ static ssize_t ds_ud_send(struct rsocket *rs, struct ds_dest *dest,
 		rs->dsfree[rs->dsfree_cnt++] = slot;
 		return cma_err(ret);
 	}
+	/* Its address handle is in use until the send completes. */
+	rs->dsslot_dest[slot] = dest;
+	ds_dest_pin(dest);
 	return (ssize_t)len;
+}
+
+/* Send to @dest, pinned by the caller: the lock may drop meanwhile. */
+static ssize_t ds_send_to_dest(struct rsocket *rs, struct ds_dest *dest,
+			       const void *buf, size_t len, int flags)
+{
+	if (len + dest->qp->hdr_len > dest->qp->max_msg)
+		return cma_err(EMSGSIZE);
+	/* The peer's answer to an earlier datagram may be waiting. */
+	if (!dest->ah)
+		ds_udp_drain(rs);
+	/* Drops rs->lock while it resolves; @dest is pinned. */
+	if (!dest->ah)
+		ds_dest_resolve(rs, dest);
+	/* Unresolved, or being resolved by another thread: over UDP. */
+	if (!dest->ah || dest->resolving)
+		return ds_udp_send(rs, dest, RS_OP_DATA, buf, len);
+	return ds_ud_send(rs, dest, buf, len, rs_nonblocking(rs, flags));
 }
 
 static ssize_t ds_send_locked(struct rsocket *rs, const void *buf, size_t len,
@@ -228,6 +261,7 @@ static ssize_t ds_send_locked(struct rsocket *rs, const void *buf, size_t len,
 			      socklen_t dstlen)
 {
 	struct ds_dest *dest;
+	ssize_t ret;
 
 	if (rs->ds_shut_wr)
 		return cma_err(EPIPE);
@@ -239,14 +273,10 @@ static ssize_t ds_send_locked(struct rsocket *rs, const void *buf, size_t len,
 	} else {
 		dest = rs->conn_dest;
 	}
-	if (len + dest->qp->hdr_len > dest->qp->max_msg)
-		return cma_err(EMSGSIZE);
-	/* The peer's answer to an earlier datagram may be waiting. */
-	if (!dest->ah)
-		ds_udp_drain(rs);
-	if (!dest->ah)
-		return ds_udp_send(rs, dest, RS_OP_DATA, buf, len);
-	return ds_ud_send(rs, dest, buf, len, rs_nonblocking(rs, flags));
+	ds_dest_pin(dest);
+	ret = ds_send_to_dest(rs, dest, buf, len, flags);
+	ds_dest_unpin(dest);
+	return ret;
 }
 
 ssize_t ds_sendto(struct rsocket *rs, const void *buf, size_t len, int flags,

@@ -55,9 +55,10 @@ static int ds_alloc_bufs(struct rsocket *rs, struct ibv_context *verbs)
 	ds_size_queues(rs, verbs);
 	rs->dsbuf = calloc(rs->sq_size, DS_MSG_SIZE);
 	rs->dsfree = calloc(rs->sq_size, sizeof(*rs->dsfree));
+	rs->dsslot_dest = calloc(rs->sq_size, sizeof(*rs->dsslot_dest));
 	rs->dmsg_max = rs->rq_size + DS_UDP_QUEUE;
 	rs->dmsg = calloc(rs->dmsg_max, sizeof(*rs->dmsg));
-	if (!rs->dsbuf || !rs->dsfree || !rs->dmsg)
+	if (!rs->dsbuf || !rs->dsfree || !rs->dsslot_dest || !rs->dmsg)
 		return cma_err(ENOMEM);
 	for (i = 0; i < rs->sq_size; i++)
 		rs->dsfree[i] = rs->sq_size - 1 - i;
@@ -268,8 +269,13 @@ static void ds_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 {
 	uint32_t slot = (uint32_t)wc->wr_id;
 
-	if (slot < rs->sq_size && rs->dsfree_cnt < rs->sq_size)
+	if (slot < rs->sq_size && rs->dsfree_cnt < rs->sq_size) {
 		rs->dsfree[rs->dsfree_cnt++] = slot;
+		/* The destination may be evicted once nothing is in flight. */
+		if (rs->dsslot_dest[slot])
+			ds_dest_unpin(rs->dsslot_dest[slot]);
+		rs->dsslot_dest[slot] = NULL;
+	}
 	if (wc->status != IBV_WC_SUCCESS)
 		rs->ds_dropped++; /* a datagram lost on its way out */
 }

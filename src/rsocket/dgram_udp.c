@@ -24,7 +24,6 @@
 /* sendmsg; a blocking rsocket waits for room in the UDP send buffer. */
 static ssize_t ds_udp_sendmsg(struct rsocket *rs, const struct msghdr *msg)
 {
-	struct pollfd pfd = {.fd = rs->udp_sock, .events = POLLOUT};
 	ssize_t ret;
 
 	for (;;) {
@@ -32,7 +31,7 @@ static ssize_t ds_udp_sendmsg(struct rsocket *rs, const struct msghdr *msg)
 		if (ret >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
 		    (rs->fd_flags & O_NONBLOCK))
 			return ret;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (rs_sleep_fd_or_close(rs, rs->udp_sock, POLLOUT, -1) < 0)
 			return -1;
 	}
 }
@@ -91,11 +90,17 @@ static void ds_udp_handle(struct rsocket *rs, const uint8_t *buf, size_t len,
 		rs->ds_dropped++;
 		return;
 	}
-	/* Answer first: the peer can resolve while we do. */
+	/* The answer lets the peer send over its QP. */
 	if (m.op == RS_OP_DATA)
 		ds_udp_send(rs, dest, RS_OP_CTRL, NULL, 0);
-	if (!dest->ah || dest->qpn != m.qpn)
-		ds_dest_resolve(rs, dest, m.qpn);
+	/*
+	 * Our address handle to the peer is resolved by our first send to
+	 * it (ds_dest_resolve), not here: a datagram from a spoofed source
+	 * costs a bounded destination, no resolution.  A new QP number (the
+	 * peer restarted) reuses the handle: it names the address only.
+	 */
+	dest->qpn = m.qpn;
+	dest->qpn_known = true;
 	if (m.op == RS_OP_DATA && !rs->ds_shut_rd)
 		ds_udp_deliver(rs, buf + m.offset, m.length, from);
 }

@@ -146,6 +146,7 @@ static int rep_ctl_rsocket(struct repoll *rep, int op, int fd,
 CMA_EXPORT int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
 	struct repoll *rep = rep_find(epfd);
+	struct rsocket *rs;
 	int ret;
 
 	if (!rep)
@@ -154,11 +155,13 @@ CMA_EXPORT int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		return cma_err(EFAULT);
 	if (fd == epfd)
 		return cma_err(EINVAL);
-	if (!rs_lookup(fd))
+	rs = rs_get(fd);
+	if (!rs)
 		return epoll_ctl(rep->epfd, op, fd, event);
 	pthread_mutex_lock(&rep->lock);
 	ret = rep_ctl_rsocket(rep, op, fd, event);
 	pthread_mutex_unlock(&rep->lock);
+	rs_put(rs);
 	return ret;
 }
 
@@ -192,17 +195,21 @@ static uint32_t rep_from_poll(short revents)
 	return e;
 }
 
-CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
-			   int timeout)
+/*
+ * Forget an rsocket that was closed, as epoll forgets a closed file (its
+ * number may be reused: the new socket is not in the set).  rep->lock held.
+ */
+static void rep_forget(struct repoll *rep, int i)
 {
-	struct repoll *rep = rep_find(epfd);
-	struct pollfd *fds;
-	int *map, n = 0, i, ret, cnt = 0;
+	rep->entries[i] = rep->entries[--rep->count];
+}
 
-	if (!rep)
-		return cma_err(EBADF);
-	if (!events || maxevents <= 0)
-		return cma_err(EINVAL);
+/* The poll set of a wait: the enabled entries, then the epoll fd itself. */
+static int rep_collect(struct repoll *rep, struct pollfd **pfds, int **pmap)
+{
+	struct pollfd *fds;
+	struct rsocket *rs;
+	int *map, n = 0, i;
 
 	pthread_mutex_lock(&rep->lock);
 	fds = calloc((size_t)rep->count + 1, sizeof(*fds));
@@ -216,6 +223,12 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 	for (i = 0; i < rep->count; i++) {
 		if (rep->entries[i].disabled)
 			continue;
+		rs = rs_get(rep->entries[i].fd);
+		if (!rs) {
+			rep_forget(rep, i--);
+			continue;
+		}
+		rs_put(rs);
 		fds[n].fd = rep->entries[i].fd;
 		fds[n].events = rep_to_poll(rep->entries[i].event.events);
 		map[n++] = i;
@@ -223,10 +236,16 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 	fds[n].fd = rep->epfd;
 	fds[n].events = POLLIN;
 	pthread_mutex_unlock(&rep->lock);
+	*pfds = fds;
+	*pmap = map;
+	return n;
+}
 
-	ret = rpoll(fds, (nfds_t)n + 1, timeout);
-	if (ret <= 0)
-		goto out;
+/* Report what rpoll found; entries closed meanwhile are forgotten. */
+static int rep_report(struct repoll *rep, struct pollfd *fds, const int *map,
+		      int n, struct epoll_event *events, int maxevents)
+{
+	int i, cnt = 0;
 
 	pthread_mutex_lock(&rep->lock);
 	for (i = 0; i < n && cnt < maxevents; i++) {
@@ -237,6 +256,10 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 		e = &rep->entries[map[i]];
 		if (e->fd != fds[i].fd)
 			continue; /* removed meanwhile */
+		if (fds[i].revents & POLLNVAL) {
+			rep_forget(rep, map[i]);
+			continue;
+		}
 		events[cnt].events = rep_from_poll(fds[i].revents);
 		events[cnt].data = e->event.data;
 		cnt++;
@@ -244,14 +267,43 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 			e->disabled = true;
 	}
 	pthread_mutex_unlock(&rep->lock);
-	if (fds[n].revents && cnt < maxevents) {
-		ret = epoll_wait(rep->epfd, events + cnt, maxevents - cnt, 0);
-		if (ret > 0)
-			cnt += ret;
+	return cnt;
+}
+
+CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
+			   int timeout)
+{
+	struct repoll *rep = rep_find(epfd);
+	int64_t deadline = timeout > 0 ? (int64_t)rs_now_ms() + timeout : 0;
+	struct pollfd *fds;
+	int *map, n, ret, cnt;
+
+	if (!rep)
+		return cma_err(EBADF);
+	if (!events || maxevents <= 0)
+		return cma_err(EINVAL);
+	for (;;) {
+		n = rep_collect(rep, &fds, &map);
+		if (n < 0)
+			return -1;
+		ret = rpoll(fds, (nfds_t)n + 1, timeout);
+		cnt = ret > 0 ? rep_report(rep, fds, map, n, events, maxevents)
+			      : ret;
+		if (ret > 0 && fds[n].revents && cnt < maxevents) {
+			ret = epoll_wait(rep->epfd, events + cnt,
+					 maxevents - cnt, 0);
+			if (ret > 0)
+				cnt += ret;
+		}
+		free(fds);
+		free(map);
+		/* Woken only by a close: wait on for the rest of the time. */
+		if (cnt || ret < 0 || !timeout)
+			return cnt;
+		if (timeout > 0) {
+			timeout = (int)(deadline - (int64_t)rs_now_ms());
+			if (timeout <= 0)
+				return 0;
+		}
 	}
-	ret = cnt;
-out:
-	free(fds);
-	free(map);
-	return ret;
 }

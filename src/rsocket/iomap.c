@@ -36,16 +36,13 @@ static struct rs_iomap_mr *rs_free_slot(struct rsocket *rs)
 	return NULL;
 }
 
-CMA_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
-			off_t offset)
+static off_t rs_riomap(struct rsocket *rs, void *buf, size_t len, int prot,
+		       int flags, off_t offset)
 {
-	struct rsocket *rs = rs_get(socket);
 	struct rs_iomap_mr *iomr;
 	int access = IBV_ACCESS_LOCAL_WRITE;
 
 	(void)flags;
-	if (!rs)
-		return -1;
 	if (rs->type != SOCK_STREAM || !rs->cm_id || !rs->cm_id->pd || !buf ||
 	    !len || (prot & ~(PROT_WRITE | PROT_NONE)))
 		return cma_err(EINVAL);
@@ -85,21 +82,34 @@ out:
 	return offset;
 }
 
+CMA_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
+			off_t offset)
+{
+	struct rsocket *rs = rs_get(socket);
+	off_t ret;
+	int err;
+
+	if (!rs)
+		return -1;
+	ret = rs_riomap(rs, buf, len, prot, flags, offset);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
+}
+
 static bool rs_iomr_matches(const struct rs_iomap_mr *iomr, const void *buf,
 			    size_t len)
 {
 	return iomr->mr && iomr->mr->addr == buf && iomr->mr->length == len;
 }
 
-CMA_EXPORT int riounmap(int socket, void *buf, size_t len)
+static int rs_riounmap(struct rsocket *rs, void *buf, size_t len)
 {
-	struct rsocket *rs = rs_get(socket);
 	struct rs_iomap_mr **pp, *iomr;
 	uint32_t i;
 	int ret = -1;
 
-	if (!rs)
-		return -1;
 	if (rs->type != SOCK_STREAM)
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&rs->map_lock);
@@ -125,6 +135,21 @@ CMA_EXPORT int riounmap(int socket, void *buf, size_t len)
 out:
 	pthread_mutex_unlock(&rs->map_lock);
 	return ret ? cma_err(EINVAL) : 0;
+}
+
+CMA_EXPORT int riounmap(int socket, void *buf, size_t len)
+{
+	struct rsocket *rs = rs_get(socket);
+	int ret;
+	int err;
+
+	if (!rs)
+		return -1;
+	ret = rs_riounmap(rs, buf, len);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
 }
 
 void rs_free_iomaps(struct rsocket *rs)
@@ -187,7 +212,7 @@ int rs_send_iomaps(struct rsocket *rs, int flags)
 			pthread_mutex_lock(&rs->map_lock);
 			if (ret)
 				break;
-			if (!(rs->state & RS_WRITABLE)) {
+			if (!(rs_state(rs) & RS_WRITABLE)) {
 				ret = cma_err(EPIPE);
 				break;
 			}
@@ -230,10 +255,9 @@ static bool rs_find_iomap(struct rsocket *rs, uint64_t offset,
 	return false;
 }
 
-CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
-			   off_t offset, int flags)
+static size_t rs_riowrite(struct rsocket *rs, const void *buf, size_t count,
+			  off_t offset, int flags)
 {
-	struct rsocket *rs = rs_get(socket);
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = count};
 	const struct iovec *cur = &iov;
 	uint32_t olen = RS_OLAP_START_SIZE;
@@ -242,11 +266,9 @@ CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 	bool have = false;
 	int ret = 0;
 
-	if (!rs)
-		return (size_t)-1;
 	if (rs->type != SOCK_STREAM || (!buf && count))
 		return (size_t)cma_err(EINVAL);
-	if (!(rs->state & RS_CONNECTED))
+	if (!(rs_state(rs) & RS_CONNECTED))
 		return (size_t)cma_err(ENOTCONN);
 
 	pthread_mutex_lock(&rs->slock);
@@ -289,4 +311,20 @@ CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 out:
 	pthread_mutex_unlock(&rs->slock);
 	return (ret && left == count) ? (size_t)ret : count - left;
+}
+
+CMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
+			   off_t offset, int flags)
+{
+	struct rsocket *rs = rs_get(socket);
+	size_t ret;
+	int err;
+
+	if (!rs)
+		return (size_t)-1;
+	ret = rs_riowrite(rs, buf, count, offset, flags);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
 }

@@ -71,7 +71,7 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 		    rdma_set_option(rs->cm_id, RDMA_OPTION_ID,
 				    RDMA_OPTION_ID_REUSEADDR, &val,
 				    sizeof(val)) &&
-		    errno != ENOSYS && rs->state == RS_INIT)
+		    errno != ENOSYS && rs_state(rs) == RS_INIT)
 			return -1;
 		break;
 	case SO_RCVBUF:
@@ -133,7 +133,7 @@ static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
 {
 	int val = 0;
 
-	if (rs->type == SOCK_STREAM ? rs->state >= RS_OPENING
+	if (rs->type == SOCK_STREAM ? rs_state(rs) >= RS_OPENING
 				    : rs_buffers_exist(rs))
 		return cma_err(EINVAL);
 	if (optname != RDMA_ROUTE && rs_int_opt(optval, optlen, &val))
@@ -176,14 +176,11 @@ static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
 	}
 }
 
-CMA_EXPORT int rsetsockopt(int socket, int level, int optname,
-			   const void *optval, socklen_t optlen)
+static int rs_rsetsockopt(struct rsocket *rs, int level, int optname,
+			  const void *optval, socklen_t optlen)
 {
-	struct rsocket *rs = rs_get(socket);
 	int val = 0;
 
-	if (!rs)
-		return -1;
 	if (level == SOL_RDMA)
 		return rs_set_rdma(rs, optname, optval, optlen);
 	if (rs->type == SOCK_DGRAM) {
@@ -215,6 +212,22 @@ CMA_EXPORT int rsetsockopt(int socket, int level, int optname,
 	default:
 		return cma_err(ENOTSUP);
 	}
+}
+
+CMA_EXPORT int rsetsockopt(int socket, int level, int optname,
+			   const void *optval, socklen_t optlen)
+{
+	struct rsocket *rs = rs_get(socket);
+	int ret;
+	int err;
+
+	if (!rs)
+		return -1;
+	ret = rs_rsetsockopt(rs, level, optname, optval, optlen);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
 }
 
 /* Store an int result: -1/EFAULT or EINVAL if the caller has no room. */
@@ -274,14 +287,11 @@ static int rs_get_route(struct rsocket *rs, void *optval, socklen_t *optlen)
 	return 0;
 }
 
-CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
-			   socklen_t *optlen)
+static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
+			  void *optval, socklen_t *optlen)
 {
-	struct rsocket *rs = rs_get(socket);
 	int err;
 
-	if (!rs)
-		return -1;
 	if (!optval || !optlen)
 		return cma_err(EFAULT);
 	/* rsetsockopt gave these to the UDP socket: it knows them. */
@@ -376,21 +386,28 @@ CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
 	return cma_err(ENOTSUP);
 }
 
-CMA_EXPORT int rfcntl(int socket, int cmd, ... /* arg */)
+CMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
+			   socklen_t *optlen)
 {
 	struct rsocket *rs = rs_get(socket);
-	va_list args;
-	int arg;
+	int ret;
+	int err;
 
 	if (!rs)
 		return -1;
+	ret = rs_rgetsockopt(rs, level, optname, optval, optlen);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
+}
+
+static int rs_fcntl(struct rsocket *rs, int cmd, int arg)
+{
 	switch (cmd) {
 	case F_GETFL:
 		return rs->fd_flags;
 	case F_SETFL:
-		va_start(args, cmd);
-		arg = va_arg(args, int);
-		va_end(args);
 		/* Waits check the flag; the kernel fds stay blocking. */
 		rs->fd_flags = arg & (O_NONBLOCK | O_APPEND | O_ASYNC);
 		return 0;
@@ -401,4 +418,24 @@ CMA_EXPORT int rfcntl(int socket, int cmd, ... /* arg */)
 	default:
 		return cma_err(ENOTSUP);
 	}
+}
+
+CMA_EXPORT int rfcntl(int socket, int cmd, ... /* arg */)
+{
+	struct rsocket *rs = rs_get(socket);
+	va_list args;
+	int arg = 0, ret, err;
+
+	if (!rs)
+		return -1;
+	if (cmd == F_SETFL) {
+		va_start(args, cmd);
+		arg = va_arg(args, int);
+		va_end(args);
+	}
+	ret = rs_fcntl(rs, cmd, arg);
+	err = errno;
+	rs_put(rs);
+	errno = err;
+	return ret;
 }

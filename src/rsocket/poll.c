@@ -22,15 +22,15 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 {
 	short revents = 0;
 
-	if (rs->state == RS_LISTENING)
+	if (rs_state(rs) == RS_LISTENING)
 		return (events & POLLIN) && rs_cm_event_ready(rs) ? POLLIN : 0;
-	if (rs->state & RS_OPENING) {
+	if (rs_state(rs) & RS_OPENING) {
 		if (rs_do_connect(rs, true) && errno == EINPROGRESS)
 			return 0;
 	}
-	if (rs->state == RS_CONNECT_ERROR)
+	if (rs_state(rs) == RS_CONNECT_ERROR)
 		return (events & (POLLIN | POLLOUT)) | POLLERR;
-	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+	if (!(rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
 		return 0;
 
 	pthread_mutex_lock(&rs->lock);
@@ -44,9 +44,9 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 	 * Like TCP after a FIN, a closed connection with data still queued
 	 * is only readable: hang-up is reported once the data is read.
 	 */
-	if (!(rs->state & RS_CONNECTED) && !rs_have_rdata(rs))
-		revents |= rs->state == RS_DISCONNECTED ? POLLHUP : POLLERR;
-	else if (rs->state & RS_ERROR)
+	if (!(rs_state(rs) & RS_CONNECTED) && !rs_have_rdata(rs))
+		revents |= rs_state(rs) == RS_DISCONNECTED ? POLLHUP : POLLERR;
+	else if (rs_state(rs) & RS_ERROR)
 		revents |= POLLERR;
 	pthread_mutex_unlock(&rs->lock);
 	return revents;
@@ -59,17 +59,84 @@ static short rs_revents(struct rsocket *rs, short events)
 	return rs_stream_revents(rs, events);
 }
 
-/* Check everything once, without sleeping.  Returns the ready count. */
-static int rs_poll_check(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
+/*
+ * What one rpoll works on: the caller's array, the rsocket behind each
+ * entry (held: a reference each, taken once, so a concurrent rclose cannot
+ * free them mid-call; NULL for ordinary descriptors), the sleep set
+ * (each entry's kernel fd, then each rsocket's wake fd) and scratch room.
+ */
+struct rs_pollset {
+	struct pollfd *fds;
+	nfds_t nfds;
+	struct rsocket **rs;
+	struct pollfd *kfds; /* 2 * nfds: sleep fds, then wake fds */
+	struct pollfd *scratch;
+};
+
+static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
+			   nfds_t nfds)
 {
+	nfds_t i, n = nfds ? nfds : 1;
+
+	ps->fds = fds;
+	ps->nfds = nfds;
+	ps->kfds = calloc(3 * n, sizeof(*ps->kfds));
+	ps->rs = calloc(n, sizeof(*ps->rs));
+	if (!ps->kfds || !ps->rs) {
+		free(ps->kfds);
+		free(ps->rs);
+		return cma_err(ENOMEM);
+	}
+	ps->scratch = ps->kfds + 2 * n;
+	for (i = 0; i < nfds; i++) {
+		ps->rs[i] = fds[i].fd >= 0 ? rs_get(fds[i].fd) : NULL;
+		ps->kfds[nfds + i].fd = ps->rs[i] ? ps->rs[i]->wake_fd : -1;
+		ps->kfds[nfds + i].events = POLLIN;
+	}
+	return 0;
+}
+
+static void rs_pollset_free(struct rs_pollset *ps)
+{
+	int err = errno;
+	nfds_t i;
+
+	for (i = 0; i < ps->nfds; i++)
+		rs_put(ps->rs[i]);
+	free(ps->rs);
+	free(ps->kfds);
+	errno = err;
+}
+
+/*
+ * An rsocket closed while this rpoll held it: POLLNVAL, as poll(2) gives
+ * for a descriptor closed before the call (Linux would keep sleeping).
+ */
+static bool rs_poll_closed(const struct rsocket *rs)
+{
+	return __atomic_load_n(&rs->closing, __ATOMIC_ACQUIRE);
+}
+
+/* Check everything once, without sleeping.  Returns the ready count. */
+static int rs_poll_check(struct rs_pollset *ps)
+{
+	struct pollfd *fds = ps->fds, *kfds = ps->scratch;
 	nfds_t i, nk = 0;
 	int cnt = 0;
 
-	for (i = 0; i < nfds; i++) {
-		struct rsocket *rs = rs_lookup(fds[i].fd);
+	for (i = 0; i < ps->nfds; i++) {
+		struct rsocket *rs = ps->rs[i];
 
 		if (rs) {
+			/*
+			 * Looked at again after: a close that raced the look
+			 * (its shutdown makes the socket readable) is seen
+			 * then, since it marks the socket before it changes
+			 * anything under rs->lock.
+			 */
 			fds[i].revents = rs_revents(rs, fds[i].events);
+			if (rs_poll_closed(rs))
+				fds[i].revents = POLLNVAL;
 			if (fds[i].revents)
 				cnt++;
 		} else {
@@ -80,8 +147,8 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
 		}
 	}
 	if (nk && poll(kfds, nk, 0) > 0) {
-		for (i = 0, nk = 0; i < nfds; i++) {
-			if (rs_lookup(fds[i].fd))
+		for (i = 0, nk = 0; i < ps->nfds; i++) {
+			if (ps->rs[i])
 				continue;
 			fds[i].revents = kfds[nk++].revents;
 			if (fds[i].revents)
@@ -94,10 +161,12 @@ static int rs_poll_check(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
 /* The kernel fd an rsocket sleeps on, with its CQ armed.  -1: none. */
 static int rs_sleep_fd(struct rsocket *rs)
 {
+	if (rs_poll_closed(rs))
+		return -1;
 	if (rs->type == SOCK_DGRAM)
 		return ds_wait_fd(rs);
-	if (rs->state & RS_CONNECTED || rs->state & RS_ERROR ||
-	    rs->state == RS_DISCONNECTED) {
+	if (rs_state(rs) & RS_CONNECTED || rs_state(rs) & RS_ERROR ||
+	    rs_state(rs) == RS_DISCONNECTED) {
 		if (!rs->comp_channel)
 			return -1;
 		pthread_mutex_lock(&rs->lock);
@@ -105,7 +174,7 @@ static int rs_sleep_fd(struct rsocket *rs)
 		pthread_mutex_unlock(&rs->lock);
 		return rs->comp_channel->fd;
 	}
-	if (rs->state == RS_LISTENING || rs->state & RS_OPENING)
+	if (rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING)
 		return rs->channel->fd;
 	return -1;
 }
@@ -114,7 +183,7 @@ static void rs_consume(struct rsocket *rs)
 {
 	if (rs->type == SOCK_DGRAM)
 		ds_consume_events(rs);
-	else if (rs->state & (RS_CONNECTED | RS_ERROR | RS_DISCONNECTED))
+	else if (rs_state(rs) & (RS_CONNECTED | RS_ERROR | RS_DISCONNECTED))
 		rs_consume_cq_event(rs);
 }
 
@@ -135,8 +204,7 @@ static struct rs_spin *rs_poll_spin_state(void)
 }
 
 /* Spin within the window (and the timeout): > 0 ready, 0 go to sleep. */
-static int rs_poll_spin_check(struct pollfd *fds, nfds_t nfds,
-			      struct pollfd *scratch, struct rs_spin_wait *w,
+static int rs_poll_spin_check(struct rs_pollset *ps, struct rs_spin_wait *w,
 			      int timeout)
 {
 	int ret;
@@ -144,7 +212,7 @@ static int rs_poll_spin_check(struct pollfd *fds, nfds_t nfds,
 	if (timeout > 0 && w->window_us > (uint32_t)timeout * 1000)
 		w->window_us = (uint32_t)timeout * 1000;
 	while (rs_spin_more(w)) {
-		ret = rs_poll_check(fds, nfds, scratch);
+		ret = rs_poll_check(ps);
 		if (ret)
 			return ret;
 	}
@@ -152,44 +220,32 @@ static int rs_poll_spin_check(struct pollfd *fds, nfds_t nfds,
 }
 
 /* Fill the sleep set: each rsocket's kernel fd, its CQ armed. */
-static void rs_poll_arm(struct pollfd *fds, nfds_t nfds, struct pollfd *kfds)
+static void rs_poll_arm(struct rs_pollset *ps)
 {
+	struct pollfd *fds = ps->fds, *kfds = ps->kfds;
 	nfds_t i;
 
-	for (i = 0; i < nfds; i++) {
-		struct rsocket *rs = rs_lookup(fds[i].fd);
-
-		if (rs) {
-			kfds[i].fd = rs_sleep_fd(rs);
+	for (i = 0; i < ps->nfds; i++) {
+		if (ps->rs[i]) {
+			kfds[i].fd = rs_sleep_fd(ps->rs[i]);
 			kfds[i].events = POLLIN;
 		} else {
 			kfds[i] = fds[i];
 		}
 		kfds[i].revents = 0;
+		kfds[ps->nfds + i].revents = 0;
 	}
 }
 
-CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 {
-	struct pollfd *kfds, *scratch;
 	int64_t deadline = timeout > 0 ? (int64_t)rs_now_ms() + timeout : 0;
 	struct rs_spin_wait w;
 	nfds_t i;
 	int ret;
 
-	if (!fds && nfds)
-		return cma_err(EFAULT);
-	rs_configure();
-	kfds = calloc(nfds ? 2 * nfds : 1, sizeof(*kfds));
-	if (!kfds)
-		return cma_err(ENOMEM);
-	scratch = kfds + nfds;
-
-	ret = rs_poll_check(fds, nfds, scratch);
-	if (ret || !timeout)
-		goto out;
 	rs_spin_begin(rs_poll_spin_state(), &w);
-	ret = rs_poll_spin_check(fds, nfds, scratch, &w, timeout);
+	ret = rs_poll_spin_check(ps, &w, timeout);
 	if (ret)
 		goto waited;
 
@@ -197,9 +253,9 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	for (;;) {
 		int wait;
 
-		rs_poll_arm(fds, nfds, kfds);
+		rs_poll_arm(ps);
 		/* Arming may have found work: look again before sleeping. */
-		ret = rs_poll_check(fds, nfds, scratch);
+		ret = rs_poll_check(ps);
 		if (ret)
 			goto waited;
 		wait = timeout < 0 ? -1
@@ -208,23 +264,37 @@ CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			ret = 0;
 			goto waited;
 		}
-		ret = poll(kfds, nfds, wait);
+		/* The wake fds end the sleep when an rsocket is closed. */
+		ret = poll(ps->kfds, 2 * ps->nfds, wait);
 		if (ret <= 0)
 			goto waited;
-		for (i = 0; i < nfds; i++) {
-			struct rsocket *rs = rs_lookup(fds[i].fd);
-
-			if (rs && kfds[i].revents)
-				rs_consume(rs);
+		for (i = 0; i < ps->nfds; i++) {
+			if (ps->rs[i] && ps->kfds[i].revents)
+				rs_consume(ps->rs[i]);
 		}
-		ret = rs_poll_check(fds, nfds, scratch);
+		ret = rs_poll_check(ps);
 		if (ret)
 			goto waited;
 	}
 waited:
 	rs_spin_end(rs_poll_spin_state(), &w);
-out:
-	free(kfds);
+	return ret;
+}
+
+CMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	struct rs_pollset ps;
+	int ret;
+
+	if (!fds && nfds)
+		return cma_err(EFAULT);
+	rs_configure();
+	if (rs_pollset_init(&ps, fds, nfds))
+		return -1;
+	ret = rs_poll_check(&ps);
+	if (!ret && timeout)
+		ret = rs_poll_wait(&ps, timeout);
+	rs_pollset_free(&ps);
 	return ret;
 }
 

@@ -18,6 +18,42 @@
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
  * other descriptors and rpoll can tell the two kinds apart.
+ *
+ * Ownership (issue 16):
+ *  - A struct rsocket is reference-counted (refs).  The table holds one
+ *    while the number is published; every public call holds one from its
+ *    rs_get to its rs_put; rpoll (and so repoll_wait) holds one per
+ *    rsocket for the whole call.  Nothing else keeps a pointer to a socket
+ *    across calls (the CM id's context names its own socket, reached only
+ *    by a thread that holds it).  The last rs_put frees, closing the
+ *    number's descriptor last, so a number is never reused while any
+ *    thread still uses the socket it named.
+ *  - rclose takes the number out of the table (later lookups: EBADF),
+ *    sets closing and writes wake_fd, an eventfd that then stays
+ *    readable.  Every sleep polls wake_fd beside its kernel fd (CQ channel,
+ *    CM channel, the datagram epoll set, a UDP socket waiting for room) and
+ *    after waking checks rs_closed_under(): the sleeper returns -1/EBADF
+ *    (rpoll: POLLNVAL).  The closing thread's own waits (a stream close
+ *    drains its sends) are exempt.  No sleep may leave wake_fd out.
+ *  - rs_put may free, and freeing takes rs->lock and calls into verbs and
+ *    the core: never call it with one of the socket's own locks held.
+ *  - type, domain, index and wake_fd do not change once published.
+ *  - Datagram destinations (dgram.h) live under rs->lock; one used across
+ *    a drop of the lock is pinned (pins > 0) and never evicted then.
+ *
+ * Lock order (take in this order, release in any):
+ *   repoll instance lock (epoll.c)
+ *   -> rs->slock or rs->rlock (one sender, one receiver at a time)
+ *   -> rs->lock (state, queues, credits, the CQ, datagram destinations)
+ *   -> rs->map_lock (iomap lists)
+ *   -> the core library's locks (src/cma.h)
+ * rs->wait_lock (one reader of the CQ channel) is taken with rs->lock
+ * NOT held and nothing is taken under it.  The table's rs_table_mut (insert
+ * and removal) and its stripe locks (a lookup against a removal of the same
+ * slot) are leaves: held for a few instructions, nothing else taken inside
+ * except the stripe under rs_table_mut.  rep_mut (the repoll list) is a
+ * leaf.  A datagram address resolution (up to 2 * DS_RESOLVE_MS) runs with
+ * no rsocket lock held.
  */
 #ifndef RS_H
 #define RS_H
@@ -46,9 +82,12 @@ struct rs_defaults {
 	uint32_t wmem; /* send buffer bytes */
 	uint32_t polling_time; /* microseconds to spin before sleeping */
 	uint32_t polling_max; /* adaptive polling's ceiling (spin.c) */
+	uint32_t max_dgram_dest; /* destinations per datagram socket */
 };
 extern struct rs_defaults rs_def;
 
+/* Destinations a datagram socket keeps by default (dgram_dest.c). */
+#define RS_MAX_DGRAM_DEST_DEFAULT 4096
 /* Adaptive polling's default ceiling, in microseconds (spin.c). */
 #define RS_POLLING_MAX_DEFAULT 50
 #define RS_QP_MIN_SIZE 16
@@ -120,6 +159,16 @@ struct rsocket {
 	int index; /* the number handed to the application */
 	int domain;
 
+	/*
+	 * Life time (see the rules at the top): references held, the
+	 * table's one included; closing is set once by rclose, and wake_fd
+	 * (an eventfd) then stays readable so every sleep returns.
+	 */
+	int refs;
+	bool closing;
+	pthread_t closer; /* the thread running rclose, once closing */
+	int wake_fd;
+
 	/* Lock order: slock or rlock, then lock, then map_lock. */
 	pthread_mutex_t slock; /* one sender at a time */
 	pthread_mutex_t rlock; /* one receiver at a time */
@@ -127,6 +176,12 @@ struct rsocket {
 	pthread_mutex_t wait_lock; /* one thread sleeps on the CQ channel */
 	pthread_mutex_t map_lock; /* iomap lists */
 
+	/*
+	 * enum rs_state bits.  Written under rs->lock or by the one thread
+	 * driving a connect/accept, read anywhere (rpoll looks without the
+	 * lock): always through rs_state() / rs_set_state() /
+	 * rs_clear_state(), which are atomic.
+	 */
 	int state;
 	int err; /* SO_ERROR */
 	int fd_flags; /* O_NONBLOCK as set by rfcntl */
@@ -221,7 +276,10 @@ struct rsocket {
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
 			void *dest_map; /* tsearch tree of struct ds_dest */
+			struct ds_dest *dest_lru, *dest_lru_tail;
+			uint32_t dest_count;
 			struct ds_dest *conn_dest; /* set by rconnect */
+			struct ds_dest **dsslot_dest; /* per send slot */
 			uint8_t *dsbuf; /* sq_size send slots of DS_MSG_SIZE */
 			uint32_t *dsfree; /* free send slots (a stack) */
 			uint32_t dsfree_cnt;
@@ -233,21 +291,67 @@ struct rsocket {
 	};
 };
 
+static inline int rs_state(const struct rsocket *rs)
+{
+	return __atomic_load_n(&rs->state, __ATOMIC_RELAXED);
+}
+
+static inline void rs_set_state(struct rsocket *rs, int state)
+{
+	__atomic_store_n(&rs->state, state, __ATOMIC_RELAXED);
+}
+
+static inline void rs_clear_state(struct rsocket *rs, int bits)
+{
+	__atomic_and_fetch(&rs->state, ~bits, __ATOMIC_RELAXED);
+}
+
 /* --- table.c --------------------------------------------------------------- */
 
 void rs_configure(void);
+/* A new socket with one reference (the caller's), in no table yet. */
 struct rsocket *rs_alloc(const struct rsocket *inherit, int type);
-void rs_free(struct rsocket *rs);
+/* Publish @rs as number @index: the caller's reference becomes the table's. */
 int rs_insert(struct rsocket *rs, int index);
-void rs_remove(struct rsocket *rs);
-struct rsocket *rs_lookup(int socket);
-/* rs_lookup, or NULL with errno EBADF. */
+/*
+ * Take @rs out of the table (if it is still there) and drop the table's
+ * reference.  False if another thread took it out first.
+ */
+bool rs_unpublish(struct rsocket *rs);
+/*
+ * The socket numbered @socket with a reference for the caller, or NULL
+ * with errno EBADF.  Every rs_get is paired with an rs_put.
+ */
 struct rsocket *rs_get(int socket);
+void rs_ref(struct rsocket *rs);
+/* Drop a reference; the last one frees the socket (and its number). */
+void rs_put(struct rsocket *rs);
+/* rclose: unpublish, mark closing, wake every sleeper.  -1/EBADF if raced. */
+int rs_close_begin(struct rsocket *rs);
+
+/* Has another thread closed @rs?  Its sleepers then give up (EBADF). */
+static inline bool rs_closed_under(const struct rsocket *rs)
+{
+	return __atomic_load_n(&rs->closing, __ATOMIC_ACQUIRE) &&
+	       !pthread_equal(rs->closer, pthread_self());
+}
+
+/*
+ * Sleep in poll() until @fd is readable or the socket is closed; @fd < 0:
+ * only the latter.  1: @fd readable, 0: timed out, -1/EBADF: closed by
+ * another thread, -1/other: poll failed (EINTR is retried).
+ */
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout);
 
 static inline bool rs_nonblocking(const struct rsocket *rs, int flags)
 {
 	return (rs->fd_flags & O_NONBLOCK) || (flags & MSG_DONTWAIT);
 }
+
+/* --- socket.c ------------------------------------------------------------ */
+
+/* rgetpeername on a socket the caller holds. */
+int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen);
 
 /* --- conn.c -------------------------------------------------------------- */
 

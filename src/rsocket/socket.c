@@ -47,10 +47,24 @@ CMA_EXPORT int rsocket(int domain, int type, int protocol)
 		ret = rs_insert(rs, index);
 	if (ret) {
 		err = errno;
-		rs_free(rs);
+		rs_put(rs);
 		return cma_err(err);
 	}
-	return rs->index;
+	return index;
+}
+
+/*
+ * Every call below holds a reference from rs_get to its rs_put, so a
+ * concurrent rclose cannot free the socket under it (rules in rs.h).
+ * The rs_put keeps errno: it may free, and freeing may call into verbs.
+ */
+static long rs_done(struct rsocket *rs, long ret)
+{
+	int err = errno;
+
+	rs_put(rs);
+	errno = err;
+	return ret;
 }
 
 CMA_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
@@ -60,8 +74,8 @@ CMA_EXPORT int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen)
 	if (!rs)
 		return -1;
 	if (rs->type == SOCK_STREAM)
-		return rs_stream_bind(rs, addr, addrlen);
-	return ds_bind(rs, addr, addrlen);
+		return (int)rs_done(rs, rs_stream_bind(rs, addr, addrlen));
+	return (int)rs_done(rs, ds_bind(rs, addr, addrlen));
 }
 
 CMA_EXPORT int rlisten(int socket, int backlog)
@@ -71,8 +85,8 @@ CMA_EXPORT int rlisten(int socket, int backlog)
 	if (!rs)
 		return -1;
 	if (rs->type != SOCK_STREAM)
-		return cma_err(EOPNOTSUPP);
-	return rs_stream_listen(rs, backlog);
+		return (int)rs_done(rs, cma_err(EOPNOTSUPP));
+	return (int)rs_done(rs, rs_stream_listen(rs, backlog));
 }
 
 CMA_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
@@ -82,8 +96,8 @@ CMA_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 	if (!rs)
 		return -1;
 	if (rs->type != SOCK_STREAM)
-		return cma_err(EOPNOTSUPP);
-	return rs_stream_accept(rs, addr, addrlen);
+		return (int)rs_done(rs, cma_err(EOPNOTSUPP));
+	return (int)rs_done(rs, rs_stream_accept(rs, addr, addrlen));
 }
 
 CMA_EXPORT int rconnect(int socket, const struct sockaddr *addr,
@@ -94,8 +108,17 @@ CMA_EXPORT int rconnect(int socket, const struct sockaddr *addr,
 	if (!rs)
 		return -1;
 	if (rs->type == SOCK_STREAM)
-		return rs_stream_connect(rs, addr, addrlen);
-	return ds_connect(rs, addr, addrlen);
+		return (int)rs_done(rs, rs_stream_connect(rs, addr, addrlen));
+	return (int)rs_done(rs, ds_connect(rs, addr, addrlen));
+}
+
+static int rs_shutdown(struct rsocket *rs, int how)
+{
+	if (rs->type == SOCK_STREAM)
+		return rs_stream_shutdown(rs, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return cma_err(EINVAL);
+	return ds_shutdown(rs, how);
 }
 
 CMA_EXPORT int rshutdown(int socket, int how)
@@ -104,23 +127,27 @@ CMA_EXPORT int rshutdown(int socket, int how)
 
 	if (!rs)
 		return -1;
-	if (rs->type == SOCK_STREAM)
-		return rs_stream_shutdown(rs, how);
-	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-		return cma_err(EINVAL);
-	return ds_shutdown(rs, how);
+	return (int)rs_done(rs, rs_shutdown(rs, how));
 }
 
+/*
+ * The number goes at once (later calls get EBADF); threads asleep in a
+ * call on the socket wake and fail with EBADF (close(2) on Linux would
+ * leave them asleep); the memory, the QPs and the number's descriptor go
+ * with the last reference, when the last of those calls returns.
+ */
 CMA_EXPORT int rclose(int socket)
 {
 	struct rsocket *rs = rs_get(socket);
 
 	if (!rs)
 		return -1;
-	/* A datagram socket lets its last sends leave in rs_free. */
-	if (rs->type == SOCK_STREAM && (rs->state & RS_CONNECTED))
+	if (rs_close_begin(rs))
+		return (int)rs_done(rs, -1);
+	/* A datagram socket lets its last sends leave when it is freed. */
+	if (rs->type == SOCK_STREAM && (rs_state(rs) & RS_CONNECTED))
 		rs_stream_shutdown(rs, SHUT_RDWR);
-	rs_free(rs);
+	rs_put(rs);
 	return 0;
 }
 
@@ -154,13 +181,14 @@ CMA_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
 	if (!rs)
 		return -1;
 	if (!buf && len)
-		return cma_err(EFAULT);
+		return rs_done(rs, cma_err(EFAULT));
 	if (rs->type == SOCK_DGRAM)
-		return ds_recvfrom(rs, buf, len, flags, src_addr, addrlen);
+		return rs_done(rs, ds_recvfrom(rs, buf, len, flags, src_addr,
+					       addrlen));
 	ret = rs_stream_recv(rs, buf, len, flags);
 	if (ret > 0 && src_addr && addrlen)
-		rgetpeername(socket, src_addr, addrlen);
-	return ret;
+		rs_copy_peer(rs, src_addr, addrlen);
+	return rs_done(rs, ret);
 }
 
 CMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
@@ -170,15 +198,16 @@ CMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
 	if (!rs)
 		return -1;
 	if (!msg)
-		return cma_err(EFAULT);
+		return rs_done(rs, cma_err(EFAULT));
 	if (msg->msg_control && msg->msg_controllen)
-		return cma_err(ENOTSUP);
+		return rs_done(rs, cma_err(ENOTSUP));
 	if (rs_check_iov(msg->msg_iov, msg->msg_iovlen))
-		return -1;
+		return rs_done(rs, -1);
 	msg->msg_flags = 0;
 	if (rs->type == SOCK_DGRAM)
-		return ds_recvmsg(rs, msg, flags);
-	return rs_stream_recvv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+		return rs_done(rs, ds_recvmsg(rs, msg, flags));
+	return rs_done(rs, rs_stream_recvv(rs, msg->msg_iov,
+					   (int)msg->msg_iovlen, flags));
 }
 
 CMA_EXPORT ssize_t rread(int socket, void *buf, size_t count)
@@ -212,12 +241,13 @@ CMA_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
 	if (!rs)
 		return -1;
 	if (!buf && len)
-		return cma_err(EFAULT);
+		return rs_done(rs, cma_err(EFAULT));
 	if (rs->type == SOCK_DGRAM)
-		return ds_sendto(rs, buf, len, flags, dest_addr, addrlen);
+		return rs_done(
+			rs, ds_sendto(rs, buf, len, flags, dest_addr, addrlen));
 	if (dest_addr || addrlen)
-		return cma_err(EISCONN);
-	return rs_stream_sendv(rs, &iov, 1, flags);
+		return rs_done(rs, cma_err(EISCONN));
+	return rs_done(rs, rs_stream_sendv(rs, &iov, 1, flags));
 }
 
 CMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
@@ -227,11 +257,11 @@ CMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 	if (!rs)
 		return -1;
 	if (!msg)
-		return cma_err(EFAULT);
+		return rs_done(rs, cma_err(EFAULT));
 	if (msg->msg_control && msg->msg_controllen)
-		return cma_err(ENOTSUP);
+		return rs_done(rs, cma_err(ENOTSUP));
 	if (rs_check_iov(msg->msg_iov, msg->msg_iovlen))
-		return -1;
+		return rs_done(rs, -1);
 	if (rs->type == SOCK_DGRAM) {
 		uint8_t tmp[DS_MSG_SIZE];
 		const struct iovec *cur = msg->msg_iov;
@@ -240,12 +270,13 @@ CMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
 		for (i = 0; i < msg->msg_iovlen; i++)
 			len += msg->msg_iov[i].iov_len;
 		if (len > sizeof(tmp))
-			return cma_err(EMSGSIZE);
+			return rs_done(rs, cma_err(EMSGSIZE));
 		rs_gather(tmp, &cur, &off, len);
-		return ds_sendto(rs, tmp, len, flags, msg->msg_name,
-				 msg->msg_namelen);
+		return rs_done(rs, ds_sendto(rs, tmp, len, flags, msg->msg_name,
+					     msg->msg_namelen));
 	}
-	return rs_stream_sendv(rs, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return rs_done(rs, rs_stream_sendv(rs, msg->msg_iov,
+					   (int)msg->msg_iovlen, flags));
 }
 
 CMA_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
@@ -293,6 +324,15 @@ static int rs_copy_addr(struct sockaddr *dst, socklen_t *len,
 	return 0;
 }
 
+int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen)
+{
+	if (rs->type == SOCK_DGRAM)
+		return getpeername(rs->udp_sock, addr, addrlen);
+	if (!(rs_state(rs) & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
+		return cma_err(ENOTCONN);
+	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
+}
+
 CMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
 			    socklen_t *addrlen)
 {
@@ -300,11 +340,7 @@ CMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
 
 	if (!rs)
 		return -1;
-	if (rs->type == SOCK_DGRAM)
-		return getpeername(rs->udp_sock, addr, addrlen);
-	if (!(rs->state & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
-		return cma_err(ENOTCONN);
-	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
+	return (int)rs_done(rs, rs_copy_peer(rs, addr, addrlen));
 }
 
 CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
@@ -315,6 +351,8 @@ CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 	if (!rs)
 		return -1;
 	if (rs->type == SOCK_DGRAM)
-		return getsockname(rs->udp_sock, addr, addrlen);
-	return rs_copy_addr(addr, addrlen, rdma_get_local_addr(rs->cm_id));
+		return (int)rs_done(rs,
+				    getsockname(rs->udp_sock, addr, addrlen));
+	return (int)rs_done(rs, rs_copy_addr(addr, addrlen,
+					     rdma_get_local_addr(rs->cm_id)));
 }

@@ -286,7 +286,7 @@ static int rs_post_send_wr(struct rsocket *rs, struct ibv_send_wr *wr)
 	struct ibv_send_wr *bad;
 
 	if (ibv_post_send(rs->cm_id->qp, wr, &bad)) {
-		rs->state = RS_ERROR;
+		rs_set_state(rs, RS_ERROR);
 		rs->err = EIO;
 		return cma_err(EIO);
 	}
@@ -418,7 +418,7 @@ static void rs_send_credits(struct rsocket *rs)
 
 void rs_update_credits(struct rsocket *rs)
 {
-	if (!(rs->state & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
+	if (!(rs_state(rs) & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
 	    rs->await_peer)
 		return;
 	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
@@ -444,7 +444,7 @@ static void rs_retire_send(struct rsocket *rs, uint32_t msg)
 	case RS_OP_CTRL:
 		rs->ctrl_max_seqno++;
 		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT)
-			rs->state = RS_DISCONNECTED;
+			rs_set_state(rs, RS_DISCONNECTED);
 		break;
 	case RS_OP_IOMAP_SGL:
 		rs->sqe_avail++;
@@ -474,8 +474,8 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 		if (idx == last)
 			break;
 	}
-	if (wc->status != IBV_WC_SUCCESS && (rs->state & RS_CONNECTED)) {
-		rs->state = RS_ERROR;
+	if (wc->status != IBV_WC_SUCCESS && (rs_state(rs) & RS_CONNECTED)) {
+		rs_set_state(rs, RS_ERROR);
 		rs->err = ECONNRESET;
 	}
 }
@@ -486,7 +486,7 @@ static void rs_queue_data(struct rsocket *rs, uint32_t len)
 
 	if (next == rs->rmsg_head || len > rs->rbuf_size) {
 		/* The peer overran its credits: a protocol violation. */
-		rs->state = RS_ERROR;
+		rs_set_state(rs, RS_ERROR);
 		rs->err = EPROTO;
 		return;
 	}
@@ -501,8 +501,8 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 
 	rs->recv_deficit++;
 	if (wc->status != IBV_WC_SUCCESS) {
-		if (rs->state & RS_CONNECTED) {
-			rs->state = RS_ERROR;
+		if (rs_state(rs) & RS_CONNECTED) {
+			rs_set_state(rs, RS_ERROR);
 			rs->err = ECONNRESET;
 		}
 		return;
@@ -529,12 +529,12 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 		break;
 	case RS_OP_CTRL:
 		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT) {
-			rs->state = RS_DISCONNECTED;
+			rs_set_state(rs, RS_DISCONNECTED);
 		} else if (rs_msg_data(msg) == RS_CTRL_SHUTDOWN) {
-			if (rs->state & RS_WRITABLE)
-				rs->state &= ~RS_READABLE;
+			if (rs_state(rs) & RS_WRITABLE)
+				rs_clear_state(rs, RS_READABLE);
 			else
-				rs->state = RS_DISCONNECTED;
+				rs_set_state(rs, RS_DISCONNECTED);
 		}
 		break;
 	case RS_OP_IOMAP_SGL:
@@ -566,9 +566,9 @@ int rs_poll_cq(struct rsocket *rs)
 		}
 	} while (n == RS_POLL_BATCH);
 
-	if (rs->recv_deficit && (rs->state & RS_CONNECTED)) {
+	if (rs->recv_deficit && (rs_state(rs) & RS_CONNECTED)) {
 		if (rs_post_recvs(rs, rs->recv_deficit)) {
-			rs->state = RS_ERROR;
+			rs_set_state(rs, RS_ERROR);
 			rs->err = EIO;
 		}
 		rs->recv_deficit = 0;
@@ -595,52 +595,60 @@ bool rs_have_rdata(struct rsocket *rs)
 
 bool rs_conn_can_send(struct rsocket *rs)
 {
-	return rs_can_send(rs) || !(rs->state & RS_WRITABLE);
+	return rs_can_send(rs) || !(rs_state(rs) & RS_WRITABLE);
 }
 
 bool rs_conn_have_rdata(struct rsocket *rs)
 {
-	return rs_have_rdata(rs) || !(rs->state & RS_READABLE);
+	return rs_have_rdata(rs) || !(rs_state(rs) & RS_READABLE);
 }
 
 static bool rs_all_sends_done(struct rsocket *rs)
 {
-	return rs->sent_head == rs->sent_tail || !(rs->state & RS_CONNECTED);
+	return rs->sent_head == rs->sent_tail || !(rs_state(rs) & RS_CONNECTED);
 }
 
 static bool rs_can_send_ctrl(struct rsocket *rs)
 {
-	return rs_ctrl_avail(rs) || !(rs->state & RS_CONNECTED);
+	return rs_ctrl_avail(rs) || !(rs_state(rs) & RS_CONNECTED);
 }
 
-/* Sleep until the CQ's next event; rs->lock is not held. */
-static void rs_sleep_on_cq(struct rsocket *rs)
+/*
+ * Sleep until the CQ's next event (at most @timeout ms), or until another
+ * thread closes the socket (then -1/EBADF).  rs->lock is not held;
+ * wait_lock makes one thread at a time read the channel, so a readable
+ * channel never blocks its reader.
+ */
+static int rs_sleep_on_cq(struct rsocket *rs, int timeout)
 {
 	struct ibv_cq *cq;
 	void *ctx;
+	int ret = 0;
 
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	pthread_mutex_lock(&rs->wait_lock);
-	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE) &&
-	    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
-		__atomic_store_n(&rs->cq_armed, false, __ATOMIC_RELEASE);
-		if (++rs->unacked_events >= 64) {
-			ibv_ack_cq_events(rs->cq, rs->unacked_events);
-			rs->unacked_events = 0;
+	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+		ret = rs_sleep_fd_or_close(rs, rs->comp_channel->fd, POLLIN,
+					   timeout);
+		if (ret == 1 &&
+		    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
+			__atomic_store_n(&rs->cq_armed, false,
+					 __ATOMIC_RELEASE);
+			if (++rs->unacked_events >= 64) {
+				ibv_ack_cq_events(rs->cq, rs->unacked_events);
+				rs->unacked_events = 0;
+			}
 		}
 	}
 	pthread_mutex_unlock(&rs->wait_lock);
+	return ret < 0 ? -1 : 0;
 }
 
 void rs_consume_cq_event(struct rsocket *rs)
 {
-	struct pollfd pfd;
-
-	if (!rs->comp_channel)
-		return;
-	pfd.fd = rs->comp_channel->fd;
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, 0) == 1)
-		rs_sleep_on_cq(rs);
+	if (rs->comp_channel)
+		rs_sleep_on_cq(rs, 0);
 }
 
 /*
@@ -676,8 +684,8 @@ static bool rs_wait_done(struct rsocket *rs, bool (*ready)(struct rsocket *))
 	if (ready(rs))
 		return true;
 	/* @ready's callers check the state */
-	return rs->state & (RS_ERROR | RS_DISCONNECTED) &&
-	       !(rs->state & RS_CONNECTED);
+	return rs_state(rs) & (RS_ERROR | RS_DISCONNECTED) &&
+	       !(rs_state(rs) & RS_CONNECTED);
 }
 
 /* Called and returns with rs->lock held. */
@@ -685,11 +693,14 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		   bool (*ready)(struct rsocket *))
 {
 	struct rs_spin_wait w;
+	int ret = 0;
 
 	if (rs_wait_done(rs, ready))
 		return 0;
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
 	rs_spin_begin(&rs->spin, &w);
 	do {
 		if (rs_spin_more(&w)) {
@@ -702,11 +713,16 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 			continue;
 		rs_spin_sleeping(&w);
 		pthread_mutex_unlock(&rs->lock);
-		rs_sleep_on_cq(rs);
+		ret = rs_sleep_on_cq(rs, -1);
 		pthread_mutex_lock(&rs->lock);
+		if (ret)
+			break;
 	} while (!rs_wait_done(rs, ready));
 	rs_spin_end(&rs->spin, &w);
-	return 0;
+	/* Woken by the close's own disconnect: EBADF, as any sleeper. */
+	if (!ret && rs_closed_under(rs))
+		ret = cma_err(EBADF);
+	return ret;
 }
 
 /* --- receiving --------------------------------------------------------- */
@@ -806,14 +822,14 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	struct rs_iov_cursor cur = {.iov = iov, .cnt = iovcnt};
 	int ret = 0;
 
-	if (rs->state & RS_OPENING) {
+	if (rs_state(rs) & RS_OPENING) {
 		if (rs_do_connect(rs, rs_nonblocking(rs, flags))) {
 			if (errno == EINPROGRESS)
 				errno = EAGAIN;
 			return -1;
 		}
 	}
-	if (!(rs->state & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
+	if (!(rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
 		return cma_err(ENOTCONN);
 	if (!len)
 		return 0;
@@ -835,8 +851,8 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			break;
 		rs_update_credits(rs);
 	} while (done < len && (flags & MSG_WAITALL) &&
-		 (rs->state & RS_READABLE));
-	if (!done && !ret && (rs->state & RS_ERROR)) {
+		 (rs_state(rs) & RS_READABLE));
+	if (!done && !ret && (rs_state(rs) & RS_ERROR)) {
 		ret = cma_err(rs->err ? rs->err : ECONNRESET);
 	}
 	pthread_mutex_unlock(&rs->lock);
@@ -942,7 +958,7 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock)
 		return 1;
 	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))
 		return -1;
-	if (!(rs->state & RS_WRITABLE))
+	if (!(rs_state(rs) & RS_WRITABLE))
 		return cma_err(EPIPE);
 	return rs_can_send(rs) ? 1 : 0;
 }
@@ -969,15 +985,15 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	uint32_t olen;
 	int ret = 0;
 
-	if (rs->state & RS_OPENING) {
+	if (rs_state(rs) & RS_OPENING) {
 		if (rs_do_connect(rs, nonblock)) {
 			if (errno == EINPROGRESS)
 				errno = EAGAIN;
 			return -1;
 		}
 	}
-	if (!(rs->state & RS_CONNECTED))
-		return cma_err(rs->state & (RS_DISCONNECTED | RS_ERROR)
+	if (!(rs_state(rs) & RS_CONNECTED))
+		return cma_err(rs_state(rs) & (RS_DISCONNECTED | RS_ERROR)
 				       ? EPIPE
 				       : ENOTCONN);
 
@@ -1039,8 +1055,8 @@ static void rs_iwarp_linger(struct rsocket *rs)
 
 	for (;;) {
 		rs_poll_cq(rs);
-		if (!(rs->state & RS_CONNECTED) || (rs->state & RS_ERROR) ||
-		    rs_cm_event_ready(rs))
+		if (!(rs_state(rs) & RS_CONNECTED) ||
+		    (rs_state(rs) & RS_ERROR) || rs_cm_event_ready(rs))
 			return;
 		left = deadline - (int64_t)rs_now_ms();
 		if (left <= 0)
@@ -1065,8 +1081,8 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return cma_err(EINVAL);
-	if (!(rs->state & RS_CONNECTED)) {
-		if (rs->state & (RS_DISCONNECTED | RS_ERROR))
+	if (!(rs_state(rs) & RS_CONNECTED)) {
+		if (rs_state(rs) & (RS_DISCONNECTED | RS_ERROR))
 			goto disconnect;
 		return cma_err(ENOTCONN);
 	}
@@ -1074,14 +1090,14 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 	pthread_mutex_lock(&rs->lock);
 	if (how == SHUT_RDWR) {
 		ctrl = RS_CTRL_DISCONNECT;
-		rs->state &= ~(RS_READABLE | RS_WRITABLE);
+		rs_clear_state(rs, RS_READABLE | RS_WRITABLE);
 	} else if (how == SHUT_WR) {
-		rs->state &= ~RS_WRITABLE;
-		ctrl = (rs->state & RS_READABLE) ? RS_CTRL_SHUTDOWN
-						 : RS_CTRL_DISCONNECT;
+		rs_clear_state(rs, RS_WRITABLE);
+		ctrl = (rs_state(rs) & RS_READABLE) ? RS_CTRL_SHUTDOWN
+						    : RS_CTRL_DISCONNECT;
 	} else {
-		rs->state &= ~RS_READABLE;
-		if (rs->state & RS_WRITABLE) {
+		rs_clear_state(rs, RS_READABLE);
+		if (rs_state(rs) & RS_WRITABLE) {
 			pthread_mutex_unlock(&rs->lock);
 			return 0;
 		}
@@ -1090,18 +1106,18 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 	if (!rs_ctrl_avail(rs))
 		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
 	/* A peer that never spoke learns of the end from the CM alone. */
-	if (!ret && (rs->state & RS_CONNECTED) && rs_ctrl_avail(rs) &&
+	if (!ret && (rs_state(rs) & RS_CONNECTED) && rs_ctrl_avail(rs) &&
 	    !rs->await_peer) {
 		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
 		posted = !ret;
 	}
-	if (rs->state & RS_CONNECTED)
+	if (rs_state(rs) & RS_CONNECTED)
 		rs_wait_locked(rs, false, rs_all_sends_done);
 	if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
 	    rs->comp_channel)
 		rs_iwarp_linger(rs);
 	pthread_mutex_unlock(&rs->lock);
-	if (!(rs->state & RS_DISCONNECTED))
+	if (!(rs_state(rs) & RS_DISCONNECTED))
 		return ret;
 disconnect:
 	/* Flushes the QP, which wakes any thread asleep on the CQ. */

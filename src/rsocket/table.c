@@ -2,15 +2,21 @@
 /*
  * The rsocket descriptor table and socket allocation.
  *
- * Sockets are found by number on every call, so lookups take no lock: the
- * table is two-level, its pages are allocated once and never freed, and
- * slots are read and written atomically.
+ * Sockets are found by number on every call.  The table is two-level, its
+ * pages are allocated once and never freed.  A lookup takes a reference
+ * under one of RS_STRIPES small locks (chosen by number) so that it cannot
+ * race the removal of the same slot, which takes the same stripe: a socket
+ * found in the table therefore still holds the table's reference.  Lookups
+ * of different numbers rarely share a stripe.
  */
 #include <config.h>
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "rs.h"
 #include "env.h"
@@ -19,9 +25,12 @@
 #define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)
 #define RS_PAGES 1024 /* descriptors up to 2^20 */
 #define RS_CONF_DIR "/etc/rdma/rsocket"
+#define RS_STRIPES 64
 
 static struct rsocket **rs_pages[RS_PAGES];
 static pthread_mutex_t rs_table_mut = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t rs_stripe[RS_STRIPES] = {
+	[0 ... RS_STRIPES - 1] = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t rs_once = PTHREAD_ONCE_INIT;
 
 struct rs_defaults rs_def = {
@@ -33,6 +42,7 @@ struct rs_defaults rs_def = {
 	.wmem = 1 << 17,
 	.polling_time = 10,
 	.polling_max = RS_POLLING_MAX_DEFAULT,
+	.max_dgram_dest = RS_MAX_DGRAM_DEST_DEFAULT,
 };
 
 /* A value from RS_CONF_DIR/@name, then the environment's @env, if set. */
@@ -87,6 +97,10 @@ static void rs_configure_once(void)
 			sizeof(uint32_t));
 	rs_read_tunable("iomap_size", "RDMA_RS_IOMAP_SIZE", 0x7f00,
 			&rs_def.iomap_size, sizeof(uint16_t));
+	rs_read_tunable("max_dgram_dest", "RDMA_RS_MAX_DGRAM_DEST", 1u << 20,
+			&rs_def.max_dgram_dest, sizeof(uint32_t));
+	if (!rs_def.max_dgram_dest)
+		rs_def.max_dgram_dest = 1;
 	if (rs_def.mem < RS_SNDLOWAT * 2)
 		rs_def.mem = RS_SNDLOWAT * 2;
 	if (rs_def.wmem < RS_SNDLOWAT * 2)
@@ -109,6 +123,13 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 		return NULL;
 	rs->type = type;
 	rs->index = -1;
+	rs->refs = 1;
+	/* Non-blocking: it is only ever polled, and written once. */
+	rs->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rs->wake_fd < 0) {
+		free(rs);
+		return NULL;
+	}
 	if (inherit) {
 		rs->domain = inherit->domain;
 		rs->sq_size = inherit->sq_size;
@@ -146,15 +167,15 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	return rs;
 }
 
-void rs_free(struct rsocket *rs)
+/* The last reference is gone: nobody can reach @rs any more. */
+static void rs_free(struct rsocket *rs)
 {
-	if (rs->index >= 0)
-		rs_remove(rs);
 	if (rs->type == SOCK_DGRAM)
 		ds_free(rs);
 	else
 		rs_stream_free(rs);
 	free(rs->route);
+	close(rs->wake_fd);
 	pthread_mutex_destroy(&rs->slock);
 	pthread_mutex_destroy(&rs->rlock);
 	pthread_mutex_destroy(&rs->lock);
@@ -180,6 +201,11 @@ static struct rsocket **rs_slot(int index, bool create)
 	return page ? &page[index & (RS_PAGE_SIZE - 1)] : NULL;
 }
 
+static pthread_mutex_t *rs_stripe_of(int index)
+{
+	return &rs_stripe[(unsigned int)index % RS_STRIPES];
+}
+
 int rs_insert(struct rsocket *rs, int index)
 {
 	struct rsocket **slot;
@@ -193,36 +219,103 @@ int rs_insert(struct rsocket *rs, int index)
 		ret = cma_err(EBUSY);
 	else {
 		rs->index = index;
+		pthread_mutex_lock(rs_stripe_of(index));
 		__atomic_store_n(slot, rs, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(rs_stripe_of(index));
 	}
 	pthread_mutex_unlock(&rs_table_mut);
 	return ret;
 }
 
-void rs_remove(struct rsocket *rs)
+bool rs_unpublish(struct rsocket *rs)
 {
 	struct rsocket **slot;
+	bool mine = false;
 
 	pthread_mutex_lock(&rs_table_mut);
 	slot = rs_slot(rs->index, false);
-	if (slot && *slot == rs)
-		__atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
-	rs->index = -1;
+	if (slot) {
+		pthread_mutex_lock(rs_stripe_of(rs->index));
+		mine = *slot == rs;
+		if (mine)
+			__atomic_store_n(slot, NULL, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(rs_stripe_of(rs->index));
+	}
 	pthread_mutex_unlock(&rs_table_mut);
-}
-
-struct rsocket *rs_lookup(int socket)
-{
-	struct rsocket **slot = rs_slot(socket, false);
-
-	return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+	if (mine)
+		rs_put(rs);
+	return mine;
 }
 
 struct rsocket *rs_get(int socket)
 {
-	struct rsocket *rs = rs_lookup(socket);
+	struct rsocket **slot = rs_slot(socket, false), *rs = NULL;
 
+	if (slot) {
+		pthread_mutex_lock(rs_stripe_of(socket));
+		rs = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (rs)
+			rs_ref(rs);
+		pthread_mutex_unlock(rs_stripe_of(socket));
+	}
 	if (!rs)
 		errno = EBADF;
 	return rs;
+}
+
+void rs_ref(struct rsocket *rs)
+{
+	__atomic_add_fetch(&rs->refs, 1, __ATOMIC_RELAXED);
+}
+
+void rs_put(struct rsocket *rs)
+{
+	if (rs && __atomic_sub_fetch(&rs->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		rs_free(rs);
+}
+
+int rs_close_begin(struct rsocket *rs)
+{
+	uint64_t one = 1;
+
+	if (!rs_unpublish(rs))
+		return cma_err(EBADF);
+	rs->closer = pthread_self();
+	__atomic_store_n(&rs->closing, true, __ATOMIC_RELEASE);
+	/*
+	 * Stays readable: every present and future sleep on it returns.  The
+	 * counter is written once, far below its limit: this cannot fail.
+	 */
+	(void)!write(rs->wake_fd, &one, sizeof(one));
+	return 0;
+}
+
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+{
+	struct pollfd pfd[2] = {
+		{.fd = fd, .events = events},
+		{.fd = rs->wake_fd, .events = POLLIN},
+	};
+	int ret;
+
+	for (;;) {
+		if (rs_closed_under(rs))
+			return cma_err(EBADF);
+		ret = poll(pfd, 2, timeout);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -1;
+		if (rs_closed_under(rs))
+			return cma_err(EBADF);
+		if (!ret)
+			return 0;
+		if (pfd[0].revents)
+			return 1;
+		/* Only the wake fd, and not for this thread: rclose's own. */
+		if (fd < 0 || timeout == 0)
+			return 0;
+		/* The closer's own sleep: the wake fd stays readable. */
+		pfd[1].fd = -1;
+	}
 }

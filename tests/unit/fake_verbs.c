@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "fake_ucma.h"
 #include "fake_verbs.h"
@@ -93,12 +95,31 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return htobe64(FAKE_GUID);
 }
 
+/* An empty CQ: completions never arrive, only the events a test raises. */
+static int fake_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	(void)cq;
+	(void)num_entries;
+	(void)wc;
+	return 0;
+}
+
+static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	(void)cq;
+	(void)solicited_only;
+	return 0;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct ibv_context *ctx = calloc(1, sizeof(*ctx));
 
 	if (!ctx)
 		return NULL;
+	/* The inline ibv_poll_cq / ibv_req_notify_cq call through ops. */
+	ctx->ops.poll_cq = fake_poll_cq;
+	ctx->ops.req_notify_cq = fake_req_notify_cq;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
 	ctx->async_fd = -1;
@@ -187,23 +208,72 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
+/*
+ * A completion channel is an eventfd, blocking as the kernel's channel is:
+ * readable while a test-raised event waits (fake_verbs_cq_event), and
+ * ibv_get_cq_event sleeps in read() until then.
+ */
+struct fake_channel {
+	struct ibv_comp_channel ch; /* must stay first */
+	struct ibv_cq *cq; /* the last CQ created on it */
+};
+
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+	struct fake_channel *f = calloc(1, sizeof(*f));
+	struct ibv_comp_channel *ch = &f->ch;
 
-	if (!ch)
+	if (!f)
 		return NULL;
 	ch->context = context;
-	ch->fd = -1;
+	ch->fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->fd < 0) {
+		free(ch);
+		return NULL;
+	}
 	counts.channels++;
 	return ch;
 }
 
 int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	close(channel->fd);
 	free(channel);
 	counts.channels--;
 	return 0;
+}
+
+/* One event per read; the channel's CQ is the one the test raised. */
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+		     void **cq_context)
+{
+	uint64_t n;
+
+	if (read(channel->fd, &n, sizeof(n)) != sizeof(n))
+		return -1;
+	if (n > 1) {
+		n--; /* more than one raised: leave the rest readable */
+		if (write(channel->fd, &n, sizeof(n)) != sizeof(n))
+			return -1;
+	}
+	*cq = ((struct fake_channel *)channel)->cq;
+	*cq_context = *cq ? (*cq)->cq_context : NULL;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	(void)cq;
+	(void)nevents;
+}
+
+void fake_verbs_cq_event(struct ibv_cq *cq)
+{
+	uint64_t one = 1;
+
+	if (cq->channel &&
+	    write(cq->channel->fd, &one, sizeof(one)) != sizeof(one))
+		abort();
 }
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
@@ -219,6 +289,8 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	cq->cqe = cqe;
 	cq->cq_context = cq_context;
 	cq->channel = channel;
+	if (channel)
+		((struct fake_channel *)channel)->cq = cq;
 	counts.cqs++;
 	return cq;
 }

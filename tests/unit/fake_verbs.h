@@ -43,5 +43,11 @@ static inline struct fake_qp *fake_qp_of(struct ibv_qp *qp)
 }
 /* The next ibv_modify_qp to this state fails with err (once). */
 void fake_verbs_fail_modify(enum ibv_qp_state state, int err);
+/*
+ * Raise a completion event on @cq's channel (a real, blocking eventfd: a
+ * thread asleep in ibv_get_cq_event wakes).  The fake CQs never hold
+ * completions: ibv_poll_cq always finds none.
+ */
+void fake_verbs_cq_event(struct ibv_cq *cq);
 
 #endif /* FAKE_VERBS_H */

@@ -278,15 +278,25 @@ START_TEST(malformed_udp_is_dropped)
 	usleep(10000);
 	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), MSG_DONTWAIT), -1);
 	ck_assert_int_eq(errno, EAGAIN);
-	rs = rs_lookup(s);
+	rs = rs_get(s);
 	ck_assert_ptr_nonnull(rs);
 	ck_assert_uint_eq(rs->ds_dropped, 2);
+	rs_put(rs);
 	close(u);
 	ck_assert_int_eq(rclose(s), 0);
 }
 END_TEST
 
 static size_t dest_nodes;
+static struct ds_dest kept[64];
+static size_t kept_n;
+
+static void collect_dest(const void *node, VISIT which, int depth)
+{
+	(void)depth;
+	if ((which == postorder || which == leaf) && kept_n < 64)
+		kept[kept_n++] = **(struct ds_dest *const *)node;
+}
 
 static void count_dest(const void *node, VISIT which, int depth)
 {
@@ -297,20 +307,20 @@ static void count_dest(const void *node, VISIT which, int depth)
 }
 
 /*
- * Issue 16's suspicion, checked: every UDP datagram with a well-formed
- * header from an address the socket has not seen creates a destination
- * (struct ds_dest, kept in rs->dest_map) and, with a device, resolves it
- * synchronously under the socket's lock (DS_RESOLVE_MS, 2 s at most).
- * Nothing frees a destination before rclose, so spoofed source addresses
- * grow the map without bound.  This test pins today's behaviour, one
- * destination per source and none freed, so that the bounded map (least
- * recently used evicted) the ownership work brings changes it knowingly:
- * it then asserts the bound instead.  A fake QP stands for the local
- * address; without an RDMA device the resolution fails at once.
+ * Issue 16: every UDP datagram with a well-formed header from an address
+ * the socket has not seen creates a destination (struct ds_dest, kept in
+ * rs->dest_map).  They used to be kept until rclose, so spoofed source
+ * addresses grew the map without bound (this test asserted one
+ * destination per source, 100 of 100).  Now the socket keeps at most
+ * rs_def.max_dgram_dest (RDMA_RS_MAX_DGRAM_DEST), evicting the least
+ * recently used: after 100 sources with a bound of 16, 16 are kept (the
+ * rconnect destination, pinned, is never evicted: it and the
+ * 15 newest).  No resolution runs for a received datagram (it used to, for
+ * up to 2 s under rs->lock).  A fake QP stands for the local address.
  */
-START_TEST(spoofed_sources_each_keep_a_destination)
+START_TEST(spoofed_sources_keep_a_bounded_lru_of_destinations)
 {
-	enum { SOURCES = 100 };
+	enum { SOURCES = 100, BOUND = 16 };
 	struct rdma_cm_id fake_id;
 	struct ibv_qp fake_qp;
 	struct ds_wire_udp_hdr hdr;
@@ -321,8 +331,10 @@ START_TEST(spoofed_sources_each_keep_a_destination)
 	size_t hlen;
 	int s = bound_dgram(&addr), u, i;
 
-	rs = rs_lookup(s);
+	rs = rs_get(s);
 	ck_assert_ptr_nonnull(rs);
+	rs_put(rs); /* the table's reference keeps it until rclose */
+	rs_def.max_dgram_dest = BOUND;
 	memset(&fake_id, 0, sizeof(fake_id));
 	memset(&fake_qp, 0, sizeof(fake_qp));
 	fake_qp.qp_num = 0x123;
@@ -349,11 +361,26 @@ START_TEST(spoofed_sources_each_keep_a_destination)
 		/* What a receive does first (the fake QP has no CQ to poll). */
 		pthread_mutex_lock(&rs->lock);
 		ds_udp_drain(rs);
+		/* The first is what rconnect named: pinned, never evicted. */
+		if (!i)
+			rs->conn_dest = rs->dest_lru;
 		pthread_mutex_unlock(&rs->lock);
 	}
 	dest_nodes = 0;
 	twalk(rs->dest_map, count_dest);
-	ck_assert_uint_eq(dest_nodes, SOURCES);
+	ck_assert_uint_eq(dest_nodes, BOUND);
+	ck_assert_uint_eq(ds_dest_count(rs), BOUND);
+	/* The newest stay, the oldest went; none was resolved. */
+	kept_n = 0;
+	twalk(rs->dest_map, collect_dest);
+	ck_assert_uint_eq(kept_n, BOUND);
+	for (i = 0; i < BOUND; i++) {
+		uint32_t host = ntohl(kept[i].addr.sin.sin_addr.s_addr);
+
+		ck_assert(host == INADDR_LOOPBACK + 2 ||
+			  host >= INADDR_LOOPBACK + 2 + SOURCES - (BOUND - 1));
+		ck_assert_ptr_null(kept[i].ah);
+	}
 	rs->qp_list = NULL; /* not a real QP: nothing to poll or destroy */
 	free(qp);
 	ck_assert_int_eq(rclose(s), 0);
@@ -374,7 +401,7 @@ START_TEST(internal_epoll_fd_sits_high)
 	ck_assert_int_ge(rs->epfd, 500);
 	ck_assert_int_ne(fcntl(rs->epfd, F_GETFD) & FD_CLOEXEC, 0);
 	ck_assert_int_lt(rs->udp_sock, 500);
-	rs_free(rs);
+	rs_put(rs);
 }
 END_TEST
 
@@ -392,7 +419,7 @@ static Suite *dgram_suite(void)
 	tc = tcase_create("api");
 	tcase_add_test(tc, dgram_socket_calls);
 	tcase_add_test(tc, internal_epoll_fd_sits_high);
-	tcase_add_test(tc, spoofed_sources_each_keep_a_destination);
+	tcase_add_test(tc, spoofed_sources_keep_a_bounded_lru_of_destinations);
 	tcase_add_test(tc, malformed_udp_is_dropped);
 	suite_add_tcase(s, tc);
 	return s;

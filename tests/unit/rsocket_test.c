@@ -367,7 +367,9 @@ static void free_queued_stream(struct rsocket *rs)
 	free(rs->rmsg);
 	rs->rbuf = NULL;
 	rs->rmsg = NULL;
-	rs_free(rs);
+	/* Published: the table's reference is the last one. */
+	if (!rs_unpublish(rs))
+		rs_put(rs);
 }
 
 /*
