@@ -28,6 +28,7 @@ int rs_stream_init(struct rsocket *rs, int domain)
 
 void rs_stream_free(struct rsocket *rs)
 {
+	rs_ka_stop(rs);
 	rs_free_iomaps(rs);
 	if (rs->cm_id) {
 		rs_destroy_ep(rs);
@@ -366,6 +367,9 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	if (rdma_accept(id, &param))
 		goto err;
 	new_rs->state = RS_ACCEPTING;
+	/* SO_KEEPALIVE is inherited from the listener, as on TCP. */
+	if ((new_rs->so_opts & (1ULL << SO_KEEPALIVE)) && rs_ka_start(new_rs))
+		goto err;
 
 	if (addr && addrlen)
 		rgetpeername(new_rs->index, addr, addrlen);
