@@ -40,7 +40,8 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 	rsp_init();
 	fd = rsp_real.socket(domain, type, protocol);
 	if (fd < 0 || in_rsocket || rsp_config.disabled ||
-	    !is_tcp(domain, type, protocol))
+	    !is_tcp(domain, type, protocol) ||
+	    !rsp_socket_wanted(domain, type, protocol))
 		return fd;
 	in_rsocket++;
 	rs = rsocket(domain, SOCK_STREAM, 0);
@@ -210,7 +211,8 @@ RSP_EXPORT int close(int fd)
 {
 	rsp_init();
 	rsp_epoll_forget(fd);
-	if (rsp_get(fd))
+	/* also a forked child's copy of the parent's rsocket (fdtab.c) */
+	if (rsp_any())
 		rsp_clear(fd);
 	return rsp_real.close(fd);
 }
