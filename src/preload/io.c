@@ -122,7 +122,14 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 
 	rsp_init();
 	f = rsp_get(fd);
-	return f ? rsendto(f->rs, buf, len, flags, sa, salen)
+	/*
+	 * Only TCP sockets are carried, and Linux's TCP ignores a destination
+	 * given to sendto (sockperf passes one): so does the preload, where
+	 * rsendto would say EISCONN.
+	 */
+	(void)sa;
+	(void)salen;
+	return f ? rsend(f->rs, buf, len, flags)
 		 : rsp_real.sendto(fd, buf, len, flags, sa, salen);
 }
 
@@ -132,6 +139,14 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 	rsp_init();
 	f = rsp_get(fd);
+	if (f && msg && msg->msg_name) {
+		/* as sendto: TCP ignores the destination */
+		struct msghdr m = *msg;
+
+		m.msg_name = NULL;
+		m.msg_namelen = 0;
+		return rsendmsg(f->rs, &m, flags);
+	}
 	return f ? rsendmsg(f->rs, msg, flags)
 		 : rsp_real.sendmsg(fd, msg, flags);
 }
