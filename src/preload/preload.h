@@ -6,6 +6,7 @@
  *   init.c    the C library's own socket calls (dlsym RTLD_NEXT), the
  *             RDMA_RSOCKET_* and rdma-core's RS_* environment, the debug log
  *   config.c  /etc/rdma/rsocket/preload_config: which sockets to carry
+ *   fork.c    RDMAV_FORK_SAFE: connections set up on TCP, moved at first use
  *   fdtab.c   which of the program's descriptors stand for an rsocket
  *   socket.c  socket/bind/listen/accept/connect/close/dup and options
  *   io.c      read/write/send/recv and their vector and message forms
@@ -163,6 +164,22 @@ void rsp_apply_config(int rs);
 
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);
+
+/* --- fork.c: RDMAV_FORK_SAFE's connections made lazily ---------------- */
+
+enum rsp_lazy {
+	RSP_LAZY_NONE,
+	RSP_LAZY_FRESH, /* a TCP socket that will be converted when used */
+	RSP_LAZY_LISTEN, /* its accepted connections will be */
+	RSP_LAZY_ACTIVE, /* connected on TCP, not yet used */
+	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
+};
+
+enum rsp_lazy rsp_lazy_get(int fd);
+/* false when fd is too large to be lazy (it is then carried at once). */
+bool rsp_lazy_set(int fd, enum rsp_lazy state);
+/* rsp_get for the data calls: first converts a lazy connection. */
+struct rsp_file *rsp_get_io(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);

@@ -10,6 +10,12 @@
 #   memcached  memccp stores a random file, memccat reads it back, and
 #              memcslap loads the server
 #   sockperf   TCP ping-pong with --data-integrity
+#   fork-server  tests/system/fork_echo, a forking echo server, with
+#              RDMAV_FORK_SAFE=1 on both sides: connections accepted on
+#              TCP by the parent move to RDMA in the child that serves
+#              them; three clients, 1 MiB each, echoes compared
+#   fork-close   without it: a client's forked child closes the inherited
+#              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared, or counted by
 # both ends) and the RDMA device's packet counter shows the bytes went
 # over RDMA: at least one packet per 4 KiB moved under the preload (rxe's
@@ -58,12 +64,12 @@ with() {
 wait_port() {
 	local mode=$1 p=$2 pid=$3 i
 	for ((i = 0; i < 200; i++)); do
-		if [ "$mode" = rdma ]; then
-			grep -q "^rspreload\[[0-9]*\]: fd [0-9]*: listening" "$W/rsp.log" 2>/dev/null &&
-				return 0
-		else
-			ss -Hltn "sport = :$p" 2>/dev/null | grep -q . && return 0
+		# (under RDMAV_FORK_SAFE the preload's listener is TCP)
+		if [ "$mode" = rdma ] &&
+			grep -q "^rspreload\[[0-9]*\]: fd [0-9]*: listening" "$W/rsp.log" 2>/dev/null; then
+			return 0
 		fi
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . && return 0
 		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.1
 	done
@@ -249,6 +255,44 @@ sockperf_run() {
 	res[sockperf.$mode.pkts]=$((after - before))
 }
 
+# --- a forking server, and a child closing an inherited socket ----------
+FORK_ECHO="$BUILD/tests/system/fork_echo"
+# forkrun NAME MODE SERVER-MODE CLIENT-KIND CLIENTS [ENV...]
+forkrun() {
+	local name=$1 mode=$2 smode=$3 kind=$4 n=$5 p=$((port += 1)) before after s t0 t1 i bad=
+	shift 5
+	before=$(pkts)
+	with "$mode" env "$@" timeout $T "$FORK_ECHO" server $p "$n" "$smode" \
+		>"$W/fe.$name.$mode" 2>&1 &
+	s=$!
+	if ! wait_port $mode $p $s; then
+		res[$name.$mode.why]="server did not start: $(tail -c 300 "$W/fe.$name.$mode")"
+		kill $s 2>/dev/null
+		return
+	fi
+	t0=$(now_ms)
+	for ((i = 0; i < n; i++)); do
+		with "$mode" env "$@" timeout $T "$FORK_ECHO" "$kind" "$A1" $p 1048576 \
+			>"$W/fc.$name.$mode" 2>&1 ||
+			bad="client $i: $(head -c 300 "$W/fc.$name.$mode")"
+	done
+	t1=$(now_ms)
+	wait $s || bad="${bad:-server: $(tail -c 300 "$W/fe.$name.$mode")}"
+	after=$(pkts)
+	if [ -n "$bad" ]; then
+		res[$name.$mode.why]=$bad
+		return
+	fi
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=$((2 * n * 1048576))
+	res[$name.$mode.metric]=$((t1 - t0))
+	res[$name.$mode.pkts]=$((after - before))
+}
+# RDMAV_FORK_SAFE=1: accepted on TCP, served over RDMA by forked children.
+fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
+# Without it: a forked child closes the parent's connected socket.
+fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
+
 if [ ! -e "$PRELOAD" ]; then
 	fail setup "no $PRELOAD"
 	finish
@@ -259,7 +303,8 @@ if [ -z "$(pkts)" ]; then
 fi
 
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
-	memcached:memcached:lower:ms sockperf:sockperf:lower:us; do
+	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
+	fork-server:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms; do
 	IFS=: read -r name prog better unit <<<"$app"
 	wanted "$name" || continue
 	if ! command -v "$prog" >/dev/null; then
