@@ -15,6 +15,10 @@
 #                 as with TCP, the connection is alive: still blocked after
 #                 the bound; then it is resumed and killed, and that is
 #                 noticed within the bound
+#   fd-count      not keepalive: the descriptors one connected rsocket
+#                 costs on each side, on our library and on Debian's
+#                 (tests/system/rs_fdcount; README); ours must not cost
+#                 more
 # The bound is checked, with one second of slack for the guest's
 # scheduling (qemu TCG), on the reader's own clock from the handshake, the
 # last time it heard from the peer; the times are printed.
@@ -138,6 +142,34 @@ if wanted stopped-peer; then
 		pass stopped-peer "alive while stopped (its NIC answers, as TCP's kernel does); killed after SIGCONT: noticed after $after_cont ms"
 	else
 		fail stopped-peer "elapsed $elapsed, after SIGCONT+KILL $after_cont, $result: $VERBOSE_OUT"
+	fi
+fi
+# fdcount LIBDIR: "CONNECTED n ACCEPTED m" for one connection on that library.
+fdcount() {
+	local p=$((port += 1)) s out
+	LD_LIBRARY_PATH="$1" "$BUILD/tests/system/rs_fdcount" server $p >"$log/fd.s" 2>&1 &
+	s=$!
+	wait_for "$log/fd.s" 10 LISTENING || { kill $s; return; }
+	out=$(LD_LIBRARY_PATH="$1" timeout 30 "$BUILD/tests/system/rs_fdcount" client "$A1" $p 2>&1)
+	wait $s
+	echo "$out $(grep ACCEPTED "$log/fd.s")"
+}
+
+if wanted fd-count; then
+	REF="${RDMACM_REF_ROOT:-$HOME/.cache/rdmacm-ref/root}/usr/lib/x86_64-linux-gnu"
+	ours=$(fdcount "$BUILD/src/.libs")
+	if [ ! -e "$REF/librdmacm.so.1" ]; then
+		info fd-count "ours: $ours; no Debian library in $REF (tests/abi/fetch-reference.sh)"
+	fi
+	debs=$([ -e "$REF/librdmacm.so.1" ] && fdcount "$REF")
+	read -r _ oc _ oa <<<"$ours"
+	read -r _ dc _ da <<<"${debs:-x 999 x 999}"
+	if [ -z "${oc:-}" ] || [ -z "${oa:-}" ]; then
+		fail fd-count "ours: $ours"
+	elif [ "$oc" -le "$dc" ] && [ "$oa" -le "$da" ]; then
+		pass fd-count "per connected rsocket: ours $oc (connect) / $oa (accept), Debian's ${debs:+$dc / $da}"
+	else
+		fail fd-count "ours $oc/$oa, Debian's $dc/$da"
 	fi
 fi
 finish
