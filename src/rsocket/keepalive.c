@@ -78,14 +78,20 @@ void rs_ka_heard(struct rsocket *rs)
 		rs->ka.heard_ms = rs_ka_coarse_ms();
 }
 
+/* The times may change under the thread's feet (rsetsockopt): atomics. */
+static unsigned int rs_ka_load(const unsigned int *v, const char *sysctl,
+			       unsigned int fallback)
+{
+	unsigned int x = __atomic_load_n(v, __ATOMIC_RELAXED);
+
+	return x ? x : rs_ka_sysctl(sysctl, fallback);
+}
+
 static void rs_ka_params(const struct rsocket *rs, struct rs_ka_params *p)
 {
-	p->idle = rs->keepalive_time ? rs->keepalive_time
-				     : rs_ka_sysctl("tcp_keepalive_time", 7200);
-	p->intvl = rs->opt.keepintvl ? rs->opt.keepintvl
-				     : rs_ka_sysctl("tcp_keepalive_intvl", 75);
-	p->cnt = rs->opt.keepcnt ? rs->opt.keepcnt
-				 : rs_ka_sysctl("tcp_keepalive_probes", 9);
+	p->idle = rs_ka_load(&rs->keepalive_time, "tcp_keepalive_time", 7200);
+	p->intvl = rs_ka_load(&rs->opt.keepintvl, "tcp_keepalive_intvl", 75);
+	p->cnt = rs_ka_load(&rs->opt.keepcnt, "tcp_keepalive_probes", 9);
 }
 
 /* The peer is gone: fail the socket and wake whoever waits on it. */

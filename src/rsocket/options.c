@@ -113,17 +113,21 @@ static int rs_set_tcp(struct rsocket *rs, int optname, int val)
 	case TCP_KEEPIDLE:
 		if (val < 1 || val > RS_MAX_KEEPIDLE)
 			return cma_err(EINVAL);
-		rs->keepalive_time = (unsigned int)val;
+		/* atomic: the keepalive thread reads them (keepalive.c) */
+		__atomic_store_n(&rs->keepalive_time, (unsigned int)val,
+				 __ATOMIC_RELAXED);
 		return 0;
 	case TCP_KEEPINTVL:
 		if (val < 1 || val > RS_MAX_KEEPINTVL)
 			return cma_err(EINVAL);
-		rs->opt.keepintvl = (unsigned int)val;
+		__atomic_store_n(&rs->opt.keepintvl, (unsigned int)val,
+				 __ATOMIC_RELAXED);
 		return 0;
 	case TCP_KEEPCNT:
 		if (val < 1 || val > RS_MAX_KEEPCNT)
 			return cma_err(EINVAL);
-		rs->opt.keepcnt = (unsigned int)val;
+		__atomic_store_n(&rs->opt.keepcnt, (unsigned int)val,
+				 __ATOMIC_RELAXED);
 		return 0;
 	case TCP_MAXSEG:
 		if (val && (val < RS_MIN_MSS || val > RS_MAX_MSS))
