@@ -122,7 +122,8 @@ static bool rs_ka_look(struct rsocket *rs, uint64_t now)
 		rs->ka.heard_ms = now;
 		rs->ka.probes = 0;
 		rs->ka.due_ms = now + 1000;
-		keep = !(rs->state & (RS_ERROR | RS_DISCONNECTED)) &&
+		keep = !(rs->state &
+			 (RS_ERROR | RS_DISCONNECTED | RS_CONNECT_ERROR)) &&
 		       rs->state != RS_LISTENING;
 		goto out;
 	}
