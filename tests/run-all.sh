@@ -106,6 +106,11 @@ vm_suite system run-in-guest.sh
 # rsockets: Debian's rstream/riostream on our library, and interop with
 # Debian's library in both directions.
 vm_suite rsocket rsocket-in-guest.sh
+# rsocket keepalive: a killed peer noticed within idle + interval x count.
+vm_suite keepalive keepalive-in-guest.sh
+# Real programs over librspreload (iperf3, redis, memcached, sockperf),
+# each against the same run on plain TCP.
+vm_suite preload-apps preload-apps-in-guest.sh
 # Debian's rdmacm-utils matrix on our library, our rsocket examples against
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1

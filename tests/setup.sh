@@ -17,11 +17,13 @@ build=${BUILD_DIR:-$repo/build}
 # test suite calls (man for page checks, abigail for the ABI gate, clang's
 # libFuzzer for tests/fuzz, valgrind for the memcheck and bench runs, strace
 # and gnuplot for tests/bench, perftest for the perftest suites,
-# UCX for the ucx suite).
+# UCX for the ucx suite, and the programs the preload-apps suite runs over
+# librspreload: iperf3, redis, memcached with its client tools, sockperf).
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
-	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest libucx-dev libucx0 ucx-utils"
+	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest libucx-dev libucx0 ucx-utils
+	iperf3 redis-server redis-tools memcached libmemcached-tools sockperf"
 
 install_missing() {
 	local missing=() p

@@ -7,6 +7,13 @@
  * kilobytes.  Lookups are lock-free (every I/O call does one); changes
  * take a mutex.  As with the kernel, closing a descriptor while another
  * thread still uses it is the program's bug.
+ *
+ * After fork the child inherits the table, but not the RDMA resources
+ * behind it in any usable way: the CM ids, QPs and rings are the
+ * parent's.  So an rsocket belongs to the process that made it; in any
+ * other the descriptor is a plain (unconnected) kernel socket, and its
+ * close() frees the child's copy of the bookkeeping without rclose, which
+ * would disconnect and destroy the parent's connection.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,12 +49,13 @@ static struct rsp_file **slot(int fd, bool create)
 
 struct rsp_file *rsp_get(int fd)
 {
-	struct rsp_file **s;
+	struct rsp_file **s, *f;
 
 	if (!__atomic_load_n(&mapped, __ATOMIC_RELAXED))
 		return NULL;
 	s = slot(fd, false);
-	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+	return f && f->owner == rsp_pid ? f : NULL;
 }
 
 bool rsp_any(void)
@@ -61,6 +69,7 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 
 	if (f) {
 		f->rs = rs;
+		f->owner = rsp_pid;
 		f->domain = domain;
 	}
 	return f;
@@ -69,8 +78,12 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 static void put(struct rsp_file *f)
 {
 	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		rsp_log("rsocket %d closed", f->rs);
-		rclose(f->rs);
+		if (f->owner == rsp_pid) {
+			rsp_log("rsocket %d closed", f->rs);
+			rclose(f->rs);
+		} else {
+			rsp_log("rsocket %d: the parent's, left alone", f->rs);
+		}
 		free(f);
 	}
 }

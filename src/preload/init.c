@@ -23,6 +23,7 @@
 
 struct rsp_real rsp_real;
 struct rsp_config rsp_config = {.log_fd = -1};
+int rsp_pid;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *next(const char *name)
@@ -74,18 +75,27 @@ static void resolve_all(void)
 	RESOLVE(ppoll);
 	RESOLVE(select);
 	RESOLVE(pselect);
+	RESOLVE(epoll_create);
+	RESOLVE(epoll_create1);
 	RESOLVE(epoll_ctl);
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
 }
 
-/* A positive int from the environment, or 0 when unset or invalid. */
-static int env_int(const char *name)
+/*
+ * A positive int from the environment, or 0 when unset or invalid.  @alias
+ * is rdma-core's name for the same setting, read when ours is unset.
+ */
+static int env_int2(const char *name, const char *alias)
 {
 	const char *v = cma_env(name);
 	char *end;
 	long n;
 
+	if (!v && alias) {
+		v = cma_env(alias);
+		name = alias;
+	}
 	if (!v || !*v)
 		return 0;
 	errno = 0;
@@ -143,24 +153,41 @@ static void open_log(void)
 			strerror(errno));
 }
 
+static int env_int(const char *name)
+{
+	return env_int2(name, NULL);
+}
+
 static void read_config(void)
 {
 	const char *d = cma_env("RDMA_RSOCKET_DISABLE");
 
 	rsp_config.disabled = d && *d && strcmp(d, "0");
-	rsp_config.sqsize = env_int("RDMA_RSOCKET_SQSIZE");
-	rsp_config.rqsize = env_int("RDMA_RSOCKET_RQSIZE");
-	rsp_config.inline_size = env_int("RDMA_RSOCKET_INLINE");
+	rsp_config.sqsize = env_int2("RDMA_RSOCKET_SQSIZE", "RS_SQ_SIZE");
+	rsp_config.rqsize = env_int2("RDMA_RSOCKET_RQSIZE", "RS_RQ_SIZE");
+	rsp_config.inline_size = env_int2("RDMA_RSOCKET_INLINE", "RS_INLINE");
+	d = cma_env("RDMAV_FORK_SAFE");
+	if (!d)
+		d = cma_env("IBV_FORK_SAFE");
+	rsp_config.fork_safe = d && strcmp(d, "0");
 	rsp_config.sndbuf = env_int("RDMA_RSOCKET_SNDBUF");
 	rsp_config.rcvbuf = env_int("RDMA_RSOCKET_RCVBUF");
 	parse_ports(cma_env("RDMA_RSOCKET_PORTS"));
 	open_log();
 }
 
+static void rsp_forked(void)
+{
+	rsp_pid = (int)getpid();
+}
+
 static void init_once(void)
 {
+	rsp_pid = (int)getpid();
+	pthread_atfork(NULL, NULL, rsp_forked);
 	resolve_all();
 	read_config();
+	rsp_read_rules();
 }
 
 void rsp_init(void)

@@ -4,7 +4,9 @@
  *
  * Module map:
  *   init.c    the C library's own socket calls (dlsym RTLD_NEXT), the
- *             RDMA_RSOCKET_* environment, the debug log
+ *             RDMA_RSOCKET_* and rdma-core's RS_* environment, the debug log
+ *   config.c  /etc/rdma/rsocket/preload_config: which sockets to carry
+ *   fork.c    RDMAV_FORK_SAFE: connections set up on TCP, moved at first use
  *   fdtab.c   which of the program's descriptors stand for an rsocket
  *   socket.c  socket/bind/listen/accept/connect/close/dup and options
  *   io.c      read/write/send/recv and their vector and message forms
@@ -70,6 +72,8 @@ struct rsp_real {
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *,
 		       const struct timespec *, const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int,
@@ -97,9 +101,35 @@ struct rsp_config {
 		unsigned short lo, hi;
 	} ports[32];
 	int log_fd; /* RDMA_RSOCKET_LOG, -1 when off */
+	/* RDMAV_FORK_SAFE (or IBV_FORK_SAFE): connect lazily, see socket.c */
+	bool fork_safe;
 };
 
+/* This process's id, kept current across fork (an rsocket's owner). */
+extern int rsp_pid;
+
 extern struct rsp_config rsp_config;
+
+/* --- config.c: preload_config rules ------------------------------------ */
+
+#define RSP_CONF_DIR "/etc/rdma/rsocket"
+
+struct rsp_rule {
+	char prog[64]; /* "" matches every program */
+	int domain, type, protocol; /* 0 matches all */
+};
+
+/* One line: 0 a rule, 1 nothing (comment, blank), -1 malformed. */
+int rsp_parse_rule(const char *line, struct rsp_rule *r);
+/* The rules in @path (none if it does not exist); their number. */
+int rsp_load_rules(const char *path, struct rsp_rule **out);
+/* No rules, or one matching the program and socket. */
+bool rsp_rules_match(const struct rsp_rule *r, int n, const char *prog,
+		     int domain, int type, int protocol);
+/* Reads RSP_CONF_DIR/preload_config (once, from rsp_init). */
+void rsp_read_rules(void);
+/* Whether this program's socket(domain, type, protocol) is carried. */
+bool rsp_socket_wanted(int domain, int type, int protocol);
 
 /* Resolves rsp_real and reads the environment once; safe to call often. */
 void rsp_init(void);
@@ -110,6 +140,7 @@ bool rsp_port_wanted(const struct sockaddr *sa, socklen_t len);
 /* The rsocket behind one or more of the program's descriptors. */
 struct rsp_file {
 	int rs; /* the rsocket */
+	int owner; /* the process that made it: only it may use or close it */
 	int refs; /* descriptors mapped to it (dup), atomic */
 	int domain;
 	/* Where it was bound, replayed on the kernel socket on fallback. */
@@ -133,6 +164,22 @@ void rsp_apply_config(int rs);
 
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);
+
+/* --- fork.c: RDMAV_FORK_SAFE's connections made lazily ---------------- */
+
+enum rsp_lazy {
+	RSP_LAZY_NONE,
+	RSP_LAZY_FRESH, /* a TCP socket that will be converted when used */
+	RSP_LAZY_LISTEN, /* its accepted connections will be */
+	RSP_LAZY_ACTIVE, /* connected on TCP, not yet used */
+	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
+};
+
+enum rsp_lazy rsp_lazy_get(int fd);
+/* false when fd is too large to be lazy (it is then carried at once). */
+bool rsp_lazy_set(int fd, enum rsp_lazy state);
+/* rsp_get for the data calls: first converts a lazy connection. */
+struct rsp_file *rsp_get_io(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);

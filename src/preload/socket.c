@@ -40,8 +40,14 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 	rsp_init();
 	fd = rsp_real.socket(domain, type, protocol);
 	if (fd < 0 || in_rsocket || rsp_config.disabled ||
-	    !is_tcp(domain, type, protocol))
+	    !is_tcp(domain, type, protocol) ||
+	    !rsp_socket_wanted(domain, type, protocol))
 		return fd;
+	/* RDMAV_FORK_SAFE: TCP until first used (fork.c) */
+	if (rsp_config.fork_safe && rsp_lazy_set(fd, RSP_LAZY_FRESH)) {
+		rsp_log("fd %d: TCP now, an rsocket when first used", fd);
+		return fd;
+	}
 	in_rsocket++;
 	rs = rsocket(domain, SOCK_STREAM, 0);
 	in_rsocket--;
@@ -117,8 +123,13 @@ RSP_EXPORT int listen(int fd, int backlog)
 
 	rsp_init();
 	f = rsp_get(fd);
-	if (!f)
-		return rsp_real.listen(fd, backlog);
+	if (!f) {
+		int ret = rsp_real.listen(fd, backlog);
+
+		if (!ret && rsp_lazy_get(fd) == RSP_LAZY_FRESH)
+			rsp_lazy_set(fd, RSP_LAZY_LISTEN);
+		return ret;
+	}
 	if (rlisten(f->rs, backlog))
 		return -1;
 	rsp_log("fd %d: listening on rsocket %d", fd, f->rs);
@@ -158,8 +169,13 @@ static int do_accept(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	struct rsp_file *f = rsp_get(fd);
 	int rs;
 
-	if (!f)
-		return rsp_real.accept4(fd, sa, len, flags);
+	if (!f) {
+		rs = rsp_real.accept4(fd, sa, len, flags);
+		if (rs >= 0 && rsp_lazy_get(fd) == RSP_LAZY_LISTEN &&
+		    !rsp_lazy_set(rs, RSP_LAZY_PASSIVE))
+			rsp_log("fd %d: too high to convert: stays TCP", rs);
+		return rs;
+	}
 	rs = raccept(f->rs, sa, len);
 	return rs < 0 ? -1 : adopt(f, rs, flags);
 }
@@ -167,7 +183,7 @@ static int do_accept(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 RSP_EXPORT int accept(int fd, struct sockaddr *sa, socklen_t *len)
 {
 	rsp_init();
-	if (!rsp_get(fd))
+	if (!rsp_get(fd) && rsp_lazy_get(fd) != RSP_LAZY_LISTEN)
 		return rsp_real.accept(fd, sa, len);
 	return do_accept(fd, sa, len, 0);
 }
@@ -184,8 +200,18 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 	rsp_init();
 	f = rsp_get(fd);
-	if (!f)
-		return rsp_real.connect(fd, sa, len);
+	if (!f) {
+		int ret = rsp_real.connect(fd, sa, len), err = errno;
+		bool rdma = is_inet(sa, len) && rsp_port_wanted(sa, len);
+
+		/* RDMAV_FORK_SAFE: converted at first use (fork.c) */
+		if ((!ret || err == EINPROGRESS) &&
+		    rsp_lazy_get(fd) == RSP_LAZY_FRESH)
+			rsp_lazy_set(fd,
+				     rdma ? RSP_LAZY_ACTIVE : RSP_LAZY_NONE);
+		errno = err;
+		return ret;
+	}
 	if (!is_inet(sa, len) || !rsp_port_wanted(sa, len)) {
 		if (rsp_fall_back(fd, f, "not an RDMA destination"))
 			return -1;
@@ -210,7 +236,10 @@ RSP_EXPORT int close(int fd)
 {
 	rsp_init();
 	rsp_epoll_forget(fd);
-	if (rsp_get(fd))
+	if (rsp_lazy_get(fd))
+		rsp_lazy_set(fd, RSP_LAZY_NONE);
+	/* also a forked child's copy of the parent's rsocket (fdtab.c) */
+	if (rsp_any())
 		rsp_clear(fd);
 	return rsp_real.close(fd);
 }
@@ -231,6 +260,8 @@ static int share(int oldfd, int newfd)
 
 	if (newfd < 0)
 		return newfd;
+	if (rsp_lazy_get(newfd))
+		rsp_lazy_set(newfd, RSP_LAZY_NONE); /* dup'ed ones stay TCP */
 	if (f)
 		rsp_set(newfd, f);
 	else if (rsp_get(newfd))

@@ -3,11 +3,13 @@
  * rsetsockopt, rgetsockopt and rfcntl.
  *
  * Socket-level options that have an RDMA meaning change the rsocket (buffer
- * sizes, address reuse, IPv6-only); TCP options that a reliable connection
- * makes moot are accepted and remembered so that programs written for TCP
- * run unchanged.  Datagram sockets pass non-RDMA options to their UDP socket.
- * The SOL_RDMA options size the queues and buffers and so only apply before
- * the connection is made.
+ * sizes, address reuse, IPv6-only, the traffic class of IP_TOS); keepalive
+ * runs timers (keepalive.c); TCP_MAXSEG caps each message; TCP options a
+ * reliable connection makes moot (TCP_CONGESTION, TCP_NODELAY) are checked
+ * and remembered so that programs written for TCP run unchanged, and
+ * TCP_INFO reports what an RDMA connection knows.  Datagram sockets pass
+ * non-RDMA options to their UDP socket.  The SOL_RDMA options size the
+ * queues and buffers and so only apply before the connection is made.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <unistd.h>
 
 #include "rs.h"
 
@@ -47,19 +50,6 @@ static bool rs_flag(uint64_t opts, int optname)
 static bool rs_buffers_exist(const struct rsocket *rs)
 {
 	return rs->type == SOCK_STREAM ? rs->rbuf != NULL : rs->qp_list != NULL;
-}
-
-static unsigned int rs_keepalive_default(void)
-{
-	unsigned int t = 7200;
-	FILE *f = fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "re");
-
-	if (f) {
-		if (fscanf(f, "%u", &t) != 1)
-			t = 7200;
-		fclose(f);
-	}
-	return t;
 }
 
 static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
@@ -95,10 +85,13 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 		val = !((const struct linger *)optval)->l_onoff;
 		break;
 	case SO_KEEPALIVE:
-		if (val && !rs->keepalive_time)
-			rs->keepalive_time = rs_keepalive_default();
+		if (!val)
+			rs_ka_stop(rs);
+		else if (rs_ka_start(rs))
+			return -1;
 		break;
 	case SO_OOBINLINE:
+	case SO_BROADCAST: /* no broadcast on a connection: kept, as TCP does */
 		break;
 	default:
 		return cma_err(ENOTSUP);
@@ -107,18 +100,40 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 	return 0;
 }
 
+/* TCP's limits (include/net/tcp.h): values outside are EINVAL there too. */
+#define RS_MAX_KEEPIDLE 32767
+#define RS_MAX_KEEPINTVL 32767
+#define RS_MAX_KEEPCNT 127
+#define RS_MIN_MSS 88
+#define RS_MAX_MSS 32767
+
 static int rs_set_tcp(struct rsocket *rs, int optname, int val)
 {
 	switch (optname) {
 	case TCP_KEEPIDLE:
-		if (val <= 0)
+		if (val < 1 || val > RS_MAX_KEEPIDLE)
 			return cma_err(EINVAL);
-		rs->keepalive_time = (unsigned int)val;
+		/* atomic: the keepalive thread reads them (keepalive.c) */
+		__atomic_store_n(&rs->keepalive_time, (unsigned int)val,
+				 __ATOMIC_RELAXED);
+		return 0;
+	case TCP_KEEPINTVL:
+		if (val < 1 || val > RS_MAX_KEEPINTVL)
+			return cma_err(EINVAL);
+		__atomic_store_n(&rs->opt.keepintvl, (unsigned int)val,
+				 __ATOMIC_RELAXED);
 		return 0;
 	case TCP_KEEPCNT:
-	case TCP_KEEPINTVL:
+		if (val < 1 || val > RS_MAX_KEEPCNT)
+			return cma_err(EINVAL);
+		__atomic_store_n(&rs->opt.keepcnt, (unsigned int)val,
+				 __ATOMIC_RELAXED);
+		return 0;
 	case TCP_MAXSEG:
-		return 0; /* a reliable connection retries by itself */
+		if (val && (val < RS_MIN_MSS || val > RS_MAX_MSS))
+			return cma_err(EINVAL);
+		rs->opt.maxseg = (uint16_t)val;
+		return 0;
 	case TCP_NODELAY:
 		/* Every send is posted at once: nothing is ever delayed. */
 		rs_set_flag(&rs->tcp_opts, optname, val);
@@ -126,6 +141,66 @@ static int rs_set_tcp(struct rsocket *rs, int optname, int val)
 	default:
 		return cma_err(ENOTSUP);
 	}
+}
+
+/* Is @name one of the kernel's congestion control algorithms? */
+static bool rs_cong_known(const char *name)
+{
+	char list[512], *tok, *save;
+	size_t n;
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control",
+			"re");
+
+	if (!f)
+		return true; /* nothing to check against */
+	n = fread(list, 1, sizeof(list) - 1, f);
+	fclose(f);
+	list[n] = '\0';
+	for (tok = strtok_r(list, " \n", &save); tok;
+	     tok = strtok_r(NULL, " \n", &save)) {
+		if (!strcmp(tok, name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * TCP_CONGESTION: the NIC runs the congestion control of a reliable
+ * connection, so the name is only checked (ENOENT for one the kernel does
+ * not know, as TCP answers) and reported back.
+ */
+static int rs_set_cong(struct rsocket *rs, const void *optval, socklen_t optlen)
+{
+	char name[RS_CONG_NAME_MAX];
+	size_t len;
+
+	if (!optval)
+		return cma_err(EFAULT);
+	len = optlen < sizeof(name) - 1 ? optlen : sizeof(name) - 1;
+	memcpy(name, optval, len);
+	name[len] = '\0';
+	if (!name[0])
+		return cma_err(EINVAL);
+	if (!rs_cong_known(name))
+		return cma_err(ENOENT);
+	memcpy(rs->opt.cong, name, sizeof(name));
+	return 0;
+}
+
+/* IP_TOS and IPV6_TCLASS: the traffic class of the connection's packets. */
+static int rs_set_tos(struct rsocket *rs, int val)
+{
+	uint8_t tos;
+
+	if (val < 0 || val > 255)
+		return cma_err(EINVAL);
+	/* A stream socket's ECN bits belong to the transport, as on TCP. */
+	tos = (uint8_t)(val & ~3);
+	if (rdma_set_option(rs->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+			    sizeof(tos)))
+		return -1;
+	rs->opt.tos = tos;
+	return 0;
 }
 
 static int rs_set_rdma(struct rsocket *rs, int optname, const void *optval,
@@ -190,9 +265,14 @@ static int rs_rsetsockopt(struct rsocket *rs, int level, int optname,
 		    (optname != SO_RCVBUF && optname != SO_SNDBUF))
 			return 0;
 	}
+	if (level == IPPROTO_TCP && optname == TCP_CONGESTION)
+		return rs_set_cong(rs, optval, optlen);
 	if (level == SOL_SOCKET && optname == SO_LINGER) {
 		if (!optval)
 			return cma_err(EFAULT);
+	} else if (level == IPPROTO_IP && optname == IP_TOS && optval &&
+		   optlen >= 1 && optlen < sizeof(int)) {
+		val = *(const uint8_t *)optval; /* a byte, as Linux takes it */
 	} else if (rs_int_opt(optval, optlen, &val)) {
 		return -1;
 	}
@@ -201,7 +281,13 @@ static int rs_rsetsockopt(struct rsocket *rs, int level, int optname,
 		return rs_set_sol_socket(rs, optname, val, optval, optlen);
 	case IPPROTO_TCP:
 		return rs_set_tcp(rs, optname, val);
+	case IPPROTO_IP:
+		if (optname != IP_TOS)
+			return cma_err(ENOTSUP);
+		return rs_set_tos(rs, val);
 	case IPPROTO_IPV6:
+		if (optname == IPV6_TCLASS)
+			return rs_set_tos(rs, val < 0 ? 0 : val);
 		if (optname != IPV6_V6ONLY)
 			return cma_err(ENOTSUP);
 		if (rdma_set_option(rs->cm_id, RDMA_OPTION_ID,
@@ -287,6 +373,124 @@ static int rs_get_route(struct rsocket *rs, void *optval, socklen_t *optlen)
 	return 0;
 }
 
+static uint32_t rs_path_mtu(const struct rsocket *rs)
+{
+	if (rs->type == SOCK_STREAM && rs->cm_id &&
+	    rs->cm_id->route.num_paths && rs->cm_id->route.path_rec->mtu)
+		return 1U << (7 + rs->cm_id->route.path_rec->mtu);
+	return 2048;
+}
+
+/* The largest message: the path MTU, or TCP_MAXSEG if smaller. */
+static uint32_t rs_mss(const struct rsocket *rs)
+{
+	uint32_t mss = rs_path_mtu(rs);
+
+	if (rs->opt.maxseg && rs->opt.maxseg < mss)
+		mss = rs->opt.maxseg;
+	return mss;
+}
+
+static uint8_t rs_tcp_state(const struct rsocket *rs)
+{
+	if (rs->state & RS_CONNECTED)
+		return TCP_ESTABLISHED;
+	if (rs->state == RS_LISTENING)
+		return TCP_LISTEN;
+	if (rs->state & RS_OPENING)
+		return TCP_SYN_SENT;
+	return TCP_CLOSE;
+}
+
+/*
+ * TCP_INFO: what an RDMA connection knows (state, message size, path MTU,
+ * sends in flight, keepalive probes out); the rest is zero.  Like TCP, it
+ * fills as much as the caller has room for.
+ */
+static int rs_get_tcp_info(struct rsocket *rs, void *optval, socklen_t *optlen)
+{
+	struct tcp_info ti;
+	socklen_t len;
+
+	memset(&ti, 0, sizeof(ti));
+	pthread_mutex_lock(&rs->lock);
+	ti.tcpi_state = rs_tcp_state(rs);
+	ti.tcpi_snd_mss = ti.tcpi_rcv_mss = ti.tcpi_advmss = rs_mss(rs);
+	ti.tcpi_pmtu = rs_path_mtu(rs);
+	if ((rs->state & RS_CONNECTED) && rs->sent)
+		ti.tcpi_unacked =
+			(rs->sent_head + rs->sq_size - rs->sent_tail) %
+			rs->sq_size;
+	ti.tcpi_probes = (uint8_t)rs->ka.probes;
+	ti.tcpi_snd_cwnd = rs->sq_size;
+	ti.tcpi_rcv_space = rs->rbuf_size;
+	pthread_mutex_unlock(&rs->lock);
+	len = *optlen < sizeof(ti) ? *optlen : (socklen_t)sizeof(ti);
+	memcpy(optval, &ti, len);
+	*optlen = len;
+	return 0;
+}
+
+static int rs_get_cong(struct rsocket *rs, void *optval, socklen_t *optlen)
+{
+	char name[RS_CONG_NAME_MAX];
+	socklen_t len;
+	FILE *f;
+
+	memset(name, 0, sizeof(name));
+	if (rs->opt.cong[0]) {
+		memcpy(name, rs->opt.cong, sizeof(name));
+	} else {
+		/* unset: the kernel's default, as a new TCP socket has */
+		f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "re");
+		if (!f || fscanf(f, "%15s", name) != 1)
+			strcpy(name, "cubic");
+		if (f)
+			fclose(f);
+	}
+	len = *optlen < sizeof(name) ? *optlen : (socklen_t)sizeof(name);
+	memcpy(optval, name, len);
+	*optlen = len;
+	return 0;
+}
+
+static int rs_get_tcp(struct rsocket *rs, int optname, void *optval,
+		      socklen_t *optlen)
+{
+	switch (optname) {
+	case TCP_KEEPIDLE:
+		return rs_put_int(
+			optval, optlen,
+			rs->keepalive_time
+				? (int)rs->keepalive_time
+				: (int)rs_ka_sysctl("tcp_keepalive_time",
+						    7200));
+	case TCP_KEEPINTVL:
+		return rs_put_int(
+			optval, optlen,
+			rs->opt.keepintvl
+				? (int)rs->opt.keepintvl
+				: (int)rs_ka_sysctl("tcp_keepalive_intvl", 75));
+	case TCP_KEEPCNT:
+		return rs_put_int(
+			optval, optlen,
+			rs->opt.keepcnt
+				? (int)rs->opt.keepcnt
+				: (int)rs_ka_sysctl("tcp_keepalive_probes", 9));
+	case TCP_NODELAY:
+		return rs_put_int(optval, optlen,
+				  rs_flag(rs->tcp_opts, optname));
+	case TCP_MAXSEG:
+		return rs_put_int(optval, optlen, (int)rs_mss(rs));
+	case TCP_INFO:
+		return rs_get_tcp_info(rs, optval, optlen);
+	case TCP_CONGESTION:
+		return rs_get_cong(rs, optval, optlen);
+	default:
+		return cma_err(ENOTSUP);
+	}
+}
+
 static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 			  void *optval, socklen_t *optlen)
 {
@@ -305,6 +509,7 @@ static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 		case SO_REUSEADDR:
 		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
+		case SO_BROADCAST:
 			return rs_put_int(optval, optlen,
 					  rs_flag(rs->so_opts, optname));
 		case SO_RCVBUF:
@@ -334,32 +539,17 @@ static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 		}
 		break;
 	case IPPROTO_TCP:
-		switch (optname) {
-		case TCP_KEEPCNT:
-		case TCP_KEEPINTVL:
-			return rs_put_int(optval, optlen, 1);
-		case TCP_KEEPIDLE:
-			return rs_put_int(optval, optlen,
-					  (int)rs->keepalive_time);
-		case TCP_NODELAY:
-			return rs_put_int(optval, optlen,
-					  rs_flag(rs->tcp_opts, optname));
-		case TCP_MAXSEG:
-			return rs_put_int(
-				optval, optlen,
-				rs->type == SOCK_STREAM && rs->cm_id &&
-						rs->cm_id->route.num_paths
-					? 1 << (7 +
-						rs->cm_id->route.path_rec->mtu)
-					: 2048);
-		default:
-			break;
-		}
+		return rs_get_tcp(rs, optname, optval, optlen);
+	case IPPROTO_IP:
+		if (optname == IP_TOS)
+			return rs_put_int(optval, optlen, rs->opt.tos);
 		break;
 	case IPPROTO_IPV6:
 		if (optname == IPV6_V6ONLY)
 			return rs_put_int(optval, optlen,
 					  rs_flag(rs->ipv6_opts, optname));
+		if (optname == IPV6_TCLASS)
+			return rs_put_int(optval, optlen, rs->opt.tos);
 		break;
 	case SOL_RDMA:
 		switch (optname) {
@@ -412,8 +602,16 @@ static int rs_fcntl(struct rsocket *rs, int cmd, int arg)
 		rs->fd_flags = arg & (O_NONBLOCK | O_APPEND | O_ASYNC);
 		return 0;
 	case F_GETFD:
-		return FD_CLOEXEC;
+		return rs->opt.cloexec ? FD_CLOEXEC : 0;
 	case F_SETFD:
+		va_start(args, cmd);
+		arg = va_arg(args, int);
+		va_end(args);
+		/*
+		 * Kept per socket.  The descriptors the library owns are
+		 * close-on-exec whatever is asked: no rsocket survives exec.
+		 */
+		rs->opt.cloexec = arg & FD_CLOEXEC;
 		return 0;
 	default:
 		return cma_err(ENOTSUP);

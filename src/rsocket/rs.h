@@ -71,6 +71,7 @@
 
 #include "cma.h"
 #include "wire.h"
+#include "opts.h"
 
 /* Tunables, after /etc/rdma/rsocket/ and the environment (table.c). */
 struct rs_defaults {
@@ -187,6 +188,8 @@ struct rsocket {
 	int fd_flags; /* O_NONBLOCK as set by rfcntl */
 	uint64_t so_opts, tcp_opts, ipv6_opts; /* boolean options set */
 	unsigned int keepalive_time;
+	struct rs_opt opt; /* more option values (opts.h) */
+	struct rs_ka ka; /* the keepalive timer (keepalive.c) */
 	bool cq_armed;
 	int unacked_events;
 	struct rs_spin spin; /* under lock */

@@ -17,6 +17,7 @@ CMA_EXPORT int rsocket(int domain, int type, int protocol)
 	struct rsocket *rs;
 	int index, ret, err;
 	bool nonblock = type & SOCK_NONBLOCK;
+	bool cloexec = type & SOCK_CLOEXEC;
 
 	type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (domain != AF_INET && domain != AF_INET6 && domain != AF_IB)
@@ -36,6 +37,7 @@ CMA_EXPORT int rsocket(int domain, int type, int protocol)
 	rs->domain = domain;
 	if (nonblock)
 		rs->fd_flags |= O_NONBLOCK;
+	rs->opt.cloexec = cloexec; /* rfcntl F_GETFD reports it */
 	if (type == SOCK_STREAM) {
 		ret = rs_stream_init(rs, domain);
 		index = ret ? -1 : rs->channel->fd;

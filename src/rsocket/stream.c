@@ -370,6 +370,13 @@ static int rs_post_ctrl(struct rsocket *rs, uint32_t msg)
 	return rs_post_write(rs, NULL, 0, 0, msg, true, 0, 0);
 }
 
+void rs_send_keepalive(struct rsocket *rs)
+{
+	/* A full control ring counts as a probe gone unanswered. */
+	if ((rs->state & RS_CONNECTED) && rs_ctrl_avail(rs) && !rs->await_peer)
+		rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, RS_CTRL_KEEPALIVE));
+}
+
 /* Hand the peer credits, and our next free half-buffer if there is one. */
 static void rs_send_credits(struct rsocket *rs)
 {
@@ -474,7 +481,9 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 		if (idx == last)
 			break;
 	}
-	if (wc->status != IBV_WC_SUCCESS && (rs_state(rs) & RS_CONNECTED)) {
+	if (wc->status == IBV_WC_SUCCESS) {
+		rs_ka_heard(rs); /* the peer's NIC acknowledged */
+	} else if (rs_state(rs) & RS_CONNECTED) {
 		rs_set_state(rs, RS_ERROR);
 		rs->err = ECONNRESET;
 	}
@@ -508,6 +517,7 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 		return;
 	}
 	rs->await_peer = false;
+	rs_ka_heard(rs);
 	if (wc->wc_flags & IBV_WC_WITH_IMM) {
 		msg = ntohl(wc->imm_data);
 	} else if (rs->msg_send && wc->opcode == IBV_WC_RECV) {
@@ -974,6 +984,9 @@ uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left)
 	} else {
 		xfer = (uint32_t)left;
 	}
+	/* TCP_MAXSEG: no message larger than asked for */
+	if (rs->opt.maxseg && xfer > rs->opt.maxseg)
+		xfer = rs->opt.maxseg;
 	return xfer < rs->sbuf_bytes_avail ? xfer : rs->sbuf_bytes_avail;
 }
 

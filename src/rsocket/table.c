@@ -140,6 +140,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 		rs->so_opts = inherit->so_opts;
 		rs->tcp_opts = inherit->tcp_opts;
 		rs->keepalive_time = inherit->keepalive_time;
+		rs->opt = inherit->opt;
 		if (type == SOCK_STREAM)
 			rs->target_iomap_size = inherit->target_iomap_size;
 	} else {

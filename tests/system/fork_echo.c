@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * A plain TCP program for the preload's fork tests
+ * (tests/system/preload-apps-in-guest.sh); it knows nothing of RDMA:
+ *
+ *   fork_echo server PORT N fork|nofork
+ *       accept N connections; echo each until EOF, in a forked child
+ *       (the parent closes its copy at once) or in the process itself
+ *   fork_echo client ADDR PORT BYTES
+ *       send BYTES of random data in 64 KiB chunks, reading each echo
+ *       back and comparing it
+ *   fork_echo client-forkclose ADDR PORT BYTES
+ *       the same, but half way a forked child closes the inherited socket
+ *       and exits; the rest must still flow
+ * Prints "OK n" or "FAIL why"; exit status 0 on OK.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#define CHUNK 65536
+
+static int fail(const char *what)
+{
+	printf("FAIL %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+static int echo(int c)
+{
+	char buf[CHUNK];
+	ssize_t n, w, off;
+
+	while ((n = read(c, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n; off += w) {
+			w = write(c, buf + off, (size_t)(n - off));
+			if (w <= 0)
+				return 1;
+		}
+	}
+	return n < 0;
+}
+
+static int server(const char *port, int n, bool do_fork)
+{
+	struct sockaddr_in sin;
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, i, one = 1, bad = 0, st;
+	pid_t pid;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)atoi(port));
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(l, 8))
+		return fail("listen");
+	printf("LISTENING\n");
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		c = accept(l, NULL, NULL);
+		if (c < 0)
+			return fail("accept");
+		if (!do_fork) {
+			bad |= echo(c);
+			close(c);
+			continue;
+		}
+		pid = fork();
+		if (pid < 0)
+			return fail("fork");
+		if (!pid) {
+			close(l);
+			_exit(echo(c));
+		}
+		close(c); /* the child's connection must survive this */
+	}
+	while ((pid = wait(&st)) > 0)
+		bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+	printf(bad ? "FAIL echo\n" : "OK %d\n", n);
+	return bad;
+}
+
+static int xfer(int s, const char *out, char *in, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	for (size_t off = 0; off < len; off += (size_t)n) {
+		n = write(s, out + off, len - off);
+		if (n <= 0)
+			return -1;
+	}
+	while (got < len) {
+		n = read(s, in + got, len - got);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return memcmp(out, in, len) ? -2 : 0;
+}
+
+static int client(const char *addr, const char *port, long bytes,
+		  bool fork_close)
+{
+	struct addrinfo hints = {.ai_family = AF_INET,
+				 .ai_socktype = SOCK_STREAM},
+			*res;
+	char *out = malloc(CHUNK), *in = malloc(CHUNK);
+	long done = 0;
+	int s, i, r, st;
+	pid_t pid;
+
+	if (!out || !in || getaddrinfo(addr, port, &hints, &res))
+		return fail("setup");
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || connect(s, res->ai_addr, res->ai_addrlen))
+		return fail("connect");
+	srand((unsigned int)getpid());
+	while (done < bytes) {
+		if (fork_close && done >= bytes / 2) {
+			fork_close = false;
+			pid = fork();
+			if (!pid) {
+				close(s); /* must not end the parent's */
+				_exit(0);
+			}
+			if (pid < 0 || waitpid(pid, &st, 0) != pid)
+				return fail("fork");
+		}
+		for (i = 0; i < CHUNK; i++)
+			out[i] = (char)rand();
+		r = xfer(s, out, in, CHUNK);
+		if (r) {
+			printf("FAIL %s after %ld bytes\n",
+			       r == -2 ? "echo differs" : "transfer", done);
+			return 1;
+		}
+		done += CHUNK;
+	}
+	close(s);
+	printf("OK %ld\n", done);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && !strcmp(argv[1], "server"))
+		return server(argv[2], atoi(argv[3]), !strcmp(argv[4], "fork"));
+	if (argc == 5 && !strcmp(argv[1], "client"))
+		return client(argv[2], argv[3], atol(argv[4]), false);
+	if (argc == 5 && !strcmp(argv[1], "client-forkclose"))
+		return client(argv[2], argv[3], atol(argv[4]), true);
+	fprintf(stderr, "usage: see the comment at the top of fork_echo.c\n");
+	return 2;
+}

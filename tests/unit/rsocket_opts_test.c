@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Stream rsocket options on the fake kernel device: every TCP and IP
+ * option a program written for TCP sets (Redis, iperf3, memcached) is
+ * taken, checked as TCP checks it, and read back; IP_TOS reaches the CM
+ * id; rfcntl keeps F_SETFD per socket.  The keepalive rule (when to probe,
+ * when the peer is dead) is tested as the pure function it is.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "cma.h"
+#include "rsocket/rs.h"
+#include "fake_ucma.h"
+#include "unit.h"
+
+static int s;
+
+static void sock_setup(void)
+{
+	fake_ucma_install();
+	s = rsocket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(s, 0);
+}
+
+static void sock_teardown(void)
+{
+	ck_assert_int_eq(rclose(s), 0);
+}
+
+static int get_int(int level, int name)
+{
+	int v = -12345;
+	socklen_t len = sizeof(v);
+
+	ck_assert_int_eq(rgetsockopt(s, level, name, &v, &len), 0);
+	ck_assert_int_eq(len, sizeof(v));
+	return v;
+}
+
+static int set_int(int level, int name, int v)
+{
+	return rsetsockopt(s, level, name, &v, sizeof(v));
+}
+
+START_TEST(tos_reaches_the_cm_id)
+{
+	struct rsocket *rs = rs_lookup(s);
+	struct cma_id_private *id = cma_id_priv(rs->cm_id);
+	uint8_t byte = 0x28;
+
+	ck_assert_int_eq(get_int(IPPROTO_IP, IP_TOS), 0);
+	ck_assert_int_eq(set_int(IPPROTO_IP, IP_TOS, 0xb8), 0);
+	ck_assert_int_eq(get_int(IPPROTO_IP, IP_TOS), 0xb8);
+	ck_assert(id->opts.tos_set);
+	ck_assert_uint_eq(id->opts.tos, 0xb8);
+	/* the ECN bits are the transport's, as on a TCP socket */
+	ck_assert_int_eq(set_int(IPPROTO_IP, IP_TOS, 0x13), 0);
+	ck_assert_int_eq(get_int(IPPROTO_IP, IP_TOS), 0x10);
+	/* Linux also takes a single byte */
+	ck_assert_int_eq(rsetsockopt(s, IPPROTO_IP, IP_TOS, &byte, 1), 0);
+	ck_assert_uint_eq(id->opts.tos, 0x28);
+	ck_assert_int_eq(set_int(IPPROTO_IP, IP_TOS, 256), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(set_int(IPPROTO_IP, IP_TTL, 3), -1);
+	ck_assert_int_eq(errno, ENOTSUP);
+	/* IPv6's name for the same byte; -1 is the default */
+	ck_assert_int_eq(set_int(IPPROTO_IPV6, IPV6_TCLASS, 0x20), 0);
+	ck_assert_int_eq(get_int(IPPROTO_IPV6, IPV6_TCLASS), 0x20);
+	ck_assert_int_eq(set_int(IPPROTO_IPV6, IPV6_TCLASS, -1), 0);
+	ck_assert_uint_eq(id->opts.tos, 0);
+}
+END_TEST
+
+START_TEST(keepalive_knobs_are_checked_and_kept)
+{
+	ck_assert_int_gt(get_int(IPPROTO_TCP, TCP_KEEPIDLE), 0);
+	ck_assert_int_gt(get_int(IPPROTO_TCP, TCP_KEEPINTVL), 0);
+	ck_assert_int_gt(get_int(IPPROTO_TCP, TCP_KEEPCNT), 0);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPIDLE, 5), 0);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPINTVL, 2), 0);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPCNT, 4), 0);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_KEEPIDLE), 5);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_KEEPINTVL), 2);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_KEEPCNT), 4);
+	/* TCP's ranges */
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPIDLE, 0), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPINTVL, 32768), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPCNT, 128), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_KEEPCNT, 0), -1);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_KEEPCNT), 4);
+	/* on and off; an unconnected socket starts no probing */
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_KEEPALIVE, 1), 0);
+	ck_assert_int_eq(get_int(SOL_SOCKET, SO_KEEPALIVE), 1);
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_KEEPALIVE, 0), 0);
+	ck_assert_int_eq(get_int(SOL_SOCKET, SO_KEEPALIVE), 0);
+	ck_assert(!rs_lookup(s)->ka.listed);
+}
+END_TEST
+
+START_TEST(maxseg_caps_messages)
+{
+	struct rsocket *rs = rs_lookup(s);
+	uint32_t olen = 65536;
+
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_MAXSEG), 2048);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_MAXSEG, 1000), 0);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_MAXSEG), 1000);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_MAXSEG, 87), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_MAXSEG, 40000), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	/* the send path's chunking honours it */
+	rs->sbuf_bytes_avail = 1 << 20;
+	ck_assert_uint_eq(rs_next_xfer(rs, &olen, 1 << 20), 1000);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_MAXSEG, 0), 0);
+	olen = 65536;
+	ck_assert_uint_eq(rs_next_xfer(rs, &olen, 1 << 20), 65536);
+	rs->sbuf_bytes_avail = 0;
+}
+END_TEST
+
+START_TEST(congestion_name_round_trips)
+{
+	char name[32];
+	socklen_t len = sizeof(name);
+
+	memset(name, 'x', sizeof(name));
+	ck_assert_int_eq(
+		rgetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+	ck_assert_int_eq(len, 16);
+	ck_assert_int_gt(strlen(name), 0); /* the kernel's default */
+	ck_assert_int_eq(rsetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "reno", 4),
+			 0);
+	len = sizeof(name);
+	ck_assert_int_eq(
+		rgetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+	ck_assert_str_eq(name, "reno");
+	ck_assert_int_eq(
+		rsetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "no-such-cc", 10),
+		-1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(rsetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, "", 0),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rsetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, NULL, 4),
+			 -1);
+	ck_assert_int_eq(errno, EFAULT);
+	/* a short buffer gets the start of the name, as TCP gives */
+	len = 2;
+	ck_assert_int_eq(
+		rgetsockopt(s, IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+	ck_assert_int_eq(len, 2);
+	ck_assert(!memcmp(name, "re", 2));
+}
+END_TEST
+
+START_TEST(tcp_info_reports_the_state)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	uint8_t state = 0xff;
+
+	memset(&ti, 0xee, sizeof(ti));
+	ck_assert_int_eq(rgetsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	ck_assert_int_eq(len, sizeof(ti));
+	ck_assert_uint_eq(ti.tcpi_state, TCP_CLOSE);
+	ck_assert_uint_eq(ti.tcpi_snd_mss, 2048);
+	ck_assert_uint_eq(ti.tcpi_total_retrans, 0);
+	/* a one-byte buffer gets the state alone */
+	len = 1;
+	ck_assert_int_eq(rgetsockopt(s, IPPROTO_TCP, TCP_INFO, &state, &len),
+			 0);
+	ck_assert_int_eq(len, 1);
+	ck_assert_uint_eq(state, TCP_CLOSE);
+}
+END_TEST
+
+START_TEST(broadcast_and_nodelay_are_flags)
+{
+	ck_assert_int_eq(get_int(SOL_SOCKET, SO_BROADCAST), 0);
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_BROADCAST, 1), 0);
+	ck_assert_int_eq(get_int(SOL_SOCKET, SO_BROADCAST), 1);
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_BROADCAST, 0), 0);
+	ck_assert_int_eq(get_int(SOL_SOCKET, SO_BROADCAST), 0);
+	ck_assert_int_eq(set_int(IPPROTO_TCP, TCP_NODELAY, 1), 0);
+	ck_assert_int_eq(get_int(IPPROTO_TCP, TCP_NODELAY), 1);
+}
+END_TEST
+
+START_TEST(fd_flags_are_per_socket)
+{
+	int t = rsocket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(t, 0);
+	ck_assert_int_eq(rfcntl(s, F_GETFD), 0);
+	ck_assert_int_eq(rfcntl(t, F_GETFD), FD_CLOEXEC);
+	ck_assert_int_eq(rfcntl(s, F_SETFD, FD_CLOEXEC), 0);
+	ck_assert_int_eq(rfcntl(s, F_GETFD), FD_CLOEXEC);
+	ck_assert_int_eq(rfcntl(t, F_SETFD, 0), 0);
+	ck_assert_int_eq(rfcntl(t, F_GETFD), 0);
+	ck_assert_int_eq(rfcntl(s, F_GETFD), FD_CLOEXEC);
+	/* the library's own descriptor never leaks into an exec'd program */
+	ck_assert_int_eq(fcntl(t, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	ck_assert_int_eq(rclose(t), 0);
+}
+END_TEST
+
+/* --- the keepalive rule ------------------------------------------------- */
+
+static const struct rs_ka_params ka_p = {.idle = 10, .intvl = 2, .cnt = 3};
+
+START_TEST(ka_waits_while_heard)
+{
+	struct rs_ka ka = {.heard_ms = 1000};
+
+	ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, 5000), RS_KA_WAIT);
+	ck_assert_uint_eq(ka.due_ms, 11000);
+	ck_assert_uint_eq(ka.probes, 0);
+}
+END_TEST
+
+/* Silent peer: probes at idle, idle+intvl, ..., dead at idle + intvl x cnt. */
+START_TEST(ka_dead_after_cnt_probes)
+{
+	struct rs_ka ka = {.heard_ms = 1000};
+	uint64_t now = 11000;
+	unsigned int i;
+
+	for (i = 1; i <= ka_p.cnt; i++) {
+		ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, now), RS_KA_PROBE);
+		ck_assert_uint_eq(ka.probes, i);
+		ck_assert_uint_eq(ka.due_ms, now + 2000);
+		now = ka.due_ms;
+	}
+	ck_assert_uint_eq(now, 1000 + 10000 + 3 * 2000);
+	ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, now), RS_KA_DEAD);
+}
+END_TEST
+
+/* An acknowledged probe restarts the idle time from the acknowledgement. */
+START_TEST(ka_answer_resets)
+{
+	struct rs_ka ka = {.heard_ms = 0};
+
+	ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, 10000), RS_KA_PROBE);
+	ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, 12000), RS_KA_PROBE);
+	ka.heard_ms = 12001; /* the second probe's ack */
+	ck_assert_int_eq(rs_ka_decide(&ka_p, &ka, 14000), RS_KA_WAIT);
+	ck_assert_uint_eq(ka.probes, 0);
+	ck_assert_uint_eq(ka.due_ms, 22001);
+}
+END_TEST
+
+/* An interval longer than idle: an answered probe is still an answer. */
+START_TEST(ka_long_interval)
+{
+	const struct rs_ka_params p = {.idle = 1, .intvl = 5, .cnt = 1};
+	struct rs_ka ka = {.heard_ms = 0};
+
+	ck_assert_int_eq(rs_ka_decide(&p, &ka, 1000), RS_KA_PROBE);
+	ka.heard_ms = 1002;
+	ck_assert_int_eq(rs_ka_decide(&p, &ka, 6000), RS_KA_PROBE);
+	ck_assert_uint_eq(ka.probes, 1);
+	ck_assert_int_eq(rs_ka_decide(&p, &ka, 11000), RS_KA_DEAD);
+}
+END_TEST
+
+static Suite *opts_suite(void)
+{
+	Suite *su = suite_create("rsocket_opts");
+	TCase *tc = tcase_create("options");
+
+	tcase_add_checked_fixture(tc, sock_setup, sock_teardown);
+	tcase_add_test(tc, tos_reaches_the_cm_id);
+	tcase_add_test(tc, keepalive_knobs_are_checked_and_kept);
+	tcase_add_test(tc, maxseg_caps_messages);
+	tcase_add_test(tc, congestion_name_round_trips);
+	tcase_add_test(tc, tcp_info_reports_the_state);
+	tcase_add_test(tc, broadcast_and_nodelay_are_flags);
+	tcase_add_test(tc, fd_flags_are_per_socket);
+	suite_add_tcase(su, tc);
+	tc = tcase_create("keepalive");
+	tcase_add_test(tc, ka_waits_while_heard);
+	tcase_add_test(tc, ka_dead_after_cnt_probes);
+	tcase_add_test(tc, ka_answer_resets);
+	tcase_add_test(tc, ka_long_interval);
+	suite_add_tcase(su, tc);
+	return su;
+}
+
+UNIT_MAIN(opts_suite)
