@@ -604,9 +604,6 @@ static int rs_fcntl(struct rsocket *rs, int cmd, int arg)
 	case F_GETFD:
 		return rs->opt.cloexec ? FD_CLOEXEC : 0;
 	case F_SETFD:
-		va_start(args, cmd);
-		arg = va_arg(args, int);
-		va_end(args);
 		/*
 		 * Kept per socket.  The descriptors the library owns are
 		 * close-on-exec whatever is asked: no rsocket survives exec.
@@ -626,7 +623,7 @@ CMA_EXPORT int rfcntl(int socket, int cmd, ... /* arg */)
 
 	if (!rs)
 		return -1;
-	if (cmd == F_SETFL) {
+	if (cmd == F_SETFL || cmd == F_SETFD) {
 		va_start(args, cmd);
 		arg = va_arg(args, int);
 		va_end(args);
