@@ -53,7 +53,10 @@
  * slot) are leaves: held for a few instructions, nothing else taken inside
  * except the stripe under rs_table_mut.  rep_mut (the repoll list) is a
  * leaf.  A datagram address resolution (up to 2 * DS_RESOLVE_MS) runs with
- * no rsocket lock held.
+ * no rsocket lock held.  The keepalive thread's ka_mut (keepalive.c) comes
+ * before rs->lock: a socket on its list is only looked at under ka_mut,
+ * and leaves the list (rs_ka_stop, with no socket lock held) before it is
+ * freed.
  */
 #ifndef RS_H
 #define RS_H
