@@ -670,6 +670,10 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		    CMA_P2P_OK ||
 	    hdr.kind != CMA_P2P_REP)
 		return; /* an ordinary listener accepted it */
+	/* A peer that only ever answered us is known by its replies. */
+	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_peer_seen(&conn->key.remote, hdr.incarnation, conn);
+	pthread_mutex_unlock(&p2p_lock);
 	memmove(evt->private_data, evt->private_data + hdr.len, hdr.data_len);
 	p->private_data_len = hdr.data_len;
 	p->private_data = hdr.data_len ? evt->private_data : NULL;

@@ -566,8 +566,9 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 		cma_event_post(evt);
 }
 
-/* Drop what the peer at @remote's previous process left here. */
-static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote)
+/* Drop what the peer at @remote's previous process left here (but @keep). */
+static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
+				const struct cma_p2p_conn *keep)
 {
 	struct cma_p2p_held *h, *hnext;
 	struct cma_p2p_conn *conn, *next;
@@ -585,12 +586,14 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote)
 	}
 	for (conn = p2p_conns; conn; conn = next) {
 		next = conn->next;
-		if (!cma_p2p_ident_cmp(&conn->key.remote, remote))
+		if (conn != keep &&
+		    !cma_p2p_ident_cmp(&conn->key.remote, remote))
 			cma_p2p_peer_gone(conn);
 	}
 }
 
-void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation)
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
+		       const struct cma_p2p_conn *keep)
 {
 	struct cma_p2p_counter *c;
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -607,7 +610,7 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation)
 			    cma_p2p_key_str(&k, kb, sizeof(kb)),
 			    (unsigned long long)incarnation,
 			    (unsigned long long)c->incarnation);
-		cma_p2p_forget_peer(remote);
+		cma_p2p_forget_peer(remote, keep);
 		c->count = 0;
 		c->nfreed = 0;
 	}

@@ -176,7 +176,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		v = CMA_P2P_SURFACE;
 	} else {
 		key.local.port = lis->port;
-		cma_p2p_peer_seen(&key.remote, hdr.incarnation);
+		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
 		cma_p2p_settle(lis, resp->id, &key, &hdr, resp);
 	}
 	pthread_mutex_unlock(&p2p_lock);

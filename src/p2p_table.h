@@ -162,14 +162,14 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
  */
 void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
 /*
- * A request from the peer at @remote stated @incarnation.  A new one
- * means its process was restarted: the held requests of the old one are
- * refused, connections with it disconnected, connects towards it failed
- * (-ECONNRESET), and the ordinal tags towards it start again at 1.
- * Called with p2p_lock held.
+ * A request or reply from the peer at @remote stated @incarnation.  A new
+ * one means its process was restarted: the held requests of the old one
+ * are refused, connections with it disconnected, connects towards it
+ * failed (-ECONNRESET), all but @keep (the connect the reply answers), and
+ * the ordinal tags towards it start again at 1.  Called with p2p_lock held.
  */
-void cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
-		       uint64_t incarnation);
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
+		       const struct cma_p2p_conn *keep);
 
 /* Answer a request's kernel id with @conn's QP: see p2p_connect.c. */
 int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,

@@ -436,6 +436,40 @@ START_TEST(restarted_peer_is_not_a_duplicate)
 }
 END_TEST
 
+/*
+ * A peer that only ever answered our requests (its REPs state its
+ * incarnation) is recognised when it comes back too.
+ */
+START_TEST(restart_of_a_peer_known_by_its_reply)
+{
+	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP,
+				  .port = PORT,
+				  .tag = 1,
+				  .incarnation = 0xaaaa};
+	struct rdma_ucm_event_resp *r;
+	struct rdma_cm_id *old, *id;
+	uint32_t req;
+
+	old = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(old), 0);
+	r = fake_ucma_event(kid_of(old), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ck_assert_ptr_nonnull(r);
+	cma_p2p_hdr_encode(&rep, r->param.conn.private_data);
+	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	fake_ucma_clear_log();
+
+	req_incarnation = 0xbbbb;
+	req = peer_request("192.0.2.2", 1, "again");
+	expect_nothing();
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_REJECT, req), -1);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)), 0);
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+}
+END_TEST
+
 /* The same peer, the same incarnation: a stale duplicate, as before. */
 START_TEST(same_incarnation_duplicate_is_refused)
 {
@@ -646,6 +680,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
 	tcase_add_test(tc, restarted_peer_is_not_a_duplicate);
+	tcase_add_test(tc, restart_of_a_peer_known_by_its_reply);
 	tcase_add_test(tc, same_incarnation_duplicate_is_refused);
 	tcase_add_test(tc, restart_fails_a_waiting_connect);
 	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
