@@ -187,6 +187,59 @@ pair() {
 	rm -f "$out"/pair.*
 }
 
+# Wait up to $3 seconds for a line $2 in file $1.
+wait_for_line() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -qx "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Issue 18: one end killed (SIGKILL) and restarted on the same address and
+# port; the pair forms again, once, and the survivor holds no kernel
+# cm_id beyond its listener and its connection (rdma res show cm_id).
+# One guest: the script kills and starts both ends.
+restart_test() {
+	local fam=$1 port=$2 x=$3 y=$4 name="restart/$1" s p rc=0 ids=-1
+	wanted "$name" || return 0
+	[ $two = no ] || return 0
+	rm -f "$out/go" "$out"/rs.*
+	"$PAIR" restart survivor "$x" "$port" "$y" $((port + 1)) "$out/go" \
+		>"$out/rs.survivor" 2>&1 &
+	s=$!
+	"$PAIR" restart peer "$y" $((port + 1)) "$x" "$port" \
+		>"$out/rs.peer" 2>&1 &
+	p=$!
+	if wait_for_line "$out/rs.peer" READY 90; then
+		kill -KILL $p
+		wait $p 2>/dev/null
+		"$PAIR" restart peer2 "$y" $((port + 1)) "$x" "$port" \
+			>"$out/rs.peer2" 2>&1 &
+		p=$!
+		if wait_for_line "$out/rs.survivor" REFORMED 120; then
+			ids=$(rdma res show cm_id 2>/dev/null | grep -c " pid $s ")
+		else
+			rc=1
+		fi
+	else
+		rc=1
+	fi
+	touch "$out/go"
+	# A peer that never said READY waits for a kill forever.
+	[ $rc -eq 0 ] || kill -KILL $s $p 2>/dev/null
+	wait $s || rc=1
+	wait $p || rc=1
+	if [ $rc -eq 0 ] && [ "$ids" -eq 2 ]; then
+		pass "$name" "re-formed after a restart; the survivor holds 2 kernel cm_ids"
+	else
+		fail "$name" "exit status $rc, survivor's kernel cm_ids $ids (want 2)"
+		show "$out"/rs.*
+		rdma res show cm_id 2>/dev/null | sed 's/^/    /'
+	fi
+}
+
 api() {
 	local t=$1 addr=$2 name="api-$1/$3" rc
 	wanted "$name" || return 0
@@ -217,6 +270,7 @@ for fam in ipv4 ipv6; do
 	pit=${RDMACM_P2P_PAIR_ITER:-500}
 	[ $fam = ipv6 ] && pit=$(((pit + 4) / 5))
 	pair "$fam" $((base + 60)) "$x" "$y" "$pit"
+	restart_test "$fam" $((base + 70)) "$x" "$y"
 	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i "$SKEW_ITER" -s 2000
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t

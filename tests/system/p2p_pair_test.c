@@ -14,7 +14,8 @@
  *
  * Any other event, a lost message or a hang (the watchdog, re-armed per
  * iteration) fails; so does a CONNECT_REQUEST, which in p2p mode must
- * never reach the application.
+ * never reach the application.  The `restart` scenario below kills and
+ * restarts one end.
  */
 #include <config.h>
 
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -84,9 +86,24 @@ static void await_completions(struct ibv_cq *cq, int sends, int recvs, int i,
 	}
 }
 
-static void one_iteration(struct rdma_event_channel *ch,
-			  struct sockaddr_storage *me,
-			  struct sockaddr_storage *peer, int i)
+/* One connection and what the test hangs on it. */
+struct conn {
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr_in, *mr_out;
+	char in[MSG_LEN], out[MSG_LEN];
+	int initiator;
+};
+
+/*
+ * Create an id, resolve, make a CQ and QP, post a receive and connect in
+ * p2p mode.  Returns the event that ended the connect (ESTABLISHED, or a
+ * failure a caller may retry), unacked; @c holds the id either way.
+ */
+static struct rdma_cm_event *try_connect(struct rdma_event_channel *ch,
+					 struct sockaddr_storage *me,
+					 struct sockaddr_storage *peer,
+					 struct conn *c)
 {
 	struct rdma_conn_param param = {.responder_resources = 1,
 					.initiator_depth = 1,
@@ -98,41 +115,46 @@ static void one_iteration(struct rdma_event_channel *ch,
 						.max_send_sge = 1,
 						.max_recv_sge = 1},
 					.qp_type = IBV_QPT_RC};
-	char out[MSG_LEN], in[MSG_LEN];
-	struct ibv_mr *mr_in, *mr_out;
-	struct rdma_cm_id *id;
-	struct ibv_cq *cq;
-	int initiator;
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	int n;
 
-	hx_stage("iteration %d: resolve", i);
-	CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
-	CHECK_OK(rdma_resolve_addr(id, (struct sockaddr *)me,
+	memset(c, 0, sizeof(*c));
+	CHECK_OK(rdma_create_id(ch, &c->id, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_resolve_addr(c->id, (struct sockaddr *)me,
 				   (struct sockaddr *)peer, 2000));
 	await(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK_OK(rdma_resolve_route(id, 2000));
+	CHECK_OK(rdma_resolve_route(c->id, 2000));
 	await(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
 
-	cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
-	CHECK(cq, "ibv_create_cq: %s", strerror(errno));
-	attr.send_cq = attr.recv_cq = cq;
-	CHECK_OK(rdma_create_qp(id, NULL, &attr));
-	mr_in = ibv_reg_mr(id->pd, in, sizeof(in), IBV_ACCESS_LOCAL_WRITE);
-	mr_out = ibv_reg_mr(id->pd, out, sizeof(out), 0);
-	CHECK(mr_in && mr_out, "ibv_reg_mr: %s", strerror(errno));
-	CHECK_OK(rdma_post_recv(id, NULL, in, sizeof(in), mr_in));
+	c->cq = ibv_create_cq(c->id->verbs, 4, NULL, NULL, 0);
+	CHECK(c->cq, "ibv_create_cq: %s", strerror(errno));
+	attr.send_cq = attr.recv_cq = c->cq;
+	CHECK_OK(rdma_create_qp(c->id, NULL, &attr));
+	c->mr_in = ibv_reg_mr(c->id->pd, c->in, sizeof(c->in),
+			      IBV_ACCESS_LOCAL_WRITE);
+	c->mr_out = ibv_reg_mr(c->id->pd, c->out, sizeof(c->out), 0);
+	CHECK(c->mr_in && c->mr_out, "ibv_reg_mr: %s", strerror(errno));
+	CHECK_OK(rdma_post_recv(c->id, NULL, c->in, sizeof(c->in), c->mr_in));
+	CHECK_OK(rdma_connect(c->id, &param));
+	do
+		n = poll(&pfd, 1, 100);
+	while (n == 0 || (n < 0 && errno == EINTR));
+	CHECK(n > 0, "poll: %s", strerror(errno));
+	CHECK_OK(rdma_get_cm_event(ch, &ev));
+	return ev;
+}
 
-	hx_stage("iteration %d: connect", i);
-	CHECK_OK(rdma_connect(id, &param));
-	await(ch, RDMA_CM_EVENT_ESTABLISHED);
-
-	hx_stage("iteration %d: exchange", i);
+static void exchange(struct conn *c, int i)
+{
 	/* iWARP without MPA RTR: the end whose request formed it sends first. */
-	CHECK_OK(rdma_get_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
-				 &initiator, sizeof(initiator)));
-	if (!initiator)
-		await_completions(cq, 0, 1, i, initiator);
-	snprintf(out, sizeof(out), "iteration %d", i);
-	CHECK_OK(rdma_post_send(id, NULL, out, sizeof(out), mr_out,
+	CHECK_OK(rdma_get_option(c->id, RDMA_OPTION_ID,
+				 RDMA_OPTION_ID_INITIATOR, &c->initiator,
+				 sizeof(c->initiator)));
+	if (!c->initiator)
+		await_completions(c->cq, 0, 1, i, c->initiator);
+	snprintf(c->out, sizeof(c->out), "iteration %d", i);
+	CHECK_OK(rdma_post_send(c->id, NULL, c->out, sizeof(c->out), c->mr_out,
 				IBV_SEND_SIGNALED));
 	/*
 	 * The initiator's message arrived: the peer replies only after it.
@@ -140,36 +162,72 @@ static void one_iteration(struct rdma_event_channel *ch,
 	 * Soft-RoCE (Linux 6.1) an ACK lost now and then is never made up
 	 * for (tests/system/BUGS.md, Open #4), with or without p2p mode.
 	 */
-	await_completions(cq, initiator ? 0 : 1, initiator ? 1 : 0, i,
-			  initiator);
-	CHECK(!strcmp(in, out), "received \"%.*s\", want \"%s\"", MSG_LEN, in,
-	      out);
+	await_completions(c->cq, c->initiator ? 0 : 1, c->initiator ? 1 : 0, i,
+			  c->initiator);
+	CHECK(!strcmp(c->in, c->out), "received \"%.*s\", want \"%s\"", MSG_LEN,
+	      c->in, c->out);
+}
 
+static void teardown(struct conn *c)
+{
+	rdma_destroy_qp(c->id);
+	if (c->mr_in)
+		ibv_dereg_mr(c->mr_in);
+	if (c->mr_out)
+		ibv_dereg_mr(c->mr_out);
+	ibv_destroy_cq(c->cq);
+	CHECK_OK(rdma_destroy_id(c->id));
+}
+
+static void one_iteration(struct rdma_event_channel *ch,
+			  struct sockaddr_storage *me,
+			  struct sockaddr_storage *peer, int i)
+{
+	struct rdma_cm_event *ev;
+	struct conn c;
+
+	hx_stage("iteration %d: connect", i);
+	ev = try_connect(ch, me, peer, &c);
+	CHECK(ev->event == RDMA_CM_EVENT_ESTABLISHED && !ev->status,
+	      "want ESTABLISHED, got %s status %d", rdma_event_str(ev->event),
+	      ev->status);
+	rdma_ack_cm_event(ev);
+	hx_stage("iteration %d: exchange", i);
+	exchange(&c, i);
 	/*
 	 * The end that sent last disconnects first: the peer posts its
 	 * receive completion before its ACK goes out (rxe), and a QP moved
 	 * to error in between leaves our send without a completion.
 	 */
 	hx_stage("iteration %d: disconnect", i);
-	if (initiator) {
+	if (c.initiator) {
 		await(ch, RDMA_CM_EVENT_DISCONNECTED);
-		rdma_disconnect(id); /* may say EINVAL: already disconnected */
+		rdma_disconnect(
+			c.id); /* may say EINVAL: already disconnected */
 	} else {
-		CHECK_OK(rdma_disconnect(id));
+		CHECK_OK(rdma_disconnect(c.id));
 		await(ch, RDMA_CM_EVENT_DISCONNECTED);
 	}
-	rdma_destroy_qp(id);
-	ibv_dereg_mr(mr_in);
-	ibv_dereg_mr(mr_out);
-	ibv_destroy_cq(cq);
-	CHECK_OK(rdma_destroy_id(id));
+	teardown(&c);
+}
+
+/* This end's channel, with a p2p-ready listener on @me. */
+static struct rdma_event_channel *open_end(struct sockaddr_storage *me)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *listener;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	CHECK_OK(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_bind_addr(listener, (struct sockaddr *)me));
+	CHECK_OK(rdma_listen(listener, 16));
+	return ch;
 }
 
 static int pair(int argc, char **argv)
 {
 	struct sockaddr_storage me, peer, any;
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listener;
 	unsigned short port;
 	int i, n;
 
@@ -184,23 +242,120 @@ static int pair(int argc, char **argv)
 	hx_parse_addr(argv[1], 0, &any);
 	hx_set_name("pair/%s", argv[1]);
 
-	ch = rdma_create_event_channel();
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	CHECK_OK(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP));
-	CHECK_OK(rdma_bind_addr(listener, (struct sockaddr *)&me));
-	CHECK_OK(rdma_listen(listener, 16));
+	ch = open_end(&me);
 	for (i = 1; i <= n; i++) {
 		hx_watchdog(hx_timeout_s());
 		one_iteration(ch, &any, &peer, i);
 	}
 	hx_note("%d iterations, one connection each", n);
-	rdma_destroy_id(listener);
-	rdma_destroy_event_channel(ch);
+	return 0; /* exits without cleaning up, as programs do */
+}
+
+/*
+ * Connect until a connect forms: around a peer's restart, a connect may
+ * meet the dead process, or fail when the new one shows up (-ECONNRESET);
+ * a program retries those.
+ */
+static void connect_retrying(struct rdma_event_channel *ch,
+			     struct sockaddr_storage *me,
+			     struct sockaddr_storage *peer, struct conn *c)
+{
+	struct rdma_cm_event *ev;
+	int attempt;
+
+	for (attempt = 1;; attempt++) {
+		hx_stage("connect, attempt %d", attempt);
+		ev = try_connect(ch, me, peer, c);
+		if (ev->event == RDMA_CM_EVENT_ESTABLISHED && !ev->status)
+			break;
+		CHECK(attempt < 20 &&
+			      (ev->event == RDMA_CM_EVENT_REJECTED ||
+			       ev->event == RDMA_CM_EVENT_UNREACHABLE ||
+			       ev->event == RDMA_CM_EVENT_CONNECT_ERROR),
+		      "connect: %s status %d", rdma_event_str(ev->event),
+		      ev->status);
+		hx_note("connect attempt %d: %s status %d, again", attempt,
+			rdma_event_str(ev->event), ev->status);
+		rdma_ack_cm_event(ev);
+		teardown(c);
+		usleep(200000);
+	}
+	rdma_ack_cm_event(ev);
+}
+
+/* Print a line the script waits for. */
+static void say(const char *word)
+{
+	printf("%s\n", word);
+	fflush(stdout);
+}
+
+/*
+ * A peer restarted on the same address and port (issue 18):
+ *
+ *   restart survivor MY_ADDR MY_PORT PEER_ADDR PEER_PORT GO_FILE
+ *   restart peer     MY_ADDR MY_PORT PEER_ADDR PEER_PORT
+ *   restart peer2    MY_ADDR MY_PORT PEER_ADDR PEER_PORT
+ *
+ * The survivor and the peer connect and exchange; the peer says READY and
+ * is killed (SIGKILL) by the script, which starts peer2 in its place.  The
+ * survivor sees DISCONNECTED, connects again until it forms with peer2,
+ * exchanges, says REFORMED and waits for GO_FILE (the script counts its
+ * kernel cm_ids meanwhile: the listener and one connection), then
+ * disconnects.
+ */
+static int restart(int argc, char **argv)
+{
+	struct sockaddr_storage me, peer, any;
+	struct rdma_event_channel *ch;
+	const char *role;
+	struct conn c;
+
+	if (argc < 6)
+		hx_fail("usage: restart ROLE MY_ADDR MY_PORT PEER_ADDR "
+			"PEER_PORT [GO_FILE]");
+	role = argv[1];
+	hx_parse_addr(argv[2], (unsigned short)atoi(argv[3]), &me);
+	hx_parse_addr(argv[4], (unsigned short)atoi(argv[5]), &peer);
+	hx_parse_addr(argv[2], 0, &any);
+	hx_set_name("restart/%s", role);
+	ch = open_end(&me);
+
+	connect_retrying(ch, &any, &peer, &c);
+	exchange(&c, 1);
+	if (!strcmp(role, "peer")) {
+		say("READY");
+		alarm(0);
+		for (;;)
+			pause(); /* until the script kills it */
+	}
+	if (!strcmp(role, "peer2")) {
+		hx_stage("waiting for the survivor's disconnect");
+		await(ch, RDMA_CM_EVENT_DISCONNECTED);
+		teardown(&c);
+		return 0;
+	}
+	CHECK(!strcmp(role, "survivor") && argc == 7, "unknown role %s", role);
+	hx_stage("waiting for the peer's death");
+	await(ch, RDMA_CM_EVENT_DISCONNECTED);
+	teardown(&c);
+	hx_watchdog(hx_timeout_s());
+	connect_retrying(ch, &any, &peer, &c);
+	exchange(&c, 1);
+	say("REFORMED");
+	hx_stage("waiting for %s", argv[6]);
+	while (access(argv[6], F_OK))
+		usleep(100000);
+	CHECK_OK(rdma_disconnect(c.id));
+	await(ch, RDMA_CM_EVENT_DISCONNECTED);
+	teardown(&c);
 	return 0;
 }
 
 static const struct hx_scenario scenarios[] = {
 	{"pair", "MY_ADDR PEER_ADDR PORT ITERATIONS [PEER_PORT]", pair},
+	{"restart", "ROLE MY_ADDR MY_PORT PEER_ADDR PEER_PORT [GO_FILE]",
+	 restart},
 };
 
 int main(int argc, char **argv)
