@@ -43,5 +43,12 @@ static inline struct fake_qp *fake_qp_of(struct ibv_qp *qp)
 }
 /* The next ibv_modify_qp to this state fails with err (once). */
 void fake_verbs_fail_modify(enum ibv_qp_state state, int err);
+/*
+ * Call @fn at the start of every ibv_modify_qp that moves a state (in the
+ * calling thread), to hold the move at a chosen point; NULL removes it.
+ */
+void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
+				     void *arg),
+			  void *arg);
 
 #endif /* FAKE_VERBS_H */
