@@ -14,9 +14,10 @@
  * channel, accepting its real clients and rejecting any p2p request it is
  * shown; another is a real client connecting over and over.
  *
- * Every 5,000 requests the parent prints the time they took, its VmRSS
- * and the kernel ids it owns ("rdma resource show cm_id": the listener,
- * the held requests, the unread ones, the real connections).  Checks:
+ * Every 5,000 requests the flood pauses while the parent prints the time
+ * they took, its VmRSS and the kernel ids it owns ("rdma resource show
+ * cm_id": the listener, the held requests, the unread ones, the real
+ * connections; a dump taken while ids come and go would count some twice).  Checks:
  * the kernel ids stay within 1 + RDMA_CM_P2P_MAX_HELD + the backlog +
  * FL_SLACK; VmRSS grows by less than FL_RSS_SLACK_KIB from the first
  * report to the last; every real connect is established while the flood
@@ -81,7 +82,7 @@ struct fl_flooder {
 	unsigned int resolving;
 	uint64_t started, t0;
 	struct fl_report rep;
-	int fd;
+	int fd, go; /* reports out, acks (and the first go) in */
 };
 
 static void fl_start_one(struct fl_flooder *f)
@@ -128,12 +129,25 @@ static void fl_connect(struct fl_flooder *f, struct rdma_cm_id *id)
 	f->rep.sent++;
 }
 
+/*
+ * Report, and (unless @done) pause until the parent has taken its
+ * figures: a dump of the kernel's ids taken while ids come and go would
+ * count some twice.  The pause is not counted in the flood's time.
+ */
 static void fl_send_report(struct fl_flooder *f, int done)
 {
-	f->rep.ns = now_ns() - f->t0;
+	uint64_t t = now_ns();
+	char c;
+
+	f->rep.ns = t - f->t0;
 	f->rep.done = done;
 	if (write(f->fd, &f->rep, sizeof(f->rep)) != sizeof(f->rep))
 		hx_fail("flooder: report: %s", strerror(errno));
+	if (done)
+		return;
+	if (read(f->go, &c, 1) != 1)
+		hx_fail("flooder: no ack from the parent");
+	f->t0 += now_ns() - t;
 }
 
 static void fl_rejected(struct fl_flooder *f, const struct rdma_cm_event *e)
@@ -199,6 +213,7 @@ static void fl_flooder(uint64_t total, int fd, int go)
 
 	memset(&f, 0, sizeof(f));
 	f.fd = fd;
+	f.go = go;
 	f.window = fl_cap + fl_cap / 2;
 	f.ch = channel(false);
 	f.ids = calloc(f.window, sizeof(*f.ids));
@@ -370,7 +385,7 @@ static void fl_print(const struct fl_report *r, const struct fl_report *prev,
 }
 
 /* The flooder's reports, until it says it is done. */
-static void fl_watch(int fd, struct fl_totals *t)
+static void fl_watch(int fd, int ack, struct fl_totals *t)
 {
 	struct fl_report r, prev;
 
@@ -382,6 +397,8 @@ static void fl_watch(int fd, struct fl_totals *t)
 			return;
 		fl_print(&r, &prev, t);
 		prev = r;
+		if (write(ack, "a", 1) != 1) /* the flood goes on */
+			hx_fail("ack: %s", strerror(errno));
 	}
 }
 
@@ -463,7 +480,7 @@ int run_flood(int argc, char **argv)
 	start_thread(&real, fl_real_main, NULL);
 	if (write(go_fd, "g", 1) != 1)
 		hx_fail("go: %s", strerror(errno));
-	fl_watch(rep_fd, &t);
+	fl_watch(rep_fd, go_fd, &t);
 	real_mid = atomic_load(&fl_real);
 	fl_reap(pid);
 	atomic_store(&fl_stop_real, true);
