@@ -116,6 +116,14 @@ struct cma_id_private {
 	uint16_t ai_pending; /* rdma_resolve_addrinfo lookups running */
 
 	pthread_mutex_t mut;
+	/*
+	 * id.qp against rdma_destroy_qp while another thread, in
+	 * rdma_get_cm_event, moves that QP for one of the id's events (RTR,
+	 * RTS and the RTU on a CONNECT_RESPONSE; ERR on a failure): held
+	 * around the handling of each event of the id and around the QP's
+	 * destruction.  Taken before p2p_lock and mut, never across a wait.
+	 */
+	pthread_mutex_t qp_lock;
 	/* Made by the first waiter (cma_id_wait_locked): most ids never wait. */
 	pthread_cond_t *cond;
 	uint32_t events_completed; /* events acked by the application */
@@ -186,11 +194,31 @@ static inline int cma_check_ud_transport(const struct cma_id_private *id_priv)
 	return 0;
 }
 
+/*
+ * ThreadSanitizer and the kernel: an id's address is the uid of its kernel
+ * events.  The kernel orders a command on an id before the events it
+ * causes, but ThreadSanitizer cannot see the kernel: every command on an
+ * id releases it (cma_id_fd; after the create command, which writes the
+ * handle) and the thread that binds an event to the id acquires it
+ * (event.c).  No-ops without ThreadSanitizer.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define cma_tsan_acquire(p) __tsan_acquire((void *)(p))
+#define cma_tsan_release(p) __tsan_release((void *)(p))
+#else
+#define cma_tsan_acquire(p) ((void)(p))
+#define cma_tsan_release(p) ((void)(p))
+#endif
+
 /* The kernel fd behind a channel (channel->fd may be an epoll set). */
 int cma_channel_kernel_fd(const struct rdma_event_channel *channel);
 
+/* The fd every command on the id goes to: see cma_tsan_release. */
 static inline int cma_id_fd(const struct cma_id_private *id_priv)
 {
+	cma_tsan_release(id_priv);
 	return cma_channel_kernel_fd(id_priv->id.channel);
 }
 
@@ -497,8 +525,11 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 /* rdma_accept in p2p mode of a p2p request: put the reply header in. */
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam);
-/* A listen succeeded: its port is what p2p connects from its address send. */
+/* A listen (about to be) made: its port is what p2p connects from its
+ * address send. */
 void cma_p2p_listen(struct cma_id_private *id_priv);
+/* The kernel refused the listen cma_p2p_listen was called for. */
+void cma_p2p_unlisten(struct cma_id_private *id_priv);
 
 enum cma_p2p_verdict {
 	CMA_P2P_PASS, /* not a p2p request: as always */

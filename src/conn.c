@@ -241,15 +241,33 @@ __asm__(".symver cma_connect_fork, rdma_connect@@RDMACM_FORK_1.0");
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
+	bool known, early;
 
 	if (cma_check_id(id) || cma_check_ud_transport(id_priv))
 		return -1;
 	if (backlog < 0)
 		backlog = 0;
+	/*
+	 * A bound listener's p2p record exists before the kernel listens:
+	 * another thread may read a request the moment the listen is done,
+	 * and without the record a p2p listener would report a p2p request
+	 * (issue 16, p2p_churn).  An unbound one gets its port from the
+	 * listen, so nobody can have sent it a request before.
+	 */
+	known = id_priv->p2p_listening;
+	early = rdma_get_src_port(id) != 0;
+	if (early)
+		cma_p2p_listen(id_priv);
 	if (ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
-			    (uint32_t)backlog))
-		return -1;
-	cma_p2p_listen(id_priv);
+			    (uint32_t)backlog)) {
+		int err = errno;
+
+		if (early && !known)
+			cma_p2p_unlisten(id_priv);
+		return cma_err(err);
+	}
+	if (!early)
+		cma_p2p_listen(id_priv);
 	return 0;
 }
 

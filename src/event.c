@@ -232,6 +232,10 @@ static void cma_bind_event_subject(struct cma_event *evt,
 	} else {
 		evt->id_priv = (struct cma_id_private *)(uintptr_t)resp->uid;
 	}
+	cma_tsan_acquire(evt->id_priv); /* see cma_tsan_release */
+	/* A migration that moved this event here has set id->channel. */
+	pthread_mutex_lock(&evt->id_priv->mut);
+	pthread_mutex_unlock(&evt->id_priv->mut);
 	evt->event.id = &evt->id_priv->id;
 }
 
@@ -257,6 +261,7 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 				 struct rdma_cm_event **event)
 {
 	struct rdma_ucm_event_resp resp;
+	enum cma_event_verdict verdict;
 	struct cma_event *evt, *lib;
 
 	if (!channel || !event)
@@ -280,7 +285,11 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		evt->event.event = (enum rdma_cm_event_type)resp.event;
 		evt->event.status = (int)resp.status;
 		cma_bind_event_subject(evt, &resp);
-		if (cma_handle_event(evt, &resp) == CMA_EVENT_DELIVER)
+		/* The QP the event moves stays (rdma_destroy_qp waits). */
+		pthread_mutex_lock(&evt->id_priv->qp_lock);
+		verdict = cma_handle_event(evt, &resp);
+		pthread_mutex_unlock(&evt->id_priv->qp_lock);
+		if (verdict == CMA_EVENT_DELIVER)
 			break;
 		cma_event_complete(evt);
 	}

@@ -62,15 +62,19 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	id_priv->p2p_listen_opt = -1;
 	id_priv->initiator = -1;
 	pthread_mutex_init(&id_priv->mut, NULL);
+	pthread_mutex_init(&id_priv->qp_lock, NULL);
 	return id_priv;
 }
 
 int cma_id_create_kernel(struct cma_id_private *id_priv)
 {
-	return ucma_cmd_create_id(
+	int ret = ucma_cmd_create_id(
 		cma_id_fd(id_priv), (uint64_t)(uintptr_t)id_priv,
 		(uint16_t)id_priv->id.ps, (uint8_t)id_priv->id.qp_type,
 		&id_priv->handle);
+
+	cma_tsan_release(id_priv); /* the handle is written (cma.h) */
+	return ret;
 }
 
 void cma_id_free(struct cma_id_private *id_priv)
@@ -93,6 +97,7 @@ void cma_id_free(struct cma_id_private *id_priv)
 		free(id_priv->cond);
 	}
 	pthread_mutex_destroy(&id_priv->mut);
+	pthread_mutex_destroy(&id_priv->qp_lock);
 	free(id_priv);
 }
 
@@ -255,15 +260,22 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		if (!channel)
 			return -1;
 	}
+	/*
+	 * The kernel hands the id's events to the new channel's readers as
+	 * soon as the command is done, and reading one issues commands on
+	 * id->channel's fd: publish the channel under mut, which the event
+	 * path takes before it handles an event (cma_bind_event_subject).
+	 */
+	pthread_mutex_lock(&id_priv->mut);
 	if (ucma_cmd_migrate_id(cma_channel_kernel_fd(channel), id_priv->handle,
 				cma_channel_kernel_fd(old), &reported)) {
 		int err = errno;
 
+		pthread_mutex_unlock(&id_priv->mut);
 		if (sync)
 			cma_channel_destroy(channel);
 		return cma_err(err);
 	}
-	pthread_mutex_lock(&id_priv->mut);
 	id->channel = channel;
 	pthread_mutex_unlock(&id_priv->mut);
 	cma_channel_move_events(id_priv, old);

@@ -335,6 +335,23 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	pthread_mutex_unlock(&p2p_lock);
 }
 
+void cma_p2p_unlisten(struct cma_id_private *id_priv)
+{
+	struct cma_p2p_listener *lis, **pp;
+
+	pthread_mutex_lock(&p2p_lock);
+	for (pp = &p2p_listeners; (lis = *pp); pp = &lis->next) {
+		if (lis->id_priv == id_priv) {
+			*pp = lis->next;
+			id_priv->p2p_listening = false;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p2p_lock);
+	/* Never listened: no request was held, its timer never armed. */
+	free(lis);
+}
+
 /* --- this process's incarnation -------------------------------------------- */
 
 static uint64_t p2p_incarnation; /* 0 until drawn */

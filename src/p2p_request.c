@@ -170,9 +170,16 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 
 	pthread_mutex_lock(&p2p_lock);
 	lis = cma_p2p_find_listener(listen_priv);
-	if (!lis || cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_NEVER ||
-	    (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED &&
-	     !cma_p2p_hold_ms())) {
+	if (!lis && listen_priv->p2p_listening) {
+		/*
+		 * rdma_destroy_id detached the listener after this request was
+		 * read: refuse it as a listener that is not there yet (the
+		 * peer waits for our connect), never surface it.
+		 */
+		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_LOST, NULL);
+	} else if (!lis || cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_NEVER ||
+		   (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED &&
+		    !cma_p2p_hold_ms())) {
 		v = CMA_P2P_SURFACE;
 	} else {
 		key.local.port = lis->port;

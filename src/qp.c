@@ -310,12 +310,19 @@ CMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 
-	if (!id || !id->qp)
+	if (!id)
 		return;
+	/* Not while an event of the id is moving the QP (qp_lock). */
+	pthread_mutex_lock(&id_priv->qp_lock);
+	if (!id->qp) {
+		pthread_mutex_unlock(&id_priv->qp_lock);
+		return;
+	}
 	/* rdma_sendto's AHs hold the PD the application frees next. */
 	cma_sendto_release(id_priv);
 	ibv_destroy_qp(id->qp);
 	id->qp = NULL;
+	pthread_mutex_unlock(&id_priv->qp_lock);
 	if (id_priv->owns_cqs) {
 		cma_destroy_cqs(id);
 		id_priv->owns_cqs = false;

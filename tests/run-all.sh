@@ -201,6 +201,20 @@ vm_suite stress-rs stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite stress-rs-tsan stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
 	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+# Issue 16: connection-manager stress (tests/system/stress-in-guest.sh):
+# p2p ids destroyed under their events and timers, rdma_migrate_id between
+# busy channels, 8 threads x connect/accept/destroy, a flood of p2p-tagged
+# requests at an ordinary listener; on the ASan/UBSan build the asan suite
+# made, and on the ThreadSanitizer build the tsan suite made (stopping at
+# its first report).  RDMACM_STRESS_FLOOD=50000 is the long flood.
+# ASan's quarantine is kept small (4 MiB of recent frees, enough for the
+# races looked for) so that the flood's VmRSS measures the library.
+vm_suite stress stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=4} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+vm_suite stress-tsan stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
+	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} \
+	RDMACM_STRESS_FLOOD=${RDMACM_STRESS_FLOOD:-5000}
 # Issue 9: the same system tests over Soft-iWARP (siw.ko built out of tree
 # by tests/vm/build-siw.sh, cached in the VM cache).  UD, multicast,
 # udaddy, mckey and udpong are SKIPped there with the reason; iwarp_errors

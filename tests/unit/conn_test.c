@@ -10,7 +10,9 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,6 +230,84 @@ START_TEST(active_connect_with_library_qp)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
+}
+END_TEST
+
+/*
+ * Issue 16 (stress suite, p2p_churn under ThreadSanitizer): one thread
+ * destroys an id's QP while another, in rdma_get_cm_event, moves that QP
+ * for the id's CONNECT_RESPONSE.  The fake holds the move to RTR and
+ * starts rdma_destroy_qp in a thread: it must not finish while the move
+ * is under way (it did: ibv_destroy_qp freed the QP under the move).
+ */
+struct qp_race {
+	struct rdma_cm_id *id;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool started, destroyed, destroyed_during_move;
+};
+
+static void *qp_race_destroy(void *arg)
+{
+	struct qp_race *r = arg;
+
+	rdma_destroy_qp(r->id);
+	pthread_mutex_lock(&r->mu);
+	r->destroyed = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void qp_race_hold_rtr(struct ibv_qp *qp, enum ibv_qp_state to, void *arg)
+{
+	struct qp_race *r = arg;
+	struct timespec until;
+
+	if (to != IBV_QPS_RTR || r->started)
+		return;
+	r->started = true;
+	ck_assert_int_eq(pthread_create(&r->thread, NULL, qp_race_destroy, r),
+			 0);
+	/* Every chance to finish; with the QP in use it must not. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 300000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&r->mu);
+	while (!r->destroyed &&
+	       pthread_cond_timedwait(&r->cond, &r->mu, &until) != ETIMEDOUT)
+		;
+	r->destroyed_during_move = r->destroyed;
+	pthread_mutex_unlock(&r->mu);
+	(void)qp;
+}
+
+START_TEST(destroy_qp_waits_for_an_event_moving_it)
+{
+	struct qp_race r = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			    .cond = PTHREAD_COND_INITIALIZER};
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1};
+
+	r.id = resolved_id(RDMA_PS_TCP);
+	ck_assert_int_eq(rdma_create_qp(r.id, NULL, &attr), 0);
+	ck_assert_int_eq(rdma_connect(r.id, &param), 0);
+	fake_verbs_on_modify(qp_race_hold_rtr, &r);
+	fake_ucma_event(kid_of(r.id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	expect_and_ack(RDMA_CM_EVENT_ESTABLISHED);
+	fake_verbs_on_modify(NULL, NULL);
+	ck_assert(r.started);
+	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
+	ck_assert_msg(!r.destroyed_during_move,
+		      "rdma_destroy_qp freed the QP while an event moved it");
+	ck_assert_ptr_null(r.id->qp);
+	ck_assert_int_eq(fake_verbs_counts().qps, 0);
+	rdma_destroy_id(r.id);
 }
 END_TEST
 
@@ -483,6 +563,7 @@ static Suite *conn_suite(void)
 	tcase_add_test(tc, passive_accept_with_external_qp);
 	tcase_add_test(tc, ud_accept_on_child_id);
 	tcase_add_test(tc, channel_fd_readable_only_with_an_event);
+	tcase_add_test(tc, destroy_qp_waits_for_an_event_moving_it);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("connection parameters");
 	tcase_add_checked_fixture(tc, setup, teardown);

@@ -25,6 +25,8 @@ static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
 static enum ibv_qp_state fail_state;
 static int fail_err;
+static void (*modify_hook)(struct ibv_qp *qp, enum ibv_qp_state to, void *arg);
+static void *modify_hook_arg;
 
 void fake_verbs_install(bool roce)
 {
@@ -45,6 +47,7 @@ void fake_verbs_install(bool roce)
 	memset(&counts, 0, sizeof(counts));
 	next_qpn = 0x100;
 	fail_err = 0;
+	modify_hook = NULL;
 	route.sgid[0] = 0xfe;
 	route.sgid[1] = 0x80;
 	route.sgid[15] = 1;
@@ -62,6 +65,14 @@ void fake_verbs_fail_modify(enum ibv_qp_state state, int err)
 {
 	fail_state = state;
 	fail_err = err;
+}
+
+void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
+				     void *arg),
+			  void *arg)
+{
+	modify_hook = fn;
+	modify_hook_arg = arg;
 }
 
 /* --- devices and contexts ------------------------------------------------ */
@@ -406,6 +417,8 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	if (!(attr_mask & IBV_QP_STATE))
 		return 0;
 	to = attr->qp_state;
+	if (modify_hook)
+		modify_hook(qp, to, modify_hook_arg);
 	if (fail_err && to == fail_state) {
 		int err = fail_err;
 

@@ -49,5 +49,12 @@ void fake_verbs_fail_modify(enum ibv_qp_state state, int err);
  * completions: ibv_poll_cq always finds none.
  */
 void fake_verbs_cq_event(struct ibv_cq *cq);
+/*
+ * Call @fn at the start of every ibv_modify_qp that moves a state (in the
+ * calling thread), to hold the move at a chosen point; NULL removes it.
+ */
+void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
+				     void *arg),
+			  void *arg);
 
 #endif /* FAKE_VERBS_H */

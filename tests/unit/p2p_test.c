@@ -6,6 +6,7 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -398,6 +399,109 @@ START_TEST(private_data_ib_limits)
 }
 END_TEST
 
+/*
+ * Issue 16 (stress suite, p2p_churn): a request another thread reads the
+ * moment the kernel listens must find the listener's p2p record, or a p2p
+ * listener reports a p2p request.  The record exists when the LISTEN
+ * command reaches the kernel; a listen the kernel refuses leaves none.
+ */
+static int listen_err, recorded_at_listen = -1;
+
+static int listen_kernel(const struct fake_cmd *cmd, void *resp, size_t len)
+{
+	(void)resp;
+	(void)len;
+	if (cmd->cmd != RDMA_USER_CM_CMD_LISTEN)
+		return EIO;
+	recorded_at_listen = pd_id->p2p_listening;
+	return listen_err;
+}
+
+START_TEST(p2p_listener_recorded_before_the_kernel_listens)
+{
+	struct sockaddr_in *sin =
+		(struct sockaddr_in *)&pd_id->id.route.addr.src_addr;
+	int on = 1;
+
+	sin->sin_port = htons(7777);
+	sin->sin_addr.s_addr = htonl(0xc0000201);
+	ck_assert_int_eq(rdma_set_option(&pd_id->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	fake_ucma_set_hook(listen_kernel);
+	listen_err = EADDRINUSE;
+	ck_assert_int_eq(rdma_listen(&pd_id->id, 4), -1);
+	ck_assert_int_eq(errno, EADDRINUSE);
+	ck_assert_int_eq(recorded_at_listen, 1);
+	ck_assert(!pd_id->p2p_listening);
+	listen_err = 0;
+	recorded_at_listen = -1;
+	ck_assert_int_eq(rdma_listen(&pd_id->id, 4), 0);
+	ck_assert_int_eq(recorded_at_listen, 1);
+	ck_assert(pd_id->p2p_listening);
+}
+END_TEST
+
+/*
+ * Issue 16 (stress suite, p2p_churn): a p2p request read for a listener
+ * that rdma_destroy_id is detaching is refused (p2p REJ "lost": the peer
+ * waits for our connect), not reported to the application.
+ */
+static int refusals;
+
+static int refuse_kernel(const struct fake_cmd *cmd, void *resp, size_t len)
+{
+	struct rdma_ucm_query_route_resp *r = resp;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	switch (cmd->cmd) {
+	case RDMA_USER_CM_CMD_LISTEN:
+	case RDMA_USER_CM_CMD_DESTROY_ID:
+		if (resp)
+			memset(resp, 0, len);
+		return 0;
+	case RDMA_USER_CM_CMD_QUERY_ROUTE:
+		memset(r, 0, len);
+		sin.sin_addr.s_addr = htonl(0xc0000201);
+		memcpy(&r->src_addr, &sin, sizeof(sin));
+		sin.sin_addr.s_addr = htonl(0xc0000202);
+		memcpy(&r->dst_addr, &sin, sizeof(sin));
+		return 0;
+	case RDMA_USER_CM_CMD_REJECT:
+		refusals++;
+		return 0;
+	}
+	return EIO;
+}
+
+START_TEST(request_at_a_detached_p2p_listener_refused)
+{
+	struct sockaddr_in *sin =
+		(struct sockaddr_in *)&pd_id->id.route.addr.src_addr;
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ, .port = 7778, .tag = 5};
+	struct rdma_ucm_event_resp resp;
+	int on = 1;
+
+	sin->sin_port = htons(7777);
+	sin->sin_addr.s_addr = htonl(0xc0000201);
+	ck_assert_int_eq(rdma_set_option(&pd_id->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	fake_ucma_set_hook(refuse_kernel);
+	ck_assert_int_eq(rdma_listen(&pd_id->id, 4), 0);
+	cma_p2p_detach(pd_id); /* what rdma_destroy_id does first */
+	memset(&resp, 0, sizeof(resp));
+	resp.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+	resp.id = 9;
+	cma_p2p_hdr_encode(&hdr, resp.param.conn.private_data);
+	resp.param.conn.private_data_len = CMA_P2P_HDR_LEN;
+	ck_assert_int_eq(cma_p2p_conn_req(pd_id, &resp), CMA_P2P_TAKEN);
+	ck_assert_int_eq(refusals, 1);
+}
+END_TEST
+
 static Suite *p2p_suite(void)
 {
 	Suite *s = suite_create("p2p");
@@ -418,6 +522,8 @@ static Suite *p2p_suite(void)
 	tcase_add_checked_fixture(pd, pd_setup, pd_teardown);
 	tcase_add_test(pd, private_data_wrap_refused);
 	tcase_add_test(pd, private_data_ib_limits);
+	tcase_add_test(pd, p2p_listener_recorded_before_the_kernel_listens);
+	tcase_add_test(pd, request_at_a_detached_p2p_listener_refused);
 	suite_add_tcase(s, pd);
 	return s;
 }
