@@ -454,15 +454,11 @@ out:
 
 /* --- the connect's timer --------------------------------------------------- */
 
-static struct cma_p2p_conn *cma_p2p_conn_of(struct cma_timer *timer)
+/* The conn a timer is part of: alive until cma_p2p_free has synced it. */
+static struct cma_p2p_conn *cma_p2p_timer_conn(struct cma_timer *timer)
 {
-	uintptr_t p = (uintptr_t)timer - offsetof(struct cma_p2p_conn, timer);
-	struct cma_p2p_conn *conn;
-
-	for (conn = p2p_conns; conn; conn = conn->next)
-		if ((uintptr_t)conn == p)
-			return conn;
-	return NULL;
+	return (struct cma_p2p_conn *)((char *)timer -
+				       offsetof(struct cma_p2p_conn, timer));
 }
 
 /*
@@ -492,26 +488,14 @@ static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
  * for the peer's REQ after being told it would come (WAIT_PEER, failed as
  * the REJ said).
  */
-void cma_p2p_conn_timer_expire(struct cma_timer *timer)
+/* The connect's time is up (both locks held); NULL, or the event to post. */
+static struct cma_event *cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
-	struct cma_p2p_conn *conn;
 	struct cma_event *evt;
 
-	pthread_mutex_lock(&p2p_lock);
-	conn = cma_p2p_conn_of(timer);
-	if (!conn || (conn->state != CMA_P2P_WAIT_PEER &&
-		      conn->state != CMA_P2P_PENDING)) {
-		pthread_mutex_unlock(&p2p_lock);
-		return;
-	}
-	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
-		evt = cma_p2p_iw_retry(conn);
-		if (evt)
-			cma_event_post(evt);
-		pthread_mutex_unlock(&p2p_lock);
-		return;
-	}
+	if (conn->state == CMA_P2P_PENDING && conn->iw_refused)
+		return cma_p2p_iw_retry(conn);
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 		    conn->state == CMA_P2P_PENDING
@@ -524,9 +508,31 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 				    conn->wait_status);
 	cma_p2p_conn_unregister(conn);
 	cma_qp_to_err(conn->id_priv);
+	return evt;
+}
+
+/*
+ * Neither the conn nor its id is freed before the timer is synced
+ * (cma_p2p_free), so both may be used before p2p_lock is taken.  The id's
+ * qp_lock comes first (lock order, cma.h): an expiry moves the QP the
+ * application may be destroying.
+ */
+void cma_p2p_conn_timer_expire(struct cma_timer *timer)
+{
+	struct cma_p2p_conn *conn = cma_p2p_timer_conn(timer);
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct cma_event *evt = NULL;
+
+	pthread_mutex_lock(&id_priv->qp_lock);
+	pthread_mutex_lock(&p2p_lock);
+	/* Unregistered (failed, destroyed): nothing waits any more. */
+	if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
+				 conn->state == CMA_P2P_PENDING))
+		evt = cma_p2p_conn_timeout(conn);
 	if (evt)
 		cma_event_post(evt);
 	pthread_mutex_unlock(&p2p_lock);
+	pthread_mutex_unlock(&id_priv->qp_lock);
 }
 
 /* --- a restarted peer --------------------------------------------------------- */
