@@ -406,6 +406,8 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return -1;
+	/* Its events may come from other threads (timers, other channels). */
+	cma_channel_expect_posts(id_priv->id.channel);
 	pthread_mutex_lock(&p2p_lock);
 	if (conn->registered) {
 		errno = EISCONN;

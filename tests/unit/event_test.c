@@ -337,6 +337,7 @@ static void post_from_timer(struct cma_timer *timer)
 	cma_event_post(evt);
 }
 
+/* (The fixture's channel is a private one: it must wake for the post.) */
 START_TEST(timers_post_from_the_service_thread)
 {
 	struct rdma_cm_event *ev;
@@ -383,16 +384,20 @@ static void quiet_expire(struct cma_timer *timer)
  */
 START_TEST(quiet_timers_never_wake_the_channel)
 {
-	struct pollfd pfd = {.fd = channel->fd, .events = POLLIN};
+	struct rdma_event_channel *pollable = rdma_create_event_channel();
+	struct pollfd pfd = {.events = POLLIN};
 
+	ck_assert_ptr_nonnull(pollable);
+	pfd.fd = pollable->fd;
 	test_timer.expire = quiet_expire;
-	cma_timer_start(channel, &test_timer, 0);
+	cma_timer_start(pollable, &test_timer, 0);
 	pthread_mutex_lock(&quiet_lock);
 	while (!quiet_ran)
 		pthread_cond_wait(&quiet_cond, &quiet_lock);
 	pthread_mutex_unlock(&quiet_lock);
 	cma_timer_sync(&test_timer);
 	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	rdma_destroy_event_channel(pollable);
 }
 END_TEST
 
