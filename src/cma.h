@@ -9,6 +9,40 @@
 #ifndef CMA_H
 #define CMA_H
 
+/*
+ * Ownership and locks (issue 16).  Rule: no pointer is used after the
+ * lock that found it is dropped unless something below keeps its object.
+ *
+ *  - An id (struct cma_id_private) lives until rdma_destroy_id, which
+ *    detaches it from the p2p table, destroys its kernel id, drops its
+ *    queued library events and waits until every event the kernel or the
+ *    library reported for it is acked; only then it is freed.  Events in
+ *    the application's hands therefore always name a live id.
+ *  - A p2p listener or connect record (p2p_table.h) lives in or beside its
+ *    id; its timer is synced (cma_timer_sync) before it is freed, so an
+ *    expiry always sees its record and the record's id alive.
+ *  - A channel must outlive the ids on it (the application's contract, as
+ *    with rdma-core); its queued events name ids that are alive (above).
+ *  - rsockets have their own rules: src/rsocket/rs.h.
+ *
+ * Lock order (take left before right; release in any order):
+ *
+ *   id->qp_lock -> p2p_lock -> id->mut -> channel lock
+ *                  p2p_lock -> timer lock (timer.c)
+ *
+ * qp_lock is held around the handling of each event of its id and around
+ * rdma_destroy_qp, and by a p2p connect's timer expiry; a request adopted
+ * for another id (p2p_connect.c, cma_p2p_adopt) moves that id's QP under
+ * p2p_lock without its qp_lock, which the order forbids taking there: an
+ * application must not destroy the QP of a p2p connect it has not seen
+ * finish.  The channel lock and the timer lock are leaves.  dev_lock
+ * (device.c) and the ACM locks (acm_*.c) are leaves: nothing else is taken
+ * under them.  No lock is held across a wait for another thread except
+ * id->mut (the condition variable of cma_id_wait_locked) and the timer
+ * lock (cma_timer_sync's).  Kernel commands are made under p2p_lock (short,
+ * non-blocking calls); nothing waits for the network under a lock.
+ */
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
