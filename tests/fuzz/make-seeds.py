@@ -145,3 +145,65 @@ put("ds_msg", "udp4_ctrl",
     b"\x01" + ds_udp(7, 0x12, socket.AF_INET, "192.0.2.1"))
 put("ds_msg", "udp6_data",
     b"\x03" + ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") + b"hello")
+
+
+# --- rs_stream: 9 header bytes, the peer's connect data, operations -------
+def rs_hdr(flags, sq=64, rq=64, inline=64, shift=0x11, iomap=0):
+    return struct.pack("<BHHHBB", flags, sq, rq, inline, shift, iomap)
+
+
+def rs_conn(credits=64, iomap=0, sgl_len=2, buf_len=4096, flags=0):
+    flags |= 0x02 if iomap else 0
+    return struct.pack("!BBH3sB", 1, flags, credits, bytes(3), iomap) + \
+        struct.pack("!QII", 0x10000, 7, sgl_len) + \
+        struct.pack("!QII", 0x20000, 8, buf_len)
+
+
+def rs_imm(op, data):
+    return (op << 29) | data
+
+
+def rs_msg_op(op, data, flags=0):  # a receive completes
+    return b"\x00" + bytes([flags]) + struct.pack("!I", rs_imm(op, data))
+
+
+def rs_send(n):
+    return b"\x04" + struct.pack("<H", n // 2)
+
+
+def rs_recv(n, flags=0):
+    return b"\x05" + bytes([flags]) + struct.pack("<H", n // 2)
+
+
+def rs_target(off, data):
+    return b"\x03" + struct.pack("<HB", off, len(data)) + data
+
+
+RS_DATA, RS_SGL, RS_IOMAP_SGL, RS_CTRL = 0, 4, 6, 7
+put("rs_stream", "echo",
+    rs_hdr(0) + rs_conn() + rs_send(1000) + b"\x02\x01" +
+    rs_msg_op(RS_DATA, 100) + rs_recv(200) + rs_msg_op(RS_SGL, 64))
+put("rs_stream", "iwarp",
+    rs_hdr(1) + rs_conn() + rs_send(3000) + b"\x02\x02" +
+    rs_msg_op(RS_DATA, 10, flags=16) + rs_recv(64, 2))
+put("rs_stream", "iwarp_passive",
+    rs_hdr(3) + rs_conn() + rs_msg_op(RS_DATA, 0, flags=16) + rs_send(64))
+put("rs_stream", "refill_sgl",
+    rs_hdr(0) + rs_conn(buf_len=2048) + rs_send(2048) + rs_send(100) +
+    rs_target(16, struct.pack("<QII", 0x30000, 9, 2048)) + rs_send(100) +
+    b"\x02\x81")
+put("rs_stream", "iomap",
+    rs_hdr(0, iomap=4) + rs_conn(iomap=4) + b"\x07\x00" +
+    struct.pack("<Q", 4096) + rs_send(10) +
+    rs_target(32, struct.pack("<QQII", 0, 0x40000, 3, 4096)) +
+    b"\x06" + struct.pack("<HQ", 512, 100) + b"\x02\x10" +
+    rs_msg_op(RS_IOMAP_SGL, 0))
+put("rs_stream", "extremes",
+    rs_hdr(8, sq=0xffff, rq=1, inline=0xffff, shift=0x77, iomap=0xff) +
+    rs_conn(credits=0xffff, iomap=0xff, sgl_len=0xffffffff,
+            buf_len=0xffffffff, flags=1) +
+    rs_send(0x1fffe) + rs_msg_op(RS_DATA, 0x1fffffff) +
+    rs_msg_op(RS_CTRL, 2) + rs_recv(0x1fffe, 2))
+put("rs_stream", "disconnect",
+    rs_hdr(0) + rs_conn() + rs_msg_op(RS_CTRL, 0) + rs_send(10) +
+    rs_recv(10))
