@@ -207,3 +207,36 @@ put("rs_stream", "extremes",
 put("rs_stream", "disconnect",
     rs_hdr(0) + rs_conn() + rs_msg_op(RS_CTRL, 0) + rs_send(10) +
     rs_recv(10))
+
+
+# --- ds_udp: flags, then messages (sender, fromlen, length, bytes) --------
+def ds_from4(addr, port, msg, flen=16):
+    return b"\x00" + struct.pack("!H", port) + socket.inet_aton(addr) + \
+        bytes([flen]) + struct.pack("<H", len(msg)) + msg
+
+
+def ds_from6(addr, port, msg, flen=28):
+    return b"\x01" + struct.pack("!H", port) + \
+        socket.inet_pton(socket.AF_INET6, addr) + bytes([flen]) + \
+        struct.pack("<H", len(msg)) + msg
+
+
+def ds_route(npaths=1, rec=b""):
+    return bytes([npaths << 1 | 1]) + (rec + bytes(24))[:24]
+
+
+data4 = ds_udp(0, 0x11, socket.AF_INET, "192.0.2.2") + b"hello"
+put("ds_udp", "data4", b"\x00" + ds_from4("192.0.2.2", 7472, data4) +
+    ds_route() + ds_from4("192.0.2.2", 7472, data4))
+put("ds_udp", "reply4", b"\x00" + ds_from4(
+    "192.0.2.3", 7473, ds_udp(7, 0x22, socket.AF_INET, "192.0.2.3")) +
+    ds_route(0))
+put("ds_udp", "data6_any", b"\x03" + ds_from6(
+    "2001:db8::2", 7472, ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") +
+    b"hi") + ds_route(2, b"\xfe\x80" + bytes(14)))
+put("ds_udp", "new_qpn", b"\x00" +
+    ds_from4("192.0.2.2", 7472, data4) + ds_route() +
+    ds_from4("192.0.2.2", 7472,
+             ds_udp(0, 0x12, socket.AF_INET, "192.0.2.2")) + ds_route())
+put("ds_udp", "unresolved", b"\x04" + ds_from4("192.0.2.9", 1, data4) +
+    ds_from4("192.0.2.9", 1, data4, flen=2))
