@@ -240,3 +240,21 @@ put("ds_udp", "new_qpn", b"\x00" +
              ds_udp(0, 0x12, socket.AF_INET, "192.0.2.2")) + ds_route())
 put("ds_udp", "unresolved", b"\x04" + ds_from4("192.0.2.9", 1, data4) +
     ds_from4("192.0.2.9", 1, data4, flen=2))
+
+
+# --- env: records of selector, length, value ------------------------------
+def env(sel, value):
+    return bytes([sel, len(value)]) + value
+
+
+put("env", "rs_sizes", env(3, b"1024") + env(4, b"0x40") + env(5, b"65536") +
+    env(7, b"300"))
+put("env", "rs_files", env(0x80, b"100\n") + env(0x85, b"4096") +
+    env(0x87, b" 129 ") + env(5, b"1e3"))
+put("env", "rs_huge", env(0, b"99999999999999999999") + env(1, b"-1") +
+    env(2, b"0xffffffff") + env(6, b"0"))
+put("env", "preload", env(8, b"0") + env(9, b"256") + env(13, b"1048576") +
+    env(14, b"7471,5201-5210,80"))
+put("env", "preload_bad_ports", env(14, b"7471-70,x") + env(12, b"-5"))
+put("env", "acm", env(15, b"1") + env(16, b"cache,,sa,bogus,table") +
+    env(17, b"86401") + env(19, b"0") + env(20, b"07"))
