@@ -258,3 +258,16 @@ put("env", "preload", env(8, b"0") + env(9, b"256") + env(13, b"1048576") +
 put("env", "preload_bad_ports", env(14, b"7471-70,x") + env(12, b"-5"))
 put("env", "acm", env(15, b"1") + env(16, b"cache,,sa,bogus,table") +
     env(17, b"86401") + env(19, b"0") + env(20, b"07"))
+
+
+# --- acm_service: mode byte, then a service string, port file or answer ---
+put("acm_service", "unix", b"\x00unix:/run/ibacm.sock")
+put("acm_service", "path", b"\x00/var/run/ibacm-test.sock")
+put("acm_service", "tcp", b"\x00tcp:6125")
+put("acm_service", "none", b"\x00none")
+put("acm_service", "port_file", b"\x016125\n")
+put("acm_service", "port_file_open", b"\x046125\n")
+put("acm_service", "port_file_junk", b"\x0165536")
+acm_hdr = struct.pack("<BBBBBBHQ", 1, 0x81, 0, 0, 0, 0, 16 + 72 * 2, 7)
+put("acm_service", "answer", b"\x02" + acm_hdr + bytes(72 * 2))
+put("acm_service", "answer_short", b"\x02" + acm_hdr + bytes(72))
