@@ -271,3 +271,44 @@ put("acm_service", "port_file_junk", b"\x0165536")
 acm_hdr = struct.pack("<BBBBBBHQ", 1, 0x81, 0, 0, 0, 0, 16 + 72 * 2, 7)
 put("acm_service", "answer", b"\x02" + acm_hdr + bytes(72 * 2))
 put("acm_service", "answer_short", b"\x02" + acm_hdr + bytes(72))
+
+
+# --- p2p: flags, then operations (see p2p_fuzz.c) -------------------------
+# ids: the listener is kernel id 1; later ids count up from 2.
+# The library's own tags count from 1 per peer: a peer's first is 1 too.
+def p2p_req(frm=0, kind=0, tag=1, dlen=0):  # kind: 0/1 p2p, 2 plain, 3 raw
+    return bytes([0, frm | kind << 2, tag << 4]) + \
+        (bytes([dlen]) if kind < 2 else b"")
+
+
+def p2p_connect(to=0, tag=None):
+    return bytes([1, to | (4 | tag << 3 if tag is not None else 0)])
+
+
+# ev: 0 REJ 1 EST 2 REP 3 DISC; kind: 0 none 1 REP 2 LOST 3 DUP 4 BAD 5 REQ
+def p2p_event(kid, ev, kind=0, tag=1, dlen=0):
+    return bytes([2, kid - 1, ev, kind | tag << 3]) + \
+        (bytes([dlen]) if kind in (1, 2, 3, 4, 5) else b"")
+
+
+p2p_time = b"\x03\xff"
+put("p2p", "held_then_adopted", b"\x00" + p2p_req() + p2p_connect() +
+    p2p_event(2, 1))
+put("p2p", "crossing", b"\x00" + p2p_connect() + p2p_req() +
+    p2p_event(3, 2, kind=1) + p2p_event(2, 1))
+put("p2p", "crossing_lost", b"\x00" + p2p_connect(1) + p2p_req(1) +
+    p2p_event(3, 0, kind=2) + p2p_time + p2p_event(2, 1))
+put("p2p", "hold_expires", b"\x00" + p2p_req(2) + p2p_time + b"\x05\x00" +
+    p2p_event(2, 1) + b"\x07\x00")
+put("p2p", "connect_times_out", b"\x00" + p2p_connect(2) + p2p_time +
+    p2p_time + p2p_time)
+put("p2p", "held_by_option", b"\x03" + p2p_req(0, kind=1, tag=2) +
+    p2p_connect(0, tag=2) + p2p_event(2, 1))
+put("p2p", "listener_destroyed", b"\x00" + p2p_req() + p2p_req(1) +
+    b"\x04\xff" + p2p_time)
+put("p2p", "plain_and_raw", b"\x00" + p2p_req(0, kind=2) + b"\x05\x01" +
+    p2p_req(0, kind=3) + bytes([20]) + b"RDMAP2P\x01" + bytes(12))
+put("p2p", "kernel_fails", b"\x00" + b"\x06\x00" + p2p_req() +
+    p2p_connect() + b"\x06\x03" + b"\x04\x00" + p2p_event(2, 0, kind=4))
+put("p2p", "duplicate", b"\x00" + p2p_req() + p2p_connect() +
+    p2p_event(2, 1) + p2p_req() + p2p_event(3, 3))
