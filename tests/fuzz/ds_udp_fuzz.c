@@ -112,7 +112,8 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		abort();
 	for (i = 0; i < msg->msg_iovlen; i++) {
 		for (j = 0; j < msg->msg_iov[i].iov_len; j++)
-			h.sink += ((const uint8_t *)msg->msg_iov[i].iov_base)[j];
+			h.sink +=
+				((const uint8_t *)msg->msg_iov[i].iov_base)[j];
 		total += msg->msg_iov[i].iov_len;
 	}
 	h.sent++;
@@ -244,8 +245,8 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 {
 	memset(entry, 0, entry_size);
 	entry->gid_index = gid_index;
-	entry->gid_type = gid_index & 1 ? IBV_GID_TYPE_ROCE_V2
-					: IBV_GID_TYPE_ROCE_V1;
+	entry->gid_type =
+		gid_index & 1 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
 	return 0;
 }
 

@@ -25,29 +25,39 @@
 #include "../../src/preload/init.c"
 #include "../../src/acm.c"
 
-#include <dlfcn.h>
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const vars[] = {
-	"RDMA_RS_POLLING_TIME", "RDMA_RS_POLLING_MAX", "RDMA_RS_INLINE",
-	"RDMA_RS_SQSIZE", "RDMA_RS_RQSIZE", "RDMA_RS_MEM", "RDMA_RS_WMEM",
+	"RDMA_RS_POLLING_TIME",
+	"RDMA_RS_POLLING_MAX",
+	"RDMA_RS_INLINE",
+	"RDMA_RS_SQSIZE",
+	"RDMA_RS_RQSIZE",
+	"RDMA_RS_MEM",
+	"RDMA_RS_WMEM",
 	"RDMA_RS_IOMAP_SIZE",
 	/* the preload's */
-	"RDMA_RSOCKET_DISABLE", "RDMA_RSOCKET_SQSIZE", "RDMA_RSOCKET_RQSIZE",
-	"RDMA_RSOCKET_INLINE", "RDMA_RSOCKET_SNDBUF", "RDMA_RSOCKET_RCVBUF",
+	"RDMA_RSOCKET_DISABLE",
+	"RDMA_RSOCKET_SQSIZE",
+	"RDMA_RSOCKET_RQSIZE",
+	"RDMA_RSOCKET_INLINE",
+	"RDMA_RSOCKET_SNDBUF",
+	"RDMA_RSOCKET_RCVBUF",
 	"RDMA_RSOCKET_PORTS",
 	/* the ACM resolver's */
-	"RDMA_CM_USE_IB_ACM", "RDMA_CM_ACM_SOURCES", "RDMA_CM_ACM_CACHE_TTL",
-	"RDMA_CM_ACM_NEG_TTL", "RDMA_CM_ACM_TIMEOUT_MS",
+	"RDMA_CM_USE_IB_ACM",
+	"RDMA_CM_ACM_SOURCES",
+	"RDMA_CM_ACM_CACHE_TTL",
+	"RDMA_CM_ACM_NEG_TTL",
+	"RDMA_CM_ACM_TIMEOUT_MS",
 	"RDMA_CM_ACM_SA_TIMEOUT_MS",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
 /* The rsocket files, in the order of the first eight variables. */
 static const char *const files[] = {
-	"polling_time", "polling_max", "inline_default", "sqsize_default",
-	"rqsize_default", "mem_default", "wmem_default", "iomap_size",
+	"polling_time",	  "polling_max", "inline_default", "sqsize_default",
+	"rqsize_default", "mem_default", "wmem_default",   "iomap_size",
 };
 static char file_data[8][256];
 static size_t file_len[8];
@@ -62,8 +72,8 @@ FILE *rs_fuzz_fopen(const char *path, const char *mode)
 		abort();
 	for (i = 0; i < 8; i++)
 		if (file_set[i] && !strcmp(path + n, files[i]))
-			return fmemopen(file_data[i], file_len[i] ? file_len[i] : 1,
-					"r");
+			return fmemopen(file_data[i],
+					file_len[i] ? file_len[i] : 1, "r");
 	errno = ENOENT;
 	return NULL;
 }
@@ -145,8 +155,7 @@ static void check_acm(void)
 {
 	if ((acm_conf.sources & ~ACM_USE_ALL) || !acm_conf.service_timeout_ms ||
 	    acm_conf.service_timeout_ms > 60000 || !acm_conf.sa_timeout_ms ||
-	    acm_conf.sa_timeout_ms > 60000 ||
-	    acm_conf.ttl_ms > 86400u * 1000 ||
+	    acm_conf.sa_timeout_ms > 60000 || acm_conf.ttl_ms > 86400u * 1000 ||
 	    acm_conf.neg_ttl_ms > 86400u * 1000 || acm_conf.log_fd != -1)
 		abort();
 }

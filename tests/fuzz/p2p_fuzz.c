@@ -190,11 +190,14 @@ static struct ibv_qp_init_attr qp_attr(void)
 /* --- operations ----------------------------------------------------------- */
 
 /* Private data: a p2p header of @kind (0: none), then @n bytes. */
-static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags, uint16_t port,
-			 uint64_t tag)
+static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
+			 uint16_t port, uint64_t tag)
 {
-	struct cma_p2p_hdr hdr = {.kind = kind, .flags = flags, .port = port,
-				  .tag = tag, .data_len = 0};
+	struct cma_p2p_hdr hdr = {.kind = kind,
+				  .flags = flags,
+				  .port = port,
+				  .tag = tag,
+				  .data_len = 0};
 	uint8_t len = 0;
 
 	if (kind == 0xff) { /* raw: the fuzzer's bytes */
@@ -266,9 +269,9 @@ static void op_connect(void)
 	if (nids == MAX_IDS || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		return;
 	add_id(id, false);
-	if ((a & 4) && rdma_set_option(id, RDMA_OPTION_ID,
-				       RDMA_OPTION_ID_P2P_TAG, &tag,
-				       sizeof(tag)))
+	if ((a & 4) &&
+	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, &tag,
+			    sizeof(tag)))
 		abort();
 	if (rdma_resolve_addr(id, (struct sockaddr *)&src,
 			      (struct sockaddr *)&dst, 2000))
@@ -288,10 +291,10 @@ static void op_connect(void)
 static void op_kernel_event(void)
 {
 	static const uint32_t events[] = {
-		RDMA_CM_EVENT_REJECTED,	    RDMA_CM_EVENT_ESTABLISHED,
+		RDMA_CM_EVENT_REJECTED,		RDMA_CM_EVENT_ESTABLISHED,
 		RDMA_CM_EVENT_CONNECT_RESPONSE, RDMA_CM_EVENT_DISCONNECTED,
-		RDMA_CM_EVENT_UNREACHABLE,  RDMA_CM_EVENT_CONNECT_ERROR,
-		RDMA_CM_EVENT_TIMEWAIT_EXIT, RDMA_CM_EVENT_REJECTED,
+		RDMA_CM_EVENT_UNREACHABLE,	RDMA_CM_EVENT_CONNECT_ERROR,
+		RDMA_CM_EVENT_TIMEWAIT_EXIT,	RDMA_CM_EVENT_REJECTED,
 	};
 	static const uint8_t kinds[] = {0,
 					CMA_P2P_REP,
@@ -371,9 +374,9 @@ static void op_answer(void)
 static void op_fail(void)
 {
 	static const uint32_t cmds[] = {
-		RDMA_USER_CM_CMD_ACCEPT,     RDMA_USER_CM_CMD_REJECT,
-		RDMA_USER_CM_CMD_CONNECT,    RDMA_USER_CM_CMD_DESTROY_ID,
-		RDMA_USER_CM_CMD_QUERY_ROUTE, RDMA_USER_CM_CMD_QUERY,
+		RDMA_USER_CM_CMD_ACCEPT,       RDMA_USER_CM_CMD_REJECT,
+		RDMA_USER_CM_CMD_CONNECT,      RDMA_USER_CM_CMD_DESTROY_ID,
+		RDMA_USER_CM_CMD_QUERY_ROUTE,  RDMA_USER_CM_CMD_QUERY,
 		RDMA_USER_CM_CMD_INIT_QP_ATTR, RDMA_USER_CM_CMD_DISCONNECT,
 	};
 	uint8_t a = take8();
@@ -407,9 +410,9 @@ static void setup(uint8_t flags)
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 	if (rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP))
 		abort();
-	if ((flags & 1) && rdma_set_option(listener, RDMA_OPTION_ID,
-					   RDMA_OPTION_ID_PEER2PEER, &v,
-					   sizeof(v)))
+	if ((flags & 1) &&
+	    rdma_set_option(listener, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &v, sizeof(v)))
 		abort();
 	if (rdma_bind_addr(listener, (struct sockaddr *)&me) ||
 	    rdma_listen(listener, 8))

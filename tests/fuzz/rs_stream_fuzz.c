@@ -136,16 +136,20 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			  struct ibv_send_wr **bad)
 {
 	for (; wr; wr = wr->next) {
-		if (wr->num_sge < 0 || wr->num_sge > 2 || dev.send_cnt == dev.send_cap)
+		if (wr->num_sge < 0 || wr->num_sge > 2 ||
+		    dev.send_cnt == dev.send_cap)
 			abort(); /* more than the QP was created with */
 		if (wr->num_sge && !wr->sg_list)
 			abort();
 		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge &&
-		    wr->sg_list[0].length + (wr->num_sge > 1 ? wr->sg_list[1].length : 0) >
+		    wr->sg_list[0].length + (wr->num_sge > 1
+						     ? wr->sg_list[1].length
+						     : 0) >
 			    dev.max_inline)
 			abort();
 		read_sges(wr->sg_list, wr->num_sge);
-		dev.sends[(dev.send_head + dev.send_cnt) % dev.send_cap] = wr->wr_id;
+		dev.sends[(dev.send_head + dev.send_cnt) % dev.send_cap] =
+			wr->wr_id;
 		dev.signaled[(dev.send_head + dev.send_cnt) % dev.send_cap] =
 			wr->send_flags & IBV_SEND_SIGNALED;
 		dev.send_cnt++;
@@ -161,7 +165,8 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			abort(); /* more receives than the queue holds */
 		if (wr->num_sge > 1)
 			abort();
-		dev.recvs[(dev.recv_head + dev.recv_cnt) % dev.recv_cap] = wr->wr_id;
+		dev.recvs[(dev.recv_head + dev.recv_cnt) % dev.recv_cap] =
+			wr->wr_id;
 		dev.recv_cnt++;
 	}
 	return 0;
@@ -465,8 +470,7 @@ static struct rsocket *connect_stream(struct input *in)
 	/* bit 3: a device with queues of 32k (else 64), buffers to 128k */
 	rs->rbuf_size = 1u << (10 + shift % (flags & 8 ? 8 : 4));
 	rs->sbuf_size = 1u << (10 + (shift >> 4) % (flags & 8 ? 8 : 4));
-	rs->target_iomap_size =
-		(uint16_t)rs_iomap_size_from_wire(take8(in));
+	rs->target_iomap_size = (uint16_t)rs_iomap_size_from_wire(take8(in));
 	/* bit 2: the provider grants half the inline data asked */
 	dev_reset(flags & 1, flags & 4 ? rs->sq_inline / 2 : rs->sq_inline,
 		  flags & 8);
