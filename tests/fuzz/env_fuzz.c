@@ -9,8 +9,9 @@
  * target, RDMA_CM_ACM_HOSTS's file by acm_table.)
  *
  * The parsers are static: this file includes their sources and calls the
- * readers directly, after setting the variables to the fuzzer's strings;
- * the rsocket files are served from the input by an interposed fopen.
+ * readers directly; secure_getenv (what cma_env reads) answers with the
+ * fuzzer's strings and the rsocket files are served from the input by an
+ * fopen macro.
  * Whatever the strings, what comes out must be in the documented ranges.
  * Variables that name files to create (RDMA_RSOCKET_LOG, RDMA_CM_ACM_LOG)
  * are never set.
@@ -62,6 +63,24 @@ static const char *const files[] = {
 static char file_data[8][256];
 static size_t file_len[8];
 static bool file_set[8];
+
+/*
+ * The environment, as cma_env (env.h) reads it: the input's values for
+ * the variables above, nothing else.  (setenv would keep every value ever
+ * set: glibc never frees them, and a long run would grow without bound.)
+ */
+static char env_value[NVARS][256];
+static bool env_set[NVARS];
+
+char *secure_getenv(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NVARS; i++)
+		if (env_set[i] && !strcmp(name, vars[i]))
+			return env_value[i];
+	return NULL;
+}
 
 /* fopen of table.c: the input's files for RS_CONF_DIR, nothing else. */
 FILE *rs_fuzz_fopen(const char *path, const char *mode)
@@ -174,16 +193,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool quiet;
 	char value[256];
-	size_t i;
 
 	if (!quiet) {
 		/* The preload's complaints go to stdio's stderr; reports don't */
 		stderr = fopen("/dev/null", "w");
-		unsetenv("RDMA_RSOCKET_LOG");
-		unsetenv("RDMA_CM_ACM_LOG");
 		quiet = true;
 	}
 	memset(file_set, 0, sizeof(file_set));
+	memset(env_set, 0, sizeof(env_set));
 	while (size >= 2) {
 		uint8_t sel = data[0];
 		size_t len = data[1] < size - 2 ? data[1] : size - 2;
@@ -196,8 +213,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(file_data[sel % 32], value, len);
 			file_len[sel % 32] = len;
 			file_set[sel % 32] = true;
-		} else if (strlen(value)) {
-			setenv(vars[(sel & 0x1f) % NVARS], value, 1);
+		} else {
+			memcpy(env_value[(sel & 0x1f) % NVARS], value, len + 1);
+			env_set[(sel & 0x1f) % NVARS] = true;
 		}
 	}
 
@@ -213,7 +231,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	acm_read_config();
 	check_acm();
 
-	for (i = 0; i < NVARS; i++)
-		unsetenv(vars[i]);
 	return 0;
 }
