@@ -36,8 +36,13 @@
 #include "cma.h"
 #include "env.h"
 
+/* Where ibacm listens and publishes its port (a fuzz target moves them). */
+#ifndef ACM_UNIX_PATH
 #define ACM_UNIX_PATH "/run/ibacm.sock"
+#endif
+#ifndef ACM_PORT_FILE
 #define ACM_PORT_FILE "/run/ibacm.port"
+#endif
 
 _Static_assert(sizeof(struct cma_acm_wire_hdr) == CMA_ACM_HDR_LEN,
 	       "ACM header layout");

@@ -90,7 +90,7 @@ run_suite pkg-rpm "$repo/tests/pkg/check-rpms.sh"
 run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
 run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
 run_suite style "$repo/tests/style/check-format.sh"
-# libFuzzer targets (tests/fuzz/README.md), FUZZ_TIME seconds each (20).
+# libFuzzer targets (tests/fuzz/README.md), FUZZ_TIME seconds each (10).
 run_suite fuzz "$repo/tests/fuzz/run.sh"
 # VM suites: each boots its own guest (or runs natively with
 # RDMACM_TEST_NATIVE=1).  vm_suite NAME SCRIPT [VAR=VALUE...]

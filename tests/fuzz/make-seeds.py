@@ -145,3 +145,170 @@ put("ds_msg", "udp4_ctrl",
     b"\x01" + ds_udp(7, 0x12, socket.AF_INET, "192.0.2.1"))
 put("ds_msg", "udp6_data",
     b"\x03" + ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") + b"hello")
+
+
+# --- rs_stream: 9 header bytes, the peer's connect data, operations -------
+def rs_hdr(flags, sq=64, rq=64, inline=64, shift=0x11, iomap=0):
+    return struct.pack("<BHHHBB", flags, sq, rq, inline, shift, iomap)
+
+
+def rs_conn(credits=64, iomap=0, sgl_len=2, buf_len=4096, flags=0):
+    flags |= 0x02 if iomap else 0
+    return struct.pack("!BBH3sB", 1, flags, credits, bytes(3), iomap) + \
+        struct.pack("!QII", 0x10000, 7, sgl_len) + \
+        struct.pack("!QII", 0x20000, 8, buf_len)
+
+
+def rs_imm(op, data):
+    return (op << 29) | data
+
+
+def rs_msg_op(op, data, flags=0):  # a receive completes
+    return b"\x00" + bytes([flags]) + struct.pack("!I", rs_imm(op, data))
+
+
+def rs_send(n):
+    return b"\x04" + struct.pack("<H", n // 2)
+
+
+def rs_recv(n, flags=0):
+    return b"\x05" + bytes([flags]) + struct.pack("<H", n // 2)
+
+
+def rs_target(off, data):
+    return b"\x03" + struct.pack("<HB", off, len(data)) + data
+
+
+RS_DATA, RS_SGL, RS_IOMAP_SGL, RS_CTRL = 0, 4, 6, 7
+put("rs_stream", "echo",
+    rs_hdr(0) + rs_conn() + rs_send(1000) + b"\x02\x01" +
+    rs_msg_op(RS_DATA, 100) + rs_recv(200) + rs_msg_op(RS_SGL, 64))
+put("rs_stream", "iwarp",
+    rs_hdr(1) + rs_conn() + rs_send(3000) + b"\x02\x02" +
+    rs_msg_op(RS_DATA, 10, flags=16) + rs_recv(64, 2))
+put("rs_stream", "iwarp_passive",
+    rs_hdr(3) + rs_conn() + rs_msg_op(RS_DATA, 0, flags=16) + rs_send(64))
+put("rs_stream", "refill_sgl",
+    rs_hdr(0) + rs_conn(buf_len=2048) + rs_send(2048) + rs_send(100) +
+    rs_target(16, struct.pack("<QII", 0x30000, 9, 2048)) + rs_send(100) +
+    b"\x02\x81")
+put("rs_stream", "iomap",
+    rs_hdr(0, iomap=4) + rs_conn(iomap=4) + b"\x07\x00" +
+    struct.pack("<Q", 4096) + rs_send(10) +
+    rs_target(32, struct.pack("<QQII", 0, 0x40000, 3, 4096)) +
+    b"\x06" + struct.pack("<HQ", 512, 100) + b"\x02\x10" +
+    rs_msg_op(RS_IOMAP_SGL, 0))
+put("rs_stream", "extremes",
+    rs_hdr(8, sq=0xffff, rq=1, inline=0xffff, shift=0x77, iomap=0xff) +
+    rs_conn(credits=0xffff, iomap=0xff, sgl_len=0xffffffff,
+            buf_len=0xffffffff, flags=1) +
+    rs_send(0x1fffe) + rs_msg_op(RS_DATA, 0x1fffffff) +
+    rs_msg_op(RS_CTRL, 2) + rs_recv(0x1fffe, 2))
+put("rs_stream", "disconnect",
+    rs_hdr(0) + rs_conn() + rs_msg_op(RS_CTRL, 0) + rs_send(10) +
+    rs_recv(10))
+
+
+# --- ds_udp: flags, then messages (sender, fromlen, length, bytes) --------
+def ds_from4(addr, port, msg, flen=16):
+    return b"\x00" + struct.pack("!H", port) + socket.inet_aton(addr) + \
+        bytes([flen]) + struct.pack("<H", len(msg)) + msg
+
+
+def ds_from6(addr, port, msg, flen=28):
+    return b"\x01" + struct.pack("!H", port) + \
+        socket.inet_pton(socket.AF_INET6, addr) + bytes([flen]) + \
+        struct.pack("<H", len(msg)) + msg
+
+
+def ds_route(npaths=1, rec=b""):
+    return bytes([npaths << 1 | 1]) + (rec + bytes(24))[:24]
+
+
+data4 = ds_udp(0, 0x11, socket.AF_INET, "192.0.2.2") + b"hello"
+put("ds_udp", "data4", b"\x00" + ds_from4("192.0.2.2", 7472, data4) +
+    ds_route() + ds_from4("192.0.2.2", 7472, data4))
+put("ds_udp", "reply4", b"\x00" + ds_from4(
+    "192.0.2.3", 7473, ds_udp(7, 0x22, socket.AF_INET, "192.0.2.3")) +
+    ds_route(0))
+put("ds_udp", "data6_any", b"\x03" + ds_from6(
+    "2001:db8::2", 7472, ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") +
+    b"hi") + ds_route(2, b"\xfe\x80" + bytes(14)))
+put("ds_udp", "new_qpn", b"\x00" +
+    ds_from4("192.0.2.2", 7472, data4) + ds_route() +
+    ds_from4("192.0.2.2", 7472,
+             ds_udp(0, 0x12, socket.AF_INET, "192.0.2.2")) + ds_route())
+put("ds_udp", "unresolved", b"\x04" + ds_from4("192.0.2.9", 1, data4) +
+    ds_from4("192.0.2.9", 1, data4, flen=2))
+
+
+# --- env: records of selector, length, value ------------------------------
+def env(sel, value):
+    return bytes([sel, len(value)]) + value
+
+
+put("env", "rs_sizes", env(3, b"1024") + env(4, b"0x40") + env(5, b"65536") +
+    env(7, b"300"))
+put("env", "rs_files", env(0x80, b"100\n") + env(0x85, b"4096") +
+    env(0x87, b" 129 ") + env(5, b"1e3"))
+put("env", "rs_huge", env(0, b"99999999999999999999") + env(1, b"-1") +
+    env(2, b"0xffffffff") + env(6, b"0"))
+put("env", "preload", env(8, b"0") + env(9, b"256") + env(13, b"1048576") +
+    env(14, b"7471,5201-5210,80"))
+put("env", "preload_bad_ports", env(14, b"7471-70,x") + env(12, b"-5"))
+put("env", "acm", env(15, b"1") + env(16, b"cache,,sa,bogus,table") +
+    env(17, b"86401") + env(19, b"0") + env(20, b"07"))
+
+
+# --- acm_service: mode byte, then a service string, port file or answer ---
+put("acm_service", "unix", b"\x00unix:/run/ibacm.sock")
+put("acm_service", "path", b"\x00/var/run/ibacm-test.sock")
+put("acm_service", "tcp", b"\x00tcp:6125")
+put("acm_service", "none", b"\x00none")
+put("acm_service", "port_file", b"\x016125\n")
+put("acm_service", "port_file_open", b"\x046125\n")
+put("acm_service", "port_file_junk", b"\x0165536")
+acm_hdr = struct.pack("<BBBBBBHQ", 1, 0x81, 0, 0, 0, 0, 16 + 72 * 2, 7)
+put("acm_service", "answer", b"\x02" + acm_hdr + bytes(72 * 2))
+put("acm_service", "answer_short", b"\x02" + acm_hdr + bytes(72))
+
+
+# --- p2p: flags, then operations (see p2p_fuzz.c) -------------------------
+# ids: the listener is kernel id 1; later ids count up from 2.
+# The library's own tags count from 1 per peer: a peer's first is 1 too.
+def p2p_req(frm=0, kind=0, tag=1, dlen=0):  # kind: 0/1 p2p, 2 plain, 3 raw
+    return bytes([0, frm | kind << 2, tag << 4]) + \
+        (bytes([dlen]) if kind < 2 else b"")
+
+
+def p2p_connect(to=0, tag=None):
+    return bytes([1, to | (4 | tag << 3 if tag is not None else 0)])
+
+
+# ev: 0 REJ 1 EST 2 REP 3 DISC; kind: 0 none 1 REP 2 LOST 3 DUP 4 BAD 5 REQ
+def p2p_event(kid, ev, kind=0, tag=1, dlen=0):
+    return bytes([2, kid - 1, ev, kind | tag << 3]) + \
+        (bytes([dlen]) if kind in (1, 2, 3, 4, 5) else b"")
+
+
+p2p_time = b"\x03\xff"
+put("p2p", "held_then_adopted", b"\x00" + p2p_req() + p2p_connect() +
+    p2p_event(2, 1))
+put("p2p", "crossing", b"\x00" + p2p_connect() + p2p_req() +
+    p2p_event(3, 2, kind=1) + p2p_event(2, 1))
+put("p2p", "crossing_lost", b"\x00" + p2p_connect(1) + p2p_req(1) +
+    p2p_event(3, 0, kind=2) + p2p_time + p2p_event(2, 1))
+put("p2p", "hold_expires", b"\x00" + p2p_req(2) + p2p_time + b"\x05\x00" +
+    p2p_event(2, 1) + b"\x07\x00")
+put("p2p", "connect_times_out", b"\x00" + p2p_connect(2) + p2p_time +
+    p2p_time + p2p_time)
+put("p2p", "held_by_option", b"\x03" + p2p_req(0, kind=1, tag=2) +
+    p2p_connect(0, tag=2) + p2p_event(2, 1))
+put("p2p", "listener_destroyed", b"\x00" + p2p_req() + p2p_req(1) +
+    b"\x04\xff" + p2p_time)
+put("p2p", "plain_and_raw", b"\x00" + p2p_req(0, kind=2) + b"\x05\x01" +
+    p2p_req(0, kind=3) + bytes([20]) + b"RDMAP2P\x01" + bytes(12))
+put("p2p", "kernel_fails", b"\x00" + b"\x06\x00" + p2p_req() +
+    p2p_connect() + b"\x06\x03" + b"\x04\x00" + p2p_event(2, 0, kind=4))
+put("p2p", "duplicate", b"\x00" + p2p_req() + p2p_connect() +
+    p2p_event(2, 1) + p2p_req() + p2p_event(3, 3))

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+// FUZZ_SOURCES: @library tests/unit/fake_ucma.c tests/unit/fake_verbs.c
+/*
+ * The peer-to-peer state machine (rdma_cm_p2p(7)) on both sides, driven
+ * by fuzzer-chosen sequences through the fake kernel device
+ * (tests/unit/fake_ucma.h) and the fake verbs device: peers' requests to
+ * our listener (with a p2p header, a plain one, or raw private data),
+ * our own p2p connects, kernel events on any kernel id (REJECTED with or
+ * without the p2p REJ header, CONNECT_RESPONSE with or without the REP
+ * header, ESTABLISHED, DISCONNECTED, errors), time passing (the monotonic
+ * clock is the harness's, so hold and connect timers expire on demand),
+ * the application accepting, rejecting, disconnecting and destroying ids
+ * (the listener too), and commands the kernel fails (through the fake's
+ * hook).  Everything the library delivers must name an id the application
+ * knows, with readable private data; every event is acked, every id
+ * destroyed at the end, and nothing may hang or leak.
+ *
+ * Input: a flags byte (the listener's RDMA_OPTION_ID_PEER2PEER: bit 0
+ * set it, bit 1 its value), then operations: a byte (mod 8) and its
+ * arguments (see the op_* functions).  We are 192.0.2.3:7471, the peers
+ * 192.0.2.2 to .4: a crossing with .2 is lost, with .4 won, with .3 decided
+ * by port.
+ */
+#include <config.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "p2p_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define PORT 7471
+#define MAX_IDS 48
+
+static struct {
+	const uint8_t *p;
+	size_t left;
+} in;
+
+static uint8_t take8(void)
+{
+	uint8_t v = 0;
+
+	if (in.left) {
+		v = *in.p++;
+		in.left--;
+	}
+	return v;
+}
+
+/* --- the clock: real time plus what the input lets pass ----------------- */
+
+static uint64_t skew_ns;
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	long ret = syscall(SYS_clock_gettime, clk, ts);
+
+	if (!ret && clk == CLOCK_MONOTONIC && skew_ns) {
+		uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull +
+			      (uint64_t)ts->tv_nsec + skew_ns;
+
+		ts->tv_sec = (time_t)(ns / 1000000000ull);
+		ts->tv_nsec = (long)(ns % 1000000000ull);
+	}
+	return (int)ret;
+}
+
+/* --- the kernel: the fake's model, with failures on demand -------------- */
+
+static uint32_t fail_cmd = UINT32_MAX;
+static int fail_err;
+
+static int kernel(const struct fake_cmd *cmd, void *resp, size_t len)
+{
+	if (cmd->cmd != fail_cmd)
+		return FAKE_UCMA_MODEL;
+	fail_cmd = UINT32_MAX;
+	return fail_err;
+}
+
+/* --- the application's ids ----------------------------------------------- */
+
+static struct rdma_event_channel *ch;
+static struct rdma_cm_id *listener;
+static struct rdma_cm_id *ids[MAX_IDS]; /* connects and surfaced requests */
+static bool surfaced[MAX_IDS];
+static unsigned int nids;
+static unsigned long sink;
+
+static int find_id(const struct rdma_cm_id *id)
+{
+	unsigned int i;
+
+	for (i = 0; i < nids; i++)
+		if (ids[i] == id)
+			return (int)i;
+	return -1;
+}
+
+static void add_id(struct rdma_cm_id *id, bool request)
+{
+	if (nids == MAX_IDS) {
+		rdma_destroy_id(id);
+		return;
+	}
+	surfaced[nids] = request;
+	ids[nids++] = id;
+}
+
+/* A destroy the kernel failed leaves the id to the application. */
+static void drop_id(unsigned int i)
+{
+	struct rdma_cm_id *id = ids[i];
+
+	if (id->qp)
+		rdma_destroy_qp(id);
+	if (rdma_destroy_id(id))
+		return;
+	ids[i] = ids[--nids];
+	surfaced[i] = surfaced[nids];
+}
+
+/* Read and ack whatever the application is given; check each event. */
+static void pump(void)
+{
+	struct rdma_cm_event *ev;
+	int n;
+
+	for (n = 0; n < 1000 && !rdma_get_cm_event(ch, &ev); n++) {
+		const struct rdma_conn_param *c = &ev->param.conn;
+		struct rdma_cm_id *new_id = NULL;
+		uint8_t i;
+
+		if (!ev->id)
+			abort();
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			if (ev->listen_id != listener || find_id(ev->id) >= 0 ||
+			    ev->id == listener)
+				abort();
+			new_id = ev->id;
+		} else if (ev->id != listener && find_id(ev->id) < 0) {
+			abort(); /* an event for an id the application lost */
+		}
+		if (c->private_data_len && !c->private_data)
+			abort();
+		for (i = 0; c->private_data && i < c->private_data_len; i++)
+			sink += ((const uint8_t *)c->private_data)[i];
+		if (rdma_ack_cm_event(ev))
+			abort();
+		if (new_id)
+			add_id(new_id, true);
+	}
+}
+
+static uint32_t kid_of(struct rdma_cm_id *id)
+{
+	return cma_id_priv(id)->handle;
+}
+
+static struct sockaddr_in ipv4(uint8_t last, uint16_t port)
+{
+	struct sockaddr_in a;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(0xc0000200u | last); /* 192.0.2.last */
+	return a;
+}
+
+static struct ibv_qp_init_attr qp_attr(void)
+{
+	struct ibv_qp_init_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	return a;
+}
+
+/* --- operations ----------------------------------------------------------- */
+
+/* Private data: a p2p header of @kind (0: none), then @n bytes. */
+static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
+			 uint16_t port, uint64_t tag)
+{
+	struct cma_p2p_hdr hdr = {.kind = kind,
+				  .flags = flags,
+				  .port = port,
+				  .tag = tag,
+				  .data_len = 0};
+	uint8_t len = 0;
+
+	if (kind == 0xff) { /* raw: the fuzzer's bytes */
+		len = take8() % 57;
+		while (len && in.left < len)
+			len--;
+		memcpy(pd, in.p, len);
+		in.p += len;
+		in.left -= len;
+		return len;
+	}
+	if (kind) {
+		hdr.data_len = take8() % 8;
+		cma_p2p_hdr_encode(&hdr, pd);
+		len = CMA_P2P_HDR_LEN + hdr.data_len;
+	}
+	return len;
+}
+
+/* op 0: a peer's request to our listener.  a: sender and header kind. */
+static void op_peer_req(void)
+{
+	uint8_t a = take8(), b = take8();
+	struct sockaddr_in from = ipv4(2 + (a & 3) % 3, 40000 + (b & 7));
+	struct rdma_ucm_event_resp *r;
+	uint32_t child = 0;
+	uint8_t kind;
+
+	if (!listener)
+		return;
+	switch ((a >> 2) & 3) {
+	case 0:
+	case 1:
+		kind = CMA_P2P_REQ;
+		break;
+	case 2:
+		kind = 0; /* a plain request */
+		break;
+	default:
+		kind = 0xff;
+		break;
+	}
+	r = fake_ucma_conn_req(kid_of(listener), &child);
+	if (!r)
+		return;
+	r->param.conn.private_data_len = put_pdata(
+		r->param.conn.private_data, kind, (a >> 2) & 1 ? 1 : 0,
+		(uint16_t)(PORT + ((b >> 3) & 1)), (b >> 4) & 3);
+	r->param.conn.responder_resources = 4;
+	r->param.conn.initiator_depth = 4;
+	r->param.conn.qp_num = 0x99;
+	memcpy(&fake_ucma_kid(child)->dst, &from, sizeof(from));
+}
+
+/* op 1: our p2p connect.  a: peer, whether it sets a tag, which. */
+static void op_connect(void)
+{
+	uint8_t a = take8();
+	struct sockaddr_in src = ipv4(3, 0), dst = ipv4(2 + (a & 3) % 3, PORT);
+	struct ibv_qp_init_attr attr = qp_attr();
+	struct rdma_conn_param p = {.responder_resources = 1,
+				    .initiator_depth = 1,
+				    .private_data = "mine",
+				    .private_data_len = 4,
+				    .peer2peer_mode = 1};
+	struct rdma_cm_id *id;
+	uint64_t tag = (a >> 3) & 3;
+
+	if (nids == MAX_IDS || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		return;
+	add_id(id, false);
+	if ((a & 4) &&
+	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, &tag,
+			    sizeof(tag)))
+		abort();
+	if (rdma_resolve_addr(id, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, 2000))
+		return;
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	pump();
+	if (find_id(id) < 0 || rdma_resolve_route(id, 2000))
+		return;
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	pump();
+	if (find_id(id) < 0 || rdma_create_qp(id, NULL, &attr))
+		return;
+	(void)rdma_connect(id, &p);
+}
+
+/* op 2: the kernel reports an event on any of its ids. */
+static void op_kernel_event(void)
+{
+	static const uint32_t events[] = {
+		RDMA_CM_EVENT_REJECTED,		RDMA_CM_EVENT_ESTABLISHED,
+		RDMA_CM_EVENT_CONNECT_RESPONSE, RDMA_CM_EVENT_DISCONNECTED,
+		RDMA_CM_EVENT_UNREACHABLE,	RDMA_CM_EVENT_CONNECT_ERROR,
+		RDMA_CM_EVENT_TIMEWAIT_EXIT,	RDMA_CM_EVENT_REJECTED,
+	};
+	static const uint8_t kinds[] = {0,
+					CMA_P2P_REP,
+					CMA_P2P_REJ_LOST,
+					CMA_P2P_REJ_DUP,
+					CMA_P2P_REJ_BAD,
+					CMA_P2P_REQ,
+					0xff,
+					0};
+	uint8_t h = take8(), e = take8(), k = take8();
+	struct rdma_ucm_event_resp *r;
+	struct fake_kid *kid = fake_ucma_kid(1 + h % 64);
+
+	/*
+	 * The kernel reports nothing for a request's id before the library
+	 * has set its uid (on accept): "events for new connections are
+	 * ignored until userspace has set their context" (ucma.c).
+	 */
+	if (!kid || !kid->live || kid->listening || !kid->uid)
+		return;
+	r = fake_ucma_event(kid->handle, events[e % 8],
+			    events[e % 8] == RDMA_CM_EVENT_REJECTED
+				    ? (e & 0x80 ? 28 : 8)
+				    : (e & 0x80 ? -110 : 0));
+	if (!r)
+		return;
+	r->param.conn.private_data_len =
+		put_pdata(r->param.conn.private_data, kinds[k % 8], 0,
+			  (uint16_t)PORT, (k >> 3) & 3);
+	r->param.conn.qp_num = 0x77;
+}
+
+/* op 3: time passes, up to 25.5 s: hold and connect timers expire. */
+static void op_time(void)
+{
+	skew_ns += (uint64_t)take8() * 100000000ull;
+}
+
+/* op 4: the application destroys an id (255: the listener). */
+static void op_destroy(void)
+{
+	uint8_t a = take8();
+
+	if (a == 255 || !nids) {
+		if (listener && a == 255 && !rdma_destroy_id(listener))
+			listener = NULL;
+		return;
+	}
+	drop_id(a % nids);
+}
+
+/* op 5: accept (with a QP) or reject a request the application got. */
+static void op_answer(void)
+{
+	uint8_t a = take8();
+	struct ibv_qp_init_attr attr = qp_attr();
+	struct rdma_conn_param p = {.responder_resources = 1,
+				    .initiator_depth = 1,
+				    .peer2peer_mode = (a >> 1) & 1};
+	unsigned int i;
+
+	if (!nids)
+		return;
+	i = (a >> 2) % nids;
+	if (!surfaced[i])
+		return;
+	if (a & 1) {
+		(void)rdma_reject(ids[i], "no", 2);
+		return;
+	}
+	if (!ids[i]->qp && rdma_create_qp(ids[i], NULL, &attr))
+		return;
+	(void)rdma_accept(ids[i], &p);
+}
+
+/* op 6: the kernel fails the next command of a kind. */
+static void op_fail(void)
+{
+	static const uint32_t cmds[] = {
+		RDMA_USER_CM_CMD_ACCEPT,       RDMA_USER_CM_CMD_REJECT,
+		RDMA_USER_CM_CMD_CONNECT,      RDMA_USER_CM_CMD_DESTROY_ID,
+		RDMA_USER_CM_CMD_QUERY_ROUTE,  RDMA_USER_CM_CMD_QUERY,
+		RDMA_USER_CM_CMD_INIT_QP_ATTR, RDMA_USER_CM_CMD_DISCONNECT,
+	};
+	uint8_t a = take8();
+
+	fail_cmd = cmds[a % 8];
+	fail_err = (a & 0x80) ? ENOMEM : EINVAL;
+}
+
+/* op 7: the application disconnects an id. */
+static void op_disconnect(void)
+{
+	uint8_t a = take8();
+
+	if (nids)
+		(void)rdma_disconnect(ids[a % nids]);
+}
+
+static void setup(uint8_t flags)
+{
+	struct sockaddr_in me = ipv4(3, PORT); /* between its peers */
+	int v = (flags >> 1) & 1;
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	fake_ucma_set_hook(kernel);
+	fail_cmd = UINT32_MAX;
+	skew_ns = 0;
+	ch = rdma_create_event_channel();
+	if (!ch)
+		abort();
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	if (rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP))
+		abort();
+	if ((flags & 1) &&
+	    rdma_set_option(listener, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &v, sizeof(v)))
+		abort();
+	if (rdma_bind_addr(listener, (struct sockaddr *)&me) ||
+	    rdma_listen(listener, 8))
+		abort();
+}
+
+static void teardown(void)
+{
+	fail_cmd = UINT32_MAX;
+	pump();
+	while (nids) {
+		unsigned int before = nids;
+
+		drop_id(nids - 1);
+		if (nids == before)
+			abort(); /* with the kernel willing, a destroy succeeds */
+	}
+	if (listener && rdma_destroy_id(listener))
+		abort();
+	listener = NULL;
+	rdma_destroy_event_channel(ch);
+	ch = NULL;
+	fake_ucma_set_hook(NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned int ops = 0;
+
+	if (!size)
+		return 0;
+	in.p = data + 1;
+	in.left = size - 1;
+	setup(data[0]);
+	while (in.left && ops++ < 64) {
+		switch (take8() % 8) {
+		case 0:
+			op_peer_req();
+			break;
+		case 1:
+			op_connect();
+			break;
+		case 2:
+			op_kernel_event();
+			break;
+		case 3:
+			op_time();
+			break;
+		case 4:
+			op_destroy();
+			break;
+		case 5:
+			op_answer();
+			break;
+		case 6:
+			op_fail();
+			break;
+		default:
+			op_disconnect();
+			break;
+		}
+		pump();
+	}
+	teardown();
+	return 0;
+}
