@@ -808,8 +808,11 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 			cma_p2p_held_drop(h);
 		}
 	}
-	if (id_priv->p2p)
+	if (id_priv->p2p) {
 		cma_p2p_conn_unregister(id_priv->p2p);
+		/* Before the id's own DESTROY_ID: no event may outlive it. */
+		cma_p2p_destroy_orphan(id_priv->p2p);
+	}
 	pthread_mutex_unlock(&p2p_lock);
 }
 

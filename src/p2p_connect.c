@@ -173,16 +173,46 @@ static void cma_p2p_adopt_undo(struct cma_id_private *id_priv, uint32_t old,
 	cma_query_route_info(id_priv);
 }
 
-/* Drop the id's own kernel id; its events so far stay counted. */
-static void cma_p2p_drop_own_id(struct cma_id_private *id_priv, uint32_t old)
+/* Destroy kernel id @handle of @id_priv; its events so far stay counted. */
+static int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv,
+				     uint32_t handle)
 {
 	uint32_t reported;
 
-	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), old, &reported))
-		return;
+	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), handle, &reported))
+		return -1;
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->events_base += reported;
 	pthread_mutex_unlock(&id_priv->mut);
+	return 0;
+}
+
+/*
+ * Drop the id's own kernel id (replaced by an adopted request's, or by a
+ * fresh one).  If the kernel refuses, that id lives on with our uid and
+ * may still report events: it is kept as the conn's orphan, destroyed by
+ * rdma_destroy_id at the latest (cma_p2p_destroy_orphan), so that no event
+ * ever names an id that was freed.
+ */
+static void cma_p2p_drop_own_id(struct cma_p2p_conn *conn, uint32_t old)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+
+	cma_p2p_destroy_orphan(conn); /* an older one first: one slot */
+	if (!cma_p2p_destroy_kernel_id(id_priv, old))
+		return;
+	cma_p2p_dbg("kernel id %u not destroyed (%m): kept to retry", old);
+	if (!conn->has_orphan) {
+		conn->orphan = old;
+		conn->has_orphan = true;
+	}
+}
+
+void cma_p2p_destroy_orphan(struct cma_p2p_conn *conn)
+{
+	if (conn->has_orphan &&
+	    !cma_p2p_destroy_kernel_id(conn->id_priv, conn->orphan))
+		conn->has_orphan = false;
 }
 
 /*
@@ -242,7 +272,7 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 	if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv, &kp,
 			    &conn->ece))
 		goto undo;
-	cma_p2p_drop_own_id(id_priv, old);
+	cma_p2p_drop_own_id(conn, old);
 	cma_timer_stop(&conn->timer);
 	cma_p2p_save_peer_data(conn, req, hdr);
 	conn->adopted = true;
@@ -478,7 +508,7 @@ static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
 	uint32_t old = id_priv->handle;
 
 	if (!cma_id_create_kernel(id_priv))
-		cma_p2p_drop_own_id(id_priv, old);
+		cma_p2p_drop_own_id(conn, old);
 	else /* no memory: the best we can do without losing the id */
 		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
 	conn->gave_up = true;

@@ -85,6 +85,8 @@ struct cma_p2p_conn {
 	uint64_t iw_deadline_ns;
 	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
+	bool has_orphan; /* orphan: a replaced kernel id the kernel kept */
+	uint32_t orphan;
 	bool ordinal; /* key.tag is an ordinal drawn by this connect */
 	bool established; /* ESTABLISHED was reported: the ordinal is spent */
 };
@@ -154,6 +156,9 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
 
 /* --- p2p_connect.c ---------------------------------------------------- */
+
+/* Try again to destroy @conn's orphaned kernel id (p2p_lock held). */
+void cma_p2p_destroy_orphan(struct cma_p2p_conn *conn);
 
 /*
  * @conn failed before its connection was established: its ordinal goes

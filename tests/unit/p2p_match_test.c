@@ -517,6 +517,33 @@ START_TEST(restart_fails_a_waiting_connect)
 }
 END_TEST
 
+/*
+ * The fuzzer's find (tests/fuzz/known/p2p-orphan-kernel-id-uaf): when the
+ * kernel refuses to destroy the kernel id an adoption replaced, that id
+ * lives on with our uid.  rdma_destroy_id destroys it too, so no event
+ * can name the freed id afterwards.
+ */
+START_TEST(orphaned_kernel_id_is_destroyed_with_the_id)
+{
+	uint32_t req = peer_request("192.0.2.2", 1, "hers"), own;
+	struct rdma_cm_id *id;
+
+	expect_nothing();
+	id = connecting_id("192.0.2.2");
+	own = kid_of(id);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_DESTROY_ID, ENOMEM);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert(fake_ucma_kid(own)->live);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!fake_ucma_kid(own)->live);
+	ck_assert(!fake_ucma_kid(req)->live);
+}
+END_TEST
+
 /* A second request for a connection already formed is a stale duplicate. */
 START_TEST(duplicate_of_a_formed_connection_is_refused)
 {
@@ -679,6 +706,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_refusal_before_the_peer_request);
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
+	tcase_add_test(tc, orphaned_kernel_id_is_destroyed_with_the_id);
 	tcase_add_test(tc, restarted_peer_is_not_a_duplicate);
 	tcase_add_test(tc, restart_of_a_peer_known_by_its_reply);
 	tcase_add_test(tc, same_incarnation_duplicate_is_refused);
