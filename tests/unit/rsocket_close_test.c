@@ -17,6 +17,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -312,6 +313,80 @@ START_TEST(reference_outlives_the_number)
 }
 END_TEST
 
+static int sleepers(struct rsocket *rs)
+{
+	int n;
+
+	pthread_mutex_lock(&rs->wake_lock);
+	n = rs->sleepers;
+	pthread_mutex_unlock(&rs->wake_lock);
+	return n;
+}
+
+/*
+ * Issue 19: the wake fd costs a descriptor only while a thread sleeps on
+ * the socket; sleepers (a receiver, an rpoll) share one, and the last to
+ * leave closes it.
+ */
+START_TEST(wake_fd_only_while_a_thread_sleeps)
+{
+	int s = connected_stream();
+	struct rsocket *rs = rs_get(s);
+	struct pollfd pfd = {.fd = s, .events = POLLIN};
+	struct call r, p;
+
+	ck_assert(rs_wake_idle(rs));
+	/* An rpoll that slept and timed out gives it back. */
+	ck_assert_int_eq(rpoll(&pfd, 1, 1), 0);
+	ck_assert(rs_wake_idle(rs));
+	/* Our reference counts as one more holder. */
+	call_start(&r, s, DO_RECV, 2);
+	call_start(&p, s, DO_POLL, 3);
+	while (sleepers(rs) < 2)
+		sched_yield();
+	ck_assert(!rs_wake_idle(rs));
+	ck_assert_int_ge(rs->wake_fd, 0);
+	ck_assert_int_eq(rclose(s), 0);
+	call_join(&r);
+	call_join(&p);
+	ck_assert_int_eq(r.err, EBADF);
+	ck_assert_int_eq(p.pfd.revents, POLLNVAL);
+	ck_assert(rs_wake_idle(rs));
+	rs_put(rs);
+}
+END_TEST
+
+static int open_fds(void)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* A datagram rsocket at rest: its UDP socket and epoll set, as Debian's. */
+START_TEST(datagram_at_rest_holds_two_descriptors)
+{
+	int before = open_fds();
+	int s = bound_dgram();
+	struct rsocket *rs = rs_get(s);
+	struct pollfd pfd = {.fd = s, .events = POLLIN};
+
+	ck_assert_int_eq(open_fds() - before, 2);
+	ck_assert_int_eq(rpoll(&pfd, 1, 1), 0);
+	ck_assert(rs_wake_idle(rs));
+	ck_assert_int_eq(open_fds() - before, 2);
+	rs_put(rs);
+	ck_assert_int_eq(rclose(s), 0);
+	ck_assert_int_eq(open_fds(), before);
+}
+END_TEST
+
 static Suite *rsocket_close_suite(void)
 {
 	Suite *s = suite_create("rsocket_close");
@@ -326,6 +401,8 @@ static Suite *rsocket_close_suite(void)
 	tcase_add_test(tc, blocked_rpoll_reports_pollnval_on_rclose);
 	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
 	tcase_add_test(tc, reference_outlives_the_number);
+	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
+	tcase_add_test(tc, datagram_at_rest_holds_two_descriptors);
 	suite_add_tcase(s, tc);
 	return s;
 }
