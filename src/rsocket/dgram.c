@@ -31,10 +31,11 @@ int ds_init(struct rsocket *rs, int domain)
 	rs->epfd = cma_fd_move_high(epoll_create1(EPOLL_CLOEXEC), fcntl, close);
 	if (rs->epfd < 0)
 		return -1;
-	if (epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev))
-		return -1;
-	/* rclose's wake-up reaches sleepers and rpoll through the same set. */
-	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->wake_fd, &ev);
+	/*
+	 * Sleepers poll the set beside the socket's wake fd (made only while
+	 * one sleeps), so the set holds the socket's own fds only.
+	 */
+	return epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->udp_sock, &ev);
 }
 
 /*

@@ -10,11 +10,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 #include "dgram.h"
-
-#define DS_WAIT_EVENTS 8
 
 bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg)
 {
@@ -62,21 +59,19 @@ static bool ds_writable(struct rsocket *rs)
 }
 
 /*
- * Sleep until the UDP socket or a CQ has news, or another thread closes
- * the socket (then -1/EBADF: its wake fd is in the epoll set).  Drops
- * rs->lock meanwhile.
+ * Sleep until the UDP socket or a CQ has news (the epoll set is readable
+ * while any of them is), or another thread closes the socket (then
+ * -1/EBADF).  Drops rs->lock meanwhile.
  */
 static int ds_sleep(struct rsocket *rs)
 {
-	struct epoll_event ev[DS_WAIT_EVENTS];
+	int ret;
 
-	if (rs_closed_under(rs))
-		return cma_err(EBADF);
 	pthread_mutex_unlock(&rs->lock);
-	epoll_wait(rs->epfd, ev, DS_WAIT_EVENTS, -1);
+	ret = rs_sleep_fd_or_close(rs, rs->epfd, POLLIN, -1);
 	pthread_mutex_lock(&rs->lock);
-	if (rs_closed_under(rs))
-		return cma_err(EBADF);
+	if (ret < 0)
+		return -1;
 	ds_take_cq_events(rs);
 	return 0;
 }

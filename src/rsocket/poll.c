@@ -90,7 +90,8 @@ static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
 	ps->scratch = ps->kfds + 2 * n;
 	for (i = 0; i < nfds; i++) {
 		ps->rs[i] = fds[i].fd >= 0 ? rs_get(fds[i].fd) : NULL;
-		ps->kfds[nfds + i].fd = ps->rs[i] ? ps->rs[i]->wake_fd : -1;
+		/* Taken only if the call sleeps (rs_poll_hold_wake). */
+		ps->kfds[nfds + i].fd = -1;
 		ps->kfds[nfds + i].events = POLLIN;
 	}
 	return 0;
@@ -237,10 +238,45 @@ static void rs_poll_arm(struct rs_pollset *ps)
 	}
 }
 
+/*
+ * Take each rsocket's wake fd for the sleeps to come.  false: one could
+ * not be had (no descriptor left), so sleeps must be short and look at
+ * the closing flags themselves.
+ */
+static bool rs_poll_hold_wake(struct rs_pollset *ps)
+{
+	bool all = true;
+	nfds_t i;
+
+	for (i = 0; i < ps->nfds; i++) {
+		if (!ps->rs[i])
+			continue;
+		ps->kfds[ps->nfds + i].fd = rs_wake_hold(ps->rs[i]);
+		if (ps->kfds[ps->nfds + i].fd < 0)
+			all = false;
+	}
+	return all;
+}
+
+/* Give back what rs_poll_hold_wake took: a socket at rest holds none. */
+static void rs_poll_release_wake(struct rs_pollset *ps)
+{
+	int err = errno;
+	nfds_t i;
+
+	for (i = 0; i < ps->nfds; i++) {
+		if (ps->kfds[ps->nfds + i].fd >= 0)
+			rs_wake_release(ps->rs[i]);
+		ps->kfds[ps->nfds + i].fd = -1;
+	}
+	errno = err;
+}
+
 static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 {
 	int64_t deadline = timeout > 0 ? (int64_t)rs_now_ms() + timeout : 0;
 	struct rs_spin_wait w;
+	bool sliced;
 	nfds_t i;
 	int ret;
 
@@ -250,6 +286,7 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 		goto waited;
 
 	rs_spin_sleeping(&w);
+	sliced = !rs_poll_hold_wake(ps);
 	for (;;) {
 		int wait;
 
@@ -264,9 +301,11 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 			ret = 0;
 			goto waited;
 		}
+		if (sliced && (wait < 0 || wait > RS_WAKE_SLICE_MS))
+			wait = RS_WAKE_SLICE_MS;
 		/* The wake fds end the sleep when an rsocket is closed. */
 		ret = poll(ps->kfds, 2 * ps->nfds, wait);
-		if (ret <= 0)
+		if (ret < 0 || (!ret && !sliced))
 			goto waited;
 		for (i = 0; i < ps->nfds; i++) {
 			if (ps->rs[i] && ps->kfds[i].revents)
@@ -277,6 +316,7 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 			goto waited;
 	}
 waited:
+	rs_poll_release_wake(ps);
 	rs_spin_end(rs_poll_spin_state(), &w);
 	return ret;
 }

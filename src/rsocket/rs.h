@@ -29,15 +29,24 @@
  *    number's descriptor last, so a number is never reused while any
  *    thread still uses the socket it named.
  *  - rclose takes the number out of the table (later lookups: EBADF),
- *    sets closing and writes wake_fd, an eventfd that then stays
- *    readable.  Every sleep polls wake_fd beside its kernel fd (CQ channel,
- *    CM channel, the datagram epoll set, a UDP socket waiting for room) and
- *    after waking checks rs_closed_under(): the sleeper returns -1/EBADF
- *    (rpoll: POLLNVAL).  The closing thread's own waits (a stream close
- *    drains its sends) are exempt.  No sleep may leave wake_fd out.
+ *    sets closing and, under wake_lock, writes wake_fd if it exists: an
+ *    eventfd that then stays readable.  Every sleep takes the wake fd
+ *    with rs_wake_hold (which makes it if none, and writes it at once if
+ *    closing is already set), polls it beside its kernel fd (CQ channel,
+ *    CM channel, the datagram epoll set, a UDP socket waiting for room),
+ *    after waking checks rs_closed_under() and gives it back with
+ *    rs_wake_release: the sleeper returns -1/EBADF (rpoll: POLLNVAL).  A
+ *    look that cannot sleep (timeout 0) needs none.  The closing thread's
+ *    own waits (a stream close drains its sends) are exempt.  No sleep
+ *    may leave the wake fd out; one that could not get it (no descriptor
+ *    left) sleeps in slices of RS_WAKE_SLICE_MS and checks closing.
+ *  - wake_fd exists exactly while sleepers > 0 (both under wake_lock):
+ *    the last sleeper closes it, so a socket at rest costs no descriptor
+ *    for it (issue 19: as many as Debian's).  A sleeper uses only the fd
+ *    rs_wake_hold returned, which stays open until its own release.
  *  - rs_put may free, and freeing takes rs->lock and calls into verbs and
  *    the core: never call it with one of the socket's own locks held.
- *  - type, domain, index and wake_fd do not change once published.
+ *  - type, domain and index do not change once published.
  *  - Datagram destinations (dgram.h) live under rs->lock; one used across
  *    a drop of the lock is pinned (pins > 0) and never evicted then.
  *
@@ -48,14 +57,16 @@
  *   -> rs->map_lock (iomap lists)
  *   -> the core library's locks (src/cma.h)
  * rs->wait_lock (one reader of the CQ channel) is taken with rs->lock
- * NOT held and nothing is taken under it.  The table's rs_table_mut (insert
- * and removal) and its stripe locks (a lookup against a removal of the same
- * slot) are leaves: held for a few instructions, nothing else taken inside
- * except the stripe under rs_table_mut.  rep_mut (the repoll list) is a
- * leaf.  A datagram address resolution (up to 2 * DS_RESOLVE_MS) runs with
- * no rsocket lock held.  The keepalive thread's ka_mut (keepalive.c) comes
- * before rs->lock: a socket on its list is only looked at under ka_mut,
- * and leaves the list (rs_ka_stop, with no socket lock held) before it is
+ * NOT held and nothing is taken under it.  rs->wake_lock (wake_fd and
+ * sleepers) is a leaf, taken under any of the others.  The table's
+ * rs_table_mut (insert and removal) and its stripe locks (a lookup
+ * against a removal of the same slot) are leaves: held for a few
+ * instructions, nothing else taken inside except the stripe under
+ * rs_table_mut.  rep_mut (the repoll list) is a leaf.  A datagram
+ * address resolution (up to 2 * DS_RESOLVE_MS) runs with no rsocket lock
+ * held.  The keepalive thread's ka_mut (keepalive.c) comes before
+ * rs->lock: a socket on its list is only looked at under ka_mut, and
+ * leaves the list (rs_ka_stop, with no socket lock held) before it is
  * freed.
  */
 #ifndef RS_H
@@ -166,12 +177,15 @@ struct rsocket {
 	/*
 	 * Life time (see the rules at the top): references held, the
 	 * table's one included; closing is set once by rclose, and wake_fd
-	 * (an eventfd) then stays readable so every sleep returns.
+	 * (an eventfd, only while a thread sleeps) then stays readable so
+	 * every sleep returns.
 	 */
 	int refs;
 	bool closing;
 	pthread_t closer; /* the thread running rclose, once closing */
-	int wake_fd;
+	pthread_mutex_t wake_lock; /* wake_fd and sleepers; a leaf */
+	int wake_fd; /* -1 while nobody sleeps */
+	int sleepers; /* threads holding wake_fd */
 
 	/* Lock order: slock or rlock, then lock, then map_lock. */
 	pthread_mutex_t slock; /* one sender at a time */
@@ -341,6 +355,19 @@ static inline bool rs_closed_under(const struct rsocket *rs)
 	return __atomic_load_n(&rs->closing, __ATOMIC_ACQUIRE) &&
 	       !pthread_equal(rs->closer, pthread_self());
 }
+
+/* A sleep without a wake fd (none could be made) looks this often (ms). */
+#define RS_WAKE_SLICE_MS 100
+
+/*
+ * The wake fd for one sleep, made if none: poll it beside the sleep's own
+ * fd, then rs_wake_release.  -1 (no descriptor left): none to release,
+ * sleep in slices and check rs_closed_under().
+ */
+int rs_wake_hold(struct rsocket *rs);
+void rs_wake_release(struct rsocket *rs);
+/* Nobody sleeps on @rs and it holds no wake fd (the state at rest). */
+bool rs_wake_idle(struct rsocket *rs);
 
 /*
  * Sleep in poll() until @fd is readable or the socket is closed; @fd < 0:

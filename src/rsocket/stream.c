@@ -705,8 +705,12 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 	struct rs_spin_wait w;
 	int ret = 0;
 
+	/*
+	 * A close that came before this call slept (its disconnect ends the
+	 * wait at once) still fails it with EBADF, as it fails a sleeper.
+	 */
 	if (rs_wait_done(rs, ready))
-		return 0;
+		return rs_closed_under(rs) ? cma_err(EBADF) : 0;
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
 	if (rs_closed_under(rs))

@@ -124,12 +124,8 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	rs->type = type;
 	rs->index = -1;
 	rs->refs = 1;
-	/* Non-blocking: it is only ever polled, and written once. */
-	rs->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (rs->wake_fd < 0) {
-		free(rs);
-		return NULL;
-	}
+	/* Made by the first sleeper (rs_wake_hold): none at rest. */
+	rs->wake_fd = -1;
 	if (inherit) {
 		rs->domain = inherit->domain;
 		rs->sq_size = inherit->sq_size;
@@ -165,6 +161,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_mutex_init(&rs->wait_lock, NULL);
 	pthread_mutex_init(&rs->map_lock, NULL);
+	pthread_mutex_init(&rs->wake_lock, NULL);
 	return rs;
 }
 
@@ -176,12 +173,13 @@ static void rs_free(struct rsocket *rs)
 	else
 		rs_stream_free(rs);
 	free(rs->route);
-	close(rs->wake_fd);
+	/* Every sleeper held a reference and has left: no wake fd is left. */
 	pthread_mutex_destroy(&rs->slock);
 	pthread_mutex_destroy(&rs->rlock);
 	pthread_mutex_destroy(&rs->lock);
 	pthread_mutex_destroy(&rs->wait_lock);
 	pthread_mutex_destroy(&rs->map_lock);
+	pthread_mutex_destroy(&rs->wake_lock);
 	free(rs);
 }
 
@@ -275,48 +273,138 @@ void rs_put(struct rsocket *rs)
 		rs_free(rs);
 }
 
-int rs_close_begin(struct rsocket *rs)
+/* Make the wake fd readable for good; rs->wake_lock held. */
+static void rs_wake_signal(struct rsocket *rs)
 {
 	uint64_t one = 1;
 
+	/* Written at most twice, far below its limit: this cannot fail. */
+	if (rs->wake_fd >= 0)
+		(void)!write(rs->wake_fd, &one, sizeof(one));
+}
+
+int rs_wake_hold(struct rsocket *rs)
+{
+	int fd;
+
+	pthread_mutex_lock(&rs->wake_lock);
+	if (rs->wake_fd < 0) {
+		/* Non-blocking: it is only ever polled, and written once. */
+		rs->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		/*
+		 * rclose may have looked before it existed: closing is read
+		 * under the same lock rclose writes the fd under, so one of
+		 * the two sees the other.
+		 */
+		if (__atomic_load_n(&rs->closing, __ATOMIC_ACQUIRE))
+			rs_wake_signal(rs);
+	}
+	fd = rs->wake_fd;
+	if (fd >= 0)
+		rs->sleepers++;
+	pthread_mutex_unlock(&rs->wake_lock);
+	return fd;
+}
+
+void rs_wake_release(struct rsocket *rs)
+{
+	pthread_mutex_lock(&rs->wake_lock);
+	/* The last sleeper closes it: a socket at rest holds none. */
+	if (!--rs->sleepers) {
+		close(rs->wake_fd);
+		rs->wake_fd = -1;
+	}
+	pthread_mutex_unlock(&rs->wake_lock);
+}
+
+int rs_close_begin(struct rsocket *rs)
+{
 	if (!rs_unpublish(rs))
 		return cma_err(EBADF);
 	rs->closer = pthread_self();
 	__atomic_store_n(&rs->closing, true, __ATOMIC_RELEASE);
 	/*
-	 * Stays readable: every present and future sleep on it returns.  The
-	 * counter is written once, far below its limit: this cannot fail.
+	 * Stays readable: every present sleep returns; a later one finds
+	 * closing set before it sleeps (rs_wake_hold).
 	 */
-	(void)!write(rs->wake_fd, &one, sizeof(one));
+	pthread_mutex_lock(&rs->wake_lock);
+	rs_wake_signal(rs);
+	pthread_mutex_unlock(&rs->wake_lock);
 	return 0;
 }
 
-int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+bool rs_wake_idle(struct rsocket *rs)
 {
-	struct pollfd pfd[2] = {
-		{.fd = fd, .events = events},
-		{.fd = rs->wake_fd, .events = POLLIN},
-	};
-	int ret;
+	bool idle;
+
+	pthread_mutex_lock(&rs->wake_lock);
+	idle = rs->wake_fd < 0 && !rs->sleepers;
+	pthread_mutex_unlock(&rs->wake_lock);
+	return idle;
+}
+
+/* The poll timeout for one round: bounded when there is no wake fd. */
+static int rs_sleep_round(int wake_fd, int timeout, uint64_t deadline)
+{
+	int64_t left;
+
+	if (wake_fd >= 0)
+		return timeout;
+	if (timeout < 0)
+		return RS_WAKE_SLICE_MS;
+	left = (int64_t)(deadline - rs_now_ms());
+	if (left <= 0)
+		return 0;
+	return left < RS_WAKE_SLICE_MS ? (int)left : RS_WAKE_SLICE_MS;
+}
+
+static int rs_sleep_poll(struct rsocket *rs, struct pollfd *pfd, int timeout)
+{
+	uint64_t deadline = timeout > 0 ? rs_now_ms() + (uint64_t)timeout : 0;
+	int ret, round;
 
 	for (;;) {
 		if (rs_closed_under(rs))
 			return cma_err(EBADF);
-		ret = poll(pfd, 2, timeout);
+		round = rs_sleep_round(pfd[1].fd, timeout, deadline);
+		ret = poll(pfd, 2, round);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret < 0)
 			return -1;
 		if (rs_closed_under(rs))
 			return cma_err(EBADF);
+		if (!ret && round != timeout &&
+		    (timeout < 0 || rs_now_ms() < deadline))
+			continue; /* only a slice of a longer sleep */
 		if (!ret)
 			return 0;
 		if (pfd[0].revents)
 			return 1;
 		/* Only the wake fd, and not for this thread: rclose's own. */
-		if (fd < 0 || timeout == 0)
+		if (pfd[0].fd < 0 || timeout == 0)
 			return 0;
 		/* The closer's own sleep: the wake fd stays readable. */
 		pfd[1].fd = -1;
 	}
+}
+
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+{
+	struct pollfd pfd[2] = {
+		{.fd = fd, .events = events},
+		{.fd = -1, .events = POLLIN},
+	};
+	int held, ret;
+
+	/* A look that cannot sleep needs no wake fd. */
+	if (timeout == 0)
+		return rs_sleep_poll(rs, pfd, 0);
+	/* None (out of descriptors): it sleeps in slices instead. */
+	held = rs_wake_hold(rs);
+	pfd[1].fd = held;
+	ret = rs_sleep_poll(rs, pfd, timeout);
+	if (held >= 0)
+		rs_wake_release(rs);
+	return ret;
 }
