@@ -198,7 +198,7 @@ void cma_channel_expect_posts(struct rdma_event_channel *channel)
 		if (flags >= 0 &&
 		    !fcntl(ch->kfd, F_SETFL, flags | O_NONBLOCK) &&
 		    !cma_channel_add_tfd(ch))
-			ch->posted = true;
+			__atomic_store_n(&ch->posted, true, __ATOMIC_RELEASE);
 		else if (flags >= 0)
 			fcntl(ch->kfd, F_SETFL, flags);
 	}
@@ -365,12 +365,16 @@ static bool cma_channel_nonblocking(struct cma_channel *ch)
 static int cma_channel_wait(struct cma_channel *ch)
 {
 	struct pollfd pfd[2] = {{.fd = ch->kfd, .events = POLLIN},
-				{.fd = ch->tfd, .events = POLLIN}};
+				{.fd = -1, .events = POLLIN}};
 	struct epoll_event ev;
 	bool nonblock;
 	int ret;
 
 	if (!ch->pollable) {
+		/* Made by cma_channel_expect_posts, maybe in another thread. */
+		pthread_mutex_lock(&ch->lock);
+		pfd[1].fd = ch->tfd;
+		pthread_mutex_unlock(&ch->lock);
 		ret = poll(pfd, 2, -1);
 		return ret < 0 && errno != EINTR ? -1 : 0;
 	}
@@ -396,7 +400,8 @@ int cma_channel_next(struct rdma_event_channel *channel,
 		 * A private channel nobody posts to reads the way it always
 		 * has: one blocking command, no extra system calls.
 		 */
-		if (!ch->pollable && !ch->posted)
+		if (!ch->pollable &&
+		    !__atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE))
 			return ucma_cmd_get_event(ch->kfd, resp);
 		/*
 		 * Otherwise the kernel fd is non-blocking: ask it first.  An

@@ -307,26 +307,17 @@ static int cma_p2p_adopt_held(struct cma_p2p_conn *conn)
 void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
-	struct cma_event *evt;
-	int err;
 
 	conn->state = CMA_P2P_WAIT_PEER;
 	conn->wait_status = status;
-	switch (cma_p2p_adopt_held(conn)) {
-	case 1:
-		return;
-	case 0:
+	/*
+	 * Adopted: done.  None held, or the held one could not be answered
+	 * (its peer gave up meanwhile: the request was refused, and the peer
+	 * may try again): wait for the peer's next REQ, bounded as always.
+	 */
+	if (cma_p2p_adopt_held(conn) <= 0)
 		cma_timer_start(id_priv->id.channel, &conn->timer,
 				cma_p2p_wait_ms());
-		return;
-	}
-	/* Our REQ is refused and the peer's could not be answered. */
-	err = errno;
-	cma_p2p_conn_unregister(conn);
-	cma_qp_to_err(id_priv);
-	evt = cma_event_new(id_priv, RDMA_CM_EVENT_CONNECT_ERROR, -err);
-	if (evt)
-		cma_event_post(evt);
 }
 
 /* --- iWARP: one request per pair ------------------------------------------- */

@@ -121,9 +121,11 @@ static void fl_connect(struct fl_flooder *f, struct rdma_cm_id *id)
 		hdr[15 - i] = (uint8_t)(tag >> (8 * i));
 	/*
 	 * No QP: the listener never accepts.  A QP number of its own per
-	 * request, or the IB CM refuses a repeat as stale (REJ reason 10).
+	 * request, or the IB CM refuses a repeat as stale (REJ reason 10);
+	 * and above any rxe allocates (its QP numbers stay below 2^17), or a
+	 * real client whose QP got the same number is refused as stale too.
 	 */
-	p.qp_num = 0x1000 + (uint32_t)(tag % 0xff0000);
+	p.qp_num = 0x800000 + (uint32_t)(tag % 0x7fffff);
 	if (rdma_connect(id, &p))
 		hx_fail("flooder: rdma_connect: %s", strerror(errno));
 	f->rep.sent++;
