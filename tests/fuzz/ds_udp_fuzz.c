@@ -7,8 +7,9 @@
  * most rs_def.max_dgram_dest of them: the oldest is evicted), answers a
  * data message with our QP number, records the sender's QP number and
  * queues the payload.  A received datagram resolves nothing; after each
- * drain the harness resolves every destination whose QP number is known
- * (ds_dest_resolve), as the socket's next send to it would.
+ * drain the harness resolves every unresolved destination whose QP number
+ * is known (ds_dest_resolve, pinned), as the socket's next send to it
+ * would.
  *
  * The UDP socket is the harness's (recvfrom and sendmsg on its number are
  * interposed), as are the rdma_cm calls the resolution makes: whether the
@@ -21,11 +22,13 @@
  *
  * Input: a flags byte (bit 0: an AF_INET6 socket; bit 1: bound to the
  * wildcard address; bit 2: resolution fails; bit 3: shut for reading;
- * bits 4-7: the destination bound less one, 1..16), then messages: a family byte (AF_INET6 if bit 0, AF_UNIX if bit 1),
- * the sender's port (2 bytes) and address (4 or 16), a fromlen byte,
- * the length (2 bytes, little-endian) and the message.  Each resolution
- * (after a drain, newest destination first) reads the route's answer: a byte (bit
- * 0: a path record, the rest: the path count) and 24 bytes of the record.
+ * bits 4-7: the destination bound less one, 1..16), then messages: a
+ * family byte (AF_INET6 if bit 0, AF_UNIX if bit 1; bit 2: no message,
+ * the drain ends here), the sender's port (2 bytes) and address (4 or
+ * 16), a fromlen byte, the length (2 bytes, little-endian) and the
+ * message.  Each resolution (after a drain, newest destination first)
+ * reads the route's answer: a byte (bit 0: a path record, the rest: the
+ * path count) and 24 bytes of the record.
  */
 #include <config.h>
 
@@ -74,8 +77,8 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	if (fd != FUZZ_UDP_FD || !(flags & MSG_DONTWAIT))
 		abort(); /* the library reads only its UDP socket, non-blocking */
 	memset(&a, 0, sizeof(a));
-	if (!take(&fam, 1)) {
-		errno = EAGAIN;
+	if (!take(&fam, 1) || (fam & 4)) {
+		errno = EAGAIN; /* nothing more until the next drain */
 		return -1;
 	}
 	if (fam & 1) {
@@ -269,7 +272,11 @@ static void resolve_known(struct rsocket *rs)
 
 	for (d = rs->dest_lru; d; d = next) {
 		next = d->lru_next; /* resolving never evicts */
+		if (d->ah)
+			continue;
+		ds_dest_pin(d); /* as the sender does */
 		(void)ds_dest_resolve(rs, d);
+		ds_dest_unpin(d);
 		if (d->pins || d->resolving)
 			abort(); /* a resolution left its destination pinned */
 	}
