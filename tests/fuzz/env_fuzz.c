@@ -202,12 +202,12 @@ static void check_rule(const char *line)
 	int ret = rsp_parse_rule(line, &r);
 
 	if (ret < -1 || ret > 1 || r.prog[sizeof(r.prog) - 1] ||
-	    (ret == 0 && ((r.domain && r.domain != AF_INET &&
-			   r.domain != AF_INET6 && r.domain != AF_IB) ||
-			  (r.type && r.type != SOCK_STREAM &&
-			   r.type != SOCK_DGRAM) ||
-			  (r.protocol && r.protocol != IPPROTO_TCP &&
-			   r.protocol != IPPROTO_UDP))))
+	    (ret == 0 &&
+	     ((r.domain && r.domain != AF_INET && r.domain != AF_INET6 &&
+	       r.domain != AF_IB) ||
+	      (r.type && r.type != SOCK_STREAM && r.type != SOCK_DGRAM) ||
+	      (r.protocol && r.protocol != IPPROTO_TCP &&
+	       r.protocol != IPPROTO_UDP))))
 		abort();
 }
 
