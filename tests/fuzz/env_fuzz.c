@@ -201,7 +201,7 @@ static void check_rule(const char *line)
 	struct rsp_rule r;
 	int ret = rsp_parse_rule(line, &r);
 
-	if (ret < -1 || ret > 1 || r.prog[sizeof(r.prog) - 1] ||
+	if (ret < -1 || ret > 1 || !memchr(r.prog, 0, sizeof(r.prog)) ||
 	    (ret == 0 &&
 	     ((r.domain && r.domain != AF_INET && r.domain != AF_INET6 &&
 	       r.domain != AF_IB) ||
