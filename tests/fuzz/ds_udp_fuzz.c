@@ -3,9 +3,13 @@
 /*
  * The datagram rsocket's UDP resolver acting on what peers send it:
  * ds_udp_drain reads each message from the UDP socket and ds_udp_handle
- * parses it, finds or creates the sender's destination (ds_dest_get),
- * answers a data message with our QP number, resolves an address handle
- * when the sender's QP number is new, and queues the payload.
+ * parses it, finds or creates the sender's destination (ds_dest_get, at
+ * most rs_def.max_dgram_dest of them: the oldest is evicted), answers a
+ * data message with our QP number, records the sender's QP number and
+ * queues the payload.  A received datagram resolves nothing; after each
+ * drain the harness resolves every unresolved destination whose QP number
+ * is known (ds_dest_resolve, pinned), as the socket's next send to it
+ * would.
  *
  * The UDP socket is the harness's (recvfrom and sendmsg on its number are
  * interposed), as are the rdma_cm calls the resolution makes: whether the
@@ -17,12 +21,14 @@
  * every destination (LeakSanitizer).
  *
  * Input: a flags byte (bit 0: an AF_INET6 socket; bit 1: bound to the
- * wildcard address; bit 2: resolution fails; bit 3: shut for reading),
- * then messages: a family byte (AF_INET6 if bit 0, AF_UNIX if bit 1),
- * the sender's port (2 bytes) and address (4 or 16), a fromlen byte,
- * the length (2 bytes, little-endian) and the message.  A message that
- * makes the library resolve is followed by the route's answer: a byte (bit
- * 0: a path record, the rest: the path count) and 24 bytes of the record.
+ * wildcard address; bit 2: resolution fails; bit 3: shut for reading;
+ * bits 4-7: the destination bound less one, 1..16), then messages: a
+ * family byte (AF_INET6 if bit 0, AF_UNIX if bit 1; bit 2: no message,
+ * the drain ends here), the sender's port (2 bytes) and address (4 or
+ * 16), a fromlen byte, the length (2 bytes, little-endian) and the
+ * message.  Each resolution (after a drain, newest destination first)
+ * reads the route's answer: a byte (bit 0: a path record, the rest: the
+ * path count) and 24 bytes of the record.
  */
 #include <config.h>
 
@@ -71,8 +77,8 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	if (fd != FUZZ_UDP_FD || !(flags & MSG_DONTWAIT))
 		abort(); /* the library reads only its UDP socket, non-blocking */
 	memset(&a, 0, sizeof(a));
-	if (!take(&fam, 1)) {
-		errno = EAGAIN;
+	if (!take(&fam, 1) || (fam & 4)) {
+		errno = EAGAIN; /* nothing more until the next drain */
 		return -1;
 	}
 	if (fam & 1) {
@@ -121,6 +127,15 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 }
 
 /* --- the rest of the datagram rsocket, to its interface ------------------ */
+
+/* The socket table's defaults: only the destination bound is read here. */
+struct rs_defaults rs_def;
+
+/* Only a blocking send that finds the UDP buffer full sleeps: never here. */
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+{
+	abort();
+}
 
 int ds_autobind(struct rsocket *rs)
 {
@@ -250,6 +265,23 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 	return 0;
 }
 
+/* What the socket's sends would do: resolve each peer whose QP is known. */
+static void resolve_known(struct rsocket *rs)
+{
+	struct ds_dest *d, *next;
+
+	for (d = rs->dest_lru; d; d = next) {
+		next = d->lru_next; /* resolving never evicts */
+		if (d->ah)
+			continue;
+		ds_dest_pin(d); /* as the sender does */
+		(void)ds_dest_resolve(rs, d);
+		ds_dest_unpin(d);
+		if (d->pins || d->resolving)
+			abort(); /* a resolution left its destination pinned */
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rsocket rs;
@@ -269,15 +301,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.dqp.cm_id = &h.qp_id;
 	h.dqp.ethernet = true;
 
+	rs_def.max_dgram_dest = 1u + (h.flags >> 4);
 	memset(&rs, 0, sizeof(rs));
+	pthread_mutex_init(&rs.lock, NULL);
+	pthread_mutex_lock(&rs.lock); /* the resolution drops and retakes it */
 	rs.type = SOCK_DGRAM;
 	rs.domain = h.flags & 1 ? AF_INET6 : AF_INET;
 	rs.udp_sock = FUZZ_UDP_FD;
 	rs.ds_shut_rd = h.flags & 8;
 	/* A few drains, as the socket's receives and rpoll would call it */
-	for (i = 0; i < 8 && h.left; i++)
+	for (i = 0; i < 8 && h.left; i++) {
 		ds_udp_drain(&rs);
+		if (ds_dest_count(&rs) > rs_def.max_dgram_dest)
+			abort(); /* the bound on a peer's destinations */
+		resolve_known(&rs);
+	}
 	ds_dest_destroy_all(&rs);
+	pthread_mutex_unlock(&rs.lock);
+	pthread_mutex_destroy(&rs.lock);
 	if (h.ahs)
 		abort(); /* an address handle outlived its destination */
 	return 0;

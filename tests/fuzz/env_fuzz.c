@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/rsocket/wire.c src/rsocket/spin.c src/acm_cache.c src/acm_table.c
+// FUZZ_SOURCES: src/rsocket/wire.c src/rsocket/spin.c src/acm_cache.c src/acm_table.c src/preload/config.c
 /*
  * Every parser of settings the process's environment and configuration
  * files hand the libraries: the rsockets' tunables (RDMA_RS_* and the
@@ -14,7 +14,9 @@
  * fopen macro.
  * Whatever the strings, what comes out must be in the documented ranges.
  * Variables that name files to create (RDMA_RSOCKET_LOG, RDMA_CM_ACM_LOG)
- * are never set.
+ * are never set.  Every value is also parsed as a line of the preload's
+ * preload_config (rsp_parse_rule), whose result must be a known domain,
+ * type and protocol.
  *
  * Input: records of a selector byte (bits 0-4: the variable, mod the
  * count below; bit 7: for an rsocket tunable, its file instead), a length
@@ -52,6 +54,8 @@ static const char *const vars[] = {
 	"RDMA_CM_ACM_NEG_TTL",
 	"RDMA_CM_ACM_TIMEOUT_MS",
 	"RDMA_CM_ACM_SA_TIMEOUT_MS",
+	/* an rsocket tunable without a file here (it is past the first 8) */
+	"RDMA_RS_MAX_DGRAM_DEST",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
@@ -150,7 +154,8 @@ static void check_rs_defaults(void)
 	    rs_def.wmem < RS_SNDLOWAT * 2 || rs_def.wmem > 1u << 30 ||
 	    rs_def.sqsize > RS_QP_MAX_SIZE || rs_def.rqsize > RS_QP_MAX_SIZE ||
 	    rs_def.polling_time > 1000000 || rs_def.polling_max > 1000000 ||
-	    rs_def.iomap_size > 0x7f00 ||
+	    rs_def.iomap_size > 0x7f00 || !rs_def.max_dgram_dest ||
+	    rs_def.max_dgram_dest > 1u << 20 ||
 	    rs_iomap_size_from_wire(rs_iomap_size_to_wire(rs_def.iomap_size)) !=
 		    rs_def.iomap_size)
 		abort();
@@ -187,7 +192,24 @@ static const struct rs_defaults rs_def_initial = {
 	.wmem = 1 << 17,
 	.polling_time = 10,
 	.polling_max = RS_POLLING_MAX_DEFAULT,
+	.max_dgram_dest = RS_MAX_DGRAM_DEST_DEFAULT,
 };
+
+/* One line of preload_config: a rule names only what the preload knows. */
+static void check_rule(const char *line)
+{
+	struct rsp_rule r;
+	int ret = rsp_parse_rule(line, &r);
+
+	if (ret < -1 || ret > 1 || !memchr(r.prog, 0, sizeof(r.prog)) ||
+	    (ret == 0 &&
+	     ((r.domain && r.domain != AF_INET && r.domain != AF_INET6 &&
+	       r.domain != AF_IB) ||
+	      (r.type && r.type != SOCK_STREAM && r.type != SOCK_DGRAM) ||
+	      (r.protocol && r.protocol != IPPROTO_TCP &&
+	       r.protocol != IPPROTO_UDP))))
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -209,6 +231,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		value[len] = '\0';
 		data += 2 + len;
 		size -= 2 + len;
+		check_rule(value);
 		if ((sel & 0x80) && sel % 32 < 8) {
 			memcpy(file_data[sel % 32], value, len);
 			file_len[sel % 32] = len;

@@ -225,21 +225,28 @@ def ds_route(npaths=1, rec=b""):
     return bytes([npaths << 1 | 1]) + (rec + bytes(24))[:24]
 
 
+ds_end = b"\x04"  # the drain ends; then the resolutions' route answers
 data4 = ds_udp(0, 0x11, socket.AF_INET, "192.0.2.2") + b"hello"
 put("ds_udp", "data4", b"\x00" + ds_from4("192.0.2.2", 7472, data4) +
-    ds_route() + ds_from4("192.0.2.2", 7472, data4))
+    ds_end + ds_route() + ds_from4("192.0.2.2", 7472, data4))
 put("ds_udp", "reply4", b"\x00" + ds_from4(
     "192.0.2.3", 7473, ds_udp(7, 0x22, socket.AF_INET, "192.0.2.3")) +
-    ds_route(0))
+    ds_end + ds_route(0))
 put("ds_udp", "data6_any", b"\x03" + ds_from6(
     "2001:db8::2", 7472, ds_udp(0, 0x13, socket.AF_INET6, "2001:db8::2") +
-    b"hi") + ds_route(2, b"\xfe\x80" + bytes(14)))
+    b"hi") + ds_end + ds_route(2, b"\xfe\x80" + bytes(14)))
 put("ds_udp", "new_qpn", b"\x00" +
-    ds_from4("192.0.2.2", 7472, data4) + ds_route() +
+    ds_from4("192.0.2.2", 7472, data4) + ds_end + ds_route() +
     ds_from4("192.0.2.2", 7472,
-             ds_udp(0, 0x12, socket.AF_INET, "192.0.2.2")) + ds_route())
+             ds_udp(0, 0x12, socket.AF_INET, "192.0.2.2")) + ds_end)
 put("ds_udp", "unresolved", b"\x04" + ds_from4("192.0.2.9", 1, data4) +
     ds_from4("192.0.2.9", 1, data4, flen=2))
+# A bound of 2 destinations (flags 0x10) and three senders: one evicted.
+put("ds_udp", "bound_evicts", b"\x10" +
+    ds_from4("192.0.2.2", 7472, data4) + ds_from4("192.0.2.4", 7472, data4) +
+    ds_end + ds_route() + ds_route() +
+    ds_from4("192.0.2.5", 7472, data4) + ds_end + ds_route() +
+    ds_from4("192.0.2.2", 7472, data4))
 
 
 # --- env: records of selector, length, value ------------------------------
@@ -310,5 +317,19 @@ put("p2p", "plain_and_raw", b"\x00" + p2p_req(0, kind=2) + b"\x05\x01" +
     p2p_req(0, kind=3) + bytes([20]) + b"RDMAP2P\x01" + bytes(12))
 put("p2p", "kernel_fails", b"\x00" + b"\x06\x00" + p2p_req() +
     p2p_connect() + b"\x06\x03" + b"\x04\x00" + p2p_event(2, 0, kind=4))
+# A crossing with .2 (we are the higher end): its request is held until
+# the peer refuses our REQ, then adopted; ESTABLISHED on the request's id.
+put("p2p", "crossing_refused_adopts", b"\x00" + p2p_connect() + p2p_req() +
+    p2p_event(2, 0, kind=2) + p2p_event(3, 1))
+# The same with the kernel failing the adoption's ACCEPT (what
+# known/p2p-adopt-accept-fails once did while our REQ was still out).
+put("p2p", "crossing_adopt_accept_fails", b"\x00" + p2p_connect() +
+    p2p_req() + b"\x06\x00" + p2p_event(2, 0, kind=2) + b"\x04\x00")
+# Version-1 headers (16 bytes, dlen bit 3), and a peer that restarts: the
+# same tag from a new incarnation (dlen bits 4-5).
+put("p2p", "v1_request", b"\x00" + p2p_req(0, dlen=8) + p2p_connect() +
+    p2p_event(2, 1))
+put("p2p", "peer_restarted", b"\x00" + p2p_req(0, dlen=0x10) +
+    p2p_connect() + p2p_event(2, 1) + p2p_req(0, dlen=0x20) + p2p_time)
 put("p2p", "duplicate", b"\x00" + p2p_req() + p2p_connect() +
     p2p_event(2, 1) + p2p_req() + p2p_event(3, 3))

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: @library tests/unit/fake_ucma.c tests/unit/fake_verbs.c
+// FUZZ_SOURCES: @library !src/timer.c tests/unit/fake_ucma.c tests/unit/fake_verbs.c
 /*
  * The peer-to-peer state machine (rdma_cm_p2p(7)) on both sides, driven
  * by fuzzer-chosen sequences through the fake kernel device
@@ -9,11 +9,22 @@
  * without the p2p REJ header, CONNECT_RESPONSE with or without the REP
  * header, ESTABLISHED, DISCONNECTED, errors), time passing (the monotonic
  * clock is the harness's, so hold and connect timers expire on demand),
+ * headers of either version (1: 16 bytes; 2: 24, with an incarnation),
  * the application accepting, rejecting, disconnecting and destroying ids
  * (the listener too), and commands the kernel fails (through the fake's
  * hook).  Everything the library delivers must name an id the application
  * knows, with readable private data; every event is acked, every id
  * destroyed at the end, and nothing may hang or leak.
+ *
+ * Timers: the library runs them in a service thread (src/timer.c), which
+ * would make runs depend on scheduling.  This target is built without
+ * timer.c and serves its interface itself: armed timers sit in a list by
+ * deadline, and due ones are expired one at a time, with no lock held,
+ * from this thread (when time passes and before each pump), as the
+ * service thread would.  Within an input, CLOCK_MONOTONIC is virtual (a
+ * fixed start plus what the input lets pass), so an input always replays
+ * the same way.  Races between the thread and the application are the
+ * stress suites' (TSan), not this target's.
  *
  * Input: a flags byte (the listener's RDMA_OPTION_ID_PEER2PEER: bit 0
  * set it, bit 1 its value), then operations: a byte (mod 8) and its
@@ -55,22 +66,103 @@ static uint8_t take8(void)
 	return v;
 }
 
-/* --- the clock: real time plus what the input lets pass ----------------- */
+/* --- the clock: virtual while an input runs ---------------------------- */
+
+#define CLOCK_START_NS (1000ull * 1000000000ull) /* any fixed time */
 
 static uint64_t skew_ns;
+/*
+ * Only this thread, only inside LLVMFuzzerTestOneInput: libFuzzer's own
+ * clock readings (its time limits) stay real.
+ */
+static __thread bool in_input;
 
 int clock_gettime(clockid_t clk, struct timespec *ts)
 {
-	long ret = syscall(SYS_clock_gettime, clk, ts);
+	uint64_t ns = CLOCK_START_NS + skew_ns;
 
-	if (!ret && clk == CLOCK_MONOTONIC && skew_ns) {
-		uint64_t ns = (uint64_t)ts->tv_sec * 1000000000ull +
-			      (uint64_t)ts->tv_nsec + skew_ns;
+	if (clk != CLOCK_MONOTONIC || !in_input)
+		return (int)syscall(SYS_clock_gettime, clk, ts);
+	ts->tv_sec = (time_t)(ns / 1000000000ull);
+	ts->tv_nsec = (long)(ns % 1000000000ull);
+	return 0;
+}
 
-		ts->tv_sec = (time_t)(ns / 1000000000ull);
-		ts->tv_nsec = (long)(ns % 1000000000ull);
+/* --- the timer service (src/timer.c's interface), run from this thread --- */
+
+static struct cma_timer *timers; /* armed, earliest first */
+
+uint64_t cma_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void timer_unlink(struct cma_timer *timer)
+{
+	struct cma_timer **pp;
+
+	for (pp = &timers; *pp; pp = &(*pp)->next) {
+		if (*pp == timer) {
+			*pp = timer->next;
+			break;
+		}
 	}
-	return (int)ret;
+	timer->next = NULL;
+	timer->armed = false;
+}
+
+void cma_timer_start(struct rdma_event_channel *channel,
+		     struct cma_timer *timer, unsigned int ms)
+{
+	struct cma_timer **pp;
+
+	/* As timer.c: the channel must wake for posts from the thread. */
+	cma_channel_expect_posts(channel);
+	if (timer->armed)
+		timer_unlink(timer);
+	timer->deadline_ns = cma_now_ns() + (uint64_t)ms * 1000000ull;
+	for (pp = &timers; *pp; pp = &(*pp)->next)
+		if ((*pp)->deadline_ns > timer->deadline_ns)
+			break;
+	timer->next = *pp;
+	*pp = timer;
+	timer->armed = true;
+}
+
+void cma_timer_stop(struct cma_timer *timer)
+{
+	if (timer->armed)
+		timer_unlink(timer);
+}
+
+/* Nothing runs concurrently here: an expire() under way is the caller. */
+void cma_timer_sync(struct cma_timer *timer)
+{
+	if (timer->armed)
+		timer_unlink(timer);
+}
+
+/* Expire every due timer, earliest first, as the service thread would. */
+static void run_timers(void)
+{
+	struct cma_timer *timer;
+	unsigned int n = 0;
+
+	while (timers && timers->deadline_ns <= cma_now_ns()) {
+		if (++n > 10000)
+			abort(); /* a timer that re-arms itself due: a livelock */
+		timer = timers;
+		timers = timer->next;
+		timer->next = NULL;
+		timer->armed = false;
+		timer->running = true;
+		timer->runner = pthread_self();
+		timer->expire(timer);
+		timer->running = false;
+	}
 }
 
 /* --- the kernel: the fake's model, with failures on demand -------------- */
@@ -134,6 +226,7 @@ static void pump(void)
 	struct rdma_cm_event *ev;
 	int n;
 
+	run_timers();
 	for (n = 0; n < 1000 && !rdma_get_cm_event(ch, &ev); n++) {
 		const struct rdma_conn_param *c = &ev->param.conn;
 		struct rdma_cm_id *new_id = NULL;
@@ -198,7 +291,7 @@ static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 				  .port = port,
 				  .tag = tag,
 				  .data_len = 0};
-	uint8_t len = 0;
+	uint8_t len = 0, b;
 
 	if (kind == 0xff) { /* raw: the fuzzer's bytes */
 		len = take8() % 57;
@@ -210,9 +303,12 @@ static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 		return len;
 	}
 	if (kind) {
-		hdr.data_len = take8() % 8;
-		cma_p2p_hdr_encode(&hdr, pd);
-		len = CMA_P2P_HDR_LEN + hdr.data_len;
+		/* b: data length, bit 3 version 1, bits 4-5 the incarnation */
+		b = take8();
+		hdr.data_len = b % 8;
+		hdr.len = b & 8 ? CMA_P2P_HDR_LEN_V1 : CMA_P2P_HDR_LEN;
+		hdr.incarnation = (b >> 4) & 3; /* 0: not stated */
+		len = (uint8_t)(cma_p2p_hdr_encode(&hdr, pd) + hdr.data_len);
 	}
 	return len;
 }
@@ -331,6 +427,7 @@ static void op_kernel_event(void)
 static void op_time(void)
 {
 	skew_ns += (uint64_t)take8() * 100000000ull;
+	run_timers();
 }
 
 /* op 4: the application destroys an id (255: the listener). */
@@ -444,6 +541,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
+	in_input = true;
 	in.p = data + 1;
 	in.left = size - 1;
 	setup(data[0]);
@@ -477,5 +575,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pump();
 	}
 	teardown();
+	if (timers)
+		abort(); /* a timer outlived the ids it serves */
+	in_input = false;
 	return 0;
 }

@@ -7,7 +7,9 @@
 #     // FUZZ_SOURCES: src/a.c src/b.c
 # where "@library" stands for every source of the library (targets that
 # drive the id/event machinery, which reaches every module); those add
-# tests/unit/fake_ucma.c, the fake kernel device the unit tests use.
+# tests/unit/fake_ucma.c, the fake kernel device the unit tests use.  A
+# word "!src/x.c" leaves that source out (the target replaces it, e.g.
+# p2p's own timer service for src/timer.c).
 # Its seed inputs live in tests/fuzz/corpus/<name>/ (optional).  Each target
 # is compiled with clang -fsanitize=fuzzer,address,undefined against
 # include/, src/ and the build tree's config.h, then run for FUZZ_TIME
@@ -60,14 +62,17 @@ fuzz_sources() {
 	local line
 	line=$(head -n 10 "$1" |
 		sed -n 's|^[[:space:]]*//[[:space:]]*FUZZ_SOURCES:||p' | head -n 1)
-	local word
+	local word skip=()
+	for word in $line; do
+		[ "${word#!}" = "$word" ] || skip+=("${word#!}")
+	done
 	for word in $line; do
 		if [ "$word" = @library ]; then
 			(cd "$repo" && ls src/*.c src/rsocket/*.c)
-		else
+		elif [ "${word#!}" = "$word" ]; then
 			echo "$word"
 		fi
-	done
+	done | grep -vxF -e /dev/null ${skip[@]+"${skip[@]/#/-e}"}
 }
 
 build_target() {
