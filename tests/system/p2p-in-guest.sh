@@ -205,6 +205,13 @@ restart_test() {
 	local fam=$1 port=$2 x=$3 y=$4 name="restart/$1" s p rc=0 ids=-1
 	wanted "$name" || return 0
 	[ $two = no ] || return 0
+	# On iWARP the higher end only waits for the lower end's request, so
+	# a restarted higher end never states its new incarnation to the
+	# survivor, whose ordinals stay ahead (rdma_cm_p2p(7), BUGS).
+	if [ "$TRANSPORT" = iwarp ]; then
+		echo "SKIP $name: a restarted higher end is not recognised on iWARP (rdma_cm_p2p(7) BUGS)"
+		return 0
+	fi
 	rm -f "$out/go" "$out"/rs.*
 	"$PAIR" restart survivor "$x" "$port" "$y" $((port + 1)) "$out/go" \
 		>"$out/rs.survivor" 2>&1 &
