@@ -20,12 +20,16 @@
  * rdma_connect adopts a held match (accepts the request's kernel id with
  * the connecting id's QP and makes that kernel id the id's own) instead
  * of sending a REQ.  Requests that cross on the wire are settled by
- * identity: the one from the lower (address, port) wins on both sides.
+ * identity: the one from the lower (address, port) wins on both sides;
+ * the higher end adopts it once the lower end has refused its own REQ.
+ * Each process states a random incarnation, so a restarted peer is told
+ * from a duplicate of its old connections.
  *
  *   p2p.c          the table (listeners, conns, held requests), settings,
  *                  events on p2p ids, options and teardown
  *   p2p_connect.c  rdma_connect in p2p mode: keys and tags, adoption,
- *                  iWARP's single request, a connect's timer
+ *                  iWARP's single request, a connect's timer, a
+ *                  restarted peer
  *   p2p_request.c  requests arriving at a listener: decide, hold, surface
  */
 #include <config.h>
