@@ -41,15 +41,7 @@ uint64_t cma_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The child of a fork() has no service thread: it starts its own. */
-static void cma_timer_atfork_child(void)
-{
-	pthread_mutex_init(&timer_lock, NULL);
-	timer_thread_up = false;
-	timer_quit = false;
-}
-
-static void cma_timer_init_once(void)
+static void cma_timer_init_wake(void)
 {
 	pthread_condattr_t attr;
 
@@ -57,6 +49,25 @@ static void cma_timer_init_once(void)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&timer_wake, &attr);
 	pthread_condattr_destroy(&attr);
+}
+
+/*
+ * The child of a fork() has no service thread: it starts its own.  The
+ * parent's thread may have been waiting on the condition variables, a
+ * waiter the child does not have: they are made anew.
+ */
+static void cma_timer_atfork_child(void)
+{
+	pthread_mutex_init(&timer_lock, NULL);
+	pthread_cond_init(&timer_done, NULL);
+	cma_timer_init_wake();
+	timer_thread_up = false;
+	timer_quit = false;
+}
+
+static void cma_timer_init_once(void)
+{
+	cma_timer_init_wake();
 	pthread_atfork(NULL, NULL, cma_timer_atfork_child);
 }
 
