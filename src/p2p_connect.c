@@ -493,29 +493,37 @@ static struct cma_p2p_conn *cma_p2p_timer_conn(struct cma_timer *timer)
  * running: destroying the id later would block until the last one.)  The
  * id gets a fresh kernel id, so that the application can still destroy it.
  */
-static struct cma_event *cma_p2p_give_up(struct cma_p2p_conn *conn)
+static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	uint32_t old = id_priv->handle;
+	struct cma_event *evt;
+	bool fresh = !cma_id_create_kernel(id_priv);
 
-	if (!cma_id_create_kernel(id_priv))
+	conn->gave_up = true;
+	cma_qp_to_err(id_priv);
+	/*
+	 * Reported before the old kernel id goes: destroying a connecting
+	 * iWARP id waits in the kernel until its connect is answered or the
+	 * MPA exchange times out (seconds), and the bound is the point.
+	 */
+	evt = cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, status);
+	if (evt)
+		cma_event_post(evt);
+	if (fresh)
 		cma_p2p_drop_own_id(conn, old);
 	else /* no memory: the best we can do without losing the id */
 		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
-	conn->gave_up = true;
-	return cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 }
 
 /*
  * The connect waited long enough: for an answer to its REQ (PENDING), or
  * for the peer's REQ after being told it would come (WAIT_PEER, failed as
- * the REJ said).
+ * the REJ said).  Both locks held; NULL, or the event to post.
  */
-/* The connect's time is up (both locks held); NULL, or the event to post. */
 static struct cma_event *cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
-	struct cma_event *evt;
 
 	if (conn->state == CMA_P2P_PENDING && conn->iw_refused)
 		return cma_p2p_iw_retry(conn);
@@ -524,14 +532,15 @@ static struct cma_event *cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 		    conn->state == CMA_P2P_PENDING
 			    ? "no answer to our REQ, UNREACHABLE"
 			    : "the peer's REQ never came, REJECTED");
-	if (conn->state == CMA_P2P_PENDING)
-		evt = cma_p2p_give_up(conn);
-	else
-		evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-				    conn->wait_status);
+	if (conn->state == CMA_P2P_PENDING) {
+		cma_p2p_conn_unregister(conn);
+		cma_p2p_give_up(conn, -ETIMEDOUT);
+		return NULL;
+	}
 	cma_p2p_conn_unregister(conn);
 	cma_qp_to_err(conn->id_priv);
-	return evt;
+	return cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+			     conn->wait_status);
 }
 
 /*
@@ -577,10 +586,7 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
 		break;
 	case CMA_P2P_PENDING:
-		evt = cma_p2p_give_up(conn);
-		if (evt)
-			evt->event.status = -ECONNRESET;
-		cma_qp_to_err(id_priv);
+		cma_p2p_give_up(conn, -ECONNRESET);
 		break;
 	case CMA_P2P_WAIT_PEER:
 		evt = cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED,
