@@ -54,6 +54,13 @@ static int xs_setup(struct xs_conn *c)
 	return ex_post_recv(c->id->qp, c->mr, c->buf, XS_MSG, 1);
 }
 
+/* The client's DISCONNECTED, after its disconnect flushed our QP. */
+static int xs_await_disconnect(struct rdma_event_channel *ch, struct xs_conn *c)
+{
+	return ex_expect_event(ch, c->id, RDMA_CM_EVENT_DISCONNECTED,
+			       XS_TIMEOUT_MS, NULL);
+}
+
 /*
  * Echo messages until the client disconnects.  Returns the number echoed,
  * or -1 on an error.
@@ -79,6 +86,12 @@ static long xs_echo(struct rdma_event_channel *ch, struct xs_conn *c)
 			ex_ack(ev);
 			return -1;
 		}
+		/*
+		 * Flushed: the QP went to error, which on iWARP is what the
+		 * client's disconnect does at once (its DISCONNECTED follows).
+		 */
+		if (n == 1 && wc.status == IBV_WC_WR_FLUSH_ERR)
+			return xs_await_disconnect(ch, c) ? -1 : echoed;
 		if (n != 1 || ex_wc_ok(&wc, "echo"))
 			return -1;
 		if (wc.opcode == IBV_WC_SEND) {
