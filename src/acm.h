@@ -252,6 +252,13 @@ int cma_acm_sa_parse(const uint8_t *mad, size_t len, uint64_t tid,
 /* Query the SA of @port (an IB port).  0 or -1/errno. */
 int cma_acm_sa_query(const struct cma_acm_port *port, const union ibv_gid *dgid,
 		     struct ibv_path_data *out);
+/*
+ * An SA agent on @port, with RMPP when @rmpp (answers of several
+ * segments): the umad port id, *agent set; or -1/errno (ENODEV, EACCES).
+ * Closed with cma_sa_agent_close.
+ */
+int cma_sa_agent_open(const struct cma_acm_port *port, bool rmpp, int *agent);
+void cma_sa_agent_close(int portid, int agent);
 
 /* --- acm_cm.c: where the CM calls use ACM ------------------------------- */
 

@@ -136,6 +136,30 @@ out:
 	return ret;
 }
 
+int cma_sa_agent_open(const struct cma_acm_port *port, bool rmpp, int *agent)
+{
+	int portid;
+
+	if (umad_init() < 0)
+		return cma_err(ENODEV);
+	portid = umad_open_port(port->dev_name, port->port_num);
+	if (portid < 0)
+		return cma_err(EACCES);
+	*agent = umad_register(portid, UMAD_CLASS_SUBN_ADM,
+			       UMAD_SA_CLASS_VERSION, rmpp ? 1 : 0, NULL);
+	if (*agent < 0) {
+		umad_close_port(portid);
+		return cma_err(EACCES);
+	}
+	return portid;
+}
+
+void cma_sa_agent_close(int portid, int agent)
+{
+	umad_unregister(portid, agent);
+	umad_close_port(portid);
+}
+
 int cma_acm_sa_query(const struct cma_acm_port *port, const union ibv_gid *dgid,
 		     struct ibv_path_data *out)
 {
@@ -146,25 +170,16 @@ int cma_acm_sa_query(const struct cma_acm_port *port, const union ibv_gid *dgid,
 
 	if (port->link_layer != IBV_LINK_LAYER_INFINIBAND || !port->sm_lid)
 		return cma_err(ENODATA);
-	if (umad_init() < 0)
-		return cma_err(ENODEV);
-	portid = umad_open_port(port->dev_name, port->port_num);
+	portid = cma_sa_agent_open(port, false, &agent);
 	if (portid < 0)
-		return cma_err(EACCES);
-	agent = umad_register(portid, UMAD_CLASS_SUBN_ADM,
-			      UMAD_SA_CLASS_VERSION, 0, NULL);
-	if (agent < 0) {
-		umad_close_port(portid);
-		return cma_err(EACCES);
-	}
+		return -1;
 	tid = __atomic_add_fetch(&next_tid, 1, __ATOMIC_RELAXED) |
 	      ((uint64_t)getpid() << 32);
 	cma_acm_sa_build(mad, tid, &port->gid, dgid, port->pkey);
 	memset(out, 0, sizeof(*out));
 	ret = acm_sa_exchange(portid, agent, port, mad, tid, &out->path);
 	err = errno;
-	umad_unregister(portid, agent);
-	umad_close_port(portid);
+	cma_sa_agent_close(portid, agent);
 	if (ret)
 		return cma_err(err);
 	out->flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY |

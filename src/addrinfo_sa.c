@@ -291,25 +291,16 @@ int cma_sa_svc_query(const struct cma_acm_port *port,
 
 	if (port->link_layer != IBV_LINK_LAYER_INFINIBAND || !port->sm_lid)
 		return cma_err(ENODEV);
-	if (umad_init() < 0)
-		return cma_err(ENODEV);
-	portid = umad_open_port(port->dev_name, port->port_num);
-	if (portid < 0)
-		return cma_err(EACCES);
 	/* RMPP: a table of records may take several segments. */
-	agent = umad_register(portid, UMAD_CLASS_SUBN_ADM,
-			      UMAD_SA_CLASS_VERSION, 1, NULL);
-	if (agent < 0) {
-		umad_close_port(portid);
-		return cma_err(EACCES);
-	}
+	portid = cma_sa_agent_open(port, true, &agent);
+	if (portid < 0)
+		return -1;
 	tid = __atomic_add_fetch(&next_tid, 1, __ATOMIC_RELAXED) |
 	      ((uint64_t)getpid() << 32) | (1ull << 63);
 	cma_sa_svc_build(mad, tid, svc);
 	ret = sa_svc_exchange(portid, agent, port, mad, tid, tmpl, res);
 	err = errno;
-	umad_unregister(portid, agent);
-	umad_close_port(portid);
+	cma_sa_agent_close(portid, agent);
 	return ret ? cma_err(err) : 0;
 }
 
