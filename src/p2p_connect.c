@@ -442,11 +442,10 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	conn->ece = *ece;
 	conn->gave_up = false;
 
+	ret = cma_p2p_adopt_held(conn);
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    cma_p2p_held_find(&conn->key) ? "adopting the held request"
-						  : "sending a REQ");
-	ret = cma_p2p_adopt_held(conn);
+		    ret > 0 ? "adopted the held request" : "sending a REQ");
 	if (ret > 0) {
 		ret = 0;
 		goto out;
