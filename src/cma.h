@@ -27,20 +27,26 @@
  *
  * Lock order (take left before right; release in any order):
  *
- *   id->qp_lock -> p2p_lock -> id->mut -> channel lock
- *                  p2p_lock -> timer lock (timer.c)
+ *   listener's qp_lock -> connect's qp_lock -> p2p_lock -> id->mut
+ *                                           -> channel lock
+ *                         p2p_lock -> timer lock (timer.c)
  *
- * qp_lock is held around the handling of each event of its id and around
- * rdma_destroy_qp, and by a p2p connect's timer expiry; a request adopted
- * for another id (p2p_connect.c, cma_p2p_adopt) moves that id's QP under
- * p2p_lock without its qp_lock, which the order forbids taking there: an
- * application must not destroy the QP of a p2p connect it has not seen
- * finish.  The channel lock and the timer lock are leaves.  dev_lock
- * (device.c) and the ACM locks (acm_*.c) are leaves: nothing else is taken
- * under them.  No lock is held across a wait for another thread except
- * id->mut (the condition variable of cma_id_wait_locked) and the timer
- * lock (cma_timer_sync's).  Kernel commands are made under p2p_lock (short,
- * non-blocking calls); nothing waits for the network under a lock.
+ * qp_lock is held around the handling of each event of its id, around
+ * rdma_destroy_qp, around a p2p rdma_connect and by a p2p connect's timer
+ * expiry.  Two qp_locks are held together only when a request arriving at
+ * a p2p listener is adopted for a waiting connect (p2p_request.c): the
+ * listener's (its event) and then the connect's; a listener has no QP and
+ * a connect never takes a listener's.  p2p_lock guards the p2p table
+ * (p2p_table.h); only kernel commands that never wait for the network run
+ * under it.  Work on an id found through the table (an adoption, a REQ
+ * going out, destroying a replaced kernel id, moving its QP) is done after
+ * p2p_lock is dropped, under that id's qp_lock, with the id's p2p record
+ * marked busy: rdma_destroy_id waits until it is not.  The channel lock
+ * and the timer lock are leaves.  dev_lock (device.c) and the ACM locks
+ * (acm_*.c) are leaves: nothing else is taken under them.  No lock is held
+ * across a wait for another thread except id->mut (the condition variable
+ * of cma_id_wait_locked), p2p_lock (rdma_destroy_id waiting for a busy
+ * record) and the timer lock (cma_timer_sync's).
  */
 
 #include <errno.h>

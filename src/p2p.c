@@ -56,13 +56,43 @@ _Static_assert(offsetof(struct rdma_conn_param, peer2peer_mode) == 15,
 _Static_assert(sizeof(struct rdma_conn_param) == 24,
 	       "struct rdma_conn_param must keep its size");
 
-pthread_mutex_t p2p_lock = PTHREAD_MUTEX_INITIALIZER;
-struct cma_p2p_listener *p2p_listeners; /* creation order */
-unsigned int p2p_nheld;
-uint64_t p2p_held_evicted;
+static pthread_mutex_t p2p_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Signalled when a busy count (conn, listener) drops: detach waits. */
+static pthread_cond_t p2p_idle_cond = PTHREAD_COND_INITIALIZER;
+static struct cma_p2p_listener *p2p_listeners; /* creation order */
+static unsigned int p2p_nheld; /* held requests in the process */
+static uint64_t p2p_held_evicted; /* refused to keep within the caps */
 /* Held requests by key, newest first in each bucket. */
 static struct cma_p2p_held *p2p_held_hash[CMA_P2P_HELD_BUCKETS];
-struct cma_p2p_conn *p2p_conns;
+static struct cma_p2p_conn *p2p_conns;
+
+void cma_p2p_lock(void)
+{
+	pthread_mutex_lock(&p2p_lock);
+}
+
+void cma_p2p_unlock(void)
+{
+	pthread_mutex_unlock(&p2p_lock);
+}
+
+bool cma_p2p_locked(void)
+{
+	if (pthread_mutex_trylock(&p2p_lock))
+		return true;
+	pthread_mutex_unlock(&p2p_lock);
+	return false;
+}
+
+void cma_p2p_wait_idle(void)
+{
+	pthread_cond_wait(&p2p_idle_cond, &p2p_lock);
+}
+
+void cma_p2p_idle(void)
+{
+	pthread_cond_broadcast(&p2p_idle_cond);
+}
 
 /* --- the pure part (p2p.h) ------------------------------------------------- */
 
@@ -104,6 +134,7 @@ enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 	case CMA_P2P_WAIT_PEER:
 		return CMA_P2P_ADOPT;
 	case CMA_P2P_CONNECTED:
+	case CMA_P2P_ADOPTING: /* a copy of the request being adopted */
 		break;
 	}
 	return CMA_P2P_REJECT_DUP;
@@ -326,9 +357,9 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	lis->wildcard = cma_p2p_addr_is_any(lis->addr);
 	lis->port = be16toh(rdma_get_src_port(&id_priv->id));
 	lis->timer.expire = cma_p2p_timer_expire;
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	if (cma_p2p_find_listener(id_priv)) {
-		pthread_mutex_unlock(&p2p_lock);
+		cma_p2p_unlock();
 		free(lis);
 		return;
 	}
@@ -336,14 +367,14 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 		;
 	*pp = lis;
 	id_priv->p2p_listening = true;
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 }
 
 void cma_p2p_unlisten(struct cma_id_private *id_priv)
 {
 	struct cma_p2p_listener *lis, **pp;
 
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	for (pp = &p2p_listeners; (lis = *pp); pp = &lis->next) {
 		if (lis->id_priv == id_priv) {
 			*pp = lis->next;
@@ -351,7 +382,7 @@ void cma_p2p_unlisten(struct cma_id_private *id_priv)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 	/* Never listened: no request was held, its timer never armed. */
 	free(lis);
 }
@@ -584,6 +615,45 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 	return NULL;
 }
 
+struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
+					  const struct cma_p2p_ident *remote)
+{
+	for (conn = conn ? conn->next : p2p_conns; conn; conn = conn->next)
+		if (!cma_p2p_ident_cmp(&conn->key.remote, remote))
+			return conn;
+	return NULL;
+}
+
+void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote)
+{
+	struct cma_p2p_held *h, *hnext;
+	struct cma_p2p_listener *lis;
+
+	for (lis = p2p_listeners; lis; lis = lis->next) {
+		for (h = lis->held_head; h; h = hnext) {
+			hnext = h->lnext;
+			if (cma_p2p_ident_cmp(&h->key.remote, remote))
+				continue;
+			cma_p2p_held_unlink(h);
+			cma_p2p_held_drop(h);
+		}
+		cma_p2p_arm(lis);
+	}
+}
+
+struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
+{
+	uintptr_t p =
+		(uintptr_t)timer - offsetof(struct cma_p2p_listener, timer);
+	struct cma_p2p_listener *lis;
+
+	/* Compare before touching: the listener may be gone. */
+	for (lis = p2p_listeners; lis; lis = lis->next)
+		if ((uintptr_t)lis == p)
+			return lis;
+	return NULL;
+}
+
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 {
 	struct cma_p2p_held *h;
@@ -617,12 +687,13 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_adoption a = {.conn = NULL};
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	cma_p2p_dbg("event %s status %d on %s, handle %u (id's %u), state %d",
 		    rdma_event_str((enum rdma_cm_event_type)resp->event),
 		    (int)resp->status,
@@ -632,6 +703,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* from the kernel id an adoption replaced */
 	} else if (conn->gave_up) {
 		drop = true; /* the application has its UNREACHABLE */
+	} else if (conn->state == CMA_P2P_ADOPTING) {
+		drop = true; /* the kernel id an adoption is replacing */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
 		   cma_p2p_peer_will_connect(resp)) {
@@ -640,14 +713,17 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		 * does not listen yet: either way its REQ is due, and the
 		 * connect adopts it when it comes.
 		 */
-		cma_p2p_wait_for_peer(conn, (int)resp->status);
+		cma_p2p_wait_for_peer(conn, (int)resp->status, &a);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
 		   resp->event == RDMA_CM_EVENT_CONNECT_ERROR) {
 		cma_p2p_conn_unregister(conn); /* failed: a retry may come */
 	}
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
+	/* The event path holds the id's qp_lock (event.c). */
+	if (a.conn)
+		cma_p2p_adopt_finish(&a, true);
 	return drop;
 }
 
@@ -680,21 +756,22 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	/* An adopted request's data is the request's (cma_p2p_established). */
 	if (!conn || !conn->registered || conn->adopted)
 		return;
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	conn->state = CMA_P2P_CONNECTED;
 	/* Reported as ESTABLISHED: the ordinal is spent (rdma_establish too). */
 	conn->established = true;
-	cma_timer_stop(&conn->timer);
+	if (!conn->peer_gone) /* else the timer still has that to do */
+		cma_timer_stop(&conn->timer);
 	cma_p2p_refuse_held_dups(&conn->key);
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 		    CMA_P2P_OK ||
 	    hdr.kind != CMA_P2P_REP)
 		return; /* an ordinary listener accepted it */
 	/* A peer that only ever answered us is known by its replies. */
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	cma_p2p_peer_seen(&conn->key.remote, hdr.incarnation, conn);
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 	memmove(evt->private_data, evt->private_data + hdr.len, hdr.data_len);
 	p->private_data_len = hdr.data_len;
 	p->private_data = hdr.data_len ? evt->private_data : NULL;
@@ -714,9 +791,9 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 
 	if (!conn)
 		return;
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	conn->established = true;
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 	if (conn->adopted) {
 		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
 		p->private_data_len = conn->peer_len;
@@ -793,11 +870,20 @@ static struct cma_p2p_listener *p2p_closing;
 void cma_p2p_detach(struct cma_id_private *id_priv)
 {
 	struct cma_p2p_listener *lis = NULL, **pp;
+	struct cma_p2p_chores c = {.n = 0};
+	bool chores = false;
 	struct cma_p2p_held *h;
 
 	if (!id_priv->p2p && !id_priv->p2p_listening)
 		return;
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
+	/*
+	 * Kernel work on the id (or on its listener's fd) that runs without
+	 * p2p_lock finishes first: it uses the id's handle and fd.
+	 */
+	while ((id_priv->p2p && id_priv->p2p->busy) ||
+	       ((lis = cma_p2p_find_listener(id_priv)) && lis->busy))
+		cma_p2p_wait_idle();
 	for (pp = &p2p_listeners; id_priv->p2p_listening && (lis = *pp);
 	     pp = &lis->next)
 		if (lis->id_priv == id_priv)
@@ -814,10 +900,16 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 	}
 	if (id_priv->p2p) {
 		cma_p2p_conn_unregister(id_priv->p2p);
-		/* Before the id's own DESTROY_ID: no event may outlive it. */
-		cma_p2p_destroy_orphan(id_priv->p2p);
+		chores = cma_p2p_take_chores(id_priv->p2p, &c);
 	}
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
+	/*
+	 * Before the id's own DESTROY_ID: no event may outlive it.  Its QP
+	 * is the application's to destroy now, not ours to move.
+	 */
+	c.qp_err = false;
+	if (chores)
+		cma_p2p_do_chores(id_priv->p2p, &c);
 }
 
 void cma_p2p_free(struct cma_id_private *id_priv)
@@ -826,14 +918,14 @@ void cma_p2p_free(struct cma_id_private *id_priv)
 
 	cma_p2p_detach(id_priv); /* a no-op after rdma_destroy_id's */
 	if (id_priv->p2p_listening) {
-		pthread_mutex_lock(&p2p_lock);
+		cma_p2p_lock();
 		for (pp = &p2p_closing; (lis = *pp); pp = &lis->next) {
 			if (lis->id_priv == id_priv) {
 				*pp = lis->next;
 				break;
 			}
 		}
-		pthread_mutex_unlock(&p2p_lock);
+		cma_p2p_unlock();
 	}
 	/* No lock held: an expire() under way may need p2p_lock to finish. */
 	if (lis) {

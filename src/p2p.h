@@ -31,6 +31,7 @@ enum cma_p2p_state {
 	CMA_P2P_PENDING, /* our REQ is out, no answer yet */
 	CMA_P2P_WAIT_PEER, /* our REQ lost the tie-break: the peer's is due */
 	CMA_P2P_CONNECTED, /* formed, or forming from an adopted request */
+	CMA_P2P_ADOPTING, /* answering a request of the peer's right now */
 };
 
 enum cma_p2p_action {

@@ -188,61 +188,126 @@ static int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv,
 }
 
 /*
- * Drop the id's own kernel id (replaced by an adopted request's, or by a
- * fresh one).  If the kernel refuses, that id lives on with our uid and
- * may still report events: it is kept as the conn's orphan, destroyed by
- * rdma_destroy_id at the latest (cma_p2p_destroy_orphan), so that no event
- * ever names an id that was freed.
+ * Under p2p_lock: kernel id @old of @conn's id was replaced (by a fresh
+ * one, or an adopted request's); it is destroyed by the conn's chores.
+ * Until then it is ours (its events are dropped as stale), so that no
+ * event ever names an id that was freed.  The slots are few: when they
+ * are full (a kernel that keeps refusing DESTROY_ID) the oldest is
+ * destroyed here.
  */
-static void cma_p2p_drop_own_id(struct cma_p2p_conn *conn, uint32_t old)
+static void cma_p2p_retire(struct cma_p2p_conn *conn, uint32_t old)
 {
-	struct cma_id_private *id_priv = conn->id_priv;
-
-	cma_p2p_destroy_orphan(conn); /* an older one first: one slot */
-	if (!cma_p2p_destroy_kernel_id(id_priv, old))
-		return;
-	cma_p2p_dbg("kernel id %u not destroyed (%m): kept to retry", old);
-	if (!conn->has_orphan) {
-		conn->orphan = old;
-		conn->has_orphan = true;
+	if (conn->nretired == CMA_P2P_MAX_RETIRED) {
+		if (cma_p2p_destroy_kernel_id(conn->id_priv, conn->retired[0]))
+			cma_p2p_dbg("kernel id %u not destroyed: %m",
+				    conn->retired[0]);
+		memmove(conn->retired, conn->retired + 1,
+			(CMA_P2P_MAX_RETIRED - 1) * sizeof(conn->retired[0]));
+		conn->nretired--;
 	}
+	conn->retired[conn->nretired++] = old;
 }
 
-void cma_p2p_destroy_orphan(struct cma_p2p_conn *conn)
+/* Under p2p_lock: let the conn's timer do its chores now. */
+static void cma_p2p_chores_soon(struct cma_p2p_conn *conn)
 {
-	if (conn->has_orphan &&
-	    !cma_p2p_destroy_kernel_id(conn->id_priv, conn->orphan))
-		conn->has_orphan = false;
+	cma_timer_start(conn->id_priv->id.channel, &conn->timer, 0);
+}
+
+bool cma_p2p_take_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c)
+{
+	c->n = conn->nretired;
+	memcpy(c->ids, conn->retired, sizeof(c->ids));
+	c->qp_err = conn->qp_err_due;
+	conn->nretired = 0;
+	conn->qp_err_due = false;
+	if (!c->n && !c->qp_err)
+		return false;
+	conn->busy++;
+	return true;
+}
+
+void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c)
+{
+	unsigned int i, failed = 0;
+
+	if (c->qp_err)
+		cma_qp_to_err(conn->id_priv);
+	for (i = 0; i < c->n; i++) {
+		if (!cma_p2p_destroy_kernel_id(conn->id_priv, c->ids[i]))
+			continue;
+		cma_p2p_dbg("kernel id %u not destroyed (%m): kept to retry",
+			    c->ids[i]);
+		c->ids[failed++] = c->ids[i];
+	}
+	cma_p2p_lock();
+	for (i = 0; i < failed; i++)
+		cma_p2p_retire(conn, c->ids[i]);
+	if (conn->peer_gone)
+		cma_p2p_chores_soon(conn);
+	conn->busy--;
+	cma_p2p_idle();
+	cma_p2p_unlock();
+}
+
+/* Under the id's qp_lock, not p2p_lock: do what is left to do now. */
+static void cma_p2p_chores_now(struct cma_p2p_conn *conn)
+{
+	struct cma_p2p_chores c;
+	bool any;
+
+	cma_p2p_lock();
+	any = cma_p2p_take_chores(conn, &c);
+	cma_p2p_unlock();
+	if (any)
+		cma_p2p_do_chores(conn, &c);
+}
+
+void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
+			 struct cma_p2p_listener *lis, uint32_t handle,
+			 const struct rdma_ucm_event_resp *resp,
+			 const struct cma_p2p_hdr *hdr)
+{
+	a->conn = conn;
+	a->lis = lis;
+	a->handle = handle;
+	a->resp = *resp;
+	a->hdr = *hdr;
+	/* Registered, so that a duplicate meanwhile is refused (decide). */
+	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
+	cma_timer_stop(&conn->timer);
+	conn->busy++;
+	lis->busy++;
 }
 
 /*
- * Make the request's kernel id @handle (on @lis's fd) the connection of
- * @conn's id: answer it with the id's QP, and drop the id's own kernel id.
- * Called with p2p_lock held.  On failure the request is refused, and the
- * id is as before (-1).
+ * Answer the claimed request with the id's QP and make its kernel id the
+ * id's own: MIGRATE_ID onto the id's fd, the QP to RTR and RTS (not on
+ * iWARP: the kernel does it there), ACCEPT with our header, then the id's
+ * old kernel id goes.  0, or -1/errno with the id as before.
  */
-int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
-		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
-		  const struct cma_p2p_hdr *hdr)
+static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 {
+	struct cma_p2p_conn *conn = a->conn;
 	struct cma_id_private *id_priv = conn->id_priv;
-	int fd = cma_id_fd(id_priv), lfd = cma_id_fd(lis->id_priv);
-	const struct rdma_ucm_conn_param *req = &resp->param.conn;
+	int fd = cma_id_fd(id_priv), lfd = cma_id_fd(a->lis->id_priv);
+	const struct rdma_ucm_conn_param *req = &a->resp.param.conn;
 	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP};
 	struct rdma_ucm_conn_param kp = conn->kparam;
 	uint32_t old = id_priv->handle, reported;
 	bool qp_moved = false;
 	int err;
 
-	if (cma_check_priv_len(id_priv,
+	if (!id_priv->id.qp || /* destroyed since rdma_connect */
+	    cma_check_priv_len(id_priv,
 			       (size_t)kp.private_data_len + CMA_P2P_HDR_LEN,
 			       CMA_PRIV_REP) ||
-	    (fd != lfd && ucma_cmd_migrate_id(fd, handle, lfd, &reported))) {
-		err = errno;
-		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, &conn->key);
+	    (fd != lfd && ucma_cmd_migrate_id(fd, a->handle, lfd, &reported))) {
+		err = id_priv->id.qp ? errno : EINVAL;
+		cma_p2p_refuse(lfd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
 		return cma_err(err);
 	}
-	id_priv->handle = handle;
+	id_priv->handle = a->handle;
 	if (cma_query_route_info(id_priv))
 		goto undo;
 	/* The request's depths are from our side's view already. */
@@ -269,58 +334,91 @@ int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
 	 * request until the peer refused ours): the REP goes first, so that
 	 * a failure leaves the id on its own kernel id as before.
 	 */
-	if (ucma_cmd_accept(fd, handle, (uint64_t)(uintptr_t)id_priv, &kp,
+	if (ucma_cmd_accept(fd, a->handle, (uint64_t)(uintptr_t)id_priv, &kp,
 			    &conn->ece))
 		goto undo;
-	cma_p2p_drop_own_id(conn, old);
-	cma_timer_stop(&conn->timer);
-	cma_p2p_save_peer_data(conn, req, hdr);
-	conn->adopted = true;
-	conn->reply_p2p = true;
-	cma_p2p_conn_register(conn, CMA_P2P_CONNECTED);
+	if (cma_p2p_destroy_kernel_id(id_priv, old)) {
+		cma_p2p_lock();
+		cma_p2p_retire(conn, old);
+		cma_p2p_unlock();
+	}
 	return 0;
 undo:
 	err = errno;
-	cma_p2p_dbg("adopt handle %u failed (%s): request refused", handle,
+	cma_p2p_dbg("adopt handle %u failed (%s): request refused", a->handle,
 		    strerror(err));
-	cma_p2p_refuse(fd, handle, CMA_P2P_REJ_LOST, &conn->key);
+	cma_p2p_refuse(fd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
 	cma_p2p_adopt_undo(id_priv, old, qp_moved);
 	return cma_err(err);
 }
 
-/* The held request with @conn's key: 1 adopted, 0 none, -1 refused. */
-static int cma_p2p_adopt_held(struct cma_p2p_conn *conn)
+int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 {
-	struct cma_p2p_held *h = cma_p2p_held_find(&conn->key);
+	struct cma_p2p_conn *conn = a->conn;
+	struct cma_id_private *id_priv = conn->id_priv;
 	int ret;
 
+	if (!qp_locked)
+		pthread_mutex_lock(&id_priv->qp_lock);
+	ret = cma_p2p_adopt_answer(a);
+	cma_p2p_lock();
+	if (!ret) {
+		cma_p2p_save_peer_data(conn, &a->resp.param.conn, &a->hdr);
+		conn->adopted = true;
+		conn->reply_p2p = true;
+		conn->state = CMA_P2P_CONNECTED;
+	} else {
+		/* The peer may try again: wait for it, bounded as always. */
+		conn->state = CMA_P2P_WAIT_PEER;
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_wait_ms());
+	}
+	if (conn->peer_gone) /* it restarted meanwhile: the timer acts */
+		cma_p2p_chores_soon(conn);
+	conn->busy--;
+	a->lis->busy--;
+	cma_p2p_idle();
+	cma_p2p_unlock();
+	if (!qp_locked)
+		pthread_mutex_unlock(&id_priv->qp_lock);
+	a->conn = NULL;
+	return ret;
+}
+
+/* Claim the held request with @conn's key into @a: true if there was one. */
+static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
+			       struct cma_p2p_adoption *a)
+{
+	struct cma_p2p_held *h = cma_p2p_held_find(&conn->key);
+
 	if (!h)
-		return 0;
+		return false;
 	cma_p2p_held_unlink(h);
 	/* Its listener's hold timer must not fire for it any more. */
 	cma_p2p_arm(h->lis);
-	ret = cma_p2p_adopt(conn, h->lis, h->handle, &h->resp, &h->hdr);
+	cma_p2p_adopt_claim(a, conn, h->lis, h->handle, &h->resp, &h->hdr);
 	free(h);
-	return ret ? -1 : 1;
+	return true;
 }
 
-void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status)
+void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
+			   struct cma_p2p_adoption *a)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 
 	conn->state = CMA_P2P_WAIT_PEER;
 	conn->wait_status = status;
 	/*
-	 * Adopted: done.  None held, or the held one could not be answered
-	 * (its peer gave up meanwhile: the request was refused, and the peer
-	 * may try again): wait for the peer's next REQ, bounded as always.
+	 * Held: adopted once the caller dropped p2p_lock (a failed adoption
+	 * goes back to waiting).  None held: wait for the peer's REQ,
+	 * bounded as always.
 	 */
-	if (cma_p2p_adopt_held(conn) <= 0)
+	if (!cma_p2p_claim_held(conn, a))
 		cma_timer_start(id_priv->id.channel, &conn->timer,
 				cma_p2p_wait_ms());
 }
 
-/* --- iWARP: one request per pair ------------------------------------------- */
+/* --- sending our REQ ----------------------------------------------------- */
 
 /* How often a refused iWARP connect is tried again. */
 #define CMA_P2P_IW_RETRY_MS 200
@@ -334,17 +432,116 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status)
  * used.  A connect refused at once (the peer does not listen yet: iWARP
  * connects are TCP connects) is tried again every CMA_P2P_IW_RETRY_MS
  * until the peer's hold time has passed, then fails with REJECTED,
- * -ECONNREFUSED.  Called with p2p_lock held; 0 or -1/errno.
+ * -ECONNREFUSED.
  */
-static int cma_p2p_iw_connect(struct cma_p2p_conn *conn,
-			      const struct rdma_ucm_conn_param *req)
+static bool cma_p2p_iw_higher_end(const struct cma_p2p_conn *conn)
+{
+	return cma_id_is_iwarp(conn->id_priv) &&
+	       cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0;
+}
+
+/* Both locks held: a refused iWARP connect's time is up. */
+static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
+{
+	struct cma_event *evt;
+
+	cma_qp_to_err(conn->id_priv);
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+			    -ECONNREFUSED);
+	if (evt)
+		cma_event_post(evt);
+}
+
+/*
+ * Send REQ @req (header included) for @conn, PENDING: under the id's
+ * qp_lock (its answer waits for us), without p2p_lock (an iWARP connect
+ * is a TCP connect and may wait for the network).  A peer's request that
+ * arrives meanwhile finds the conn PENDING, as it should.  0, or -1/errno
+ * with the conn out of the table.
+ */
+static int cma_p2p_send_req(struct cma_p2p_conn *conn,
+			    const struct rdma_ucm_conn_param *req)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	char kb[CMA_P2P_KEY_STRLEN];
+	int ret, err;
+
+	cma_p2p_lock();
+	conn->busy++;
+	cma_p2p_unlock();
+	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, req,
+			       &conn->ece);
+	err = errno;
+	cma_p2p_lock();
+	if (!ret) {
+		conn->iw_refused = false;
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv) &&
+		   (!conn->iw_refused ||
+		    cma_p2p_now_ns() < conn->iw_deadline_ns)) {
+		cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		if (!conn->iw_refused) {
+			conn->iw_refused = true;
+			conn->iw_req = *req;
+			conn->iw_deadline_ns =
+				cma_p2p_now_ns() +
+				(uint64_t)cma_p2p_wait_ms() * 1000000;
+		}
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				CMA_P2P_IW_RETRY_MS);
+		ret = 0;
+	} else {
+		cma_p2p_dbg("connect %s: REQ failed: %s",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+			    strerror(err));
+		cma_p2p_conn_unregister(conn);
+		if (conn->iw_refused) /* a retry: only an event can tell */
+			cma_p2p_iw_refused_for_good(conn);
+	}
+	if (conn->peer_gone)
+		cma_p2p_chores_soon(conn);
+	conn->busy--;
+	cma_p2p_idle();
+	cma_p2p_unlock();
+	errno = err;
+	return ret;
+}
+
+/* --- rdma_connect ---------------------------------------------------------- */
+
+/*
+ * Under p2p_lock: draw the key and claim a held request into @a (1), or
+ * register the conn for its REQ (0: PENDING, or WAIT_PEER for an iWARP
+ * higher end), or fail (-1/errno).
+ */
+static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
+				 const struct rdma_ucm_conn_param *kparam,
+				 const struct rdma_ucm_ece *ece,
+				 struct cma_p2p_adoption *a)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
 
+	if (conn->registered)
+		return cma_err(EISCONN);
+	if (cma_p2p_connect_key(id_priv, &conn->key))
+		return -1;
+	conn->ordinal = !conn->key.explicit_tag;
+	conn->established = false;
+	conn->kparam = *kparam;
+	conn->ece = *ece;
+	conn->gave_up = false;
+	conn->peer_gone = false;
 	conn->iw_refused = false;
 	conn->wait_status = -ECONNREFUSED;
-	if (cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0) {
+	if (cma_p2p_claim_held(conn, a)) {
+		cma_p2p_dbg("connect %s: adopting the held request",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		return 1;
+	}
+	if (cma_p2p_iw_higher_end(conn)) {
 		cma_p2p_dbg("connect %s: iWARP, higher end: waiting for the "
 			    "peer's REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
@@ -353,70 +550,62 @@ static int cma_p2p_iw_connect(struct cma_p2p_conn *conn,
 				cma_p2p_pending_ms());
 		return 0;
 	}
-	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
-	if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, req,
-			      &conn->ece)) {
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_pending_ms());
-		return 0;
-	}
-	if (errno != ECONNREFUSED) {
-		cma_p2p_dbg("connect %s: REQ failed: %m",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		cma_p2p_conn_unregister(conn);
-		return -1;
-	}
-	cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
+	cma_p2p_dbg("connect %s: sending a REQ",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-	conn->iw_refused = true;
-	conn->iw_req = *req;
-	conn->iw_deadline_ns =
-		cma_p2p_now_ns() + (uint64_t)cma_p2p_wait_ms() * 1000000;
-	cma_timer_start(id_priv->id.channel, &conn->timer, CMA_P2P_IW_RETRY_MS);
+	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
 	return 0;
 }
 
-/*
- * The retry timer of a refused iWARP connect: try again, or report
- * REJECTED once the time is up.  NULL, or the event to post.
- */
-static struct cma_event *cma_p2p_iw_retry(struct cma_p2p_conn *conn)
+/* With the id's qp_lock: the connect, once p2p_lock showed what to do. */
+static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
+				  const struct rdma_ucm_conn_param *kparam,
+				  const struct rdma_ucm_ece *ece)
 {
-	struct cma_id_private *id_priv = conn->id_priv;
-	char kb[CMA_P2P_KEY_STRLEN];
+	struct rdma_ucm_conn_param req = *kparam;
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
+	struct cma_p2p_adoption a = {.conn = NULL};
+	int ret;
 
-	if (cma_p2p_now_ns() < conn->iw_deadline_ns) {
-		if (!ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
-				      &conn->iw_req, &conn->ece)) {
-			conn->iw_refused = false;
-			cma_timer_start(id_priv->id.channel, &conn->timer,
-					cma_p2p_pending_ms());
-			return NULL;
-		}
-		if (errno == ECONNREFUSED) {
-			cma_timer_start(id_priv->id.channel, &conn->timer,
-					CMA_P2P_IW_RETRY_MS);
-			return NULL;
-		}
+	/* What the last attempt left (a QP to fail, old ids) goes first. */
+	cma_p2p_chores_now(conn);
+	cma_p2p_lock();
+	ret = cma_p2p_connect_start(conn, kparam, ece, &a);
+	cma_p2p_unlock();
+	if (ret < 0)
+		return -1;
+	if (ret > 0) {
+		if (!cma_p2p_adopt_finish(&a, true))
+			return 0;
+		/*
+		 * Refused (the peer gave that attempt up): wait for its
+		 * next REQ, as a connect that lost a crossing would, unless
+		 * another request was claimed meanwhile.
+		 */
+		cma_p2p_lock();
+		ret = conn->state == CMA_P2P_WAIT_PEER &&
+		      !cma_p2p_iw_higher_end(conn);
+		if (ret)
+			conn->state = CMA_P2P_PENDING;
+		cma_p2p_unlock();
+		if (!ret)
+			return 0;
+	} else if (conn->state != CMA_P2P_PENDING) {
+		return 0; /* an iWARP higher end waits for the peer's REQ */
 	}
-	cma_p2p_dbg("connect %s: still refused (%m), REJECTED",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-	cma_p2p_conn_unregister(conn);
-	cma_qp_to_err(id_priv);
-	return cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED);
+	hdr.port = conn->key.local.port;
+	hdr.tag = conn->key.tag;
+	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	hdr.data_len = req.private_data_len;
+	cma_p2p_put_hdr(&req, &hdr);
+	return cma_p2p_send_req(conn, &req);
 }
-
-/* --- rdma_connect ---------------------------------------------------------- */
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
 		    const struct rdma_ucm_conn_param *kparam,
 		    const struct rdma_ucm_ece *ece)
 {
-	struct rdma_ucm_conn_param req = *kparam;
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
-	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_conn *conn;
-	int ret = -1;
+	int ret;
 
 	if (!id_priv->id.qp)
 		return cma_err(EINVAL); /* adoption moves the id's own QP */
@@ -429,48 +618,9 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 		return -1;
 	/* Its events may come from other threads (timers, other channels). */
 	cma_channel_expect_posts(id_priv->id.channel);
-	pthread_mutex_lock(&p2p_lock);
-	if (conn->registered) {
-		errno = EISCONN;
-		goto out;
-	}
-	if (cma_p2p_connect_key(id_priv, &conn->key))
-		goto out;
-	conn->ordinal = !conn->key.explicit_tag;
-	conn->established = false;
-	conn->kparam = *kparam;
-	conn->ece = *ece;
-	conn->gave_up = false;
-
-	ret = cma_p2p_adopt_held(conn);
-	cma_p2p_dbg("connect %s: %s",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    ret > 0 ? "adopted the held request" : "sending a REQ");
-	if (ret > 0) {
-		ret = 0;
-		goto out;
-	}
-	hdr.port = conn->key.local.port;
-	hdr.tag = conn->key.tag;
-	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
-	hdr.data_len = req.private_data_len;
-	cma_p2p_put_hdr(&req, &hdr);
-	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
-	if (cma_id_is_iwarp(id_priv)) {
-		ret = cma_p2p_iw_connect(conn, &req);
-		goto out;
-	}
-	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &req, ece);
-	if (ret) {
-		cma_p2p_dbg("connect %s: REQ failed: %m",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		cma_p2p_conn_unregister(conn);
-	} else {
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_pending_ms());
-	}
-out:
-	pthread_mutex_unlock(&p2p_lock);
+	pthread_mutex_lock(&id_priv->qp_lock);
+	ret = cma_p2p_connect_locked(conn, kparam, ece);
+	pthread_mutex_unlock(&id_priv->qp_lock);
 	return ret;
 }
 
@@ -491,26 +641,24 @@ static struct cma_p2p_conn *cma_p2p_timer_conn(struct cma_timer *timer)
  * outgoing REQ is not matched by the peer, and leaves the REQ's retries
  * running: destroying the id later would block until the last one.)  The
  * id gets a fresh kernel id, so that the application can still destroy it.
+ * Under p2p_lock; the QP and the old kernel id are chores, done under the
+ * id's qp_lock: destroying a connecting iWARP id waits in the kernel until
+ * its connect is answered or the MPA exchange times out (seconds), and
+ * the event, posted first, must not wait for that.
  */
 static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	uint32_t old = id_priv->handle;
 	struct cma_event *evt;
-	bool fresh = !cma_id_create_kernel(id_priv);
 
 	conn->gave_up = true;
-	cma_qp_to_err(id_priv);
-	/*
-	 * Reported before the old kernel id goes: destroying a connecting
-	 * iWARP id waits in the kernel until its connect is answered or the
-	 * MPA exchange times out (seconds), and the bound is the point.
-	 */
+	conn->qp_err_due = true;
 	evt = cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, status);
 	if (evt)
 		cma_event_post(evt);
-	if (fresh)
-		cma_p2p_drop_own_id(conn, old);
+	if (!cma_id_create_kernel(id_priv))
+		cma_p2p_retire(conn, old);
 	else /* no memory: the best we can do without losing the id */
 		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
 }
@@ -518,14 +666,23 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 /*
  * The connect waited long enough: for an answer to its REQ (PENDING), or
  * for the peer's REQ after being told it would come (WAIT_PEER, failed as
- * the REJ said).  Both locks held; NULL, or the event to post.
+ * the REJ said).  Both locks held; true if a refused iWARP REQ is due
+ * again (sent by the caller without p2p_lock).
  */
-static struct cma_event *cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
+static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
+	struct cma_event *evt;
 
-	if (conn->state == CMA_P2P_PENDING && conn->iw_refused)
-		return cma_p2p_iw_retry(conn);
+	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
+		if (cma_p2p_now_ns() < conn->iw_deadline_ns)
+			return true;
+		cma_p2p_dbg("connect %s: still refused, REJECTED",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		cma_p2p_conn_unregister(conn);
+		cma_p2p_iw_refused_for_good(conn);
+		return false;
+	}
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 		    conn->state == CMA_P2P_PENDING
@@ -534,35 +691,46 @@ static struct cma_event *cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	if (conn->state == CMA_P2P_PENDING) {
 		cma_p2p_conn_unregister(conn);
 		cma_p2p_give_up(conn, -ETIMEDOUT);
-		return NULL;
+		return false;
 	}
 	cma_p2p_conn_unregister(conn);
-	cma_qp_to_err(conn->id_priv);
-	return cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-			     conn->wait_status);
+	cma_qp_to_err(conn->id_priv); /* ours: the caller has its qp_lock */
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+			    conn->wait_status);
+	if (evt)
+		cma_event_post(evt);
+	return false;
 }
+
+static void cma_p2p_peer_gone(struct cma_p2p_conn *conn);
 
 /*
  * Neither the conn nor its id is freed before the timer is synced
  * (cma_p2p_free), so both may be used before p2p_lock is taken.  The id's
  * qp_lock comes first (lock order, cma.h): an expiry moves the QP the
- * application may be destroying.
+ * application may be destroying.  Besides the connect's time bounds, the
+ * timer does the conn's chores (armed at 0 for them).
  */
 void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 {
 	struct cma_p2p_conn *conn = cma_p2p_timer_conn(timer);
 	struct cma_id_private *id_priv = conn->id_priv;
-	struct cma_event *evt = NULL;
+	struct cma_p2p_chores c;
+	bool resend = false, chores;
 
 	pthread_mutex_lock(&id_priv->qp_lock);
-	pthread_mutex_lock(&p2p_lock);
-	/* Unregistered (failed, destroyed): nothing waits any more. */
-	if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
-				 conn->state == CMA_P2P_PENDING))
-		evt = cma_p2p_conn_timeout(conn);
-	if (evt)
-		cma_event_post(evt);
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_lock();
+	if (conn->peer_gone)
+		cma_p2p_peer_gone(conn);
+	else if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
+				      conn->state == CMA_P2P_PENDING))
+		resend = cma_p2p_conn_timeout(conn);
+	chores = cma_p2p_take_chores(conn, &c);
+	cma_p2p_unlock();
+	if (chores)
+		cma_p2p_do_chores(conn, &c);
+	if (resend)
+		cma_p2p_send_req(conn, &conn->iw_req);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 }
 
@@ -573,12 +741,15 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
  * gone: a formed connection is disconnected (the kernel reports
  * DISCONNECTED once the old peer's CM answered the DREQ or it timed out);
  * a connect still waiting fails now, with -ECONNRESET, its REQ withdrawn.
+ * Under p2p_lock, on a conn nobody is busy with: the QP and the old
+ * kernel id are left to its chores (another id's qp_lock is not ours).
  */
 static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct cma_event *evt = NULL;
 
+	conn->peer_gone = false;
 	conn->ordinal = false; /* the old numbering is over */
 	switch (conn->state) {
 	case CMA_P2P_CONNECTED:
@@ -590,38 +761,38 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 	case CMA_P2P_WAIT_PEER:
 		evt = cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED,
 				    -ECONNRESET);
-		cma_qp_to_err(id_priv);
+		conn->qp_err_due = true;
 		break;
 	case CMA_P2P_NO_MATCH:
+	case CMA_P2P_ADOPTING: /* busy: never called then */
 		break;
 	}
 	cma_p2p_conn_unregister(conn);
 	if (evt)
 		cma_event_post(evt);
+	if (conn->nretired || conn->qp_err_due)
+		cma_p2p_chores_soon(conn);
 }
 
-/* Drop what the peer at @remote's previous process left here (but @keep). */
+/*
+ * Drop what the peer at @remote's previous process left here (but @keep).
+ * A conn someone is busy with (an adoption, a REQ going out) is marked:
+ * its timer acts once the work is done.
+ */
 static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 				const struct cma_p2p_conn *keep)
 {
-	struct cma_p2p_held *h, *hnext;
 	struct cma_p2p_conn *conn, *next;
-	struct cma_p2p_listener *lis;
 
-	for (lis = p2p_listeners; lis; lis = lis->next) {
-		for (h = lis->held_head; h; h = hnext) {
-			hnext = h->lnext;
-			if (cma_p2p_ident_cmp(&h->key.remote, remote))
-				continue;
-			cma_p2p_held_unlink(h);
-			cma_p2p_held_drop(h);
-		}
-		cma_p2p_arm(lis);
-	}
-	for (conn = p2p_conns; conn; conn = next) {
-		next = conn->next;
-		if (conn != keep &&
-		    !cma_p2p_ident_cmp(&conn->key.remote, remote))
+	cma_p2p_held_drop_from(remote);
+	for (conn = cma_p2p_conn_next_of(NULL, remote); conn; conn = next) {
+		next = cma_p2p_conn_next_of(conn, remote);
+		if (conn == keep)
+			continue;
+		conn->ordinal = false; /* the old numbering is over */
+		if (conn->busy)
+			conn->peer_gone = true;
+		else
 			cma_p2p_peer_gone(conn);
 	}
 }

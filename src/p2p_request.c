@@ -93,10 +93,12 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 	return 0;
 }
 
+/* Under p2p_lock: an adoption is claimed into @a, finished after it. */
 static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 			   const struct cma_p2p_key *key,
 			   const struct cma_p2p_hdr *hdr,
-			   const struct rdma_ucm_event_resp *resp)
+			   const struct rdma_ucm_event_resp *resp,
+			   struct cma_p2p_adoption *a)
 {
 	int lfd = cma_id_fd(lis->id_priv);
 	struct cma_p2p_conn *conn = cma_p2p_conn_find(key);
@@ -115,7 +117,7 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
 		break;
 	case CMA_P2P_ADOPT:
-		cma_p2p_adopt(conn, lis, handle, resp, hdr);
+		cma_p2p_adopt_claim(a, conn, lis, handle, resp, hdr);
 		break;
 	case CMA_P2P_REJECT_LOST:
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
@@ -135,6 +137,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
+	struct cma_p2p_adoption a = {.conn = NULL};
 
 	if (listen_priv->id.qp_type == IBV_QPT_UD)
 		return CMA_P2P_PASS;
@@ -168,7 +171,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		return CMA_P2P_TAKEN;
 	}
 
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	lis = cma_p2p_find_listener(listen_priv);
 	if (!lis && listen_priv->p2p_listening) {
 		/*
@@ -184,9 +187,15 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	} else {
 		key.local.port = lis->port;
 		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		cma_p2p_settle(lis, resp->id, &key, &hdr, resp);
+		cma_p2p_settle(lis, resp->id, &key, &hdr, resp, &a);
 	}
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
+	/*
+	 * With the listener's qp_lock (event.c); the connecting id's is
+	 * taken next, which the lock order allows (cma.h).
+	 */
+	if (a.conn)
+		cma_p2p_adopt_finish(&a, false);
 	return v;
 }
 
@@ -257,19 +266,6 @@ static bool cma_p2p_held_alive(const struct cma_p2p_held *h)
 	       errno != EINVAL;
 }
 
-static struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
-{
-	uintptr_t p =
-		(uintptr_t)timer - offsetof(struct cma_p2p_listener, timer);
-	struct cma_p2p_listener *lis;
-
-	/* Compare before touching: the listener may be gone. */
-	for (lis = p2p_listeners; lis; lis = lis->next)
-		if ((uintptr_t)lis == p)
-			return lis;
-	return NULL;
-}
-
 void cma_p2p_timer_expire(struct cma_timer *timer)
 {
 	struct cma_p2p_held *h, *next, *due = NULL, **tail = &due;
@@ -277,10 +273,10 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 	uint64_t now = cma_p2p_now_ns();
 	char kb[CMA_P2P_KEY_STRLEN];
 
-	pthread_mutex_lock(&p2p_lock);
+	cma_p2p_lock();
 	lis = cma_p2p_listener_of(timer);
 	if (!lis) {
-		pthread_mutex_unlock(&p2p_lock);
+		cma_p2p_unlock();
 		return;
 	}
 	cma_p2p_dbg("listener port %u: hold timer", lis->port);
@@ -305,5 +301,5 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 		next = h->lnext;
 		cma_p2p_surface_held(h);
 	}
-	pthread_mutex_unlock(&p2p_lock);
+	cma_p2p_unlock();
 }

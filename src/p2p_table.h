@@ -29,6 +29,7 @@
  */
 #define CMA_P2P_DEFAULT_MAX_HELD 1024
 #define CMA_P2P_HELD_BUCKETS 4096 /* hash of held requests by key */
+#define CMA_P2P_MAX_RETIRED 4 /* replaced kernel ids awaiting DESTROY_ID */
 
 struct cma_p2p_listener {
 	struct cma_p2p_listener *next;
@@ -42,6 +43,7 @@ struct cma_p2p_listener {
 	/* Its held requests, oldest first: the first one's deadline is due first. */
 	struct cma_p2p_held *held_head, *held_tail;
 	unsigned int nheld;
+	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
 };
 
 struct cma_p2p_held {
@@ -85,10 +87,39 @@ struct cma_p2p_conn {
 	uint64_t iw_deadline_ns;
 	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
-	bool has_orphan; /* orphan: a replaced kernel id the kernel kept */
-	uint32_t orphan;
+	/*
+	 * Chores: kernel work for the id that must not run under p2p_lock or
+	 * without the id's qp_lock (cma_p2p_do_chores): replaced kernel ids
+	 * to destroy (destroying a connecting iWARP id waits for the
+	 * network) and a QP to move to ERROR.  Done by the conn's timer, by
+	 * the next rdma_connect, or (the ids) by rdma_destroy_id; until then
+	 * the ids are ours, and their events are dropped as stale.
+	 */
+	uint32_t retired[CMA_P2P_MAX_RETIRED];
+	unsigned int nretired;
+	bool qp_err_due;
 	bool ordinal; /* key.tag is an ordinal drawn by this connect */
 	bool established; /* ESTABLISHED was reported: the ordinal is spent */
+	/*
+	 * Kernel work on the id under way without p2p_lock (an adoption,
+	 * dropping a replaced kernel id): rdma_destroy_id waits for 0.
+	 */
+	unsigned int busy;
+	/* The peer restarted: the timer, under the id's qp_lock, acts on it. */
+	bool peer_gone;
+};
+
+/*
+ * A held or arriving request claimed for @conn under p2p_lock
+ * (cma_p2p_adopt_claim), answered without it (cma_p2p_adopt_finish): the
+ * kernel calls run under the connecting id's qp_lock alone.
+ */
+struct cma_p2p_adoption {
+	struct cma_p2p_conn *conn; /* NULL: nothing claimed */
+	struct cma_p2p_listener *lis; /* whose fd the request is on */
+	uint32_t handle;
+	struct cma_p2p_hdr hdr;
+	struct rdma_ucm_event_resp resp;
 };
 
 /* What this process keeps about one peer (address and listening port). */
@@ -108,11 +139,21 @@ enum cma_p2p_hold_mode {
 	CMA_P2P_HOLD_PEER, /* p2p listener: until the peer gives up */
 };
 
-extern pthread_mutex_t p2p_lock;
-extern struct cma_p2p_listener *p2p_listeners; /* creation order */
-extern unsigned int p2p_nheld; /* held requests in the process */
-extern uint64_t p2p_held_evicted; /* refused to keep within the caps */
-extern struct cma_p2p_conn *p2p_conns;
+/*
+ * The table's lock (p2p.c).  Under it only kernel commands that never
+ * wait for the network: REJ and DESTROY_ID of a request's kernel id,
+ * INIT_QP_ATTR, QUERY.  A connect's REQ, an adoption's MIGRATE_ID and
+ * ACCEPT, QP transitions and destroying a connecting id run without it,
+ * under the id's qp_lock, with the conn marked busy.
+ */
+void cma_p2p_lock(void);
+void cma_p2p_unlock(void);
+/* True if p2p_lock is held (by anyone): for tests and assertions. */
+bool cma_p2p_locked(void);
+/* Under p2p_lock: wait until some busy count dropped (cma_p2p_idle). */
+void cma_p2p_wait_idle(void);
+/* Under p2p_lock: a busy count dropped; wake the waiters. */
+void cma_p2p_idle(void);
 
 /* --- p2p.c: settings -------------------------------------------------- */
 
@@ -154,11 +195,30 @@ struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
+/* The next registered conn after @conn (NULL: the first) with @remote. */
+struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
+					  const struct cma_p2p_ident *remote);
+/* Refuse every held request from @remote. */
+void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote);
+/* The listener whose timer this is, if it is still in the table. */
+struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer);
 
 /* --- p2p_connect.c ---------------------------------------------------- */
 
-/* Try again to destroy @conn's orphaned kernel id (p2p_lock held). */
-void cma_p2p_destroy_orphan(struct cma_p2p_conn *conn);
+/* Chores taken out of a conn under p2p_lock, done without it. */
+struct cma_p2p_chores {
+	uint32_t ids[CMA_P2P_MAX_RETIRED];
+	unsigned int n;
+	bool qp_err;
+};
+
+/* Under p2p_lock: @conn's chores into @c (the conn is busy until done). */
+bool cma_p2p_take_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
+/*
+ * Without p2p_lock, under the id's qp_lock (@qp_err) or not (ids only):
+ * do them; an id the kernel would not destroy goes back to the conn.
+ */
+void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
 
 /*
  * @conn failed before its connection was established: its ordinal goes
@@ -176,16 +236,28 @@ void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
 void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		       const struct cma_p2p_conn *keep);
 
-/* Answer a request's kernel id with @conn's QP: see p2p_connect.c. */
-int cma_p2p_adopt(struct cma_p2p_conn *conn, struct cma_p2p_listener *lis,
-		  uint32_t handle, const struct rdma_ucm_event_resp *resp,
-		  const struct cma_p2p_hdr *hdr);
+/*
+ * Claim request @handle (on @lis's fd) for @conn: under p2p_lock, the
+ * conn becomes ADOPTING and busy.  The caller drops p2p_lock and calls
+ * cma_p2p_adopt_finish, which answers the request with the id's QP.
+ */
+void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
+			 struct cma_p2p_listener *lis, uint32_t handle,
+			 const struct rdma_ucm_event_resp *resp,
+			 const struct cma_p2p_hdr *hdr);
+/*
+ * Without p2p_lock, with the id's qp_lock if @qp_locked (else taken
+ * here).  0: adopted, the conn is CONNECTED; -1: the request was refused
+ * and the conn waits for the peer's next one (WAIT_PEER), as before.
+ */
+int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
  * @conn's REQ was refused with "the peer will connect to you" (status
- * @status): adopt the peer's request if it is held already (it crossed
- * ours), else wait for it.  Called with p2p_lock held.
+ * @status): claim the peer's request into @a if it is held already (it
+ * crossed ours), else wait for it.  Called with p2p_lock held.
  */
-void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status);
+void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
+			   struct cma_p2p_adoption *a);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 /* --- p2p_request.c ---------------------------------------------------- */

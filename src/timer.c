@@ -184,11 +184,16 @@ void cma_timer_stop(struct cma_timer *timer)
 void cma_timer_sync(struct cma_timer *timer)
 {
 	pthread_mutex_lock(&timer_lock);
-	if (timer->armed)
-		cma_timer_unlink(timer);
-	/* From inside its own expire() there is nothing to wait for. */
-	while (timer->running && !pthread_equal(timer->runner, pthread_self()))
+	for (;;) {
+		/* Also when the expire() waited for re-armed it. */
+		if (timer->armed)
+			cma_timer_unlink(timer);
+		/* From inside its own expire() there is nothing to wait for. */
+		if (!timer->running ||
+		    pthread_equal(timer->runner, pthread_self()))
+			break;
 		pthread_cond_wait(&timer_done, &timer_lock);
+	}
 	pthread_mutex_unlock(&timer_lock);
 }
 

@@ -24,6 +24,7 @@
 #include "cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "p2p_table.h"
 #include "p2p_wire.h"
 #include "unit.h"
 
@@ -346,6 +347,82 @@ START_TEST(crossing_answered_by_the_peer_application)
 			 CMA_P2P_REJ_DUP);
 	ck_assert_uint_eq(kid_of(id), own);
 	expect_nothing();
+}
+END_TEST
+
+/*
+ * Issue 16: the commands of a connect and of an adoption (CONNECT,
+ * MIGRATE_ID, ACCEPT, destroying the replaced kernel id) go out without
+ * the process-wide p2p_lock: on iWARP they wait for the network, and
+ * every other p2p id of the process would wait with them.
+ */
+static uint32_t watched; /* the connecting id's own kernel id */
+static int under_lock;
+
+static int count_under_lock(const struct fake_cmd *c, void *resp, size_t len)
+{
+	(void)resp;
+	(void)len;
+	switch (c->cmd) {
+	case RDMA_USER_CM_CMD_DESTROY_ID:
+		if (c->handle != watched)
+			break;
+		/* fall through */
+	case RDMA_USER_CM_CMD_CONNECT:
+	case RDMA_USER_CM_CMD_ACCEPT:
+	case RDMA_USER_CM_CMD_MIGRATE_ID:
+		if (cma_p2p_locked())
+			under_lock++;
+		break;
+	}
+	return FAKE_UCMA_MODEL;
+}
+
+START_TEST(connect_and_adoption_commands_go_out_unlocked)
+{
+	struct rdma_cm_id *later, *higher, *waiting;
+	uint32_t req;
+
+	fake_ucma_set_hook(count_under_lock);
+	/* rdma_connect adopts a held request */
+	req = peer_request("192.0.2.2", 1, "hers");
+	expect_nothing();
+	later = connecting_id("192.0.2.2");
+	watched = kid_of(later);
+	ck_assert_int_eq(p2p_connect(later), 0);
+	ck_assert_uint_eq(kid_of(later), req);
+	ck_assert(!fake_ucma_kid(watched)->live);
+
+	/* the event path adopts the request it held for a lost crossing */
+	higher = connecting_id("192.0.2.0");
+	watched = kid_of(higher);
+	ck_assert_int_eq(p2p_connect(higher), 0);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	peer_refuses_crossing(watched);
+	expect_nothing();
+	ck_assert_uint_eq(kid_of(higher), req);
+	ck_assert(!fake_ucma_kid(watched)->live);
+
+	/* the listener's event path adopts the request a connect waits for */
+	waiting = connecting_id("192.0.2.0");
+	ck_assert_int_eq(rdma_set_option(waiting, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_P2P_TAG,
+					 &(uint64_t){7}, sizeof(uint64_t)),
+			 0);
+	watched = kid_of(waiting);
+	ck_assert_int_eq(p2p_connect(waiting), 0);
+	peer_refuses_crossing(watched);
+	expect_nothing();
+	req_flags = CMA_P2P_F_EXPLICIT_TAG;
+	req = peer_request("192.0.2.0", 7, "hers");
+	expect_nothing();
+	req_flags = 0;
+	ck_assert_uint_eq(kid_of(waiting), req);
+	ck_assert(!fake_ucma_kid(watched)->live);
+
+	fake_ucma_set_hook(NULL);
+	ck_assert_int_eq(under_lock, 0);
 }
 END_TEST
 
@@ -707,6 +784,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
 	tcase_add_test(tc, orphaned_kernel_id_is_destroyed_with_the_id);
+	tcase_add_test(tc, connect_and_adoption_commands_go_out_unlocked);
 	tcase_add_test(tc, restarted_peer_is_not_a_duplicate);
 	tcase_add_test(tc, restart_of_a_peer_known_by_its_reply);
 	tcase_add_test(tc, same_incarnation_duplicate_is_refused);
