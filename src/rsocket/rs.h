@@ -518,9 +518,4 @@ uint32_t rs_spin_adapt(uint32_t window, uint32_t floor, uint32_t ceiling,
 uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us);
 uint32_t rs_spin_ceiling(uint32_t polling_max, uint32_t wake_us);
 
-/* --- epoll.c ------------------------------------------------------------ */
-
-/* Close an instance made by repoll_create (for the preload library). */
-int repoll_close(int epfd);
-
 #endif /* RS_H */
