@@ -269,8 +269,6 @@ void cma_id_free(struct cma_id_private *id_priv);
  * 0, or -1/ENOMEM (the reference is dropped then too).
  */
 int cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
-/* Wait until the application has acked @reported events of this id. */
-void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
 /*
  * Keep the ECE a peer sent (vendor_id/attr_mod of an event).  Nothing is
  * allocated for an all-zero ECE, which is what reading back gives anyway.
@@ -288,8 +286,6 @@ static inline void cma_id_wake_locked(struct cma_id_private *id_priv)
 }
 /* Block for the next event of a synchronous id; -1/errno on failure. */
 int cma_id_wait_sync(struct cma_id_private *id_priv);
-/* Ack the event a synchronous call left in id->event. */
-void cma_id_release_sync_event(struct cma_id_private *id_priv);
 /* Map an rdma_port_space to the QP type the kernel expects. */
 int cma_ps_qp_type(enum rdma_port_space ps, enum ibv_qp_type *qp_type);
 /* rdma_create_id with a QP type other than the port space's default. */
@@ -431,11 +427,6 @@ void cma_sa_svc_build(uint8_t mad[256], uint64_t tid,
 int cma_sa_svc_parse(const uint8_t *mad, size_t len, uint64_t tid,
 		     const struct rdma_addrinfo *tmpl,
 		     const struct cma_acm_port *port,
-		     struct rdma_addrinfo **res);
-/* Ask @port's SA.  0 or -1/errno. */
-int cma_sa_svc_query(const struct cma_acm_port *port,
-		     const struct cma_sa_svc *svc,
-		     const struct rdma_addrinfo *tmpl,
 		     struct rdma_addrinfo **res);
 /*
  * rdma_getaddrinfo with RAI_SA: from the port owning @sgid, or the first

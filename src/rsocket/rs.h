@@ -439,10 +439,6 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock);
  */
 uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left);
 bool rs_conn_have_rdata(struct rsocket *rs);
-/* Post a prepared RDMA write with @imm (or none), under rs->lock. */
-int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
-		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
-		  uint32_t rkey);
 /* Gather @len bytes from an iovec cursor, advancing it. */
 void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len);
 /*
