@@ -129,8 +129,6 @@ static inline void ds_dest_unpin(struct ds_dest *dest)
  * the QP number: the peer's next datagram brings it again.
  */
 int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest);
-/* Destinations kept (for tests and the bound). */
-uint32_t ds_dest_count(const struct rsocket *rs);
 void ds_dest_destroy_all(struct rsocket *rs);
 
 /* --- dgram_udp.c --------------------------------------------------------- */

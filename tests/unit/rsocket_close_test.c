@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 
 #include "rsocket/rs.h"
+#include "test_hooks.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
