@@ -52,15 +52,8 @@
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 #include "kern_abi.h"
-
-#define CMA_EXPORT __attribute__((visibility("default")))
-
-/* Set errno and return -1: the error convention of every public call. */
-static inline int cma_err(int err)
-{
-	errno = err;
-	return -1;
-}
+/* CMA_EXPORT, cma_err and cma_channel_create: the part rsocket uses. */
+#include "cma_rs.h"
 
 /* --- device.c ---------------------------------------------------------- */
 
@@ -295,8 +288,7 @@ int cma_create_id_qp_type(struct rdma_event_channel *channel,
 /* Validate a public id pointer (NULL check). 0 or -1/EINVAL. */
 int cma_check_id(const struct rdma_cm_id *id);
 
-/* A private channel: its fd is the kernel's, nobody else polls it. */
-struct rdma_event_channel *cma_channel_create(void);
+/* Destroy a channel made by cma_channel_create (cma_rs.h). */
 void cma_channel_destroy(struct rdma_event_channel *channel);
 
 struct cma_channel;

@@ -83,7 +83,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
-#include "cma.h"
+#include "cma_rs.h"
 #include "wire.h"
 #include "opts.h"
 
