@@ -1,19 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * rsockets: state shared by the modules of src/rsocket/.
- *
- *   wire.c     the wire formats (pure encode/parse)
- *   table.c    the descriptor table, defaults, socket allocation
- *   socket.c   the public life-cycle calls: they dispatch on the type
- *   conn.c     stream connection set-up over this library's rdma_cm API
- *   stream.c   the stream data path: RDMA writes, credits, completions
- *   iomap.c    riomap / riounmap / riowrite
- *   dgram*.c   datagram sockets over UD QPs, with the UDP resolver
- *              (the map of those files is in dgram.h)
- *   poll.c     rpoll / rselect
- *   epoll.c    repoll_*
- *   options.c  rsetsockopt / rgetsockopt / rfcntl
- *   spin.c     adaptive polling: how long a wait spins before sleeping
+ * rsockets: state shared by the modules of src/rsocket/ (which file holds
+ * which concern: the README's "Layout" table).  From the core they use only
+ * src/cma_rs.h.
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
