@@ -5,8 +5,8 @@
  *
  * Every descriptor the program sees is a real kernel socket created with
  * the program's own arguments.  When it carries an rsocket the table maps
- * it to the rsocket, and the calls above go to the r* function; the kernel
- * socket only holds the number (and answers fstat and the options
+ * it to the rsocket, and the program's socket calls on it go to the r*
+ * functions; the kernel socket only holds the number (and answers fstat and the options
  * rsockets do not know).  When rsockets cannot carry a connection (not an
  * RDMA address, no device, a filtered port) the rsocket is dropped and the
  * kernel socket is used as it is: the fallback needs no descriptor games.
