@@ -16,7 +16,6 @@
 #ifndef CMA_TEST_HOOKS_H
 #define CMA_TEST_HOOKS_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,8 +38,6 @@ void cma_acm_cache_set_limit(size_t max_entries);
 /* acm_service.c: the owner a Unix service socket must have (root). */
 void cma_acm_service_set_trusted_uid(uid_t uid);
 
-/* rsocket/table.c: nobody sleeps on @rs and it holds no wake fd. */
-bool rs_wake_idle(struct rsocket *rs);
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);
 

@@ -355,6 +355,8 @@ static inline bool rs_closed_under(const struct rsocket *rs)
  */
 int rs_wake_hold(struct rsocket *rs);
 void rs_wake_release(struct rsocket *rs);
+/* Nobody sleeps on @rs and it holds no wake fd (the state at rest). */
+bool rs_wake_idle(struct rsocket *rs);
 
 /*
  * Sleep in poll() until @fd is readable or the socket is closed; @fd < 0:

@@ -20,7 +20,6 @@
 
 #include "rs.h"
 #include "env.h"
-#include "test_hooks.h"
 
 #define RS_PAGE_SHIFT 10
 #define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)

@@ -29,7 +29,6 @@
 #include <sys/resource.h>
 
 #include "rsocket/rs.h"
-#include "test_hooks.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
