@@ -32,6 +32,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "test_hooks.h"
 #include "env.h"
 #include "fd_high.h"
 

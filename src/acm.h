@@ -80,8 +80,6 @@ struct cma_acm_answer {
 
 /* Whether RDMA_CM_USE_IB_ACM asks for ACM (read once per process). */
 bool cma_acm_enabled(void);
-/* Re-read the environment and forget cached state (tests). */
-void cma_acm_reconfigure(void);
 /*
  * Resolve @q through cache, service, tables and SA.  0 with @ans filled,
  * or -1/errno (ENODATA: no source knows the destination).
@@ -111,10 +109,6 @@ int cma_acm_cache_get(const struct cma_acm_query *q,
 void cma_acm_cache_put(const struct cma_acm_query *q,
 		       const struct cma_acm_answer *ans, unsigned int ttl_ms);
 void cma_acm_cache_flush(void);
-/* Entries currently held (tests). */
-size_t cma_acm_cache_count(void);
-/* Cap on entries; the oldest go first when it is reached. */
-void cma_acm_cache_set_limit(size_t max_entries);
 
 /* --- acm_service.c: the ibacm client protocol ----------------------------- */
 
@@ -174,8 +168,6 @@ int cma_acm_msg_parse(const uint8_t *buf, size_t len,
 /* Ask the service.  0, or -1/errno (ENOENT: no service configured). */
 int cma_acm_service_resolve(const struct cma_acm_query *q,
 			    struct cma_acm_answer *ans);
-/* The user id a Unix service socket must belong to (tests change it). */
-void cma_acm_service_set_trusted_uid(uid_t uid);
 
 /* --- acm_table.c: the address file ---------------------------------------- */
 

@@ -19,6 +19,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "test_hooks.h"
 
 #define ACM_CACHE_BUCKETS 1024 /* a power of two */
 #define ACM_CACHE_DEFAULT_LIMIT 65536

@@ -34,6 +34,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "test_hooks.h"
 #include "env.h"
 
 /* Where ibacm listens and publishes its port (a fuzz target moves them). */

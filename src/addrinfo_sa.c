@@ -279,10 +279,11 @@ static int sa_svc_exchange(int portid, int agent,
 	return ret;
 }
 
-int cma_sa_svc_query(const struct cma_acm_port *port,
-		     const struct cma_sa_svc *svc,
-		     const struct rdma_addrinfo *tmpl,
-		     struct rdma_addrinfo **res)
+/* Ask @port's SA.  0 or -1/errno. */
+static int cma_sa_svc_query(const struct cma_acm_port *port,
+			    const struct cma_sa_svc *svc,
+			    const struct rdma_addrinfo *tmpl,
+			    struct rdma_addrinfo **res)
 {
 	static uint64_t next_tid;
 	uint8_t mad[SA_SVC_REQ_LEN];

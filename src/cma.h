@@ -58,15 +58,8 @@
 #include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 #include "kern_abi.h"
-
-#define CMA_EXPORT __attribute__((visibility("default")))
-
-/* Set errno and return -1: the error convention of every public call. */
-static inline int cma_err(int err)
-{
-	errno = err;
-	return -1;
-}
+/* CMA_EXPORT, cma_err and cma_channel_create: the part rsocket uses. */
+#include "cma_rs.h"
 
 /* --- device.c ---------------------------------------------------------- */
 
@@ -275,8 +268,6 @@ void cma_id_free(struct cma_id_private *id_priv);
  * 0, or -1/ENOMEM (the reference is dropped then too).
  */
 int cma_id_set_device(struct cma_id_private *id_priv, struct cma_device *dev);
-/* Wait until the application has acked @reported events of this id. */
-void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported);
 /*
  * Keep the ECE a peer sent (vendor_id/attr_mod of an event).  Nothing is
  * allocated for an all-zero ECE, which is what reading back gives anyway.
@@ -294,8 +285,6 @@ static inline void cma_id_wake_locked(struct cma_id_private *id_priv)
 }
 /* Block for the next event of a synchronous id; -1/errno on failure. */
 int cma_id_wait_sync(struct cma_id_private *id_priv);
-/* Ack the event a synchronous call left in id->event. */
-void cma_id_release_sync_event(struct cma_id_private *id_priv);
 /* Map an rdma_port_space to the QP type the kernel expects. */
 int cma_ps_qp_type(enum rdma_port_space ps, enum ibv_qp_type *qp_type);
 /* rdma_create_id with a QP type other than the port space's default. */
@@ -305,8 +294,7 @@ int cma_create_id_qp_type(struct rdma_event_channel *channel,
 /* Validate a public id pointer (NULL check). 0 or -1/EINVAL. */
 int cma_check_id(const struct rdma_cm_id *id);
 
-/* A private channel: its fd is the kernel's, nobody else polls it. */
-struct rdma_event_channel *cma_channel_create(void);
+/* Destroy a channel made by cma_channel_create (cma_rs.h). */
 void cma_channel_destroy(struct rdma_event_channel *channel);
 
 struct cma_channel;
@@ -437,11 +425,6 @@ void cma_sa_svc_build(uint8_t mad[256], uint64_t tid,
 int cma_sa_svc_parse(const uint8_t *mad, size_t len, uint64_t tid,
 		     const struct rdma_addrinfo *tmpl,
 		     const struct cma_acm_port *port,
-		     struct rdma_addrinfo **res);
-/* Ask @port's SA.  0 or -1/errno. */
-int cma_sa_svc_query(const struct cma_acm_port *port,
-		     const struct cma_sa_svc *svc,
-		     const struct rdma_addrinfo *tmpl,
 		     struct rdma_addrinfo **res);
 /*
  * rdma_getaddrinfo with RAI_SA: from the port owning @sgid, or the first

@@ -147,7 +147,9 @@ void cma_id_wait_locked(struct cma_id_private *id_priv)
 	pthread_cond_wait(id_priv->cond, &id_priv->mut);
 }
 
-void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported)
+/* Wait until the application has acked @reported events of this id. */
+static void cma_id_wait_events(struct cma_id_private *id_priv,
+			       uint32_t reported)
 {
 	pthread_mutex_lock(&id_priv->mut);
 	while (id_priv->events_completed < reported || id_priv->lib_events)
@@ -155,7 +157,8 @@ void cma_id_wait_events(struct cma_id_private *id_priv, uint32_t reported)
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
-void cma_id_release_sync_event(struct cma_id_private *id_priv)
+/* Ack the event a synchronous call left in id->event. */
+static void cma_id_release_sync_event(struct cma_id_private *id_priv)
 {
 	if (id_priv->id.event) {
 		rdma_ack_cm_event(id_priv->id.event);

@@ -15,6 +15,7 @@
 
 #include "fd_high.h"
 #include "ucma_abi.h"
+#include "test_hooks.h"
 
 static ssize_t ucma_write_syscall(int fd, const void *buf, size_t len)
 {

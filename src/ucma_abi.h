@@ -7,7 +7,7 @@
  * device.  The functions take plain values, build the command exactly as
  * <rdma/rdma_user_cm.h> lays it out, and return 0 or -1 with errno set.
  * Nothing in this file knows about rdma_cm_id: that keeps the marshalling
- * testable against a fake device (see ucma_set_backend()).
+ * testable against a fake device (ucma_set_backend, test_hooks.h).
  */
 #ifndef CMA_UCMA_ABI_H
 #define CMA_UCMA_ABI_H
@@ -35,9 +35,7 @@ int ucma_abi_version(void);
 
 /*
  * Where commands go: the kernel's device, or a test's fake of it
- * (tests/unit/fake_ucma.c).  Set before the library's first call; NULL
- * restores the kernel.  Not exported from librdmacm.so (the version script
- * keeps internal names local).
+ * (tests/unit/fake_ucma.c), installed by ucma_set_backend (test_hooks.h).
  */
 struct ucma_backend {
 	/* deliver one command (header + body) to the device behind fd */
@@ -45,7 +43,6 @@ struct ucma_backend {
 	int (*open)(bool hidden); /* a new event queue: an fd, or -1/errno */
 	int (*abi_version)(void); /* -1 when no device */
 };
-void ucma_set_backend(const struct ucma_backend *backend);
 
 int ucma_cmd_create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
 		       uint32_t *handle);

@@ -1,21 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * librspreload: carries an unmodified program's TCP sockets over rsockets.
- *
- * Module map:
- *   init.c    the C library's own socket calls (dlsym RTLD_NEXT), the
- *             RDMA_RSOCKET_* and rdma-core's RS_* environment, the debug log
- *   config.c  /etc/rdma/rsocket/preload_config: which sockets to carry
- *   fork.c    RDMAV_FORK_SAFE: connections set up on TCP, moved at first use
- *   fdtab.c   which of the program's descriptors stand for an rsocket
- *   socket.c  socket/bind/listen/accept/connect/close/dup and options
- *   io.c      read/write/send/recv and their vector and message forms
- *   poll.c    poll/ppoll/select/pselect and epoll
+ * Which file holds which concern: the README's "Layout" table.
  *
  * Every descriptor the program sees is a real kernel socket created with
  * the program's own arguments.  When it carries an rsocket the table maps
- * it to the rsocket, and the calls above go to the r* function; the kernel
- * socket only holds the number (and answers fstat and the options
+ * it to the rsocket, and the program's socket calls on it go to the r*
+ * functions; the kernel socket only holds the number (and answers fstat and the options
  * rsockets do not know).  When rsockets cannot carry a connection (not an
  * RDMA address, no device, a filtered port) the rsocket is dropped and the
  * kernel socket is used as it is: the fallback needs no descriptor games.

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <infiniband/ib.h>
+
 #include "rs.h"
 
 /*

@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * Datagram rsockets: state shared by the dgram*.c files.
- *
- *   dgram.c       life cycle: socket, bind, connect, shutdown, close
- *   dgram_qp.c    one UD QP per local source address; completions
- *   dgram_dest.c  destinations: the QP that reaches a peer, its AH and QPN
- *   dgram_udp.c   the UDP resolver: learning a peer's QP number
- *   dgram_io.c    sending, receiving, waiting and rpoll readiness
+ * Datagram rsockets: state shared by the dgram*.c files (what each holds:
+ * the README's "Layout" table).
  *
  * The design is rdma-core's, so the two libraries interoperate.  Each
  * rsocket owns a kernel UDP socket bound to its address and port: the
@@ -129,8 +124,6 @@ static inline void ds_dest_unpin(struct ds_dest *dest)
  * the QP number: the peer's next datagram brings it again.
  */
 int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest);
-/* Destinations kept (for tests and the bound). */
-uint32_t ds_dest_count(const struct rsocket *rs);
 void ds_dest_destroy_all(struct rsocket *rs);
 
 /* --- dgram_udp.c --------------------------------------------------------- */

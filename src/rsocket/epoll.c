@@ -9,6 +9,11 @@
  * ordinary descriptors are then collected with a zero-timeout epoll_wait.
  * Events are level-triggered; EPOLLONESHOT disables an rsocket after it
  * is reported, and EPOLLET is treated as level-triggered.
+ *
+ * The application closes an instance with close(2), which this library
+ * never sees, so an instance's record is never freed (rep_find may hand
+ * it out after dropping rep_mut); the next instance given the same number
+ * takes the record over (rep_reuse).
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -46,50 +51,51 @@ static struct repoll *rep_find(int epfd)
 	return rep;
 }
 
+/*
+ * The kernel just handed out @epfd, so a record still naming that number
+ * belongs to an instance the application closed: empty it for the new
+ * one.  Memory therefore stays bounded by the descriptor numbers in use.
+ */
+static bool rep_reuse(int epfd)
+{
+	struct repoll *rep = rep_find(epfd);
+
+	if (!rep)
+		return false;
+	pthread_mutex_lock(&rep->lock);
+	free(rep->entries);
+	rep->entries = NULL;
+	rep->count = 0;
+	rep->size = 0;
+	pthread_mutex_unlock(&rep->lock);
+	return true;
+}
+
 CMA_EXPORT int repoll_create(int flags)
 {
 	struct repoll *rep;
+	int epfd;
 
 	if (flags & ~EPOLL_CLOEXEC)
 		return cma_err(EINVAL);
 	rs_configure();
-	rep = calloc(1, sizeof(*rep));
-	if (!rep)
-		return cma_err(ENOMEM);
-	rep->epfd = epoll_create1(flags);
-	if (rep->epfd < 0) {
-		free(rep);
+	epfd = epoll_create1(flags);
+	if (epfd < 0)
 		return -1;
+	if (rep_reuse(epfd))
+		return epfd;
+	rep = calloc(1, sizeof(*rep));
+	if (!rep) {
+		close(epfd);
+		return cma_err(ENOMEM);
 	}
+	rep->epfd = epfd;
 	pthread_mutex_init(&rep->lock, NULL);
 	pthread_mutex_lock(&rep_mut);
 	rep->next = rep_list;
 	rep_list = rep;
 	pthread_mutex_unlock(&rep_mut);
-	return rep->epfd;
-}
-
-/* Not exported: close an instance created by repoll_create. */
-int repoll_close(int epfd)
-{
-	struct repoll **pp, *rep = NULL;
-
-	pthread_mutex_lock(&rep_mut);
-	for (pp = &rep_list; *pp; pp = &(*pp)->next) {
-		if ((*pp)->epfd == epfd) {
-			rep = *pp;
-			*pp = rep->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&rep_mut);
-	if (!rep)
-		return cma_err(EBADF);
-	close(rep->epfd);
-	pthread_mutex_destroy(&rep->lock);
-	free(rep->entries);
-	free(rep);
-	return 0;
+	return epfd;
 }
 
 static int rep_index(struct repoll *rep, int fd)

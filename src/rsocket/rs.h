@@ -1,19 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * rsockets: state shared by the modules of src/rsocket/.
- *
- *   wire.c     the wire formats (pure encode/parse)
- *   table.c    the descriptor table, defaults, socket allocation
- *   socket.c   the public life-cycle calls: they dispatch on the type
- *   conn.c     stream connection set-up over this library's rdma_cm API
- *   stream.c   the stream data path: RDMA writes, credits, completions
- *   iomap.c    riomap / riounmap / riowrite
- *   dgram*.c   datagram sockets over UD QPs, with the UDP resolver
- *              (the map of those files is in dgram.h)
- *   poll.c     rpoll / rselect
- *   epoll.c    repoll_*
- *   options.c  rsetsockopt / rgetsockopt / rfcntl
- *   spin.c     adaptive polling: how long a wait spins before sleeping
+ * rsockets: state shared by the modules of src/rsocket/ (which file holds
+ * which concern: the README's "Layout" table).  From the core they use only
+ * src/cma_rs.h.
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
@@ -83,7 +72,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
-#include "cma.h"
+#include "cma_rs.h"
 #include "wire.h"
 #include "opts.h"
 
@@ -439,10 +428,6 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock);
  */
 uint32_t rs_next_xfer(struct rsocket *rs, uint32_t *olen, size_t left);
 bool rs_conn_have_rdata(struct rsocket *rs);
-/* Post a prepared RDMA write with @imm (or none), under rs->lock. */
-int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
-		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
-		  uint32_t rkey);
 /* Gather @len bytes from an iovec cursor, advancing it. */
 void rs_gather(void *dst, const struct iovec **iov, size_t *off, size_t len);
 /*
@@ -517,10 +502,5 @@ uint32_t rs_spin_adapt(uint32_t window, uint32_t floor, uint32_t ceiling,
 		       uint64_t wait_us, bool slept);
 uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us);
 uint32_t rs_spin_ceiling(uint32_t polling_max, uint32_t wake_us);
-
-/* --- epoll.c ------------------------------------------------------------ */
-
-/* Close an instance made by repoll_create (for the preload library). */
-int repoll_close(int epfd);
 
 #endif /* RS_H */

@@ -8,6 +8,8 @@
 #include <limits.h>
 #include <netinet/in.h>
 
+#include <infiniband/ib.h>
+
 #include "rs.h"
 
 #define RS_IOV_MAX 1024

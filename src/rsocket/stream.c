@@ -316,9 +316,10 @@ static int rs_post_msg_send(struct rsocket *rs, uint32_t msg, uint32_t track)
 	return rs_post_send_wr(rs, &wr);
 }
 
-int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
-		  uint32_t len, uint32_t msg, bool with_imm, uint64_t addr,
-		  uint32_t rkey)
+/* Post a prepared RDMA write with @imm (or none), under rs->lock. */
+static int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
+			 uint32_t len, uint32_t msg, bool with_imm,
+			 uint64_t addr, uint32_t rkey)
 {
 	struct ibv_send_wr wr;
 	bool signal = rs_is_ctrl_op(msg);

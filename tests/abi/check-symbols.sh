@@ -25,6 +25,14 @@
 #                      same predecessor (RDMACM_1.1 after RDMACM_1.0, ...)
 #   abidiff            abidiff (abigail-tools) finds no removed symbols
 #                      (SKIP without it)
+#   exports-marked     the core's objects (src/.libs/libcma_core.a beside the
+#                      library) give default visibility (CMA_EXPORT) to
+#                      exactly the names the library exports, besides the
+#                      implementations src/*.c binds with .symver
+#   test-hooks         no function src/test_hooks.h declares is in the
+#                      library, not even as a local symbol (--gc-sections)
+#                      (both only against the first reference: they do not
+#                      depend on it; SKIP without the objects or symbols)
 #
 # Environment: RDMACM_REF_ROOT (an unpacked reference; default: run
 # fetch-reference.sh), RDMACM_REF_TAG (65: compare with rdma-core 65, Debian
@@ -221,6 +229,56 @@ if [ -s "$work/nodes.missing" ]; then
 else
 	echo "PASS: version-nodes$sfx ($(grep -vc '<' "$work/ours.nodes") nodes:" \
 		"$(grep -v '<' "$work/ours.nodes" | tr '\n' ' ' | sed 's/ $//'))"
+fi
+
+# --- what CMA_EXPORT marks is what the library exports ---------------------------------
+core=$(dirname "$ours")/libcma_core.a
+if [ -n "$tag" ]; then
+	:
+elif [ ! -f "$core" ]; then
+	echo "SKIP: exports-marked: no $core (pass the build directory)"
+else
+	# Defined symbols of default visibility; "name@NODE" aliases count as name.
+	readelf -sW "$core" | awk '$5 == "GLOBAL" && $6 == "DEFAULT" && $7 != "UND" &&
+		($4 == "FUNC" || $4 == "OBJECT") { s = $8; sub(/@.*/, "", s); print s }' |
+		sort -u >"$work/marked.all"
+	sed -n 's/.*\.symver[ \t]*\([A-Za-z0-9_]*\)[ \t]*,.*/\1/p' "$top"/src/*.c \
+		"$top"/src/rsocket/*.c | sort -u >"$work/symver.impl"
+	comm -23 "$work/marked.all" "$work/symver.impl" >"$work/marked"
+	sed 's/@.*//' "$work/ours.syms" | cut -d' ' -f1 | sort -u >"$work/exported"
+	{
+		comm -23 "$work/marked" "$work/exported" | sed 's/^/marked, not exported: /'
+		comm -13 "$work/marked" "$work/exported" | sed 's/^/exported, not marked: /'
+	} >"$work/marked.diff"
+	if [ -s "$work/marked.diff" ]; then
+		fail exports-marked "CMA_EXPORT and the exports differ" "$work/marked.diff"
+	else
+		echo "PASS: exports-marked ($(wc -l <"$work/marked") names," \
+			"$(wc -l <"$work/symver.impl") .symver implementations)"
+	fi
+fi
+
+# --- the test hooks are not in the shipped library ---------------------------------------
+hooks=$top/src/test_hooks.h
+if [ -n "$tag" ]; then
+	:
+elif [ ! -f "$hooks" ] || ! nm "$ours" >"$work/all.syms" 2>/dev/null ||
+	[ ! -s "$work/all.syms" ]; then
+	echo "SKIP: test-hooks: no src/test_hooks.h or no symbol table in $ours"
+else
+	# The name before the first "(" of each declaration line.
+	sed -n 's/^[a-z][^(]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' "$hooks" |
+		sort -u >"$work/hooks"
+	awk '{ print $NF }' "$work/all.syms" | sort -u >"$work/all.names"
+	comm -12 "$work/hooks" "$work/all.names" >"$work/hooks.found"
+	if [ ! -s "$work/hooks" ]; then
+		fail test-hooks "no declaration found in $hooks"
+	elif [ -s "$work/hooks.found" ]; then
+		fail test-hooks "test-only functions in the shipped library" \
+			"$work/hooks.found"
+	else
+		echo "PASS: test-hooks ($(wc -l <"$work/hooks") hooks absent)"
+	fi
 fi
 
 # --- abidiff -----------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "rsocket/dgram.h"
+#include "test_hooks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

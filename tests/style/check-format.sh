@@ -8,6 +8,7 @@ cd "$repo" || exit 1
 # The sibling gates need no tools; their failure fails the suite.
 gates=0
 tests/style/check-env.sh || gates=1
+tests/style/check-layout.sh || gates=1
 if ! command -v clang-format >/dev/null; then
 	echo "SKIP: style/clang-format: clang-format is not installed"
 	exit $gates

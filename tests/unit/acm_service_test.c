@@ -28,6 +28,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "test_hooks.h"
 #include "unit.h"
 
 #if __has_include(<infiniband/acm.h>)

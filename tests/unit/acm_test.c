@@ -19,6 +19,7 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "test_hooks.h"
 #include "fd_of.h"
 #include "unit.h"
 

@@ -17,6 +17,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "test_hooks.h"
 
 #define FAKE_MAX_IDS 32768
 #define FAKE_MAX_FDS 64

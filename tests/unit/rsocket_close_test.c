@@ -290,9 +290,32 @@ START_TEST(repoll_wait_forgets_a_closed_rsocket)
 	ck_assert_uint_eq(c.ev[0].data.u32, 2);
 	/* Gone from the set: adding the number again is not EEXIST. */
 	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL), -1);
-	ck_assert_int_eq(repoll_close(epfd), 0);
+	close(epfd);
 	close(p[0]);
 	close(p[1]);
+}
+END_TEST
+
+/*
+ * An instance is closed with close(2), which the library never sees: the
+ * next instance given the same number starts empty, so an rsocket the
+ * closed one held is not in it.
+ */
+START_TEST(repoll_number_reused_after_close_starts_empty)
+{
+	int s = bound_dgram(), epfd = repoll_create(0), again;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	ck_assert_int_ge(epfd, 0);
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev), 0);
+	close(epfd);
+	again = repoll_create(0);
+	ck_assert_int_eq(again, epfd);
+	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_DEL, s, NULL), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_ADD, s, &ev), 0);
+	close(again);
+	ck_assert_int_eq(rclose(s), 0);
 }
 END_TEST
 
@@ -454,6 +477,7 @@ static Suite *rsocket_close_suite(void)
 	tcase_add_test(tc, blocked_datagram_rrecv_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_rpoll_reports_pollnval_on_rclose);
 	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
+	tcase_add_test(tc, repoll_number_reused_after_close_starts_empty);
 	tcase_add_test(tc, reference_outlives_the_number);
 	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
 	tcase_add_test(tc, datagram_at_rest_holds_two_descriptors);

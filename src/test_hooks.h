@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * Test-only entry points, all in one place.  The library never calls
+ * these: the unit tests and fuzz targets use them to put the fake kernel
+ * device in place, to reset process-wide state, or to read a count that has
+ * no public form.  Each is defined in the module whose state it touches.
+ *
+ * None reaches the shipped library: the core is compiled with
+ * -fvisibility=hidden (so none is a dynamic symbol) and one function per
+ * section, and librdmacm.so is linked with --gc-sections, which drops code
+ * nothing exported reaches (tests/abi/check-symbols.sh, "test-hooks").
+ * The unit tests link the core statically and keep them.
+ *
+ * A new hook goes here, not in its module's header.
+ */
+#ifndef CMA_TEST_HOOKS_H
+#define CMA_TEST_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ucma_backend;
+struct rsocket;
+
+/*
+ * ucma_abi.c: where commands go, the kernel's device or a test's fake of
+ * it (tests/unit/fake_ucma.c; struct ucma_backend is in ucma_abi.h).  Set
+ * before the library's first call; NULL restores the kernel.
+ */
+void ucma_set_backend(const struct ucma_backend *backend);
+
+/* acm.c: re-read the environment and forget every cached ACM answer. */
+void cma_acm_reconfigure(void);
+/* acm_cache.c: the entries held, and a cap (the oldest go first). */
+size_t cma_acm_cache_count(void);
+void cma_acm_cache_set_limit(size_t max_entries);
+/* acm_service.c: the owner a Unix service socket must have (root). */
+void cma_acm_service_set_trusted_uid(uid_t uid);
+
+/* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
+uint32_t ds_dest_count(const struct rsocket *rs);
+
+#endif /* CMA_TEST_HOOKS_H */

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Layout gate: the README's "Layout" table is the one map of the tree, so
+# every file under src/ must be named in the first cell of one of its rows.
+# A cell's first name sets the directory (`src/rsocket/stream.c` or
+# `src/rsocket/`); the names after it are in that directory, and `x.[ch]`
+# stands for x.c and x.h.  A new file that fails this gets its mention in
+# that table, not a map in a header.
+set -u
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo" || exit 1
+named=$(sed -n '/^## Layout$/,/^## /p' README.md | awk -F'|' '
+	/^\| *`/ {
+		cell = $2; dir = ""
+		while (match(cell, /`[^`]*`/)) {
+			tok = substr(cell, RSTART + 1, RLENGTH - 2)
+			cell = substr(cell, RSTART + RLENGTH)
+			if (index(tok, "/")) {
+				dir = tok; sub(/[^\/]*$/, "", dir)
+				path = tok
+			} else {
+				path = dir tok
+			}
+			if (path ~ /\.\[ch\]$/) {
+				sub(/\.\[ch\]$/, "", path)
+				print path ".c"; print path ".h"
+			} else {
+				print path
+			}
+		}
+	}')
+if [ -z "$named" ]; then
+	echo "FAIL: style/layout: README.md has no \"## Layout\" table"
+	exit 1
+fi
+missing=
+# The sources, not build products (an in-tree build leaves .o, .lo, .libs).
+for f in $(find src -name '.*' -prune -o -type f \( -name '*.[ch]' -o \
+	-name '*.map' \) -print | sort); do
+	grep -qxF "$f" <<<"$named" || missing="$missing $f"
+done
+if [ -z "$missing" ]; then
+	echo "PASS: style/layout"
+else
+	echo "  not in README.md's Layout table:$missing"
+	echo "FAIL: style/layout"
+	exit 1
+fi
