@@ -435,8 +435,16 @@ RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 	f = rsp_get(fd);
 	if (!f)
 		return rsp_real.setsockopt(fd, level, name, val, len);
-	if (!rsetsockopt(f->rs, level, name, val, len))
+	if (!rsetsockopt(f->rs, level, name, val, len)) {
+		/*
+		 * UDP: the kernel socket takes it too, so a socket that falls
+		 * back later (dgram.c) keeps SO_REUSEADDR and the like.
+		 */
+		if (f->dgram && rsp_real.setsockopt(fd, level, name, val, len))
+			rsp_log("fd %d: option %d/%d not kept for a fallback",
+				fd, level, name);
 		return 0;
+	}
 	if (!unknown_option(errno))
 		return -1;
 	rsp_log("fd %d: option %d/%d is not an rsocket option", fd, level,

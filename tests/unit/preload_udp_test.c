@@ -5,7 +5,7 @@
  * loopback UDP echo run under this build's librspreload.so, which must
  * fall back to the kernel's UDP (no RDMA device carries loopback) and
  * still deliver every byte, also to an epoll set joined before the first
- * sendto.
+ * sendto, with SO_REUSEADDR set before the fallback still in force.
  */
 #define _GNU_SOURCE
 #include <config.h>
@@ -90,20 +90,26 @@ static int echo_child(void)
 	struct sockaddr_storage from;
 	socklen_t alen = sizeof(a), flen;
 	char out[300], in[400];
-	int srv, cli, ep, i, k;
+	int srv, twin, cli, ep, i, k, one = 1;
 	ssize_t n;
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	srv = socket(AF_INET, SOCK_DGRAM, 0);
+	twin = socket(AF_INET, SOCK_DGRAM, 0);
 	cli = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
 	ep = epoll_create1(0);
-	if (srv < 0 || cli < 0 || ep < 0 ||
+	/* options set before the fallback hold after it: both bind */
+	if (srv < 0 || twin < 0 || cli < 0 || ep < 0 ||
+	    setsockopt(srv, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(twin, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(srv, (struct sockaddr *)&a, sizeof(a)) ||
 	    getsockname(srv, (struct sockaddr *)&a, &alen) ||
+	    bind(twin, (struct sockaddr *)&a, sizeof(a)) ||
 	    epoll_ctl(ep, EPOLL_CTL_ADD, cli, &ev)) {
 		printf("bad: setup: %s\n", strerror(errno));
 		return 1;
 	}
+	close(twin);
 	for (i = 0; i < 50; i++) {
 		for (k = 0; k < (int)sizeof(out); k++)
 			out[k] = (char)(i * 7 + k);
