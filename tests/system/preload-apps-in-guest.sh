@@ -14,7 +14,8 @@
 #   sockperf   TCP ping-pong with --data-integrity
 #   udp-echo   tests/system/udp_echo, a plain UDP echo (sendto/recvfrom,
 #              connect+send/recv, sendmsg/recvmsg; poll, select, epoll):
-#              300 datagrams of 900 bytes, every echo compared
+#              300 datagrams of 900 bytes, every echo compared; IPv4,
+#              and IPv6 as udp-echo6 (RDMA_TEST_ADDR6_1)
 #   iperf3-udp iperf3 -u, 5 MB in 900-byte datagrams at 20 Mbit/s; the
 #              server's count of datagrams received, lost and out of order
 #   sockperf-udp  UDP ping-pong with --data-integrity, then under-load;
@@ -38,6 +39,7 @@ set -u
 
 BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
+A6="${RDMA_TEST_ADDR6_1:-}"
 ONLY="${RDMACM_SYS_ONLY:-}"
 PRELOAD="$BUILD/src/preload/.libs/librspreload.so"
 . "$(dirname "$0")/verdict.sh"
@@ -282,35 +284,38 @@ wait_udp() {
 udp_over_rdma() { grep -q ": UDP over rsocket" "$W/rsp.log"; }
 
 UDP_ECHO="$BUILD/tests/system/udp_echo"
-udp-echo_run() {
-	local mode=$1 p=$((port += 1)) before after s c t0 t1 n=300 size=900
+# udp-echo over IPv4, udp-echo6 over IPv6 (RDMA_TEST_ADDR6_1, when set)
+udp-echo_run() { udp_echo_on udp-echo "$A1" "$1"; }
+udp-echo6_run() { udp_echo_on udp-echo6 "$A6" "$1"; }
+udp_echo_on() {
+	local name=$1 addr=$2 mode=$3 p=$((port += 1)) before after s c t0 t1 n=300 size=900
 	before=$(pkts)
-	with "$mode" timeout $T "$UDP_ECHO" server "$A1" $p >"$W/ue.s.$mode" 2>&1 &
+	with "$mode" timeout $T "$UDP_ECHO" server "$addr" $p >"$W/ue.s.$mode" 2>&1 &
 	s=$!
 	if ! wait_udp $p $s; then
-		res[udp-echo.$mode.why]="server did not start: $(tail -c 300 "$W/ue.s.$mode")"
+		res[$name.$mode.why]="server did not start: $(tail -c 300 "$W/ue.s.$mode")"
 		kill $s 2>/dev/null
 		return
 	fi
 	t0=$(now_ms)
-	with "$mode" timeout $T "$UDP_ECHO" client "$A1" $p $n $size >"$W/ue.c.$mode" 2>&1
+	with "$mode" timeout $T "$UDP_ECHO" client "$addr" $p $n $size >"$W/ue.c.$mode" 2>&1
 	c=$?
 	t1=$(now_ms)
 	wait $s
 	after=$(pkts)
-	echo "# udp-echo $mode: $(grep -h '^PASS\|^FAIL' "$W/ue.c.$mode" "$W/ue.s.$mode" | tr '\n' ' ')"
+	echo "# $name $mode: $(grep -h '^PASS\|^FAIL' "$W/ue.c.$mode" "$W/ue.s.$mode" | tr '\n' ' ')"
 	if [ $c != 0 ] || ! grep -q "^PASS udp-echo-server" "$W/ue.s.$mode"; then
-		res[udp-echo.$mode.why]="client exit $c: $(tail -c 300 "$W/ue.c.$mode") server: $(tail -c 200 "$W/ue.s.$mode")"
+		res[$name.$mode.why]="client exit $c: $(tail -c 300 "$W/ue.c.$mode") server: $(tail -c 200 "$W/ue.s.$mode")"
 		return
 	fi
 	if [ "$mode" = rdma ] && ! udp_over_rdma; then
-		res[udp-echo.$mode.why]="no UDP socket went over RDMA: $(tail -c 400 "$W/rsp.log")"
+		res[$name.$mode.why]="no UDP socket went over RDMA: $(tail -c 400 "$W/rsp.log")"
 		return
 	fi
-	res[udp-echo.$mode.ok]=1
-	res[udp-echo.$mode.bytes]=$((2 * n * size))
-	res[udp-echo.$mode.metric]=$((t1 - t0))
-	res[udp-echo.$mode.pkts]=$((after - before))
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=$((2 * n * size))
+	res[$name.$mode.metric]=$((t1 - t0))
+	res[$name.$mode.pkts]=$((after - before))
 }
 
 iperf3-udp_run() {
@@ -455,10 +460,15 @@ fi
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
 	fork-server:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
-	udp-echo:$UDP_ECHO:lower:ms iperf3-udp:iperf3:higher:Mbit/s \
+	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
+	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do
 	IFS=: read -r name prog better unit <<<"$app"
 	wanted "$name" || continue
+	if [ "$name" = udp-echo6 ] && [ -z "$A6" ]; then
+		skip "$name" "no IPv6 address (RDMA_TEST_ADDR6_1)"
+		continue
+	fi
 	if ! command -v "$prog" >/dev/null; then
 		fail "$name" "$prog is not installed (tests/setup.sh installs it)"
 		continue
