@@ -95,12 +95,32 @@ RSP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
 	return recvfrom(fd, buf, len, flags, sa, salen);
 }
 
+/*
+ * rsockets carry no ancillary data: a UDP program asking for some
+ * (IP_PKTINFO, timestamps) gets none, as when no option enabled it.
+ */
+static ssize_t recvmsg_dgram(struct rsp_file *f, struct msghdr *msg, int flags)
+{
+	struct msghdr m = *msg;
+	ssize_t n;
+
+	m.msg_control = NULL;
+	m.msg_controllen = 0;
+	n = rrecvmsg(f->rs, &m, flags);
+	msg->msg_namelen = m.msg_namelen;
+	msg->msg_flags = m.msg_flags;
+	msg->msg_controllen = 0;
+	return n;
+}
+
 RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rsp_file *f;
 
 	rsp_init();
 	f = rsp_get_io(fd);
+	if (f && f->dgram && msg)
+		return recvmsg_dgram(f, msg, flags);
 	return f ? rrecvmsg(f->rs, msg, flags)
 		 : rsp_real.recvmsg(fd, msg, flags);
 }
@@ -115,40 +135,73 @@ RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 		 : rsp_real.send(fd, buf, len, flags);
 }
 
+/*
+ * UDP: the first destination may decide the socket is the kernel's
+ * (dgram.c); then the call goes there.
+ */
+static struct rsp_file *dgram_dest(int fd, struct rsp_file *f,
+				   const struct sockaddr *sa, socklen_t salen,
+				   int *err)
+{
+	int ret = rsp_dgram_choose(fd, f, sa, salen, false);
+
+	*err = ret < 0;
+	return ret > 0 ? f : NULL;
+}
+
 RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 			  const struct sockaddr *sa, socklen_t salen)
 {
 	struct rsp_file *f;
+	int err;
 
 	rsp_init();
 	f = rsp_get_io(fd);
-	/*
-	 * Only TCP sockets are carried, and Linux's TCP ignores a destination
-	 * given to sendto (sockperf passes one): so does the preload, where
-	 * rsendto would say EISCONN.
-	 */
-	(void)sa;
-	(void)salen;
-	return f ? rsend(f->rs, buf, len, flags)
-		 : rsp_real.sendto(fd, buf, len, flags, sa, salen);
+	if (f && f->dgram) {
+		f = dgram_dest(fd, f, sa, salen, &err);
+		if (err)
+			return -1;
+		if (f)
+			return rsendto(f->rs, buf, len, flags, sa, salen);
+	} else if (f) {
+		/*
+		 * Linux's TCP ignores a destination given to sendto
+		 * (sockperf passes one): so does the preload, where rsendto
+		 * would say EISCONN.
+		 */
+		return rsend(f->rs, buf, len, flags);
+	}
+	return rsp_real.sendto(fd, buf, len, flags, sa, salen);
 }
 
 RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct rsp_file *f;
+	struct msghdr m;
+	int err;
 
 	rsp_init();
 	f = rsp_get_io(fd);
-	if (f && msg && msg->msg_name) {
+	if (!f || !msg)
+		return f ? rsendmsg(f->rs, msg, flags)
+			 : rsp_real.sendmsg(fd, msg, flags);
+	m = *msg;
+	if (f->dgram) {
+		f = dgram_dest(fd, f, (const struct sockaddr *)m.msg_name,
+			       m.msg_namelen, &err);
+		if (err)
+			return -1;
+		if (!f)
+			return rsp_real.sendmsg(fd, msg, flags);
+		/* no ancillary data over rsockets: sent without it */
+		m.msg_control = NULL;
+		m.msg_controllen = 0;
+	} else {
 		/* as sendto: TCP ignores the destination */
-		struct msghdr m = *msg;
-
 		m.msg_name = NULL;
 		m.msg_namelen = 0;
-		return rsendmsg(f->rs, &m, flags);
 	}
-	return f ? rsendmsg(f->rs, msg, flags)
-		 : rsp_real.sendmsg(fd, msg, flags);
+	return rsendmsg(f->rs, &m, flags);
 }
 
 /*

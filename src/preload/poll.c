@@ -406,6 +406,32 @@ void rsp_epoll_forget(int fd)
 	pthread_mutex_unlock(&ep_lock);
 }
 
+/*
+ * fd fell back to its kernel socket: where it was an rsocket member, it
+ * becomes a member of the kernel set, with the same events and data, so
+ * a program that added it before its first connect or sendto still hears
+ * of it.
+ */
+void rsp_epoll_fell_back(int fd)
+{
+	struct ep_set *s;
+	int i;
+
+	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ep_lock);
+	for (s = sets; s; s = s->next) {
+		i = find_member(s, fd);
+		if (i < 0)
+			continue;
+		if (rsp_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &s->m[i].ev))
+			rsp_log("fd %d: cannot move it to epoll set %d: %s", fd,
+				s->epfd, strerror(errno));
+		s->m[i] = s->m[--s->n];
+	}
+	pthread_mutex_unlock(&ep_lock);
+}
+
 /* A snapshot of a set's armed rsocket members, as pollfds after slot 0. */
 static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
 {

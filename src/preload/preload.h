@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * librspreload: carries an unmodified program's TCP sockets over rsockets.
- * Which file holds which concern: the README's "Layout" table.
+ * librspreload: carries an unmodified program's TCP and UDP sockets over
+ * rsockets.  Which file holds which concern: the README's "Layout" table.
  *
  * Every descriptor the program sees is a real kernel socket created with
  * the program's own arguments.  When it carries an rsocket the table maps
@@ -134,6 +134,9 @@ struct rsp_file {
 	int owner; /* the process that made it: only it may use or close it */
 	int refs; /* descriptors mapped to it (dup), atomic */
 	int domain;
+	bool dgram; /* a UDP socket over a datagram rsocket */
+	/* UDP: an address chose RDMA; no later call falls back (dgram.c) */
+	bool committed;
 	/* Where it was bound, replayed on the kernel socket on fallback. */
 	struct sockaddr_storage bound;
 	socklen_t bound_len;
@@ -155,6 +158,8 @@ void rsp_apply_config(int rs);
 
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);
+/* Moves fd's rsocket memberships into the kernel's epoll sets. */
+void rsp_epoll_fell_back(int fd);
 
 /* --- fork.c: RDMAV_FORK_SAFE's connections made lazily ---------------- */
 
@@ -174,5 +179,28 @@ struct rsp_file *rsp_get_io(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);
+
+/* --- addr.c, dgram.c: UDP sockets --------------------------------------- */
+
+enum rsp_addr_kind {
+	RSP_ADDR_BAD, /* not an IPv4/IPv6 address (or too short) */
+	RSP_ADDR_ANY, /* the wildcard */
+	RSP_ADDR_LOOPBACK, /* 127/8, ::1, ::ffff:127/104 */
+	RSP_ADDR_OTHER,
+};
+
+enum rsp_addr_kind rsp_addr_kind(const struct sockaddr *sa, socklen_t len);
+/* socket(domain, type, protocol) makes a UDP socket. */
+bool rsp_is_udp(int domain, int type, int protocol);
+
+/*
+ * A UDP descriptor's rsocket meets an address (@local: bind's, else a
+ * destination of connect/sendto/sendmsg).  The first address that names
+ * one place decides: RDMA (the socket is committed) or the kernel socket
+ * (fall back).  Returns 1 to go on with the rsocket, 0 when fd is now a
+ * plain kernel socket, -1 on error (errno set).
+ */
+int rsp_dgram_choose(int fd, struct rsp_file *f, const struct sockaddr *sa,
+		     socklen_t len, bool local);
 
 #endif /* RSPRELOAD_H */

@@ -34,25 +34,26 @@ static bool is_inet(const struct sockaddr *sa, socklen_t len)
 
 RSP_EXPORT int socket(int domain, int type, int protocol)
 {
+	bool udp = rsp_is_udp(domain, type, protocol);
 	struct rsp_file *f;
 	int fd, rs;
 
 	rsp_init();
 	fd = rsp_real.socket(domain, type, protocol);
 	if (fd < 0 || in_rsocket || rsp_config.disabled ||
-	    !is_tcp(domain, type, protocol) ||
+	    !(udp || is_tcp(domain, type, protocol)) ||
 	    !rsp_socket_wanted(domain, type, protocol))
 		return fd;
-	/* RDMAV_FORK_SAFE: TCP until first used (fork.c) */
-	if (rsp_config.fork_safe && rsp_lazy_set(fd, RSP_LAZY_FRESH)) {
+	/* RDMAV_FORK_SAFE: TCP until first used (fork.c); UDP at once */
+	if (!udp && rsp_config.fork_safe && rsp_lazy_set(fd, RSP_LAZY_FRESH)) {
 		rsp_log("fd %d: TCP now, an rsocket when first used", fd);
 		return fd;
 	}
 	in_rsocket++;
-	rs = rsocket(domain, SOCK_STREAM, 0);
+	rs = rsocket(domain, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
 	in_rsocket--;
 	if (rs < 0) {
-		rsp_log("fd %d: no rsocket (%s), using TCP", fd,
+		rsp_log("fd %d: no rsocket (%s), using the kernel's", fd,
 			strerror(errno));
 		return fd;
 	}
@@ -64,22 +65,31 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 		rclose(rs);
 		return fd;
 	}
+	f->dgram = udp;
 	rsp_set(fd, f);
-	rsp_log("fd %d: rsocket %d", fd, rs);
+	rsp_log("fd %d: %s rsocket %d", fd, udp ? "datagram" : "stream", rs);
 	return fd;
 }
 
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why)
 {
-	rsp_log("fd %d: %s: falling back to TCP", fd, why);
-	if (f->bound_len &&
-	    rsp_real.bind(fd, (struct sockaddr *)&f->bound, f->bound_len)) {
-		rsp_log("fd %d: cannot bind the TCP socket: %s", fd,
+	struct sockaddr_storage bound = f->bound;
+	socklen_t bound_len = f->bound_len;
+
+	rsp_log("fd %d: %s: falling back to the kernel's %s", fd, why,
+		f->dgram ? "UDP" : "TCP");
+	/*
+	 * The rsocket goes first: a datagram rsocket's own UDP socket holds
+	 * the port the kernel socket is to take.
+	 */
+	rsp_clear(fd);
+	rsp_epoll_fell_back(fd);
+	if (bound_len &&
+	    rsp_real.bind(fd, (struct sockaddr *)&bound, bound_len)) {
+		rsp_log("fd %d: cannot bind the kernel socket: %s", fd,
 			strerror(errno));
-		rsp_clear(fd);
 		return -1;
 	}
-	rsp_clear(fd);
 	return 0;
 }
 
@@ -102,6 +112,12 @@ RSP_EXPORT int bind(int fd, const struct sockaddr *sa, socklen_t len)
 		if (rsp_fall_back(fd, f, "not an RDMA port"))
 			return -1;
 		return rsp_real.bind(fd, sa, len);
+	}
+	if (f->dgram) {
+		int ret = rsp_dgram_choose(fd, f, sa, len, true);
+
+		if (ret <= 0)
+			return ret ? -1 : rsp_real.bind(fd, sa, len);
 	}
 	if (!rbind(f->rs, sa, len)) {
 		if (len <= sizeof(f->bound)) {
@@ -194,6 +210,17 @@ RSP_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	return do_accept(fd, sa, len, flags);
 }
 
+/* UDP: connect only sets the default destination; AF_UNSPEC clears it. */
+static int connect_dgram(int fd, struct rsp_file *f, const struct sockaddr *sa,
+			 socklen_t len)
+{
+	int ret = rsp_dgram_choose(fd, f, sa, len, false);
+
+	if (ret <= 0)
+		return ret ? -1 : rsp_real.connect(fd, sa, len);
+	return rconnect(f->rs, sa, len);
+}
+
 RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	struct rsp_file *f;
@@ -212,6 +239,8 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 		errno = err;
 		return ret;
 	}
+	if (f->dgram)
+		return connect_dgram(fd, f, sa, len);
 	if (!is_inet(sa, len) || !rsp_port_wanted(sa, len)) {
 		if (rsp_fall_back(fd, f, "not an RDMA destination"))
 			return -1;
@@ -406,8 +435,16 @@ RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 	f = rsp_get(fd);
 	if (!f)
 		return rsp_real.setsockopt(fd, level, name, val, len);
-	if (!rsetsockopt(f->rs, level, name, val, len))
+	if (!rsetsockopt(f->rs, level, name, val, len)) {
+		/*
+		 * UDP: the kernel socket takes it too, so a socket that falls
+		 * back later (dgram.c) keeps SO_REUSEADDR and the like.
+		 */
+		if (f->dgram && rsp_real.setsockopt(fd, level, name, val, len))
+			rsp_log("fd %d: option %d/%d not kept for a fallback",
+				fd, level, name);
 		return 0;
+	}
 	if (!unknown_option(errno))
 		return -1;
 	rsp_log("fd %d: option %d/%d is not an rsocket option", fd, level,

@@ -37,6 +37,7 @@ int rs_stream_init(struct rsocket *rs, int domain)
 
 void rs_stream_free(struct rsocket *rs)
 {
+	rs_listener_remove(rs);
 	rs_ka_stop(rs);
 	rs_free_iomaps(rs);
 	if (rs->cm_id) {
@@ -66,7 +67,7 @@ static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 	if (nonblock && !rs_cm_event_ready(rs))
 		return cma_err(EAGAIN);
 	do
-		ret = rs_sleep_fd_or_close(rs, rs->channel->fd, POLLIN, -1);
+		ret = rs_self_wait(rs);
 	while (!ret);
 	if (ret < 0)
 		return -1;
@@ -98,6 +99,7 @@ int rs_stream_listen(struct rsocket *rs, int backlog)
 	if (rdma_listen(rs->cm_id, backlog))
 		return -1;
 	rs_set_state(rs, RS_LISTENING);
+	rs_listener_add(rs);
 	return 0;
 }
 
@@ -315,14 +317,14 @@ static void rs_reject(struct rdma_cm_id *id)
  * on the listener's channel; it moves to a channel of its own, whose fd is
  * the new socket's number.
  */
-static int rs_get_request(struct rsocket *rs, struct rdma_cm_id **id,
-			  struct rs_conn_params *p)
+static int rs_get_request(struct rsocket *rs, bool nonblock,
+			  struct rdma_cm_id **id, struct rs_conn_params *p)
 {
 	struct rdma_cm_event *event;
 	int ret;
 
 	for (;;) {
-		if (rs_get_cm_event(rs, rs_nonblocking(rs, 0), &event))
+		if (rs_get_cm_event(rs, nonblock, &event))
 			return -1;
 		if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 			rdma_ack_cm_event(event);
@@ -339,8 +341,7 @@ static int rs_get_request(struct rsocket *rs, struct rdma_cm_id **id,
 	}
 }
 
-int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
-		     socklen_t *addrlen)
+int rs_accept_one(struct rsocket *rs, bool nonblock)
 {
 	struct rdma_conn_param param;
 	struct rs_conn_params peer, mine;
@@ -349,9 +350,7 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	struct rdma_cm_id *id;
 	int index;
 
-	if (rs_state(rs) != RS_LISTENING)
-		return cma_err(EINVAL);
-	if (rs_get_request(rs, &id, &peer))
+	if (rs_get_request(rs, nonblock, &id, &peer))
 		return -1;
 
 	new_rs = rs_alloc(rs, SOCK_STREAM);
@@ -391,8 +390,6 @@ int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
 	if ((new_rs->so_opts & (1ULL << SO_KEEPALIVE)) && rs_ka_start(new_rs))
 		goto err;
 
-	if (addr && addrlen)
-		rs_copy_peer(new_rs, addr, addrlen);
 	/* Published last: no other thread sees it half made. */
 	index = new_rs->channel->fd;
 	if (rs_insert(new_rs, index))
@@ -404,4 +401,31 @@ err : {
 	rs_put(new_rs);
 	return cma_err(err);
 }
+}
+
+/*
+ * raccept: a connection a waiting connect of this process accepted for
+ * the listener first (selfconn.c), else the next request.
+ */
+int rs_stream_accept(struct rsocket *rs, struct sockaddr *addr,
+		     socklen_t *addrlen)
+{
+	struct rsocket *new_rs;
+	int index;
+
+	if (rs_state(rs) != RS_LISTENING)
+		return cma_err(EINVAL);
+	index = rs_accept_enter(rs);
+	if (index < 0) {
+		index = rs_accept_one(rs, rs_nonblocking(rs, 0));
+		rs_accept_leave(rs);
+	}
+	if (index < 0 || !addr || !addrlen)
+		return index;
+	new_rs = rs_get(index);
+	if (new_rs) {
+		rs_copy_peer(new_rs, addr, addrlen);
+		rs_put(new_rs);
+	}
+	return index;
 }

@@ -23,7 +23,10 @@ static short rs_stream_revents(struct rsocket *rs, short events)
 	short revents = 0;
 
 	if (rs_state(rs) == RS_LISTENING)
-		return (events & POLLIN) && rs_cm_event_ready(rs) ? POLLIN : 0;
+		return (events & POLLIN) && (rs_acceptq_ready(rs) ||
+					     rs_cm_event_ready(rs))
+			       ? POLLIN
+			       : 0;
 	if (rs_state(rs) & RS_OPENING) {
 		if (rs_do_connect(rs, true) && errno == EINPROGRESS)
 			return 0;

@@ -277,6 +277,17 @@ struct rsocket {
 			struct rs_iomap_mr
 				*iomap_list; /* local-only mappings */
 			bool iomap_pending;
+
+			/*
+			 * A listener's connections accepted by a connect of
+			 * this process that waited for it (selfconn.c), and
+			 * the threads inside raccept; under selfconn.c's lock.
+			 */
+			struct rsocket *listen_next;
+			bool listen_added;
+			int *acceptq;
+			uint32_t acceptq_n, acceptq_cap;
+			uint32_t accept_waiters;
 		};
 		struct { /* SOCK_DGRAM (dgram.h) */
 			int udp_sock;
@@ -390,6 +401,25 @@ int rs_do_connect(struct rsocket *rs, bool nonblock);
 /* Is a CM event waiting on the socket's channel? */
 bool rs_cm_event_ready(struct rsocket *rs);
 void rs_stream_free(struct rsocket *rs);
+/* Take the next connection request off listener @rs: the new socket. */
+int rs_accept_one(struct rsocket *rs, bool nonblock);
+
+/* --- selfconn.c: one thread connecting to its own listener --------------- */
+
+void rs_listener_add(struct rsocket *rs);
+/* Forgets a listener and closes what was accepted for it (on free). */
+void rs_listener_remove(struct rsocket *rs);
+/*
+ * A blocking connect's wait for its next CM event (rs_sleep_fd_or_close's
+ * result): meanwhile it accepts for its own process's listener.
+ */
+int rs_self_wait(struct rsocket *rs);
+/* raccept: a socket already accepted for @l, or -1 (then it waits). */
+int rs_accept_enter(struct rsocket *l);
+/* raccept leaves after rs_accept_enter returned -1. */
+void rs_accept_leave(struct rsocket *l);
+/* Whether a socket accepted for @l waits (rpoll's POLLIN). */
+bool rs_acceptq_ready(struct rsocket *l);
 
 /* --- stream.c ------------------------------------------------------------ */
 

@@ -7,7 +7,8 @@
 #
 # BUILD_DIR is where src/.libs/librdmacm.so.1 lives (default: the repo root;
 # an out-of-tree build dir works too).  The headers compared are always the
-# source tree's include/.  Runs check-layout.sh and check-symbols.sh, which
+# source tree's include/.  Runs check-layout.sh, check-symbols.sh and
+# check-preload.sh (librspreload.so against the reference's), which
 # print "PASS: <name>" or "FAIL: <name>: <reason>" (details indented below),
 # then a closing "N passed, N failed" line; exits non-zero if any check
 # failed.  Two references: Debian 12's librdmacm (rdma-core 44, the drop-in
@@ -50,6 +51,8 @@ check_against() {
 		"$here/check-layout.sh" "$top/include" || rc=1
 	RDMACM_REF_TAG=$tag RDMACM_REF_ROOT=$root \
 		"$here/check-symbols.sh" "$build" || rc=1
+	RDMACM_REF_TAG=$tag RDMACM_REF_ROOT=$root \
+		"$here/check-preload.sh" "$build" || rc=1
 }
 
 {

@@ -12,6 +12,14 @@
 #   memcached  memccp stores a random file, memccat reads it back, and
 #              memcslap loads the server
 #   sockperf   TCP ping-pong with --data-integrity
+#   udp-echo   tests/system/udp_echo, a plain UDP echo (sendto/recvfrom,
+#              connect+send/recv, sendmsg/recvmsg; poll, select, epoll):
+#              300 datagrams of 900 bytes, every echo compared; IPv4,
+#              and IPv6 as udp-echo6 (RDMA_TEST_ADDR6_1)
+#   iperf3-udp iperf3 -u, 5 MB in 900-byte datagrams at 20 Mbit/s; the
+#              server's count of datagrams received, lost and out of order
+#   sockperf-udp  UDP ping-pong with --data-integrity, then under-load;
+#              the messages sent and received are counted
 #   fork-server  tests/system/fork_echo, a forking echo server, with
 #              RDMAV_FORK_SAFE=1 on both sides: connections accepted on
 #              TCP by the parent move to RDMA in the child that serves
@@ -31,6 +39,7 @@ set -u
 
 BUILD="${RDMACM_BUILD_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/build}"
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
+A6="${RDMA_TEST_ADDR6_1:-}"
 ONLY="${RDMACM_SYS_ONLY:-}"
 PRELOAD="$BUILD/src/preload/.libs/librspreload.so"
 . "$(dirname "$0")/verdict.sh"
@@ -89,7 +98,7 @@ check() {
 		return
 	fi
 	if [ "${res[$name.tcp.ok]:-0}" != 1 ]; then
-		fail "$name" "on plain TCP: ${res[$name.tcp.why]:-?}"
+		fail "$name" "without the preload: ${res[$name.tcp.why]:-?}"
 		return
 	fi
 	local b=${res[$name.rdma.bytes]} p=${res[$name.rdma.pkts]} tp=${res[$name.tcp.pkts]}
@@ -98,7 +107,7 @@ check() {
 		return
 	fi
 	if [ "${tp:-0}" -gt 100 ]; then
-		fail "$name" "the TCP run sent $tp RDMA packets"
+		fail "$name" "the run without the preload sent $tp RDMA packets"
 		return
 	fi
 	r=${res[$name.rdma.metric]} t=${res[$name.tcp.metric]}
@@ -258,6 +267,149 @@ sockperf_run() {
 	res[sockperf.$mode.pkts]=$((after - before))
 }
 
+# --- UDP ----------------------------------------------------------------
+# Wait, at most 20 s, for a UDP socket bound to port $1 (pid $2).  Under
+# the preload the datagram rsocket's own UDP socket holds the port.
+wait_udp() {
+	local p=$1 pid=$2 i
+	for ((i = 0; i < 200; i++)); do
+		ss -Hlun "sport = :$p" 2>/dev/null | grep -q . && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# Whether the preload's log shows a UDP socket committed to RDMA.
+udp_over_rdma() { grep -q ": UDP over rsocket" "$W/rsp.log"; }
+
+UDP_ECHO="$BUILD/tests/system/udp_echo"
+# udp-echo over IPv4, udp-echo6 over IPv6 (RDMA_TEST_ADDR6_1, when set)
+udp-echo_run() { udp_echo_on udp-echo "$A1" "$1"; }
+udp-echo6_run() { udp_echo_on udp-echo6 "$A6" "$1"; }
+udp_echo_on() {
+	local name=$1 addr=$2 mode=$3 p=$((port += 1)) before after s c t0 t1 n=300 size=900
+	before=$(pkts)
+	with "$mode" timeout $T "$UDP_ECHO" server "$addr" $p >"$W/ue.s.$mode" 2>&1 &
+	s=$!
+	if ! wait_udp $p $s; then
+		res[$name.$mode.why]="server did not start: $(tail -c 300 "$W/ue.s.$mode")"
+		kill $s 2>/dev/null
+		return
+	fi
+	t0=$(now_ms)
+	with "$mode" timeout $T "$UDP_ECHO" client "$addr" $p $n $size >"$W/ue.c.$mode" 2>&1
+	c=$?
+	t1=$(now_ms)
+	wait $s
+	after=$(pkts)
+	echo "# $name $mode: $(grep -h '^PASS\|^FAIL' "$W/ue.c.$mode" "$W/ue.s.$mode" | tr '\n' ' ')"
+	if [ $c != 0 ] || ! grep -q "^PASS udp-echo-server" "$W/ue.s.$mode"; then
+		res[$name.$mode.why]="client exit $c: $(tail -c 300 "$W/ue.c.$mode") server: $(tail -c 200 "$W/ue.s.$mode")"
+		return
+	fi
+	if [ "$mode" = rdma ] && ! udp_over_rdma; then
+		res[$name.$mode.why]="no UDP socket went over RDMA: $(tail -c 400 "$W/rsp.log")"
+		return
+	fi
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=$((2 * n * size))
+	res[$name.$mode.metric]=$((t1 - t0))
+	res[$name.$mode.pkts]=$((after - before))
+}
+
+iperf3-udp_run() {
+	local mode=$1 p=$((port += 1)) before after s c
+	before=$(pkts)
+	with "$mode" timeout $T iperf3 -s -1 -p $p -B "$A1" -J >"$W/iu.s.$mode" 2>&1 &
+	s=$!
+	if ! wait_port $mode $p $s; then
+		res[iperf3-udp.$mode.why]="server did not start: $(head -c 300 "$W/iu.s.$mode")"
+		kill $s 2>/dev/null
+		return
+	fi
+	with "$mode" timeout $T iperf3 -c "$A1" -p $p -u -b 20M -l 900 -n 5M -J \
+		>"$W/iu.c.$mode" 2>&1
+	c=$?
+	wait $s
+	after=$(pkts)
+	if [ $c != 0 ]; then
+		res[iperf3-udp.$mode.why]="client exit $c: $(head -c 300 "$W/iu.c.$mode")"
+		return
+	fi
+	python3 - "$W/iu.c.$mode" "$W/iu.s.$mode" >"$W/iu.$mode" 2>&1 <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["end"]["sum"]
+s = json.load(open(sys.argv[2]))["end"]["sum"]
+# (the server's "bytes" are its own sent bytes: none in UDP)
+print(c["packets"], s["packets"], s["lost_packets"],
+      s.get("out_of_order", 0), (s["packets"] - s["lost_packets"]) * 900,
+      int(c["bits_per_second"] / 1e6))
+PY
+	read -r sent total lost ooo rbytes mbps <"$W/iu.$mode"
+	echo "# iperf3-udp $mode: client sent ${sent:-?} datagrams; server: ${total:-?} expected, ${lost:-?} lost, ${ooo:-?} out of order, ${rbytes:-?} bytes received"
+	# iperf3 numbers its datagrams: the server counts the missing and the
+	# reordered ones.  UDP may lose some (no threshold on how many); all
+	# must be numbered as sent, and most must arrive.
+	if [ -z "${sent:-}" ] || [ -z "${rbytes:-}" ] || [ "$total" -gt "$sent" ] ||
+		[ "$rbytes" -le 0 ] || [ "$lost" -ge "$total" ]; then
+		res[iperf3-udp.$mode.why]="sent ${sent:-?}, server counted ${total:-?}, lost ${lost:-?}: $(head -c 300 "$W/iu.$mode")"
+		return
+	fi
+	if [ "$mode" = rdma ] && ! udp_over_rdma; then
+		res[iperf3-udp.$mode.why]="no UDP socket went over RDMA: $(tail -c 400 "$W/rsp.log")"
+		return
+	fi
+	res[iperf3-udp.$mode.ok]=1
+	res[iperf3-udp.$mode.bytes]=$rbytes
+	res[iperf3-udp.$mode.metric]=$mbps
+	res[iperf3-udp.$mode.pkts]=$((after - before))
+}
+
+sockperf-udp_run() {
+	local mode=$1 p=$((port += 1)) before after s c1 c2 lat sent rcvd
+	before=$(pkts)
+	with "$mode" timeout $T sockperf sr -i "$A1" -p $p >"$W/sus.$mode" 2>&1 &
+	s=$!
+	if ! wait_udp $p $s; then
+		res[sockperf-udp.$mode.why]="server did not start: $(tail -c 300 "$W/sus.$mode")"
+		kill $s 2>/dev/null
+		return
+	fi
+	with "$mode" timeout $T sockperf pp -i "$A1" -p $p -t 3 -m 500 \
+		--data-integrity >"$W/sup.$mode" 2>&1
+	c1=$?
+	with "$mode" timeout $T sockperf ul -i "$A1" -p $p -t 3 -m 500 \
+		--mps 1000 >"$W/sul.$mode" 2>&1
+	c2=$?
+	kill $s 2>/dev/null
+	wait $s 2>/dev/null
+	after=$(pkts)
+	lat=$(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$W/sup.$mode" | head -1)
+	msgs=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$W/sup.$mode" | head -1)
+	sent=$(sed -n 's/.*SentMessages=\([0-9]*\).*/\1/p' "$W/sul.$mode" | head -1)
+	rcvd=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$W/sul.$mode" | head -1)
+	echo "# sockperf-udp $mode: ping-pong ${msgs:-?} replies, avg ${lat:-?} us; under-load sent ${sent:-?}, ${rcvd:-?} replies"
+	if [ $c1 != 0 ] || [ -z "$lat" ] || [ "${msgs:-0}" -le 0 ] ||
+		grep -qi "integrity.*fail\|ERROR" "$W/sup.$mode"; then
+		res[sockperf-udp.$mode.why]="ping-pong exit $c1: $(tail -c 400 "$W/sup.$mode")"
+		return
+	fi
+	if [ $c2 != 0 ] || [ "${sent:-0}" -le 0 ] || [ "${rcvd:-0}" -le 0 ] ||
+		grep -qi "ERROR" "$W/sul.$mode"; then
+		res[sockperf-udp.$mode.why]="under-load exit $c2: $(tail -c 400 "$W/sul.$mode")"
+		return
+	fi
+	if [ "$mode" = rdma ] && ! udp_over_rdma; then
+		res[sockperf-udp.$mode.why]="no UDP socket went over RDMA: $(tail -c 400 "$W/rsp.log")"
+		return
+	fi
+	res[sockperf-udp.$mode.ok]=1
+	res[sockperf-udp.$mode.bytes]=$((2 * msgs * 500))
+	res[sockperf-udp.$mode.metric]=$lat
+	res[sockperf-udp.$mode.pkts]=$((after - before))
+}
+
 # --- a forking server, and a child closing an inherited socket ----------
 FORK_ECHO="$BUILD/tests/system/fork_echo"
 # forkrun NAME MODE SERVER-MODE CLIENT-KIND CLIENTS [ENV...]
@@ -307,9 +459,16 @@ fi
 
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
-	fork-server:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms; do
+	fork-server:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
+	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
+	iperf3-udp:iperf3:higher:Mbit/s \
+	sockperf-udp:sockperf:lower:us; do
 	IFS=: read -r name prog better unit <<<"$app"
 	wanted "$name" || continue
+	if [ "$name" = udp-echo6 ] && [ -z "$A6" ]; then
+		skip "$name" "no IPv6 address (RDMA_TEST_ADDR6_1)"
+		continue
+	fi
 	if ! command -v "$prog" >/dev/null; then
 		fail "$name" "$prog is not installed (tests/setup.sh installs it)"
 		continue

@@ -18,6 +18,7 @@
 #    (Soft-RoCE: see dgram_skip_reason below), and run instead with
 #    Debian's side under a test shim that works around that
 #    (interop-selfah, tests/system/roce_self_ah.c).
+# 5. selfconnect/*: one thread connects to its own listener (below).
 #
 # Prints "PASS name" / "FAIL name" / "SKIP name: why" per test and
 # "N passed, N failed".
@@ -336,6 +337,32 @@ else
 fi
 
 }
+# 5. A single-threaded program connecting to its own listener
+# (tests/system/rs_selfconnect): a blocking rconnect, then raccept, from
+# one thread; on our library, on Debian's (the reference's behaviour,
+# printed, not judged), and the same with socket(2) calls under this
+# tree's librspreload.so.
+selfconnect() {
+	local name=$1 lib=$2 mode=$3 pre=${4:-} out rc
+	wanted "$name" || return 0
+	# (an ASan build's preload comes before the runtime: allowed)
+	out=$(LD_LIBRARY_PATH="$lib" LD_PRELOAD="$pre" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		timeout 90 "$BUILD/tests/system/rs_selfconnect" "$mode" "$A1" 2>&1)
+	rc=$?
+	if [ "$lib" != "$ours" ]; then
+		echo "# $name (Debian's library, not judged): exit $rc: $out"
+	elif [ $rc = 0 ]; then
+		pass "$name" "$(sed -n 's/^PASS [^:]*: //p' <<<"$out")"
+	else
+		fail "$name" "exit $rc: $out"
+	fi
+}
+selfconnect selfconnect/ours "$ours" rsocket
+selfconnect selfconnect/debian "" rsocket
+selfconnect selfconnect/preload "$ours" socket \
+	"$BUILD/src/preload/.libs/librspreload.so"
+
 if [ "$TRANSPORT" = iwarp ]; then
 	for t in rudping udpong; do
 		wanted "$t/" && skip "$t" "$IWARP_NO_UD"

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * librspreload's UDP sockets: which addresses are loopback, wildcard or
+ * other (src/preload/addr.c, compiled in), which sockets are UDP, and a
+ * loopback UDP echo run under this build's librspreload.so, which must
+ * fall back to the kernel's UDP (no RDMA device carries loopback) and
+ * still deliver every byte, also to an epoll set joined before the first
+ * sendto, with SO_REUSEADDR set before the fallback still in force.
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+#include "unit.h"
+
+static enum rsp_addr_kind v4(const char *a)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	ck_assert_int_eq(inet_pton(AF_INET, a, &sin.sin_addr), 1);
+	return rsp_addr_kind((struct sockaddr *)&sin, sizeof(sin));
+}
+
+static enum rsp_addr_kind v6(const char *a)
+{
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
+
+	ck_assert_int_eq(inet_pton(AF_INET6, a, &sin6.sin6_addr), 1);
+	return rsp_addr_kind((struct sockaddr *)&sin6, sizeof(sin6));
+}
+
+START_TEST(addresses_are_classified)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr un = {.sa_family = AF_UNIX};
+
+	ck_assert_int_eq(v4("0.0.0.0"), RSP_ADDR_ANY);
+	ck_assert_int_eq(v4("127.0.0.1"), RSP_ADDR_LOOPBACK);
+	ck_assert_int_eq(v4("127.255.3.4"), RSP_ADDR_LOOPBACK);
+	ck_assert_int_eq(v4("192.0.2.1"), RSP_ADDR_OTHER);
+	ck_assert_int_eq(v4("128.0.0.1"), RSP_ADDR_OTHER);
+	ck_assert_int_eq(v6("::"), RSP_ADDR_ANY);
+	ck_assert_int_eq(v6("::1"), RSP_ADDR_LOOPBACK);
+	ck_assert_int_eq(v6("::ffff:127.0.0.1"), RSP_ADDR_LOOPBACK);
+	ck_assert_int_eq(v6("::ffff:0.0.0.0"), RSP_ADDR_ANY);
+	ck_assert_int_eq(v6("::ffff:192.0.2.1"), RSP_ADDR_OTHER);
+	ck_assert_int_eq(v6("fe80::1"), RSP_ADDR_OTHER);
+	ck_assert_int_eq(v6("2001:db8::1"), RSP_ADDR_OTHER);
+	/* too short, not IP, absent */
+	ck_assert_int_eq(rsp_addr_kind((struct sockaddr *)&sin, 4),
+			 RSP_ADDR_BAD);
+	ck_assert_int_eq(rsp_addr_kind(&un, sizeof(un)), RSP_ADDR_BAD);
+	ck_assert_int_eq(rsp_addr_kind(NULL, 16), RSP_ADDR_BAD);
+}
+END_TEST
+
+START_TEST(udp_sockets_are_recognised)
+{
+	ck_assert(rsp_is_udp(AF_INET, SOCK_DGRAM, 0));
+	ck_assert(rsp_is_udp(AF_INET6, SOCK_DGRAM, IPPROTO_UDP));
+	ck_assert(rsp_is_udp(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			     0));
+	ck_assert(!rsp_is_udp(AF_INET, SOCK_STREAM, 0));
+	ck_assert(!rsp_is_udp(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
+	ck_assert(!rsp_is_udp(AF_UNIX, SOCK_DGRAM, 0));
+	ck_assert(!rsp_is_udp(AF_INET, SOCK_RAW, IPPROTO_UDP));
+}
+END_TEST
+
+/*
+ * Run as "preload_udp_test --echo-child" under librspreload.so: a client
+ * that joins an epoll set first, then sends 50 datagrams to a server on
+ * 127.0.0.1 and checks each echo.  Prints "ok N" or "bad: why".
+ */
+static int echo_child(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct sockaddr_storage from;
+	socklen_t alen = sizeof(a), flen;
+	char out[300], in[400];
+	int srv, twin, cli, ep, i, k, one = 1;
+	ssize_t n;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv = socket(AF_INET, SOCK_DGRAM, 0);
+	twin = socket(AF_INET, SOCK_DGRAM, 0);
+	cli = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	ep = epoll_create1(0);
+	/* options set before the fallback hold after it: both bind */
+	if (srv < 0 || twin < 0 || cli < 0 || ep < 0 ||
+	    setsockopt(srv, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(twin, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(srv, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(srv, (struct sockaddr *)&a, &alen) ||
+	    bind(twin, (struct sockaddr *)&a, sizeof(a)) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, cli, &ev)) {
+		printf("bad: setup: %s\n", strerror(errno));
+		return 1;
+	}
+	close(twin);
+	for (i = 0; i < 50; i++) {
+		for (k = 0; k < (int)sizeof(out); k++)
+			out[k] = (char)(i * 7 + k);
+		if (sendto(cli, out, sizeof(out), 0, (struct sockaddr *)&a,
+			   sizeof(a)) != sizeof(out)) {
+			printf("bad: sendto: %s\n", strerror(errno));
+			return 1;
+		}
+		flen = sizeof(from);
+		n = recvfrom(srv, in, sizeof(in), 0, (struct sockaddr *)&from,
+			     &flen);
+		if (n != sizeof(out) ||
+		    sendto(srv, in, n, 0, (struct sockaddr *)&from, flen) !=
+			    n) {
+			printf("bad: server: %s\n", strerror(errno));
+			return 1;
+		}
+		if (epoll_wait(ep, &ev, 1, 5000) != 1) {
+			printf("bad: epoll never reported the echo %d\n", i);
+			return 1;
+		}
+		n = recv(cli, in, sizeof(in), 0);
+		if (n != sizeof(out) || memcmp(in, out, sizeof(out))) {
+			printf("bad: echo %d differs (%zd bytes)\n", i, n);
+			return 1;
+		}
+	}
+	printf("ok %d\n", i);
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+START_TEST(loopback_udp_falls_back_and_delivers)
+{
+	char path[] = "/tmp/rsp-udp-log.XXXXXX", out[256] = "", asan[512];
+	const char *old = getenv("ASAN_OPTIONS");
+	int p[2], fd, status;
+	ssize_t n;
+	pid_t pid;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 1);
+		setenv("LD_PRELOAD", RSP_PRELOAD_DIR "/librspreload.so", 1);
+		setenv("LD_LIBRARY_PATH", RSP_LIB_DIR, 1);
+		setenv("RDMA_RSOCKET_LOG", path, 1);
+		snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
+			 old ? old : "", old ? ":" : "");
+		setenv("ASAN_OPTIONS", asan, 1);
+		execl("/proc/self/exe", "preload_udp_test", "--echo-child",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(!strncmp(out, "ok 50", 5), "child: %s", out);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* both sockets were datagram rsockets, and both fell back */
+	ck_assert_msg(strstr(slurp(path), "datagram rsocket"), "log: %s",
+		      slurp(path));
+	ck_assert_msg(strstr(slurp(path), "a loopback address: falling back "
+					  "to the kernel's UDP"),
+		      "log: %s", slurp(path));
+	unlink(path);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("preload_udp");
+	TCase *tc = tcase_create("udp");
+	SRunner *sr;
+	int failed;
+
+	if (argc == 2 && !strcmp(argv[1], "--echo-child"))
+		return echo_child();
+	tcase_add_test(tc, addresses_are_classified);
+	tcase_add_test(tc, udp_sockets_are_recognised);
+	tcase_add_test(tc, loopback_udp_falls_back_and_delivers);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
