@@ -201,7 +201,12 @@ static int find_id(const struct rdma_cm_id *id)
 static void add_id(struct rdma_cm_id *id, bool request)
 {
 	if (nids == MAX_IDS) {
-		rdma_destroy_id(id);
+		/* A destroy the kernel failed: again, the kernel willing. */
+		if (rdma_destroy_id(id)) {
+			fail_cmd = UINT32_MAX;
+			if (rdma_destroy_id(id))
+				abort();
+		}
 		return;
 	}
 	surfaced[nids] = request;
