@@ -1002,7 +1002,7 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock)
 	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))
 		return -1;
 	if (!(rs_state(rs) & RS_WRITABLE))
-		return cma_err(EPIPE);
+		return cma_err(rs_closed_under(rs) ? EBADF : EPIPE);
 	return rs_can_send(rs) ? 1 : 0;
 }
 
@@ -1038,10 +1038,18 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			return -1;
 		}
 	}
-	if (!(rs_state(rs) & RS_CONNECTED))
+	if (!(rs_state(rs) & RS_CONNECTED)) {
+		/*
+		 * A call that held the socket when another thread closed it
+		 * fails with EBADF, also when the close's disconnect is over
+		 * before the call looks (as rs_wait_locked does).
+		 */
+		if (rs_closed_under(rs))
+			return cma_err(EBADF);
 		return cma_err(rs_state(rs) & (RS_DISCONNECTED | RS_ERROR)
 				       ? EPIPE
 				       : ENOTCONN);
+	}
 
 	pthread_mutex_lock(&rs->slock);
 	if (rs->iomap_pending) {

@@ -543,6 +543,35 @@ START_TEST(rshutdown_bounds_its_wait_too)
 }
 END_TEST
 
+static void *close_run(void *arg)
+{
+	return (void *)(intptr_t)rclose(*(int *)arg);
+}
+
+/*
+ * A send that held the socket when another thread closed it, and looks
+ * only after the close's disconnect is over: EBADF as for every call the
+ * close ended, not EPIPE (stress_rs_test saw EPIPE under ASan).
+ */
+START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
+{
+	int s = connected_stream();
+	struct rsocket *rs = rs_get(s);
+	struct iovec iov = {.iov_base = "x", .iov_len = 1};
+	pthread_t t;
+	void *ret;
+
+	ck_assert_ptr_nonnull(rs);
+	rs_set_state(rs, RS_DISCONNECTED); /* the close's DISCONNECT went */
+	ck_assert_int_eq(pthread_create(&t, NULL, close_run, &s), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_int_eq((int)(intptr_t)ret, 0);
+	ck_assert_int_eq(rs_stream_sendv(rs, &iov, 1, 0), -1);
+	ck_assert_int_eq(errno, EBADF);
+	rs_put(rs);
+}
+END_TEST
+
 static Suite *rsocket_close_suite(void)
 {
 	Suite *s = suite_create("rsocket_close");
@@ -564,6 +593,8 @@ static Suite *rsocket_close_suite(void)
 		       rclose_bounds_its_wait_for_sends_that_never_complete);
 	tcase_add_test(tc, rclose_with_zero_linger_does_not_wait);
 	tcase_add_test(tc, rshutdown_bounds_its_wait_too);
+	tcase_add_test(tc,
+		       send_entered_before_a_finished_close_fails_with_ebadf);
 	suite_add_tcase(s, tc);
 	return s;
 }
