@@ -52,6 +52,20 @@ static bool rs_buffers_exist(const struct rsocket *rs)
 	return rs->type == SOCK_STREAM ? rs->rbuf != NULL : rs->qp_list != NULL;
 }
 
+/*
+ * SO_LINGER on with l_linger seconds bounds how long rshutdown/rclose wait
+ * for the sends already posted (0: not at all); off (and by default) they
+ * wait RS_CLOSE_LINGER_MS.  A negative time is the longest, as Linux
+ * takes it.  The flag bit keeps rdma-core's inverted l_onoff.
+ */
+static void rs_set_linger(struct rsocket *rs, const struct linger *l)
+{
+	rs->opt.linger_set = l->l_onoff;
+	rs->opt.linger_s = l->l_linger < 0 || l->l_linger > RS_LINGER_MAX_S
+				   ? RS_LINGER_MAX_S
+				   : (unsigned int)l->l_linger;
+}
+
 static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 			     const void *optval, socklen_t optlen)
 {
@@ -81,6 +95,7 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 	case SO_LINGER:
 		if (optlen < sizeof(struct linger))
 			return cma_err(EINVAL);
+		rs_set_linger(rs, (const struct linger *)optval);
 		/* Stored inverted: lingering is the default. */
 		val = !((const struct linger *)optval)->l_onoff;
 		break;
@@ -525,7 +540,8 @@ static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 				return cma_err(EINVAL);
 			((struct linger *)optval)->l_onoff =
 				!rs_flag(rs->so_opts, SO_LINGER);
-			((struct linger *)optval)->l_linger = 0;
+			((struct linger *)optval)->l_linger =
+				rs->opt.linger_set ? (int)rs->opt.linger_s : 0;
 			*optlen = sizeof(struct linger);
 			return 0;
 		case SO_ERROR:

@@ -28,6 +28,8 @@ struct rs_opt {
 	unsigned int keepintvl; /* TCP_KEEPINTVL, seconds */
 	unsigned int keepcnt; /* TCP_KEEPCNT */
 	char cong[RS_CONG_NAME_MAX]; /* TCP_CONGESTION, "" = default */
+	bool linger_set; /* SO_LINGER on: close waits linger_s at most */
+	unsigned int linger_s; /* else RS_CLOSE_LINGER_MS (rs.h) */
 };
 
 /* The keepalive timer of one socket (under the service's lock). */

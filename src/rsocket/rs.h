@@ -103,6 +103,12 @@ extern struct rs_defaults rs_def;
 #define RS_CONN_RETRIES 6
 /* How long an iWARP close waits for the peer to close too (stream.c). */
 #define RS_IWARP_LINGER_MS 500
+/*
+ * How long rshutdown/rclose wait for posted sends to complete unless
+ * SO_LINGER sets a time (stream.c); then the connection is torn down.
+ */
+#define RS_CLOSE_LINGER_MS 10000
+#define RS_LINGER_MAX_S 3600 /* the longest SO_LINGER time taken */
 #define RS_MAX_CTRL_MSG sizeof(struct rs_wire_sge)
 /* Signal at least every this many sends (see stream.c). */
 #define RS_SIGNAL_EVERY 16

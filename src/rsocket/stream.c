@@ -23,6 +23,7 @@
  * write costs two send queue entries, credits with a buffer two control
  * slots; a message without payload is the SEND alone.
  */
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -699,12 +700,29 @@ static bool rs_wait_done(struct rsocket *rs, bool (*ready)(struct rsocket *))
 	       !(rs_state(rs) & RS_CONNECTED);
 }
 
-/* Called and returns with rs->lock held. */
-int rs_wait_locked(struct rsocket *rs, bool nonblock,
-		   bool (*ready)(struct rsocket *))
+/* The sleep until @deadline_ms (0: none, -1), or 0 once it has passed. */
+static int rs_wait_left(uint64_t deadline_ms)
+{
+	uint64_t now;
+
+	if (!deadline_ms)
+		return -1;
+	now = rs_now_ms();
+	if (now >= deadline_ms)
+		return 0;
+	return deadline_ms - now > INT_MAX ? INT_MAX : (int)(deadline_ms - now);
+}
+
+/*
+ * Wait until @ready, the connection's end, or @deadline_ms on the
+ * monotonic clock (0: no deadline; then ETIMEDOUT).  Called and returns
+ * with rs->lock held.
+ */
+static int rs_wait_until(struct rsocket *rs, bool nonblock,
+			 bool (*ready)(struct rsocket *), uint64_t deadline_ms)
 {
 	struct rs_spin_wait w;
-	int ret = 0;
+	int ret = 0, left;
 
 	/*
 	 * A close that came before this call slept (its disconnect ends the
@@ -726,9 +744,14 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		}
 		if (rs_arm_cq_once(rs))
 			continue;
+		left = rs_wait_left(deadline_ms);
+		if (!left) {
+			ret = cma_err(ETIMEDOUT);
+			break;
+		}
 		rs_spin_sleeping(&w);
 		pthread_mutex_unlock(&rs->lock);
-		ret = rs_sleep_on_cq(rs, -1);
+		ret = rs_sleep_on_cq(rs, left);
 		pthread_mutex_lock(&rs->lock);
 		if (ret)
 			break;
@@ -738,6 +761,12 @@ int rs_wait_locked(struct rsocket *rs, bool nonblock,
 	if (!ret && rs_closed_under(rs))
 		ret = cma_err(EBADF);
 	return ret;
+}
+
+int rs_wait_locked(struct rsocket *rs, bool nonblock,
+		   bool (*ready)(struct rsocket *))
+{
+	return rs_wait_until(rs, nonblock, ready, 0);
 }
 
 /* --- receiving --------------------------------------------------------- */
@@ -974,7 +1003,7 @@ int rs_wait_sendable(struct rsocket *rs, bool nonblock)
 	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))
 		return -1;
 	if (!(rs_state(rs) & RS_WRITABLE))
-		return cma_err(EPIPE);
+		return cma_err(rs_closed_under(rs) ? EBADF : EPIPE);
 	return rs_can_send(rs) ? 1 : 0;
 }
 
@@ -1010,10 +1039,18 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			return -1;
 		}
 	}
-	if (!(rs_state(rs) & RS_CONNECTED))
+	if (!(rs_state(rs) & RS_CONNECTED)) {
+		/*
+		 * A call that held the socket when another thread closed it
+		 * fails with EBADF, also when the close's disconnect is over
+		 * before the call looks (as rs_wait_locked does).
+		 */
+		if (rs_closed_under(rs))
+			return cma_err(EBADF);
 		return cma_err(rs_state(rs) & (RS_DISCONNECTED | RS_ERROR)
 				       ? EPIPE
 				       : ENOTCONN);
+	}
 
 	pthread_mutex_lock(&rs->slock);
 	if (rs->iomap_pending) {
@@ -1091,9 +1128,23 @@ static void rs_iwarp_linger(struct rsocket *rs)
 	}
 }
 
+/*
+ * When a shutdown or close stops waiting for its sends (SO_LINGER): a
+ * send whose acknowledgement is lost may never complete (rxe does that),
+ * and a close must not hang on it as a TCP close never does.  0: now.
+ */
+static uint64_t rs_linger_deadline(const struct rsocket *rs)
+{
+	uint64_t ms = rs->opt.linger_set ? (uint64_t)rs->opt.linger_s * 1000
+					 : RS_CLOSE_LINGER_MS;
+
+	return rs_now_ms() + ms;
+}
+
 int rs_stream_shutdown(struct rsocket *rs, int how)
 {
-	bool posted = false;
+	uint64_t deadline = rs_linger_deadline(rs);
+	bool posted = false, timed_out = false;
 	uint32_t ctrl;
 	int ret = 0;
 
@@ -1121,19 +1172,31 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		}
 		ctrl = RS_CTRL_DISCONNECT;
 	}
-	if (!rs_ctrl_avail(rs))
-		ret = rs_wait_locked(rs, false, rs_can_send_ctrl);
+	if (!rs_ctrl_avail(rs)) {
+		ret = rs_wait_until(rs, false, rs_can_send_ctrl, deadline);
+		timed_out = ret && errno == ETIMEDOUT;
+	}
 	/* A peer that never spoke learns of the end from the CM alone. */
 	if (!ret && (rs_state(rs) & RS_CONNECTED) && rs_ctrl_avail(rs) &&
 	    !rs->await_peer) {
 		ret = rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, ctrl));
 		posted = !ret;
 	}
-	if (rs_state(rs) & RS_CONNECTED)
-		rs_wait_locked(rs, false, rs_all_sends_done);
-	if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
-	    rs->comp_channel)
+	if (!timed_out && (rs_state(rs) & RS_CONNECTED) &&
+	    rs_wait_until(rs, false, rs_all_sends_done, deadline))
+		timed_out = errno == ETIMEDOUT;
+	if (timed_out) {
+		/*
+		 * Sends still out after the linger time: tear the connection
+		 * down as if our DISCONNECT had gone (the peer may miss the
+		 * end of the data, as after a TCP linger timeout).
+		 */
+		rs_set_state(rs, RS_DISCONNECTED);
+		ret = 0;
+	} else if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
+		   rs->comp_channel) {
 		rs_iwarp_linger(rs);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	if (!(rs_state(rs) & RS_DISCONNECTED))
 		return ret;

@@ -22,6 +22,29 @@
  * and the library must never post more sends or receives than its queues
  * hold, nor hand out more receive buffer than it has.
  *
+ * Connections are kept across inputs: setting one up (buffers of up to
+ * 128 KiB, up to 32k receives posted) costs far more than an input's
+ * operations.  The last 128 distinct set-ups (the first 49 bytes of an
+ * input) stay open, each under its own rsocket number; an input whose
+ * set-up bytes match one gets that socket reset to exactly its state
+ * right after set-up:
+ *  - the socket's structure is copied back from a snapshot taken then
+ *    (every counter, ring index, state bit, credit, option, and the
+ *    iomap pointers: the iomaps themselves were freed at the end of the
+ *    input that made them, as a close frees them, but for the array of
+ *    the peer's slots, kept with every entry as its first riomap makes
+ *    it: see iomaps_clear);
+ *  - its buffers are zeroed again as calloc left them: send buffer and
+ *    control slots, receive buffer and iWARP message slots, target SGL
+ *    and iomap, the receive-message and sent rings;
+ *  - the fake device's queue state and completions are copied back, and
+ *    its posted receives are those set-up posted.
+ * An input that ends leaves the table's reference as the socket's only
+ * one (checked).  An input with new set-up bytes builds a new socket (so
+ * set-up stays fuzzed) in place of the least recently used one, which is
+ * closed and checked as every socket was before: the table held its last
+ * reference and its number is free afterwards.
+ *
  * Input: 9 header bytes (flags: bit 0 iWARP, bit 1 passive side, bit 2
  * half the inline size granted, bit 3 big queues and buffers; sq_size,
  * rq_size, sq_inline as little-endian 16-bit; buffer size exponent; iomap
@@ -71,7 +94,14 @@ static uint16_t take16(struct input *in)
 
 /* --- the fake device ---------------------------------------------------- */
 
+/*
+ * The device's per-request code is not the library's: no coverage
+ * feedback (it cost more than the library's own) and none to guide on.
+ */
+#define HARNESS __attribute__((no_sanitize("coverage")))
+
 #define WC_MAX 4096
+#define QP_WR_MAX 0x8000 /* the big device's queues */
 
 static struct {
 	struct ibv_device dev;
@@ -84,32 +114,34 @@ static struct {
 	uint16_t max_inline;
 	int max_qp_wr;
 	/* posted sends, in order: wr_id and whether it signals */
-	uint64_t *sends;
-	bool *signaled;
 	uint32_t send_head, send_cnt, send_cap;
 	/* posted receives, in order */
-	uint64_t *recvs;
 	uint32_t recv_head, recv_cnt, recv_cap;
-	/* completions waiting to be polled */
-	struct ibv_wc wc[WC_MAX];
+	/* completions waiting to be polled (in dev_wc) */
 	uint32_t wc_head, wc_cnt;
 	unsigned long sink;
 } dev;
 
-static void queue_wc(const struct ibv_wc *wc)
+/* The queues' entries, sized for the biggest device once. */
+static uint64_t dev_sends[QP_WR_MAX];
+static bool dev_signaled[QP_WR_MAX];
+static uint64_t dev_recvs[QP_WR_MAX];
+static struct ibv_wc dev_wc[WC_MAX];
+
+HARNESS static void queue_wc(const struct ibv_wc *wc)
 {
 	if (dev.wc_cnt == WC_MAX)
 		return;
-	dev.wc[(dev.wc_head + dev.wc_cnt) % WC_MAX] = *wc;
+	dev_wc[(dev.wc_head + dev.wc_cnt) % WC_MAX] = *wc;
 	dev.wc_cnt++;
 }
 
-static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+HARNESS static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	int i;
 
 	for (i = 0; i < n && dev.wc_cnt; i++) {
-		wc[i] = dev.wc[dev.wc_head];
+		wc[i] = dev_wc[dev.wc_head];
 		dev.wc_head = (dev.wc_head + 1) % WC_MAX;
 		dev.wc_cnt--;
 	}
@@ -121,19 +153,28 @@ static int fake_req_notify(struct ibv_cq *cq, int solicited)
 	return 0;
 }
 
-/* Read every byte a send names, as the HCA would. */
-static void read_sges(const struct ibv_sge *sg, int n)
+/*
+ * Read every byte a send names, as the HCA would: one memcpy per SGE, so
+ * ASan checks the whole range at once (a loop over the bytes cost more
+ * than the rest of the input).
+ */
+static uint8_t wire_copy[1 << 18];
+
+HARNESS static void read_sges(const struct ibv_sge *sg, int n)
 {
 	int i;
-	uint32_t j;
 
-	for (i = 0; i < n; i++)
-		for (j = 0; j < sg[i].length; j++)
-			dev.sink += ((const uint8_t *)(uintptr_t)sg[i].addr)[j];
+	for (i = 0; i < n; i++) {
+		if (sg[i].length > sizeof(wire_copy))
+			abort(); /* longer than any buffer of the socket */
+		memcpy(wire_copy, (const void *)(uintptr_t)sg[i].addr,
+		       sg[i].length);
+		dev.sink += wire_copy[0];
+	}
 }
 
-static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			  struct ibv_send_wr **bad)
+HARNESS static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				  struct ibv_send_wr **bad)
 {
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > 2 ||
@@ -148,24 +189,24 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			    dev.max_inline)
 			abort();
 		read_sges(wr->sg_list, wr->num_sge);
-		dev.sends[(dev.send_head + dev.send_cnt) % dev.send_cap] =
+		dev_sends[(dev.send_head + dev.send_cnt) % dev.send_cap] =
 			wr->wr_id;
-		dev.signaled[(dev.send_head + dev.send_cnt) % dev.send_cap] =
+		dev_signaled[(dev.send_head + dev.send_cnt) % dev.send_cap] =
 			wr->send_flags & IBV_SEND_SIGNALED;
 		dev.send_cnt++;
 	}
 	return 0;
 }
 
-static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			  struct ibv_recv_wr **bad)
+HARNESS static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				  struct ibv_recv_wr **bad)
 {
 	for (; wr; wr = wr->next) {
 		if (dev.recv_cnt == dev.recv_cap)
 			abort(); /* more receives than the queue holds */
 		if (wr->num_sge > 1)
 			abort();
-		dev.recvs[(dev.recv_head + dev.recv_cnt) % dev.recv_cap] =
+		dev_recvs[(dev.recv_head + dev.recv_cnt) % dev.recv_cap] =
 			wr->wr_id;
 		dev.recv_cnt++;
 	}
@@ -248,13 +289,8 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 {
 	dev.send_cap = attr->cap.max_send_wr;
 	dev.recv_cap = attr->cap.max_recv_wr;
-	dev.sends = calloc(dev.send_cap, sizeof(*dev.sends));
-	dev.signaled = calloc(dev.send_cap, sizeof(*dev.signaled));
-	dev.recvs = calloc(dev.recv_cap, sizeof(*dev.recvs));
-	if (!dev.sends || !dev.signaled || !dev.recvs) {
-		errno = ENOMEM;
-		return -1;
-	}
+	if (dev.send_cap > QP_WR_MAX || dev.recv_cap > QP_WR_MAX)
+		abort(); /* more than the device's max_qp_wr */
 	if (attr->cap.max_inline_data > dev.max_inline)
 		attr->cap.max_inline_data = dev.max_inline;
 	dev.qp.context = id->verbs;
@@ -301,9 +337,6 @@ void rs_stream_free(struct rsocket *rs)
 
 static void dev_reset(bool iwarp, uint16_t max_inline, bool big)
 {
-	free(dev.sends);
-	free(dev.signaled);
-	free(dev.recvs);
 	memset(&dev, 0, sizeof(dev));
 	dev.dev.transport_type = iwarp ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
 	dev.ctx.device = &dev.dev;
@@ -315,12 +348,12 @@ static void dev_reset(bool iwarp, uint16_t max_inline, bool big)
 	dev.id.verbs = &dev.ctx;
 	dev.id.pd = &dev.pd;
 	dev.max_inline = max_inline;
-	dev.max_qp_wr = big ? 0x8000 : 64;
+	dev.max_qp_wr = big ? QP_WR_MAX : 64;
 }
 
 /* --- the peer and the application ---------------------------------------- */
 
-#define FUZZ_FD 1000 /* the rsocket's number for riowrite/riomap */
+#define FUZZ_FD 1000 /* the first rsocket number; kept sockets count on */
 
 static uint8_t app_buf[1 << 17];
 static uint8_t map_buf[4][4096];
@@ -336,7 +369,7 @@ static void peer_message(struct rsocket *rs, struct input *in)
 	take(in, imm, sizeof(imm));
 	if (!dev.recv_cnt)
 		return; /* nothing to complete */
-	wr_id = dev.recvs[dev.recv_head];
+	wr_id = dev_recvs[dev.recv_head];
 	dev.recv_head = (dev.recv_head + 1) % dev.recv_cap;
 	dev.recv_cnt--;
 	memset(&wc, 0, sizeof(wc));
@@ -371,10 +404,10 @@ static void sends_complete(struct rsocket *rs, struct input *in)
 	struct ibv_wc wc;
 
 	while (dev.send_cnt && (n || error)) {
-		bool sig = dev.signaled[dev.send_head];
+		bool sig = dev_signaled[dev.send_head];
 
 		memset(&wc, 0, sizeof(wc));
-		wc.wr_id = dev.sends[dev.send_head];
+		wc.wr_id = dev_sends[dev.send_head];
 		wc.status = error ? IBV_WC_WR_FLUSH_ERR : IBV_WC_SUCCESS;
 		dev.send_head = (dev.send_head + 1) % dev.send_cap;
 		dev.send_cnt--;
@@ -437,7 +470,7 @@ static void app_iowrite(struct rsocket *rs, struct input *in)
 	size_t done;
 
 	take(in, &offset, sizeof(offset));
-	done = riowrite(FUZZ_FD, app_buf, len, (off_t)offset, MSG_DONTWAIT);
+	done = riowrite(rs->index, app_buf, len, (off_t)offset, MSG_DONTWAIT);
 	if (done != (size_t)-1 && done > len)
 		abort();
 }
@@ -450,14 +483,14 @@ static void app_iomap(struct rsocket *rs, struct input *in)
 
 	take(in, &offset, sizeof(offset));
 	if (which & 0x80)
-		(void)riounmap(FUZZ_FD, buf, sizeof(map_buf[0]));
+		(void)riounmap(rs->index, buf, sizeof(map_buf[0]));
 	else
-		(void)riomap(FUZZ_FD, buf, sizeof(map_buf[0]), PROT_WRITE, 0,
+		(void)riomap(rs->index, buf, sizeof(map_buf[0]), PROT_WRITE, 0,
 			     (off_t)(offset & 0x7fffffffffffffffULL));
 }
 
 /* The connection as conn.c sets it up, with the fuzzer's sizes. */
-static struct rsocket *connect_stream(struct input *in)
+static struct rsocket *connect_stream(struct input *in, int fd)
 {
 	uint8_t flags = take8(in);
 	struct rs_wire_conn wire;
@@ -490,7 +523,7 @@ static struct rsocket *connect_stream(struct input *in)
 	rs_get_conn_params(rs, &p);
 	rs->await_peer = (flags & 2) && rs->msg_send;
 	rs->state = RS_CONNECT_RDWR;
-	if (rs_insert(rs, FUZZ_FD))
+	if (rs_insert(rs, fd))
 		goto fail;
 	return rs;
 fail:
@@ -498,10 +531,152 @@ fail:
 	return NULL;
 }
 
+/* --- kept connections ---------------------------------------------------- */
+
+/* What connect_stream reads: the header and the peer's connect data. */
+#define SETUP_LEN (9 + sizeof(struct rs_wire_conn))
+#define KEPT 128 /* connections kept, least recently used replaced */
+
+struct kept {
+	struct rsocket *rs; /* NULL: slot unused */
+	uint8_t key[SETUP_LEN]; /* the set-up bytes it was made from */
+	unsigned long used; /* when last used (LRU) */
+	struct rsocket snap; /* the socket right after set-up */
+	__typeof__(dev) dev_snap; /* the device then */
+	uint64_t *recvs_snap; /* the receives set-up posted */
+};
+
+static struct kept kept[KEPT];
+static unsigned long uses;
+
+/*
+ * Close a kept socket: the table's reference is the last (every call
+ * paired its rs_get with an rs_put, else the socket leaks: LeakSanitizer),
+ * and its number is free afterwards.
+ */
+static void kept_drop(struct kept *k)
+{
+	struct rsocket *rs = k->rs;
+	int fd;
+
+	if (!rs)
+		return;
+	k->rs = NULL;
+	fd = rs->index;
+	free(k->recvs_snap);
+	k->recvs_snap = NULL;
+	if (!rs_unpublish(rs))
+		abort();
+	rs = rs_get(fd);
+	if (rs || errno != EBADF)
+		abort(); /* the number outlived its socket */
+}
+
+static void kept_fill(struct kept *k, struct rsocket *rs, const uint8_t *key)
+{
+	if (dev.recv_head)
+		abort(); /* set-up completes no receive */
+	k->recvs_snap = malloc(dev.recv_cnt * sizeof(*dev_recvs) + 1);
+	if (!k->recvs_snap)
+		abort();
+	memcpy(k->recvs_snap, dev_recvs, dev.recv_cnt * sizeof(*dev_recvs));
+	k->rs = rs;
+	memcpy(k->key, key, SETUP_LEN);
+	k->snap = *rs;
+	k->dev_snap = dev;
+}
+
+/*
+ * The iomaps go at the end of each input, as a close would free them (an
+ * input that leaves allocations behind makes libFuzzer run a leak check
+ * after it), except the array of the peer's slots: up to 32512 entries,
+ * made at the first riomap, whose allocation cost more than the rest of
+ * an input.  Its entries are set back to what that first riomap makes
+ * (slot i free, index i), so only the allocation is not repeated.
+ */
+HARNESS static void iomaps_clear(struct rsocket *rs)
+{
+	struct rs_iomap_mr *iomr;
+	uint32_t i;
+
+	while ((iomr = rs->iomap_list)) {
+		rs->iomap_list = iomr->next;
+		ibv_dereg_mr(iomr->mr);
+		free(iomr);
+	}
+	for (i = 0; rs->iomap_slots && i < rs->remote_iomap.length; i++) {
+		if (rs->iomap_slots[i].mr)
+			ibv_dereg_mr(rs->iomap_slots[i].mr);
+		memset(&rs->iomap_slots[i], 0, sizeof(rs->iomap_slots[i]));
+		rs->iomap_slots[i].index = (int)i;
+	}
+}
+
+/*
+ * Back to the state right after set-up (no thread is inside a call: the
+ * locks are free, as in the snapshot).  The buffers' lengths are their
+ * registrations' (the harness's MRs record them).
+ */
+static void kept_reset(struct kept *k)
+{
+	struct rsocket *rs = k->rs;
+	struct rs_iomap_mr *slots = rs->iomap_slots;
+
+	*rs = k->snap; /* the iomaps went at the end of the last input */
+	rs->iomap_slots = slots; /* cleared then, kept (iomaps_clear) */
+	memset(rs->sbuf, 0, rs->smr->length);
+	memset(rs->rbuf, 0, rs->rmr->length);
+	memset(rs->target_buf, 0, rs->target_mr->length);
+	memset(rs->rmsg, 0, (rs->rq_size + 1u) * sizeof(*rs->rmsg));
+	memset(rs->sent, 0, rs->sq_size * sizeof(*rs->sent));
+	dev = k->dev_snap;
+	memcpy(dev_recvs, k->recvs_snap, dev.recv_cnt * sizeof(*dev_recvs));
+}
+
+static struct rsocket *conn_get(struct input *in)
+{
+	struct kept *k, *lru = &kept[0];
+	struct rsocket *rs;
+
+	if (in->left < SETUP_LEN) {
+		/* Too short to keep: set-up fails reading the peer's data. */
+		if (connect_stream(in, FUZZ_FD + KEPT))
+			abort();
+		return NULL;
+	}
+	for (k = kept; k < kept + KEPT; k++) {
+		if (k->rs && !memcmp(k->key, in->p, SETUP_LEN)) {
+			in->p += SETUP_LEN;
+			in->left -= SETUP_LEN;
+			k->used = ++uses;
+			kept_reset(k);
+			return k->rs;
+		}
+		if (!k->rs || (lru->rs && k->used < lru->used))
+			lru = k;
+	}
+	kept_drop(lru);
+	rs = connect_stream(in, FUZZ_FD + (int)(lru - kept));
+	if (rs) {
+		kept_fill(lru, rs, in->p - SETUP_LEN);
+		lru->used = ++uses;
+	}
+	return rs;
+}
+
+/* The kept sockets go at exit, checked as every other. */
+__attribute__((destructor)) static void kept_at_exit(void)
+{
+	struct kept *k;
+
+	for (k = kept; k < kept + KEPT; k++)
+		kept_drop(k);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = {data, size};
-	struct rsocket *rs = connect_stream(&in);
+	struct rsocket *rs = conn_get(&in);
 	unsigned int ops = 0;
 
 	if (!rs)
@@ -532,14 +707,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 	}
-	/*
-	 * The table's reference is the last: every call above paired its
-	 * rs_get with an rs_put, else the socket leaks (LeakSanitizer).
-	 */
-	if (!rs_unpublish(rs))
+	/* Every call above paired its rs_get with an rs_put. */
+	if (__atomic_load_n(&rs->refs, __ATOMIC_ACQUIRE) != 1)
 		abort();
-	rs = rs_get(FUZZ_FD);
-	if (rs || errno != EBADF)
-		abort(); /* the number outlived its socket */
+	iomaps_clear(rs);
 	return 0;
 }
