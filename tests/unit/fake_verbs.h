@@ -14,6 +14,26 @@
 #include <infiniband/verbs.h>
 
 #define FAKE_VERBS_MAX_STATES 16
+#define FAKE_VERBS_MAX_RECVS 1024
+
+/* The last send posted on a QP, as posted (its SGL not kept). */
+struct fake_send {
+	enum ibv_wr_opcode opcode;
+	uint64_t wr_id;
+	unsigned int send_flags;
+	__be32 imm_data;
+	uint32_t len; /* bytes in its SGL */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	struct ibv_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+};
+
+/* A posted receive. */
+struct fake_recv {
+	uint64_t wr_id;
+	struct ibv_sge sge; /* the first; length 0 when none */
+};
 
 /* What the fake records about a QP (at the start of its allocation). */
 struct fake_qp {
@@ -23,11 +43,20 @@ struct fake_qp {
 	struct ibv_qp_attr last[IBV_QPS_ERR + 1]; /* attr of each move */
 	int last_mask[IBV_QPS_ERR + 1];
 	int posted_sends;
+	struct fake_send last_send;
+	bool sq_sig_all;
+	/* Receives posted and not yet consumed by the peer, oldest first. */
+	struct fake_recv recvs[FAKE_VERBS_MAX_RECVS];
+	int recv_head, nrecvs;
+	int posted_recvs; /* ever */
+	struct fake_qp *peer; /* fake_verbs_connect */
+	bool hold; /* sends queue until fake_verbs_release */
+	struct ibv_send_wr *held; /* copies, oldest first */
 };
 
 /* Live objects of each kind, for leak checks. */
 struct fake_verbs_counts {
-	int contexts, pds, cqs, channels, qps, srqs, ahs, mcast_attached;
+	int contexts, pds, cqs, channels, qps, srqs, ahs, mcast_attached, mrs;
 };
 
 /*
@@ -56,5 +85,34 @@ void fake_verbs_cq_event(struct ibv_cq *cq);
 void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
 				     void *arg),
 			  void *arg);
+
+/*
+ * A wire between two RC QPs in this process: from now on what one posts
+ * reaches the other as real hardware would do it.  An RDMA write copies
+ * its SGL to remote_addr (the peer's memory is this process's memory),
+ * with immediate data it consumes the peer's oldest receive and completes
+ * it (IBV_WC_RECV_RDMA_WITH_IMM); a SEND copies into that receive's SGE.
+ * A signaled request (or every one with sq_sig_all) completes on the
+ * sender's CQ.  A CQ armed by ibv_req_notify_cq raises one event on its
+ * channel at its next completion.  A request for which the peer has no
+ * receive, or sent while either QP is in ERR, completes with an error
+ * (IBV_WC_RNR_RETRY_EXC_ERR / IBV_WC_WR_FLUSH_ERR); moving a QP to ERR
+ * flushes its receives.
+ */
+void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
+/*
+ * While held, what @qp posts waits (in order) instead of crossing the
+ * wire: a test then sees the sender's state with its requests in flight.
+ * fake_verbs_release delivers up to @n of them (all when n < 0) and
+ * returns how many it delivered.
+ */
+void fake_verbs_hold(struct ibv_qp *qp, bool hold);
+int fake_verbs_release(struct ibv_qp *qp, int n);
+/* Put a completion on @cq directly (raising its event if armed). */
+void fake_verbs_complete(struct ibv_cq *cq, const struct ibv_wc *wc);
+/* Completions on @cq not yet polled. */
+int fake_verbs_cq_depth(struct ibv_cq *cq);
+/* The next ibv_post_send / ibv_post_recv fails with err (once). */
+void fake_verbs_fail_post(int err);
 
 #endif /* FAKE_VERBS_H */
