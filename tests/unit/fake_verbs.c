@@ -532,8 +532,8 @@ static enum ibv_wc_status fake_deliver(struct fake_qp *peer,
 	const struct ibv_send_wr *wr = &fw->wr;
 	bool imm = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 		   wr->opcode == IBV_WR_SEND_WITH_IMM;
-	bool send = wr->opcode == IBV_WR_SEND ||
-		    wr->opcode == IBV_WR_SEND_WITH_IMM;
+	bool send =
+		wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM;
 	struct ibv_wc wc = {.status = IBV_WC_SUCCESS};
 	struct fake_recv r;
 
