@@ -467,18 +467,18 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 
 int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
 	(void)gid;
 	(void)lid;
+	fake_qp_of(qp)->mcast_attached++;
 	counts.mcast_attached++;
 	return 0;
 }
 
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
 	(void)gid;
 	(void)lid;
+	fake_qp_of(qp)->mcast_attached--;
 	counts.mcast_attached--;
 	return 0;
 }
@@ -838,6 +838,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		free(fw);
 	}
 	pthread_mutex_unlock(&fake_lock);
+	counts.mcast_attached -= f->mcast_attached;
 	free(f);
 	counts.qps--;
 	return 0;

@@ -45,6 +45,7 @@ struct fake_qp {
 	int posted_sends;
 	struct fake_send last_send;
 	bool sq_sig_all;
+	int mcast_attached; /* dropped with the QP, as the kernel does */
 	/* Receives posted and not yet consumed by the peer, oldest first. */
 	struct fake_recv recvs[FAKE_VERBS_MAX_RECVS];
 	int recv_head, nrecvs;
