@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,8 +20,12 @@
 
 #define FAKE_GUID 0x1122334455667788ull
 
-static struct ibv_device fake_dev;
-static struct ibv_device *fake_list[2];
+#define FAKE_MAX_DEVS 4
+
+/* Device i's GUID is FAKE_GUID + i; unplugged ones stay allocated. */
+static struct ibv_device fake_devs[FAKE_MAX_DEVS];
+static bool fake_plugged[FAKE_MAX_DEVS];
+static int fake_ndevs;
 static bool fake_roce;
 static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
@@ -58,13 +63,9 @@ void fake_verbs_install(bool roce)
 		.pkey = 0xffff,
 	};
 
-	memset(&fake_dev, 0, sizeof(fake_dev));
-	strcpy(fake_dev.name, "fake0");
-	strcpy(fake_dev.dev_name, "uverbs0");
-	fake_dev.node_type = IBV_NODE_CA;
-	fake_dev.transport_type = IBV_TRANSPORT_IB;
-	fake_list[0] = &fake_dev;
-	fake_list[1] = NULL;
+	fake_ndevs = 0;
+	memset(fake_plugged, 0, sizeof(fake_plugged));
+	fake_verbs_add_device(false);
 	fake_roce = roce;
 	memset(&counts, 0, sizeof(counts));
 	next_qpn = 0x100;
@@ -78,6 +79,37 @@ void fake_verbs_install(bool roce)
 	memcpy(route.dgid, route.sgid, 16);
 	route.dgid[15] = 2;
 	fake_ucma_set_route(&route);
+}
+
+static int fake_dev_index(const struct ibv_device *device)
+{
+	return (int)(device - fake_devs);
+}
+
+struct ibv_device *fake_verbs_add_device(bool iwarp)
+{
+	struct ibv_device *dev;
+
+	if (fake_ndevs == FAKE_MAX_DEVS)
+		abort();
+	dev = &fake_devs[fake_ndevs];
+	memset(dev, 0, sizeof(*dev));
+	snprintf(dev->name, sizeof(dev->name), "fake%d", fake_ndevs);
+	snprintf(dev->dev_name, sizeof(dev->dev_name), "uverbs%d", fake_ndevs);
+	dev->node_type = iwarp ? IBV_NODE_RNIC : IBV_NODE_CA;
+	dev->transport_type = iwarp ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
+	fake_plugged[fake_ndevs++] = true;
+	return dev;
+}
+
+void fake_verbs_unplug(struct ibv_device *device)
+{
+	fake_plugged[fake_dev_index(device)] = false;
+}
+
+uint64_t fake_verbs_guid(struct ibv_device *device)
+{
+	return FAKE_GUID + (uint64_t)fake_dev_index(device);
 }
 
 struct fake_verbs_counts fake_verbs_counts(void)
@@ -104,13 +136,16 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
 #undef ibv_get_device_list
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	struct ibv_device **list = calloc(2, sizeof(*list));
+	struct ibv_device **list = calloc(FAKE_MAX_DEVS + 1, sizeof(*list));
+	int i, n = 0;
 
 	if (!list)
 		return NULL;
-	list[0] = fake_list[0];
+	for (i = 0; i < fake_ndevs; i++)
+		if (fake_plugged[i])
+			list[n++] = &fake_devs[i];
 	if (num_devices)
-		*num_devices = 1;
+		*num_devices = n;
 	return list;
 }
 
@@ -126,8 +161,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	(void)device;
-	return htobe64(FAKE_GUID);
+	return htobe64(fake_verbs_guid(device));
 }
 
 static struct fake_cq *fake_cq_of(struct ibv_cq *cq)
@@ -220,9 +254,8 @@ int ibv_close_device(struct ibv_context *context)
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
-	(void)context;
 	memset(attr, 0, sizeof(*attr));
-	attr->node_guid = htobe64(FAKE_GUID);
+	attr->node_guid = htobe64(fake_verbs_guid(context->device));
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->phys_port_cnt = 1;

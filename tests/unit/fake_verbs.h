@@ -66,6 +66,16 @@ struct fake_verbs_counts {
  */
 void fake_verbs_install(bool roce);
 struct fake_verbs_counts fake_verbs_counts(void);
+/*
+ * One more device in the list (fake1, fake2, ...): InfiniBand, or an
+ * iWARP RNIC.  fake_ucma keeps reporting fake0's GUID unless a test sets
+ * a route naming this one (fake_verbs_guid).
+ */
+struct ibv_device *fake_verbs_add_device(bool iwarp);
+/* Take a device out of the list, as a hot-unplug does; it stays valid. */
+void fake_verbs_unplug(struct ibv_device *device);
+/* A device's GUID in host order. */
+uint64_t fake_verbs_guid(struct ibv_device *device);
 /* The fake behind a QP the library or the test created. */
 static inline struct fake_qp *fake_qp_of(struct ibv_qp *qp)
 {
