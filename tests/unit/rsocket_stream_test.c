@@ -112,6 +112,24 @@ static void teardown(void)
 	fake_ucma_uninstall();
 }
 
+/*
+ * iWARP has no immediate data: every message is a write plus a 4-byte
+ * SEND (stream.c), so the same tests run the msg_send path.
+ */
+static void iwarp_setup(void)
+{
+	struct fake_ucma_route r = {.port_num = 1, .pkey = 0xffff};
+	struct ibv_device *rnic;
+
+	fake_ucma_install();
+	fake_verbs_install(false);
+	rnic = fake_verbs_add_device(true);
+	r.node_guid = htobe64(fake_verbs_guid(rnic));
+	fake_ucma_set_route(&r);
+	connect_pair(0);
+	ck_assert(rs_of(a)->msg_send);
+}
+
 static void iomap_setup(void)
 {
 	fake_ucma_install();
@@ -381,6 +399,17 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
 	tcase_add_test(tc, a_peer_overrunning_the_buffer_is_refused);
 	tcase_add_test(tc, bad_sends_are_refused);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("iwarp");
+	tcase_add_checked_fixture(tc, iwarp_setup, teardown);
+	tcase_add_test(tc, bytes_arrive_in_order);
+	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
+	tcase_add_test(tc, rpoll_follows_data_and_room);
+	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
+	tcase_add_test(tc, shut_rdwr_ends_both_directions);
+	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");
