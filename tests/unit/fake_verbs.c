@@ -678,6 +678,42 @@ static void fake_hold_append(struct fake_qp *f, struct fake_wr *fw)
 	*pos = &copy->wr;
 }
 
+/* fake_lock held.  Whether @fw needs a receive the peer has not posted. */
+static bool fake_rnr_waits(const struct fake_qp *f, const struct fake_wr *fw)
+{
+	enum ibv_wr_opcode op = fw->wr.opcode;
+
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ)
+		return false;
+	return f->qp.state != IBV_QPS_ERR && f->peer &&
+	       f->peer->qp.state != IBV_QPS_ERR && !f->peer->nrecvs;
+}
+
+/*
+ * fake_lock held.  Carry what @f has queued across the wire, in order,
+ * up to @n requests (all when n < 0), unless held.  A request the peer has
+ * no receive for waits, with all behind it, as RNR retries do with an
+ * unlimited rnr_retry_count (rsockets ask for that): the peer's next
+ * ibv_post_recv, or an error state of either QP, moves it on.
+ */
+static int fake_drain(struct fake_qp *f, int n)
+{
+	struct fake_wr *fw;
+	int done = 0;
+
+	while (f->held && (n < 0 || done < n)) {
+		fw = (struct fake_wr *)f->held;
+		if (fake_rnr_waits(f, fw))
+			break;
+		f->held = fw->wr.next;
+		fake_execute(f, fw);
+		free(fw->data);
+		free(fw);
+		done++;
+	}
+	return done;
+}
+
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			  struct ibv_send_wr **bad_wr)
 {
@@ -692,16 +728,15 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		if (err)
 			break;
 		fake_record_send(f, &fw);
-		if (f->peer && f->hold) {
-			fake_hold_append(f, &fw);
-			continue;
-		}
 		if (f->peer)
-			fake_execute(f, &fw);
-		free(fw.data);
+			fake_hold_append(f, &fw);
+		else
+			free(fw.data);
 	}
 	if (err)
 		*bad_wr = wr;
+	if (f->peer && !f->hold)
+		fake_drain(f, -1);
 	pthread_mutex_unlock(&fake_lock);
 	return err;
 }
@@ -731,6 +766,9 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	}
 	if (err)
 		*bad_wr = wr;
+	/* A sender waiting for a receive (RNR) goes on. */
+	if (f->peer && !f->peer->hold)
+		fake_drain(f->peer, -1);
 	pthread_mutex_unlock(&fake_lock);
 	return err;
 }
@@ -752,19 +790,10 @@ void fake_verbs_hold(struct ibv_qp *qp, bool hold)
 
 int fake_verbs_release(struct ibv_qp *qp, int n)
 {
-	struct fake_qp *f = fake_qp_of(qp);
-	struct fake_wr *fw;
-	int done = 0;
+	int done;
 
 	pthread_mutex_lock(&fake_lock);
-	while (f->held && (n < 0 || done < n)) {
-		fw = (struct fake_wr *)f->held;
-		f->held = fw->wr.next;
-		fake_execute(f, fw);
-		free(fw->data);
-		free(fw);
-		done++;
-	}
+	done = fake_drain(fake_qp_of(qp), n);
 	pthread_mutex_unlock(&fake_lock);
 	return done;
 }
@@ -831,8 +860,14 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		return EINVAL;
 	pthread_mutex_lock(&fake_lock);
 	qp->state = to;
-	if (to == IBV_QPS_ERR)
+	if (to == IBV_QPS_ERR) {
 		fake_flush_recvs(f);
+		/* Requests waiting for a receive now fail, on either side. */
+		if (!f->hold)
+			fake_drain(f, -1);
+		if (f->peer && !f->peer->hold)
+			fake_drain(f->peer, -1);
+	}
 	pthread_mutex_unlock(&fake_lock);
 	if (f->nstates < FAKE_VERBS_MAX_STATES)
 		f->states[f->nstates++] = to;

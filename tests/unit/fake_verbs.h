@@ -105,17 +105,20 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
  * it (IBV_WC_RECV_RDMA_WITH_IMM); a SEND copies into that receive's SGE.
  * A signaled request (or every one with sq_sig_all) completes on the
  * sender's CQ.  A CQ armed by ibv_req_notify_cq raises one event on its
- * channel at its next completion.  A request for which the peer has no
- * receive, or sent while either QP is in ERR, completes with an error
- * (IBV_WC_RNR_RETRY_EXC_ERR / IBV_WC_WR_FLUSH_ERR); moving a QP to ERR
- * flushes its receives.
+ * channel at its next completion.  A request that needs a receive the
+ * peer has not posted waits (with everything behind it) for the peer's
+ * next ibv_post_recv, as RNR retries do with rnr_retry_count 7 (unlimited,
+ * as rsockets ask).  A request carried while either QP is in ERR completes
+ * with an error (IBV_WC_WR_FLUSH_ERR when the sender's, else
+ * IBV_WC_RETRY_EXC_ERR), and the sender's QP goes to ERR; moving a QP to
+ * ERR flushes its receives.
  */
 void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
 /*
  * While held, what @qp posts waits (in order) instead of crossing the
  * wire: a test then sees the sender's state with its requests in flight.
- * fake_verbs_release delivers up to @n of them (all when n < 0) and
- * returns how many it delivered.
+ * fake_verbs_release delivers up to @n of them (all when n < 0; held or
+ * not, but never past one waiting for a receive) and returns how many.
  */
 void fake_verbs_hold(struct ibv_qp *qp, bool hold);
 int fake_verbs_release(struct ibv_qp *qp, int n);

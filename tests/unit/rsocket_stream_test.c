@@ -270,6 +270,43 @@ START_TEST(send_room_returns_with_completions)
 }
 END_TEST
 
+/*
+ * Each message spends one of the receiver's credits (one per receive it
+ * posted): a sender of tiny messages stops at the credits, not at the
+ * buffer, until the reader's consumption returns them.
+ */
+START_TEST(credits_bound_the_messages_in_flight)
+{
+	int sent = 0, credits = rs_of(b)->rq_size;
+	uint8_t in[4096];
+
+	while (rsend(a, "c", 1, MSG_DONTWAIT) == 1)
+		sent++;
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_gt(sent, 0);
+	ck_assert_int_le(sent, credits);
+	ck_assert_uint_eq(drain(b, in, sizeof(in)), (size_t)sent);
+	ck_assert_int_eq(rsend(a, "c", 1, MSG_DONTWAIT), 1);
+}
+END_TEST
+
+/* recv(2)'s MSG_PEEK leaves the data; MSG_WAITALL waits for all of it. */
+START_TEST(peek_and_waitall)
+{
+	uint8_t in[8];
+
+	ck_assert_int_eq(rsend(a, "abcd", 4, 0), 4);
+	ck_assert_int_eq(rrecv(b, in, 2, MSG_PEEK), 2);
+	ck_assert_mem_eq(in, "ab", 2);
+	ck_assert_int_eq(rrecv(b, in, 4, 0), 4);
+	ck_assert_mem_eq(in, "abcd", 4);
+	ck_assert_int_eq(rsend(a, "ef", 2, 0), 2);
+	ck_assert_int_eq(rsend(a, "gh", 2, 0), 2);
+	ck_assert_int_eq(rrecv(b, in, 4, MSG_WAITALL), 4);
+	ck_assert_mem_eq(in, "efgh", 4);
+}
+END_TEST
+
 /* rshutdown(SHUT_WR): the peer reads the rest, then end of file. */
 START_TEST(shut_wr_is_end_of_file_after_the_data)
 {
@@ -394,6 +431,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
 	tcase_add_test(tc, shut_rdwr_ends_both_directions);
 	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
@@ -407,6 +446,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
 	tcase_add_test(tc, shut_rdwr_ends_both_directions);
 	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
