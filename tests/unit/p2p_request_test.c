@@ -120,6 +120,8 @@ START_TEST(unclaimed_request_is_reported_after_its_hold_time)
 	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
 	rdma_ack_cm_event(await_event(RDMA_CM_EVENT_ESTABLISHED));
 	expect_nothing();
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
@@ -143,6 +145,7 @@ START_TEST(option_zero_reports_requests_at_once)
 {
 	int zero = 0;
 	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
 
 	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
 					 RDMA_OPTION_ID_PEER2PEER, &zero,
@@ -153,7 +156,9 @@ START_TEST(option_zero_reports_requests_at_once)
 	ck_assert_uint_eq(ev->param.conn.peer2peer_mode, 1);
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
 	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	id = ev->id;
 	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
