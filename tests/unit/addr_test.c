@@ -172,6 +172,33 @@ START_TEST(resolve_refuses_bad_input)
 }
 END_TEST
 
+/*
+ * Resolving again with the id's own addresses (rdma-core's rsocket does
+ * so when a resolution timed out): the kernel is asked for them, and the
+ * id keeps them.
+ */
+START_TEST(resolve_again_with_the_ids_own_addresses)
+{
+	struct sockaddr_in dst = unit_ipv4("192.0.2.2", 7471);
+	const struct rdma_ucm_resolve_addr *c;
+	const struct sockaddr_in *peer;
+
+	ck_assert_int_eq(
+		rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), 0);
+	fake_ucma_event(kid(), RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
+	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ADDR_ERROR));
+	ck_assert_int_eq(
+		rdma_resolve_addr(id, NULL, rdma_get_peer_addr(id), 2000), 0);
+	c = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->body;
+	ck_assert_uint_eq(c->dst_size, sizeof(dst));
+	ck_assert_mem_eq(&c->dst_addr, &dst, sizeof(dst));
+	peer = (const struct sockaddr_in *)rdma_get_peer_addr(id);
+	ck_assert_int_eq(peer->sin_family, AF_INET);
+	ck_assert_uint_eq(peer->sin_addr.s_addr, dst.sin_addr.s_addr);
+	ck_assert_uint_eq(rdma_get_dst_port(id), htons(7471));
+}
+END_TEST
+
 /* ADDR_ERROR reaches the application with the kernel's status. */
 START_TEST(an_address_error_is_reported)
 {
@@ -229,6 +256,7 @@ static Suite *addr_suite(void)
 	tcase_add_test(tc, resolve_fills_in_both_sides_and_the_route);
 	tcase_add_test(tc, resolve_with_a_source);
 	tcase_add_test(tc, resolve_refuses_bad_input);
+	tcase_add_test(tc, resolve_again_with_the_ids_own_addresses);
 	tcase_add_test(tc, an_address_error_is_reported);
 	tcase_add_test(tc, af_ib_ports_come_from_the_service_id);
 	tcase_add_test(tc, ports_of_no_id);
