@@ -260,6 +260,77 @@ START_TEST(unanswered_request_gives_up_unreachable)
 }
 END_TEST
 
+/*
+ * The held request cannot be answered any more (its peer gave up between
+ * our reading it and our connect; here the ACCEPT fails): it is refused,
+ * our QP is back where it was, and the connect sends its own REQ on its
+ * own kernel id instead of failing.
+ */
+START_TEST(adoption_that_fails_falls_back_to_our_own_request)
+{
+	uint32_t req = peer_request("192.0.2.2", 1, "hers");
+	struct rdma_cm_id *id;
+	struct fake_qp *f;
+	uint32_t own;
+
+	expect_nothing();
+	id = connecting_id("192.0.2.2");
+	own = kid_of(id);
+	f = fake_qp_of(id->qp);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
+			 CMA_P2P_REJ_LOST);
+	ck_assert_uint_eq(kid_of(id), own);
+	ck_assert(fake_ucma_kid(own)->live);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
+			 CMA_P2P_REQ);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_INIT);
+	ck_assert_int_eq(f->states[f->nstates - 2], IBV_QPS_RESET);
+	/* The peer answers our REQ: formed on our own kernel id. */
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * rdma_cm_p2p(7): a p2p connect needs a QP made by rdma_create_qp on the
+ * id (EINVAL), a listener for its source address (EADDRNOTAVAIL), and
+ * connects once (EISCONN).
+ */
+START_TEST(p2p_connect_preconditions)
+{
+	struct sockaddr_in dst = unit_ipv4("192.0.2.2", P2P_PORT),
+			   other = unit_ipv4("192.0.2.9", 0);
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_cm_id *bare, *elsewhere, *id;
+
+	bare = unit_resolved_id(ch, RDMA_PS_TCP, (struct sockaddr *)&dst);
+	ck_assert_int_eq(p2p_connect(bare), -1);
+	ck_assert_int_eq(errno, EINVAL);
+
+	ck_assert_int_eq(rdma_create_id(ch, &elsewhere, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(elsewhere, (struct sockaddr *)&other,
+					   (struct sockaddr *)&dst, 2000),
+			 0);
+	fake_ucma_event(kid_of(elsewhere), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_create_qp(elsewhere, NULL, &attr), 0);
+	ck_assert_int_eq(p2p_connect(elsewhere), -1);
+	ck_assert_int_eq(errno, EADDRNOTAVAIL);
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(p2p_connect(id), -1);
+	ck_assert_int_eq(errno, EISCONN);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+	rdma_destroy_id(bare);
+	rdma_destroy_qp(elsewhere);
+	rdma_destroy_id(elsewhere);
+}
+END_TEST
+
 /* iWARP, this end higher: no REQ; the peer's is adopted when it comes. */
 START_TEST(iwarp_higher_end_waits_for_the_peer)
 {
@@ -328,6 +399,8 @@ static Suite *p2p_request_suite(void)
 	tcase_add_test(tc, request_claiming_another_kind_is_refused);
 	tcase_add_test(tc, request_with_unknown_ends_is_refused);
 	tcase_add_test(tc, peer_not_listening_yet_then_its_request_is_adopted);
+	tcase_add_test(tc, adoption_that_fails_falls_back_to_our_own_request);
+	tcase_add_test(tc, p2p_connect_preconditions);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iwarp");
