@@ -40,11 +40,17 @@ int cma_is_af_ib(const struct cma_id_private *id_priv)
 	return a->src_addr.sa_family == AF_IB || a->dst_addr.sa_family == AF_IB;
 }
 
+/*
+ * @src may be @dst itself: a caller may resolve again with the id's own
+ * addresses (rdma-core's rsocket passes &id->route.addr.dst_addr).
+ */
 static void cma_store_addr(struct sockaddr_storage *dst, const void *src,
 			   size_t len)
 {
-	memset(dst, 0, sizeof(*dst));
-	memcpy(dst, src, len < sizeof(*dst) ? len : sizeof(*dst));
+	size_t n = len < sizeof(*dst) ? len : sizeof(*dst);
+
+	memmove(dst, src, n);
+	memset((uint8_t *)dst + n, 0, sizeof(*dst) - n);
 }
 
 /* The kernel reports the device by GUID: bind the id to ours. */

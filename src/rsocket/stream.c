@@ -998,6 +998,9 @@ static int rs_write_data(struct rsocket *rs, const struct iovec **iov,
 
 int rs_wait_sendable(struct rsocket *rs, bool nonblock)
 {
+	/* After shutdown(SHUT_WR) nothing more is sent, room or not. */
+	if (!(rs_state(rs) & RS_WRITABLE))
+		return cma_err(EPIPE);
 	if (rs_can_send(rs))
 		return 1;
 	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))

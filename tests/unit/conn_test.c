@@ -60,17 +60,8 @@ static uint32_t kid_of(struct rdma_cm_id *id)
 static struct rdma_cm_id *resolved_id(enum rdma_port_space ps)
 {
 	struct sockaddr_in dst = unit_ipv4("192.0.2.2", 7471);
-	struct rdma_cm_id *id;
 
-	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
-	ck_assert_int_eq(
-		rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	expect_and_ack(RDMA_CM_EVENT_ADDR_RESOLVED);
-	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	expect_and_ack(RDMA_CM_EVENT_ROUTE_RESOLVED);
-	return id;
+	return unit_resolved_id(ch, ps, (struct sockaddr *)&dst);
 }
 
 static struct rdma_cm_id *listening_id(enum rdma_port_space ps)

@@ -243,6 +243,16 @@ struct rdma_ucm_event_resp *fake_ucma_mc_event(uint32_t mc_handle,
 	return resp;
 }
 
+uint32_t fake_ucma_last_mc(void)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&fake_lock);
+	n = nmcs;
+	pthread_mutex_unlock(&fake_lock);
+	return n;
+}
+
 int fake_ucma_queued(int fd)
 {
 	struct fake_dev *dev;
@@ -363,13 +373,17 @@ static int fake_create_id(int fd, const struct rdma_ucm_create_id *c,
 	return 0;
 }
 
-/* Events still queued for a destroyed id go with it, as in the kernel. */
-static void fake_forget_events(struct fake_dev *dev, uint32_t handle)
+/*
+ * Events still queued for a destroyed id (or a left group, @mc != 0) go
+ * with it, as in the kernel.
+ */
+static void fake_forget_events(struct fake_dev *dev, uint32_t handle,
+			       uint32_t mc)
 {
 	struct fake_event **pp = &dev->head, *e;
 
 	while ((e = *pp)) {
-		if (e->kid == handle) {
+		if (mc ? e->mc == mc : e->kid == handle) {
 			*pp = e->next;
 			free(e);
 			dev->queued--;
@@ -388,7 +402,7 @@ static int fake_destroy_id(struct fake_kid *kid,
 	struct fake_dev *dev = fake_dev_of(kid->fd);
 
 	if (dev)
-		fake_forget_events(dev, kid->handle);
+		fake_forget_events(dev, kid->handle, 0);
 	resp->events_reported = kid->events_reported;
 	kid->live = false;
 	return 0;
@@ -531,9 +545,17 @@ static int fake_join(struct fake_kid *kid, const struct rdma_ucm_join_mcast *c,
 
 static int fake_leave(uint32_t handle, struct rdma_ucm_destroy_id_resp *resp)
 {
+	struct fake_kid *kid;
+	struct fake_dev *dev;
+
 	if (!handle || handle > nmcs || !mcs[handle].live)
 		return ENOENT;
 	mcs[handle].live = false;
+	/* The kernel drops the group's unread events (ucma_leave_multicast). */
+	kid = fake_kid_locked(mcs[handle].kid);
+	dev = kid ? fake_dev_of(kid->fd) : NULL;
+	if (dev)
+		fake_forget_events(dev, 0, handle);
 	resp->events_reported = mcs[handle].events_reported;
 	return 0;
 }

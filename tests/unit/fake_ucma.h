@@ -98,6 +98,8 @@ struct rdma_ucm_event_resp *fake_ucma_conn_req(uint32_t listen_handle,
 /* A multicast event for a group handle from JOIN_MCAST. */
 struct rdma_ucm_event_resp *fake_ucma_mc_event(uint32_t mc_handle,
 					       uint32_t event, int status);
+/* The group handle the last JOIN_MCAST was answered with (0: none). */
+uint32_t fake_ucma_last_mc(void);
 /* Events queued on a device fd and not yet read. */
 int fake_ucma_queued(int fd);
 

@@ -8,6 +8,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,8 +20,12 @@
 
 #define FAKE_GUID 0x1122334455667788ull
 
-static struct ibv_device fake_dev;
-static struct ibv_device *fake_list[2];
+#define FAKE_MAX_DEVS 4
+
+/* Device i's GUID is FAKE_GUID + i; unplugged ones stay allocated. */
+static struct ibv_device fake_devs[FAKE_MAX_DEVS];
+static bool fake_plugged[FAKE_MAX_DEVS];
+static int fake_ndevs;
 static bool fake_roce;
 static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
@@ -27,6 +33,27 @@ static enum ibv_qp_state fail_state;
 static int fail_err;
 static void (*modify_hook)(struct ibv_qp *qp, enum ibv_qp_state to, void *arg);
 static void *modify_hook_arg;
+static int fail_post_err;
+static uint32_t next_key;
+/* Guards the CQs' and QPs' queues: a test may post from several threads. */
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define FAKE_CQ_DEPTH 8192
+
+/* A CQ that holds the completions the wire (or a test) put on it. */
+struct fake_cq {
+	struct ibv_cq cq; /* must stay first */
+	struct ibv_wc wc[FAKE_CQ_DEPTH];
+	int head, n;
+	bool armed;
+};
+
+/* A send request as the wire carries it: its bytes taken at post time. */
+struct fake_wr {
+	struct ibv_send_wr wr; /* opcode, ids, flags, remote; no SGL */
+	uint32_t len;
+	uint8_t *data;
+};
 
 void fake_verbs_install(bool roce)
 {
@@ -36,17 +63,15 @@ void fake_verbs_install(bool roce)
 		.pkey = 0xffff,
 	};
 
-	memset(&fake_dev, 0, sizeof(fake_dev));
-	strcpy(fake_dev.name, "fake0");
-	strcpy(fake_dev.dev_name, "uverbs0");
-	fake_dev.node_type = IBV_NODE_CA;
-	fake_dev.transport_type = IBV_TRANSPORT_IB;
-	fake_list[0] = &fake_dev;
-	fake_list[1] = NULL;
+	fake_ndevs = 0;
+	memset(fake_plugged, 0, sizeof(fake_plugged));
+	fake_verbs_add_device(false);
 	fake_roce = roce;
 	memset(&counts, 0, sizeof(counts));
 	next_qpn = 0x100;
 	fail_err = 0;
+	fail_post_err = 0;
+	next_key = 0x1000;
 	modify_hook = NULL;
 	route.sgid[0] = 0xfe;
 	route.sgid[1] = 0x80;
@@ -54,6 +79,37 @@ void fake_verbs_install(bool roce)
 	memcpy(route.dgid, route.sgid, 16);
 	route.dgid[15] = 2;
 	fake_ucma_set_route(&route);
+}
+
+static int fake_dev_index(const struct ibv_device *device)
+{
+	return (int)(device - fake_devs);
+}
+
+struct ibv_device *fake_verbs_add_device(bool iwarp)
+{
+	struct ibv_device *dev;
+
+	if (fake_ndevs == FAKE_MAX_DEVS)
+		abort();
+	dev = &fake_devs[fake_ndevs];
+	memset(dev, 0, sizeof(*dev));
+	snprintf(dev->name, sizeof(dev->name), "fake%d", fake_ndevs);
+	snprintf(dev->dev_name, sizeof(dev->dev_name), "uverbs%d", fake_ndevs);
+	dev->node_type = iwarp ? IBV_NODE_RNIC : IBV_NODE_CA;
+	dev->transport_type = iwarp ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
+	fake_plugged[fake_ndevs++] = true;
+	return dev;
+}
+
+void fake_verbs_unplug(struct ibv_device *device)
+{
+	fake_plugged[fake_dev_index(device)] = false;
+}
+
+uint64_t fake_verbs_guid(struct ibv_device *device)
+{
+	return FAKE_GUID + (uint64_t)fake_dev_index(device);
 }
 
 struct fake_verbs_counts fake_verbs_counts(void)
@@ -80,13 +136,16 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
 #undef ibv_get_device_list
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	struct ibv_device **list = calloc(2, sizeof(*list));
+	struct ibv_device **list = calloc(FAKE_MAX_DEVS + 1, sizeof(*list));
+	int i, n = 0;
 
 	if (!list)
 		return NULL;
-	list[0] = fake_list[0];
+	for (i = 0; i < fake_ndevs; i++)
+		if (fake_plugged[i])
+			list[n++] = &fake_devs[i];
 	if (num_devices)
-		*num_devices = 1;
+		*num_devices = n;
 	return list;
 }
 
@@ -102,24 +161,71 @@ const char *ibv_get_device_name(struct ibv_device *device)
 
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	(void)device;
-	return htobe64(FAKE_GUID);
+	return htobe64(fake_verbs_guid(device));
 }
 
-/* An empty CQ: completions never arrive, only the events a test raises. */
+static struct fake_cq *fake_cq_of(struct ibv_cq *cq)
+{
+	return (struct fake_cq *)cq;
+}
+
+/* Completions arrive only from a wire (fake_verbs_connect) or a test. */
 static int fake_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
-	(void)cq;
-	(void)num_entries;
-	(void)wc;
-	return 0;
+	struct fake_cq *f = fake_cq_of(cq);
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = 0; i < num_entries && f->n; i++) {
+		wc[i] = f->wc[f->head];
+		f->head = (f->head + 1) % FAKE_CQ_DEPTH;
+		f->n--;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return i;
 }
 
 static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	(void)cq;
 	(void)solicited_only;
+	pthread_mutex_lock(&fake_lock);
+	fake_cq_of(cq)->armed = true;
+	pthread_mutex_unlock(&fake_lock);
 	return 0;
+}
+
+/* fake_lock held.  An armed CQ raises one event on its channel. */
+static void fake_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc)
+{
+	struct fake_cq *f = fake_cq_of(cq);
+	uint64_t one = 1;
+
+	if (f->n == FAKE_CQ_DEPTH)
+		abort(); /* a test that never polls: a bug in the test */
+	f->wc[(f->head + f->n) % FAKE_CQ_DEPTH] = *wc;
+	f->n++;
+	if (f->armed && cq->channel) {
+		f->armed = false;
+		if (write(cq->channel->fd, &one, sizeof(one)) != sizeof(one))
+			abort();
+	}
+}
+
+void fake_verbs_complete(struct ibv_cq *cq, const struct ibv_wc *wc)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake_cq_push(cq, wc);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+int fake_verbs_cq_depth(struct ibv_cq *cq)
+{
+	int n;
+
+	pthread_mutex_lock(&fake_lock);
+	n = fake_cq_of(cq)->n;
+	pthread_mutex_unlock(&fake_lock);
+	return n;
 }
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
@@ -148,9 +254,8 @@ int ibv_close_device(struct ibv_context *context)
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
-	(void)context;
 	memset(attr, 0, sizeof(*attr));
-	attr->node_guid = htobe64(FAKE_GUID);
+	attr->node_guid = htobe64(fake_verbs_guid(context->device));
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->phys_port_cnt = 1;
@@ -291,10 +396,11 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 			     void *cq_context, struct ibv_comp_channel *channel,
 			     int comp_vector)
 {
-	struct ibv_cq *cq = calloc(1, sizeof(*cq));
+	struct fake_cq *f = calloc(1, sizeof(*f));
+	struct ibv_cq *cq = &f->cq;
 
 	(void)comp_vector;
-	if (!cq)
+	if (!f)
 		return NULL;
 	cq->context = context;
 	cq->cqe = cqe;
@@ -354,33 +460,356 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 	return 0;
 }
 
+/* --- memory regions: the memory is this process's, keys are counters --- */
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			  int access)
+{
+	struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+	(void)access;
+	if (!mr)
+		return NULL;
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = length;
+	pthread_mutex_lock(&fake_lock);
+	mr->lkey = mr->rkey = next_key++;
+	counts.mrs++;
+	pthread_mutex_unlock(&fake_lock);
+	return mr;
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+				uint64_t iova, unsigned int access)
+{
+	(void)iova;
+	return ibv_reg_mr(pd, addr, length, (int)access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	free(mr);
+	pthread_mutex_lock(&fake_lock);
+	counts.mrs--;
+	pthread_mutex_unlock(&fake_lock);
+	return 0;
+}
+
 int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
 	(void)gid;
 	(void)lid;
+	fake_qp_of(qp)->mcast_attached++;
 	counts.mcast_attached++;
 	return 0;
 }
 
 int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
 	(void)gid;
 	(void)lid;
+	fake_qp_of(qp)->mcast_attached--;
 	counts.mcast_attached--;
 	return 0;
 }
 
 /* --- QPs ------------------------------------------------------------------- */
 
+void fake_verbs_fail_post(int err)
+{
+	pthread_mutex_lock(&fake_lock);
+	fail_post_err = err;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* fake_lock held: the injected failure, once. */
+static int fake_take_post_failure(void)
+{
+	int err = fail_post_err;
+
+	fail_post_err = 0;
+	return err;
+}
+
+static enum ibv_wc_opcode fake_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* fake_lock held.  The peer's oldest receive, false if it has none. */
+static bool fake_take_recv(struct fake_qp *peer, struct fake_recv *r)
+{
+	if (!peer->nrecvs)
+		return false;
+	*r = peer->recvs[peer->recv_head];
+	peer->recv_head = (peer->recv_head + 1) % FAKE_VERBS_MAX_RECVS;
+	peer->nrecvs--;
+	return true;
+}
+
+/* fake_lock held.  The receive side of one request; its status. */
+static enum ibv_wc_status fake_deliver(struct fake_qp *peer,
+				       const struct fake_wr *fw)
+{
+	const struct ibv_send_wr *wr = &fw->wr;
+	bool imm = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == IBV_WR_SEND_WITH_IMM;
+	bool send =
+		wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM;
+	struct ibv_wc wc = {.status = IBV_WC_SUCCESS};
+	struct fake_recv r;
+
+	if (!send && fw->len)
+		memcpy((void *)(uintptr_t)wr->wr.rdma.remote_addr, fw->data,
+		       fw->len);
+	if (!imm && !send)
+		return IBV_WC_SUCCESS;
+	if (!fake_take_recv(peer, &r))
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+	if (send) {
+		if (fw->len > r.sge.length)
+			return IBV_WC_REM_INV_REQ_ERR;
+		memcpy((void *)(uintptr_t)r.sge.addr, fw->data, fw->len);
+	}
+	wc.wr_id = r.wr_id;
+	wc.opcode = send ? IBV_WC_RECV : IBV_WC_RECV_RDMA_WITH_IMM;
+	wc.byte_len = fw->len;
+	wc.qp_num = peer->qp.qp_num;
+	if (imm) {
+		wc.wc_flags = IBV_WC_WITH_IMM;
+		wc.imm_data = wr->imm_data;
+	}
+	fake_cq_push(peer->qp.recv_cq, &wc);
+	return IBV_WC_SUCCESS;
+}
+
+/* fake_lock held.  Carry one request across the wire and complete it. */
+static void fake_execute(struct fake_qp *f, const struct fake_wr *fw)
+{
+	struct fake_qp *peer = f->peer;
+	struct ibv_wc wc = {
+		.wr_id = fw->wr.wr_id,
+		.opcode = fake_wc_opcode(fw->wr.opcode),
+		.qp_num = f->qp.qp_num,
+	};
+
+	if (f->qp.state == IBV_QPS_ERR)
+		wc.status = IBV_WC_WR_FLUSH_ERR;
+	else if (!peer || peer->qp.state == IBV_QPS_ERR)
+		wc.status = IBV_WC_RETRY_EXC_ERR;
+	else
+		wc.status = fake_deliver(peer, fw);
+	if (wc.status != IBV_WC_SUCCESS)
+		f->qp.state = IBV_QPS_ERR; /* as the hardware moves it */
+	if (wc.status != IBV_WC_SUCCESS || f->sq_sig_all ||
+	    (fw->wr.send_flags & IBV_SEND_SIGNALED))
+		fake_cq_push(f->qp.send_cq, &wc);
+}
+
+/* fake_lock held.  The request's bytes, gathered now (inline or not). */
+static int fake_wr_take(const struct ibv_send_wr *wr, struct fake_wr *fw)
+{
+	uint32_t off = 0;
+	int i;
+
+	fw->wr = *wr;
+	fw->wr.next = NULL;
+	fw->wr.sg_list = NULL;
+	fw->len = 0;
+	for (i = 0; i < wr->num_sge; i++)
+		fw->len += wr->sg_list[i].length;
+	fw->data = malloc(fw->len ? fw->len : 1);
+	if (!fw->data)
+		return ENOMEM;
+	for (i = 0; i < wr->num_sge; i++) {
+		memcpy(fw->data + off,
+		       (const void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		off += wr->sg_list[i].length;
+	}
+	return 0;
+}
+
+static void fake_record_send(struct fake_qp *f, const struct fake_wr *fw)
+{
+	const struct ibv_send_wr *wr = &fw->wr;
+
+	f->posted_sends++;
+	f->last_send = (struct fake_send){
+		.opcode = wr->opcode,
+		.wr_id = wr->wr_id,
+		.send_flags = wr->send_flags,
+		.imm_data = wr->imm_data,
+		.len = fw->len,
+		.remote_addr = wr->wr.rdma.remote_addr,
+		.rkey = wr->wr.rdma.rkey,
+	};
+	if (f->qp.qp_type == IBV_QPT_UD) {
+		f->last_send.remote_addr = 0;
+		f->last_send.rkey = 0;
+		f->last_send.ah = wr->wr.ud.ah;
+		f->last_send.remote_qpn = wr->wr.ud.remote_qpn;
+		f->last_send.remote_qkey = wr->wr.ud.remote_qkey;
+	}
+}
+
+/* Held requests wait in a list of fake_wr copies (wr.next links them). */
+static void fake_hold_append(struct fake_qp *f, struct fake_wr *fw)
+{
+	struct fake_wr *copy = malloc(sizeof(*copy));
+	struct ibv_send_wr **pos = &f->held;
+
+	if (!copy)
+		abort();
+	*copy = *fw;
+	while (*pos)
+		pos = &(*pos)->next;
+	*pos = &copy->wr;
+}
+
+/* fake_lock held.  Whether @fw needs a receive the peer has not posted. */
+static bool fake_rnr_waits(const struct fake_qp *f, const struct fake_wr *fw)
+{
+	enum ibv_wr_opcode op = fw->wr.opcode;
+
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ)
+		return false;
+	return f->qp.state != IBV_QPS_ERR && f->peer &&
+	       f->peer->qp.state != IBV_QPS_ERR && !f->peer->nrecvs;
+}
+
+/*
+ * fake_lock held.  Carry what @f has queued across the wire, in order,
+ * up to @n requests (all when n < 0), unless held.  A request the peer has
+ * no receive for waits, with all behind it, as RNR retries do with an
+ * unlimited rnr_retry_count (rsockets ask for that): the peer's next
+ * ibv_post_recv, or an error state of either QP, moves it on.
+ */
+static int fake_drain(struct fake_qp *f, int n)
+{
+	struct fake_wr *fw;
+	int done = 0;
+
+	while (f->held && (n < 0 || done < n)) {
+		fw = (struct fake_wr *)f->held;
+		if (fake_rnr_waits(f, fw))
+			break;
+		f->held = fw->wr.next;
+		fake_execute(f, fw);
+		free(fw->data);
+		free(fw);
+		done++;
+	}
+	return done;
+}
+
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			  struct ibv_send_wr **bad_wr)
 {
-	(void)bad_wr;
-	for (; wr; wr = wr->next)
-		fake_qp_of(qp)->posted_sends++;
-	return 0;
+	struct fake_qp *f = fake_qp_of(qp);
+	struct fake_wr fw;
+	int err;
+
+	pthread_mutex_lock(&fake_lock);
+	err = fake_take_post_failure();
+	for (; wr && !err; wr = wr->next) {
+		err = fake_wr_take(wr, &fw);
+		if (err)
+			break;
+		fake_record_send(f, &fw);
+		if (f->peer)
+			fake_hold_append(f, &fw);
+		else
+			free(fw.data);
+	}
+	if (err)
+		*bad_wr = wr;
+	if (f->peer && !f->hold)
+		fake_drain(f, -1);
+	pthread_mutex_unlock(&fake_lock);
+	return err;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr)
+{
+	struct fake_qp *f = fake_qp_of(qp);
+	struct fake_recv *r;
+	int err;
+
+	pthread_mutex_lock(&fake_lock);
+	err = fake_take_post_failure();
+	for (; wr && !err; wr = wr->next) {
+		if (f->nrecvs == FAKE_VERBS_MAX_RECVS) {
+			err = ENOMEM;
+			break;
+		}
+		r = &f->recvs[(f->recv_head + f->nrecvs) %
+			      FAKE_VERBS_MAX_RECVS];
+		r->wr_id = wr->wr_id;
+		memset(&r->sge, 0, sizeof(r->sge));
+		if (wr->num_sge)
+			r->sge = wr->sg_list[0];
+		f->nrecvs++;
+		f->posted_recvs++;
+	}
+	if (err)
+		*bad_wr = wr;
+	/* A sender waiting for a receive (RNR) goes on. */
+	if (f->peer && !f->peer->hold)
+		fake_drain(f->peer, -1);
+	pthread_mutex_unlock(&fake_lock);
+	return err;
+}
+
+void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake_qp_of(a)->peer = fake_qp_of(b);
+	fake_qp_of(b)->peer = fake_qp_of(a);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_verbs_hold(struct ibv_qp *qp, bool hold)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake_qp_of(qp)->hold = hold;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+int fake_verbs_release(struct ibv_qp *qp, int n)
+{
+	int done;
+
+	pthread_mutex_lock(&fake_lock);
+	done = fake_drain(fake_qp_of(qp), n);
+	pthread_mutex_unlock(&fake_lock);
+	return done;
+}
+
+/* fake_lock held.  A QP moved to ERR flushes the receives it holds. */
+static void fake_flush_recvs(struct fake_qp *f)
+{
+	struct ibv_wc wc = {.status = IBV_WC_WR_FLUSH_ERR,
+			    .opcode = IBV_WC_RECV,
+			    .qp_num = f->qp.qp_num};
+	struct fake_recv r;
+
+	while (fake_take_recv(f, &r)) {
+		wc.wr_id = r.wr_id;
+		fake_cq_push(f->qp.recv_cq, &wc);
+	}
 }
 
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -403,8 +832,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	f->qp.qp_num = next_qpn++;
 	f->qp.qp_type = attr->qp_type;
 	f->qp.state = IBV_QPS_RESET;
-	/* The inline ibv_post_send calls through the context's ops. */
+	f->sq_sig_all = attr->sq_sig_all;
+	/* The inline ibv_post_send/recv call through the context's ops. */
 	pd->context->ops.post_send = fake_post_send;
+	pd->context->ops.post_recv = fake_post_recv;
 	counts.qps++;
 	return &f->qp;
 }
@@ -427,7 +858,17 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	}
 	if (to > IBV_QPS_ERR)
 		return EINVAL;
+	pthread_mutex_lock(&fake_lock);
 	qp->state = to;
+	if (to == IBV_QPS_ERR) {
+		fake_flush_recvs(f);
+		/* Requests waiting for a receive now fail, on either side. */
+		if (!f->hold)
+			fake_drain(f, -1);
+		if (f->peer && !f->peer->hold)
+			fake_drain(f->peer, -1);
+	}
+	pthread_mutex_unlock(&fake_lock);
 	if (f->nstates < FAKE_VERBS_MAX_STATES)
 		f->states[f->nstates++] = to;
 	f->last[to] = *attr;
@@ -452,7 +893,21 @@ int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 int ibv_destroy_qp(struct ibv_qp *qp)
 {
-	free(fake_qp_of(qp));
+	struct fake_qp *f = fake_qp_of(qp);
+	struct fake_wr *fw;
+
+	pthread_mutex_lock(&fake_lock);
+	if (f->peer)
+		f->peer->peer = NULL;
+	while (f->held) {
+		fw = (struct fake_wr *)f->held;
+		f->held = fw->wr.next;
+		free(fw->data);
+		free(fw);
+	}
+	pthread_mutex_unlock(&fake_lock);
+	counts.mcast_attached -= f->mcast_attached;
+	free(f);
 	counts.qps--;
 	return 0;
 }

@@ -14,6 +14,26 @@
 #include <infiniband/verbs.h>
 
 #define FAKE_VERBS_MAX_STATES 16
+#define FAKE_VERBS_MAX_RECVS 1024
+
+/* The last send posted on a QP, as posted (its SGL not kept). */
+struct fake_send {
+	enum ibv_wr_opcode opcode;
+	uint64_t wr_id;
+	unsigned int send_flags;
+	__be32 imm_data;
+	uint32_t len; /* bytes in its SGL */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	struct ibv_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+};
+
+/* A posted receive. */
+struct fake_recv {
+	uint64_t wr_id;
+	struct ibv_sge sge; /* the first; length 0 when none */
+};
 
 /* What the fake records about a QP (at the start of its allocation). */
 struct fake_qp {
@@ -23,11 +43,21 @@ struct fake_qp {
 	struct ibv_qp_attr last[IBV_QPS_ERR + 1]; /* attr of each move */
 	int last_mask[IBV_QPS_ERR + 1];
 	int posted_sends;
+	struct fake_send last_send;
+	bool sq_sig_all;
+	int mcast_attached; /* dropped with the QP, as the kernel does */
+	/* Receives posted and not yet consumed by the peer, oldest first. */
+	struct fake_recv recvs[FAKE_VERBS_MAX_RECVS];
+	int recv_head, nrecvs;
+	int posted_recvs; /* ever */
+	struct fake_qp *peer; /* fake_verbs_connect */
+	bool hold; /* sends queue until fake_verbs_release */
+	struct ibv_send_wr *held; /* copies, oldest first */
 };
 
 /* Live objects of each kind, for leak checks. */
 struct fake_verbs_counts {
-	int contexts, pds, cqs, channels, qps, srqs, ahs, mcast_attached;
+	int contexts, pds, cqs, channels, qps, srqs, ahs, mcast_attached, mrs;
 };
 
 /*
@@ -36,6 +66,16 @@ struct fake_verbs_counts {
  */
 void fake_verbs_install(bool roce);
 struct fake_verbs_counts fake_verbs_counts(void);
+/*
+ * One more device in the list (fake1, fake2, ...): InfiniBand, or an
+ * iWARP RNIC.  fake_ucma keeps reporting fake0's GUID unless a test sets
+ * a route naming this one (fake_verbs_guid).
+ */
+struct ibv_device *fake_verbs_add_device(bool iwarp);
+/* Take a device out of the list, as a hot-unplug does; it stays valid. */
+void fake_verbs_unplug(struct ibv_device *device);
+/* A device's GUID in host order. */
+uint64_t fake_verbs_guid(struct ibv_device *device);
 /* The fake behind a QP the library or the test created. */
 static inline struct fake_qp *fake_qp_of(struct ibv_qp *qp)
 {
@@ -56,5 +96,37 @@ void fake_verbs_cq_event(struct ibv_cq *cq);
 void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
 				     void *arg),
 			  void *arg);
+
+/*
+ * A wire between two RC QPs in this process: from now on what one posts
+ * reaches the other as real hardware would do it.  An RDMA write copies
+ * its SGL to remote_addr (the peer's memory is this process's memory),
+ * with immediate data it consumes the peer's oldest receive and completes
+ * it (IBV_WC_RECV_RDMA_WITH_IMM); a SEND copies into that receive's SGE.
+ * A signaled request (or every one with sq_sig_all) completes on the
+ * sender's CQ.  A CQ armed by ibv_req_notify_cq raises one event on its
+ * channel at its next completion.  A request that needs a receive the
+ * peer has not posted waits (with everything behind it) for the peer's
+ * next ibv_post_recv, as RNR retries do with rnr_retry_count 7 (unlimited,
+ * as rsockets ask).  A request carried while either QP is in ERR completes
+ * with an error (IBV_WC_WR_FLUSH_ERR when the sender's, else
+ * IBV_WC_RETRY_EXC_ERR), and the sender's QP goes to ERR; moving a QP to
+ * ERR flushes its receives.
+ */
+void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
+/*
+ * While held, what @qp posts waits (in order) instead of crossing the
+ * wire: a test then sees the sender's state with its requests in flight.
+ * fake_verbs_release delivers up to @n of them (all when n < 0; held or
+ * not, but never past one waiting for a receive) and returns how many.
+ */
+void fake_verbs_hold(struct ibv_qp *qp, bool hold);
+int fake_verbs_release(struct ibv_qp *qp, int n);
+/* Put a completion on @cq directly (raising its event if armed). */
+void fake_verbs_complete(struct ibv_cq *cq, const struct ibv_wc *wc);
+/* Completions on @cq not yet polled. */
+int fake_verbs_cq_depth(struct ibv_cq *cq);
+/* The next ibv_post_send / ibv_post_recv fails with err (once). */
+void fake_verbs_fail_post(int err);
 
 #endif /* FAKE_VERBS_H */

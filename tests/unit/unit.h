@@ -74,4 +74,30 @@ unit_expect_event(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
 	return ev;
 }
 
+#ifdef FAKE_UCMA_H
+/*
+ * Tests on the fake kernel (include fake_ucma.h first): an id of @ps on
+ * @ch whose address and route the "kernel" resolved towards @dst, both
+ * events read and acked as an application does.
+ */
+static inline struct rdma_cm_id *unit_resolved_id(struct rdma_event_channel *ch,
+						  enum rdma_port_space ps,
+						  struct sockaddr *dst)
+{
+	struct rdma_cm_id *id;
+	struct fake_kid *kid;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, ps), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, dst, 2000), 0);
+	kid = fake_ucma_kid_of(id);
+	ck_assert_ptr_nonnull(kid);
+	fake_ucma_event(kid->handle, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
+	fake_ucma_event(kid->handle, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	return id;
+}
+#endif
+
 #endif /* UNIT_H */

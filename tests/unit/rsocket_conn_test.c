@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The rsocket connection handshake (src/rsocket/conn.c) between two
+ * non-blocking stream rsockets of this process, the test playing the
+ * network between them: it answers the client's resolutions, carries its
+ * CONNECT (with rdma-core's connection data) to the server's listener as
+ * a CONNECT_REQUEST, carries the server's ACCEPT back as ESTABLISHED, and
+ * joins the two QPs by the fake verbs' wire, after which data flows.  As
+ * connect(2)/accept(2) on a non-blocking socket: EINPROGRESS, then
+ * EALREADY while it goes on, EISCONN once done; a refused connect is
+ * ECONNREFUSED; a request that is not an rsocket's is refused.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "rsocket/rs.h"
+#include "rsocket/wire.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "unit.h"
+
+static int server, client;
+static struct sockaddr_in server_addr;
+
+static uint32_t kid_of_socket(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	uint32_t handle;
+
+	ck_assert_ptr_nonnull(rs);
+	handle = fake_ucma_kid_of(rs->cm_id)->handle;
+	rs_put(rs);
+	return handle;
+}
+
+static struct ibv_qp *qp_of_socket(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	struct ibv_qp *qp;
+
+	ck_assert_ptr_nonnull(rs);
+	qp = rs->cm_id->qp;
+	rs_put(rs);
+	return qp;
+}
+
+static void setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	server_addr = unit_ipv4("192.0.2.2", 7471);
+	server = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(server, 0);
+	ck_assert_int_eq(rbind(server, (struct sockaddr *)&server_addr,
+			       sizeof(server_addr)),
+			 0);
+	ck_assert_int_eq(rlisten(server, 4), 0);
+	client = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ck_assert_int_ge(client, 0);
+}
+
+static void teardown(void)
+{
+	rclose(client);
+	rclose(server);
+	ck_assert_int_eq(fake_verbs_counts().qps, 0);
+	fake_ucma_uninstall();
+}
+
+static int start_connect(void)
+{
+	return rconnect(client, (struct sockaddr *)&server_addr,
+			sizeof(server_addr));
+}
+
+/* The network resolves the client's address and route. */
+static void resolve_client(void)
+{
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EINPROGRESS);
+	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EALREADY);
+	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EALREADY);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+
+/* The client's CONNECT arrives at the listener; the request's handle. */
+static uint32_t carry_request(void)
+{
+	const struct rdma_ucm_connect *c =
+		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
+	struct rdma_ucm_event_resp *r;
+	uint32_t child;
+
+	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, c->conn_param.private_data,
+	       c->conn_param.private_data_len);
+	r->param.conn.private_data_len = c->conn_param.private_data_len;
+	r->param.conn.responder_resources = 1;
+	r->param.conn.initiator_depth = 1;
+	return child;
+}
+
+/* The server's ACCEPT reaches the client: both ends ESTABLISHED. */
+static void carry_accept(uint32_t child)
+{
+	const struct rdma_ucm_accept *a =
+		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
+	struct rdma_ucm_event_resp *r;
+
+	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
+			    0);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, a->conn_param.private_data,
+	       a->conn_param.private_data_len);
+	r->param.conn.private_data_len = a->conn_param.private_data_len;
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(child, RDMA_CM_EVENT_ESTABLISHED, 0));
+}
+
+START_TEST(handshake_then_data_both_ways)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	uint32_t child;
+	char buf[16];
+	int s;
+
+	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	resolve_client();
+	child = carry_request();
+	s = raccept(server, (struct sockaddr *)&peer, &len);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
+	carry_accept(child);
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+
+	ck_assert_int_eq(start_connect(), 0); /* done now */
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EISCONN);
+	ck_assert_int_eq(rsend(client, "hello", 5, 0), 5);
+	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), 0), 5);
+	ck_assert_mem_eq(buf, "hello", 5);
+	ck_assert_int_eq(rsend(s, "back", 4, 0), 4);
+	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 4);
+	ck_assert_mem_eq(buf, "back", 4);
+	rclose(s);
+}
+END_TEST
+
+START_TEST(a_refused_connect_is_econnrefused)
+{
+	struct pollfd pfd = {.fd = client, .events = POLLOUT};
+
+	resolve_client();
+	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_REJECTED, 28);
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, ECONNREFUSED);
+	ck_assert_int_eq(rsend(client, "x", 1, 0), -1);
+}
+END_TEST
+
+/* A resolution that timed out is tried again (with a longer timeout). */
+START_TEST(a_timed_out_resolution_is_retried)
+{
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EINPROGRESS);
+	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_ERROR,
+			-ETIMEDOUT);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EALREADY);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
+	/* Any other address error ends the connect. */
+	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_ERROR,
+			-ENETUNREACH);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EHOSTUNREACH);
+}
+END_TEST
+
+/* Private data that is not an rsocket's: refused, the accept fails. */
+START_TEST(a_foreign_request_is_refused)
+{
+	struct rdma_ucm_event_resp *r;
+	uint32_t child;
+
+	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, "not an rsocket", 14);
+	r->param.conn.private_data_len = 14;
+	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
+	ck_assert_int_eq(errno, ECONNABORTED);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_REJECT)->handle,
+			  child);
+}
+END_TEST
+
+/* The server's answer in an unknown protocol version: not connected. */
+START_TEST(an_answer_in_another_version_fails_the_connect)
+{
+	struct rdma_ucm_event_resp *r;
+	struct rs_wire_conn bad;
+
+	resolve_client();
+	memset(&bad, 0, sizeof(bad));
+	bad.version = 9;
+	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
+			    0);
+	memcpy(r->param.conn.private_data, &bad, sizeof(bad));
+	r->param.conn.private_data_len = sizeof(bad);
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, ENOTSUP);
+}
+END_TEST
+
+START_TEST(bad_connects_are_refused)
+{
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	struct sockaddr_in6 short6 = {.sin6_family = AF_INET6};
+
+	ck_assert_int_eq(rconnect(client, NULL, sizeof(server_addr)), -1);
+	ck_assert_int_eq(errno, EFAULT);
+	ck_assert_int_eq(rconnect(client, (struct sockaddr *)&server_addr, 4),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rconnect(client, (struct sockaddr *)&short6,
+				  sizeof(struct sockaddr_in)),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rconnect(client, (struct sockaddr *)&un, sizeof(un)),
+			 -1);
+	ck_assert_int_eq(errno, EAFNOSUPPORT);
+	/* A listener does not connect; a connecting socket does not listen. */
+	ck_assert_int_eq(rconnect(server, (struct sockaddr *)&server_addr,
+				  sizeof(server_addr)),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(raccept(client, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rbind(client, NULL, sizeof(server_addr)), -1);
+	ck_assert_int_eq(errno, EFAULT);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+}
+END_TEST
+
+static Suite *rsocket_conn_suite(void)
+{
+	Suite *s = suite_create("rsocket_conn");
+	TCase *tc = tcase_create("handshake");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, handshake_then_data_both_ways);
+	tcase_add_test(tc, a_refused_connect_is_econnrefused);
+	tcase_add_test(tc, a_timed_out_resolution_is_retried);
+	tcase_add_test(tc, a_foreign_request_is_refused);
+	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
+	tcase_add_test(tc, bad_connects_are_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(rsocket_conn_suite)

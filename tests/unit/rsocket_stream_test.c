@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * The rsocket stream data path (src/rsocket/stream.c, iomap.c) between two
+ * rsockets of this process whose QPs are joined by the fake verbs' wire
+ * (fake_verbs_connect): what one side RDMA-writes lands in the other's
+ * memory with its immediate data, as on hardware, so credits, the SGL
+ * updates that hand out receive buffer halves, riomap/riowrite and
+ * shutdown run exactly as over a NIC, without a VM and without timing.
+ *
+ * The connection itself is set up by hand (each side binds through the
+ * fake rdma_cm device, creates its endpoint and takes the other's
+ * connection data through the wire encoding); the CM handshake is
+ * rsocket/conn.c's and is tested in the VM suites.  The expectations are
+ * rsocket(7)'s: a byte stream, in order, nothing lost, flow-controlled by
+ * the receiver's buffer; shutdown as with TCP.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "rsocket/rs.h"
+#include "rsocket/wire.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "unit.h"
+
+#define SMALL_BUF 8192 /* each side's send and receive buffer */
+
+static int a, b; /* the connected pair */
+
+static struct rsocket *rs_of(int s)
+{
+	struct rsocket *rs = rs_get(s);
+
+	ck_assert_ptr_nonnull(rs);
+	rs_put(rs); /* the table keeps it while the test uses it */
+	return rs;
+}
+
+static struct ibv_qp *qp_of(int s)
+{
+	return rs_of(s)->cm_id->qp;
+}
+
+/* One side: bound (so on the fake device), buffers sized, endpoint made. */
+static int stream_end(const char *addr, unsigned int iomap)
+{
+	struct sockaddr_in sin = unit_ipv4(addr, 7471);
+	int size = SMALL_BUF;
+	int s = rsocket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(
+		rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)), 0);
+	ck_assert_int_eq(
+		rsetsockopt(s, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size)), 0);
+	if (iomap)
+		ck_assert_int_eq(rsetsockopt(s, SOL_RDMA, RDMA_IOMAPSIZE,
+					     &iomap, sizeof(iomap)),
+				 0);
+	ck_assert_int_eq(rbind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_ptr_nonnull(rs_of(s)->cm_id->verbs);
+	ck_assert_int_eq(rs_create_ep(rs_of(s)), 0);
+	return s;
+}
+
+/* @to takes @from's connection data as it crosses the wire. */
+static void take_params(int to, int from)
+{
+	struct rs_conn_params p;
+	struct rs_wire_conn wire;
+
+	rs_get_conn_params(rs_of(from), &p);
+	rs_conn_encode(&wire, &p);
+	ck_assert_int_eq(rs_conn_decode(&wire, sizeof(wire), &p), 0);
+	rs_set_conn_params(rs_of(to), &p);
+}
+
+static void connect_pair(unsigned int iomap)
+{
+	a = stream_end("192.0.2.1", iomap);
+	b = stream_end("192.0.2.2", iomap);
+	take_params(a, b);
+	take_params(b, a);
+	fake_verbs_connect(qp_of(a), qp_of(b));
+	rs_set_state(rs_of(a), RS_CONNECT_RDWR);
+	rs_set_state(rs_of(b), RS_CONNECT_RDWR);
+}
+
+static void setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	connect_pair(0);
+}
+
+static void teardown(void)
+{
+	struct fake_verbs_counts c;
+
+	rclose(a);
+	rclose(b);
+	c = fake_verbs_counts();
+	ck_assert_int_eq(c.qps, 0);
+	ck_assert_int_eq(c.mrs, 0);
+	ck_assert_int_eq(c.cqs, 0);
+	fake_ucma_uninstall();
+}
+
+/*
+ * iWARP has no immediate data: every message is a write plus a 4-byte
+ * SEND (stream.c), so the same tests run the msg_send path.
+ */
+static void iwarp_setup(void)
+{
+	struct fake_ucma_route r = {.port_num = 1, .pkey = 0xffff};
+	struct ibv_device *rnic;
+
+	fake_ucma_install();
+	fake_verbs_install(false);
+	rnic = fake_verbs_add_device(true);
+	r.node_guid = htobe64(fake_verbs_guid(rnic));
+	fake_ucma_set_route(&r);
+	connect_pair(0);
+	ck_assert(rs_of(a)->msg_send);
+}
+
+static void iomap_setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	connect_pair(4);
+}
+
+static void fill(uint8_t *buf, size_t len, size_t from)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)((from + i) * 7 + 3);
+}
+
+/* Everything @s has ready, without blocking: bytes read (0 for none). */
+static size_t drain(int s, uint8_t *buf, size_t cap)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < cap) {
+		n = rrecv(s, buf + got, cap - got, MSG_DONTWAIT);
+		if (n < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			break;
+		}
+		ck_assert_int_gt(n, 0);
+		got += (size_t)n;
+	}
+	return got;
+}
+
+START_TEST(bytes_arrive_in_order)
+{
+	uint8_t out[100], in[100];
+
+	fill(out, sizeof(out), 0);
+	ck_assert_int_eq(rsend(a, out, sizeof(out), 0), sizeof(out));
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), sizeof(in));
+	ck_assert_mem_eq(in, out, sizeof(out));
+	/* and the other way */
+	ck_assert_int_eq(rsend(b, out, 10, 0), 10);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 10);
+	ck_assert_mem_eq(in, out, 10);
+}
+END_TEST
+
+/*
+ * A stream much larger than either buffer: the sender runs out of room
+ * (EAGAIN without blocking), the reader's consumption returns credits and
+ * buffer halves, and every byte arrives once, in order.
+ */
+START_TEST(a_long_stream_flows_through_small_buffers)
+{
+	enum { TOTAL = 1 << 20 };
+	uint8_t *out = malloc(TOTAL), *in = malloc(TOTAL);
+	size_t sent = 0, got = 0;
+	int stalls = 0;
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(in);
+	fill(out, TOTAL, 0);
+	while (got < TOTAL) {
+		while (sent < TOTAL) {
+			n = rsend(a, out + sent, TOTAL - sent, MSG_DONTWAIT);
+			if (n < 0) {
+				ck_assert_int_eq(errno, EAGAIN);
+				stalls++;
+				break;
+			}
+			sent += (size_t)n;
+		}
+		/* Never more in flight than the receiver has room for. */
+		ck_assert_uint_le(sent - got, rs_of(b)->rbuf_size);
+		n = (ssize_t)drain(b, in + got, TOTAL - got);
+		got += (size_t)n;
+		ck_assert_msg(n > 0 || sent == got, "stuck at %zu/%zu", got,
+			      sent);
+	}
+	ck_assert_mem_eq(in, out, TOTAL);
+	ck_assert_int_gt(stalls, 10);
+	free(out);
+	free(in);
+}
+END_TEST
+
+/* rpoll: POLLIN exactly when data waits, POLLOUT while there is room. */
+START_TEST(rpoll_follows_data_and_room)
+{
+	struct pollfd pfd = {.fd = b, .events = POLLIN | POLLOUT};
+	uint8_t buf[SMALL_BUF * 2];
+
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLOUT);
+	ck_assert_int_eq(rsend(a, "x", 1, 0), 1);
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLIN | POLLOUT);
+	ck_assert_int_eq(drain(b, buf, sizeof(buf)), 1);
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLOUT);
+
+	/* A sender whose peer does not read runs out of room. */
+	pfd.fd = a;
+	pfd.events = POLLOUT;
+	while (rsend(a, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 0);
+	drain(b, buf, sizeof(buf));
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLOUT);
+}
+END_TEST
+
+/*
+ * Sends still in flight (the wire holds them): the sender keeps their
+ * buffer space until they complete, then has it back.
+ */
+START_TEST(send_room_returns_with_completions)
+{
+	uint8_t buf[SMALL_BUF], in[SMALL_BUF];
+	size_t sent = 0;
+	ssize_t n;
+
+	fill(buf, sizeof(buf), 0);
+	fake_verbs_hold(qp_of(a), true);
+	while ((n = rsend(a, buf, 512, MSG_DONTWAIT)) > 0)
+		sent += (size_t)n;
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_uint_gt(sent, 0);
+	ck_assert_int_eq(drain(b, in, sizeof(in)), 0); /* nothing arrived */
+	fake_verbs_hold(qp_of(a), false);
+	ck_assert_int_gt(fake_verbs_release(qp_of(a), -1), 0);
+	ck_assert_uint_eq(drain(b, in, sizeof(in)), sent);
+	ck_assert_int_eq(rsend(a, buf, 512, MSG_DONTWAIT), 512);
+}
+END_TEST
+
+/*
+ * Each message spends one of the receiver's credits (one per receive it
+ * posted): a sender of tiny messages stops at the credits, not at the
+ * buffer, until the reader's consumption returns them.
+ */
+START_TEST(credits_bound_the_messages_in_flight)
+{
+	int sent = 0, credits = rs_of(b)->rq_size;
+	uint8_t in[4096];
+
+	while (rsend(a, "c", 1, MSG_DONTWAIT) == 1)
+		sent++;
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_gt(sent, 0);
+	ck_assert_int_le(sent, credits);
+	ck_assert_uint_eq(drain(b, in, sizeof(in)), (size_t)sent);
+	ck_assert_int_eq(rsend(a, "c", 1, MSG_DONTWAIT), 1);
+}
+END_TEST
+
+/* recv(2)'s MSG_PEEK leaves the data; MSG_WAITALL waits for all of it. */
+START_TEST(peek_and_waitall)
+{
+	uint8_t in[8];
+
+	ck_assert_int_eq(rsend(a, "abcd", 4, 0), 4);
+	ck_assert_int_eq(rrecv(b, in, 2, MSG_PEEK), 2);
+	ck_assert_mem_eq(in, "ab", 2);
+	ck_assert_int_eq(rrecv(b, in, 4, 0), 4);
+	ck_assert_mem_eq(in, "abcd", 4);
+	ck_assert_int_eq(rsend(a, "ef", 2, 0), 2);
+	ck_assert_int_eq(rsend(a, "gh", 2, 0), 2);
+	ck_assert_int_eq(rrecv(b, in, 4, MSG_WAITALL), 4);
+	ck_assert_mem_eq(in, "efgh", 4);
+}
+END_TEST
+
+/* rshutdown(SHUT_WR): the peer reads the rest, then end of file. */
+START_TEST(shut_wr_is_end_of_file_after_the_data)
+{
+	uint8_t in[16];
+
+	ck_assert_int_eq(rsend(a, "tail", 4, 0), 4);
+	ck_assert_int_eq(rshutdown(a, SHUT_WR), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 4);
+	ck_assert_mem_eq(in, "tail", 4);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0);
+	/* a half-closed socket still receives */
+	ck_assert_int_eq(rsend(b, "back", 4, 0), 4);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 4);
+	ck_assert_mem_eq(in, "back", 4);
+	/* and may not send */
+	ck_assert_int_eq(rsend(a, "x", 1, 0), -1);
+	ck_assert_int_eq(errno, EPIPE);
+}
+END_TEST
+
+START_TEST(shut_rdwr_ends_both_directions)
+{
+	uint8_t in[16];
+
+	ck_assert_int_eq(rshutdown(a, SHUT_RDWR), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0);
+	ck_assert_int_eq(rsend(a, "x", 1, 0), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	ck_assert_int_eq(rshutdown(a, 42), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* A QP that failed (the peer vanished): calls fail, none hangs. */
+START_TEST(a_flushed_qp_resets_the_connection)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+	uint8_t in[16];
+
+	ck_assert_int_eq(ibv_modify_qp(qp_of(b), &attr, IBV_QP_STATE), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), -1);
+	ck_assert_int_eq(errno, ECONNRESET);
+	/* The other end learns it at its next send. */
+	ck_assert_int_eq(rsend(a, "x", 1, 0), 1);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), MSG_DONTWAIT), -1);
+	ck_assert_int_ne(errno, EAGAIN);
+}
+END_TEST
+
+/* A peer that writes more than the credits it was given is an error. */
+START_TEST(a_peer_overrunning_the_buffer_is_refused)
+{
+	struct rsocket *rs = rs_of(b);
+	struct ibv_send_wr wr =
+				   {
+					   .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+					   .imm_data = htonl(
+						   rs_msg(RS_OP_DATA,
+							  rs->rbuf_size + 1)),
+				   },
+			   *bad;
+	uint8_t in[16];
+
+	ck_assert_int_eq(ibv_post_send(qp_of(a), &wr, &bad), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), -1);
+	ck_assert_int_eq(errno, EPROTO);
+}
+END_TEST
+
+/* The send path's bad input. */
+START_TEST(bad_sends_are_refused)
+{
+	uint8_t in[4];
+
+	ck_assert_int_eq(rsend(a, NULL, 0, 0), 0);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+}
+END_TEST
+
+/*
+ * riomap(3)/riowrite(3): b exposes a buffer for writing at an offset;
+ * the mapping reaches a with b's next message, and a's riowrite lands in
+ * b's buffer with no message to b's application.
+ */
+START_TEST(riowrite_lands_in_the_mapped_buffer)
+{
+	static uint8_t target[4096];
+	uint8_t data[64], in[4];
+	off_t off;
+
+	memset(target, 0, sizeof(target));
+	fill(data, sizeof(data), 5);
+	off = riomap(b, target, sizeof(target), PROT_WRITE, 0, 4096);
+	ck_assert_int_eq(off, 4096);
+	/* The mapping travels ahead of b's next data. */
+	ck_assert_int_eq(rsend(b, "m", 1, 0), 1);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 1);
+	ck_assert_int_eq(riowrite(a, data, sizeof(data), 4096 + 100, 0),
+			 sizeof(data));
+	ck_assert_mem_eq(target + 100, data, sizeof(data));
+	/* Nothing was queued for b's reader. */
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* Outside every mapping: refused. */
+	ck_assert_int_eq(riowrite(a, data, sizeof(data), 64, 0), -1);
+	ck_assert_int_eq(riounmap(b, target, sizeof(target)), 0);
+	ck_assert_int_eq(riounmap(b, target, sizeof(target)), -1);
+	ck_assert_int_eq(riomap(b, NULL, 4, PROT_WRITE, 0, -1), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+static Suite *stream_suite(void)
+{
+	Suite *s = suite_create("rsocket_stream");
+	TCase *tc = tcase_create("stream");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, bytes_arrive_in_order);
+	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
+	tcase_add_test(tc, rpoll_follows_data_and_room);
+	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc, peek_and_waitall);
+	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
+	tcase_add_test(tc, shut_rdwr_ends_both_directions);
+	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
+	tcase_add_test(tc, a_peer_overrunning_the_buffer_is_refused);
+	tcase_add_test(tc, bad_sends_are_refused);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("iwarp");
+	tcase_add_checked_fixture(tc, iwarp_setup, teardown);
+	tcase_add_test(tc, bytes_arrive_in_order);
+	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
+	tcase_add_test(tc, rpoll_follows_data_and_room);
+	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc, peek_and_waitall);
+	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
+	tcase_add_test(tc, shut_rdwr_ends_both_directions);
+	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("iomap");
+	tcase_add_checked_fixture(tc, iomap_setup, teardown);
+	tcase_add_test(tc, riowrite_lands_in_the_mapped_buffer);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(stream_suite)
