@@ -264,18 +264,32 @@ void hx_expect_no_event(struct rdma_event_channel *ch)
 	hx_expect_quiet(ch, 0, "channel readable");
 }
 
-static bool hx_reports_success(enum rdma_cm_event_type t)
+/* Events whose status carries the error they report. */
+static bool hx_reports_error(enum rdma_cm_event_type t)
 {
 	switch (t) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-	case RDMA_CM_EVENT_ESTABLISHED:
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
 		return true;
 	default:
 		return false;
+	}
+}
+
+struct rdma_cm_event *hx_next_event_no_timewait(struct rdma_event_channel *ch,
+						int timeout_ms)
+{
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		ev = hx_next_event(ch, timeout_ms);
+		if (!ev || ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			return ev;
+		rdma_ack_cm_event(ev);
 	}
 }
 
@@ -287,21 +301,18 @@ struct rdma_cm_event *hx_expect_event_for(struct rdma_event_channel *ch,
 	int ms = hx_event_timeout_ms();
 	struct rdma_cm_event *ev;
 
-	for (;;) {
+	if (want == RDMA_CM_EVENT_TIMEWAIT_EXIT)
 		ev = hx_next_event(ch, ms);
-		if (!ev)
-			hx_fail("%s: no %s within %d ms", who,
-				rdma_event_str(want), ms);
-		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT ||
-		    want == RDMA_CM_EVENT_TIMEWAIT_EXIT)
-			break;
-		rdma_ack_cm_event(ev);
-	}
+	else
+		ev = hx_next_event_no_timewait(ch, ms);
+	if (!ev)
+		hx_fail("%s: no %s within %d ms", who, rdma_event_str(want),
+			ms);
 	if (ev->event != want)
 		hx_fail("%s: expected %s, got %s (status %d)", who,
 			rdma_event_str(want), rdma_event_str(ev->event),
 			ev->status);
-	if (hx_reports_success(want) && ev->status)
+	if (!hx_reports_error(want) && ev->status)
 		hx_fail("%s: %s with status %d", who, rdma_event_str(want),
 			ev->status);
 	if (id && ev->id != id)

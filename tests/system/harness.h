@@ -98,6 +98,12 @@ void hx_set_event_timeout_ms(int ms);
  */
 struct rdma_cm_event *hx_next_event(struct rdma_event_channel *ch,
 				    int timeout_ms);
+/*
+ * The same, passing over TIMEWAIT_EXIT events (an earlier connection's
+ * leftovers) for ids that live through several connections.
+ */
+struct rdma_cm_event *hx_next_event_no_timewait(struct rdma_event_channel *ch,
+						int timeout_ms);
 
 /*
  * Wait for the next event on @ch: poll(2) on ch->fd, then a blocking
@@ -123,10 +129,10 @@ void hx_expect_quiet(struct rdma_event_channel *ch, int timeout_ms,
  * A tolerant expectation for ids that live through several connections:
  * wait for @want, skipping a TIMEWAIT_EXIT left by an earlier connection
  * (unless that is @want); the event must be for @id (any if NULL); a
- * non-zero status fails only events that report success (ADDR_RESOLVED,
- * ROUTE_RESOLVED, CONNECT_REQUEST, ESTABLISHED, DISCONNECTED,
- * MULTICAST_JOIN), so REJECTED or UNREACHABLE can be expected with their
- * status.  @who names the end in the failure.  The caller acks.
+ * non-zero status fails every event except those that report an error
+ * (ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, REJECTED,
+ * MULTICAST_ERROR), so these can be expected with their status.  @who
+ * names the end in the failure.  The caller acks.
  */
 struct rdma_cm_event *hx_expect_event_for(struct rdma_event_channel *ch,
 					  enum rdma_cm_event_type want,
