@@ -205,9 +205,17 @@ void hx_set_event_timeout_ms(int ms)
 	hx_event_ms = ms;
 }
 
+static unsigned int hx_default_timeout = 60;
+
 unsigned int hx_timeout_s(void)
 {
-	return (unsigned int)hx_env_int("RDMACM_HX_TIMEOUT", 60);
+	return (unsigned int)hx_env_int("RDMACM_HX_TIMEOUT",
+					(int)hx_default_timeout);
+}
+
+void hx_set_default_timeout_s(unsigned int seconds)
+{
+	hx_default_timeout = seconds;
 }
 
 struct rdma_cm_event *hx_next_event(struct rdma_event_channel *ch,

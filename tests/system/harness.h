@@ -67,8 +67,10 @@ void hx_stage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * forked process must arm its own (alarms are not inherited).
  */
 void hx_watchdog(unsigned int seconds);
-/* RDMACM_HX_TIMEOUT seconds, default 60. */
+/* RDMACM_HX_TIMEOUT seconds, default 60 (or the program's, below). */
 unsigned int hx_timeout_s(void);
+/* A program whose runs are longer sets its default before hx_main. */
+void hx_set_default_timeout_s(unsigned int seconds);
 
 /*
  * Print FAIL (with the stage) and exit 1.  From the main thread exit
