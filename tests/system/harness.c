@@ -272,10 +272,15 @@ void hx_expect_no_event(struct rdma_event_channel *ch)
 	hx_expect_quiet(ch, 0, "channel readable");
 }
 
-/* Events whose status carries the error they report. */
-static bool hx_reports_error(enum rdma_cm_event_type t)
+/*
+ * Events whose status carries the error they report, or (USER) whatever
+ * the program that wrote the event put there.
+ */
+static bool hx_status_is_data(enum rdma_cm_event_type t)
 {
 	switch (t) {
+	case RDMA_CM_EVENT_ADDRINFO_ERROR:
+	case RDMA_CM_EVENT_USER:
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -320,7 +325,7 @@ struct rdma_cm_event *hx_expect_event_for(struct rdma_event_channel *ch,
 		hx_fail("%s: expected %s, got %s (status %d)", who,
 			rdma_event_str(want), rdma_event_str(ev->event),
 			ev->status);
-	if (!hx_reports_error(want) && ev->status)
+	if (!hx_status_is_data(want) && ev->status)
 		hx_fail("%s: %s with status %d", who, rdma_event_str(want),
 			ev->status);
 	if (id && ev->id != id)

@@ -133,7 +133,8 @@ void hx_expect_quiet(struct rdma_event_channel *ch, int timeout_ms,
  * (unless that is @want); the event must be for @id (any if NULL); a
  * non-zero status fails every event except those that report an error
  * (ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, REJECTED,
- * MULTICAST_ERROR), so these can be expected with their status.  @who
+ * MULTICAST_ERROR, ADDRINFO_ERROR) and USER (its status is the writer's),
+ * so these can be expected with their status.  @who
  * names the end in the failure.  The caller acks.
  */
 struct rdma_cm_event *hx_expect_event_for(struct rdma_event_channel *ch,
