@@ -293,7 +293,7 @@ run_mcopt() {
 		fail "$name" "$prog loads '$(lib_of "$prog")', not our library"
 		return 0
 	fi
-	MCAST_OPT_TIMEOUT=$((MCOPT_T - 5)) timeout -k 5 "$MCOPT_T" "$prog" "$@" \
+	RDMACM_HX_TIMEOUT=$((MCOPT_T - 5)) timeout -k 5 "$MCOPT_T" "$prog" mcast_opt "$@" \
 		>"$log" 2>&1 || rc=$?
 	if [ "$rc" = 77 ]; then
 		skip "$name" "$(sed -n 's/^SKIP [^:]*: //p' "$log" | head -n1)"
