@@ -115,10 +115,24 @@ void hx_skip(const char *fmt, ...)
 	exit(HX_EXIT_SKIP);
 }
 
+static char hx_detail[256];
+
+void hx_set_detail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(hx_detail, sizeof(hx_detail), fmt, ap);
+	va_end(ap);
+}
+
 void hx_pass(void)
 {
 	pthread_mutex_lock(&hx_out_lock);
-	printf("PASS %s\n", hx_test_name);
+	if (hx_detail[0])
+		printf("PASS %s (%s)\n", hx_test_name, hx_detail);
+	else
+		printf("PASS %s\n", hx_test_name);
 	fflush(stdout);
 	pthread_mutex_unlock(&hx_out_lock);
 }
@@ -222,24 +236,38 @@ struct rdma_cm_event *hx_next_event(struct rdma_event_channel *ch,
 				    int timeout_ms)
 {
 	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	long long end = hx_now_ms() + timeout_ms, left;
 	struct rdma_cm_event *ev;
 	int n;
 
-	do
-		n = poll(&pfd, 1, timeout_ms);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		hx_fail("poll on the event channel: %s", strerror(errno));
-	if (n == 0)
-		return NULL;
-	/* The fd said readable: rdma-core's contract is that this does not
-	 * block (the watchdog catches a library that breaks it). */
-	if (rdma_get_cm_event(ch, &ev))
-		hx_fail("rdma_get_cm_event after poll said readable: %s",
-			strerror(errno));
-	if (!ev)
-		hx_fail("rdma_get_cm_event returned 0 but no event");
-	return ev;
+	for (;;) {
+		left = end - hx_now_ms();
+		n = poll(&pfd, 1, left > 0 ? (int)left : 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			hx_fail("poll on the event channel: %s",
+				strerror(errno));
+		if (n == 0)
+			return NULL;
+		/* Readable: rdma-core's contract is that this does not block
+		 * (the watchdog catches a library that breaks it). */
+		if (!rdma_get_cm_event(ch, &ev)) {
+			if (!ev)
+				hx_fail("rdma_get_cm_event returned 0 but no "
+					"event");
+			return ev;
+		}
+		/* A non-blocking channel (what rdma_cm_p2p(7) asks of
+		 * programs that poll) may have nothing after a wake-up the
+		 * library consumed itself: wait on until the deadline. */
+		if (errno != EAGAIN)
+			hx_fail("rdma_get_cm_event after poll said readable: "
+				"%s",
+				strerror(errno));
+		if (hx_now_ms() >= end)
+			return NULL;
+	}
 }
 
 struct rdma_cm_event *hx_expect_event(struct rdma_event_channel *ch,

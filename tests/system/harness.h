@@ -83,8 +83,10 @@ void hx_fail(const char *fmt, ...)
 /* Print SKIP and exit 77. */
 void hx_skip(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
-/* Print PASS. */
+/* Print PASS (with the detail, if one was set: "PASS name (detail)"). */
 void hx_pass(void);
+/* A figure for the PASS line, e.g. "6 headers refused". */
+void hx_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A line of detail ("# ..."), shown with the test's output. */
 void hx_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -96,7 +98,8 @@ void hx_set_event_timeout_ms(int ms);
 /*
  * The next event on @ch: poll(2) on ch->fd for @timeout_ms, then a
  * blocking rdma_get_cm_event.  NULL when nothing came in time; fails the
- * test when the read fails after poll said readable.
+ * test when the read fails after poll said readable (on a non-blocking
+ * channel EAGAIN means poll again until the deadline).
  */
 struct rdma_cm_event *hx_next_event(struct rdma_event_channel *ch,
 				    int timeout_ms);
