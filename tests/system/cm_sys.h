@@ -95,6 +95,12 @@ void recv_msg_wc(struct end *e, const char *want, size_t grh,
 void recv_msg(struct end *e, const char *want, size_t grh);
 void expect_flushed_recv(struct end *e);
 void destroy_end(struct end *e);
+/* What a client connects with: cli_pdata, one read each way, retries. */
+struct rdma_conn_param client_conn_param(void);
+/* What a server accepts with: srv_pdata, one read each way, RNR retries. */
+struct rdma_conn_param server_conn_param(void);
+/* A UD (SIDR) request: cli_pdata alone. */
+struct rdma_conn_param ud_conn_param(void);
 void rc_make_qp(struct rc_pair *p, struct end *e);
 void rc_setup(struct rc_pair *p, const char *addr);
 void rc_connect(struct rc_pair *p, const char *addr, const char *src,

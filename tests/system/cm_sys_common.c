@@ -275,6 +275,43 @@ const char cli_pdata[] = "client private data";
 const char srv_pdata[] = "server private data";
 const char reject_pdata[] = "go away";
 
+struct rdma_conn_param client_conn_param(void)
+{
+	struct rdma_conn_param cp = {
+		.private_data = cli_pdata,
+		.private_data_len = sizeof(cli_pdata),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+
+	return cp;
+}
+
+struct rdma_conn_param server_conn_param(void)
+{
+	struct rdma_conn_param cp = {
+		.private_data = srv_pdata,
+		.private_data_len = sizeof(srv_pdata),
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.rnr_retry_count = 7,
+	};
+
+	return cp;
+}
+
+struct rdma_conn_param ud_conn_param(void)
+{
+	struct rdma_conn_param cp = {
+		.private_data = cli_pdata,
+		.private_data_len = sizeof(cli_pdata),
+	};
+
+	return cp;
+}
+
 void rc_make_qp(struct rc_pair *p, struct end *e)
 {
 	if (p->make_qp)
@@ -311,13 +348,7 @@ void rc_connect(struct rc_pair *p, const char *addr, const char *src,
 	reg_bufs(&p->cli);
 	post_recv(&p->cli);
 
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	cp = client_conn_param();
 	hx_stage("rdma_connect");
 	CHECK_OK(rdma_connect(p->cli.id, &cp));
 
@@ -363,12 +394,7 @@ void rc_connect(struct rc_pair *p, const char *addr, const char *src,
 	rc_make_qp(p, &p->srv);
 	reg_bufs(&p->srv);
 	post_recv(&p->srv);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = srv_pdata;
-	cp.private_data_len = sizeof(srv_pdata);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.rnr_retry_count = 7;
+	cp = server_conn_param();
 	hx_stage("rdma_accept");
 	CHECK_OK(rdma_accept(p->srv.id, &cp));
 

@@ -85,9 +85,7 @@ int cmd_ud_reject(int argc, char **argv)
 	CHECK_OK(rdma_create_qp_ex(cli.id, &qattr));
 	CHECK(cli.id->qp && cli.id->qp->qp_type == IBV_QPT_UD,
 	      "rdma_create_qp_ex made no UD QP");
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
+	cp = ud_conn_param();
 	hx_stage("ud rdma_connect (SIDR)");
 	CHECK_OK(rdma_connect(cli.id, &cp));
 	ev = hx_expect_event_for(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,

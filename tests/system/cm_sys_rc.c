@@ -46,13 +46,7 @@ int cmd_reject(int argc, char **argv)
 	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
 	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
 	make_qp(&p.cli, IBV_QPT_RC);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	cp = client_conn_param();
 	hx_stage("rdma_connect");
 	CHECK_OK(rdma_connect(p.cli.id, &cp));
 	ev = hx_expect_event_for(p.sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
@@ -137,9 +131,7 @@ int cmd_reject_ece(int argc, char **argv)
 	if (is_iwarp(p.cli.id))
 		hx_skip("%s", "ECE is an IB CM feature (iWARP has none)");
 	make_qp(&p.cli, IBV_QPT_RC);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
+	cp = ud_conn_param();
 	cp.responder_resources = 1;
 	cp.initiator_depth = 1;
 	hx_stage("rdma_connect");

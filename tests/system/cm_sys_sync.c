@@ -80,12 +80,7 @@ static void *sync_server_thread(void *arg)
 	}
 	reg_bufs(&e);
 	post_recv(&e);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = srv_pdata;
-	cp.private_data_len = sizeof(srv_pdata);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.rnr_retry_count = 7;
+	cp = server_conn_param();
 	hx_stage("sync server: rdma_accept");
 	CHECK_OK(rdma_accept(id, &cp));
 	recv_msg(&e, "sync client to server", 0);
@@ -122,6 +117,21 @@ static void wait_flag(struct sync_server *s, bool want_done, const char *what)
 		hx_fail("timed out waiting for the server thread to %s", what);
 }
 
+/* Start @s's thread; once it listens, its port as a string in @port. */
+static pthread_t start_sync_server(struct sync_server *s, char *port,
+				   size_t len)
+{
+	pthread_t t;
+
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	if (pthread_create(&t, NULL, sync_server_thread, s))
+		hx_fail("pthread_create failed");
+	wait_flag(s, false, "listen");
+	snprintf(port, len, "%u", s->port);
+	return t;
+}
+
 int cmd_rc_sync(int argc, char **argv)
 {
 	struct end e = {.who = "sync client"};
@@ -134,12 +144,7 @@ int cmd_rc_sync(int argc, char **argv)
 	pthread_t t;
 	int r;
 
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	if (pthread_create(&t, NULL, sync_server_thread, &s))
-		hx_fail("pthread_create failed");
-	wait_flag(&s, false, "listen");
-	snprintf(port, sizeof(port), "%u", s.port);
+	t = start_sync_server(&s, port, sizeof(port));
 	hx_note("sync server listening on %s port %s", argv[1], port);
 
 	memset(&hints, 0, sizeof(hints));
@@ -166,13 +171,7 @@ int cmd_rc_sync(int argc, char **argv)
 	      "active endpoint not route-resolved");
 	reg_bufs(&e);
 	post_recv(&e);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	cp = client_conn_param();
 	hx_stage("sync client: rdma_connect");
 	CHECK_OK(rdma_connect(e.id, &cp));
 	/* A synchronous call leaves its event in id->event. */
@@ -211,12 +210,7 @@ int cmd_sync_reject(int argc, char **argv)
 	int r;
 
 	(void)argc;
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
-	if (pthread_create(&t, NULL, sync_server_thread, &s))
-		hx_fail("pthread_create failed");
-	wait_flag(&s, false, "listen");
-	snprintf(port, sizeof(port), "%u", s.port);
+	t = start_sync_server(&s, port, sizeof(port));
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_NUMERICHOST;
 	hints.ai_port_space = RDMA_PS_TCP;
@@ -226,9 +220,7 @@ int cmd_sync_reject(int argc, char **argv)
 	sync_qp_attr(&attr);
 	CHECK_OK(rdma_create_ep(&e.id, res, NULL, &attr));
 	rdma_freeaddrinfo(res);
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
+	cp = ud_conn_param();
 	hx_stage("sync client: rdma_connect to a rejecting server");
 	errno = 0;
 	r = rdma_connect(e.id, &cp);

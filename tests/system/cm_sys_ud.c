@@ -34,9 +34,7 @@ int cmd_ud(int argc, char **argv)
 	reg_bufs(&cli);
 	post_recv(&cli);
 
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = cli_pdata;
-	cp.private_data_len = sizeof(cli_pdata);
+	cp = ud_conn_param();
 	hx_stage("ud rdma_connect (SIDR)");
 	CHECK_OK(rdma_connect(cli.id, &cp));
 	ev = hx_expect_event_for(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
