@@ -269,7 +269,7 @@ int cmd_iwarp_errors(int argc, char **argv)
 	CHECK_OK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000));
 	hx_expect_ack(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id, "udp id");
 	if (!is_iwarp(id))
-		hx_skip("%s", "the device is not iWARP");
+		hx_skip("the device is not iWARP");
 	hx_note("%s is on iWARP device %s",
 		hx_addr_str((struct sockaddr *)&ss, b1, sizeof(b1)),
 		ibv_get_device_name(id->verbs->device));

@@ -21,7 +21,7 @@ int cmd_timewait(int argc, char **argv)
 	rc_setup(&p, argv[1]);
 	rc_connect(&p, argv[1], src, false);
 	if (is_iwarp(p.cli.id))
-		hx_skip("%s", "iWARP connections have no timewait event");
+		hx_skip("iWARP connections have no timewait event");
 	rc_exchange(&p, 1);
 	rc_disconnect(&p, false);
 	hx_stage("waiting for TIMEWAIT_EXIT");
@@ -65,7 +65,7 @@ int cmd_ud_reject(int argc, char **argv)
 	rdma_destroy_event_channel(tmp);
 	client_resolve(cch, cli.id, src, argv[1], port);
 	if (is_iwarp(cli.id))
-		hx_skip("%s", "iWARP has no UD");
+		hx_skip("iWARP has no UD");
 	/* What an application making its own UD QP would ask for. */
 	hx_stage("rdma_init_qp_attr (UD, INIT)");
 	memset(&ia, 0, sizeof(ia));
@@ -131,8 +131,7 @@ int cmd_connect_error(int argc, char **argv)
 	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
 	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
 	if (is_iwarp(p.cli.id))
-		hx_skip("%s",
-			"on iWARP the kernel, not the library, moves the QP");
+		hx_skip("on iWARP the kernel, not the library, moves the QP");
 	make_qp(&p.cli, IBV_QPT_RC);
 	memset(&cp, 0, sizeof(cp));
 	cp.responder_resources = 1;
@@ -235,8 +234,7 @@ int cmd_unreachable(int argc, char **argv)
 	CHECK_OK(rdma_create_id(ch, &cli.id, &cli, RDMA_PS_TCP));
 	client_resolve(ch, cli.id, argv[2], argv[1], 7471);
 	if (is_iwarp(cli.id))
-		hx_skip("%s",
-			"an iWARP connect is a TCP connect, refused at once");
+		hx_skip("an iWARP connect is a TCP connect, refused at once");
 	make_qp(&cli, IBV_QPT_RC);
 	memset(&cp, 0, sizeof(cp));
 	cp.responder_resources = 1;

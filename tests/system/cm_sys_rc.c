@@ -129,7 +129,7 @@ int cmd_reject_ece(int argc, char **argv)
 	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
 	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
 	if (is_iwarp(p.cli.id))
-		hx_skip("%s", "ECE is an IB CM feature (iWARP has none)");
+		hx_skip("ECE is an IB CM feature (iWARP has none)");
 	make_qp(&p.cli, IBV_QPT_RC);
 	cp = ud_conn_param();
 	cp.responder_resources = 1;

@@ -177,8 +177,7 @@ int cmd_mcast(int argc, char **argv)
 			 */
 			if (errno == KERNEL_ENOTSUPP &&
 			    group.ss_family == AF_INET6)
-				hx_skip("%s",
-					"the kernel does not support IPv6 "
+				hx_skip("the kernel does not support IPv6 "
 					"multicast on this device "
 					"(rdma_join_multicast: errno 524, "
 					"ENOTSUPP)");

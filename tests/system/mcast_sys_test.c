@@ -202,9 +202,9 @@ static void join_and_check(struct ep *e, struct rdma_event_channel *ch,
 	hx_stage("IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP");
 	if (join_ip(e, group, true, mreqn)) {
 		if (errno == KERNEL_ENOTSUPP && group->sa_family == AF_INET6)
-			hx_skip("%s", "the kernel refuses IPv6 multicast on "
-				      "this device "
-				      "(errno 524, ENOTSUPP: RoCE v2)");
+			hx_skip("the kernel refuses IPv6 multicast on "
+				"this device "
+				"(errno 524, ENOTSUPP: RoCE v2)");
 		hx_fail("%s: join: %s (errno %d)", e->who, strerror(errno),
 			errno);
 	}
