@@ -99,10 +99,11 @@ void destroy_end(struct end *e);
 struct rdma_conn_param client_conn_param(void);
 /* What a server accepts with: srv_pdata, one read each way, RNR retries. */
 struct rdma_conn_param server_conn_param(void);
-/* A UD (SIDR) request: cli_pdata alone. */
-struct rdma_conn_param ud_conn_param(void);
+/* cli_pdata alone: a UD (SIDR) request, or a connect setting the rest. */
+struct rdma_conn_param pdata_conn_param(void);
 void rc_make_qp(struct rc_pair *p, struct end *e);
 void rc_setup(struct rc_pair *p, const char *addr);
+void rc_setup_client(struct rc_pair *p, const char *addr, const char *src);
 void rc_connect(struct rc_pair *p, const char *addr, const char *src,
 		bool verbose);
 void rc_exchange(struct rc_pair *p, int rounds);

@@ -302,7 +302,7 @@ struct rdma_conn_param server_conn_param(void)
 	return cp;
 }
 
-struct rdma_conn_param ud_conn_param(void)
+struct rdma_conn_param pdata_conn_param(void)
 {
 	struct rdma_conn_param cp = {
 		.private_data = cli_pdata,
@@ -328,6 +328,14 @@ void rc_setup(struct rc_pair *p, const char *addr)
 	p->sch = make_channel();
 	p->cch = make_channel();
 	p->listen = make_listener(p->sch, addr, RDMA_PS_TCP, &p->port);
+}
+
+/* rc_setup, and a client id with its route resolved (no QP yet). */
+void rc_setup_client(struct rc_pair *p, const char *addr, const char *src)
+{
+	rc_setup(p, addr);
+	CHECK_OK(rdma_create_id(p->cch, &p->cli.id, &p->cli, RDMA_PS_TCP));
+	client_resolve(p->cch, p->cli.id, src, addr, p->port);
 }
 
 /* Connect a fresh client id to the listener; both ends get QPs and a recv. */

@@ -85,7 +85,7 @@ int cmd_ud_reject(int argc, char **argv)
 	CHECK_OK(rdma_create_qp_ex(cli.id, &qattr));
 	CHECK(cli.id->qp && cli.id->qp->qp_type == IBV_QPT_UD,
 	      "rdma_create_qp_ex made no UD QP");
-	cp = ud_conn_param();
+	cp = pdata_conn_param();
 	hx_stage("ud rdma_connect (SIDR)");
 	CHECK_OK(rdma_connect(cli.id, &cp));
 	ev = hx_expect_event_for(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
@@ -127,9 +127,7 @@ int cmd_connect_error(int argc, char **argv)
 	struct rdma_cm_event *ev;
 	struct rc_pair p;
 
-	rc_setup(&p, argv[1]);
-	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
-	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
+	rc_setup_client(&p, argv[1], src);
 	if (is_iwarp(p.cli.id))
 		hx_skip("on iWARP the kernel, not the library, moves the QP");
 	make_qp(&p.cli, IBV_QPT_RC);

@@ -42,9 +42,7 @@ int cmd_reject(int argc, char **argv)
 	struct rc_pair p;
 	uint16_t dead_port;
 
-	rc_setup(&p, argv[1]);
-	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
-	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
+	rc_setup_client(&p, argv[1], src);
 	make_qp(&p.cli, IBV_QPT_RC);
 	cp = client_conn_param();
 	hx_stage("rdma_connect");
@@ -125,13 +123,11 @@ int cmd_reject_ece(int argc, char **argv)
 	struct ibv_ece ece;
 	struct rc_pair p;
 
-	rc_setup(&p, argv[1]);
-	CHECK_OK(rdma_create_id(p.cch, &p.cli.id, &p.cli, RDMA_PS_TCP));
-	client_resolve(p.cch, p.cli.id, src, argv[1], p.port);
+	rc_setup_client(&p, argv[1], src);
 	if (is_iwarp(p.cli.id))
 		hx_skip("ECE is an IB CM feature (iWARP has none)");
 	make_qp(&p.cli, IBV_QPT_RC);
-	cp = ud_conn_param();
+	cp = pdata_conn_param();
 	cp.responder_resources = 1;
 	cp.initiator_depth = 1;
 	hx_stage("rdma_connect");

@@ -220,7 +220,7 @@ int cmd_sync_reject(int argc, char **argv)
 	sync_qp_attr(&attr);
 	CHECK_OK(rdma_create_ep(&e.id, res, NULL, &attr));
 	rdma_freeaddrinfo(res);
-	cp = ud_conn_param();
+	cp = pdata_conn_param();
 	hx_stage("sync client: rdma_connect to a rejecting server");
 	errno = 0;
 	r = rdma_connect(e.id, &cp);

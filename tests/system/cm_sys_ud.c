@@ -34,7 +34,7 @@ int cmd_ud(int argc, char **argv)
 	reg_bufs(&cli);
 	post_recv(&cli);
 
-	cp = ud_conn_param();
+	cp = pdata_conn_param();
 	hx_stage("ud rdma_connect (SIDR)");
 	CHECK_OK(rdma_connect(cli.id, &cp));
 	ev = hx_expect_event_for(sch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
