@@ -75,8 +75,10 @@ extern const char cli_pdata[20];
 extern const char srv_pdata[20];
 extern const char reject_pdata[8];
 
+/* Private data @got must start with the string @want (NUL included). */
 void check_pdata(const void *got, uint8_t got_len, const char *want,
 		 const char *what);
+/* Channels, listeners, addresses and routes (cm_sys_common.c). */
 struct rdma_event_channel *make_channel(void);
 struct rdma_cm_id *make_listener(struct rdma_event_channel *ch,
 				 const char *addr, enum rdma_port_space ps,
@@ -85,6 +87,7 @@ bool is_iwarp(const struct rdma_cm_id *id);
 bool route_ok(const struct rdma_cm_id *id);
 void client_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *id,
 		    const char *src, const char *dst, uint16_t port);
+/* One end: its QP, buffers and messages. */
 void make_qp(struct end *e, enum ibv_qp_type type);
 void reg_bufs(struct end *e);
 void dereg_bufs(struct end *e);
@@ -101,6 +104,7 @@ struct rdma_conn_param client_conn_param(void);
 struct rdma_conn_param server_conn_param(void);
 /* cli_pdata alone: a UD (SIDR) request, or a connect setting the rest. */
 struct rdma_conn_param pdata_conn_param(void);
+/* The RC pair: set-up, connect, traffic, disconnect, teardown. */
 void rc_make_qp(struct rc_pair *p, struct end *e);
 void rc_setup(struct rc_pair *p, const char *addr);
 void rc_setup_client(struct rc_pair *p, const char *addr, const char *src);
