@@ -7,10 +7,6 @@
 
 /* --- UD ------------------------------------------------------------------- */
 
-#define GRH_LEN 40
-/* The kernel's own "operation not supported" errno, leaked to user space. */
-#define KERNEL_ENOTSUPP 524
-
 int cmd_ud(int argc, char **argv)
 {
 	const char *src = argc > 2 ? argv[2] : NULL;
@@ -90,7 +86,7 @@ int cmd_ud(int argc, char **argv)
 	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
 	      "ud send completion: %d, %s", r,
 	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
-	recv_msg_wc(&srv, "ud datagram from client", GRH_LEN, &rwc);
+	recv_msg_wc(&srv, "ud datagram from client", HX_GRH_LEN, &rwc);
 	CHECK(rwc.src_qp == cli.id->qp->qp_num,
 	      "datagram from QP 0x%x, client QP is 0x%x", rwc.src_qp,
 	      cli.id->qp->qp_num);
@@ -109,7 +105,7 @@ int cmd_ud(int argc, char **argv)
 	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
 	      "ud reply completion: %d, %s", r,
 	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
-	recv_msg(&cli, "ud datagram from server", GRH_LEN);
+	recv_msg(&cli, "ud datagram from server", HX_GRH_LEN);
 
 	hx_stage("ud teardown");
 	CHECK_OK(ibv_destroy_ah(ah));
@@ -175,7 +171,7 @@ int cmd_mcast(int argc, char **argv)
 			 * Linux (6.1 at least) refuses IPv6 groups on RoCE v2
 			 * GIDs with the kernel-internal ENOTSUPP (524).
 			 */
-			if (errno == KERNEL_ENOTSUPP &&
+			if (errno == HX_KERNEL_ENOTSUPP &&
 			    group.ss_family == AF_INET6)
 				hx_skip("the kernel does not support IPv6 "
 					"multicast on this device "
@@ -230,7 +226,7 @@ int cmd_mcast(int argc, char **argv)
 	      "multicast send completion: %d, %s", r,
 	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
 	hx_stage("mcast: receive on the second member");
-	recv_msg(&m[1], "multicast datagram", GRH_LEN);
+	recv_msg(&m[1], "multicast datagram", HX_GRH_LEN);
 
 	hx_stage("mcast: leave");
 	for (i = 0; i < 2; i++) {

@@ -177,6 +177,11 @@ void hx_result(bool ok, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int hx_verdict(void);
 
+/* A UD receive buffer starts with the 40-byte GRH. */
+#define HX_GRH_LEN 40
+/* The kernel's own ENOTSUPP, leaked to user space (IPv6 multicast on RoCE v2). */
+#define HX_KERNEL_ENOTSUPP 524
+
 /* Fail unless @cond holds; the message says which check and why. */
 #define CHECK(cond, ...)                                                       \
 	do {                                                                   \

@@ -48,7 +48,6 @@
 
 #include "harness.h"
 
-#define GRH_LEN 40
 #define MSG_LEN 64
 #define COUNT 50 /* datagrams the receiver must get */
 #define INTERVAL_MS 20
@@ -80,7 +79,7 @@ struct ep {
 	struct ibv_ah *ah; /* send-join: our own */
 	struct rdma_ud_param ud;
 	struct sockaddr_in group;
-	char buf[NRECV + 1][GRH_LEN + MSG_LEN];
+	char buf[NRECV + 1][HX_GRH_LEN + MSG_LEN];
 };
 
 /* Multicast here is IPv4 (rxe's RoCE v2 has no IPv6 groups). */
@@ -293,10 +292,10 @@ static uint32_t check_datagram(struct ep *e, const struct ibv_wc *wc)
 	if (wc->status != IBV_WC_SUCCESS)
 		hx_fail("receive completed with %s",
 			ibv_wc_status_str(wc->status));
-	if (wc->byte_len != GRH_LEN + MSG_LEN)
+	if (wc->byte_len != HX_GRH_LEN + MSG_LEN)
 		hx_fail("datagram of %u bytes, want %d + %d of GRH",
-			wc->byte_len, MSG_LEN, GRH_LEN);
-	p = e->buf[wc->wr_id] + GRH_LEN;
+			wc->byte_len, MSG_LEN, HX_GRH_LEN);
+	p = e->buf[wc->wr_id] + HX_GRH_LEN;
 	memcpy(&seq, p, sizeof(seq));
 	fill(want, seq);
 	if (memcmp(p, want, MSG_LEN))

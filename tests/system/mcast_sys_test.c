@@ -34,8 +34,6 @@
 
 #include "harness.h"
 
-#define GRH_LEN 40
-#define KERNEL_ENOTSUPP 524 /* leaked by the kernel for IPv6 on RoCE v2 */
 #define NMSG 16 /* datagrams per batch */
 
 /* --- one UD endpoint ----------------------------------------------------- */
@@ -44,7 +42,7 @@ struct ep {
 	const char *who;
 	struct rdma_cm_id *id;
 	struct ibv_mr *mr;
-	char buf[NMSG + 1][64 + GRH_LEN];
+	char buf[NMSG + 1][64 + HX_GRH_LEN];
 };
 
 static void ep_qp(struct ep *e)
@@ -137,7 +135,7 @@ static void ep_expect_all(struct ep *e, const char *tag, int n)
 	got = ep_poll_recvs(e, wc, n, 5000);
 	CHECK(got == n, "%s: received %d of %d datagrams", e->who, got, n);
 	for (i = 0; i < got; i++) {
-		char *p = (char *)(uintptr_t)wc[i].wr_id + GRH_LEN;
+		char *p = (char *)(uintptr_t)wc[i].wr_id + HX_GRH_LEN;
 
 		CHECK(wc[i].status == IBV_WC_SUCCESS, "%s: receive status %s",
 		      e->who, ibv_wc_status_str(wc[i].status));
@@ -201,7 +199,7 @@ static void join_and_check(struct ep *e, struct rdma_event_channel *ch,
 
 	hx_stage("IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP");
 	if (join_ip(e, group, true, mreqn)) {
-		if (errno == KERNEL_ENOTSUPP && group->sa_family == AF_INET6)
+		if (errno == HX_KERNEL_ENOTSUPP && group->sa_family == AF_INET6)
 			hx_skip("the kernel refuses IPv6 multicast on "
 				"this device "
 				"(errno 524, ENOTSUPP: RoCE v2)");
@@ -461,10 +459,10 @@ static void unicast(const char *a1, const char *a2)
 	ep_sendto(&cli, (struct sockaddr *)&sa, "unicast", 1);
 	CHECK(ep_poll_recvs(&srv, wc, 2, 5000) == 2,
 	      "the server did not receive both unicast datagrams");
-	CHECK(!strcmp(srv.buf[1] + GRH_LEN, "unicast 0") &&
-		      !strcmp(srv.buf[2] + GRH_LEN, "unicast 1"),
-	      "unicast datagrams differ: \"%s\", \"%s\"", srv.buf[1] + GRH_LEN,
-	      srv.buf[2] + GRH_LEN);
+	CHECK(!strcmp(srv.buf[1] + HX_GRH_LEN, "unicast 0") &&
+		      !strcmp(srv.buf[2] + HX_GRH_LEN, "unicast 1"),
+	      "unicast datagrams differ: \"%s\", \"%s\"",
+	      srv.buf[1] + HX_GRH_LEN, srv.buf[2] + HX_GRH_LEN);
 	hx_note("unicast: 2 datagrams to the SIDR peer via rdma_sendto");
 	rdma_dereg_mr(cli.mr);
 	rdma_dereg_mr(srv.mr);
