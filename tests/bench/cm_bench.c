@@ -18,7 +18,8 @@
  *	resolved.
  *
  * Output: one line per measurement, "<metric> <value> <unit>", for
- * tests/bench/report.py.
+ * tests/bench/report.py, then the harness's PASS line (failures, the
+ * watchdog and event waits are tests/system/harness.[ch]'s).
  *
  * Kernel round trips are counted without ptrace or LD_PRELOAD: this
  * program defines write(), which the dynamic linker binds the libraries'
@@ -30,16 +31,16 @@
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+
+#include "../system/harness.h"
 
 /*
  * Built against this tree's header, rdma_connect/rdma_accept would bind to
@@ -59,45 +60,6 @@ ssize_t write(int fd, const void *buf, size_t len)
 	return syscall(SYS_write, fd, buf, len);
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2)))
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("cm_bench: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, " (errno %d: %s)\n", errno, strerror(errno));
-	va_end(ap);
-	exit(1);
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static void make_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-	} else if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-	} else {
-		errno = EINVAL;
-		die("bad address %s", s);
-	}
-}
-
 /* --- the two ends ----------------------------------------------------------- */
 
 struct bench {
@@ -112,34 +74,12 @@ struct bench {
 	int srv_count;
 };
 
-static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch)
-{
-	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&pfd, 1, 30000) != 1)
-		die("no CM event within 30 s");
-	if (rdma_get_cm_event(ch, &ev))
-		die("rdma_get_cm_event");
-	return ev;
-}
-
-/* Wait for @n events of @type on @ch (TIMEWAIT_EXIT ignored). */
+/* Wait for @n events of @type on @ch (TIMEWAIT_EXIT passed over). */
 static void collect(struct rdma_event_channel *ch, int n,
 		    enum rdma_cm_event_type type)
 {
-	struct rdma_cm_event *ev;
-
-	while (n > 0) {
-		ev = wait_event(ch);
-		if (ev->event == type && !ev->status)
-			n--;
-		else if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
-			die("expected %s, got %s (status %d)",
-			    rdma_event_str(type), rdma_event_str(ev->event),
-			    ev->status);
-		rdma_ack_cm_event(ev);
-	}
+	while (n-- > 0)
+		hx_expect_ack(ch, type, NULL, "active side");
 }
 
 static struct ibv_qp_init_attr qp_attr(struct ibv_cq *cq)
@@ -185,13 +125,14 @@ static struct rdma_event_channel *open_channel(int *dev_fd)
 		before[fd] = is_rdma_cm_fd(fd);
 	ch = rdma_create_event_channel();
 	if (!ch)
-		die("rdma_create_event_channel");
+		hx_fail("rdma_create_event_channel: %s", strerror(errno));
 	*dev_fd = -1;
 	for (fd = 0; fd < MAX_FDS && *dev_fd < 0; fd++)
 		if (!before[fd] && is_rdma_cm_fd(fd))
 			*dev_fd = fd;
 	if (*dev_fd < 0)
-		die("no rdma_cm device fd behind the channel");
+		hx_fail("no rdma_cm device fd behind the channel: %s",
+			strerror(errno));
 	return ch;
 }
 
@@ -201,11 +142,11 @@ static void setup(struct bench *b)
 
 	b->cch = open_channel(&b->cfd);
 	b->sch = open_channel(&b->sfd);
-	make_addr(b->addr, 0, &ss);
+	hx_parse_addr(b->addr, 0, &ss);
 	if (rdma_create_id(b->sch, &b->listen, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(b->listen, (struct sockaddr *)&ss) ||
 	    rdma_listen(b->listen, 1024))
-		die("listen on %s", b->addr);
+		hx_fail("listen on %s: %s", b->addr, strerror(errno));
 	b->port = ntohs(rdma_get_src_port(b->listen));
 	b->cli = calloc((size_t)b->n, sizeof(*b->cli));
 	b->srv = calloc((size_t)b->n, sizeof(*b->srv));
@@ -213,7 +154,8 @@ static void setup(struct bench *b)
 	b->ccq = ibv_create_cq(b->listen->verbs, 2 * b->n + 16, NULL, NULL, 0);
 	b->scq = ibv_create_cq(b->listen->verbs, 2 * b->n + 16, NULL, NULL, 0);
 	if (!b->cli || !b->srv || !b->ccq || !b->scq)
-		die("allocations for %d connections", b->n);
+		hx_fail("allocations for %d connections: %s", b->n,
+			strerror(errno));
 }
 
 static void teardown(struct bench *b)
@@ -233,7 +175,7 @@ static void step_create(struct bench *b)
 
 	for (i = 0; i < b->n; i++)
 		if (rdma_create_id(b->cch, &b->cli[i], NULL, RDMA_PS_TCP))
-			die("rdma_create_id");
+			hx_fail("rdma_create_id: %s", strerror(errno));
 }
 
 static void step_resolve_addr(struct bench *b)
@@ -241,11 +183,11 @@ static void step_resolve_addr(struct bench *b)
 	struct sockaddr_storage dst;
 	int i;
 
-	make_addr(b->addr, b->port, &dst);
+	hx_parse_addr(b->addr, b->port, &dst);
 	for (i = 0; i < b->n; i++)
 		if (rdma_resolve_addr(b->cli[i], NULL, (struct sockaddr *)&dst,
 				      2000))
-			die("rdma_resolve_addr");
+			hx_fail("rdma_resolve_addr: %s", strerror(errno));
 	collect(b->cch, b->n, RDMA_CM_EVENT_ADDR_RESOLVED);
 }
 
@@ -255,7 +197,7 @@ static void step_resolve_route(struct bench *b)
 
 	for (i = 0; i < b->n; i++)
 		if (rdma_resolve_route(b->cli[i], 2000))
-			die("rdma_resolve_route");
+			hx_fail("rdma_resolve_route: %s", strerror(errno));
 	collect(b->cch, b->n, RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
@@ -267,7 +209,7 @@ static void step_create_qp(struct bench *b)
 	for (i = 0; i < b->n; i++) {
 		a = qp_attr(b->ccq);
 		if (rdma_create_qp(b->cli[i], NULL, &a))
-			die("rdma_create_qp");
+			hx_fail("rdma_create_qp: %s", strerror(errno));
 	}
 }
 
@@ -280,7 +222,8 @@ static void accept_request(struct bench *b, struct rdma_cm_id *id)
 	struct ibv_qp_init_attr a = qp_attr(b->scq);
 
 	if (rdma_create_qp(id, NULL, &a) || rdma_accept(id, &cp))
-		die("passive side: create QP and accept");
+		hx_fail("passive side: create QP and accept: %s",
+			strerror(errno));
 	b->srv[b->srv_count++] = id;
 }
 
@@ -295,7 +238,7 @@ static void pump_passive(struct bench *b, int *done,
 
 	while (poll(&pfd, 1, 0) == 1) {
 		if (rdma_get_cm_event(b->sch, &ev))
-			die("rdma_get_cm_event");
+			hx_fail("rdma_get_cm_event: %s", strerror(errno));
 		id = ev->id;
 		type = ev->event;
 		rdma_ack_cm_event(ev);
@@ -306,7 +249,7 @@ static void pump_passive(struct bench *b, int *done,
 			if (type == RDMA_CM_EVENT_DISCONNECTED)
 				rdma_disconnect(id); /* answer the DREQ */
 		} else if (type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
-			die("passive side: %s", rdma_event_str(type));
+			hx_fail("passive side: %s", rdma_event_str(type));
 		}
 	}
 }
@@ -320,21 +263,22 @@ static void run_both(struct bench *b, enum rdma_cm_event_type want)
 	int cdone = 0, sdone = 0;
 
 	while (cdone < b->n || sdone < b->n) {
-		if (poll(pfd, 2, 30000) < 1)
-			die("no CM event within 30 s (%d/%d active, %d/%d "
-			    "passive)",
-			    cdone, b->n, sdone, b->n);
+		hx_stage("%s: %d/%d active, %d/%d passive",
+			 rdma_event_str(want), cdone, b->n, sdone, b->n);
+		if (poll(pfd, 2, hx_event_timeout_ms()) < 1)
+			hx_fail("no CM event within %d ms",
+				hx_event_timeout_ms());
 		if (pfd[1].revents)
 			pump_passive(b, &sdone, want);
 		if (!pfd[0].revents)
 			continue;
 		if (rdma_get_cm_event(b->cch, &ev))
-			die("rdma_get_cm_event");
+			hx_fail("rdma_get_cm_event: %s", strerror(errno));
 		if (ev->event == want && !ev->status)
 			cdone++;
 		else if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
-			die("active side: %s (status %d)",
-			    rdma_event_str(ev->event), ev->status);
+			hx_fail("active side: %s (status %d)",
+				rdma_event_str(ev->event), ev->status);
 		rdma_ack_cm_event(ev);
 	}
 }
@@ -350,7 +294,7 @@ static void step_connect(struct bench *b)
 	b->srv_count = 0;
 	for (i = 0; i < b->n; i++)
 		if (rdma_connect(b->cli[i], &cp))
-			die("rdma_connect");
+			hx_fail("rdma_connect: %s", strerror(errno));
 	run_both(b, RDMA_CM_EVENT_ESTABLISHED);
 }
 
@@ -360,7 +304,7 @@ static void step_disconnect(struct bench *b)
 
 	for (i = 0; i < b->n; i++)
 		if (rdma_disconnect(b->cli[i]))
-			die("rdma_disconnect");
+			hx_fail("rdma_disconnect: %s", strerror(errno));
 	run_both(b, RDMA_CM_EVENT_DISCONNECTED);
 }
 
@@ -371,10 +315,10 @@ static void step_destroy(struct bench *b)
 	for (i = 0; i < b->n; i++) {
 		rdma_destroy_qp(b->cli[i]);
 		if (rdma_destroy_id(b->cli[i]))
-			die("rdma_destroy_id");
+			hx_fail("rdma_destroy_id: %s", strerror(errno));
 		rdma_destroy_qp(b->srv[i]);
 		if (rdma_destroy_id(b->srv[i]))
-			die("rdma_destroy_id");
+			hx_fail("rdma_destroy_id: %s", strerror(errno));
 	}
 }
 
@@ -408,16 +352,19 @@ static int cmd_steps(const char *addr, int n, int reps)
 	size_t s;
 	int r;
 
-	if (!us || reps > 64)
-		die("bad repetition count");
+	if (n < 1 || reps < 1 || reps > 64)
+		hx_fail("bad counts: %d connections, %d repetitions (1 to 64)",
+			n, reps);
+	if (!us)
+		hx_fail("out of memory");
 	setup(&b);
 	for (r = 0; r < reps; r++) {
 		for (s = 0; s < NSTEPS; s++) {
 			c0 = writes_on_fd[b.cfd];
 			s0 = writes_on_fd[b.sfd];
-			t0 = now_us();
+			t0 = (hx_now_s() * 1e6);
 			steps[s].run(&b);
-			us[r][s] = (now_us() - t0) / n;
+			us[r][s] = ((hx_now_s() * 1e6) - t0) / n;
 			cw[s] += writes_on_fd[b.cfd] - c0;
 			sw[s] += writes_on_fd[b.sfd] - s0;
 		}
@@ -460,29 +407,31 @@ static int cmd_memory(const char *addr, int n)
 	size_t h0, h1, h2;
 	int i;
 
+	if (n < 1)
+		hx_fail("bad count: %d ids", n);
 	if (!ch || !ids)
-		die("setup");
+		hx_fail("setup: %s", strerror(errno));
 	/* Warm up: the library opens the device on first use. */
-	make_addr(addr, 7999, &dst);
+	hx_parse_addr(addr, 7999, &dst);
 	if (rdma_create_id(ch, &ids[0], NULL, RDMA_PS_TCP) ||
 	    rdma_resolve_addr(ids[0], NULL, (struct sockaddr *)&dst, 2000))
-		die("warm-up");
+		hx_fail("warm-up: %s", strerror(errno));
 	collect(ch, 1, RDMA_CM_EVENT_ADDR_RESOLVED);
 	rdma_destroy_id(ids[0]);
 
 	h0 = heap_in_use();
 	for (i = 0; i < n; i++)
 		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP))
-			die("rdma_create_id");
+			hx_fail("rdma_create_id: %s", strerror(errno));
 	h1 = heap_in_use();
 	for (i = 0; i < n; i++)
 		if (rdma_resolve_addr(ids[i], NULL, (struct sockaddr *)&dst,
 				      2000))
-			die("rdma_resolve_addr");
+			hx_fail("rdma_resolve_addr: %s", strerror(errno));
 	collect(ch, n, RDMA_CM_EVENT_ADDR_RESOLVED);
 	for (i = 0; i < n; i++)
 		if (rdma_resolve_route(ids[i], 2000))
-			die("rdma_resolve_route");
+			hx_fail("rdma_resolve_route: %s", strerror(errno));
 	collect(ch, n, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	h2 = heap_in_use();
 	printf("memory.id_created %.1f bytes\n", (double)(h1 - h0) / n);
@@ -494,15 +443,27 @@ static int cmd_memory(const char *addr, int n)
 	return 0;
 }
 
+static int run_steps(int argc, char **argv)
+{
+	return cmd_steps(argv[1], atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
+}
+
+static int run_memory(int argc, char **argv)
+{
+	(void)argc;
+	return cmd_memory(argv[1], atoi(argv[2]));
+}
+
+static const struct hx_scenario scenarios[] = {
+	{"steps", "<addr> <n> [<reps>]", run_steps},
+	{"memory", "<addr> <n>", run_memory},
+};
+
 int main(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc >= 4 && !strcmp(argv[1], "steps"))
-		return cmd_steps(argv[2], atoi(argv[3]),
-				 argc > 4 ? atoi(argv[4]) : 1);
-	if (argc >= 4 && !strcmp(argv[1], "memory"))
-		return cmd_memory(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: cm_bench steps <addr> <n> [<reps>] | "
-			"memory <addr> <n>\n");
-	return 2;
+	/* A thousand connections under TCG, or under callgrind, are slow. */
+	hx_set_event_timeout_ms(30000);
+	hx_set_default_timeout_s(1800);
+	return hx_main(argc, argv, scenarios,
+		       sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -30,7 +30,8 @@ bin=$build/bench/cm_bench
 # shellcheck disable=SC2046
 gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
 	-I"$repo/include" $(pkg-config --cflags libibverbs) \
-	"$repo/tests/bench/cm_bench.c" -L"$build/src/.libs" -lrdmacm \
+	"$repo/tests/bench/cm_bench.c" "$repo/tests/system/harness.c" \
+	-L"$build/src/.libs" -lrdmacm \
 	$(pkg-config --libs libibverbs) -o "$bin"
 
 ref=$("$repo/tests/abi/fetch-reference.sh")/usr/lib/x86_64-linux-gnu

@@ -26,7 +26,9 @@
  *                               -ETIMEDOUT, after 2 x 1 s + 2 s, not the
  *                               kernel's many minutes
  *
- * Prints "PASS name" or "FAIL name: why"; exit status 0 or 1.
+ * Reporting, the watchdog and event waits are the system-test harness's
+ * (harness.h); the channel is non-blocking, as rdma_cm_p2p(7) asks of
+ * programs that poll.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -40,23 +42,16 @@
 
 #include <rdma/rdma_cma.h>
 
+#include "harness.h"
+
 /* The entry points binaries built against rdma-core's header bind to. */
 int rdma_connect_old(struct rdma_cm_id *id, struct rdma_conn_param *param);
 int rdma_accept_old(struct rdma_cm_id *id, struct rdma_conn_param *param);
 __asm__(".symver rdma_connect_old, rdma_connect@RDMACM_1.0");
 __asm__(".symver rdma_accept_old, rdma_accept@RDMACM_1.0");
 
-static const char *test_name;
 static struct rdma_event_channel *ch;
 static struct sockaddr_storage base;
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		printf("FAIL %s: ", test_name);                                \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-		exit(1);                                                       \
-	} while (0)
 
 static struct sockaddr *addr_port(unsigned short port)
 {
@@ -70,56 +65,17 @@ static struct sockaddr *addr_port(unsigned short port)
 	return (struct sockaddr *)&ss;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/*
- * The next event within @ms, or NULL on timeout.  The channel is
- * non-blocking: a wake-up the library consumes itself (a held request)
- * must not turn into a wait past the deadline.
- */
-static struct rdma_cm_event *next_event(int ms)
-{
-	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-	long long end = now_ms() + ms, left;
-	struct rdma_cm_event *e;
-
-	while ((left = end - now_ms()) > 0) {
-		if (poll(&pfd, 1, (int)left) <= 0)
-			return NULL;
-		if (!rdma_get_cm_event(ch, &e))
-			return e;
-		if (errno != EAGAIN)
-			FAIL("rdma_get_cm_event: %s", strerror(errno));
-	}
-	return NULL;
-}
+#define EVENT_MS 5000
 
 static struct rdma_cm_event *expect(enum rdma_cm_event_type type,
-				    struct rdma_cm_id *id, int ms)
+				    struct rdma_cm_id *id)
 {
-	struct rdma_cm_event *e = next_event(ms);
-
-	if (!e)
-		FAIL("no %s within %d ms", rdma_event_str(type), ms);
-	if (e->event != type || (id && e->id != id))
-		FAIL("got %s (status %d), expected %s",
-		     rdma_event_str(e->event), e->status, rdma_event_str(type));
-	return e;
+	return hx_expect_event_for(ch, type, id, "the channel");
 }
 
 static void expect_none(int ms)
 {
-	struct rdma_cm_event *e = next_event(ms);
-
-	if (e)
-		FAIL("unexpected %s (status %d)", rdma_event_str(e->event),
-		     e->status);
+	hx_expect_quiet(ch, ms, "the channel");
 }
 
 static struct rdma_cm_id *listener(unsigned short port, int p2p_opt)
@@ -127,13 +83,13 @@ static struct rdma_cm_id *listener(unsigned short port, int p2p_opt)
 	struct rdma_cm_id *id;
 
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-		FAIL("rdma_create_id: %s", strerror(errno));
+		hx_fail("rdma_create_id: %s", strerror(errno));
 	if (p2p_opt >= 0 &&
 	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
 			    &p2p_opt, sizeof(p2p_opt)))
-		FAIL("set PEER2PEER: %s", strerror(errno));
+		hx_fail("set PEER2PEER: %s", strerror(errno));
 	if (rdma_bind_addr(id, addr_port(port)) || rdma_listen(id, 8))
-		FAIL("bind/listen %u: %s", port, strerror(errno));
+		hx_fail("bind/listen %u: %s", port, strerror(errno));
 	return id;
 }
 
@@ -148,7 +104,7 @@ static void make_qp(struct rdma_cm_id *id)
 	};
 
 	if (rdma_create_qp(id, NULL, &attr))
-		FAIL("rdma_create_qp: %s", strerror(errno));
+		hx_fail("rdma_create_qp: %s", strerror(errno));
 }
 
 /* An id with a QP, its route resolved towards @port. */
@@ -158,14 +114,14 @@ static struct rdma_cm_id *client(unsigned short port)
 	struct rdma_cm_id *id;
 
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-		FAIL("rdma_create_id: %s", strerror(errno));
+		hx_fail("rdma_create_id: %s", strerror(errno));
 	if (rdma_resolve_addr(id, NULL, addr_port(port), 2000))
-		FAIL("rdma_resolve_addr: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_ADDR_RESOLVED, id, 5000);
+		hx_fail("rdma_resolve_addr: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_ADDR_RESOLVED, id);
 	rdma_ack_cm_event(e);
 	if (rdma_resolve_route(id, 2000))
-		FAIL("rdma_resolve_route: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_ROUTE_RESOLVED, id, 5000);
+		hx_fail("rdma_resolve_route: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_ROUTE_RESOLVED, id);
 	rdma_ack_cm_event(e);
 	make_qp(id);
 	return id;
@@ -191,15 +147,15 @@ static void check_data(const struct rdma_cm_event *e, const char *want,
 	const struct rdma_conn_param *p = &e->param.conn;
 
 	if (p->peer2peer_mode != p2p)
-		FAIL("%s: peer2peer_mode %u, expected %u", what,
-		     p->peer2peer_mode, p2p);
+		hx_fail("%s: peer2peer_mode %u, expected %u", what,
+			p->peer2peer_mode, p2p);
 	if (!p->private_data || p->private_data_len < strlen(want) + 1 ||
 	    memcmp(p->private_data, want, strlen(want) + 1))
-		FAIL("%s: private data (%u bytes) is not \"%s\"", what,
-		     p->private_data_len, want);
+		hx_fail("%s: private data (%u bytes) is not \"%s\"", what,
+			p->private_data_len, want);
 	if (p2p && p->private_data_len != strlen(want) + 1)
-		FAIL("%s: %u bytes of private data, expected exactly %zu", what,
-		     p->private_data_len, strlen(want) + 1);
+		hx_fail("%s: %u bytes of private data, expected exactly %zu",
+			what, p->private_data_len, strlen(want) + 1);
 }
 
 /* Accept the CONNECT_REQUEST @req and see both ESTABLISHED events. */
@@ -215,22 +171,22 @@ static void finish(struct rdma_cm_event *req, struct rdma_cm_id *cl,
 	rdma_ack_cm_event(req);
 	make_qp(sv);
 	if (acc(sv, &p))
-		FAIL("rdma_accept: %s", strerror(errno));
+		hx_fail("rdma_accept: %s", strerror(errno));
 	while (!got_cl || !got_sv) {
-		e = expect(RDMA_CM_EVENT_ESTABLISHED, NULL, 5000);
+		e = expect(RDMA_CM_EVENT_ESTABLISHED, NULL);
 		if (e->id == cl) {
 			check_data(e, reply, p2p_seen, "client ESTABLISHED");
 			got_cl++;
 		} else if (e->id == sv) {
 			got_sv++;
 		} else {
-			FAIL("ESTABLISHED on an unknown id");
+			hx_fail("ESTABLISHED on an unknown id");
 		}
 		rdma_ack_cm_event(e);
 	}
 	rdma_disconnect(cl);
 	for (got_cl = 0; got_cl < 2; got_cl++) {
-		e = expect(RDMA_CM_EVENT_DISCONNECTED, NULL, 5000);
+		e = expect(RDMA_CM_EVENT_DISCONNECTED, NULL);
 		if (e->id == sv)
 			rdma_disconnect(sv); /* answer the peer's DREQ */
 		rdma_ack_cm_event(e);
@@ -251,8 +207,8 @@ static int test_oldabi(void)
 	/* rdma-core's header: the byte is padding and may hold garbage. */
 	cl = client(7590);
 	if (rdma_connect_old(cl, &p))
-		FAIL("rdma_connect@RDMACM_1.0: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL, 5000);
+		hx_fail("rdma_connect@RDMACM_1.0: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	check_data(e, "old binary", 0, "CONNECT_REQUEST");
 	finish(e, cl, rdma_accept_old, "old reply", 0xff, 0);
 
@@ -262,13 +218,12 @@ static int test_oldabi(void)
 	 */
 	cl = client(7590);
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
+		hx_fail("rdma_connect: %s", strerror(errno));
 	expect_none(1500);
 	rdma_destroy_qp(cl);
 	rdma_destroy_id(cl);
 	rdma_destroy_id(ls);
 	rdma_destroy_id(mine);
-	printf("PASS %s\n", test_name);
 	return 0;
 }
 
@@ -285,18 +240,18 @@ static int test_surface(void)
 
 	cl = client(7591);
 	if (rdma_connect(cl, &p) == 0 || errno != EADDRNOTAVAIL)
-		FAIL("p2p connect without a listener: %s, want EADDRNOTAVAIL",
-		     strerror(errno));
+		hx_fail("p2p connect without a listener: %s, want "
+			"EADDRNOTAVAIL",
+			strerror(errno));
 	mine = listener(7581, -1); /* the port our p2p connects announce */
 	ls = listener(7591, 0);
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL, 5000);
+		hx_fail("rdma_connect: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	check_data(e, "abc", 1, "CONNECT_REQUEST");
 	finish(e, cl, rdma_accept, "xyz", 1, 1);
 	rdma_destroy_id(mine);
 	rdma_destroy_id(ls);
-	printf("PASS %s\n", test_name);
 	return 0;
 }
 
@@ -309,8 +264,8 @@ static int test_plain(void)
 	/* A non-p2p connect to a p2p listener: an ordinary request. */
 	cl = client(7593);
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL, 5000);
+		hx_fail("rdma_connect: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	check_data(e, "plain", 0, "CONNECT_REQUEST");
 	finish(e, cl, rdma_accept, "plain reply", 0, 0);
 
@@ -319,12 +274,11 @@ static int test_plain(void)
 	cl = client(7594);
 	p = param("p2p", 1);
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL, 5000);
+		hx_fail("rdma_connect: %s", strerror(errno));
+	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	finish(e, cl, rdma_accept_old, "server", 0, 0);
 	rdma_destroy_id(ls);
 	rdma_destroy_id(p2pls);
-	printf("PASS %s\n", test_name);
 	return 0;
 }
 
@@ -350,15 +304,15 @@ static int test_hostile(void)
 		p.private_data_len = sizeof(bad[i]);
 		cl = client(7595);
 		if (rdma_connect_old(cl, &p))
-			FAIL("rdma_connect: %s", strerror(errno));
-		e = expect(RDMA_CM_EVENT_REJECTED, cl, 5000);
+			hx_fail("rdma_connect: %s", strerror(errno));
+		e = expect(RDMA_CM_EVENT_REJECTED, cl);
 		rdma_ack_cm_event(e);
 		rdma_destroy_qp(cl);
 		rdma_destroy_id(cl);
 	}
 	expect_none(300);
 	rdma_destroy_id(ls);
-	printf("PASS %s (%zu headers refused)\n", test_name, i);
+	hx_set_detail("%zu headers refused", i);
 	return 0;
 }
 
@@ -373,19 +327,18 @@ static int test_held(void)
 	cl = client(7596);
 	if (rdma_set_option(cl, RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, &tag,
 			    sizeof(tag)))
-		FAIL("set P2P_TAG: %s", strerror(errno));
+		hx_fail("set P2P_TAG: %s", strerror(errno));
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
+		hx_fail("rdma_connect: %s", strerror(errno));
 	/* Held first (RDMA_CM_P2P_HOLD_MS=1000), then given to us. */
 	expect_none(500);
-	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL, 5000);
+	e = expect(RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	if (e->listen_id != ls)
-		FAIL("CONNECT_REQUEST on the wrong listener");
+		hx_fail("CONNECT_REQUEST on the wrong listener");
 	check_data(e, "late", 1, "CONNECT_REQUEST");
 	finish(e, cl, rdma_accept, "ok", 1, 1);
 	rdma_destroy_id(mine);
 	rdma_destroy_id(ls);
-	printf("PASS %s\n", test_name);
 	return 0;
 }
 
@@ -401,16 +354,16 @@ static int test_giveup(void)
 	cl = client(7588);
 	if (rdma_set_option(cl, RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, &tag,
 			    sizeof(tag)))
-		FAIL("set P2P_TAG: %s", strerror(errno));
-	t0 = now_ms();
+		hx_fail("set P2P_TAG: %s", strerror(errno));
+	t0 = hx_now_ms();
 	if (rdma_connect(cl, &p))
-		FAIL("rdma_connect: %s", strerror(errno));
+		hx_fail("rdma_connect: %s", strerror(errno));
 	/* Held by ls until we give up: 2 x RDMA_CM_P2P_HOLD_MS + 2 s. */
 	expect_none(3000);
-	e = expect(RDMA_CM_EVENT_UNREACHABLE, cl, 5000);
+	e = expect(RDMA_CM_EVENT_UNREACHABLE, cl);
 	if (e->status != -ETIMEDOUT)
-		FAIL("UNREACHABLE with status %d, expected %d", e->status,
-		     -ETIMEDOUT);
+		hx_fail("UNREACHABLE with status %d, expected %d", e->status,
+			-ETIMEDOUT);
 	rdma_ack_cm_event(e);
 	/* Nothing more: no late answer, no request reported at ls. */
 	expect_none(3000);
@@ -418,44 +371,47 @@ static int test_giveup(void)
 	rdma_destroy_id(cl);
 	rdma_destroy_id(mine);
 	rdma_destroy_id(ls);
-	printf("PASS %s (UNREACHABLE after %lld ms)\n", test_name,
-	       now_ms() - t0 - 3000);
+	hx_set_detail("UNREACHABLE after %lld ms", hx_now_ms() - t0 - 3000);
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The scenarios take ADDR after their name; the channel is shared. */
+static int run(int argc, char **argv, int (*test)(void))
 {
-	static const struct {
-		const char *name;
-		int (*fn)(void);
-	} tests[] = {
-		{"oldabi", test_oldabi}, {"surface", test_surface},
-		{"plain", test_plain},	 {"hostile", test_hostile},
-		{"held", test_held},	 {"giveup", test_giveup},
-	};
 	struct addrinfo *ai, hints = {.ai_flags = AI_NUMERICHOST};
-	size_t i;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc != 3 || getaddrinfo(argv[2], NULL, &hints, &ai)) {
-		fprintf(stderr, "usage: cm_p2p_test TEST ADDR\n");
-		return 2;
-	}
+	(void)argc;
+	if (getaddrinfo(argv[1], NULL, &hints, &ai))
+		hx_fail("'%s' is not a numeric address", argv[1]);
 	memcpy(&base, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(ai);
 	ch = rdma_create_event_channel();
-	if (!ch) {
-		perror("rdma_create_event_channel");
-		return 1;
-	}
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
-	alarm(60);
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (strcmp(argv[1], tests[i].name))
-			continue;
-		test_name = argv[1];
-		return tests[i].fn();
+	return test();
+}
+
+#define SCENARIO(name)                                                         \
+	static int run_##name(int argc, char **argv)                           \
+	{                                                                      \
+		return run(argc, argv, test_##name);                           \
 	}
-	fprintf(stderr, "cm_p2p_test: unknown test %s\n", argv[1]);
-	return 2;
+SCENARIO(oldabi)
+SCENARIO(surface)
+SCENARIO(plain)
+SCENARIO(hostile)
+SCENARIO(held)
+SCENARIO(giveup)
+
+static const struct hx_scenario scenarios[] = {
+	{"oldabi", "ADDR", run_oldabi}, {"surface", "ADDR", run_surface},
+	{"plain", "ADDR", run_plain},	{"hostile", "ADDR", run_hostile},
+	{"held", "ADDR", run_held},	{"giveup", "ADDR", run_giveup},
+};
+
+int main(int argc, char **argv)
+{
+	hx_set_event_timeout_ms(EVENT_MS);
+	return hx_main(argc, argv, scenarios,
+		       sizeof(scenarios) / sizeof(scenarios[0]));
 }

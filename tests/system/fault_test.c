@@ -22,9 +22,9 @@
  *                           which takes over the old device's uverbs slot)
  *
  * Peers are separate processes (fork before any library call) so that
- * killing one is a real process death.  Output: "PASS <name>" or "FAIL
- * <name>: <reason>"; exit 0, 1, or 3 when the watchdog (FAULT_TIMEOUT s,
- * default 100) fires.
+ * killing one is a real process death.  Reporting, stages, the watchdog
+ * (RDMACM_HX_TIMEOUT s) and event waits are the system-test harness's
+ * (harness.h).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -47,146 +47,13 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include "harness.h"
+
 extern char **environ;
 
-static const char *test_name = "fault_test";
-static const char *volatile stage = "starting";
-#define STAGE(s) (stage = (s))
 #define EVENT_TIMEOUT_MS 20000
 
-static void __attribute__((noreturn, format(printf, 1, 2)))
-fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL %s: ", test_name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf(" (stage: %s)\n", stage);
-	fflush(stdout);
-	_exit(1);
-}
-
-static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("# ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-}
-
-#define TRY(call)                                                              \
-	do {                                                                   \
-		if ((call) != 0)                                               \
-			fail("%s: %s", #call, strerror(errno));                \
-	} while (0)
-
-static void *watchdog(void *arg)
-{
-	unsigned int secs = *(unsigned int *)arg;
-
-	sleep(secs);
-	printf("FAIL %s: watchdog: no progress after %u s (stuck in: %s)\n",
-	       test_name, secs, stage);
-	fflush(stdout);
-	_exit(3);
-}
-
-static void start_watchdog(void)
-{
-	static unsigned int secs = 100;
-	const char *s = getenv("FAULT_TIMEOUT");
-	pthread_t t;
-
-	if (s && atoi(s) > 0)
-		secs = (unsigned int)atoi(s);
-	if (pthread_create(&t, NULL, watchdog, &secs))
-		fail("cannot start the watchdog");
-	pthread_detach(t);
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		fail("opendir /proc/self/fd: %s", strerror(errno));
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
-}
-
-static void make_addr(const char *s, uint16_t port, struct sockaddr_storage *ss)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, s, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-	} else if (inet_pton(AF_INET6, s, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-	} else {
-		fail("'%s' is not a numeric address", s);
-	}
-}
-
 /* --- events --------------------------------------------------------------- */
-
-/* The next event on @ch (TIMEWAIT_EXIT skipped), or NULL on time-out. */
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch,
-					int timeout_ms)
-{
-	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	for (;;) {
-		int r = poll(&pfd, 1, timeout_ms);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			fail("poll: %s", strerror(errno));
-		if (r == 0)
-			return NULL;
-		TRY(rdma_get_cm_event(ch, &ev));
-		if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
-			return ev;
-		rdma_ack_cm_event(ev);
-	}
-}
-
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch,
-				    enum rdma_cm_event_type type,
-				    const char *who)
-{
-	struct rdma_cm_event *ev = next_event(ch, EVENT_TIMEOUT_MS);
-
-	if (!ev)
-		fail("%s: no %s within %d ms", who, rdma_event_str(type),
-		     EVENT_TIMEOUT_MS);
-	if (ev->event != type || ev->status)
-		fail("%s: expected %s, got %s (status %d)", who,
-		     rdma_event_str(type), rdma_event_str(ev->event),
-		     ev->status);
-	return ev;
-}
-
-static void expect_ack(struct rdma_event_channel *ch,
-		       enum rdma_cm_event_type type, const char *who)
-{
-	rdma_ack_cm_event(expect(ch, type, who));
-}
 
 /* Events that end a connection that cannot go on. */
 static bool is_end_of_connection(enum rdma_cm_event_type t)
@@ -213,7 +80,7 @@ static struct rdma_event_channel *channel(void)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 
 	if (!ch)
-		fail("rdma_create_event_channel: %s", strerror(errno));
+		hx_fail("rdma_create_event_channel: %s", strerror(errno));
 	return ch;
 }
 
@@ -223,11 +90,11 @@ static struct rdma_cm_id *listener(struct rdma_event_channel *ch,
 	struct sockaddr_storage ss;
 	struct rdma_cm_id *l;
 
-	STAGE("listen");
-	make_addr(addr, *port, &ss);
-	TRY(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
-	TRY(rdma_bind_addr(l, (struct sockaddr *)&ss));
-	TRY(rdma_listen(l, 16));
+	hx_stage("listen");
+	hx_parse_addr(addr, *port, &ss);
+	CHECK_OK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP));
+	CHECK_OK(rdma_bind_addr(l, (struct sockaddr *)&ss));
+	CHECK_OK(rdma_listen(l, 16));
 	*port = ntohs(rdma_get_src_port(l));
 	return l;
 }
@@ -243,26 +110,26 @@ static void make_qp(struct end *e)
 	};
 	int i;
 
-	STAGE("create QP");
-	TRY(rdma_create_qp(e->id, NULL, &attr));
+	hx_stage("create QP");
+	CHECK_OK(rdma_create_qp(e->id, NULL, &attr));
 	e->mr = rdma_reg_msgs(e->id, e->buf, sizeof(e->buf));
 	if (!e->mr)
-		fail("rdma_reg_msgs: %s", strerror(errno));
+		hx_fail("rdma_reg_msgs: %s", strerror(errno));
 	for (i = 0; i < RECV_DEPTH; i++)
-		TRY(rdma_post_recv(e->id, (void *)(uintptr_t)i, e->buf[i],
-				   MSG_SIZE, e->mr));
+		CHECK_OK(rdma_post_recv(e->id, (void *)(uintptr_t)i, e->buf[i],
+					MSG_SIZE, e->mr));
 }
 
 static void destroy_end(struct end *e)
 {
-	STAGE("destroy endpoint");
+	hx_stage("destroy endpoint");
 	if (e->mr)
-		TRY(rdma_dereg_mr(e->mr));
+		CHECK_OK(rdma_dereg_mr(e->mr));
 	e->mr = NULL;
 	if (e->id) {
 		if (e->id->qp)
 			rdma_destroy_qp(e->id);
-		TRY(rdma_destroy_id(e->id));
+		CHECK_OK(rdma_destroy_id(e->id));
 	}
 	e->id = NULL;
 }
@@ -276,17 +143,17 @@ static void client_connect(struct end *c, const char *addr, uint16_t port)
 				     .rnr_retry_count = 7};
 	struct sockaddr_storage dst;
 
-	make_addr(addr, port, &dst);
-	STAGE("client create id");
-	TRY(rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP));
-	STAGE("client resolve");
-	TRY(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000));
-	expect_ack(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, "client");
-	TRY(rdma_resolve_route(c->id, 2000));
-	expect_ack(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
+	hx_parse_addr(addr, port, &dst);
+	hx_stage("client create id");
+	CHECK_OK(rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP));
+	hx_stage("client resolve");
+	CHECK_OK(rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 2000));
+	hx_expect_ack(c->ch, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, "client");
+	CHECK_OK(rdma_resolve_route(c->id, 2000));
+	hx_expect_ack(c->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, "client");
 	make_qp(c);
-	STAGE("client connect");
-	TRY(rdma_connect(c->id, &cp));
+	hx_stage("client connect");
+	CHECK_OK(rdma_connect(c->id, &cp));
 }
 
 /* Server: take the next request on @ch into @s, with a QP, and accept. */
@@ -297,14 +164,15 @@ static void server_accept(struct end *s, struct rdma_event_channel *ch)
 				     .rnr_retry_count = 7};
 	struct rdma_cm_event *ev;
 
-	STAGE("server waits for the request");
-	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+	hx_stage("server waits for the request");
+	ev = hx_expect_event_for(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL,
+				 "server");
 	s->ch = ch;
 	s->id = ev->id;
 	rdma_ack_cm_event(ev);
 	make_qp(s);
-	STAGE("server accept");
-	TRY(rdma_accept(s->id, &cp));
+	hx_stage("server accept");
+	CHECK_OK(rdma_accept(s->id, &cp));
 }
 
 /* One connection inside this process: both ends established. */
@@ -314,17 +182,17 @@ static void local_pair(struct end *c, struct end *s,
 {
 	client_connect(c, addr, port);
 	server_accept(s, sch);
-	expect_ack(c->ch, RDMA_CM_EVENT_ESTABLISHED, "client");
-	expect_ack(s->ch, RDMA_CM_EVENT_ESTABLISHED, "server");
+	hx_expect_ack(c->ch, RDMA_CM_EVENT_ESTABLISHED, NULL, "client");
+	hx_expect_ack(s->ch, RDMA_CM_EVENT_ESTABLISHED, NULL, "server");
 }
 
 static void local_disconnect(struct end *c, struct end *s)
 {
-	STAGE("disconnect");
-	TRY(rdma_disconnect(c->id));
-	expect_ack(s->ch, RDMA_CM_EVENT_DISCONNECTED, "server");
-	TRY(rdma_disconnect(s->id));
-	expect_ack(c->ch, RDMA_CM_EVENT_DISCONNECTED, "client");
+	hx_stage("disconnect");
+	CHECK_OK(rdma_disconnect(c->id));
+	hx_expect_ack(s->ch, RDMA_CM_EVENT_DISCONNECTED, NULL, "server");
+	CHECK_OK(rdma_disconnect(s->id));
+	hx_expect_ack(c->ch, RDMA_CM_EVENT_DISCONNECTED, NULL, "client");
 }
 
 /* Wait for a completion on @cq for up to @ms; 1, or 0 on time-out. */
@@ -336,7 +204,7 @@ static int poll_cq(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 	for (i = 0; i < ms; i++) {
 		n = ibv_poll_cq(cq, 1, wc);
 		if (n < 0)
-			fail("ibv_poll_cq: %d", n);
+			hx_fail("ibv_poll_cq: %d", n);
 		if (n)
 			return 1;
 		nanosleep(&ts, NULL);
@@ -352,16 +220,17 @@ static void exchange(struct end *c, struct end *s)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		STAGE("message exchange");
+		hx_stage("message exchange");
 		snprintf(from[i]->buf[0], 64, "hello %d", i);
-		TRY(rdma_post_send(from[i]->id, NULL, from[i]->buf[0], 64,
-				   from[i]->mr, IBV_SEND_SIGNALED));
+		CHECK_OK(rdma_post_send(from[i]->id, NULL, from[i]->buf[0], 64,
+					from[i]->mr, IBV_SEND_SIGNALED));
 		if (!poll_cq(from[i]->id->send_cq, &wc, 10000) || wc.status)
-			fail("send did not complete");
+			hx_fail("send did not complete");
 		if (!poll_cq(to[i]->id->recv_cq, &wc, 10000) || wc.status)
-			fail("receive did not complete");
-		TRY(rdma_post_recv(to[i]->id, (void *)wc.wr_id,
-				   to[i]->buf[wc.wr_id], MSG_SIZE, to[i]->mr));
+			hx_fail("receive did not complete");
+		CHECK_OK(rdma_post_recv(to[i]->id, (void *)wc.wr_id,
+					to[i]->buf[wc.wr_id], MSG_SIZE,
+					to[i]->mr));
 	}
 }
 
@@ -389,13 +258,13 @@ static struct peer start_peer(const char *role, const char *addr, uint16_t port)
 
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	if (pipe(fds))
-		fail("pipe: %s", strerror(errno));
+		hx_fail("pipe: %s", strerror(errno));
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
 	posix_spawn_file_actions_addclose(&fa, fds[0]);
 	fflush(stdout);
 	if (posix_spawn(&p.pid, "/proc/self/exe", &fa, NULL, argv, environ))
-		fail("cannot start the peer process");
+		hx_fail("cannot start the peer process");
 	posix_spawn_file_actions_destroy(&fa);
 	close(fds[1]);
 	p.out = fdopen(fds[0], "r");
@@ -407,22 +276,22 @@ static void hear_peer(struct peer *p, char *line, size_t len)
 {
 	struct pollfd pfd = {.fd = fileno(p->out), .events = POLLIN};
 
-	STAGE("waiting for the peer process");
+	hx_stage("waiting for the peer process");
 	if (poll(&pfd, 1, EVENT_TIMEOUT_MS) != 1 ||
 	    !fgets(line, (int)len, p->out))
-		fail("the peer process did not report in");
+		hx_fail("the peer process did not report in");
 	if (!strncmp(line, "FAIL", 4))
-		fail("peer: %s", line);
+		hx_fail("peer: %s", line);
 }
 
 static void kill_peer(struct peer *p)
 {
 	int st;
 
-	STAGE("killing the peer");
+	hx_stage("killing the peer");
 	kill(p->pid, SIGKILL);
 	if (waitpid(p->pid, &st, 0) != p->pid)
-		fail("waitpid: %s", strerror(errno));
+		hx_fail("waitpid: %s", strerror(errno));
 	fclose(p->out);
 }
 
@@ -448,8 +317,8 @@ static void peer_stream(struct end *c)
 /* The peer's side of the scenarios; it only ends by being killed. */
 static int cmd_peer(int argc, char **argv)
 {
-	const char *role = argv[0], *addr = argv[1];
-	uint16_t port = (uint16_t)atoi(argv[2]);
+	const char *role = argv[1], *addr = argv[2];
+	uint16_t port = (uint16_t)atoi(argv[3]);
 	struct end c = {0};
 	char line[32];
 
@@ -460,14 +329,14 @@ static int cmd_peer(int argc, char **argv)
 		snprintf(line, sizeof(line), "%u", port);
 		printf("%s\n", line);
 		fflush(stdout);
-		rdma_ack_cm_event(
-			expect(c.ch, RDMA_CM_EVENT_CONNECT_REQUEST, "peer"));
+		rdma_ack_cm_event(hx_expect_event_for(
+			c.ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, "peer"));
 		peer_report("R");
 	}
 	client_connect(&c, addr, port);
 	if (!strcmp(role, "connect"))
 		peer_report("C");
-	expect_ack(c.ch, RDMA_CM_EVENT_ESTABLISHED, "peer");
+	hx_expect_ack(c.ch, RDMA_CM_EVENT_ESTABLISHED, NULL, "peer");
 	printf("E\n");
 	fflush(stdout);
 	peer_stream(&c);
@@ -483,31 +352,32 @@ static enum rdma_cm_event_type expect_end(struct end *e, const char *who)
 	struct rdma_cm_event *ev;
 	enum rdma_cm_event_type t;
 
-	STAGE("waiting for the connection to end");
+	hx_stage("waiting for the connection to end");
 	for (;;) {
-		ev = next_event(e->ch, 60000);
+		ev = hx_next_event_no_timewait(e->ch, 60000);
 		if (!ev)
-			fail("%s: no event after the peer died", who);
+			hx_fail("%s: no event after the peer died", who);
 		t = ev->event;
 		if (ev->id != e->id)
-			fail("%s: %s for another id", who, rdma_event_str(t));
+			hx_fail("%s: %s for another id", who,
+				rdma_event_str(t));
 		rdma_ack_cm_event(ev);
 		if (is_end_of_connection(t))
 			break;
 		if (t != RDMA_CM_EVENT_ESTABLISHED)
-			fail("%s: unexpected %s", who, rdma_event_str(t));
+			hx_fail("%s: unexpected %s", who, rdma_event_str(t));
 	}
-	note("%s got %s", who, rdma_event_str(t));
+	hx_note("%s got %s", who, rdma_event_str(t));
 	return t;
 }
 
 /* Everything @e held is given back: fds as before the scenario ran. */
 static void check_fds(int before, const char *what)
 {
-	int after = count_fds();
+	int after = hx_count_fds();
 
 	if (after != before)
-		fail("%s: %d fds before, %d after", what, before, after);
+		hx_fail("%s: %d fds before, %d after", what, before, after);
 }
 
 /*
@@ -521,10 +391,9 @@ static void twice(void (*scenario)(const char *), const char *addr,
 	int fds;
 
 	scenario(addr);
-	fds = count_fds();
+	fds = hx_count_fds();
 	scenario(addr);
 	check_fds(fds, name);
-	printf("PASS %s\n", test_name);
 }
 
 /* The server process dies with the client's request pending. */
@@ -540,7 +409,7 @@ static void kill_server_once(const char *addr)
 	hear_peer(&p, line, sizeof(line));
 	kill_peer(&p);
 	if (expect_end(&c, "client") == RDMA_CM_EVENT_DISCONNECTED)
-		fail("client: DISCONNECTED for a connection never made");
+		hx_fail("client: DISCONNECTED for a connection never made");
 	destroy_end(&c);
 	rdma_destroy_event_channel(c.ch);
 }
@@ -562,7 +431,7 @@ static void kill_client_once(const char *addr)
 	kill_peer(&p);
 	expect_end(&s, "server");
 	destroy_end(&s);
-	TRY(rdma_destroy_id(l));
+	CHECK_OK(rdma_destroy_id(l));
 	rdma_destroy_event_channel(sch);
 }
 
@@ -581,45 +450,45 @@ static void kill_transfer_once(const char *addr)
 	l = listener(sch, addr, &port);
 	p = start_peer("stream", addr, port);
 	server_accept(&s, sch);
-	expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED, "server");
+	hx_expect_ack(sch, RDMA_CM_EVENT_ESTABLISHED, NULL, "server");
 	hear_peer(&p, line, sizeof(line));
-	STAGE("receiving the stream");
+	hx_stage("receiving the stream");
 	for (got = 0; got < 20; got++) {
 		if (!poll_cq(s.id->recv_cq, &wc, 10000) || wc.status)
-			fail("server: no message %d from the peer", got);
-		TRY(rdma_post_recv(s.id, (void *)wc.wr_id, s.buf[wc.wr_id],
-				   MSG_SIZE, s.mr));
+			hx_fail("server: no message %d from the peer", got);
+		CHECK_OK(rdma_post_recv(s.id, (void *)wc.wr_id, s.buf[wc.wr_id],
+					MSG_SIZE, s.mr));
 	}
 	kill_peer(&p);
 	if (expect_end(&s, "server") != RDMA_CM_EVENT_DISCONNECTED)
-		fail("server: a connection that was up ended otherwise");
+		hx_fail("server: a connection that was up ended otherwise");
 	/* Our side answers; the receives still posted come back flushed. */
-	TRY(rdma_disconnect(s.id));
-	STAGE("draining receives");
+	CHECK_OK(rdma_disconnect(s.id));
+	hx_stage("draining receives");
 	while (poll_cq(s.id->recv_cq, &wc, 2000))
 		flushed += wc.status == IBV_WC_WR_FLUSH_ERR;
 	if (!flushed)
-		fail("server: no flushed receive after the disconnect");
+		hx_fail("server: no flushed receive after the disconnect");
 	destroy_end(&s);
-	TRY(rdma_destroy_id(l));
+	CHECK_OK(rdma_destroy_id(l));
 	rdma_destroy_event_channel(sch);
 }
 
 static int cmd_kill_server(int argc, char **argv)
 {
-	twice(kill_server_once, argv[0], "kill_server");
+	twice(kill_server_once, argv[1], "kill_server");
 	return 0;
 }
 
 static int cmd_kill_client(int argc, char **argv)
 {
-	twice(kill_client_once, argv[0], "kill_client");
+	twice(kill_client_once, argv[1], "kill_client");
 	return 0;
 }
 
 static int cmd_kill_transfer(int argc, char **argv)
 {
-	twice(kill_transfer_once, argv[0], "kill_transfer");
+	twice(kill_transfer_once, argv[1], "kill_transfer");
 	return 0;
 }
 
@@ -650,7 +519,7 @@ static void *worker_main(void *arg)
 		destroy_end(&c);
 		destroy_end(&s);
 	}
-	TRY(rdma_destroy_id(l));
+	CHECK_OK(rdma_destroy_id(l));
 	rdma_destroy_event_channel(c.ch);
 	rdma_destroy_event_channel(sch);
 	return NULL;
@@ -665,7 +534,7 @@ static void run_workers(const char *addr, int nthreads, int rounds)
 		w[i].addr = addr;
 		w[i].rounds = rounds;
 		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]))
-			fail("pthread_create");
+			hx_fail("pthread_create");
 	}
 	for (i = 0; i < nthreads; i++)
 		pthread_join(w[i].thread, NULL);
@@ -673,18 +542,17 @@ static void run_workers(const char *addr, int nthreads, int rounds)
 
 static int cmd_threads(int argc, char **argv)
 {
-	int nthreads = argc > 1 ? atoi(argv[1]) : 8;
-	int rounds = argc > 2 ? atoi(argv[2]) : 10;
+	int nthreads = argc > 2 ? atoi(argv[2]) : 8;
+	int rounds = argc > 3 ? atoi(argv[3]) : 10;
 	int fds;
 
 	if (nthreads < 1 || nthreads > 64 || rounds < 1)
-		fail("bad thread or round count");
-	run_workers(argv[0], 1, 1); /* opens the device once */
-	fds = count_fds();
-	run_workers(argv[0], nthreads, rounds);
+		hx_fail("bad thread or round count");
+	run_workers(argv[1], 1, 1); /* opens the device once */
+	fds = hx_count_fds();
+	run_workers(argv[1], nthreads, rounds);
 	check_fds(fds, "threads");
-	note("%d threads x %d connections", nthreads, rounds);
-	printf("PASS %s\n", test_name);
+	hx_note("%d threads x %d connections", nthreads, rounds);
 	return 0;
 }
 
@@ -705,7 +573,7 @@ static pid_t rdma_link(const char *verb, const char *dev, const char *netdev)
 	pid_t pid;
 
 	if (posix_spawnp(&pid, "rdma", NULL, NULL, argv, environ))
-		fail("cannot run rdma link %s", verb);
+		hx_fail("cannot run rdma link %s", verb);
 	return pid;
 }
 
@@ -718,7 +586,7 @@ static int wait_exit(pid_t pid, int secs)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 		usleep(100000);
 	}
-	fail("`rdma link` did not finish within %d s", secs);
+	hx_fail("`rdma link` did not finish within %d s", secs);
 }
 
 /* Destroy what DEVICE_REMOVAL names, until all three ids are gone. */
@@ -729,27 +597,27 @@ static void await_removal(struct end *c, struct end *s, struct rdma_cm_id **l)
 	struct rdma_cm_id *id;
 	int left = 3, i;
 
-	STAGE("waiting for DEVICE_REMOVAL");
+	hx_stage("waiting for DEVICE_REMOVAL");
 	while (left) {
 		for (i = 0; i < 2 && left; i++) {
-			ev = next_event(chs[i], 100);
+			ev = hx_next_event_no_timewait(chs[i], 100);
 			if (!ev)
 				continue;
 			id = ev->id;
-			note("%s on the %s", rdma_event_str(ev->event),
-			     id == *l	   ? "listener"
-			     : id == c->id ? "client"
-					   : "server");
+			hx_note("%s on the %s", rdma_event_str(ev->event),
+				id == *l      ? "listener"
+				: id == c->id ? "client"
+					      : "server");
 			if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL) {
 				if (!is_end_of_connection(ev->event))
-					fail("unexpected %s",
-					     rdma_event_str(ev->event));
+					hx_fail("unexpected %s",
+						rdma_event_str(ev->event));
 				rdma_ack_cm_event(ev);
 				continue;
 			}
 			rdma_ack_cm_event(ev);
 			if (id == *l) {
-				TRY(rdma_destroy_id(*l));
+				CHECK_OK(rdma_destroy_id(*l));
 				*l = NULL;
 			} else {
 				destroy_end(id == c->id ? c : s);
@@ -766,26 +634,26 @@ static void await_address(const char *addr, struct rdma_event_channel *ch)
 	struct rdma_cm_id *id;
 	int i;
 
-	STAGE("waiting for the device to be usable again");
-	make_addr(addr, 0, &ss);
+	hx_stage("waiting for the device to be usable again");
+	hx_parse_addr(addr, 0, &ss);
 	for (i = 0; i < 100; i++) {
-		TRY(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
+		CHECK_OK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP));
 		if (!rdma_bind_addr(id, (struct sockaddr *)&ss) && id->verbs) {
-			TRY(rdma_destroy_id(id));
+			CHECK_OK(rdma_destroy_id(id));
 			return;
 		}
-		TRY(rdma_destroy_id(id));
+		CHECK_OK(rdma_destroy_id(id));
 		usleep(200000);
 	}
-	fail("%s never became bindable on the re-added device", addr);
+	hx_fail("%s never became bindable on the re-added device", addr);
 }
 
 #define DECOY_DEV "rxedecoy"
 
 static int cmd_device_removal(int argc, char **argv)
 {
-	const char *addr = argv[0], *dev = argv[1], *netdev = argv[2];
-	const char *decoy = argc > 3 ? argv[3] : NULL;
+	const char *addr = argv[1], *dev = argv[2], *netdev = argv[3];
+	const char *decoy = argc > 4 ? argv[4] : NULL;
 	struct rdma_event_channel *sch = channel();
 	struct end c = {.ch = channel()}, s = {0};
 	struct ibv_context **list;
@@ -798,18 +666,19 @@ static int cmd_device_removal(int argc, char **argv)
 	local_pair(&c, &s, sch, addr, port);
 	exchange(&c, &s);
 
-	STAGE("rdma link delete");
+	hx_stage("rdma link delete");
 	del = rdma_link("delete", dev, NULL);
 	await_removal(&c, &s, &l);
 	/* rxe's delete waits for every user context: ours must be closed. */
 	rc = wait_exit(del, 60);
 	if (rc)
-		fail("rdma link delete %s exited with %d", dev, rc);
+		hx_fail("rdma link delete %s exited with %d", dev, rc);
 	list = rdma_get_devices(&n);
 	rdma_free_devices(list);
 	if (n)
-		fail("rdma_get_devices lists %d devices after the delete", n);
-	note("%s deleted under live ids: all released", dev);
+		hx_fail("rdma_get_devices lists %d devices after the delete",
+			n);
+	hx_note("%s deleted under live ids: all released", dev);
 
 	/*
 	 * A decoy device added first takes the freed uverbs slot, so the
@@ -817,11 +686,11 @@ static int cmd_device_removal(int argc, char **argv)
 	 * handle by luck: only a fresh device list finds it.
 	 */
 	if (decoy && wait_exit(rdma_link("add", DECOY_DEV, decoy), 60))
-		fail("rdma link add %s on %s failed", DECOY_DEV, decoy);
-	STAGE("rdma link add");
+		hx_fail("rdma link add %s on %s failed", DECOY_DEV, decoy);
+	hx_stage("rdma link add");
 	rc = wait_exit(rdma_link("add", dev, netdev), 60);
 	if (rc)
-		fail("rdma link add %s exited with %d", dev, rc);
+		hx_fail("rdma link add %s exited with %d", dev, rc);
 	await_address(addr, sch);
 	port = 0;
 	l = listener(sch, addr, &port);
@@ -830,49 +699,35 @@ static int cmd_device_removal(int argc, char **argv)
 	local_disconnect(&c, &s);
 	destroy_end(&c);
 	destroy_end(&s);
-	TRY(rdma_destroy_id(l));
-	note("%s re-added%s: a new connection in the same process works", dev,
-	     decoy ? " after a decoy device" : "");
+	CHECK_OK(rdma_destroy_id(l));
+	hx_note("%s re-added%s: a new connection in the same process works",
+		dev, decoy ? " after a decoy device" : "");
 	if (decoy && wait_exit(rdma_link("delete", DECOY_DEV, NULL), 60))
-		fail("rdma link delete %s failed", DECOY_DEV);
+		hx_fail("rdma link delete %s failed", DECOY_DEV);
 	rdma_destroy_event_channel(c.ch);
 	rdma_destroy_event_channel(sch);
-	printf("PASS %s\n", test_name);
 	return 0;
 }
 
 /* --- main ----------------------------------------------------------------- */
 
-static const struct {
-	const char *name;
-	int min_args;
-	int (*run)(int argc, char **argv);
-} cmds[] = {
-	{"kill_server", 1, cmd_kill_server},
-	{"kill_client", 1, cmd_kill_client},
-	{"kill_transfer", 1, cmd_kill_transfer},
-	{"threads", 1, cmd_threads},
-	{"device_removal", 3, cmd_device_removal},
-	{"peer", 3, cmd_peer},
+static const struct hx_scenario scenarios[] = {
+	{"kill_server", "<addr>", cmd_kill_server},
+	{"kill_client", "<addr>", cmd_kill_client},
+	{"kill_transfer", "<addr>", cmd_kill_transfer},
+	{"threads", "<addr> [<threads> [<rounds>]]", cmd_threads},
+	{"device_removal", "<addr> <dev> <netdev> [<decoy-netdev>]",
+	 cmd_device_removal},
+	{"peer", "<role> <addr> <port> (a peer process of the others)",
+	 cmd_peer},
 };
 
 int main(int argc, char **argv)
 {
-	size_t i;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 0; argc > 1 && i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(argv[1], cmds[i].name))
-			continue;
-		if (argc - 2 < cmds[i].min_args)
-			break;
-		test_name = cmds[i].name;
-		start_watchdog();
-		return cmds[i].run(argc - 2, argv + 2);
-	}
-	fprintf(stderr,
-		"usage: fault_test kill_server|kill_client|"
-		"kill_transfer|threads <addr> [threads rounds] | "
-		"device_removal <addr> <dev> <netdev> [<decoy-netdev>]\n");
-	return 2;
+	/* The peers are other processes, slower to answer than one's own. */
+	hx_set_event_timeout_ms(EVENT_TIMEOUT_MS);
+	/* Device removal waits on `rdma link` twice: more than 60 s. */
+	hx_set_default_timeout_s(100);
+	return hx_main(argc, argv, scenarios,
+		       sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -45,7 +45,9 @@ struct hx_scenario {
 
 /*
  * Run the scenario argv[1] from @table (n entries) with the arguments
- * after it; without arguments, list the table.  The watchdog is armed
+ * after it; without arguments, list the table.  The words of a scenario's
+ * args text before the first '[' or '(' are required: with fewer
+ * arguments the usage is printed (exit 2) instead of running it.  The watchdog is armed
  * for hx_timeout_s() seconds first.  Returns the exit status.
  */
 int hx_main(int argc, char **argv, const struct hx_scenario *table, size_t n);
@@ -65,22 +67,48 @@ void hx_stage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * forked process must arm its own (alarms are not inherited).
  */
 void hx_watchdog(unsigned int seconds);
-/* RDMACM_HX_TIMEOUT seconds, default 60. */
+/* RDMACM_HX_TIMEOUT seconds, default 60 (or the program's, below). */
 unsigned int hx_timeout_s(void);
+/* A program whose runs are longer sets its default before hx_main. */
+void hx_set_default_timeout_s(unsigned int seconds);
 
-/* Print FAIL (with the stage) and exit 1. */
+/*
+ * Print FAIL (with the stage) and exit 1.  From the main thread exit
+ * handlers run (a test may reap its children there); from any other
+ * thread the process ends with _exit, since the main thread may be
+ * inside the library.
+ */
 void hx_fail(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 /* Print SKIP and exit 77. */
 void hx_skip(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
-/* Print PASS. */
+/* Print PASS (with the detail, if one was set: "PASS name (detail)"). */
 void hx_pass(void);
+/* A figure for the PASS line, e.g. "6 headers refused". */
+void hx_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A line of detail ("# ..."), shown with the test's output. */
 void hx_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Event waits time out after RDMACM_HX_EVENT_TIMEOUT_MS (default 10000). */
 int hx_event_timeout_ms(void);
+/* For a scenario that waits on the kernel's own long timers. */
+void hx_set_event_timeout_ms(int ms);
+
+/*
+ * The next event on @ch: poll(2) on ch->fd for @timeout_ms, then a
+ * blocking rdma_get_cm_event.  NULL when nothing came in time; fails the
+ * test when the read fails after poll said readable (on a non-blocking
+ * channel EAGAIN means poll again until the deadline).
+ */
+struct rdma_cm_event *hx_next_event(struct rdma_event_channel *ch,
+				    int timeout_ms);
+/*
+ * The same, passing over TIMEWAIT_EXIT events (an earlier connection's
+ * leftovers) for ids that live through several connections.
+ */
+struct rdma_cm_event *hx_next_event_no_timewait(struct rdma_event_channel *ch,
+						int timeout_ms);
 
 /*
  * Wait for the next event on @ch: poll(2) on ch->fd, then a blocking
@@ -98,12 +126,61 @@ struct rdma_cm_event *hx_expect_event(struct rdma_event_channel *ch,
  */
 void hx_expect_no_event(struct rdma_event_channel *ch);
 
+/* The same, for @timeout_ms: nothing may arrive in that time. */
+void hx_expect_quiet(struct rdma_event_channel *ch, int timeout_ms,
+		     const char *who);
+
+/*
+ * A tolerant expectation for ids that live through several connections:
+ * wait for @want, skipping a TIMEWAIT_EXIT left by an earlier connection
+ * (unless that is @want); the event must be for @id (any if NULL); a
+ * non-zero status fails every event except those that report an error
+ * (ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, REJECTED,
+ * MULTICAST_ERROR, ADDRINFO_ERROR) and USER (its status is the writer's),
+ * so these can be expected with their status.  @who
+ * names the end in the failure.  The caller acks.
+ */
+struct rdma_cm_event *hx_expect_event_for(struct rdma_event_channel *ch,
+					  enum rdma_cm_event_type want,
+					  struct rdma_cm_id *id,
+					  const char *who);
+/* hx_expect_event_for, then ack the event. */
+void hx_expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
+		   struct rdma_cm_id *id, const char *who);
+
 /*
  * Parse @host (a numeric IPv4/IPv6 address or a name) and @port into
  * @ss; returns the address length, fails the test when it cannot.
  */
 socklen_t hx_parse_addr(const char *host, unsigned short port,
 			struct sockaddr_storage *ss);
+
+/* "ADDR port N" for an IPv4/IPv6 address, into @buf; returns @buf. */
+const char *hx_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* Same family and IP address (ports ignored). */
+bool hx_same_ip(const struct sockaddr *a, const struct sockaddr *b);
+
+/* Open file descriptors of this process (from /proc/self/fd). */
+int hx_count_fds(void);
+/* CLOCK_MONOTONIC in milliseconds, and in seconds. */
+long long hx_now_ms(void);
+double hx_now_s(void);
+
+/*
+ * Checks that go on after a failure: after hx_collect(), hx_result()
+ * (and so EXPECT_ERR) prints "# ok: ..." or "# BAD: ..." and counts
+ * instead of failing; hx_verdict() then fails naming the first bad check
+ * or returns 0.  Without hx_collect(), a bad result fails at once.
+ */
+void hx_collect(void);
+void hx_result(bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int hx_verdict(void);
+
+/* A UD receive buffer starts with the 40-byte GRH. */
+#define HX_GRH_LEN 40
+/* The kernel's own ENOTSUPP, leaked to user space (IPv6 multicast on RoCE v2). */
+#define HX_KERNEL_ENOTSUPP 524
 
 /* Fail unless @cond holds; the message says which check and why. */
 #define CHECK(cond, ...)                                                       \
@@ -122,18 +199,19 @@ socklen_t hx_parse_addr(const char *host, unsigned short port,
 /*
  * The one error convention: @call must fail (return -1, or a NULL
  * pointer compared by the caller as `call == NULL ? -1 : 0`) with errno
- * @want_errno.
+ * @want_errno (any errno when @want_errno is 0).  A bad result goes
+ * through hx_result: it fails at once, or is counted after hx_collect().
  */
 #define EXPECT_ERR(call, want_errno)                                           \
 	do {                                                                   \
 		errno = 0;                                                     \
 		int hx_ret_ = (call);                                          \
 		int hx_err_ = errno;                                           \
-		if (hx_ret_ != -1 || hx_err_ != (want_errno))                  \
-			hx_fail("%s: returned %d errno %d (%s), want -1 "      \
-				"errno %d (%s)",                               \
-				#call, hx_ret_, hx_err_, strerror(hx_err_),    \
-				(want_errno), strerror(want_errno));           \
+		int hx_want_ = (want_errno);                                   \
+		hx_result(hx_ret_ == -1 && (!hx_want_ || hx_err_ == hx_want_), \
+			  "%s: returned %d errno %d (%s), want -1 errno %s",   \
+			  #call, hx_ret_, hx_err_, strerror(hx_err_),          \
+			  hx_want_ ? strerror(hx_want_) : "any");              \
 	} while (0)
 
 #endif

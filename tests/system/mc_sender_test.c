@@ -46,51 +46,19 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
-#define EXIT_SKIP 77
-#define GRH_LEN 40
+#include "harness.h"
+
 #define MSG_LEN 64
 #define COUNT 50 /* datagrams the receiver must get */
 #define INTERVAL_MS 20
 #define TAIL_MS 4000 /* sending goes on this long after the 50th */
 #define SEND_COMP_MS 5000 /* bound on one send's completion */
-#define EVENT_MS 10000
 #define NRECV 64
 #define GRACE_MS 500 /* datagrams in flight at the leave may still land */
 #define QUIET_MS 2000 /* after that, nothing may arrive */
 
 typedef int (*sendto_fn)(struct rdma_cm_id *, struct ibv_send_wr *,
 			 struct sockaddr *);
-
-static const char *mode = "?";
-
-static void __attribute__((noreturn, format(printf, 1, 2)))
-fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("FAIL mc_sender/%s: ", mode);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	exit(1);
-}
-
-#define TRY(call)                                                              \
-	do {                                                                   \
-		if ((call) != 0)                                               \
-			fail("%s: %s (errno %d)", #call, strerror(errno),      \
-			     errno);                                           \
-	} while (0)
-
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000L + t.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms)
 {
@@ -111,30 +79,17 @@ struct ep {
 	struct ibv_ah *ah; /* send-join: our own */
 	struct rdma_ud_param ud;
 	struct sockaddr_in group;
-	char buf[NRECV + 1][GRH_LEN + MSG_LEN];
+	char buf[NRECV + 1][HX_GRH_LEN + MSG_LEN];
 };
 
-static struct rdma_cm_event *expect(struct ep *e, enum rdma_cm_event_type type)
-{
-	struct pollfd p = {.fd = e->ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	if (poll(&p, 1, EVENT_MS) != 1)
-		fail("no CM event within %d ms (waiting for %s)", EVENT_MS,
-		     rdma_event_str(type));
-	TRY(rdma_get_cm_event(e->ch, &ev));
-	if (ev->event != type)
-		fail("expected %s, got %s (status %d)", rdma_event_str(type),
-		     rdma_event_str(ev->event), ev->status);
-	return ev;
-}
-
+/* Multicast here is IPv4 (rxe's RoCE v2 has no IPv6 groups). */
 static void parse_in(const char *s, struct sockaddr_in *sin)
 {
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	if (inet_pton(AF_INET, s, &sin->sin_addr) != 1)
-		fail("'%s' is not an IPv4 address", s);
+	struct sockaddr_storage ss;
+
+	hx_parse_addr(s, 0, &ss);
+	CHECK(ss.ss_family == AF_INET, "'%s' is not an IPv4 address", s);
+	memcpy(sin, &ss, sizeof(*sin));
 }
 
 static void ep_open(struct ep *e, const char *local, const char *group)
@@ -152,22 +107,22 @@ static void ep_open(struct ep *e, const char *local, const char *group)
 	parse_in(group, &e->group);
 	e->ch = rdma_create_event_channel();
 	if (!e->ch)
-		fail("rdma_create_event_channel: %s", strerror(errno));
-	TRY(rdma_create_id(e->ch, &e->id, e, RDMA_PS_UDP));
-	TRY(rdma_bind_addr(e->id, (struct sockaddr *)&src));
+		hx_fail("rdma_create_event_channel: %s", strerror(errno));
+	CHECK_OK(rdma_create_id(e->ch, &e->id, e, RDMA_PS_UDP));
+	CHECK_OK(rdma_bind_addr(e->id, (struct sockaddr *)&src));
 	if (!e->id->verbs)
-		fail("bound to %s but no device", local);
+		hx_fail("bound to %s but no device", local);
 	e->scq = ibv_create_cq(e->id->verbs, 4, NULL, NULL, 0);
 	e->rcq = ibv_create_cq(e->id->verbs, NRECV, NULL, NULL, 0);
 	if (!e->scq || !e->rcq)
-		fail("ibv_create_cq: %s", strerror(errno));
+		hx_fail("ibv_create_cq: %s", strerror(errno));
 	attr.send_cq = e->scq;
 	attr.recv_cq = e->rcq;
-	TRY(rdma_create_qp(e->id, NULL, &attr));
+	CHECK_OK(rdma_create_qp(e->id, NULL, &attr));
 	e->mr = ibv_reg_mr(e->id->qp->pd, e->buf, sizeof(e->buf),
 			   IBV_ACCESS_LOCAL_WRITE);
 	if (!e->mr)
-		fail("ibv_reg_mr: %s", strerror(errno));
+		hx_fail("ibv_reg_mr: %s", strerror(errno));
 }
 
 static int ip_membership(struct ep *e, int optname)
@@ -183,23 +138,24 @@ static void ep_join(struct ep *e, bool by_option)
 	struct rdma_cm_event *ev;
 
 	if (by_option)
-		TRY(ip_membership(e, IP_ADD_MEMBERSHIP));
+		CHECK_OK(ip_membership(e, IP_ADD_MEMBERSHIP));
 	else
-		TRY(rdma_join_multicast(e->id, (struct sockaddr *)&e->group,
-					e));
-	ev = expect(e, RDMA_CM_EVENT_MULTICAST_JOIN);
+		CHECK_OK(rdma_join_multicast(e->id,
+					     (struct sockaddr *)&e->group, e));
+	ev = hx_expect_event(e->ch, RDMA_CM_EVENT_MULTICAST_JOIN);
 	if (ev->status)
-		fail("join status %d", ev->status);
+		hx_fail("join status %d", ev->status);
 	e->ud = ev->param.ud;
-	TRY(rdma_ack_cm_event(ev));
+	CHECK_OK(rdma_ack_cm_event(ev));
 }
 
 static void ep_leave(struct ep *e, bool by_option)
 {
 	if (by_option)
-		TRY(ip_membership(e, IP_DROP_MEMBERSHIP));
+		CHECK_OK(ip_membership(e, IP_DROP_MEMBERSHIP));
 	else
-		TRY(rdma_leave_multicast(e->id, (struct sockaddr *)&e->group));
+		CHECK_OK(rdma_leave_multicast(e->id,
+					      (struct sockaddr *)&e->group));
 }
 
 /* --- sender -------------------------------------------------------------- */
@@ -246,70 +202,65 @@ static void send_one(struct ep *e, sendto_fn sendto, uint32_t seq)
 	fill(e->buf[0], seq);
 	if (sendto) {
 		if (sendto(e->id, &wr, (struct sockaddr *)&e->group))
-			fail("rdma_sendto of datagram %u: %s (errno %d)", seq,
-			     strerror(errno), errno);
+			hx_fail("rdma_sendto of datagram %u: %s (errno %d)",
+				seq, strerror(errno), errno);
 	} else {
 		wr.wr.ud.ah = e->ah;
 		wr.wr.ud.remote_qpn = e->ud.qp_num;
 		wr.wr.ud.remote_qkey = e->ud.qkey;
 		errno = ibv_post_send(e->id->qp, &wr, &bad);
 		if (errno)
-			fail("ibv_post_send of datagram %u: %s", seq,
-			     strerror(errno));
+			hx_fail("ibv_post_send of datagram %u: %s", seq,
+				strerror(errno));
 	}
-	deadline = now_ms() + SEND_COMP_MS;
+	deadline = hx_now_ms() + SEND_COMP_MS;
 	while (!(n = ibv_poll_cq(e->scq, 1, &wc)))
-		if (now_ms() > deadline)
-			fail("datagram %u (%s the %dth) posted but no "
-			     "completion within %d ms; QP state %s",
-			     seq, seq < COUNT ? "before" : "after", COUNT,
-			     SEND_COMP_MS, qp_state_str(e->id->qp));
+		if (hx_now_ms() > deadline)
+			hx_fail("datagram %u (%s the %dth) posted but no "
+				"completion within %d ms; QP state %s",
+				seq, seq < COUNT ? "before" : "after", COUNT,
+				SEND_COMP_MS, qp_state_str(e->id->qp));
 	if (n < 0)
-		fail("ibv_poll_cq: %d", n);
+		hx_fail("ibv_poll_cq: %d", n);
 	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != seq)
-		fail("datagram %u completed with %s (wr_id %llu)", seq,
-		     ibv_wc_status_str(wc.status),
-		     (unsigned long long)wc.wr_id);
+		hx_fail("datagram %u completed with %s (wr_id %llu)", seq,
+			ibv_wc_status_str(wc.status),
+			(unsigned long long)wc.wr_id);
 }
 
 static int run_sender(struct ep *e, bool by_option)
 {
 	sendto_fn sendto = NULL;
-	long start = 0, tail_end = 0;
+	long long start = 0, tail_end = 0;
 	uint32_t seq;
 
 	if (by_option) {
 		sendto = (sendto_fn)dlvsym(RTLD_DEFAULT, "rdma_sendto",
 					   "RDMACM_FORK_1.0");
-		if (!sendto) {
-			printf("SKIP mc_sender/%s: this librdmacm has no "
-			       "rdma_sendto\n",
-			       mode);
-			return EXIT_SKIP;
-		}
+		if (!sendto)
+			hx_skip("this librdmacm has no rdma_sendto");
 	}
 	ep_join(e, by_option);
 	if (!by_option) {
 		e->ah = ibv_create_ah(e->id->qp->pd, &e->ud.ah_attr);
 		if (!e->ah)
-			fail("ibv_create_ah: %s", strerror(errno));
+			hx_fail("ibv_create_ah: %s", strerror(errno));
 	}
-	for (seq = 0; !tail_end || now_ms() < tail_end; seq++) {
+	for (seq = 0; !tail_end || hx_now_ms() < tail_end; seq++) {
 		if (seq)
 			sleep_ms(INTERVAL_MS);
 		else
-			start = now_ms();
+			start = hx_now_ms();
 		send_one(e, sendto, seq);
 		if (seq == COUNT - 1)
-			tail_end = now_ms() + TAIL_MS;
+			tail_end = hx_now_ms() + TAIL_MS;
 	}
-	printf("# sent %u datagrams in %ld ms (%u after the %dth), every "
-	       "one completed\n",
-	       seq, now_ms() - start, seq - COUNT, COUNT);
+	hx_note("sent %u datagrams in %lld ms (%u after the %dth), every "
+		"one completed",
+		seq, hx_now_ms() - start, seq - COUNT, COUNT);
 	ep_leave(e, by_option);
 	if (e->ah)
 		ibv_destroy_ah(e->ah);
-	printf("PASS mc_sender/%s\n", mode);
 	/* Like the program of the issue: return from main, no more clean-up. */
 	return 0;
 }
@@ -328,7 +279,7 @@ static void post_recv(struct ep *e, int slot)
 
 	errno = ibv_post_recv(e->id->qp, &wr, &bad);
 	if (errno)
-		fail("ibv_post_recv: %s", strerror(errno));
+		hx_fail("ibv_post_recv: %s", strerror(errno));
 }
 
 /* One received datagram: intact, and its sequence number. */
@@ -339,31 +290,32 @@ static uint32_t check_datagram(struct ep *e, const struct ibv_wc *wc)
 	uint32_t seq;
 
 	if (wc->status != IBV_WC_SUCCESS)
-		fail("receive completed with %s",
-		     ibv_wc_status_str(wc->status));
-	if (wc->byte_len != GRH_LEN + MSG_LEN)
-		fail("datagram of %u bytes, want %d + %d of GRH", wc->byte_len,
-		     MSG_LEN, GRH_LEN);
-	p = e->buf[wc->wr_id] + GRH_LEN;
+		hx_fail("receive completed with %s",
+			ibv_wc_status_str(wc->status));
+	if (wc->byte_len != HX_GRH_LEN + MSG_LEN)
+		hx_fail("datagram of %u bytes, want %d + %d of GRH",
+			wc->byte_len, MSG_LEN, HX_GRH_LEN);
+	p = e->buf[wc->wr_id] + HX_GRH_LEN;
 	memcpy(&seq, p, sizeof(seq));
 	fill(want, seq);
 	if (memcmp(p, want, MSG_LEN))
-		fail("datagram %u: payload differs from what was sent", seq);
+		hx_fail("datagram %u: payload differs from what was sent", seq);
 	post_recv(e, (int)wc->wr_id);
 	return seq;
 }
 
 /* Receive until @until (ms); count datagrams, mark @seen.  */
-static int receive_until(struct ep *e, long until, bool *seen, int *distinct)
+static int receive_until(struct ep *e, long long until, bool *seen,
+			 int *distinct)
 {
 	struct ibv_wc wc;
 	uint32_t seq;
 	int n, got = 0;
 
-	while (now_ms() < until && (!distinct || *distinct < COUNT)) {
+	while (hx_now_ms() < until && (!distinct || *distinct < COUNT)) {
 		n = ibv_poll_cq(e->rcq, 1, &wc);
 		if (n < 0)
-			fail("ibv_poll_cq: %d", n);
+			hx_fail("ibv_poll_cq: %d", n);
 		if (!n) {
 			sleep_ms(1);
 			continue;
@@ -382,7 +334,7 @@ static int run_receiver(struct ep *e, bool by_option)
 {
 	bool seen[COUNT] = {false};
 	int distinct = 0, late, after, i;
-	long t;
+	long long t;
 
 	for (i = 1; i <= NRECV; i++)
 		post_recv(e, i);
@@ -390,48 +342,52 @@ static int run_receiver(struct ep *e, bool by_option)
 	printf("READY\n");
 	fflush(stdout);
 	/* The sender starts after READY; 50 datagrams take about 1 s. */
-	receive_until(e, now_ms() + 60000, seen, &distinct);
+	receive_until(e, hx_now_ms() + 60000, seen, &distinct);
 	if (distinct < COUNT) {
 		for (i = 0; i < COUNT && seen[i]; i++)
 			;
-		fail("received %d of datagrams 0..%d (first missing: %d)",
-		     distinct, COUNT - 1, i);
+		hx_fail("received %d of datagrams 0..%d (first missing: %d)",
+			distinct, COUNT - 1, i);
 	}
 	ep_leave(e, by_option);
-	t = now_ms();
+	t = hx_now_ms();
 	late = receive_until(e, t + GRACE_MS, NULL, NULL);
 	after = receive_until(e, t + GRACE_MS + QUIET_MS, NULL, NULL);
 	if (after)
-		fail("%d datagrams arrived between %d and %d ms after the "
-		     "membership was dropped",
-		     after, GRACE_MS, GRACE_MS + QUIET_MS);
-	printf("# all %d datagrams intact; %d in flight at the leave, none "
-	       "in the %d ms after\n",
-	       COUNT, late, QUIET_MS);
-	printf("PASS mc_sender/%s\n", mode);
+		hx_fail("%d datagrams arrived between %d and %d ms after the "
+			"membership was dropped",
+			after, GRACE_MS, GRACE_MS + QUIET_MS);
+	hx_note("all %d datagrams intact; %d in flight at the leave, none "
+		"in the %d ms after",
+		COUNT, late, QUIET_MS);
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Each mode is a scenario; the PASS line says mc_sender/MODE. */
+static int run_mode(int argc, char **argv)
 {
 	static struct ep e;
-	bool send, by_option;
+	bool by_option = !strchr(argv[0], '-');
 
-	if (argc != 4) {
-		fprintf(stderr,
-			"usage: %s send|send-join|recv|recv-join LOCAL GROUP\n",
-			argv[0]);
-		return 2;
-	}
-	mode = argv[1];
-	send = !strncmp(mode, "send", 4);
-	by_option = !strchr(mode, '-');
-	if (strcmp(mode, "send") && strcmp(mode, "send-join") &&
-	    strcmp(mode, "recv") && strcmp(mode, "recv-join")) {
-		fprintf(stderr, "%s: unknown mode '%s'\n", argv[0], mode);
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ep_open(&e, argv[2], argv[3]);
-	return send ? run_sender(&e, by_option) : run_receiver(&e, by_option);
+	(void)argc;
+	hx_set_name("mc_sender/%s", argv[0]);
+	ep_open(&e, argv[1], argv[2]);
+	if (!strncmp(argv[0], "send", 4))
+		return run_sender(&e, by_option);
+	return run_receiver(&e, by_option);
+}
+
+static const struct hx_scenario scenarios[] = {
+	{"send", "LOCAL GROUP", run_mode},
+	{"send-join", "LOCAL GROUP", run_mode},
+	{"recv", "LOCAL GROUP", run_mode},
+	{"recv-join", "LOCAL GROUP", run_mode},
+};
+
+int main(int argc, char **argv)
+{
+	/* Just inside the script's 60 s per program, naming the stage. */
+	hx_set_default_timeout_s(58);
+	return hx_main(argc, argv, scenarios,
+		       sizeof(scenarios) / sizeof(scenarios[0]));
 }

@@ -11,9 +11,9 @@
  * Each end makes two connections and counts around the second, so that
  * what a process opens once (the RDMA device, the CM device) is left out;
  * each connection exchanges a byte, so it is fully up.  Only
- * rsocket calls of RDMACM_1.0, so one binary runs on both libraries.
+ * rsocket calls of RDMACM_1.0, so one binary runs on both libraries.  A
+ * tool with a line protocol: it takes only the harness's fd count.
  */
-#include <dirent.h>
 #include <stdbool.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -23,19 +23,7 @@
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own */
-}
+#include "harness.h"
 
 static int ping(int s, bool first)
 {
@@ -76,13 +64,13 @@ int main(int argc, char **argv)
 			perror("accept");
 			return 1;
 		}
-		n0 = count_fds();
+		n0 = hx_count_fds();
 		s = raccept(l, NULL, NULL);
 		if (s < 0 || ping(s, false)) {
 			perror("accept");
 			return 1;
 		}
-		n1 = count_fds();
+		n1 = hx_count_fds();
 		printf("ACCEPTED %d\n", n1 - n0);
 	} else if (argc == 4 && !strcmp(argv[1], "client")) {
 		if (getaddrinfo(argv[2], argv[3], &hints, &res))
@@ -93,14 +81,14 @@ int main(int argc, char **argv)
 			perror("connect");
 			return 1;
 		}
-		n0 = count_fds();
+		n0 = hx_count_fds();
 		s = rsocket(AF_INET, SOCK_STREAM, 0);
 		if (s < 0 || rconnect(s, res->ai_addr, res->ai_addrlen) ||
 		    ping(s, true)) {
 			perror("connect");
 			return 1;
 		}
-		n1 = count_fds();
+		n1 = hx_count_fds();
 		printf("CONNECTED %d\n", n1 - n0);
 		fflush(stdout);
 		/* the server's count is taken after our second exchange */

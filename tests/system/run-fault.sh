@@ -67,7 +67,7 @@ run() {
 	local name=$1 limit=$2 rc=0 t0=$SECONDS
 	shift 2
 	[ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || return 0
-	FAULT_TIMEOUT=$((limit - 5)) CM_SYS_TIMEOUT=$((limit - 5)) \
+	RDMACM_HX_TIMEOUT=$((limit - 5)) \
 		timeout -k 5 "$limit" "$@" >"$log" 2>&1 || rc=$?
 	result "$name" "$rc" $((SECONDS - t0))
 }

@@ -41,7 +41,7 @@ ONLY="${RDMACM_SYS_ONLY:-}"
 # Each test gets this many seconds; cm_sys_test's own watchdog fires a little
 # earlier so that it can say where it was stuck.
 T=60
-export CM_SYS_TIMEOUT=$((T - 5))
+export RDMACM_HX_TIMEOUT=$((T - 5))
 
 . "$(dirname "$0")/verdict.sh"
 skipped=" "
@@ -266,7 +266,7 @@ run_unreachable() {
 				/sys/class/infiniband/rxeveth0/ports/1/gids/* && break
 			sleep 0.1
 		done
-		T=200 CM_SYS_TIMEOUT=195 run_sys "$name" unreachable 10.78.0.2 10.78.0.1
+		T=200 RDMACM_HX_TIMEOUT=195 run_sys "$name" unreachable 10.78.0.2 10.78.0.1
 	fi
 	rdma link delete rxeveth0 2>/dev/null
 	ip link del rdmaveth0 2>/dev/null
@@ -293,7 +293,7 @@ run_mcopt() {
 		fail "$name" "$prog loads '$(lib_of "$prog")', not our library"
 		return 0
 	fi
-	MCAST_OPT_TIMEOUT=$((MCOPT_T - 5)) timeout -k 5 "$MCOPT_T" "$prog" "$@" \
+	RDMACM_HX_TIMEOUT=$((MCOPT_T - 5)) timeout -k 5 "$MCOPT_T" "$prog" mcast_opt "$@" \
 		>"$log" 2>&1 || rc=$?
 	if [ "$rc" = 77 ]; then
 		skip "$name" "$(sed -n 's/^SKIP [^:]*: //p' "$log" | head -n1)"

@@ -37,7 +37,6 @@ __asm__(".symver rdma_connect, rdma_connect@RDMACM_1.0");
 __asm__(".symver rdma_accept, rdma_accept@RDMACM_1.0");
 
 #define MSG_LEN 64
-#define GRH_LEN 40
 #define ROUNDS 4
 
 /* What one end of a connection owns: all of it made by the test itself. */
@@ -58,7 +57,7 @@ struct end {
 	bool stashed; /* a receive completed while waiting for a send */
 	struct ibv_wc stash;
 	/* send buffer, then receive buffer with room for a GRH */
-	char buf[MSG_LEN + GRH_LEN + MSG_LEN];
+	char buf[MSG_LEN + HX_GRH_LEN + MSG_LEN];
 };
 
 struct flow {
@@ -138,7 +137,7 @@ static void post_recv(struct end *e, size_t off, size_t len)
 	struct ibv_recv_wr *bad;
 	int ret;
 
-	memset(recv_buf(e), 0, MSG_LEN + GRH_LEN);
+	memset(recv_buf(e), 0, MSG_LEN + HX_GRH_LEN);
 	if (e->srq)
 		ret = ibv_post_srq_recv(e->srq, &wr, &bad);
 	else
@@ -587,9 +586,9 @@ static void ud_create_qp(struct end *e, struct rdma_cm_id *id)
 static void ud_check(struct end *e, const char *want, struct ibv_wc *wc)
 {
 	CHECK(wc->wc_flags & IBV_WC_GRH, "no GRH on a RoCE datagram");
-	CHECK(wc->byte_len == GRH_LEN + MSG_LEN, "datagram of %u bytes",
+	CHECK(wc->byte_len == HX_GRH_LEN + MSG_LEN, "datagram of %u bytes",
 	      wc->byte_len);
-	expect_text(e, GRH_LEN, want);
+	expect_text(e, HX_GRH_LEN, want);
 }
 
 static int ud_server(struct pair *p, const struct flow *f)
@@ -610,7 +609,7 @@ static int ud_server(struct pair *p, const struct flow *f)
 	rdma_ack_cm_event(ev);
 
 	ud_create_qp(&e, e.id);
-	post_recv(&e, 0, GRH_LEN + MSG_LEN);
+	post_recv(&e, 0, HX_GRH_LEN + MSG_LEN);
 	memset(&param, 0, sizeof(param));
 	param.qp_num = e.qp->qp_num;
 	hx_stage("rdma_accept (UD)");
@@ -630,7 +629,7 @@ static int ud_server(struct pair *p, const struct flow *f)
 			e.remote_qpn = wc.src_qp;
 			e.remote_qkey = RDMA_UDP_QKEY;
 		}
-		post_recv(&e, 0, GRH_LEN + MSG_LEN);
+		post_recv(&e, 0, HX_GRH_LEN + MSG_LEN);
 		snprintf(text, sizeof(text), "datagram %d from the server", i);
 		post_send(&e, text);
 		wait_wc(&e, true, false, &wc);
@@ -658,7 +657,7 @@ static int ud_client(struct pair *p, const struct flow *f)
 	(void)f;
 	client_resolve(&e, p, RDMA_PS_UDP);
 	ud_create_qp(&e, e.id);
-	post_recv(&e, 0, GRH_LEN + MSG_LEN);
+	post_recv(&e, 0, HX_GRH_LEN + MSG_LEN);
 	memset(&param, 0, sizeof(param));
 	hx_stage("rdma_connect (UD)");
 	CHECK_OK(rdma_connect(e.id, &param));
@@ -679,7 +678,7 @@ static int ud_client(struct pair *p, const struct flow *f)
 		wait_wc(&e, true, true, &wc);
 		snprintf(text, sizeof(text), "datagram %d from the server", i);
 		ud_check(&e, text, &wc);
-		post_recv(&e, 0, GRH_LEN + MSG_LEN);
+		post_recv(&e, 0, HX_GRH_LEN + MSG_LEN);
 	}
 	end_verbs_free(&e);
 	hx_stage("rdma_destroy_qp");
