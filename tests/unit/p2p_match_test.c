@@ -407,8 +407,8 @@ START_TEST(connect_and_adoption_commands_go_out_unlocked)
 	/* the listener's event path adopts the request a connect waits for */
 	waiting = connecting_id("192.0.2.0");
 	ck_assert_int_eq(rdma_set_option(waiting, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_P2P_TAG,
-					 &(uint64_t){7}, sizeof(uint64_t)),
+					 RDMA_OPTION_ID_P2P_TAG, &(uint64_t){7},
+					 sizeof(uint64_t)),
 			 0);
 	watched = kid_of(waiting);
 	ck_assert_int_eq(p2p_connect(waiting), 0);
