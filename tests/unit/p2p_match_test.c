@@ -27,151 +27,20 @@
 #include "p2p_table.h"
 #include "p2p_wire.h"
 #include "unit.h"
+#include "p2p_peer.h"
 
-#define PORT 7471
-
-static struct rdma_event_channel *ch;
-static struct rdma_cm_id *listener;
-
-static uint32_t kid_of(struct rdma_cm_id *id)
-{
-	return cma_id_priv(id)->handle;
-}
+#define PORT P2P_PORT
 
 static void setup(void)
 {
-	struct sockaddr_in me = unit_ipv4("192.0.2.1", PORT);
-	int flags;
-
 	fake_ucma_install();
 	fake_verbs_install(true);
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
-	/* rdma_cm_p2p(7): a program that polls makes the fd non-blocking. */
-	flags = fcntl(ch->fd, F_GETFL);
-	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
-	ck_assert_int_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(listener, (struct sockaddr *)&me), 0);
-	ck_assert_int_eq(rdma_listen(listener, 8), 0);
+	p2p_peer_setup();
 }
 
 static void teardown(void)
 {
 	fake_ucma_uninstall();
-}
-
-/* The next event the application sees, which must be @type. */
-static struct rdma_cm_event *expect_event(enum rdma_cm_event_type type)
-{
-	struct rdma_cm_event *ev;
-
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
-	ck_assert_msg(ev->event == type, "got %s, want %s",
-		      rdma_event_str(ev->event), rdma_event_str(type));
-	return ev;
-}
-
-/* Nothing for the application (the library kept whatever came). */
-static void expect_nothing(void)
-{
-	struct rdma_cm_event *ev = NULL;
-
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
-	ck_assert_int_eq(errno, EAGAIN);
-}
-
-/* Header flags of the peer's requests (CMA_P2P_F_EXPLICIT_TAG or 0). */
-static uint8_t req_flags;
-/* The incarnation the peer's requests state (0: not stated, version 1). */
-static uint64_t req_incarnation;
-
-/* The peer's p2p REQ from @from (port PORT), tag @tag, with @data. */
-static uint32_t peer_request(const char *from, uint64_t tag, const char *data)
-{
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ,
-				  .flags = req_flags,
-				  .port = PORT,
-				  .tag = tag,
-				  .incarnation = req_incarnation,
-				  .data_len = (uint8_t)strlen(data)};
-	struct rdma_ucm_event_resp *r;
-	struct sockaddr_in peer = unit_ipv4(from, 40000);
-	uint32_t child = 0;
-
-	r = fake_ucma_conn_req(kid_of(listener), &child);
-	ck_assert_ptr_nonnull(r);
-	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
-	memcpy(r->param.conn.private_data + CMA_P2P_HDR_LEN, data,
-	       strlen(data));
-	r->param.conn.private_data_len =
-		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
-	r->param.conn.responder_resources = 4;
-	r->param.conn.initiator_depth = 4;
-	r->param.conn.qp_num = 0x99;
-	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
-	return child;
-}
-
-/* An id from this process's address to the peer, with a QP, resolved. */
-static struct rdma_cm_id *connecting_id(const char *to)
-{
-	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
-			   dst = unit_ipv4(to, PORT);
-	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
-	struct rdma_cm_id *id;
-
-	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
-					   (struct sockaddr *)&dst, 2000),
-			 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
-	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
-	return id;
-}
-
-static int p2p_connect(struct rdma_cm_id *id)
-{
-	struct rdma_conn_param p = {.responder_resources = 1,
-				    .initiator_depth = 1,
-				    .private_data = "mine",
-				    .private_data_len = 4,
-				    .peer2peer_mode = 1};
-
-	return rdma_connect(id, &p);
-}
-
-/* The p2p header of the last command of a kind that carries one. */
-static struct cma_p2p_hdr sent_hdr(uint32_t cmd, uint32_t handle)
-{
-	const struct fake_cmd *c = fake_ucma_last(cmd);
-	const uint8_t *data = NULL;
-	struct cma_p2p_hdr hdr;
-	size_t len = 0;
-
-	ck_assert_ptr_nonnull(c);
-	ck_assert_uint_eq(c->handle, handle);
-	if (cmd == RDMA_USER_CM_CMD_CONNECT) {
-		const struct rdma_ucm_connect *k = (const void *)c->body;
-
-		data = k->conn_param.private_data;
-		len = k->conn_param.private_data_len;
-	} else if (cmd == RDMA_USER_CM_CMD_ACCEPT) {
-		const struct rdma_ucm_accept *k = (const void *)c->body;
-
-		data = k->conn_param.private_data;
-		len = k->conn_param.private_data_len;
-	} else {
-		const struct rdma_ucm_reject *k = (const void *)c->body;
-
-		data = k->private_data;
-		len = k->private_data_len;
-	}
-	ck_assert_int_eq(cma_p2p_hdr_parse(data, len, &hdr), CMA_P2P_OK);
-	return hdr;
 }
 
 /*
@@ -236,30 +105,6 @@ START_TEST(crossing_won_by_the_lower_end)
 	expect_nothing();
 }
 END_TEST
-
-/* Where in the command log the first @cmd on @handle is; -1 for none. */
-static int cmd_at(uint32_t cmd, uint32_t handle)
-{
-	int i;
-
-	for (i = 0; i < fake_ucma_ncmds(); i++)
-		if (fake_ucma_cmd(i)->cmd == cmd &&
-		    fake_ucma_cmd(i)->handle == handle)
-			return i;
-	return -1;
-}
-
-/* The peer refuses our REQ on kernel id @own: "your crossing lost". */
-static void peer_refuses_crossing(uint32_t own)
-{
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_LOST, .port = PORT};
-	struct rdma_ucm_event_resp *r;
-
-	r = fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
-	ck_assert_ptr_nonnull(r);
-	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
-	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
-}
 
 /*
  * Crossing, this end higher: the peer's REQ wins.  BUGS.md #5: the peer's
