@@ -195,6 +195,42 @@ CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return cma_query_addr_info(id_priv);
 }
 
+/*
+ * The id takes the addresses before the command: the kernel may report
+ * ADDR_RESOLVED at once, and another thread reading it looks at them
+ * (stress-tsan, migrate).  They are copied first, since a caller may pass
+ * the id's own (rdma-core's rsocket does), and put back if the kernel
+ * refuses.
+ */
+static int cma_resolve_addr_cmd(struct cma_id_private *id_priv,
+				const struct sockaddr *src, socklen_t src_len,
+				const struct sockaddr *dst, socklen_t dst_len,
+				uint32_t timeout_ms)
+{
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	struct sockaddr_storage new_src, new_dst, old_src = a->src_storage,
+					      old_dst = a->dst_storage;
+
+	cma_store_addr(&new_dst, dst, dst_len);
+	if (src_len)
+		cma_store_addr(&new_src, src, src_len);
+	pthread_mutex_lock(&id_priv->mut);
+	a->dst_storage = new_dst;
+	if (src_len)
+		a->src_storage = new_src;
+	pthread_mutex_unlock(&id_priv->mut);
+	if (!ucma_cmd_resolve_addr(cma_id_fd(id_priv), id_priv->handle,
+				   src_len ? (struct sockaddr *)&new_src : NULL,
+				   src_len, (struct sockaddr *)&new_dst, dst_len,
+				   timeout_ms))
+		return 0;
+	pthread_mutex_lock(&id_priv->mut);
+	a->src_storage = old_src;
+	a->dst_storage = old_dst;
+	pthread_mutex_unlock(&id_priv->mut);
+	return -1;
+}
+
 CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 				 struct sockaddr *src_addr,
 				 struct sockaddr *dst_addr, int timeout_ms)
@@ -214,13 +250,9 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	if (cma_acm_enabled())
 		cma_acm_resolve_addr(id_priv, src_len ? src_addr : NULL,
 				     dst_addr);
-	if (ucma_cmd_resolve_addr(cma_id_fd(id_priv), id_priv->handle,
-				  src_len ? src_addr : NULL, src_len, dst_addr,
-				  dst_len, (uint32_t)timeout_ms))
+	if (cma_resolve_addr_cmd(id_priv, src_len ? src_addr : NULL, src_len,
+				 dst_addr, dst_len, (uint32_t)timeout_ms))
 		return -1;
-	cma_store_addr(&id->route.addr.dst_storage, dst_addr, dst_len);
-	if (src_len)
-		cma_store_addr(&id->route.addr.src_storage, src_addr, src_len);
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 
