@@ -209,7 +209,7 @@ static int cma_resolve_addr_cmd(struct cma_id_private *id_priv,
 {
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct sockaddr_storage new_src, new_dst, old_src = a->src_storage,
-					      old_dst = a->dst_storage;
+						  old_dst = a->dst_storage;
 
 	cma_store_addr(&new_dst, dst, dst_len);
 	if (src_len)
@@ -221,8 +221,8 @@ static int cma_resolve_addr_cmd(struct cma_id_private *id_priv,
 	pthread_mutex_unlock(&id_priv->mut);
 	if (!ucma_cmd_resolve_addr(cma_id_fd(id_priv), id_priv->handle,
 				   src_len ? (struct sockaddr *)&new_src : NULL,
-				   src_len, (struct sockaddr *)&new_dst, dst_len,
-				   timeout_ms))
+				   src_len, (struct sockaddr *)&new_dst,
+				   dst_len, timeout_ms))
 		return 0;
 	pthread_mutex_lock(&id_priv->mut);
 	a->src_storage = old_src;
