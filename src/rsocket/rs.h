@@ -476,6 +476,17 @@ int rs_post_payload(struct rsocket *rs, const struct iovec **iov, size_t *off,
 /* Wait, spinning then sleeping, until @ready; rs->lock held. */
 int rs_wait_locked(struct rsocket *rs, bool nonblock,
 		   bool (*ready)(struct rsocket *));
+/*
+ * The same with a deadline on the monotonic clock in ms (0: none; past
+ * it, ETIMEDOUT).  Both return with rs->lock held.
+ */
+int rs_wait_until(struct rsocket *rs, bool nonblock,
+		  bool (*ready)(struct rsocket *), uint64_t deadline_ms);
+/* Arm the CQ once: true if completions came meanwhile (poll again). */
+bool rs_arm_cq_once(struct rsocket *rs);
+/* A control message slot is free; post one (rs->lock held). */
+bool rs_ctrl_avail(struct rsocket *rs);
+int rs_post_ctrl(struct rsocket *rs, uint32_t msg);
 
 /* --- iomap.c ------------------------------------------------------------- */
 
