@@ -23,6 +23,7 @@
 
 #include "preload/preload.h"
 #include "unit.h"
+#include "preload_child.h"
 
 static enum rsp_addr_kind v4(const char *a)
 {
@@ -157,8 +158,7 @@ static char *slurp(const char *path)
 
 START_TEST(loopback_udp_falls_back_and_delivers)
 {
-	char path[] = "/tmp/rsp-udp-log.XXXXXX", out[256] = "", asan[512];
-	const char *old = getenv("ASAN_OPTIONS");
+	char path[] = "/tmp/rsp-udp-log.XXXXXX", out[256] = "";
 	int p[2], fd, status;
 	ssize_t n;
 	pid_t pid;
@@ -171,14 +171,8 @@ START_TEST(loopback_udp_falls_back_and_delivers)
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		dup2(p[1], 1);
-		setenv("LD_PRELOAD", RSP_PRELOAD_DIR "/librspreload.so", 1);
-		setenv("LD_LIBRARY_PATH", RSP_LIB_DIR, 1);
-		setenv("RDMA_RSOCKET_LOG", path, 1);
-		snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
-			 old ? old : "", old ? ":" : "");
-		setenv("ASAN_OPTIONS", asan, 1);
-		execl("/proc/self/exe", "preload_udp_test", "--echo-child",
-		      (char *)NULL);
+		unit_exec_preloaded(path, (char *[]){"preload_udp_test",
+						     "--echo-child", NULL});
 		_exit(127);
 	}
 	close(p[1]);

@@ -18,6 +18,7 @@
 
 #include "rsocket/rs.h"
 #include "fd_of.h"
+#include "preload_child.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 
@@ -464,8 +465,7 @@ static int preload_log_child(const char *path)
  */
 START_TEST(preload_log_fd_sits_high)
 {
-	char path[] = "/tmp/rsp-log.XXXXXX", out[64] = "", asan[512];
-	const char *old = getenv("ASAN_OPTIONS");
+	char path[] = "/tmp/rsp-log.XXXXXX", out[64] = "";
 	int p[2], fd, cloexec = 0, status;
 	ssize_t n;
 	pid_t pid;
@@ -478,15 +478,9 @@ START_TEST(preload_log_fd_sits_high)
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		dup2(p[1], 1);
-		setenv("LD_PRELOAD", RSP_PRELOAD_DIR "/librspreload.so", 1);
-		setenv("LD_LIBRARY_PATH", RSP_LIB_DIR, 1);
-		setenv("RDMA_RSOCKET_LOG", path, 1);
-		/* An ASan build's preload brings the runtime in after us. */
-		snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
-			 old ? old : "", old ? ":" : "");
-		setenv("ASAN_OPTIONS", asan, 1);
-		execl("/proc/self/exe", "rsocket_test", "--preload-log-child",
-		      path, (char *)NULL);
+		unit_exec_preloaded(path, (char *[]){"rsocket_test",
+						     "--preload-log-child",
+						     path, NULL});
 		_exit(127);
 	}
 	close(p[1]);
