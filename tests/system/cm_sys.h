@@ -55,9 +55,15 @@ struct end {
 	struct ibv_mr *smr, *rmr;
 	char sbuf[256];
 	char rbuf[256 + 40]; /* room for the GRH of datagrams */
-	/* RDMA targets: the peer writes wbuf and reads rdbuf; lbuf is ours */
+	/*
+	 * RDMA targets: the peer writes wbuf and reads rdbuf; lbuf is ours.
+	 * Aligned to their size so that none crosses a page: Soft-iWARP
+	 * corrupts a READ of a source that does (page_cross tests that).
+	 */
 	struct ibv_mr *wmr, *rdmr, *lmr;
-	char wbuf[64], rdbuf[64], lbuf[64];
+	char wbuf[64] __attribute__((aligned(64)));
+	char rdbuf[64] __attribute__((aligned(64)));
+	char lbuf[64] __attribute__((aligned(64)));
 };
 
 /* A connected (RC) pair on two channels. */
@@ -131,6 +137,7 @@ int cmd_cycles(int argc, char **argv);
 int cmd_libevents(int argc, char **argv);
 int cmd_whichlib(int argc, char **argv);
 int cmd_rc_async(int argc, char **argv);
+int cmd_page_cross(int argc, char **argv);
 int cmd_rc_server_disconnect(int argc, char **argv);
 int cmd_reject(int argc, char **argv);
 int cmd_reject_ece(int argc, char **argv);

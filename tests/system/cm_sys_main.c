@@ -10,6 +10,7 @@ static const struct hx_scenario scenarios[] = {
 	{"rc_async", "<addr> [<client-src>]", cmd_rc_async},
 	{"rc_server_disconnect", "<addr> [<client-src>]",
 	 cmd_rc_server_disconnect},
+	{"page_cross", "<addr> [<client-src>]", cmd_page_cross},
 	{"rc_sync", "<addr> [<client-src>]", cmd_rc_sync},
 	{"sync_reject", "<addr>", cmd_sync_reject},
 	{"reject", "<addr> [<client-src>]", cmd_reject},

@@ -153,6 +153,7 @@ if [ -n "$SYS" ]; then
 		run_sys "rc_async/$fam" rc_async "$srv" "$cli"
 		run_sys "rc_async_same_addr/$fam" rc_async "$srv"
 		run_sys "rc_server_disconnect/$fam" rc_server_disconnect "$srv" "$cli"
+		run_sys "page_cross/$fam" page_cross "$srv" "$cli"
 		run_sys "rc_sync/$fam" rc_sync "$srv" "$cli"
 		run_sys "sync_reject/$fam" sync_reject "$srv"
 		run_sys "reject/$fam" reject "$srv" "$cli"
