@@ -27,6 +27,7 @@ static struct ibv_device fake_devs[FAKE_MAX_DEVS];
 static bool fake_plugged[FAKE_MAX_DEVS];
 static int fake_ndevs;
 static bool fake_roce;
+static struct fake_verbs_port fake_ports[FAKE_MAX_DEVS];
 static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
 static enum ibv_qp_state fail_state;
@@ -65,6 +66,7 @@ void fake_verbs_install(bool roce)
 
 	fake_ndevs = 0;
 	memset(fake_plugged, 0, sizeof(fake_plugged));
+	memset(fake_ports, 0, sizeof(fake_ports));
 	fake_verbs_add_device(false);
 	fake_roce = roce;
 	memset(&counts, 0, sizeof(counts));
@@ -105,6 +107,21 @@ struct ibv_device *fake_verbs_add_device(bool iwarp)
 void fake_verbs_unplug(struct ibv_device *device)
 {
 	fake_plugged[fake_dev_index(device)] = false;
+}
+
+/* A context a test made by hand (no fake device) gets the defaults. */
+static const struct fake_verbs_port *fake_port_of(struct ibv_context *ctx)
+{
+	static const struct fake_verbs_port none;
+	int i = ctx->device ? fake_dev_index(ctx->device) : -1;
+
+	return i >= 0 && i < FAKE_MAX_DEVS ? &fake_ports[i] : &none;
+}
+
+void fake_verbs_set_port(struct ibv_device *device,
+			 const struct fake_verbs_port *port)
+{
+	fake_ports[device ? fake_dev_index(device) : 0] = *port;
 }
 
 uint64_t fake_verbs_guid(struct ibv_device *device)
@@ -267,17 +284,25 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 		   struct _compat_ibv_port_attr *port_attr)
 {
 	struct ibv_port_attr *attr = (struct ibv_port_attr *)port_attr;
+	const struct fake_verbs_port *p = fake_port_of(context);
 
-	(void)context;
 	if (port_num != 1)
 		return EINVAL;
-	attr->state = IBV_PORT_ACTIVE;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = p->state ? p->state : IBV_PORT_ACTIVE;
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = IBV_MTU_1024;
 	attr->gid_tbl_len = 16;
 	attr->pkey_tbl_len = 1;
-	attr->link_layer =
-		fake_roce ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+	attr->lid = p->lid;
+	attr->sm_lid = p->sm_lid;
+	attr->active_width = p->active_width ? p->active_width : 1;
+	attr->active_speed = p->active_speed ? p->active_speed : 1;
+	if (p->link_layer)
+		attr->link_layer = p->link_layer;
+	else
+		attr->link_layer = fake_roce ? IBV_LINK_LAYER_ETHERNET
+					     : IBV_LINK_LAYER_INFINIBAND;
 	return 0;
 }
 
@@ -285,12 +310,19 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context,
 			     struct ibv_gid_entry *entries, size_t max_entries,
 			     uint32_t flags, size_t entry_size)
 {
-	(void)context;
-	(void)entries;
-	(void)max_entries;
+	const struct fake_verbs_port *p = fake_port_of(context);
+	size_t i;
+
 	(void)flags;
-	(void)entry_size;
-	return 0;
+	if (entry_size != sizeof(*entries))
+		return -EINVAL;
+	for (i = 0; i < (size_t)p->ngids && i < max_entries; i++) {
+		memset(&entries[i], 0, sizeof(entries[i]));
+		entries[i].gid = p->gids[i];
+		entries[i].gid_index = (uint32_t)i;
+		entries[i].port_num = 1;
+	}
+	return (ssize_t)i;
 }
 
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,

@@ -72,6 +72,24 @@ struct fake_verbs_counts fake_verbs_counts(void);
  * a route naming this one (fake_verbs_guid).
  */
 struct ibv_device *fake_verbs_add_device(bool iwarp);
+/*
+ * What ibv_query_port and ibv_query_gid_table report for a device's port 1
+ * (the ACM path builder reads them).  Zeroes are the defaults: the link
+ * layer fake_verbs_install chose, an active port, no LIDs, width 1X and
+ * speed SDR, an empty GID table.
+ */
+#define FAKE_VERBS_MAX_GIDS 4
+struct fake_verbs_port {
+	uint8_t link_layer; /* IBV_LINK_LAYER_*; 0: the install's */
+	enum ibv_port_state state; /* 0: IBV_PORT_ACTIVE */
+	uint16_t lid, sm_lid;
+	uint8_t active_width, active_speed;
+	int ngids;
+	union ibv_gid gids[FAKE_VERBS_MAX_GIDS];
+};
+/* Set the port of @device (NULL: fake0); reset by fake_verbs_install. */
+void fake_verbs_set_port(struct ibv_device *device,
+			 const struct fake_verbs_port *port);
 /* Take a device out of the list, as a hot-unplug does; it stays valid. */
 void fake_verbs_unplug(struct ibv_device *device);
 /* A device's GUID in host order. */
