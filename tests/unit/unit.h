@@ -100,4 +100,27 @@ static inline struct rdma_cm_id *unit_resolved_id(struct rdma_event_channel *ch,
 }
 #endif
 
+#if defined(FAKE_UCMA_H) && defined(FAKE_VERBS_H)
+/*
+ * The fixture of tests on both fakes: the kernel and one device (RoCE or
+ * InfiniBand) installed afresh, and a new event channel on them.
+ */
+static inline struct rdma_event_channel *unit_fakes_open(bool roce)
+{
+	struct rdma_event_channel *ch;
+
+	fake_ucma_install();
+	fake_verbs_install(roce);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	return ch;
+}
+
+static inline void unit_fakes_close(struct rdma_event_channel *ch)
+{
+	rdma_destroy_event_channel(ch);
+	fake_ucma_uninstall();
+}
+#endif
+
 #endif /* UNIT_H */
