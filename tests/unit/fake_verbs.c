@@ -276,6 +276,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->phys_port_cnt = 1;
+	attr->max_qp_wr = fake_port_of(context)->max_qp_wr;
 	return 0;
 }
 

@@ -86,6 +86,8 @@ struct fake_verbs_port {
 	uint8_t active_width, active_speed;
 	int ngids;
 	union ibv_gid gids[FAKE_VERBS_MAX_GIDS];
+	/* ibv_query_device's; 0 makes rsockets take their smallest queues. */
+	int max_qp_wr;
 };
 /* Set the port of @device (NULL: fake0); reset by fake_verbs_install. */
 void fake_verbs_set_port(struct ibv_device *device,
