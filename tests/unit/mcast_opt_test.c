@@ -727,15 +727,21 @@ static union ibv_gid roce_mgid(in_addr_t group)
 	return g;
 }
 
+/* IP_ADD_MEMBERSHIP or IP_DROP_MEMBERSHIP of @m, which must be taken. */
+static void ip_membership(int optname, struct ip_mreq *m)
+{
+	ck_assert_int_eq(
+		rdma_set_option(jid, RDMA_OPTION_IP, optname, m, sizeof(*m)),
+		0);
+}
+
 START_TEST(ip_membership_joins_and_drops)
 {
 	struct ip_mreq m = {.imr_multiaddr.s_addr = htonl(0xef010203)};
 	union ibv_gid mgid = roce_mgid(m.imr_multiaddr.s_addr);
 	struct rdma_mcast_record q;
 
-	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP,
-					 &m, sizeof(m)),
-			 0);
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 1);
 	/* Until the kernel answers, the record is not there yet. */
 	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), -1);
@@ -751,9 +757,7 @@ START_TEST(ip_membership_joins_and_drops)
 	ck_assert_uint_eq(q.rec.qkey, 0x01234567);
 	/* The MGID names the group too. */
 	ck_assert_int_eq(record_of(AF_UNSPEC, NULL, &mgid, &q), 0);
-	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IP,
-					 IP_DROP_MEMBERSHIP, &m, sizeof(m)),
-			 0);
+	ip_membership(IP_DROP_MEMBERSHIP, &m);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LEAVE_MCAST), 1);
 	ck_assert_int_eq(fake_verbs_counts().mcast_attached, 0);
 	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IP, IP_DROP_MEMBERSHIP, &m,
@@ -781,9 +785,7 @@ START_TEST(the_interface_must_be_the_ids)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 0);
 	/* The id's own address is its interface. */
 	m.imr_interface.s_addr = htonl(0xc0000201);
-	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP,
-					 &m, sizeof(m)),
-			 0);
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 1);
 }
 END_TEST
@@ -795,15 +797,11 @@ START_TEST(a_failed_join_has_no_record)
 	union ibv_gid mgid = roce_mgid(m.imr_multiaddr.s_addr);
 	struct rdma_mcast_record q;
 
-	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP,
-					 &m, sizeof(m)),
-			 0);
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
 	join_answered(&mgid, false);
 	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), -1);
 	ck_assert_int_eq(errno, ENOTCONN);
-	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IP,
-					 IP_DROP_MEMBERSHIP, &m, sizeof(m)),
-			 0);
+	ip_membership(IP_DROP_MEMBERSHIP, &m);
 }
 END_TEST
 

@@ -243,9 +243,24 @@ END_TEST
 
 /* --- completions ------------------------------------------------------------ */
 
-/* Write a UD receive (GRH, header naming @from, @len bytes) in @slot. */
-static uint32_t fill_slot(struct ds_qp *qp, uint32_t slot,
-			  const union rs_sockaddr *from, size_t len)
+/* The completions' fixture: the socket's QP towards a peer, as made. */
+static struct ds_qp *qp;
+static struct fake_qp *f;
+static int posted;
+static union rs_sockaddr peer;
+
+static void qp_setup(void)
+{
+	setup();
+	qp = the_qp();
+	f = fake_qp_of(qp->cm_id->qp);
+	posted = f->posted_recvs;
+	peer = addr4("192.0.2.2", 7100);
+}
+
+/* Write a UD receive (GRH, header naming @from, @len bytes) in qp's @slot. */
+static uint32_t fill_slot(uint32_t slot, const union rs_sockaddr *from,
+			  size_t len)
 {
 	uint8_t *buf = qp->rbuf + (size_t)slot * DS_RSLOT_SIZE;
 	struct ds_wire_hdr h;
@@ -257,8 +272,7 @@ static uint32_t fill_slot(struct ds_qp *qp, uint32_t slot,
 	return (uint32_t)(DS_WIRE_GRH_LEN + hlen + len);
 }
 
-static void complete(struct ds_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
-		     uint32_t byte_len)
+static void complete(uint64_t wr_id, enum ibv_wc_status st, uint32_t byte_len)
 {
 	struct ibv_wc wc = {.wr_id = wr_id,
 			    .status = st,
@@ -272,16 +286,11 @@ static void complete(struct ds_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
 
 START_TEST(a_received_datagram_is_read_and_its_slot_reposted)
 {
-	union rs_sockaddr peer = addr4("192.0.2.2", 7100);
-	struct ds_qp *qp = the_qp();
-	struct fake_qp *f = fake_qp_of(qp->cm_id->qp);
-	int posted = f->posted_recvs;
 	struct sockaddr_in from;
 	socklen_t fromlen = sizeof(from);
 	char buf[64];
 
-	complete(qp, DS_WR_RECV | 1, IBV_WC_SUCCESS,
-		 fill_slot(qp, 1, &peer, 33));
+	complete(DS_WR_RECV | 1, IBV_WC_SUCCESS, fill_slot(1, &peer, 33));
 	poll_cqs();
 	ck_assert_uint_eq(rs->dmsg_cnt, 1);
 	ck_assert_int_eq(f->posted_recvs, posted); /* still the reader's */
@@ -302,24 +311,18 @@ END_TEST
 
 START_TEST(bad_receives_are_dropped_and_reposted)
 {
-	union rs_sockaddr peer = addr4("192.0.2.2", 7100);
-	struct ds_qp *qp = the_qp();
-	struct fake_qp *f = fake_qp_of(qp->cm_id->qp);
-	int posted = f->posted_recvs;
 
 	/* Shorter than a GRH and a header. */
-	complete(qp, DS_WR_RECV | 0, IBV_WC_SUCCESS, DS_WIRE_GRH_LEN + 2);
+	complete(DS_WR_RECV | 0, IBV_WC_SUCCESS, DS_WIRE_GRH_LEN + 2);
 	/* A receive the device failed. */
-	complete(qp, DS_WR_RECV | 1, IBV_WC_LOC_LEN_ERR,
-		 fill_slot(qp, 1, &peer, 1));
+	complete(DS_WR_RECV | 1, IBV_WC_LOC_LEN_ERR, fill_slot(1, &peer, 1));
 	poll_cqs();
 	ck_assert_uint_eq(rs->ds_dropped, 2);
 	ck_assert_uint_eq(rs->dmsg_cnt, 0);
 	ck_assert_int_eq(f->posted_recvs, posted + 2);
 	/* Flushed (the QP is going away) or unknown: left alone. */
-	complete(qp, DS_WR_RECV | 0, IBV_WC_WR_FLUSH_ERR, 0);
-	complete(qp, DS_WR_RECV | 500, IBV_WC_SUCCESS,
-		 fill_slot(qp, 1, &peer, 1));
+	complete(DS_WR_RECV | 0, IBV_WC_WR_FLUSH_ERR, 0);
+	complete(DS_WR_RECV | 500, IBV_WC_SUCCESS, fill_slot(1, &peer, 1));
 	poll_cqs();
 	ck_assert_uint_eq(rs->ds_dropped, 2);
 	ck_assert_uint_eq(rs->dmsg_cnt, 0);
@@ -329,15 +332,10 @@ END_TEST
 
 START_TEST(nothing_queues_after_shut_rd)
 {
-	union rs_sockaddr peer = addr4("192.0.2.2", 7100);
-	struct ds_qp *qp = the_qp();
-	struct fake_qp *f = fake_qp_of(qp->cm_id->qp);
-	int posted = f->posted_recvs;
 	char buf[8];
 
 	ck_assert_int_eq(rshutdown(fd, SHUT_RD), 0);
-	complete(qp, DS_WR_RECV | 0, IBV_WC_SUCCESS,
-		 fill_slot(qp, 0, &peer, 5));
+	complete(DS_WR_RECV | 0, IBV_WC_SUCCESS, fill_slot(0, &peer, 5));
 	poll_cqs();
 	ck_assert_uint_eq(rs->dmsg_cnt, 0);
 	ck_assert_int_eq(f->posted_recvs, posted + 1);
@@ -358,26 +356,25 @@ static uint32_t take_slot(struct ds_dest *dest)
 START_TEST(a_send_completion_frees_its_slot)
 {
 	struct ds_dest dest = {.pins = 1};
-	struct ds_qp *qp = the_qp();
 	uint32_t a = take_slot(&dest), b = take_slot(&dest);
 
 	ck_assert_uint_eq(rs->dsfree_cnt, rs->sq_size - 2);
 	ck_assert_uint_eq(dest.pins, 3);
-	complete(qp, a, IBV_WC_SUCCESS, 0);
+	complete(a, IBV_WC_SUCCESS, 0);
 	poll_cqs();
 	ck_assert_uint_eq(rs->dsfree_cnt, rs->sq_size - 1);
 	ck_assert_uint_eq(dest.pins, 2);
 	ck_assert_ptr_null(rs->dsslot_dest[a]);
 	ck_assert_uint_eq(rs->ds_dropped, 0);
 	/* A datagram lost on its way out still frees its slot. */
-	complete(qp, b, IBV_WC_RETRY_EXC_ERR, 0);
+	complete(b, IBV_WC_RETRY_EXC_ERR, 0);
 	poll_cqs();
 	ck_assert_uint_eq(rs->dsfree_cnt, rs->sq_size);
 	ck_assert_uint_eq(dest.pins, 1);
 	ck_assert_uint_eq(rs->ds_dropped, 1);
 	/* Nothing more to free: a stray completion changes nothing. */
-	complete(qp, a, IBV_WC_SUCCESS, 0);
-	complete(qp, rs->sq_size + 3, IBV_WC_SUCCESS, 0);
+	complete(a, IBV_WC_SUCCESS, 0);
+	complete(rs->sq_size + 3, IBV_WC_SUCCESS, 0);
 	poll_cqs();
 	ck_assert_uint_eq(rs->dsfree_cnt, rs->sq_size);
 	ck_assert_uint_eq(dest.pins, 1);
@@ -386,14 +383,13 @@ END_TEST
 
 START_TEST(cqs_armed_once_and_their_events_taken)
 {
-	struct ds_qp *qp = the_qp();
 
 	pthread_mutex_lock(&rs->lock);
 	ds_arm_cqs(rs);
 	ck_assert(qp->armed);
 	ds_arm_cqs(rs); /* already armed: no second request */
 	pthread_mutex_unlock(&rs->lock);
-	complete(qp, 0, IBV_WC_SUCCESS, 0);
+	complete(0, IBV_WC_SUCCESS, 0);
 	ck_assert(unit_readable(qp->channel->fd));
 	pthread_mutex_lock(&rs->lock);
 	ds_take_cq_events(rs);
@@ -420,7 +416,7 @@ static Suite *dgram_qp_suite(void)
 	tcase_add_test(t, a_device_without_limits_gets_the_smallest_queues);
 	suite_add_tcase(s, t);
 	t = tcase_create("completions");
-	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_checked_fixture(t, qp_setup, teardown);
 	tcase_add_test(t, a_received_datagram_is_read_and_its_slot_reposted);
 	tcase_add_test(t, bad_receives_are_dropped_and_reposted);
 	tcase_add_test(t, nothing_queues_after_shut_rd);
