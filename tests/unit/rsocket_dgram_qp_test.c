@@ -29,13 +29,10 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 
-#include <rdma/rsocket.h>
-
-#include "rsocket/rs.h"
-#include "rsocket/dgram.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
+#include "rs_dgram.h"
 
 static struct rdma_event_channel *ch;
 static int fd;
@@ -44,34 +41,13 @@ static struct rsocket *rs;
 static void setup(void)
 {
 	ch = unit_fakes_open(true);
-	fd = rsocket(AF_INET, SOCK_DGRAM, 0);
-	ck_assert_int_ge(fd, 0);
-	rs = rs_get(fd);
-	ck_assert_ptr_nonnull(rs);
+	fd = unit_dgram_open(&rs);
 }
 
 static void teardown(void)
 {
-	struct fake_verbs_counts c;
-
-	rs_put(rs);
-	ck_assert_int_eq(rclose(fd), 0);
-	/* Everything a QP holds went with the socket. */
-	c = fake_verbs_counts();
-	ck_assert_int_eq(c.qps, 0);
-	ck_assert_int_eq(c.cqs, 0);
-	ck_assert_int_eq(c.channels, 0);
-	ck_assert_int_eq(c.mrs, 0);
+	unit_dgram_close(fd, rs);
 	unit_fakes_close(ch);
-}
-
-static union rs_sockaddr addr4(const char *ip, uint16_t port)
-{
-	union rs_sockaddr a;
-
-	memset(&a, 0, sizeof(a));
-	a.sin = unit_ipv4(ip, port);
-	return a;
 }
 
 /* The QP for @src as the send path gets it: under the socket's lock. */
@@ -87,7 +63,7 @@ static int qp_get(const union rs_sockaddr *src, struct ds_qp **qp)
 
 static struct ds_qp *the_qp(void)
 {
-	union rs_sockaddr src = addr4("192.0.2.1", 7000);
+	union rs_sockaddr src = unit_rs_ipv4("192.0.2.1", 7000);
 	struct ds_qp *qp;
 
 	ck_assert_int_eq(qp_get(&src, &qp), 0);
@@ -105,8 +81,8 @@ static void poll_cqs(void)
 
 START_TEST(one_qp_per_local_address)
 {
-	union rs_sockaddr other_port = addr4("192.0.2.1", 7001);
-	union rs_sockaddr other = addr4("192.0.2.5", 7000);
+	union rs_sockaddr other_port = unit_rs_ipv4("192.0.2.1", 7001);
+	union rs_sockaddr other = unit_rs_ipv4("192.0.2.5", 7000);
 	struct ds_qp *qp = the_qp(), *again, *second;
 	struct fake_qp *f = fake_qp_of(qp->cm_id->qp);
 	struct epoll_event ev;
@@ -162,7 +138,7 @@ END_TEST
 /* The rdma_cm's UDP port space is not the kernel's: any port will do. */
 START_TEST(a_taken_port_is_replaced_by_any)
 {
-	union rs_sockaddr src = addr4("192.0.2.1", 7000);
+	union rs_sockaddr src = unit_rs_ipv4("192.0.2.1", 7000);
 	struct ds_qp *qp;
 
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_BIND, EADDRINUSE);
@@ -177,7 +153,7 @@ END_TEST
 
 START_TEST(failures_leave_nothing)
 {
-	union rs_sockaddr src = addr4("192.0.2.1", 7000);
+	union rs_sockaddr src = unit_rs_ipv4("192.0.2.1", 7000);
 	struct fake_ucma_route none = {0};
 	struct fake_verbs_counts c;
 	struct ds_qp *qp = NULL;
@@ -255,7 +231,7 @@ static void qp_setup(void)
 	qp = the_qp();
 	f = fake_qp_of(qp->cm_id->qp);
 	posted = f->posted_recvs;
-	peer = addr4("192.0.2.2", 7100);
+	peer = unit_rs_ipv4("192.0.2.2", 7100);
 }
 
 /* Write a UD receive (GRH, header naming @from, @len bytes) in qp's @slot. */
