@@ -326,6 +326,27 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context,
 	return (ssize_t)i;
 }
 
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+		      uint32_t gid_index, struct ibv_gid_entry *entry,
+		      uint32_t flags, size_t entry_size)
+{
+	const struct fake_verbs_port *p = fake_port_of(context);
+	bool roce = p->link_layer ? p->link_layer == IBV_LINK_LAYER_ETHERNET
+				  : fake_roce;
+
+	(void)flags;
+	if (entry_size != sizeof(*entry) || port_num != 1)
+		return EINVAL;
+	if (gid_index >= (uint32_t)p->ngids)
+		return ENODATA;
+	memset(entry, 0, sizeof(*entry));
+	entry->gid = p->gids[gid_index];
+	entry->gid_index = gid_index;
+	entry->port_num = 1;
+	entry->gid_type = roce ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+	return 0;
+}
+
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
 		   __be16 *pkey)
 {
@@ -473,17 +494,28 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	return 0;
 }
 
+/* An AH remembers what it was made from (fake_verbs_ah_attr). */
+struct fake_ah {
+	struct ibv_ah ah; /* must stay first */
+	struct ibv_ah_attr attr;
+};
+
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct ibv_ah *ah = calloc(1, sizeof(*ah));
+	struct fake_ah *f = calloc(1, sizeof(*f));
 
-	(void)attr;
-	if (!ah)
+	if (!f)
 		return NULL;
-	ah->context = pd->context;
-	ah->pd = pd;
+	f->ah.context = pd->context;
+	f->ah.pd = pd;
+	f->attr = *attr;
 	counts.ahs++;
-	return ah;
+	return &f->ah;
+}
+
+struct ibv_ah_attr fake_verbs_ah_attr(struct ibv_ah *ah)
+{
+	return ((struct fake_ah *)ah)->attr;
 }
 
 int ibv_destroy_ah(struct ibv_ah *ah)

@@ -92,6 +92,8 @@ struct fake_verbs_port {
 /* Set the port of @device (NULL: fake0); reset by fake_verbs_install. */
 void fake_verbs_set_port(struct ibv_device *device,
 			 const struct fake_verbs_port *port);
+/* What an AH of the fake was created with. */
+struct ibv_ah_attr fake_verbs_ah_attr(struct ibv_ah *ah);
 /* Take a device out of the list, as a hot-unplug does; it stays valid. */
 void fake_verbs_unplug(struct ibv_device *device);
 /* A device's GUID in host order. */
