@@ -13,6 +13,10 @@
  *    used is evicted with its address handle, never one that is pinned
  *    (a send or resolution in progress) or the rconnect destination;
  *    when every one is, the new one is refused with ENOBUFS;
+ *  - an address handle is resolved through the rdma_cm only for a peer
+ *    that told us its QP number, and only by one thread at a time; on
+ *    RoCE it carries the GRH with the kernel's route and the GID index of
+ *    its source GID; a failed resolution forgets the QP number;
  *  - rclose frees them all.
  */
 #include <config.h>
@@ -191,6 +195,90 @@ START_TEST(pinned_and_connected_destinations_stay)
 }
 END_TEST
 
+/* Resolve @dest as the send path does (locked, pinned by the caller). */
+static int resolve(struct ds_dest *dest)
+{
+	int ret;
+
+	pthread_mutex_lock(&rs->lock);
+	ret = ds_dest_resolve(rs, dest);
+	pthread_mutex_unlock(&rs->lock);
+	return ret;
+}
+
+/*
+ * The kernel resolves at once; the route it reports goes fe80::1 ->
+ * fe80::2 (fake_verbs_install), the port's second GID being fe80::1.
+ */
+static void kernel_resolves(int addr_status)
+{
+	struct fake_verbs_port port = {.ngids = 2};
+
+	inet_pton(AF_INET6, "fe80::5", port.gids[0].raw);
+	inet_pton(AF_INET6, "fe80::1", port.gids[1].raw);
+	fake_verbs_set_port(NULL, &port);
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ADDR,
+			 addr_status ? RDMA_CM_EVENT_ADDR_ERROR
+				     : RDMA_CM_EVENT_ADDR_RESOLVED,
+			 addr_status);
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ROUTE,
+			 RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+START_TEST(a_peer_with_a_known_qp_is_resolved)
+{
+	struct ds_dest *a = dest_of("192.0.2.2", 7100);
+	struct ibv_ah_attr attr;
+	uint8_t dgid[16];
+
+	kernel_resolves(0);
+	/* Not before the peer has told us its QP. */
+	ck_assert_int_eq(resolve(a), 0);
+	ck_assert_ptr_null(a->ah);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+	a->qpn = 0x77;
+	a->qpn_known = true;
+	ck_assert_int_eq(resolve(a), 0);
+	ck_assert_ptr_nonnull(a->ah);
+	ck_assert_uint_eq(a->pins, 0);
+	ck_assert(!a->resolving);
+	attr = fake_verbs_ah_attr(a->ah);
+	ck_assert_uint_eq(attr.is_global, 1); /* RoCE: always a GRH */
+	inet_pton(AF_INET6, "fe80::2", dgid);
+	ck_assert_mem_eq(attr.grh.dgid.raw, dgid, 16);
+	ck_assert_uint_eq(attr.grh.sgid_index, 1);
+	ck_assert_uint_eq(attr.grh.hop_limit, 64);
+	ck_assert_uint_eq(attr.port_num, 1);
+	/* Its own id, from the QP's address, gone once resolved. */
+	ck_assert(!fake_ucma_kid_live(
+		fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle, 0));
+	/* Resolved again: the new handle replaces the old one. */
+	ck_assert_int_eq(resolve(a), 0);
+	ck_assert_ptr_nonnull(a->ah);
+	ck_assert_int_eq(fake_verbs_counts().ahs, 1);
+	/* Another thread resolving it already: nothing is asked. */
+	a->resolving = true;
+	ck_assert_int_eq(resolve(a), 0);
+	a->resolving = false;
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
+}
+END_TEST
+
+START_TEST(a_failed_resolution_forgets_the_qp)
+{
+	struct ds_dest *a = dest_of("192.0.2.2", 7100);
+
+	kernel_resolves(EHOSTUNREACH);
+	a->qpn = 0x77;
+	a->qpn_known = true;
+	ck_assert_int_eq(resolve(a), -1);
+	ck_assert_ptr_null(a->ah);
+	ck_assert(!a->qpn_known); /* the peer's next datagram brings it */
+	ck_assert_uint_eq(a->pins, 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
+}
+END_TEST
+
 static Suite *dgram_dest_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram_dest");
@@ -201,6 +289,8 @@ static Suite *dgram_dest_suite(void)
 	tcase_add_test(t, one_destination_per_address_and_port);
 	tcase_add_test(t, the_least_recently_used_is_evicted);
 	tcase_add_test(t, pinned_and_connected_destinations_stay);
+	tcase_add_test(t, a_peer_with_a_known_qp_is_resolved);
+	tcase_add_test(t, a_failed_resolution_forgets_the_qp);
 	suite_add_tcase(s, t);
 	return s;
 }
