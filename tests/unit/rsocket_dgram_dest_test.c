@@ -217,12 +217,7 @@ static void kernel_resolves(int addr_status)
 	inet_pton(AF_INET6, "fe80::5", port.gids[0].raw);
 	inet_pton(AF_INET6, "fe80::1", port.gids[1].raw);
 	fake_verbs_set_port(NULL, &port);
-	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ADDR,
-			 addr_status ? RDMA_CM_EVENT_ADDR_ERROR
-				     : RDMA_CM_EVENT_ADDR_RESOLVED,
-			 addr_status);
-	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ROUTE,
-			 RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	unit_kernel_resolves(addr_status);
 }
 
 START_TEST(a_peer_with_a_known_qp_is_resolved)

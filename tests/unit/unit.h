@@ -100,6 +100,21 @@ static inline struct rdma_cm_id *unit_resolved_id(struct rdma_event_channel *ch,
 }
 
 /*
+ * From now on the fake kernel resolves every address at once (or fails
+ * it with @addr_status, as ADDR_ERROR) and then every route: for
+ * synchronous ids, whose calls wait for the events themselves.
+ */
+static inline void unit_kernel_resolves(int addr_status)
+{
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ADDR,
+			 addr_status ? RDMA_CM_EVENT_ADDR_ERROR
+				     : RDMA_CM_EVENT_ADDR_RESOLVED,
+			 addr_status);
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ROUTE,
+			 RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+/*
  * A kernel event's UD parameters as the kernel reports a multicast group
  * or a SIDR peer: @qpn, @qkey and a global AH (DLID 0xc001, DGID ff..03).
  */
