@@ -36,10 +36,15 @@ static void (*modify_hook)(struct ibv_qp *qp, enum ibv_qp_state to, void *arg);
 static void *modify_hook_arg;
 static int fail_post_err;
 static uint32_t next_key;
+/* The UD QPs a datagram can reach (fake_verbs_ud_fabric), by number. */
+#define FAKE_MAX_UD_QPS 64
+static struct fake_qp *ud_qps[FAKE_MAX_UD_QPS];
+static bool ud_fabric;
 /* Guards the CQs' and QPs' queues: a test may post from several threads. */
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define FAKE_CQ_DEPTH 8192
+#define FAKE_GRH_LEN 40
 
 /* A CQ that holds the completions the wire (or a test) put on it. */
 struct fake_cq {
@@ -75,6 +80,8 @@ void fake_verbs_install(bool roce)
 	fail_post_err = 0;
 	next_key = 0x1000;
 	modify_hook = NULL;
+	memset(ud_qps, 0, sizeof(ud_qps));
+	ud_fabric = false;
 	route.sgid[0] = 0xfe;
 	route.sgid[1] = 0x80;
 	route.sgid[15] = 1;
@@ -659,6 +666,58 @@ static enum ibv_wc_status fake_deliver(struct fake_qp *peer,
 	return IBV_WC_SUCCESS;
 }
 
+void fake_verbs_ud_fabric(bool on)
+{
+	pthread_mutex_lock(&fake_lock);
+	ud_fabric = on;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* fake_lock held.  The UD QP numbered @qpn, NULL if none. */
+static struct fake_qp *fake_ud_qp(uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < FAKE_MAX_UD_QPS; i++)
+		if (ud_qps[i] && ud_qps[i]->qp.qp_num == qpn)
+			return ud_qps[i];
+	return NULL;
+}
+
+/*
+ * fake_lock held.  A datagram from @f reaches the QP it names, behind a
+ * GRH in its oldest receive, as a UD receive always carries one; with no
+ * such QP, no receive or no room it is lost, as datagrams are.  The send
+ * itself succeeds either way.
+ */
+static void fake_ud_send(struct fake_qp *f, const struct fake_wr *fw)
+{
+	struct fake_qp *to = fake_ud_qp(fw->wr.wr.ud.remote_qpn);
+	struct ibv_wc wc = {.status = IBV_WC_SUCCESS,
+			    .opcode = IBV_WC_RECV,
+			    .wc_flags = IBV_WC_GRH,
+			    .src_qp = f->qp.qp_num};
+	struct fake_recv r;
+
+	if (to && to->qp.state != IBV_QPS_ERR && fake_take_recv(to, &r) &&
+	    r.sge.length >= FAKE_GRH_LEN + fw->len) {
+		memset((void *)(uintptr_t)r.sge.addr, 0, FAKE_GRH_LEN);
+		memcpy((uint8_t *)(uintptr_t)r.sge.addr + FAKE_GRH_LEN,
+		       fw->data, fw->len);
+		wc.wr_id = r.wr_id;
+		wc.byte_len = FAKE_GRH_LEN + fw->len;
+		wc.qp_num = to->qp.qp_num;
+		fake_cq_push(to->qp.recv_cq, &wc);
+	}
+	if (f->sq_sig_all || (fw->wr.send_flags & IBV_SEND_SIGNALED)) {
+		wc = (struct ibv_wc){.wr_id = fw->wr.wr_id,
+				     .status = IBV_WC_SUCCESS,
+				     .opcode = IBV_WC_SEND,
+				     .qp_num = f->qp.qp_num};
+		fake_cq_push(f->qp.send_cq, &wc);
+	}
+}
+
 /* fake_lock held.  Carry one request across the wire and complete it. */
 static void fake_execute(struct fake_qp *f, const struct fake_wr *fw)
 {
@@ -793,10 +852,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		if (err)
 			break;
 		fake_record_send(f, &fw);
-		if (f->peer)
+		if (f->peer) {
 			fake_hold_append(f, &fw);
-		else
-			free(fw.data);
+			continue;
+		}
+		if (ud_fabric && f->qp.qp_type == IBV_QPT_UD)
+			fake_ud_send(f, &fw);
+		free(fw.data);
 	}
 	if (err)
 		*bad_wr = wr;
@@ -877,6 +939,23 @@ static void fake_flush_recvs(struct fake_qp *f)
 	}
 }
 
+/* fake_lock held: enter or leave the UD registry. */
+static void fake_ud_register(struct fake_qp *f, bool on)
+{
+	int i;
+
+	for (i = 0; i < FAKE_MAX_UD_QPS; i++) {
+		if (on && !ud_qps[i]) {
+			ud_qps[i] = f;
+			return;
+		}
+		if (!on && ud_qps[i] == f) {
+			ud_qps[i] = NULL;
+			return;
+		}
+	}
+}
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct fake_qp *f;
@@ -898,6 +977,11 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	f->qp.qp_type = attr->qp_type;
 	f->qp.state = IBV_QPS_RESET;
 	f->sq_sig_all = attr->sq_sig_all;
+	if (f->qp.qp_type == IBV_QPT_UD) {
+		pthread_mutex_lock(&fake_lock);
+		fake_ud_register(f, true);
+		pthread_mutex_unlock(&fake_lock);
+	}
 	/* The inline ibv_post_send/recv call through the context's ops. */
 	pd->context->ops.post_send = fake_post_send;
 	pd->context->ops.post_recv = fake_post_recv;
@@ -962,6 +1046,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	struct fake_wr *fw;
 
 	pthread_mutex_lock(&fake_lock);
+	if (f->qp.qp_type == IBV_QPT_UD)
+		fake_ud_register(f, false);
 	if (f->peer)
 		f->peer->peer = NULL;
 	while (f->held) {

@@ -137,6 +137,14 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
  */
 void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
 /*
+ * A fabric for UD QPs: from now on (until install) a datagram posted on a
+ * UD QP of this process reaches the UD QP whose number it names (any AH
+ * will do), behind a zeroed 40-byte GRH in that QP's oldest receive, and
+ * completes with IBV_WC_GRH and the sender's QP number.  With no such QP,
+ * no receive or too small a one the datagram is lost, as on a fabric.
+ */
+void fake_verbs_ud_fabric(bool on);
+/*
  * While held, what @qp posts waits (in order) instead of crossing the
  * wire: a test then sees the sender's state with its requests in flight.
  * fake_verbs_release delivers up to @n of them (all when n < 0; held or
