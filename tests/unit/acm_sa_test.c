@@ -22,33 +22,16 @@
 #include "unit.h"
 
 #define SA_QKEY 0x80010000
-#define MAD_METHOD 3
-#define MAD_STATUS 4
 #define MAD_TID 8
-#define SA_DATA 56
 
 static struct cma_acm_port port;
 static union ibv_gid dgid;
 static uint16_t answer_status; /* the SA's MAD status, host order */
 
-/* The SA: a GetResp with the path asked for, LIDs 3 -> 5. */
+/* The SA: the path asked for, with answer_status. */
 static size_t sa_answers(const uint8_t *req, uint8_t *resp)
 {
-	struct ibv_path_record pr;
-	uint16_t status = htobe16(answer_status);
-
-	memcpy(resp, req, FAKE_UMAD_MAD_LEN);
-	resp[MAD_METHOD] = 0x81; /* GetResp */
-	memcpy(resp + MAD_STATUS, &status, 2);
-	memset(&pr, 0, sizeof(pr));
-	memcpy(&pr.dgid, req + SA_DATA + 8, 16);
-	memcpy(&pr.sgid, req + SA_DATA + 24, 16);
-	pr.dlid = htobe16(5);
-	pr.slid = htobe16(3);
-	pr.pkey = htobe16(0xffff);
-	pr.mtu = (2 << 6) | IBV_MTU_2048;
-	memcpy(resp + SA_DATA, &pr, sizeof(pr));
-	return FAKE_UMAD_MAD_LEN;
+	return fake_umad_path_reply(req, resp, answer_status);
 }
 
 static void setup(void)

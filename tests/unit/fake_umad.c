@@ -7,9 +7,12 @@
  */
 #include <config.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <infiniband/umad.h>
+#include <infiniband/sa.h>
+#include <infiniband/verbs.h>
 
 #include "fake_umad.h"
 
@@ -21,6 +24,32 @@ static fake_umad_sa_fn sa_fn;
 static enum fake_umad_fail fail;
 static uint8_t answer[FAKE_UMAD_ANSWER_MAX];
 static size_t answer_len;
+
+/* Offsets in a SubnAdm MAD: method, status, then the record at 56. */
+#define MAD_METHOD 3
+#define MAD_STATUS 4
+#define SA_DATA 56
+#define PR_DGID 8
+#define PR_SGID 24
+
+size_t fake_umad_path_reply(const uint8_t *req, uint8_t *resp, uint16_t status)
+{
+	struct ibv_path_record pr;
+	uint16_t st_be = htobe16(status);
+
+	memcpy(resp, req, FAKE_UMAD_MAD_LEN);
+	resp[MAD_METHOD] = 0x81; /* GetResp */
+	memcpy(resp + MAD_STATUS, &st_be, 2);
+	memset(&pr, 0, sizeof(pr));
+	memcpy(&pr.dgid, req + SA_DATA + PR_DGID, 16);
+	memcpy(&pr.sgid, req + SA_DATA + PR_SGID, 16);
+	pr.dlid = htobe16(5);
+	pr.slid = htobe16(3);
+	pr.pkey = htobe16(0xffff);
+	pr.mtu = (2 << 6) | IBV_MTU_2048; /* exactly */
+	memcpy(resp + SA_DATA, &pr, sizeof(pr));
+	return FAKE_UMAD_MAD_LEN;
+}
 
 void fake_umad_install(fake_umad_sa_fn sa)
 {

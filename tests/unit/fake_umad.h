@@ -36,6 +36,12 @@ struct fake_umad_state {
  */
 typedef size_t (*fake_umad_sa_fn)(const uint8_t *req, uint8_t *resp);
 
+/*
+ * A PathRecord SA's answer to @req (a Get(PathRecord)): GetResp with MAD
+ * status @status and the path asked for, LIDs 3 -> 5, 2048-byte MTU.
+ */
+size_t fake_umad_path_reply(const uint8_t *req, uint8_t *resp, uint16_t status);
+
 /* Reset; @sa answers (NULL: an SA that never answers). */
 void fake_umad_install(fake_umad_sa_fn sa);
 struct fake_umad_state fake_umad_state(void);
