@@ -23,6 +23,7 @@
 #include "test_hooks.h"
 #include "fd_of.h"
 #include "fake_ucma.h"
+#include "fake_umad.h"
 #include "fake_verbs.h"
 #include "unit.h"
 
@@ -609,6 +610,51 @@ START_TEST(disabled_acm_knows_nothing)
 }
 END_TEST
 
+/* The fake SA: the path asked for, LIDs 3 -> 5. */
+static size_t sa_path(const uint8_t *req, uint8_t *resp)
+{
+	return fake_umad_path_reply(req, resp, 0);
+}
+
+/*
+ * A destination GID on the fabric from a local InfiniBand port: only the
+ * SA knows its LID, so the SA is asked (sources "sa").
+ */
+START_TEST(a_remote_ib_gid_is_asked_of_the_sa)
+{
+	struct fake_verbs_port port = {.ngids = 1,
+				       .link_layer = IBV_LINK_LAYER_INFINIBAND,
+				       .lid = 3,
+				       .sm_lid = 1};
+	struct cma_acm_answer ans;
+	struct cma_acm_query q;
+
+	inet_pton(AF_INET6, "fe80::1", port.gids[0].raw);
+	fake_verbs_set_port(NULL, &port);
+	cma_acm_ports_forget();
+	fake_umad_install(sa_path);
+	setenv("RDMA_CM_ACM_SOURCES", "sa", 1);
+	cma_acm_reconfigure();
+	memset(&q, 0, sizeof(q));
+	q.src.type = CMA_ACM_EP_GID;
+	memcpy(q.src.gid, port.gids[0].raw, 16);
+	q.dst.type = CMA_ACM_EP_GID;
+	inet_pton(AF_INET6, "fe80::9", q.dst.gid);
+	ck_assert_int_eq(cma_acm_resolve(&q, &ans), 0);
+	ck_assert_int_eq(ans.source, CMA_ACM_SRC_SA);
+	ck_assert_int_eq(ans.num_paths, 1);
+	ck_assert_uint_eq(be16toh(ans.paths[0].path.dlid), 5);
+	assert_gid(&ans.dgid, "fe80::9");
+	ck_assert_int_eq(fake_umad_state().sends, 1);
+	/* Silent SA: ENODATA, as any miss. */
+	fake_umad_install(NULL);
+	q.dst.gid[15] = 0x0a;
+	errno = 0;
+	ck_assert_int_eq(cma_acm_resolve(&q, &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
 static Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
@@ -646,6 +692,7 @@ static Suite *acm_suite(void)
 	tcase_add_test(tc, table_name_gets_a_local_path);
 	tcase_add_test(tc, misses_are_enodata_and_cached);
 	tcase_add_test(tc, disabled_acm_knows_nothing);
+	tcase_add_test(tc, a_remote_ib_gid_is_asked_of_the_sa);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("helpers");
