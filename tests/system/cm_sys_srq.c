@@ -80,6 +80,18 @@ static void srq_make_qp(struct end *e)
 		make_srq_ex_qp(e);
 }
 
+/* Two SGEs of one registered buffer: @len0 bytes at @base, @len1 at @off1. */
+static void sge_pair(struct ibv_sge sg[2], char *base, uint32_t lkey,
+		     uint32_t len0, size_t off1, uint32_t len1)
+{
+	sg[0].addr = (uintptr_t)base;
+	sg[0].length = len0;
+	sg[0].lkey = lkey;
+	sg[1].addr = (uintptr_t)(base + off1);
+	sg[1].length = len1;
+	sg[1].lkey = lkey;
+}
+
 /*
  * A two-piece message with rdma_post_sendv, received with rdma_post_recvv
  * into two pieces of the peer's receive buffer (through its SRQ).
@@ -93,23 +105,13 @@ static void vec_message(struct end *a, struct end *b)
 
 	memset(b->rbuf, 0, sizeof(b->rbuf));
 	/* The first receive SGE is exactly as long as the first piece. */
-	r[0].addr = (uintptr_t)b->rbuf;
-	r[0].length = sizeof(p1) - 1;
-	r[0].lkey = b->rmr->lkey;
-	r[1].addr = (uintptr_t)(b->rbuf + 128);
-	r[1].length = 128;
-	r[1].lkey = b->rmr->lkey;
+	sge_pair(r, b->rbuf, b->rmr->lkey, sizeof(p1) - 1, 128, 128);
 	hx_stage("rdma_post_recvv");
 	CHECK_OK(rdma_post_recvv(b->id, b, r, 2));
 
 	memcpy(a->sbuf, p1, sizeof(p1) - 1);
 	memcpy(a->sbuf + 64, p2, sizeof(p2));
-	s[0].addr = (uintptr_t)a->sbuf;
-	s[0].length = sizeof(p1) - 1;
-	s[0].lkey = a->smr->lkey;
-	s[1].addr = (uintptr_t)(a->sbuf + 64);
-	s[1].length = sizeof(p2);
-	s[1].lkey = a->smr->lkey;
+	sge_pair(s, a->sbuf, a->smr->lkey, sizeof(p1) - 1, 64, sizeof(p2));
 	hx_stage("rdma_post_sendv");
 	CHECK_OK(rdma_post_sendv(a->id, a, s, 2, IBV_SEND_SIGNALED));
 	rdma_comp(a, IBV_WC_SEND, "rdma_post_sendv");
@@ -142,12 +144,7 @@ static void vec_rdma(struct end *a, struct end *b)
 	memset(b->wbuf, 0, sizeof(b->wbuf));
 	memcpy(a->sbuf, w1, sizeof(w1) - 1);
 	memcpy(a->sbuf + 64, w2, sizeof(w2));
-	sg[0].addr = (uintptr_t)a->sbuf;
-	sg[0].length = sizeof(w1) - 1;
-	sg[0].lkey = a->smr->lkey;
-	sg[1].addr = (uintptr_t)(a->sbuf + 64);
-	sg[1].length = sizeof(w2);
-	sg[1].lkey = a->smr->lkey;
+	sge_pair(sg, a->sbuf, a->smr->lkey, sizeof(w1) - 1, 64, sizeof(w2));
 	hx_stage("rdma_post_writev");
 	CHECK_OK(rdma_post_writev(a->id, a, sg, 2, IBV_SEND_SIGNALED,
 				  (uintptr_t)b->wbuf, b->wmr->rkey));
@@ -172,12 +169,7 @@ static void vec_rdma(struct end *a, struct end *b)
 		      a->lbuf, b->rdbuf);
 		return;
 	}
-	sg[0].addr = (uintptr_t)a->lbuf;
-	sg[0].length = 6;
-	sg[0].lkey = a->lmr->lkey;
-	sg[1].addr = (uintptr_t)(a->lbuf + 32);
-	sg[1].length = 11;
-	sg[1].lkey = a->lmr->lkey;
+	sge_pair(sg, a->lbuf, a->lmr->lkey, 6, 32, 11);
 	hx_stage("rdma_post_readv");
 	CHECK_OK(rdma_post_readv(a->id, a, sg, 2, IBV_SEND_SIGNALED,
 				 (uintptr_t)b->rdbuf, b->rdmr->rkey));

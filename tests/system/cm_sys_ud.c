@@ -7,6 +7,22 @@
 
 /* --- UD ------------------------------------------------------------------- */
 
+/* One datagram of @text from @e to QP @qpn behind @ah, and its completion. */
+static void ud_send(struct end *e, const char *text, struct ibv_ah *ah,
+		    uint32_t qpn)
+{
+	struct ibv_wc wc;
+	int r;
+
+	snprintf(e->sbuf, sizeof(e->sbuf), "%s", text);
+	CHECK_OK(rdma_post_ud_send(e->id, e->sbuf, e->sbuf, strlen(e->sbuf) + 1,
+				   e->smr, IBV_SEND_SIGNALED, ah, qpn));
+	r = rdma_get_send_comp(e->id, &wc);
+	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
+	      "%s: ud send completion: %d, %s", e->who, r,
+	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
+}
+
 int cmd_ud(int argc, char **argv)
 {
 	const char *src = argc > 2 ? argv[2] : NULL;
@@ -17,9 +33,8 @@ int cmd_ud(int argc, char **argv)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *listen;
 	struct ibv_ah *ah, *reply_ah;
-	struct ibv_wc wc, rwc;
+	struct ibv_wc rwc;
 	uint16_t port;
-	int r;
 
 	listen = make_listener(sch, argv[1], RDMA_PS_UDP, &port);
 	CHECK(listen->qp_type == IBV_QPT_UD, "RDMA_PS_UDP id qp_type %d",
@@ -78,14 +93,7 @@ int cmd_ud(int argc, char **argv)
 	hx_expect_quiet(sch, 100, "ud server after accept");
 
 	hx_stage("ud send client -> server");
-	snprintf(cli.sbuf, sizeof(cli.sbuf), "ud datagram from client");
-	CHECK_OK(rdma_post_ud_send(cli.id, cli.sbuf, cli.sbuf,
-				   strlen(cli.sbuf) + 1, cli.smr,
-				   IBV_SEND_SIGNALED, ah, ud.qp_num));
-	r = rdma_get_send_comp(cli.id, &wc);
-	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
-	      "ud send completion: %d, %s", r,
-	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
+	ud_send(&cli, "ud datagram from client", ah, ud.qp_num);
 	recv_msg_wc(&srv, "ud datagram from client", HX_GRH_LEN, &rwc);
 	CHECK(rwc.src_qp == cli.id->qp->qp_num,
 	      "datagram from QP 0x%x, client QP is 0x%x", rwc.src_qp,
@@ -97,14 +105,7 @@ int cmd_ud(int argc, char **argv)
 		srv.id->pd, &rwc, (struct ibv_grh *)srv.rbuf, srv.id->port_num);
 	if (!reply_ah)
 		hx_fail("ibv_create_ah_from_wc: %s", strerror(errno));
-	snprintf(srv.sbuf, sizeof(srv.sbuf), "ud datagram from server");
-	CHECK_OK(rdma_post_ud_send(srv.id, srv.sbuf, srv.sbuf,
-				   strlen(srv.sbuf) + 1, srv.smr,
-				   IBV_SEND_SIGNALED, reply_ah, rwc.src_qp));
-	r = rdma_get_send_comp(srv.id, &wc);
-	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
-	      "ud reply completion: %d, %s", r,
-	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
+	ud_send(&srv, "ud datagram from server", reply_ah, rwc.src_qp);
 	recv_msg(&cli, "ud datagram from server", HX_GRH_LEN);
 
 	hx_stage("ud teardown");
@@ -149,7 +150,6 @@ int cmd_mcast(int argc, char **argv)
 	struct rdma_ud_param ud[2];
 	struct rdma_cm_event *ev;
 	struct ibv_ah *ah;
-	struct ibv_wc wc;
 	int ctx[2], i, r;
 
 	if (argc < 3)
@@ -215,16 +215,9 @@ int cmd_mcast(int argc, char **argv)
 	if (!ah)
 		hx_fail("ibv_create_ah from the join event: %s",
 			strerror(errno));
-	snprintf(m[0].sbuf, sizeof(m[0].sbuf), "multicast datagram");
 	/* The group's Q_Key is RDMA_UDP_QKEY, which rdma_post_ud_send uses. */
 	CHECK(ud[0].qkey == RDMA_UDP_QKEY, "group qkey 0x%x", ud[0].qkey);
-	CHECK_OK(rdma_post_ud_send(m[0].id, m[0].sbuf, m[0].sbuf,
-				   strlen(m[0].sbuf) + 1, m[0].smr,
-				   IBV_SEND_SIGNALED, ah, ud[0].qp_num));
-	r = rdma_get_send_comp(m[0].id, &wc);
-	CHECK(r == 1 && wc.status == IBV_WC_SUCCESS,
-	      "multicast send completion: %d, %s", r,
-	      r == 1 ? ibv_wc_status_str(wc.status) : strerror(errno));
+	ud_send(&m[0], "multicast datagram", ah, ud[0].qp_num);
 	hx_stage("mcast: receive on the second member");
 	recv_msg(&m[1], "multicast datagram", HX_GRH_LEN);
 

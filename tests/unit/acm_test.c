@@ -3,7 +3,8 @@
  * Unit tests of the ACM resolver's pure parts: the address-file parser
  * and the process's table (src/acm_table.c), the cache (src/acm_cache.c),
  * the SA PathRecord MAD codec (src/acm_sa.c), rate codes (src/acm_path.c)
- * and the endpoint helpers (src/acm.c).  No RDMA device is needed.
+ * and the endpoint helpers (src/acm.c); then src/acm.c's resolution, the
+ * sources asked in order, on the fake device's RoCE port.
  */
 #include <config.h>
 
@@ -21,6 +22,9 @@
 #include "cma.h"
 #include "test_hooks.h"
 #include "fd_of.h"
+#include "fake_ucma.h"
+#include "fake_umad.h"
+#include "fake_verbs.h"
 #include "unit.h"
 
 static struct cma_acm_ep ep_name(const char *name)
@@ -515,6 +519,142 @@ START_TEST(log_fd_sits_high)
 }
 END_TEST
 
+/* --- resolution: the sources in order (acm.c) ------------------------------ */
+
+/*
+ * This host's RoCE port carries 192.0.2.1 (as its GID); the address file
+ * names "peer" at 192.0.2.2; the sources are the table and the cache.
+ */
+static void resolve_setup(void)
+{
+	struct fake_verbs_port port = {.ngids = 1};
+	struct cma_acm_ep me = ep_ip("192.0.2.1");
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	cma_acm_ip_to_gid(&me, &port.gids[0]);
+	fake_verbs_set_port(NULL, &port);
+	table_setup();
+	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0644);
+	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
+	setenv("RDMA_CM_ACM_SOURCES", "table,cache", 1);
+	cma_acm_reconfigure();
+}
+
+static void resolve_teardown(void)
+{
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	unsetenv("RDMA_CM_ACM_SOURCES");
+	cma_acm_reconfigure();
+	table_teardown();
+	fake_ucma_uninstall();
+}
+
+static int resolve(const char *src, const char *dst, struct cma_acm_answer *ans)
+{
+	struct cma_acm_query q;
+
+	memset(&q, 0, sizeof(q));
+	if (src)
+		q.src = ep_ip(src);
+	q.dst = ep_name(dst);
+	errno = 0;
+	return cma_acm_resolve(&q, ans);
+}
+
+/* A name in the table, from a local RoCE port: a path built here. */
+START_TEST(table_name_gets_a_local_path)
+{
+	struct cma_acm_answer ans;
+
+	ck_assert_int_eq(resolve("192.0.2.1", "peer", &ans), 0);
+	ck_assert_int_eq(ans.source, CMA_ACM_SRC_TABLE);
+	ck_assert_int_eq(ans.num_paths, 1);
+	assert_gid(&ans.dgid, "::ffff:192.0.2.2");
+	assert_gid(&ans.paths[0].path.sgid, "::ffff:192.0.2.1");
+	assert_gid(&ans.paths[0].path.dgid, "::ffff:192.0.2.2");
+	ck_assert_uint_eq(ans.src_ip.type, CMA_ACM_EP_IP4);
+	/* Asked again: the cache answers. */
+	ck_assert_int_eq(resolve("192.0.2.1", "peer", &ans), 0);
+	ck_assert_int_eq(ans.source, CMA_ACM_SRC_CACHE);
+}
+END_TEST
+
+/* Misses are ENODATA, and remembered as misses for a while. */
+START_TEST(misses_are_enodata_and_cached)
+{
+	struct cma_acm_answer ans;
+
+	ck_assert_int_eq(resolve("192.0.2.1", "stranger", &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+	write_file(table_path,
+		   "peer ::ffff:192.0.2.2\nstranger ::ffff:192.0.2.7\n", 0644);
+	ck_assert_int_eq(resolve("192.0.2.1", "stranger", &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+	/* A source no local port has: no path can start there. */
+	ck_assert_int_eq(resolve("192.0.2.9", "peer", &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
+/* Without RDMA_CM_USE_IB_ACM=1 nothing is asked. */
+START_TEST(disabled_acm_knows_nothing)
+{
+	struct cma_acm_answer ans;
+
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	cma_acm_reconfigure();
+	ck_assert(!cma_acm_enabled());
+	ck_assert_int_eq(resolve("192.0.2.1", "peer", &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
+/* The fake SA: the path asked for, LIDs 3 -> 5. */
+static size_t sa_path(const uint8_t *req, uint8_t *resp)
+{
+	return fake_umad_path_reply(req, resp, 0);
+}
+
+/*
+ * A destination GID on the fabric from a local InfiniBand port: only the
+ * SA knows its LID, so the SA is asked (sources "sa").
+ */
+START_TEST(a_remote_ib_gid_is_asked_of_the_sa)
+{
+	struct fake_verbs_port port = {.ngids = 1,
+				       .link_layer = IBV_LINK_LAYER_INFINIBAND,
+				       .lid = 3,
+				       .sm_lid = 1};
+	struct cma_acm_answer ans;
+	struct cma_acm_query q;
+
+	inet_pton(AF_INET6, "fe80::1", port.gids[0].raw);
+	fake_verbs_set_port(NULL, &port);
+	cma_acm_ports_forget();
+	fake_umad_install(sa_path);
+	setenv("RDMA_CM_ACM_SOURCES", "sa", 1);
+	cma_acm_reconfigure();
+	memset(&q, 0, sizeof(q));
+	q.src.type = CMA_ACM_EP_GID;
+	memcpy(q.src.gid, port.gids[0].raw, 16);
+	q.dst.type = CMA_ACM_EP_GID;
+	inet_pton(AF_INET6, "fe80::9", q.dst.gid);
+	ck_assert_int_eq(cma_acm_resolve(&q, &ans), 0);
+	ck_assert_int_eq(ans.source, CMA_ACM_SRC_SA);
+	ck_assert_int_eq(ans.num_paths, 1);
+	ck_assert_uint_eq(be16toh(ans.paths[0].path.dlid), 5);
+	assert_gid(&ans.dgid, "fe80::9");
+	ck_assert_int_eq(fake_umad_state().sends, 1);
+	/* Silent SA: ENODATA, as any miss. */
+	fake_umad_install(NULL);
+	q.dst.gid[15] = 0x0a;
+	errno = 0;
+	ck_assert_int_eq(cma_acm_resolve(&q, &ans), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
 static Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
@@ -545,6 +685,14 @@ static Suite *acm_suite(void)
 	tc = tcase_create("sa");
 	tcase_add_test(tc, sa_request_layout);
 	tcase_add_test(tc, sa_response_checks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("resolve");
+	tcase_add_checked_fixture(tc, resolve_setup, resolve_teardown);
+	tcase_add_test(tc, table_name_gets_a_local_path);
+	tcase_add_test(tc, misses_are_enodata_and_cached);
+	tcase_add_test(tc, disabled_acm_knows_nothing);
+	tcase_add_test(tc, a_remote_ib_gid_is_asked_of_the_sa);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("helpers");

@@ -25,18 +25,14 @@ static struct rdma_cm_id *id;
 
 static void setup(void)
 {
-	fake_ucma_install();
-	fake_verbs_install(true);
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
+	ch = unit_fakes_open(true);
 	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
 }
 
 static void teardown(void)
 {
 	rdma_destroy_id(id);
-	rdma_destroy_event_channel(ch);
-	fake_ucma_uninstall();
+	unit_fakes_close(ch);
 }
 
 static uint32_t kid(void)

@@ -4,7 +4,10 @@
  * MADs: no InfiniBand fabric is needed.  The request is checked byte by
  * byte where the SA reads it, and answers are built here the way an SA
  * lays out a SubnAdmGetTableResp (IBA 15.2.5.14 ServiceRecord, 176 bytes
- * each, AttributeOffset in 8-byte words), including malformed ones.
+ * each, AttributeOffset in 8-byte words), including malformed ones.  Then
+ * rdma_getaddrinfo(RAI_SA) end to end: the query goes from the first
+ * InfiniBand port of the fake device to the fake libibumad's SA, as an
+ * RMPP agent, and its answer, however long, comes back as the list.
  */
 #include <config.h>
 
@@ -16,6 +19,9 @@
 
 #include "acm.h"
 #include "cma.h"
+#include "fake_ucma.h"
+#include "fake_umad.h"
+#include "fake_verbs.h"
 #include "unit.h"
 
 #define HDR 56
@@ -292,6 +298,131 @@ START_TEST(answers_refused)
 }
 END_TEST
 
+/* --- the query through the fake SA ------------------------------------------ */
+
+static int sa_records; /* how many records the SA answers with; 0: silent */
+
+/* The SA: a GetTableResp for the request's TID with sa_records records. */
+static size_t sa_table(const uint8_t *req, uint8_t *resp)
+{
+	size_t len = HDR + (size_t)sa_records * REC;
+	int i;
+
+	if (!sa_records)
+		return 0;
+	ck_assert_uint_le(len, FAKE_UMAD_ANSWER_MAX);
+	memset(resp, 0, len);
+	resp_header(resp, get64(req + 8), 0);
+	for (i = 0; i < sa_records; i++)
+		resp_record(resp + HDR + (size_t)i * REC, 4242,
+			    (uint8_t)(0x10 + i), 0xffff, i ? NULL : "svc");
+	return len;
+}
+
+/* This host: one InfiniBand port, fe80::77, with a subnet manager. */
+static void query_setup(void)
+{
+	struct fake_verbs_port port = {.ngids = 1,
+				       .link_layer = IBV_LINK_LAYER_INFINIBAND,
+				       .lid = 7,
+				       .sm_lid = 1};
+
+	fake_ucma_install();
+	fake_verbs_install(false);
+	port.gids[0].raw[0] = 0xfe;
+	port.gids[0].raw[1] = 0x80;
+	port.gids[0].raw[15] = 0x77;
+	fake_verbs_set_port(NULL, &port);
+	cma_acm_ports_forget();
+	fake_umad_install(sa_table);
+	sa_records = 2;
+}
+
+static void query_teardown(void)
+{
+	struct fake_umad_state st = fake_umad_state();
+
+	ck_assert_int_eq(st.opens, st.closes);
+	ck_assert_int_eq(st.registers, st.unregisters);
+	cma_acm_ports_forget();
+	fake_ucma_uninstall();
+}
+
+static int sa_lookup(const char *node, const char *service,
+		     struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo hints = {.ai_flags = RAI_SA};
+
+	*res = NULL;
+	errno = 0;
+	return rdma_getaddrinfo(node, service, &hints, res);
+}
+
+static int count(const struct rdma_addrinfo *e)
+{
+	int n = 0;
+
+	for (; e; e = e->ai_next)
+		n++;
+	return n;
+}
+
+START_TEST(query_answered_by_the_sa)
+{
+	struct rdma_addrinfo *res;
+	struct sockaddr_ib *sib;
+	struct fake_umad_state st;
+
+	ck_assert_int_eq(sa_lookup(NULL, "4242", &res), 0);
+	ck_assert_int_eq(count(res), 2);
+	ck_assert_str_eq(res->ai_dst_canonname, "svc");
+	sib = (struct sockaddr_ib *)res->ai_src_addr;
+	ck_assert_uint_eq(sib->sib_addr.sib_raw[15], 0x77);
+	sib = (struct sockaddr_ib *)res->ai_next->ai_dst_addr;
+	ck_assert_uint_eq(sib->sib_addr.sib_raw[15], 0x11);
+	rdma_freeaddrinfo(res);
+	st = fake_umad_state();
+	ck_assert_int_eq(st.sends, 1);
+	ck_assert_int_eq(st.rmpp, 1); /* a table may span segments */
+	ck_assert_int_eq(st.dlid, 1);
+	ck_assert_uint_eq(get64(st.last_mad + HDR), 4242);
+}
+END_TEST
+
+/* An answer longer than the first receive buffer (4 KiB) still arrives. */
+START_TEST(a_long_answer_is_received_whole)
+{
+	struct rdma_addrinfo *res;
+
+	sa_records = 40;
+	ck_assert_int_eq(sa_lookup(NULL, "4242", &res), 0);
+	ck_assert_int_eq(count(res), 40);
+	rdma_freeaddrinfo(res);
+}
+END_TEST
+
+START_TEST(query_failures)
+{
+	struct rdma_addrinfo *res;
+
+	/* A host is not looked up in the SA. */
+	ck_assert_int_eq(sa_lookup("node", "4242", &res), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	sa_records = 0;
+	ck_assert_int_eq(sa_lookup(NULL, "4242", &res), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_ptr_null(res);
+	fake_umad_fail(FAKE_UMAD_FAIL_SEND);
+	ck_assert_int_eq(sa_lookup(NULL, "4242", &res), -1);
+	ck_assert_int_eq(errno, EIO);
+	/* No InfiniBand port: RoCE has no SA. */
+	fake_verbs_install(true);
+	cma_acm_ports_forget();
+	ck_assert_int_eq(sa_lookup(NULL, "4242", &res), -1);
+	ck_assert_int_eq(errno, ENODEV);
+}
+END_TEST
+
 static Suite *addrinfo_sa_suite(void)
 {
 	Suite *s = suite_create("addrinfo_sa");
@@ -304,6 +435,12 @@ static Suite *addrinfo_sa_suite(void)
 	tcase_add_test(tc, answer_padding_ignored);
 	tcase_add_test(tc, answer_wider_stride);
 	tcase_add_test(tc, answers_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("query");
+	tcase_add_checked_fixture(tc, query_setup, query_teardown);
+	tcase_add_test(tc, query_answered_by_the_sa);
+	tcase_add_test(tc, a_long_answer_is_received_whole);
+	tcase_add_test(tc, query_failures);
 	suite_add_tcase(s, tc);
 	return s;
 }

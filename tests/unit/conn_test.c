@@ -25,16 +25,12 @@ static struct rdma_event_channel *ch;
 
 static void setup(void)
 {
-	fake_ucma_install();
-	fake_verbs_install(true);
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
+	ch = unit_fakes_open(true);
 }
 
 static void teardown(void)
 {
-	rdma_destroy_event_channel(ch);
-	fake_ucma_uninstall();
+	unit_fakes_close(ch);
 }
 
 /* As an outside program waits: poll first, then a blocking read. */

@@ -6,15 +6,14 @@
  * its QP made (active); a passive endpoint gives every request it hands
  * out through rdma_get_request a QP of the attributes it was made with;
  * the connect data of the rdma_addrinfo goes with rdma_connect; a failure
- * leaves nothing behind.  The id is synchronous, so a test thread plays
- * the kernel's answers while rdma_create_ep waits for them.
+ * leaves nothing behind.  The id is synchronous: the fake kernel answers
+ * its resolutions at once (unit_kernel_resolves) for rdma_create_ep, which
+ * waits for them.
  */
 #include <config.h>
 
 #include <check.h>
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "cma.h"
@@ -41,46 +40,6 @@ static void teardown(void)
 	fake_ucma_uninstall();
 }
 
-/* The kernel's answer to the n-th command of a kind, from a thread. */
-struct answer {
-	uint32_t cmd;
-	uint32_t event;
-	int status;
-};
-
-static struct answer script[2];
-static pthread_t kernel;
-
-static void *kernel_run(void *arg)
-{
-	int i, tries;
-
-	(void)arg;
-	for (i = 0; i < 2 && script[i].cmd; i++) {
-		for (tries = 0;
-		     tries < 500 && fake_ucma_count(script[i].cmd) < 1; tries++)
-			poll(NULL, 0, 10);
-		if (fake_ucma_count(script[i].cmd) < 1)
-			return NULL; /* the library never asked */
-		fake_ucma_event(fake_ucma_last(script[i].cmd)->handle,
-				script[i].event, script[i].status);
-		if (script[i].status)
-			return NULL; /* nothing follows a failure */
-	}
-	return NULL;
-}
-
-static void kernel_resolves(int addr_status)
-{
-	script[0] = (struct answer){RDMA_USER_CM_CMD_RESOLVE_ADDR,
-				    addr_status ? RDMA_CM_EVENT_ADDR_ERROR
-						: RDMA_CM_EVENT_ADDR_RESOLVED,
-				    addr_status};
-	script[1] = (struct answer){RDMA_USER_CM_CMD_RESOLVE_ROUTE,
-				    RDMA_CM_EVENT_ROUTE_RESOLVED, 0};
-	ck_assert_int_eq(pthread_create(&kernel, NULL, kernel_run, NULL), 0);
-}
-
 static struct rdma_addrinfo active_info(void)
 {
 	struct rdma_addrinfo res = {
@@ -104,9 +63,8 @@ START_TEST(active_endpoint_is_resolved_with_its_qp)
 
 	res.ai_connect = "hello";
 	res.ai_connect_len = 5;
-	kernel_resolves(0);
+	unit_kernel_resolves(0);
 	ck_assert_int_eq(rdma_create_ep(&id, &res, NULL, &attr), 0);
-	pthread_join(kernel, NULL);
 	ck_assert_ptr_nonnull(id->verbs);
 	ck_assert_ptr_nonnull(id->qp);
 	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_INIT);
@@ -165,9 +123,8 @@ START_TEST(a_failed_resolution_leaves_nothing)
 	struct rdma_cm_id *id = NULL;
 	uint32_t handle;
 
-	kernel_resolves(-EHOSTUNREACH);
+	unit_kernel_resolves(-EHOSTUNREACH);
 	ck_assert_int_eq(rdma_create_ep(&id, &res, NULL, &attr), -1);
-	pthread_join(kernel, NULL);
 	ck_assert_ptr_null(id);
 	handle = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle;
 	ck_assert(!fake_ucma_kid(handle)->live);

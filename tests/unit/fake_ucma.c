@@ -59,6 +59,14 @@ static size_t short_len;
 static fake_ucma_hook_fn hook;
 static struct fake_ucma_route route;
 
+/* Commands the kernel answers at once with an event (fake_ucma_answer). */
+#define FAKE_MAX_ANSWERS 4
+static struct {
+	uint32_t cmd, event;
+	int status;
+} answers[FAKE_MAX_ANSWERS];
+static int nanswers;
+
 /* --- device fds ------------------------------------------------------------ */
 
 static struct fake_dev *fake_dev_of(int fd)
@@ -670,6 +678,25 @@ static void fake_log(const struct fake_cmd *c)
 	log_cmds[log_len++] = *c;
 }
 
+/* fake_lock held: the standing answer to @cmd on @kid, if there is one. */
+static void fake_auto_answer(uint32_t cmd, struct fake_kid *kid)
+{
+	struct rdma_ucm_event_resp *resp;
+	struct fake_dev *dev = kid ? fake_dev_of(kid->fd) : NULL;
+	int i;
+
+	for (i = 0; dev && i < nanswers; i++) {
+		if (answers[i].cmd != cmd)
+			continue;
+		resp = fake_queue(dev, kid->handle, 0);
+		resp->uid = kid->uid;
+		resp->id = kid->handle;
+		resp->event = answers[i].event;
+		resp->status = (uint32_t)answers[i].status;
+		return;
+	}
+}
+
 static ssize_t fake_write(int fd, const void *buf, size_t len)
 {
 	const struct rdma_ucm_cmd_hdr *hdr = buf;
@@ -705,6 +732,8 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 	} else {
 		err = fake_answer(dev, hdr->cmd, body,
 				  fake_kid_locked(c.handle), out, hdr->out);
+		if (!err)
+			fake_auto_answer(hdr->cmd, fake_kid_locked(c.handle));
 	}
 	if (!err && short_len) {
 		len = short_len;
@@ -747,6 +776,7 @@ void fake_ucma_install(void)
 	fail_err = 0;
 	short_len = 0;
 	hook = NULL;
+	nanswers = 0;
 	memset(&route, 0, sizeof(route));
 	route.port_num = 1;
 	route.pkey = 0xffff;
@@ -852,6 +882,18 @@ void fake_ucma_clear_log(void)
 {
 	pthread_mutex_lock(&fake_lock);
 	log_len = 0;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ucma_answer(uint32_t cmd, uint32_t event, int status)
+{
+	pthread_mutex_lock(&fake_lock);
+	if (nanswers == FAKE_MAX_ANSWERS)
+		abort(); /* more than any test needs */
+	answers[nanswers].cmd = cmd;
+	answers[nanswers].event = event;
+	answers[nanswers].status = status;
+	nanswers++;
 	pthread_mutex_unlock(&fake_lock);
 }
 

@@ -113,6 +113,14 @@ int fake_ucma_count(uint32_t cmd);
 const struct fake_cmd *fake_ucma_last(uint32_t cmd);
 void fake_ucma_clear_log(void);
 
+/*
+ * From now on (until the next install) every command of kind @cmd that the
+ * model accepts is answered at once with @event (@status) for its id, as a
+ * kernel whose resolutions succeed (or fail) immediately: for ids whose
+ * caller blocks on them (synchronous ids) with no test thread to answer.
+ */
+void fake_ucma_answer(uint32_t cmd, uint32_t event, int status);
+
 /* Any command, for fake_ucma_fail_next. */
 #define FAKE_UCMA_ANY_CMD UINT32_MAX
 /* The next command of this kind fails with err (once). */

@@ -27,6 +27,7 @@ static struct ibv_device fake_devs[FAKE_MAX_DEVS];
 static bool fake_plugged[FAKE_MAX_DEVS];
 static int fake_ndevs;
 static bool fake_roce;
+static struct fake_verbs_port fake_ports[FAKE_MAX_DEVS];
 static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
 static enum ibv_qp_state fail_state;
@@ -35,10 +36,15 @@ static void (*modify_hook)(struct ibv_qp *qp, enum ibv_qp_state to, void *arg);
 static void *modify_hook_arg;
 static int fail_post_err;
 static uint32_t next_key;
+/* The UD QPs a datagram can reach (fake_verbs_ud_fabric), by number. */
+#define FAKE_MAX_UD_QPS 64
+static struct fake_qp *ud_qps[FAKE_MAX_UD_QPS];
+static bool ud_fabric;
 /* Guards the CQs' and QPs' queues: a test may post from several threads. */
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define FAKE_CQ_DEPTH 8192
+#define FAKE_GRH_LEN 40
 
 /* A CQ that holds the completions the wire (or a test) put on it. */
 struct fake_cq {
@@ -65,6 +71,7 @@ void fake_verbs_install(bool roce)
 
 	fake_ndevs = 0;
 	memset(fake_plugged, 0, sizeof(fake_plugged));
+	memset(fake_ports, 0, sizeof(fake_ports));
 	fake_verbs_add_device(false);
 	fake_roce = roce;
 	memset(&counts, 0, sizeof(counts));
@@ -73,6 +80,8 @@ void fake_verbs_install(bool roce)
 	fail_post_err = 0;
 	next_key = 0x1000;
 	modify_hook = NULL;
+	memset(ud_qps, 0, sizeof(ud_qps));
+	ud_fabric = false;
 	route.sgid[0] = 0xfe;
 	route.sgid[1] = 0x80;
 	route.sgid[15] = 1;
@@ -105,6 +114,21 @@ struct ibv_device *fake_verbs_add_device(bool iwarp)
 void fake_verbs_unplug(struct ibv_device *device)
 {
 	fake_plugged[fake_dev_index(device)] = false;
+}
+
+/* A context a test made by hand (no fake device) gets the defaults. */
+static const struct fake_verbs_port *fake_port_of(struct ibv_context *ctx)
+{
+	static const struct fake_verbs_port none;
+	int i = ctx->device ? fake_dev_index(ctx->device) : -1;
+
+	return i >= 0 && i < FAKE_MAX_DEVS ? &fake_ports[i] : &none;
+}
+
+void fake_verbs_set_port(struct ibv_device *device,
+			 const struct fake_verbs_port *port)
+{
+	fake_ports[device ? fake_dev_index(device) : 0] = *port;
 }
 
 uint64_t fake_verbs_guid(struct ibv_device *device)
@@ -259,6 +283,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 	attr->max_qp_rd_atom = 16;
 	attr->max_qp_init_rd_atom = 16;
 	attr->phys_port_cnt = 1;
+	attr->max_qp_wr = fake_port_of(context)->max_qp_wr;
 	return 0;
 }
 
@@ -267,17 +292,25 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 		   struct _compat_ibv_port_attr *port_attr)
 {
 	struct ibv_port_attr *attr = (struct ibv_port_attr *)port_attr;
+	const struct fake_verbs_port *p = fake_port_of(context);
 
-	(void)context;
 	if (port_num != 1)
 		return EINVAL;
-	attr->state = IBV_PORT_ACTIVE;
+	memset(attr, 0, sizeof(*attr));
+	attr->state = p->state ? p->state : IBV_PORT_ACTIVE;
 	attr->max_mtu = IBV_MTU_4096;
 	attr->active_mtu = IBV_MTU_1024;
 	attr->gid_tbl_len = 16;
 	attr->pkey_tbl_len = 1;
-	attr->link_layer =
-		fake_roce ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+	attr->lid = p->lid;
+	attr->sm_lid = p->sm_lid;
+	attr->active_width = p->active_width ? p->active_width : 1;
+	attr->active_speed = p->active_speed ? p->active_speed : 1;
+	if (p->link_layer)
+		attr->link_layer = p->link_layer;
+	else
+		attr->link_layer = fake_roce ? IBV_LINK_LAYER_ETHERNET
+					     : IBV_LINK_LAYER_INFINIBAND;
 	return 0;
 }
 
@@ -285,11 +318,39 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context,
 			     struct ibv_gid_entry *entries, size_t max_entries,
 			     uint32_t flags, size_t entry_size)
 {
-	(void)context;
-	(void)entries;
-	(void)max_entries;
+	const struct fake_verbs_port *p = fake_port_of(context);
+	size_t i;
+
 	(void)flags;
-	(void)entry_size;
+	if (entry_size != sizeof(*entries))
+		return -EINVAL;
+	for (i = 0; i < (size_t)p->ngids && i < max_entries; i++) {
+		memset(&entries[i], 0, sizeof(entries[i]));
+		entries[i].gid = p->gids[i];
+		entries[i].gid_index = (uint32_t)i;
+		entries[i].port_num = 1;
+	}
+	return (ssize_t)i;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+		      uint32_t gid_index, struct ibv_gid_entry *entry,
+		      uint32_t flags, size_t entry_size)
+{
+	const struct fake_verbs_port *p = fake_port_of(context);
+	bool roce = p->link_layer ? p->link_layer == IBV_LINK_LAYER_ETHERNET
+				  : fake_roce;
+
+	(void)flags;
+	if (entry_size != sizeof(*entry) || port_num != 1)
+		return EINVAL;
+	if (gid_index >= (uint32_t)p->ngids)
+		return ENODATA;
+	memset(entry, 0, sizeof(*entry));
+	entry->gid = p->gids[gid_index];
+	entry->gid_index = gid_index;
+	entry->port_num = 1;
+	entry->gid_type = roce ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
 	return 0;
 }
 
@@ -440,17 +501,28 @@ int ibv_destroy_srq(struct ibv_srq *srq)
 	return 0;
 }
 
+/* An AH remembers what it was made from (fake_verbs_ah_attr). */
+struct fake_ah {
+	struct ibv_ah ah; /* must stay first */
+	struct ibv_ah_attr attr;
+};
+
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct ibv_ah *ah = calloc(1, sizeof(*ah));
+	struct fake_ah *f = calloc(1, sizeof(*f));
 
-	(void)attr;
-	if (!ah)
+	if (!f)
 		return NULL;
-	ah->context = pd->context;
-	ah->pd = pd;
+	f->ah.context = pd->context;
+	f->ah.pd = pd;
+	f->attr = *attr;
 	counts.ahs++;
-	return ah;
+	return &f->ah;
+}
+
+struct ibv_ah_attr fake_verbs_ah_attr(struct ibv_ah *ah)
+{
+	return ((struct fake_ah *)ah)->attr;
 }
 
 int ibv_destroy_ah(struct ibv_ah *ah)
@@ -594,6 +666,58 @@ static enum ibv_wc_status fake_deliver(struct fake_qp *peer,
 	return IBV_WC_SUCCESS;
 }
 
+void fake_verbs_ud_fabric(bool on)
+{
+	pthread_mutex_lock(&fake_lock);
+	ud_fabric = on;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* fake_lock held.  The UD QP numbered @qpn, NULL if none. */
+static struct fake_qp *fake_ud_qp(uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < FAKE_MAX_UD_QPS; i++)
+		if (ud_qps[i] && ud_qps[i]->qp.qp_num == qpn)
+			return ud_qps[i];
+	return NULL;
+}
+
+/*
+ * fake_lock held.  A datagram from @f reaches the QP it names, behind a
+ * GRH in its oldest receive, as a UD receive always carries one; with no
+ * such QP, no receive or no room it is lost, as datagrams are.  The send
+ * itself succeeds either way.
+ */
+static void fake_ud_send(struct fake_qp *f, const struct fake_wr *fw)
+{
+	struct fake_qp *to = fake_ud_qp(fw->wr.wr.ud.remote_qpn);
+	struct ibv_wc wc = {.status = IBV_WC_SUCCESS,
+			    .opcode = IBV_WC_RECV,
+			    .wc_flags = IBV_WC_GRH,
+			    .src_qp = f->qp.qp_num};
+	struct fake_recv r;
+
+	if (to && to->qp.state != IBV_QPS_ERR && fake_take_recv(to, &r) &&
+	    r.sge.length >= FAKE_GRH_LEN + fw->len) {
+		memset((void *)(uintptr_t)r.sge.addr, 0, FAKE_GRH_LEN);
+		memcpy((uint8_t *)(uintptr_t)r.sge.addr + FAKE_GRH_LEN,
+		       fw->data, fw->len);
+		wc.wr_id = r.wr_id;
+		wc.byte_len = FAKE_GRH_LEN + fw->len;
+		wc.qp_num = to->qp.qp_num;
+		fake_cq_push(to->qp.recv_cq, &wc);
+	}
+	if (f->sq_sig_all || (fw->wr.send_flags & IBV_SEND_SIGNALED)) {
+		wc = (struct ibv_wc){.wr_id = fw->wr.wr_id,
+				     .status = IBV_WC_SUCCESS,
+				     .opcode = IBV_WC_SEND,
+				     .qp_num = f->qp.qp_num};
+		fake_cq_push(f->qp.send_cq, &wc);
+	}
+}
+
 /* fake_lock held.  Carry one request across the wire and complete it. */
 static void fake_execute(struct fake_qp *f, const struct fake_wr *fw)
 {
@@ -728,10 +852,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		if (err)
 			break;
 		fake_record_send(f, &fw);
-		if (f->peer)
+		if (f->peer) {
 			fake_hold_append(f, &fw);
-		else
-			free(fw.data);
+			continue;
+		}
+		if (ud_fabric && f->qp.qp_type == IBV_QPT_UD)
+			fake_ud_send(f, &fw);
+		free(fw.data);
 	}
 	if (err)
 		*bad_wr = wr;
@@ -812,6 +939,23 @@ static void fake_flush_recvs(struct fake_qp *f)
 	}
 }
 
+/* fake_lock held: enter or leave the UD registry. */
+static void fake_ud_register(struct fake_qp *f, bool on)
+{
+	int i;
+
+	for (i = 0; i < FAKE_MAX_UD_QPS; i++) {
+		if (on && !ud_qps[i]) {
+			ud_qps[i] = f;
+			return;
+		}
+		if (!on && ud_qps[i] == f) {
+			ud_qps[i] = NULL;
+			return;
+		}
+	}
+}
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct fake_qp *f;
@@ -833,6 +977,11 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	f->qp.qp_type = attr->qp_type;
 	f->qp.state = IBV_QPS_RESET;
 	f->sq_sig_all = attr->sq_sig_all;
+	if (f->qp.qp_type == IBV_QPT_UD) {
+		pthread_mutex_lock(&fake_lock);
+		fake_ud_register(f, true);
+		pthread_mutex_unlock(&fake_lock);
+	}
 	/* The inline ibv_post_send/recv call through the context's ops. */
 	pd->context->ops.post_send = fake_post_send;
 	pd->context->ops.post_recv = fake_post_recv;
@@ -897,6 +1046,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	struct fake_wr *fw;
 
 	pthread_mutex_lock(&fake_lock);
+	if (f->qp.qp_type == IBV_QPT_UD)
+		fake_ud_register(f, false);
 	if (f->peer)
 		f->peer->peer = NULL;
 	while (f->held) {

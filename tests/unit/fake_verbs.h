@@ -72,6 +72,28 @@ struct fake_verbs_counts fake_verbs_counts(void);
  * a route naming this one (fake_verbs_guid).
  */
 struct ibv_device *fake_verbs_add_device(bool iwarp);
+/*
+ * What ibv_query_port and ibv_query_gid_table report for a device's port 1
+ * (the ACM path builder reads them).  Zeroes are the defaults: the link
+ * layer fake_verbs_install chose, an active port, no LIDs, width 1X and
+ * speed SDR, an empty GID table.
+ */
+#define FAKE_VERBS_MAX_GIDS 4
+struct fake_verbs_port {
+	uint8_t link_layer; /* IBV_LINK_LAYER_*; 0: the install's */
+	enum ibv_port_state state; /* 0: IBV_PORT_ACTIVE */
+	uint16_t lid, sm_lid;
+	uint8_t active_width, active_speed;
+	int ngids;
+	union ibv_gid gids[FAKE_VERBS_MAX_GIDS];
+	/* ibv_query_device's; 0 makes rsockets take their smallest queues. */
+	int max_qp_wr;
+};
+/* Set the port of @device (NULL: fake0); reset by fake_verbs_install. */
+void fake_verbs_set_port(struct ibv_device *device,
+			 const struct fake_verbs_port *port);
+/* What an AH of the fake was created with. */
+struct ibv_ah_attr fake_verbs_ah_attr(struct ibv_ah *ah);
 /* Take a device out of the list, as a hot-unplug does; it stays valid. */
 void fake_verbs_unplug(struct ibv_device *device);
 /* A device's GUID in host order. */
@@ -114,6 +136,14 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
  * ERR flushes its receives.
  */
 void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
+/*
+ * A fabric for UD QPs: from now on (until install) a datagram posted on a
+ * UD QP of this process reaches the UD QP whose number it names (any AH
+ * will do), behind a zeroed 40-byte GRH in that QP's oldest receive, and
+ * completes with IBV_WC_GRH and the sender's QP number.  With no such QP,
+ * no receive or too small a one the datagram is lost, as on a fabric.
+ */
+void fake_verbs_ud_fabric(bool on);
 /*
  * While held, what @qp posts waits (in order) instead of crossing the
  * wire: a test then sees the sender's state with its requests in flight.

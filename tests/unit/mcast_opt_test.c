@@ -5,7 +5,9 @@
  * building and component-mask checking, and the errno of every bad call to
  * rdma_set_option / rdma_get_option / rdma_sendto on ids that never reach
  * a kernel (a fake device answers the few commands that get through),
- * including the datagram calls an iWARP device refuses.
+ * including the datagram calls an iWARP device refuses; then (src/mcast_opt.c)
+ * memberships joined, refused, read back and dropped through the options
+ * on an id bound to the fake device.
  */
 #include <config.h>
 
@@ -17,6 +19,7 @@
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "fake_verbs.h"
 #include "unit.h"
 
 /* --- option values --------------------------------------------------- */
@@ -648,6 +651,201 @@ START_TEST(option_table_checks)
 }
 END_TEST
 
+/* --- joining and leaving through the options ---------------------------- */
+
+static struct rdma_event_channel *jch;
+static struct rdma_cm_id *jid;
+
+/* A UD id bound to 192.0.2.1 on the fake device, with its QP. */
+static void bound_setup(bool roce)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0);
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
+
+	jch = unit_fakes_open(roce);
+	ck_assert_int_eq(rdma_create_id(jch, &jid, NULL, RDMA_PS_UDP), 0);
+	ck_assert_int_eq(rdma_bind_addr(jid, (struct sockaddr *)&src), 0);
+	ck_assert_ptr_nonnull(jid->verbs);
+	ck_assert_int_eq(rdma_create_qp(jid, NULL, &attr), 0);
+}
+
+static void roce_setup(void)
+{
+	bound_setup(true);
+}
+
+static void ib_setup(void)
+{
+	bound_setup(false);
+}
+
+static void bound_teardown(void)
+{
+	unit_ud_id_destroy(jid);
+	ck_assert_int_eq(fake_verbs_counts().mcast_attached, 0);
+	unit_fakes_close(jch);
+}
+
+/* The kernel answers the last join with the group @mgid (or fails it). */
+static void join_answered(const union ibv_gid *mgid, bool ok)
+{
+	struct rdma_ucm_event_resp *r;
+
+	r = fake_ucma_mc_event(fake_ucma_last_mc(),
+			       ok ? RDMA_CM_EVENT_MULTICAST_JOIN
+				  : RDMA_CM_EVENT_MULTICAST_ERROR,
+			       ok ? 0 : -ENETUNREACH);
+	unit_set_ud(r, 0xffffff, 0x01234567);
+	memcpy(r->param.ud.ah_attr.grh.dgid, mgid->raw, 16);
+	rdma_ack_cm_event(
+		unit_expect_event(jch, ok ? RDMA_CM_EVENT_MULTICAST_JOIN
+					  : RDMA_CM_EVENT_MULTICAST_ERROR));
+}
+
+static int record_of(int family, const void *addr, const union ibv_gid *mgid,
+		     struct rdma_mcast_record *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->group.ss_family = (sa_family_t)family;
+	if (family == AF_INET)
+		memcpy(&((struct sockaddr_in *)&q->group)->sin_addr, addr, 4);
+	if (mgid)
+		q->rec.mgid = *mgid;
+	errno = 0;
+	return rdma_get_option(jid, RDMA_OPTION_IB_MCAST, IB_MCMEMBER_RECORD, q,
+			       sizeof(*q));
+}
+
+/* The RoCE v2 MGID of an IPv4 group: ::ffff:a.b.c.d. */
+static union ibv_gid roce_mgid(in_addr_t group)
+{
+	union ibv_gid g;
+
+	memset(&g, 0, sizeof(g));
+	g.raw[10] = g.raw[11] = 0xff;
+	memcpy(&g.raw[12], &group, 4);
+	return g;
+}
+
+/* IP_ADD_MEMBERSHIP or IP_DROP_MEMBERSHIP of @m, which must be taken. */
+static void ip_membership(int optname, struct ip_mreq *m)
+{
+	ck_assert_int_eq(
+		rdma_set_option(jid, RDMA_OPTION_IP, optname, m, sizeof(*m)),
+		0);
+}
+
+START_TEST(ip_membership_joins_and_drops)
+{
+	struct ip_mreq m = {.imr_multiaddr.s_addr = htonl(0xef010203)};
+	union ibv_gid mgid = roce_mgid(m.imr_multiaddr.s_addr);
+	struct rdma_mcast_record q;
+
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 1);
+	/* Until the kernel answers, the record is not there yet. */
+	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* A second membership of the same group is refused, as by IP. */
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &m,
+				   sizeof(m)),
+		   EADDRINUSE);
+	join_answered(&mgid, true);
+	ck_assert_int_eq(fake_verbs_counts().mcast_attached, 1);
+	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), 0);
+	ck_assert_mem_eq(q.rec.mgid.raw, mgid.raw, 16);
+	ck_assert_uint_eq(q.rec.qkey, 0x01234567);
+	/* The MGID names the group too. */
+	ck_assert_int_eq(record_of(AF_UNSPEC, NULL, &mgid, &q), 0);
+	ip_membership(IP_DROP_MEMBERSHIP, &m);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LEAVE_MCAST), 1);
+	ck_assert_int_eq(fake_verbs_counts().mcast_attached, 0);
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IP, IP_DROP_MEMBERSHIP, &m,
+				   sizeof(m)),
+		   EADDRNOTAVAIL);
+	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), -1);
+	ck_assert_int_eq(errno, EADDRNOTAVAIL);
+}
+END_TEST
+
+/* The id receives on its own device only: another interface is ENODEV. */
+START_TEST(the_interface_must_be_the_ids)
+{
+	struct ip_mreq m = {.imr_multiaddr.s_addr = htonl(0xef010203)};
+	struct ip_mreqn mn = {.imr_multiaddr.s_addr = htonl(0xef010204),
+			      .imr_ifindex = 4242};
+
+	m.imr_interface.s_addr = htonl(0xc0000209);
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &m,
+				   sizeof(m)),
+		   ENODEV);
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &mn,
+				   sizeof(mn)),
+		   ENODEV);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 0);
+	/* The id's own address is its interface. */
+	m.imr_interface.s_addr = htonl(0xc0000201);
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 1);
+}
+END_TEST
+
+/* MULTICAST_ERROR: the group is still the id's to drop, with no record. */
+START_TEST(a_failed_join_has_no_record)
+{
+	struct ip_mreq m = {.imr_multiaddr.s_addr = htonl(0xef010203)};
+	union ibv_gid mgid = roce_mgid(m.imr_multiaddr.s_addr);
+	struct rdma_mcast_record q;
+
+	ip_membership(IP_ADD_MEMBERSHIP, &m);
+	join_answered(&mgid, false);
+	ck_assert_int_eq(record_of(AF_INET, &m.imr_multiaddr, NULL, &q), -1);
+	ck_assert_int_eq(errno, ENOTCONN);
+	ip_membership(IP_DROP_MEMBERSHIP, &m);
+}
+END_TEST
+
+/*
+ * IB_ADD_MEMBERSHIP on InfiniBand: the group is named by its MGID; an MTU
+ * in the request cannot be honoured (the kernel keeps it to itself).
+ */
+START_TEST(ib_membership_by_mgid)
+{
+	struct ib_mreq im = ib_req(IB_SA_MCMEMBER_REC_MTU);
+	struct rdma_mcast_record q;
+	struct sockaddr_ib *sib = (struct sockaddr_ib *)&q.group;
+
+	im.rec.mtu = IBV_MTU_2048;
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IB_MCAST, IB_ADD_MEMBERSHIP,
+				   &im, sizeof(im)),
+		   EOPNOTSUPP);
+	im = ib_req(0);
+	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IB_MCAST,
+					 IB_ADD_MEMBERSHIP, &im, sizeof(im)),
+			 0);
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IB_MCAST, IB_ADD_MEMBERSHIP,
+				   &im, sizeof(im)),
+		   EADDRINUSE);
+	join_answered(&im.rec.mgid, true);
+	ck_assert_int_eq(record_of(AF_UNSPEC, NULL, &im.rec.mgid, &q), 0);
+	ck_assert_mem_eq(q.rec.mgid.raw, im.rec.mgid.raw, 16);
+	/* As an AF_IB address, whichever address joined it. */
+	memset(&q, 0, sizeof(q));
+	sib->sib_family = AF_IB;
+	memcpy(&sib->sib_addr, im.rec.mgid.raw, 16);
+	ck_assert_int_eq(rdma_get_option(jid, RDMA_OPTION_IB_MCAST,
+					 IB_MCMEMBER_RECORD, &q, sizeof(q)),
+			 0);
+	ck_assert_int_eq(rdma_set_option(jid, RDMA_OPTION_IB_MCAST,
+					 IB_DROP_MEMBERSHIP, &im, sizeof(im)),
+			 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LEAVE_MCAST), 1);
+	ASSERT_ERR(rdma_set_option(jid, RDMA_OPTION_IB_MCAST,
+				   IB_DROP_MEMBERSHIP, &im, sizeof(im)),
+		   EADDRNOTAVAIL);
+}
+END_TEST
+
 static Suite *mcast_opt_suite(void)
 {
 	Suite *s = suite_create("mcast_opt");
@@ -673,6 +871,16 @@ static Suite *mcast_opt_suite(void)
 	tcase_add_test(t, sendto_errors);
 	tcase_add_test(t, iwarp_refuses_datagrams);
 	tcase_add_test(t, initiator_option);
+	suite_add_tcase(s, t);
+	t = tcase_create("joins");
+	tcase_add_checked_fixture(t, roce_setup, bound_teardown);
+	tcase_add_test(t, ip_membership_joins_and_drops);
+	tcase_add_test(t, the_interface_must_be_the_ids);
+	tcase_add_test(t, a_failed_join_has_no_record);
+	suite_add_tcase(s, t);
+	t = tcase_create("ib_joins");
+	tcase_add_checked_fixture(t, ib_setup, bound_teardown);
+	tcase_add_test(t, ib_membership_by_mgid);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -27,15 +27,8 @@ static struct sockaddr_in group;
 
 static void setup(void)
 {
-	struct sockaddr_in dst = unit_ipv4("192.0.2.2", 0);
-	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
-
-	fake_ucma_install();
-	fake_verbs_install(true);
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
-	id = unit_resolved_id(ch, RDMA_PS_UDP, (struct sockaddr *)&dst);
-	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	ch = unit_fakes_open(true);
+	id = unit_ud_id(ch, unit_ipv4("192.0.2.2", 0));
 	group = unit_ipv4("239.1.2.3", 0);
 }
 
@@ -43,15 +36,11 @@ static void teardown(void)
 {
 	struct fake_verbs_counts c;
 
-	if (id) {
-		rdma_destroy_qp(id);
-		rdma_destroy_id(id);
-	}
-	rdma_destroy_event_channel(ch);
+	unit_ud_id_destroy(id);
 	c = fake_verbs_counts();
 	ck_assert_int_eq(c.mcast_attached, 0);
 	ck_assert_int_eq(c.ahs, 0);
-	fake_ucma_uninstall();
+	unit_fakes_close(ch);
 }
 
 /* The kernel completes the last join; @qpn is what it reports. */
@@ -60,13 +49,7 @@ static struct rdma_ucm_event_resp *join_event(uint32_t event, int status)
 	struct rdma_ucm_event_resp *r;
 
 	r = fake_ucma_mc_event(fake_ucma_last_mc(), event, status);
-	ck_assert_ptr_nonnull(r);
-	r->param.ud.qp_num = 0xffffff;
-	r->param.ud.qkey = 0x01234567;
-	r->param.ud.ah_attr.dlid = 0xc001;
-	r->param.ud.ah_attr.is_global = 1;
-	r->param.ud.ah_attr.grh.dgid[0] = 0xff;
-	r->param.ud.ah_attr.grh.dgid[15] = 0x03;
+	unit_set_ud(r, 0xffffff, 0x01234567);
 	return r;
 }
 

@@ -8,9 +8,11 @@
 #ifndef PRELOAD_CHILD_H
 #define PRELOAD_CHILD_H
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 static inline void unit_exec_preloaded(const char *log, char *const argv[])
 {
@@ -25,6 +27,39 @@ static inline void unit_exec_preloaded(const char *log, char *const argv[])
 		 old ? old : "", old ? ":" : "");
 	setenv("ASAN_OPTIONS", asan, 1);
 	execv("/proc/self/exe", argv);
+}
+
+/*
+ * Run this program again under the preload with @argv: the preload logs
+ * to a new file made from the mkstemp template @log (its name written
+ * back), the child's first output is read into @out (NUL-terminated, at
+ * most @len - 1 bytes, some).  Returns the child's wait status.
+ */
+static inline int unit_run_preloaded(char *log, char *const argv[], char *out,
+				     size_t len)
+{
+	int p[2], fd, status;
+	ssize_t n;
+	pid_t pid;
+
+	fd = mkstemp(log);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(p[1], 1);
+		unit_exec_preloaded(log, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	n = read(p[0], out, len - 1);
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_int_gt(n, 0);
+	out[n] = 0;
+	return status;
 }
 
 #endif /* PRELOAD_CHILD_H */

@@ -465,30 +465,14 @@ static int preload_log_child(const char *path)
  */
 START_TEST(preload_log_fd_sits_high)
 {
-	char path[] = "/tmp/rsp-log.XXXXXX", out[64] = "";
-	int p[2], fd, cloexec = 0, status;
-	ssize_t n;
-	pid_t pid;
+	char path[] = "/tmp/rsp-log.XXXXXX", out[64];
+	int fd, cloexec = 0, status;
 
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(pipe(p), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (!pid) {
-		dup2(p[1], 1);
-		unit_exec_preloaded(path, (char *[]){"rsocket_test",
-						     "--preload-log-child",
-						     path, NULL});
-		_exit(127);
-	}
-	close(p[1]);
-	n = read(p[0], out, sizeof(out) - 1);
-	close(p[0]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	status = unit_run_preloaded(
+		path,
+		(char *[]){"rsocket_test", "--preload-log-child", path, NULL},
+		out, sizeof(out));
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	ck_assert_int_gt(n, 0);
 	ck_assert_int_eq(sscanf(out, "%d %d", &fd, &cloexec), 2);
 	ck_assert_int_ge(fd, 500);
 	ck_assert_int_eq(cloexec, 1);

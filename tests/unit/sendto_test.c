@@ -25,15 +25,9 @@ static struct ibv_send_wr wr;
 
 static void setup(void)
 {
-	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
-
-	fake_ucma_install();
-	fake_verbs_install(true);
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
+	ch = unit_fakes_open(true);
 	peer = unit_ipv4("192.0.2.2", 4791);
-	id = unit_resolved_id(ch, RDMA_PS_UDP, (struct sockaddr *)&peer);
-	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	id = unit_ud_id(ch, peer);
 	group = unit_ipv4("239.1.2.3", 0);
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND;
@@ -42,33 +36,18 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (id) {
-		rdma_destroy_qp(id);
-		rdma_destroy_id(id);
-	}
-	rdma_destroy_event_channel(ch);
+	unit_ud_id_destroy(id);
 	ck_assert_int_eq(fake_verbs_counts().ahs, 0);
-	fake_ucma_uninstall();
-}
-
-static void set_ud(struct rdma_ucm_event_resp *r, uint32_t qpn, uint32_t qkey)
-{
-	ck_assert_ptr_nonnull(r);
-	r->param.ud.qp_num = qpn;
-	r->param.ud.qkey = qkey;
-	r->param.ud.ah_attr.dlid = 0xc001;
-	r->param.ud.ah_attr.is_global = 1;
-	r->param.ud.ah_attr.grh.dgid[0] = 0xff;
-	r->param.ud.ah_attr.grh.dgid[15] = 0x03;
+	unit_fakes_close(ch);
 }
 
 static void join(void)
 {
 	ck_assert_int_eq(
 		rdma_join_multicast(id, (struct sockaddr *)&group, NULL), 0);
-	set_ud(fake_ucma_mc_event(fake_ucma_last_mc(),
-				  RDMA_CM_EVENT_MULTICAST_JOIN, 0),
-	       0xffffff, 0x11111111);
+	unit_set_ud(fake_ucma_mc_event(fake_ucma_last_mc(),
+				       RDMA_CM_EVENT_MULTICAST_JOIN, 0),
+		    0xffffff, 0x11111111);
 	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN));
 }
 
@@ -211,9 +190,9 @@ START_TEST(the_sidr_peer_is_a_destination)
 	ck_assert_int_eq(send_to(&peer), -1); /* no peer before SIDR */
 	ck_assert_int_eq(errno, EHOSTUNREACH);
 	ck_assert_int_eq(rdma_connect(id, &param), 0);
-	set_ud(fake_ucma_event(fake_ucma_kid_of(id)->handle,
-			       RDMA_CM_EVENT_ESTABLISHED, 0),
-	       0x4242, 0x22222222);
+	unit_set_ud(fake_ucma_event(fake_ucma_kid_of(id)->handle,
+				    RDMA_CM_EVENT_ESTABLISHED, 0),
+		    0x4242, 0x22222222);
 	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ESTABLISHED));
 
 	ck_assert_int_eq(send_to(&peer), 0);

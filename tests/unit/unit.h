@@ -98,6 +98,81 @@ static inline struct rdma_cm_id *unit_resolved_id(struct rdma_event_channel *ch,
 	rdma_ack_cm_event(unit_expect_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
 	return id;
 }
+
+/*
+ * From now on the fake kernel resolves every address at once (or fails
+ * it with @addr_status, as ADDR_ERROR) and then every route: for
+ * synchronous ids, whose calls wait for the events themselves.
+ */
+static inline void unit_kernel_resolves(int addr_status)
+{
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ADDR,
+			 addr_status ? RDMA_CM_EVENT_ADDR_ERROR
+				     : RDMA_CM_EVENT_ADDR_RESOLVED,
+			 addr_status);
+	fake_ucma_answer(RDMA_USER_CM_CMD_RESOLVE_ROUTE,
+			 RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+/*
+ * A kernel event's UD parameters as the kernel reports a multicast group
+ * or a SIDR peer: @qpn, @qkey and a global AH (DLID 0xc001, DGID ff..03).
+ */
+static inline void unit_set_ud(struct rdma_ucm_event_resp *r, uint32_t qpn,
+			       uint32_t qkey)
+{
+	ck_assert_ptr_nonnull(r);
+	r->param.ud.qp_num = qpn;
+	r->param.ud.qkey = qkey;
+	r->param.ud.ah_attr.dlid = 0xc001;
+	r->param.ud.ah_attr.is_global = 1;
+	r->param.ud.ah_attr.grh.dgid[0] = 0xff;
+	r->param.ud.ah_attr.grh.dgid[15] = 0x03;
+}
+#endif
+
+#if defined(FAKE_UCMA_H) && defined(FAKE_VERBS_H)
+/*
+ * The fixture of tests on both fakes: the kernel and one device (RoCE or
+ * InfiniBand) installed afresh, and a new event channel on them.
+ */
+static inline struct rdma_event_channel *unit_fakes_open(bool roce)
+{
+	struct rdma_event_channel *ch;
+
+	fake_ucma_install();
+	fake_verbs_install(roce);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	return ch;
+}
+
+static inline void unit_fakes_close(struct rdma_event_channel *ch)
+{
+	rdma_destroy_event_channel(ch);
+	fake_ucma_uninstall();
+}
+
+/* A UDP id on @ch resolved towards @dst, with a UD QP of the library's. */
+static inline struct rdma_cm_id *unit_ud_id(struct rdma_event_channel *ch,
+					    struct sockaddr_in dst)
+{
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
+	struct rdma_cm_id *id;
+
+	id = unit_resolved_id(ch, RDMA_PS_UDP, (struct sockaddr *)&dst);
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	return id;
+}
+
+/* Destroy unit_ud_id's id (if the test has not) and its QP. */
+static inline void unit_ud_id_destroy(struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
 #endif
 
 #endif /* UNIT_H */
