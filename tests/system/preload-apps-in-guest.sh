@@ -166,9 +166,11 @@ PY
 
 # --- redis ---------------------------------------------------------------
 redis_run() {
-	local mode=$1 p=$((port += 1)) before after s rps
+	local mode=$1 p=$((port += 1)) before after s rps rc
 	before=$(pkts)
-	with "$mode" timeout $T redis-server --port $p --bind "$A1" --save "" \
+	# The server lives until it is killed below: its own bound only stops
+	# a hang, and must outlast the client calls on a loaded host.
+	with "$mode" timeout $((4 * T)) redis-server --port $p --bind "$A1" --save "" \
 		--appendonly no --protected-mode no --daemonize no \
 		>"$W/rs.$mode" 2>&1 &
 	s=$!
@@ -181,9 +183,10 @@ redis_run() {
 	with "$mode" timeout $T redis-cli -h "$A1" -p $p -x SET key <"$W/rv" >/dev/null 2>&1
 	with "$mode" timeout $T redis-cli -h "$A1" -p $p --raw GET key >"$W/rv.out" 2>&1
 	printf '\n' >>"$W/rv"
-	rps=$(with "$mode" timeout $T redis-benchmark -h "$A1" -p $p -n 4000 \
-		-c 4 -d 512 -t set,get --csv 2>"$W/rb.$mode.err" |
-		awk -F'"' '/^"GET"/ { print int($4) }')
+	with "$mode" timeout $((2 * T)) redis-benchmark -h "$A1" -p $p -n 4000 \
+		-c 4 -d 512 -t set,get --csv >"$W/rb.$mode.out" 2>"$W/rb.$mode.err"
+	rc=$?
+	rps=$(awk -F'"' '/^"GET"/ { print int($4) }' "$W/rb.$mode.out")
 	kill $s 2>/dev/null
 	wait $s 2>/dev/null
 	after=$(pkts)
@@ -192,7 +195,7 @@ redis_run() {
 		return
 	fi
 	if [ -z "$rps" ]; then
-		res[redis.$mode.why]="redis-benchmark: $(head -c 300 "$W/rb.$mode.err")"
+		res[redis.$mode.why]="redis-benchmark: exit status $rc$([ $rc = 124 ] && echo " (timed out after $((2 * T)) s)"): $(tail -c 300 "$W/rb.$mode.err") $(tail -c 300 "$W/rb.$mode.out")"
 		return
 	fi
 	res[redis.$mode.ok]=1

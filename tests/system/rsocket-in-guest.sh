@@ -81,7 +81,7 @@ run_pair() {
 		LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
 			>"$log/s.out" 2>&1 &
 		local spid=$!
-		sleep 1
+		wait_bound $port $spid
 		LD_LIBRARY_PATH="$clib" timeout $T "$prog" -p $port -s "$A1" \
 			-b "$A2" "$@" >"$log/c.out" 2>&1
 		crc=$?
@@ -192,7 +192,7 @@ rud_pair() {
 	LD_LIBRARY_PATH="$ours" timeout $T "$rud" -b "$saddr" -p $port "$@" \
 		>"$log/s.out" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_bound $port $spid
 	: >"$log/c.out"
 	for i in $(seq "${RUD_CLIENTS:-1}"); do
 		LD_LIBRARY_PATH="$ours" timeout $T "$rud" -s "$saddr" \
@@ -229,7 +229,7 @@ udpong_pair() {
 	LD_PRELOAD="$spre" LD_LIBRARY_PATH="$slib" timeout $T /usr/bin/udpong \
 		-b "$A1" -p $port >"$log/s.out" 2>&1 &
 	spid=$!
-	sleep 1
+	wait_bound $port $spid
 	LD_PRELOAD="$cpre" LD_LIBRARY_PATH="$clib" timeout 30 /usr/bin/udpong \
 		-s "$A1" -p $port "$@" >"$log/c.out" 2>&1
 	crc=$?
@@ -297,7 +297,7 @@ if wanted udpong/interop || wanted udpong/interop-selfah/x; then
 	LD_LIBRARY_PATH="$ours" timeout 20 /usr/bin/udpong -b "$A1" -p $port \
 		>"$log/s.out" 2>&1 &
 	probe_pid=$!
-	sleep 1
+	wait_bound $port $probe_pid
 	LD_LIBRARY_PATH= timeout 15 /usr/bin/udpong -s "$A1" -p $port -C 1 \
 		>"$log/c.out" 2>&1
 	kill $probe_pid 2>/dev/null

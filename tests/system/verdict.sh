@@ -25,3 +25,29 @@ finish() {
 	[ "$failed" = 0 ]
 	exit
 }
+# wait_bound PORT [PID]: waits until something can be reached at PORT: the
+# kernel shows an RDMA CM id bound to it (a listener: rdma res show cm_id)
+# or a UDP socket (a datagram rsocket keeps its port in one: ss).  A client
+# then starts only once its server is there; a fixed "sleep 1" was too
+# short on a loaded host.  Gives up after 30 s, or as soon as PID (the
+# server's, when given) has exited; without the rdma and ss tools it sleeps
+# 1 s as before.  The caller starts the client either way and judges what
+# happens.
+port_bound() {
+	rdma res show cm_id 2>/dev/null |
+		grep -Eq "src-addr [^ ]*:$1( |$)" && return 0
+	[ -n "$(ss -Hlnu "sport = :$1" 2>/dev/null)" ]
+}
+wait_bound() {
+	local port=$1 pid=${2:-} i
+	if ! command -v rdma >/dev/null || ! command -v ss >/dev/null; then
+		sleep 1
+		return 0
+	fi
+	for ((i = 0; i < 300; i++)); do
+		port_bound "$port" && return 0
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
