@@ -121,7 +121,9 @@ vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
 vm_suite stranger stranger-in-guest.sh
 # UCX (the transport under Open MPI and MPICH): its client/server example
 # over its rdmacm connection manager, on our library and on Debian's.
-vm_suite ucx ucx-in-guest.sh
+# (10 cases, the example compiled first: about 5 minutes on a quiet host,
+# more than 10 on a loaded one)
+vm_suite ucx ucx-in-guest.sh RDMACM_VM_TIMEOUT=1200
 # Every public field of ids and events at each step of an RC, a UD and a
 # synchronous connection, on Debian's library and on ours, diffed.
 vm_suite fields fields-in-guest.sh

@@ -69,6 +69,12 @@ export UCX_RNDV_THRESH="${UCX_RNDV_THRESH:-32}"
 # am mode, the second message lost to "Connection reset by remote peer";
 # Debian's library passed in the same run).
 export UCX_RNDV_SCHEME="${UCX_RNDV_SCHEME:-get_zcopy}"
+# The rendezvous threshold does not apply to messages that fit UCX's
+# "short" protocol (an inline send, complete once posted): the example's
+# 100-byte messages went that way, and the race above still hit the am
+# mode twice in CI (2026-11-25).  A zero bcopy threshold leaves no message
+# short, so the rendezvous threshold decides.
+export UCX_BCOPY_THRESH="${UCX_BCOPY_THRESH:-0}"
 
 . "$(dirname "$0")/verdict.sh"
 
@@ -228,7 +234,20 @@ for lib in ours debian; do
 		fi
 		tls=$UCX_TLS
 		[ "${c#*/}" = alltls ] && tls=all
-		if why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"; then
+		why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"
+		ok=$?
+		# Should the example's own race still lose the am mode's last
+		# message (the server saw the client's reset first), one retry,
+		# shown: a library that loses messages fails it again.
+		if [ $ok != 0 ] && [ "${c%/*}" = am ] &&
+			grep -q "Connection reset by remote peer" \
+				"$WORK/${name//\//_}/server.out"; then
+			echo "    ($name: $why, after the client's reset; retrying)"
+			port=$((port + 1))
+			why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"
+			ok=$?
+		fi
+		if [ $ok = 0 ]; then
 			pass "$name"
 			[ "${VERBOSE:-0}" = 1 ] && show "$WORK/${name//\//_}"/*.out
 			continue
