@@ -284,9 +284,17 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		cma_id_release_sync_event(id_priv);
 		cma_channel_destroy(old);
 	}
+	/* A p2p listener's channel must not wake for what it holds. */
+	if (id_priv->p2p_listening)
+		cma_channel_serve(channel);
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
-	while (id_priv->events_completed < id_priv->events_base + reported)
+	/*
+	 * Every event given to the application is acked; those the service
+	 * thread queued and nobody received moved with the id (held).
+	 */
+	while (id_priv->events_completed + id_priv->events_held <
+	       id_priv->events_base + reported)
 		cma_id_wait_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 	return 0;
