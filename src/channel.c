@@ -17,6 +17,33 @@
  * their fd is the kernel's, read with blocking commands, until the library
  * may post to them from another thread (cma_channel_expect_posts); then a
  * wait polls the kernel fd and the timerfd.
+ *
+ * Served channels.  rdma-core's contract is that the fd is readable only
+ * when rdma_get_cm_event will return an event.  A kernel event the library
+ * consumes (a peer's p2p request it holds or refuses) would break it: the
+ * kernel fd is readable, rdma_get_cm_event reads and drops the event and
+ * then blocks.  So once an RC listener listens on an application channel
+ * (rdma_listen, rdma_migrate_id), the channel is served for the rest of its
+ * life: its kernel fd leaves the epoll set and joins the service thread's
+ * (timer.c); the thread reads kernel events (non-blocking), runs the same
+ * handling rdma_get_cm_event runs (event.c, under the id's qp_lock) and
+ * queues each event for the application, which arms the timerfd.  The
+ * fd then wakes for queued events only.  rdma_get_cm_event pops the queue
+ * and, when it is empty, reads the kernel fd itself (a non-blocking call
+ * sees an event at once), then waits on pub.fd.  Whoever reads the kernel
+ * fd holds read_lock from the read to the event's delivery or queueing,
+ * so events keep the kernel's order.  Channels without an RC listener
+ * keep the direct path and never involve the thread.
+ *
+ * Events the thread queued were reported by the kernel but never given to
+ * the application, so nobody will ack them: rdma_destroy_id marks the id
+ * dying (id->mut) after DESTROY_ID and drops its queued events counting
+ * them acked, and the thread's admission check (cma_channel_admit, under
+ * id->mut) drops an event of a dying id instead of queueing it; a group
+ * being left does the same.  rdma_migrate_id moves queued events with the
+ * id and waits only for the acks of events the application received
+ * (events_held counts the others).  Destroying a served channel first
+ * takes it from the thread and waits until the thread lets go of it.
  */
 #include <config.h>
 
@@ -30,6 +57,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "env.h"
 #include "fd_high.h"
 #include "ucma_abi.h"
 
@@ -565,9 +593,14 @@ int cma_channel_next(struct rdma_event_channel *channel,
 void cma_channel_serve(struct rdma_event_channel *channel)
 {
 	struct cma_channel *ch = cma_chan(channel);
+	const char *env;
 	bool ok;
 
 	if (!ch->pollable || __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		return;
+	/* RDMA_CM_SERVE=0: the direct path, held requests wake the fd. */
+	env = cma_env("RDMA_CM_SERVE");
+	if (env && !strcmp(env, "0"))
 		return;
 	/* No reader between a read and its queueing while this changes. */
 	pthread_mutex_lock(&ch->read_lock);

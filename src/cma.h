@@ -25,11 +25,24 @@
  *    with rdma-core); its queued events name ids that are alive (above).
  *  - rsockets have their own rules: src/rsocket/rs.h.
  *
+ *  - A served channel (channel.c) is in the service thread's set until
+ *    rdma_destroy_event_channel takes it out and waits until the thread
+ *    handles none of its events (timer.c, svc_busy); the thread only
+ *    compares channel pointers it got from epoll until it finds them in
+ *    its list under the timer lock.  Kernel events the thread queued
+ *    count in their id's events_held until delivered or dropped; a dying
+ *    id (or leaving group) gets nothing more queued.
+ *
  * Lock order (take left before right; release in any order):
  *
- *   listener's qp_lock -> connect's qp_lock -> p2p_lock -> id->mut
- *                                           -> channel lock
- *                         p2p_lock -> timer lock (timer.c)
+ *   channel read_lock -> listener's qp_lock -> connect's qp_lock
+ *                     -> p2p_lock -> id->mut -> channel lock
+ *                                   p2p_lock -> timer lock (timer.c)
+ *
+ * A channel's read_lock is held from reading a kernel event to its
+ * delivery or queueing (rdma_get_cm_event on an application channel, the
+ * service thread), and by cma_channel_serve; nothing waits for another
+ * thread under it except the qp_locks and p2p locks the handling takes.
  *
  * qp_lock is held around the handling of each event of its id, around
  * rdma_destroy_qp, around a p2p rdma_connect and by a p2p connect's timer
