@@ -414,6 +414,8 @@ int cma_channel_wait_ready(struct rdma_event_channel *channel);
 int cma_service_add(struct rdma_event_channel *channel, int kfd);
 void cma_service_remove(struct rdma_event_channel *channel, int kfd);
 void cma_service_recheck(struct rdma_event_channel *channel, int kfd);
+/* Stop the service thread and wait for it; it restarts when needed. */
+void cma_service_stop(void);
 /* For tests: wait until the service thread has done what is due now. */
 void cma_service_settle(void);
 /* event.c: the service thread's handling of a readable served channel. */

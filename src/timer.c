@@ -327,8 +327,12 @@ void cma_service_settle(void)
 	pthread_mutex_unlock(&timer_lock);
 }
 
-/* Unloading the library (dlclose) must not leave the thread in its code. */
-static void __attribute__((destructor)) cma_timer_fini(void)
+/*
+ * Stop the service thread and wait for it (it starts again when next
+ * needed).  Unloading the library must not leave the thread in its code;
+ * a test swaps the kernel behind the library only once it is stopped.
+ */
+void cma_service_stop(void)
 {
 	bool up;
 
@@ -338,8 +342,18 @@ static void __attribute__((destructor)) cma_timer_fini(void)
 	if (up)
 		cma_timer_kick();
 	pthread_mutex_unlock(&timer_lock);
-	if (up && !pthread_equal(timer_thread, pthread_self()))
-		pthread_join(timer_thread, NULL);
+	if (!up || pthread_equal(timer_thread, pthread_self()))
+		return;
+	pthread_join(timer_thread, NULL);
+	pthread_mutex_lock(&timer_lock);
+	timer_thread_up = false;
+	timer_quit = false;
+	pthread_mutex_unlock(&timer_lock);
+}
+
+static void __attribute__((destructor)) cma_timer_fini(void)
+{
+	cma_service_stop();
 }
 
 /* --- served channels ------------------------------------------------------ */

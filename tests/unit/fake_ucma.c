@@ -739,6 +739,8 @@ void fake_ucma_install(void)
 
 void fake_ucma_uninstall(void)
 {
+	/* The library's service thread may be reading a served channel. */
+	cma_service_stop();
 	ucma_set_backend(NULL);
 	pthread_mutex_lock(&fake_lock);
 	/* The library closed (or will close) the fds: only forget them. */
