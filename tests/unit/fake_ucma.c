@@ -796,6 +796,21 @@ struct fake_kid *fake_ucma_kid(uint32_t handle)
 	return kid;
 }
 
+bool fake_ucma_kid_live(uint32_t handle, unsigned int wait_ms)
+{
+	struct timespec pause = {.tv_nsec = 1000000};
+	bool live;
+
+	for (;;) {
+		pthread_mutex_lock(&fake_lock);
+		live = handle && handle <= nkids && kids[handle].live;
+		pthread_mutex_unlock(&fake_lock);
+		if (!live || !wait_ms--)
+			return live;
+		nanosleep(&pause, NULL);
+	}
+}
+
 struct fake_kid *fake_ucma_kid_of(const void *uid)
 {
 	struct fake_kid *kid = NULL;

@@ -70,6 +70,12 @@ void fake_ucma_set_route(const struct fake_ucma_route *route);
 /* --- the kernel's ids ---------------------------------------------------- */
 
 struct fake_kid *fake_ucma_kid(uint32_t handle);
+/*
+ * Whether kernel id @handle is still alive, waiting up to @wait_ms for it
+ * to be destroyed (0: just look) when the library destroys it from its
+ * own thread (p2p chores run on the timer thread).
+ */
+bool fake_ucma_kid_live(uint32_t handle, unsigned int wait_ms);
 /* The kernel id whose uid is this library id (cma_id_private *). */
 struct fake_kid *fake_ucma_kid_of(const void *uid);
 
