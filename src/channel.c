@@ -17,6 +17,33 @@
  * their fd is the kernel's, read with blocking commands, until the library
  * may post to them from another thread (cma_channel_expect_posts); then a
  * wait polls the kernel fd and the timerfd.
+ *
+ * Served channels.  rdma-core's contract is that the fd is readable only
+ * when rdma_get_cm_event will return an event.  A kernel event the library
+ * consumes (a peer's p2p request it holds or refuses) would break it: the
+ * kernel fd is readable, rdma_get_cm_event reads and drops the event and
+ * then blocks.  So once an RC listener listens on an application channel
+ * (rdma_listen, rdma_migrate_id), the channel is served for the rest of its
+ * life: its kernel fd leaves the epoll set and joins the service thread's
+ * (timer.c); the thread reads kernel events (non-blocking), runs the same
+ * handling rdma_get_cm_event runs (event.c, under the id's qp_lock) and
+ * queues each event for the application, which arms the timerfd.  The
+ * fd then wakes for queued events only.  rdma_get_cm_event pops the queue
+ * and, when it is empty, reads the kernel fd itself (a non-blocking call
+ * sees an event at once), then waits on pub.fd.  Whoever reads the kernel
+ * fd holds read_lock from the read to the event's delivery or queueing,
+ * so events keep the kernel's order.  Channels without an RC listener
+ * keep the direct path and never involve the thread.
+ *
+ * Events the thread queued were reported by the kernel but never given to
+ * the application, so nobody will ack them: rdma_destroy_id marks the id
+ * dying (id->mut) after DESTROY_ID and drops its queued events counting
+ * them acked, and the thread's admission check (cma_channel_admit, under
+ * id->mut) drops an event of a dying id instead of queueing it; a group
+ * being left does the same.  rdma_migrate_id moves queued events with the
+ * id and waits only for the acks of events the application received
+ * (events_held counts the others).  Destroying a served channel first
+ * takes it from the thread and waits until the thread lets go of it.
  */
 #include <config.h>
 
@@ -30,6 +57,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "env.h"
 #include "fd_high.h"
 #include "ucma_abi.h"
 
@@ -39,6 +67,14 @@ struct cma_channel {
 	int tfd; /* wake-up timerfd, -1 until first needed */
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
+	bool served; /* pollable: kfd is read by the service thread (atomic) */
+	/*
+	 * Held from reading a kernel event off kfd to its delivery or its
+	 * queueing, by the application's rdma_get_cm_event and the service
+	 * thread alike: events keep the kernel's order.  Taken before any
+	 * other library lock.
+	 */
+	pthread_mutex_t read_lock;
 	pthread_mutex_t lock;
 	struct cma_event *head; /* library-made events, oldest first */
 	struct cma_event **tail;
@@ -67,6 +103,7 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	ch->tfd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_mutex_init(&ch->read_lock, NULL);
 	return ch;
 }
 
@@ -129,6 +166,9 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 
 	if (!channel)
 		return;
+	/* Its ids are gone; the service thread must let go of it first. */
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		cma_service_remove(channel, ch->kfd);
 	while ((evt = ch->head)) {
 		ch->head = evt->next;
 		free(evt);
@@ -139,6 +179,7 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 		close(ch->pub.fd);
 	close(ch->kfd);
 	pthread_mutex_destroy(&ch->lock);
+	pthread_mutex_destroy(&ch->read_lock);
 	free(ch);
 }
 
@@ -241,16 +282,20 @@ void cma_event_post(struct cma_event *evt)
 	pthread_mutex_unlock(&ch->lock);
 }
 
-/* Unlink every queued event of @id_priv; returns them as a list. */
-static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
-						struct cma_id_private *id_priv)
+/*
+ * Unlink every queued event of @id_priv (of its group @mc only, if not
+ * NULL); returns them as a list.
+ */
+static struct cma_event *cma_channel_unqueue(struct cma_channel *ch,
+					     struct cma_id_private *id_priv,
+					     struct cma_multicast *mc)
 {
 	struct cma_event **pp = &ch->head, *taken = NULL, **tail = &taken;
 	struct cma_event *evt;
 
 	ch->tail = &ch->head;
 	while ((evt = *pp)) {
-		if (evt->id_priv == id_priv) {
+		if (evt->id_priv == id_priv && (!mc || evt->mc == mc)) {
 			*pp = evt->next;
 			evt->next = NULL;
 			*tail = evt;
@@ -263,25 +308,108 @@ static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
 	return taken;
 }
 
-void cma_channel_drop_events(struct cma_id_private *id_priv)
+static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
+						struct cma_id_private *id_priv)
 {
-	struct cma_channel *ch = cma_chan(id_priv->id.channel);
-	struct cma_event *evt, *next;
+	return cma_channel_unqueue(ch, id_priv, NULL);
+}
+
+/* A queued kernel event leaves the queue: the id no longer holds it. */
+static void cma_event_unhold(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->events_held--;
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/* Undelivered events taken off a queue: uncount and free them. */
+static void cma_channel_discard(struct cma_id_private *id_priv,
+				struct cma_event *evt)
+{
+	struct cma_event *next;
 	uint32_t dropped = 0;
 
-	pthread_mutex_lock(&ch->lock);
-	evt = cma_channel_unqueue_id(ch, id_priv);
-	cma_channel_rearm(ch);
-	pthread_mutex_unlock(&ch->lock);
 	for (; evt; evt = next) {
 		next = evt->next;
-		free(evt);
-		dropped++;
+		if (evt->lib) {
+			free(evt);
+			dropped++;
+			continue;
+		}
+		/* Read by the service thread: count it acked. */
+		cma_event_unhold(evt);
+		cma_event_discard(evt);
 	}
+	if (!dropped)
+		return;
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->lib_events -= dropped;
 	cma_id_wake_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
+}
+
+void cma_channel_drop_events(struct cma_id_private *id_priv)
+{
+	struct cma_channel *ch;
+	struct cma_event *evt;
+
+	/* From now on the service thread queues nothing for the id. */
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->dying = true;
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_unlock(&id_priv->mut);
+	pthread_mutex_lock(&ch->lock);
+	evt = cma_channel_unqueue_id(ch, id_priv);
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	cma_channel_discard(id_priv, evt);
+}
+
+void cma_channel_drop_mc_events(struct cma_multicast *mc)
+{
+	struct cma_id_private *id_priv = mc->id_priv;
+	struct cma_channel *ch;
+	struct cma_event *evt;
+
+	pthread_mutex_lock(&id_priv->mut);
+	mc->leaving = true;
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_unlock(&id_priv->mut);
+	pthread_mutex_lock(&ch->lock);
+	evt = cma_channel_unqueue(ch, id_priv, mc);
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	cma_channel_discard(id_priv, evt);
+}
+
+/*
+ * The service thread has a kernel event for the application: queue it on
+ * its id's channel (the id may have migrated since the read), unless the
+ * id or its group is going away (false: the caller discards it).
+ */
+bool cma_channel_admit(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+	struct cma_channel *ch;
+
+	pthread_mutex_lock(&id_priv->mut);
+	if (id_priv->dying || (evt->mc && evt->mc->leaving)) {
+		pthread_mutex_unlock(&id_priv->mut);
+		return false;
+	}
+	id_priv->events_held++;
+	cma_id_wake_locked(id_priv); /* rdma_migrate_id counts it */
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_unlock(&id_priv->mut);
+	evt->next = NULL;
+	*ch->tail = evt;
+	ch->tail = &evt->next;
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return true;
 }
 
 /*
@@ -293,7 +421,9 @@ static void cma_channel_recheck_kernel_fd(struct cma_channel *ch)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 
-	if (ch->pollable)
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		cma_service_recheck(&ch->pub, ch->kfd);
+	else if (ch->pollable)
 		epoll_ctl(ch->pub.fd, EPOLL_CTL_MOD, ch->kfd, &ev);
 }
 
@@ -348,6 +478,37 @@ static struct cma_event *cma_channel_pop(struct cma_channel *ch)
 	return evt;
 }
 
+struct cma_event *cma_channel_pop_event(struct rdma_event_channel *channel)
+{
+	struct cma_event *evt = cma_channel_pop(cma_chan(channel));
+
+	if (evt && !evt->lib)
+		cma_event_unhold(evt);
+	return evt;
+}
+
+bool cma_channel_pollable(const struct rdma_event_channel *channel)
+{
+	return ((const struct cma_channel *)channel)->pollable;
+}
+
+void cma_channel_reader_lock(struct rdma_event_channel *channel)
+{
+	pthread_mutex_lock(&cma_chan(channel)->read_lock);
+}
+
+void cma_channel_reader_unlock(struct rdma_event_channel *channel)
+{
+	pthread_mutex_unlock(&cma_chan(channel)->read_lock);
+}
+
+/* A pollable channel's kernel fd is non-blocking: -1/EAGAIN when empty. */
+int cma_channel_read_kernel(struct rdma_event_channel *channel,
+			    struct rdma_ucm_event_resp *resp)
+{
+	return ucma_cmd_get_event(cma_chan(channel)->kfd, resp);
+}
+
 static bool cma_channel_nonblocking(struct cma_channel *ch)
 {
 	int flags = fcntl(ch->pub.fd, F_GETFL);
@@ -387,6 +548,11 @@ static int cma_channel_wait(struct cma_channel *ch)
 	return 0;
 }
 
+int cma_channel_wait_ready(struct rdma_event_channel *channel)
+{
+	return cma_channel_wait(cma_chan(channel));
+}
+
 int cma_channel_next(struct rdma_event_channel *channel,
 		     struct rdma_ucm_event_resp *resp, struct cma_event **lib)
 {
@@ -416,6 +582,37 @@ int cma_channel_next(struct rdma_event_channel *channel,
 		if (cma_channel_wait(ch))
 			return -1;
 	}
+}
+
+/*
+ * From now on the service thread reads the channel's kernel fd, and the
+ * application's fd is readable only while events are queued.  Kept for
+ * the channel's life.  Left unserved (as before) if the thread or its fds
+ * cannot be had: correct events, only the empty wake-ups remain.
+ */
+void cma_channel_serve(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	const char *env;
+	bool ok;
+
+	if (!ch->pollable || __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		return;
+	/* RDMA_CM_SERVE=0: the direct path, held requests wake the fd. */
+	env = cma_env("RDMA_CM_SERVE");
+	if (env && !strcmp(env, "0"))
+		return;
+	/* No reader between a read and its queueing while this changes. */
+	pthread_mutex_lock(&ch->read_lock);
+	pthread_mutex_lock(&ch->lock);
+	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
+	pthread_mutex_unlock(&ch->lock);
+	if (ch->served || !ok || cma_service_add(channel, ch->kfd))
+		goto out;
+	epoll_ctl(ch->pub.fd, EPOLL_CTL_DEL, ch->kfd, NULL);
+	__atomic_store_n(&ch->served, true, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&ch->read_lock);
 }
 
 CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)

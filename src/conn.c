@@ -268,6 +268,9 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	if (!early)
 		cma_p2p_listen(id_priv);
+	/* Held p2p requests must not wake the application (channel.c). */
+	if (id_priv->p2p_listening)
+		cma_channel_serve(id->channel);
 	return 0;
 }
 

@@ -35,6 +35,7 @@ struct fake_dev {
 	int fd; /* -1: slot free */
 	struct fake_event *head, **tail;
 	int queued;
+	bool signalled; /* the eventfd is readable */
 };
 
 struct fake_mc {
@@ -58,6 +59,7 @@ static int fail_err;
 static size_t short_len;
 static fake_ucma_hook_fn hook;
 static struct fake_ucma_route route;
+static bool held; /* fake_ucma_hold: queued events are not visible yet */
 
 /* --- device fds ------------------------------------------------------------ */
 
@@ -71,15 +73,22 @@ static struct fake_dev *fake_dev_of(int fd)
 	return NULL;
 }
 
-/* The eventfd is readable exactly while the queue holds an event. */
+/*
+ * The eventfd is readable exactly while the queue holds an event (and
+ * the test is not holding events back).
+ */
 static void fake_dev_signal(struct fake_dev *dev)
 {
+	bool want = dev->queued > 0 && !held;
 	uint64_t v = 1;
 
-	if (dev->queued == 1 && write(dev->fd, &v, sizeof(v)) != sizeof(v))
+	if (want == dev->signalled)
+		return;
+	if (want && write(dev->fd, &v, sizeof(v)) != sizeof(v))
 		abort();
-	if (dev->queued == 0 && read(dev->fd, &v, sizeof(v)) != sizeof(v))
+	if (!want && read(dev->fd, &v, sizeof(v)) != sizeof(v))
 		abort();
+	dev->signalled = want;
 }
 
 static void fake_dev_drop_events(struct fake_dev *dev)
@@ -92,6 +101,7 @@ static void fake_dev_drop_events(struct fake_dev *dev)
 	}
 	dev->tail = &dev->head;
 	dev->queued = 0;
+	dev->signalled = false;
 }
 
 static int fake_open(bool hidden)
@@ -489,7 +499,7 @@ static int fake_wait_event(struct fake_dev *dev)
 
 	clock_gettime(CLOCK_REALTIME, &limit);
 	limit.tv_sec += FAKE_BLOCK_LIMIT_S;
-	while (!dev->queued) {
+	while (!dev->queued || held) {
 		if (flags >= 0 && (flags & O_NONBLOCK))
 			return EAGAIN;
 		if (pthread_cond_timedwait(&fake_cond, &fake_lock, &limit)) {
@@ -747,6 +757,7 @@ void fake_ucma_install(void)
 	fail_err = 0;
 	short_len = 0;
 	hook = NULL;
+	held = false;
 	memset(&route, 0, sizeof(route));
 	route.port_num = 1;
 	route.pkey = 0xffff;
@@ -756,6 +767,8 @@ void fake_ucma_install(void)
 
 void fake_ucma_uninstall(void)
 {
+	/* The library's service thread may be reading a served channel. */
+	cma_service_stop();
 	ucma_set_backend(NULL);
 	pthread_mutex_lock(&fake_lock);
 	/* The library closed (or will close) the fds: only forget them. */
@@ -766,6 +779,31 @@ void fake_ucma_uninstall(void)
 	free(log_cmds);
 	log_cmds = NULL;
 	log_len = log_cap = 0;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ucma_hold(void)
+{
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	held = true;
+	for (i = 0; i < FAKE_MAX_FDS; i++)
+		if (devs[i].fd >= 0)
+			fake_dev_signal(&devs[i]);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ucma_release(void)
+{
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	held = false;
+	for (i = 0; i < FAKE_MAX_FDS; i++)
+		if (devs[i].fd >= 0)
+			fake_dev_signal(&devs[i]);
+	pthread_cond_broadcast(&fake_cond);
 	pthread_mutex_unlock(&fake_lock);
 }
 

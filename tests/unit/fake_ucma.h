@@ -100,6 +100,15 @@ struct rdma_ucm_event_resp *fake_ucma_mc_event(uint32_t mc_handle,
 					       uint32_t event, int status);
 /* The group handle the last JOIN_MCAST was answered with (0: none). */
 uint32_t fake_ucma_last_mc(void);
+/*
+ * Hold queued events back (no fd readable, GET_EVENT finds none) until
+ * fake_ucma_release.  A test that fills an event after queueing it does
+ * so between the two when another thread may read the fd at once: the
+ * library's service thread reads the channels of RC listeners
+ * (src/channel.c, "served" channels).
+ */
+void fake_ucma_hold(void);
+void fake_ucma_release(void);
 /* Events queued on a device fd and not yet read. */
 int fake_ucma_queued(int fd);
 

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Unit tests for served channels (src/channel.c, src/timer.c, src/event.c):
+ * an application channel with an RC listener is read by the library's
+ * service thread, so that its fd is readable only when rdma_get_cm_event
+ * has an event to return (rdma-core's contract), also when a peer's p2p
+ * request is held or refused by the library.  The test is the program
+ * that polls: poll(2) on channel->fd, then a blocking rdma_get_cm_event.
+ * Destroy, migrate, group leave and channel destroy with events the
+ * thread read and the application never received must not wait for them.
+ *
+ * This process is 192.0.2.1, listening on port 7471; the peer is
+ * 192.0.2.2.  The kernel is the fake one (fake_ucma), whose fds are
+ * readable exactly while an event is queued, as the kernel's are.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "p2p_wire.h"
+#include "unit.h"
+
+#define PORT 7471
+
+static struct rdma_event_channel *ch;
+static struct rdma_cm_id *listener;
+
+static uint32_t kid_of(struct rdma_cm_id *id)
+{
+	return cma_id_priv(id)->handle;
+}
+
+static void setup(void)
+{
+	struct sockaddr_in me = unit_ipv4("192.0.2.1", PORT);
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	ck_assert_int_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_bind_addr(listener, (struct sockaddr *)&me), 0);
+	ck_assert_int_eq(rdma_listen(listener, 8), 0);
+}
+
+static void teardown(void)
+{
+	fake_ucma_uninstall();
+}
+
+/* Whether the application's fd is readable now. */
+static bool readable(struct rdma_event_channel *c)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/* The program's loop: wait for the fd, then a blocking get. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *c)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(poll(&pfd, 1, -1), 1);
+	ck_assert_int_eq(rdma_get_cm_event(c, &ev), 0);
+	return ev;
+}
+
+/* Until the service thread has taken every event off the kernel fd. */
+static void thread_has_read_all(struct rdma_event_channel *c)
+{
+	while (fake_ucma_queued(cma_channel_kernel_fd(c)))
+		sched_yield();
+	cma_service_settle();
+}
+
+/* A peer's p2p REQ the listener holds (no connect of ours matches it). */
+static uint32_t held_request(uint64_t tag)
+{
+	struct cma_p2p_hdr hdr = {
+		.kind = CMA_P2P_REQ, .port = PORT, .tag = tag, .data_len = 1};
+	struct sockaddr_in peer = unit_ipv4("192.0.2.2", 40000);
+	struct rdma_ucm_event_resp *r;
+	uint32_t child = 0;
+
+	fake_ucma_hold();
+	r = fake_ucma_conn_req(kid_of(listener), &child);
+	ck_assert_ptr_nonnull(r);
+	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+	r->param.conn.private_data[CMA_P2P_HDR_LEN] = 'x';
+	r->param.conn.private_data_len = CMA_P2P_HDR_LEN + 1;
+	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
+	fake_ucma_release();
+	return child;
+}
+
+/* A plain request: the application's. */
+static uint32_t plain_request(void)
+{
+	struct rdma_ucm_event_resp *r;
+	uint32_t child = 0;
+
+	fake_ucma_hold();
+	r = fake_ucma_conn_req(kid_of(listener), &child);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, "plain", 5);
+	r->param.conn.private_data_len = 5;
+	fake_ucma_release();
+	return child;
+}
+
+/* Another RC id on @c, as a program's connecting id would be. */
+static struct rdma_cm_id *other_id(struct rdma_event_channel *c)
+{
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(c, &id, NULL, RDMA_PS_TCP), 0);
+	return id;
+}
+
+/*
+ * The issue: a held p2p request made the fd readable and the program's
+ * blocking get then blocked.  Now the fd stays quiet, and the next real
+ * event wakes it and is what the get returns.
+ */
+START_TEST(held_request_never_wakes_the_fd)
+{
+	uint32_t held = held_request(1);
+	struct rdma_cm_event *ev;
+
+	ck_assert(!readable(ch));
+	thread_has_read_all(ch);
+	ck_assert(!readable(ch));
+	ck_assert(fake_ucma_kid(held)->live); /* held, not refused */
+
+	plain_request();
+	ev = next_event(ch);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_ptr_eq(ev->listen_id, listener);
+	ck_assert_mem_eq(ev->param.conn.private_data, "plain", 5);
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_reject(ev->id, NULL, 0), 0);
+	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+	ck_assert_int_eq(rdma_ack_cm_event(ev), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	ck_assert(!fake_ucma_kid(held)->live); /* refused with the listener */
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* Events of other ids on the channel keep the kernel's order. */
+START_TEST(events_keep_their_order)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	static const uint32_t types[] = {
+		RDMA_CM_EVENT_ADDR_CHANGE,
+		RDMA_CM_EVENT_TIMEWAIT_EXIT,
+		RDMA_CM_EVENT_DISCONNECTED,
+	};
+	struct rdma_cm_event *ev;
+	unsigned int i;
+
+	fake_ucma_hold();
+	for (i = 0; i < 3; i++)
+		fake_ucma_event(kid_of(id), types[i], 0);
+	fake_ucma_release();
+	held_request(2);
+	for (i = 0; i < 3; i++) {
+		ev = next_event(ch);
+		ck_assert_ptr_eq(ev->id, id);
+		ck_assert_int_eq(ev->event, types[i]);
+		rdma_ack_cm_event(ev);
+	}
+	thread_has_read_all(ch);
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* A non-blocking get finds what the thread queued, else EAGAIN. */
+START_TEST(nonblocking_get_sees_queued_events)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	struct rdma_cm_event *ev;
+	int flags = fcntl(ch->fd, F_GETFL);
+
+	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+	held_request(3);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	/* Read by this thread or by the service thread: either way here. */
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* Destroying an id whose event the thread queued does not wait for it. */
+START_TEST(destroy_drops_a_queued_event)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	struct rdma_cm_event *ev;
+
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_DISCONNECTED, 0);
+	ck_assert(!readable(ch) || true); /* the thread may already have it */
+	thread_has_read_all(ch);
+	ck_assert(readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(id), 0); /* returns: not acked */
+	ck_assert(!readable(ch));
+	/* The channel goes on: the next event is delivered. */
+	plain_request();
+	ev = next_event(ch);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * A queued request nobody received: destroying its listener destroys the
+ * request's id too (nothing else would), as the kernel does for requests
+ * still in its queue.
+ */
+START_TEST(destroy_of_a_listener_drops_its_queued_request)
+{
+	uint32_t req = plain_request();
+
+	thread_has_read_all(ch);
+	ck_assert(readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	ck_assert(!readable(ch));
+	ck_assert(!fake_ucma_kid(req)->live);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+static void *destroyer(void *arg)
+{
+	return (void *)(intptr_t)rdma_destroy_id(arg);
+}
+
+/*
+ * The thread has read an event and is handling it (held up at the id's
+ * qp_lock, which the test holds) when the id is destroyed: the destroy
+ * waits for the thread, which then drops the event instead of queueing
+ * it, and counts it acked.
+ */
+START_TEST(destroy_while_the_thread_handles_an_event)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	uint32_t kid = kid_of(id);
+	pthread_t t;
+	void *ret;
+
+	pthread_mutex_lock(&id_priv->qp_lock);
+	fake_ucma_event(kid, RDMA_CM_EVENT_DISCONNECTED, 0);
+	while (fake_ucma_queued(cma_channel_kernel_fd(ch)))
+		sched_yield(); /* read: the thread now waits for qp_lock */
+	ck_assert_int_eq(pthread_create(&t, NULL, destroyer, id), 0);
+	while (fake_ucma_kid(kid)->live)
+		sched_yield(); /* DESTROY_ID done: the destroy now waits */
+	pthread_mutex_unlock(&id_priv->qp_lock);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	cma_service_settle();
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * Migrating an id whose event the thread queued: the event moves with
+ * it, and the migration does not wait for its ack (nobody could give it:
+ * the application never had it).
+ */
+START_TEST(migrate_carries_a_queued_event)
+{
+	struct rdma_event_channel *to = rdma_create_event_channel();
+	struct rdma_cm_id *id = other_id(ch);
+	struct rdma_cm_event *ev;
+
+	ck_assert_ptr_nonnull(to);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_DISCONNECTED, 0);
+	thread_has_read_all(ch);
+	ck_assert(readable(ch));
+	ck_assert_int_eq(rdma_migrate_id(id, to), 0);
+	ck_assert(!readable(ch));
+	ck_assert(readable(to));
+	ev = next_event(to);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_ack_cm_event(ev);
+	ck_assert(!readable(to));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(to);
+}
+END_TEST
+
+/* A p2p listener migrated to a new channel makes that one served too. */
+START_TEST(migrated_listener_serves_its_new_channel)
+{
+	struct rdma_event_channel *to = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+
+	ck_assert_ptr_nonnull(to);
+	ck_assert_int_eq(rdma_migrate_id(listener, to), 0);
+	held_request(4);
+	ck_assert(!readable(to));
+	thread_has_read_all(to);
+	ck_assert(!readable(to));
+	plain_request();
+	ev = next_event(to);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(to);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* Channels come and go while the thread serves others. */
+START_TEST(served_channels_are_destroyed_and_made_again)
+{
+	int i;
+
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+	for (i = 0; i < 20; i++) {
+		struct rdma_cm_event *ev;
+
+		setup();
+		held_request(10 + (uint64_t)i);
+		plain_request();
+		ev = next_event(ch);
+		ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+		ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+		rdma_ack_cm_event(ev);
+		ck_assert_int_eq(rdma_destroy_id(listener), 0);
+		rdma_destroy_event_channel(ch);
+	}
+}
+END_TEST
+
+/* A UD listener never holds anything: its channel is not served. */
+START_TEST(ud_listeners_are_not_served)
+{
+	struct rdma_event_channel *c = rdma_create_event_channel();
+	struct sockaddr_in me = unit_ipv4("192.0.2.1", PORT + 1);
+	struct rdma_cm_id *ud;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(rdma_create_id(c, &ud, NULL, RDMA_PS_UDP), 0);
+	ck_assert_int_eq(rdma_bind_addr(ud, (struct sockaddr *)&me), 0);
+	ck_assert_int_eq(rdma_listen(ud, 8), 0);
+	/* Not served: a kernel event wakes the fd directly, at once. */
+	fake_ucma_event(kid_of(ud), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	ck_assert(readable(c));
+	rdma_ack_cm_event(next_event(c));
+	ck_assert_int_eq(rdma_destroy_id(ud), 0);
+	rdma_destroy_event_channel(c);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+static Suite *channel_suite(void)
+{
+	Suite *s = suite_create("channel");
+	TCase *tc = tcase_create("served");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, held_request_never_wakes_the_fd);
+	tcase_add_test(tc, events_keep_their_order);
+	tcase_add_test(tc, nonblocking_get_sees_queued_events);
+	tcase_add_test(tc, destroy_drops_a_queued_event);
+	tcase_add_test(tc, destroy_of_a_listener_drops_its_queued_request);
+	tcase_add_test(tc, destroy_while_the_thread_handles_an_event);
+	tcase_add_test(tc, migrate_carries_a_queued_event);
+	tcase_add_test(tc, migrated_listener_serves_its_new_channel);
+	tcase_add_test(tc, served_channels_are_destroyed_and_made_again);
+	tcase_add_test(tc, ud_listeners_are_not_served);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(channel_suite)
