@@ -22,9 +22,15 @@
  * when rdma_get_cm_event will return an event.  A kernel event the library
  * consumes (a peer's p2p request it holds or refuses) would break it: the
  * kernel fd is readable, rdma_get_cm_event reads and drops the event and
- * then blocks.  So once an RC listener listens on an application channel
- * (rdma_listen, rdma_migrate_id), the channel is served for the rest of its
- * life: its kernel fd leaves the epoll set and joins the service thread's
+ * then blocks.  Only a channel that may hold such a request pays for
+ * avoiding it: one with an RC listener that may hold (RDMA_OPTION_ID_
+ * PEER2PEER not 0) or an id that made a p2p connect ("may hold"), and only
+ * once the process shows peer-to-peer activity (cma_channel_serve_all: a
+ * p2p connect, RDMA_CM_PEER2PEER=1, the option set to 1, or a request the
+ * library held or refused).  Servers and rsockets that never use p2p
+ * keep the direct path.  From then on such a channel is served for the
+ * rest of its life: its kernel fd leaves the epoll set and joins the
+ * service thread's
  * (timer.c); the thread reads kernel events (non-blocking), runs the same
  * handling rdma_get_cm_event runs (event.c, under the id's qp_lock) and
  * queues each event for the application, which arms the timerfd.  The
@@ -68,6 +74,9 @@ struct cma_channel {
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
 	bool served; /* pollable: kfd is read by the service thread (atomic) */
+	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
+	struct cma_channel
+		*next; /* pollable ones: chan_list (chan_list_lock) */
 	/*
 	 * Held from reading a kernel event off kfd to its delivery or its
 	 * queueing, by the application's rdma_get_cm_event and the service
@@ -83,6 +92,51 @@ struct cma_channel {
 static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
 {
 	return (struct cma_channel *)channel;
+}
+
+/*
+ * The application's channels, for serving those that may hold once the
+ * process shows p2p activity.  chan_list_lock also orders every change of
+ * a channel to served; it is taken after a channel's read_lock and before
+ * its lock and the timer lock.
+ */
+static pthread_mutex_t chan_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cma_channel *chan_list;
+static bool serve_all; /* p2p activity seen (atomic; set once) */
+static pthread_once_t chan_list_once = PTHREAD_ONCE_INIT;
+
+/* A child has one thread: whoever held the lock in the parent is gone. */
+static void cma_chan_list_atfork_child(void)
+{
+	pthread_mutex_init(&chan_list_lock, NULL);
+}
+
+static void cma_chan_list_init(void)
+{
+	pthread_atfork(NULL, NULL, cma_chan_list_atfork_child);
+}
+
+static void cma_chan_list_add(struct cma_channel *ch)
+{
+	pthread_once(&chan_list_once, cma_chan_list_init);
+	pthread_mutex_lock(&chan_list_lock);
+	ch->next = chan_list;
+	chan_list = ch;
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+static void cma_chan_list_del(struct cma_channel *ch)
+{
+	struct cma_channel **pp;
+
+	pthread_mutex_lock(&chan_list_lock);
+	for (pp = &chan_list; *pp; pp = &(*pp)->next) {
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&chan_list_lock);
 }
 
 int cma_channel_kernel_fd(const struct rdma_event_channel *channel)
@@ -151,6 +205,8 @@ static struct rdma_event_channel *cma_channel_open(bool pollable)
 		errno = err;
 		return NULL;
 	}
+	if (pollable)
+		cma_chan_list_add(ch);
 	return &ch->pub;
 }
 
@@ -166,6 +222,8 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 
 	if (!channel)
 		return;
+	if (ch->pollable)
+		cma_chan_list_del(ch);
 	/* Its ids are gone; the service thread must let go of it first. */
 	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
 		cma_service_remove(channel, ch->kfd);
@@ -588,11 +646,13 @@ int cma_channel_next(struct rdma_event_channel *channel,
  * From now on the service thread reads the channel's kernel fd, and the
  * application's fd is readable only while events are queued.  Kept for
  * the channel's life.  Left unserved (as before) if the thread or its fds
- * cannot be had: correct events, only the empty wake-ups remain.
+ * cannot be had: correct events, only the empty wake-ups remain.  Under
+ * chan_list_lock; a reader of the kernel fd may be at work meanwhile: it
+ * holds read_lock from its read to the delivery or queueing, as the
+ * thread does, so the order of events stays the kernel's.
  */
-void cma_channel_serve(struct rdma_event_channel *channel)
+static void cma_channel_serve_locked(struct cma_channel *ch)
 {
-	struct cma_channel *ch = cma_chan(channel);
 	const char *env;
 	bool ok;
 
@@ -602,17 +662,48 @@ void cma_channel_serve(struct rdma_event_channel *channel)
 	env = cma_env("RDMA_CM_SERVE");
 	if (env && !strcmp(env, "0"))
 		return;
-	/* No reader between a read and its queueing while this changes. */
-	pthread_mutex_lock(&ch->read_lock);
 	pthread_mutex_lock(&ch->lock);
 	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
 	pthread_mutex_unlock(&ch->lock);
-	if (ch->served || !ok || cma_service_add(channel, ch->kfd))
-		goto out;
+	if (!ok || cma_service_add(&ch->pub, ch->kfd))
+		return;
 	epoll_ctl(ch->pub.fd, EPOLL_CTL_DEL, ch->kfd, NULL);
 	__atomic_store_n(&ch->served, true, __ATOMIC_RELEASE);
-out:
-	pthread_mutex_unlock(&ch->read_lock);
+}
+
+void cma_channel_may_hold(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+
+	if (!ch->pollable)
+		return;
+	pthread_mutex_lock(&chan_list_lock);
+	ch->may_hold = true;
+	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))
+		cma_channel_serve_locked(ch);
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+void cma_channel_serve_all(void)
+{
+	struct cma_channel *ch;
+
+	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))
+		return;
+	pthread_once(&chan_list_once, cma_chan_list_init);
+	pthread_mutex_lock(&chan_list_lock);
+	__atomic_store_n(&serve_all, true, __ATOMIC_RELEASE);
+	for (ch = chan_list; ch; ch = ch->next)
+		if (ch->may_hold)
+			cma_channel_serve_locked(ch);
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+bool cma_channel_served(const struct rdma_event_channel *channel)
+{
+	const struct cma_channel *ch = (const struct cma_channel *)channel;
+
+	return __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE);
 }
 
 CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)

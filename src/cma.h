@@ -38,11 +38,15 @@
  *   channel read_lock -> listener's qp_lock -> connect's qp_lock
  *                     -> p2p_lock -> id->mut -> channel lock
  *                                   p2p_lock -> timer lock (timer.c)
+ *   channel read_lock -> chan_list_lock (channel.c) -> channel lock
+ *                                                   -> timer lock
  *
  * A channel's read_lock is held from reading a kernel event to its
  * delivery or queueing (rdma_get_cm_event on an application channel, the
- * service thread), and by cma_channel_serve; nothing waits for another
- * thread under it except the qp_locks and p2p locks the handling takes.
+ * service thread); nothing waits for another thread under it except the
+ * qp_locks and p2p locks the handling takes.  chan_list_lock orders the
+ * changes to served (cma_channel_may_hold, cma_channel_serve_all), which
+ * are never made under a qp_lock or p2p_lock.
  *
  * qp_lock is held around the handling of each event of its id, around
  * rdma_destroy_qp, around a p2p rdma_connect and by a p2p connect's timer
@@ -381,11 +385,20 @@ void cma_channel_drop_mc_events(struct cma_multicast *mc);
 /* Whether the application made the channel (pub.fd is an epoll set). */
 bool cma_channel_pollable(const struct rdma_event_channel *channel);
 /*
- * Served channels (an RC listener is on them): the service thread reads
- * the kernel fd, handles each event and queues what is for the
- * application, so pub.fd is readable only while an event is there.
+ * Served channels: the service thread reads the kernel fd, handles each
+ * event and queues what is for the application, so pub.fd is readable
+ * only while an event is there.  A channel is served once it may hold a
+ * p2p request the application must not see (a p2p listener or a p2p
+ * connect is on it: cma_channel_may_hold) and the process has shown p2p
+ * activity (cma_channel_serve_all); channel.c says why.
  */
-void cma_channel_serve(struct rdma_event_channel *channel);
+void cma_channel_may_hold(struct rdma_event_channel *channel);
+/* conn.c: rdma_listen's (and a migrated listener's) cma_channel_may_hold. */
+void cma_listen_may_hold(struct cma_id_private *id_priv);
+/* p2p activity: serve every channel that may hold, now and from now on. */
+void cma_channel_serve_all(void);
+/* For tests: whether the service thread reads the channel's kernel fd. */
+bool cma_channel_served(const struct rdma_event_channel *channel);
 /* Around a read of the kernel fd and the delivery or queueing of it. */
 void cma_channel_reader_lock(struct rdma_event_channel *channel);
 void cma_channel_reader_unlock(struct rdma_event_channel *channel);

@@ -371,6 +371,13 @@ static int cma_get_pollable(struct rdma_event_channel *channel,
 			*out = evt;
 			return 0;
 		}
+		/*
+		 * The library held or refused a request: this process takes
+		 * part in p2p, and a channel that may hold one must stop
+		 * waking its application for them (channel.c).
+		 */
+		if (resp.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			cma_channel_serve_all();
 		cma_channel_reader_unlock(channel);
 		cma_event_complete(evt);
 		free(evt);

@@ -295,8 +295,7 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		cma_channel_destroy(old);
 	}
 	/* A p2p listener's channel must not wake for what it holds. */
-	if (id_priv->p2p_listening)
-		cma_channel_serve(channel);
+	cma_listen_may_hold(id_priv);
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
 	/*

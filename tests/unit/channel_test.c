@@ -28,28 +28,38 @@
 #include "fake_verbs.h"
 #include "p2p_wire.h"
 #include "unit.h"
+/* ch, listener, kid_of and the scripted peer's connecting_id */
+#include "p2p_peer.h"
 
-#define PORT 7471
+#define PORT P2P_PORT
 
-static struct rdma_event_channel *ch;
-static struct rdma_cm_id *listener;
-
-static uint32_t kid_of(struct rdma_cm_id *id)
+/* A listener on @c, port @port, with RDMA_OPTION_ID_PEER2PEER @p2p (-1: unset). */
+static struct rdma_cm_id *listen_on(struct rdma_event_channel *c, uint16_t port,
+				    int p2p)
 {
-	return cma_id_priv(id)->handle;
+	struct sockaddr_in me = unit_ipv4("192.0.2.1", port);
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(c, &id, NULL, RDMA_PS_TCP), 0);
+	if (p2p >= 0)
+		ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
+						 RDMA_OPTION_ID_PEER2PEER, &p2p,
+						 sizeof(p2p)),
+				 0);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&me), 0);
+	ck_assert_int_eq(rdma_listen(id, 8), 0);
+	return id;
 }
 
+/* A p2p listener (the option set to 1: p2p activity), so served. */
 static void setup(void)
 {
-	struct sockaddr_in me = unit_ipv4("192.0.2.1", PORT);
-
 	fake_ucma_install();
 	fake_verbs_install(true);
 	ch = rdma_create_event_channel();
 	ck_assert_ptr_nonnull(ch);
-	ck_assert_int_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_bind_addr(listener, (struct sockaddr *)&me), 0);
-	ck_assert_int_eq(rdma_listen(listener, 8), 0);
+	listener = listen_on(ch, PORT, 1);
+	ck_assert(cma_channel_served(ch));
 }
 
 static void teardown(void)
@@ -388,6 +398,136 @@ START_TEST(ud_listeners_are_not_served)
 }
 END_TEST
 
+/* --- serving starts with p2p activity: plain servers pay nothing ------------ */
+
+/* The channel alone; each test makes the listener it needs. */
+static void setup_bare(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+}
+
+/* A plain request reaches a plain listener's fd directly, no thread. */
+static void plain_request_is_direct(void)
+{
+	plain_request();
+	ck_assert(readable(ch)); /* at once: no thread in between */
+	{
+		struct rdma_cm_event *ev = next_event(ch);
+
+		ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+		ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* A server that never uses p2p: its listener's channel is never served. */
+START_TEST(plain_server_is_not_served)
+{
+	listener = listen_on(ch, PORT, -1);
+	ck_assert(!cma_channel_served(ch));
+	plain_request_is_direct();
+	ck_assert(!cma_channel_served(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * A listener with RDMA_OPTION_ID_PEER2PEER = 0 (rsocket's) holds nothing:
+ * not served even once the process does p2p on another channel.
+ */
+START_TEST(listener_with_p2p_off_is_never_served)
+{
+	struct rdma_event_channel *other = rdma_create_event_channel();
+	struct rdma_cm_id *p2p;
+
+	ck_assert_ptr_nonnull(other);
+	listener = listen_on(ch, PORT, 0);
+	p2p = listen_on(other, PORT + 1, 1);
+	ck_assert(cma_channel_served(other));
+	ck_assert(!cma_channel_served(ch));
+	plain_request_is_direct();
+	ck_assert_int_eq(rdma_destroy_id(p2p), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(other);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * A listener made before any p2p activity: the first p2p connect of the
+ * process (on another channel) serves it before a peer's request comes.
+ */
+START_TEST(p2p_connect_serves_an_earlier_listener)
+{
+	struct rdma_event_channel *plain = ch;
+	struct rdma_cm_id *lis, *id;
+	uint32_t held;
+
+	lis = listen_on(plain, PORT, -1);
+	ck_assert(!cma_channel_served(plain));
+	ch = rdma_create_event_channel(); /* connecting_id's channel */
+	ck_assert_ptr_nonnull(ch);
+	id = connecting_id("192.0.2.2");
+	ck_assert(!cma_channel_served(plain));
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert(cma_channel_served(ch));
+	ck_assert(cma_channel_served(plain));
+	/* A request of another peer is held: no wake-up on the listener's fd. */
+	listener = lis;
+	held = held_request(5);
+	thread_has_read_all(plain);
+	ck_assert(!unit_readable(plain->fd));
+	ck_assert(fake_ucma_kid(held)->live);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(lis), 0);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(plain);
+}
+END_TEST
+
+/*
+ * The documented window: a p2p request reaching a process that has shown
+ * no p2p activity is held by the application's own read (the fd was
+ * readable, a non-blocking get finds nothing).  From then on the channel
+ * is served: the next held request wakes nobody.
+ */
+START_TEST(first_held_request_serves_the_channel)
+{
+	struct rdma_cm_event *ev;
+	int flags = fcntl(ch->fd, F_GETFL);
+
+	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+	listener = listen_on(ch, PORT, -1);
+	ck_assert(!cma_channel_served(ch));
+	held_request(6);
+	ck_assert(readable(ch)); /* the window */
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert(cma_channel_served(ch));
+	held_request(7);
+	thread_has_read_all(ch);
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/* RDMA_CM_SERVE=0: never served, whatever the process does. */
+START_TEST(serve_env_zero_opts_out)
+{
+	setenv("RDMA_CM_SERVE", "0", 1);
+	listener = listen_on(ch, PORT, 1);
+	ck_assert(!cma_channel_served(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+	unsetenv("RDMA_CM_SERVE");
+}
+END_TEST
+
 static Suite *channel_suite(void)
 {
 	Suite *s = suite_create("channel");
@@ -404,6 +544,14 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, migrated_listener_serves_its_new_channel);
 	tcase_add_test(tc, served_channels_are_destroyed_and_made_again);
 	tcase_add_test(tc, ud_listeners_are_not_served);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("cheap");
+	tcase_add_checked_fixture(tc, setup_bare, teardown);
+	tcase_add_test(tc, plain_server_is_not_served);
+	tcase_add_test(tc, listener_with_p2p_off_is_never_served);
+	tcase_add_test(tc, p2p_connect_serves_an_earlier_listener);
+	tcase_add_test(tc, first_held_request_serves_the_channel);
+	tcase_add_test(tc, serve_env_zero_opts_out);
 	suite_add_tcase(s, tc);
 	return s;
 }
