@@ -75,6 +75,8 @@ struct cma_channel {
 	bool posted; /* private: library events may come from other threads */
 	bool served; /* pollable: kfd is read by the service thread (atomic) */
 	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
+	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
+	unsigned int waiters;
 	struct cma_channel
 		*next; /* pollable ones: chan_list (chan_list_lock) */
 	/*
@@ -480,7 +482,7 @@ static void cma_channel_recheck_kernel_fd(struct cma_channel *ch)
 	struct epoll_event ev = {.events = EPOLLIN};
 
 	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
-		cma_service_recheck(&ch->pub, ch->kfd);
+		cma_service_recheck(&ch->pub);
 	else if (ch->pollable)
 		epoll_ctl(ch->pub.fd, EPOLL_CTL_MOD, ch->kfd, &ev);
 }
@@ -606,9 +608,64 @@ static int cma_channel_wait(struct cma_channel *ch)
 	return 0;
 }
 
-int cma_channel_wait_ready(struct rdma_event_channel *channel)
+bool cma_channel_has_waiter(struct rdma_event_channel *channel)
 {
-	return cma_channel_wait(cma_chan(channel));
+	struct cma_channel *ch = cma_chan(channel);
+	bool ret;
+
+	pthread_mutex_lock(&ch->lock);
+	ret = ch->waiters != 0;
+	pthread_mutex_unlock(&ch->lock);
+	return ret;
+}
+
+/*
+ * A served channel's blocking wait: the thread waits on the kernel fd
+ * itself, next to pub.fd (the library's queue), and reads what comes
+ * (cma_get_pollable), so a program blocked in rdma_get_cm_event pays no
+ * hop through the service thread, which stands aside from the first wait
+ * until rdma_get_cm_event returns (cma_event_serve): the thread that was
+ * woken reads without a race.  The last waiter to leave arms the fd for
+ * the service thread again, which then reads what came after this
+ * thread's last read.  A held request read here only makes this thread
+ * wait again: the application's fd never woke for it.
+ */
+static int cma_channel_wait_served(struct cma_channel *ch, bool *waiting)
+{
+	struct pollfd pfd[2] = {{.fd = ch->pub.fd, .events = POLLIN},
+				{.fd = ch->kfd, .events = POLLIN}};
+	int ret;
+
+	if (!*waiting) {
+		pthread_mutex_lock(&ch->lock);
+		ch->waiters++;
+		pthread_mutex_unlock(&ch->lock);
+		*waiting = true;
+	}
+	ret = poll(pfd, 2, -1);
+	return ret < 0 && errno != EINTR ? -1 : 0;
+}
+
+void cma_channel_waiter_leave(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	bool last;
+
+	pthread_mutex_lock(&ch->lock);
+	last = !--ch->waiters;
+	pthread_mutex_unlock(&ch->lock);
+	if (last)
+		cma_service_recheck(channel);
+}
+
+int cma_channel_wait_ready(struct rdma_event_channel *channel, bool *waiting)
+{
+	struct cma_channel *ch = cma_chan(channel);
+
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE) &&
+	    !cma_channel_nonblocking(ch))
+		return cma_channel_wait_served(ch, waiting);
+	return cma_channel_wait(ch);
 }
 
 int cma_channel_next(struct rdma_event_channel *channel,

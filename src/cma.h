@@ -409,18 +409,29 @@ int cma_channel_read_kernel(struct rdma_event_channel *channel,
 struct cma_event *cma_channel_pop_event(struct rdma_event_channel *channel);
 /* Queue a kernel event the service thread read; false if its id is dying. */
 bool cma_channel_admit(struct cma_event *evt);
-/* Wait for the channel's fd; 0, or -1/EAGAIN when it is non-blocking. */
-int cma_channel_wait_ready(struct rdma_event_channel *channel);
+/*
+ * Wait for the channel's fd; 0, or -1/EAGAIN when it is non-blocking.  On
+ * a served channel the caller may become a waiter reading the kernel fd
+ * itself (*waiting set): it calls cma_channel_waiter_leave before it
+ * returns from rdma_get_cm_event.
+ */
+int cma_channel_wait_ready(struct rdma_event_channel *channel, bool *waiting);
+void cma_channel_waiter_leave(struct rdma_event_channel *channel);
 /* timer.c: the service thread watches / forgets a served kernel fd. */
 int cma_service_add(struct rdma_event_channel *channel, int kfd);
 void cma_service_remove(struct rdma_event_channel *channel, int kfd);
-void cma_service_recheck(struct rdma_event_channel *channel, int kfd);
+void cma_service_recheck(struct rdma_event_channel *channel);
 /* Stop the service thread and wait for it; it restarts when needed. */
 void cma_service_stop(void);
 /* For tests: wait until the service thread has done what is due now. */
 void cma_service_settle(void);
-/* event.c: the service thread's handling of a readable served channel. */
-void cma_event_serve(struct rdma_event_channel *channel);
+/*
+ * event.c: the service thread's handling of a readable served channel;
+ * false if an application thread waits on its kernel fd (it reads it).
+ */
+bool cma_event_serve(struct rdma_event_channel *channel);
+/* An application thread waits in rdma_get_cm_event on the kernel fd. */
+bool cma_channel_has_waiter(struct rdma_event_channel *channel);
 /* Count a kernel event as acked. */
 void cma_event_complete(struct cma_event *evt);
 /* Count an undelivered kernel event as acked and free it. */

@@ -299,7 +299,7 @@ cma_event_from_kernel(struct cma_event *evt,
  * the application; what the library consumed never wakes it.  A batch at
  * a time, so that one busy channel does not starve the others.
  */
-void cma_event_serve(struct rdma_event_channel *channel)
+bool cma_event_serve(struct rdma_event_channel *channel)
 {
 	struct rdma_ucm_event_resp resp;
 	struct cma_event *evt;
@@ -307,14 +307,21 @@ void cma_event_serve(struct rdma_event_channel *channel)
 	int i;
 
 	for (i = 0; i < 16; i++) {
+		/*
+		 * An application thread blocked in rdma_get_cm_event reads
+		 * the fd itself, without a hop through this thread; it arms
+		 * the fd for this thread again when it stops waiting.
+		 */
+		if (cma_channel_has_waiter(channel))
+			return false;
 		evt = calloc(1, sizeof(*evt));
 		if (!evt)
-			return; /* the fd stays readable: tried again */
+			return true; /* the fd stays readable: tried again */
 		cma_channel_reader_lock(channel);
 		if (cma_channel_read_kernel(channel, &resp)) {
 			cma_channel_reader_unlock(channel);
 			free(evt);
-			return;
+			return true;
 		}
 		keep = cma_event_from_kernel(evt, &resp) == CMA_EVENT_DELIVER;
 		if (keep && cma_channel_admit(evt))
@@ -329,6 +336,7 @@ void cma_event_serve(struct rdma_event_channel *channel)
 			free(evt);
 		}
 	}
+	return true;
 }
 
 /*
@@ -337,8 +345,8 @@ void cma_event_serve(struct rdma_event_channel *channel)
  * the event's delivery or queueing, so events keep the kernel's order.
  * Queued events come first; the wait is outside the lock.
  */
-static int cma_get_pollable(struct rdma_event_channel *channel,
-			    struct cma_event **out)
+static int cma_get_pollable_once(struct rdma_event_channel *channel,
+				 struct cma_event **out, bool *waiting)
 {
 	struct rdma_ucm_event_resp resp;
 	struct cma_event *evt, *queued;
@@ -362,7 +370,7 @@ static int cma_get_pollable(struct rdma_event_channel *channel,
 			free(evt);
 			if (err != EAGAIN)
 				return cma_err(err);
-			if (cma_channel_wait_ready(channel))
+			if (cma_channel_wait_ready(channel, waiting))
 				return -1;
 			continue;
 		}
@@ -382,6 +390,21 @@ static int cma_get_pollable(struct rdma_event_channel *channel,
 		cma_event_complete(evt);
 		free(evt);
 	}
+}
+
+static int cma_get_pollable(struct rdma_event_channel *channel,
+			    struct cma_event **out)
+{
+	bool waiting = false;
+	int ret, err;
+
+	ret = cma_get_pollable_once(channel, out, &waiting);
+	if (waiting) {
+		err = errno;
+		cma_channel_waiter_leave(channel);
+		errno = err;
+	}
+	return ret;
 }
 
 /* A private channel (synchronous ids): nobody else reads it. */

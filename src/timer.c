@@ -156,6 +156,21 @@ static void cma_timer_sleep(void)
 	pthread_cond_timedwait(&timer_wake, &timer_lock, &until);
 }
 
+/*
+ * A served kernel fd is watched one-shot: reported once, then not again
+ * until armed anew, by the thread once it has read what was there or by
+ * the last application thread that stops waiting on the fd itself in
+ * rdma_get_cm_event (channel.c).  So the thread never spins on an fd it
+ * leaves to a waiting application thread.  Lock held.
+ */
+static void cma_service_arm(struct rdma_event_channel *channel)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.ptr = channel};
+
+	epoll_ctl(svc_epfd, EPOLL_CTL_MOD, cma_channel_kernel_fd(channel), &ev);
+}
+
 static bool cma_served_has(struct rdma_event_channel *channel)
 {
 	struct cma_served *s;
@@ -177,6 +192,7 @@ static void cma_timer_poll(void)
 	struct epoll_event evs[16];
 	uint64_t now, when, count;
 	int ms = -1, n, i;
+	bool rearm;
 
 	if (timers) {
 		now = cma_now_ns();
@@ -198,8 +214,11 @@ static void cma_timer_poll(void)
 			continue;
 		svc_busy = channel;
 		pthread_mutex_unlock(&timer_lock);
-		cma_event_serve(channel);
+		rearm = cma_event_serve(channel);
 		pthread_mutex_lock(&timer_lock);
+		/* Still ours: a destroy waits while svc_busy names it. */
+		if (rearm && cma_served_has(channel))
+			cma_service_arm(channel);
 		svc_busy = NULL;
 		pthread_cond_broadcast(&timer_done);
 	}
@@ -389,14 +408,16 @@ void cma_service_remove(struct rdma_event_channel *channel, int kfd)
 	pthread_mutex_unlock(&timer_lock);
 }
 
-/* Events the kernel moved to @kfd (a migration) wake no epoll: look again. */
-void cma_service_recheck(struct rdma_event_channel *channel, int kfd)
+/*
+ * Events the kernel moved to the fd (a migration) wake no epoll, and an
+ * application thread that waited on the fd itself leaves what came
+ * meanwhile: look again.
+ */
+void cma_service_recheck(struct rdma_event_channel *channel)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = channel};
-
 	pthread_mutex_lock(&timer_lock);
 	if (svc_epfd >= 0 && cma_served_has(channel))
-		epoll_ctl(svc_epfd, EPOLL_CTL_MOD, kfd, &ev);
+		cma_service_arm(channel);
 	pthread_mutex_unlock(&timer_lock);
 }
 
@@ -427,7 +448,8 @@ static int cma_service_open(void)
 
 int cma_service_add(struct rdma_event_channel *channel, int kfd)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = channel};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.ptr = channel};
 	struct cma_served *s = malloc(sizeof(*s));
 	int ret = -1;
 

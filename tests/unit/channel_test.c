@@ -398,6 +398,105 @@ START_TEST(ud_listeners_are_not_served)
 }
 END_TEST
 
+/* A program's thread blocked in rdma_get_cm_event. */
+struct getter {
+	struct rdma_event_channel *c;
+	struct rdma_cm_event *ev;
+	pthread_t self;
+	int ret;
+};
+
+static void *getter_main(void *arg)
+{
+	struct getter *g = arg;
+
+	g->self = pthread_self();
+	g->ret = rdma_get_cm_event(g->c, &g->ev);
+	return NULL;
+}
+
+/* Start @g in rdma_get_cm_event on @c and wait until it waits there. */
+static void getter_start(struct getter *g, pthread_t *t,
+			 struct rdma_event_channel *c)
+{
+	g->c = c;
+	ck_assert_int_eq(pthread_create(t, NULL, getter_main, g), 0);
+	while (!cma_channel_has_waiter(c))
+		sched_yield();
+}
+
+/*
+ * The fast path: while a program's thread is blocked in rdma_get_cm_event
+ * on a served channel, that thread reads the kernel's events itself (no
+ * hop through the service thread), a held request included, and the
+ * service thread takes over again once it has left.
+ */
+START_TEST(blocked_get_reads_the_kernel_fd_itself)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	struct getter g = {0};
+	pthread_t t;
+
+	getter_start(&g, &t, ch);
+	held_request(20); /* read and held by the getter: it waits on */
+	while (fake_ucma_queued(cma_channel_kernel_fd(ch)))
+		sched_yield();
+	ck_assert(fake_ucma_last_read_by(t));
+	ck_assert(cma_channel_has_waiter(ch));
+	ck_assert(!readable(ch));
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_DISCONNECTED, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(g.ret, 0);
+	ck_assert_ptr_eq(g.ev->id, id);
+	ck_assert_int_eq(g.ev->event, RDMA_CM_EVENT_DISCONNECTED);
+	ck_assert(fake_ucma_last_read_by(g.self));
+	rdma_ack_cm_event(g.ev);
+	ck_assert(!cma_channel_has_waiter(ch));
+	/* Nobody waits: the service thread reads and queues again. */
+	held_request(21);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	thread_has_read_all(ch);
+	ck_assert(readable(ch));
+	ck_assert(!fake_ucma_last_read_by(pthread_self()));
+	ck_assert(!fake_ucma_last_read_by(g.self));
+	rdma_ack_cm_event(next_event(ch));
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * What came while the waiter left (it had its event and stopped waiting):
+ * the service thread looks again, so the fd wakes for it.
+ */
+START_TEST(event_after_the_waiter_left_wakes_the_fd)
+{
+	struct rdma_cm_id *id = other_id(ch);
+	struct getter g = {0};
+	pthread_t t;
+
+	getter_start(&g, &t, ch);
+	fake_ucma_hold();
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_CHANGE, 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	fake_ucma_release();
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(g.ev->event, RDMA_CM_EVENT_ADDR_CHANGE);
+	rdma_ack_cm_event(g.ev);
+	/* The second one: left in the kernel, read by the service thread. */
+	thread_has_read_all(ch);
+	ck_assert(readable(ch));
+	g.ev = next_event(ch);
+	ck_assert_int_eq(g.ev->event, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	rdma_ack_cm_event(g.ev);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
 /* --- serving starts with p2p activity: plain servers pay nothing ------------ */
 
 /* The channel alone; each test makes the listener it needs. */
@@ -544,6 +643,8 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, migrated_listener_serves_its_new_channel);
 	tcase_add_test(tc, served_channels_are_destroyed_and_made_again);
 	tcase_add_test(tc, ud_listeners_are_not_served);
+	tcase_add_test(tc, blocked_get_reads_the_kernel_fd_itself);
+	tcase_add_test(tc, event_after_the_waiter_left_wakes_the_fd);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cheap");
 	tcase_add_checked_fixture(tc, setup_bare, teardown);

@@ -46,6 +46,8 @@ struct fake_mc {
 };
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The thread whose GET_EVENT returned the last event (fake_lock). */
+static pthread_t last_reader;
 static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
 static struct fake_kid kids[FAKE_MAX_IDS]; /* handle n is kids[n] */
 static uint32_t nkids;
@@ -720,6 +722,8 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 		len = short_len;
 		short_len = 0;
 	}
+	if (!err && hdr->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+		last_reader = pthread_self();
 	pthread_mutex_unlock(&fake_lock);
 	if (err) {
 		errno = err;
@@ -780,6 +784,16 @@ void fake_ucma_uninstall(void)
 	log_cmds = NULL;
 	log_len = log_cap = 0;
 	pthread_mutex_unlock(&fake_lock);
+}
+
+bool fake_ucma_last_read_by(pthread_t thread)
+{
+	bool ret;
+
+	pthread_mutex_lock(&fake_lock);
+	ret = pthread_equal(last_reader, thread);
+	pthread_mutex_unlock(&fake_lock);
+	return ret;
 }
 
 void fake_ucma_hold(void)

@@ -20,6 +20,7 @@
 #ifndef FAKE_UCMA_H
 #define FAKE_UCMA_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,6 +110,11 @@ uint32_t fake_ucma_last_mc(void);
  */
 void fake_ucma_hold(void);
 void fake_ucma_release(void);
+/*
+ * Whether @thread made the GET_EVENT that returned the last event read:
+ * the application's or the library's service thread.
+ */
+bool fake_ucma_last_read_by(pthread_t thread);
 /* Events queued on a device fd and not yet read. */
 int fake_ucma_queued(int fd);
 
