@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,6 +78,7 @@ struct cma_channel {
 	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
 	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
 	unsigned int waiters;
+	int wakefd; /* served: an eventfd that wakes the waiters, else -1 */
 	struct cma_channel
 		*next; /* pollable ones: chan_list (chan_list_lock) */
 	/*
@@ -157,6 +159,7 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	ch->kfd = kfd;
 	ch->pub.fd = kfd;
 	ch->tfd = -1;
+	ch->wakefd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
 	pthread_mutex_init(&ch->read_lock, NULL);
@@ -235,6 +238,8 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 	}
 	if (ch->tfd >= 0)
 		close(ch->tfd);
+	if (ch->wakefd >= 0)
+		close(ch->wakefd);
 	if (ch->pollable)
 		close(ch->pub.fd);
 	close(ch->kfd);
@@ -480,10 +485,17 @@ bool cma_channel_admit(struct cma_event *evt)
 static void cma_channel_recheck_kernel_fd(struct cma_channel *ch)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
+	uint64_t one = 1;
 
-	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE)) {
 		cma_service_recheck(&ch->pub);
-	else if (ch->pollable)
+		/* Threads waiting on kfd themselves: the thread stands aside. */
+		pthread_mutex_lock(&ch->lock);
+		if (ch->waiters && write(ch->wakefd, &one, sizeof(one)) < 0) {
+			/* Counter full: a wake-up is pending anyway. */
+		}
+		pthread_mutex_unlock(&ch->lock);
+	} else if (ch->pollable)
 		epoll_ctl(ch->pub.fd, EPOLL_CTL_MOD, ch->kfd, &ev);
 }
 
@@ -632,8 +644,10 @@ bool cma_channel_has_waiter(struct rdma_event_channel *channel)
  */
 static int cma_channel_wait_served(struct cma_channel *ch, bool *waiting)
 {
-	struct pollfd pfd[2] = {{.fd = ch->pub.fd, .events = POLLIN},
-				{.fd = ch->kfd, .events = POLLIN}};
+	struct pollfd pfd[3] = {{.fd = ch->pub.fd, .events = POLLIN},
+				{.fd = ch->kfd, .events = POLLIN},
+				{.fd = ch->wakefd, .events = POLLIN}};
+	uint64_t count;
 	int ret;
 
 	if (!*waiting) {
@@ -642,7 +656,12 @@ static int cma_channel_wait_served(struct cma_channel *ch, bool *waiting)
 		pthread_mutex_unlock(&ch->lock);
 		*waiting = true;
 	}
-	ret = poll(pfd, 2, -1);
+	ret = poll(pfd, 3, -1);
+	/* Events a migration moved to kfd, which woke nobody (recheck). */
+	if (ret > 0 && (pfd[2].revents & POLLIN) &&
+	    read(ch->wakefd, &count, sizeof(count)) < 0) {
+		/* Another waiter drained it: both read the kernel fd next. */
+	}
 	return ret < 0 && errno != EINTR ? -1 : 0;
 }
 
@@ -721,6 +740,11 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 		return;
 	pthread_mutex_lock(&ch->lock);
 	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
+	if (ok && ch->wakefd < 0) {
+		ch->wakefd = cma_fd_move_high(
+			eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), fcntl, close);
+		ok = ch->wakefd >= 0;
+	}
 	pthread_mutex_unlock(&ch->lock);
 	if (!ok || cma_service_add(&ch->pub, ch->kfd))
 		return;

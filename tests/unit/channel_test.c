@@ -497,6 +497,129 @@ START_TEST(event_after_the_waiter_left_wakes_the_fd)
 }
 END_TEST
 
+/*
+ * A request the service thread queued is dropped with its listener (its
+ * new id destroyed by the library, never the application's) while a
+ * program's thread waits in rdma_get_cm_event.  The destroy is stopped
+ * before the kernel hears of it, the id still exists: an event of it
+ * cannot come (the kernel ignores events of an id not yet accepted, whose
+ * uid is 0), the destroy does not wait, and the waiting thread is woken
+ * only by the next real event.
+ */
+START_TEST(dropped_request_leaves_nothing_for_a_waiter)
+{
+	struct rdma_event_channel *other = rdma_create_event_channel();
+	struct rdma_cm_id *p2p, *id = other_id(ch);
+	struct getter g = {0};
+	pthread_t d, t;
+	uint32_t req;
+	void *ret;
+
+	/* the listener goes: another keeps the process's p2p activity */
+	ck_assert_ptr_nonnull(other);
+	p2p = listen_on(other, PORT + 1, 1);
+	req = plain_request();
+	thread_has_read_all(ch);
+	ck_assert(readable(ch)); /* the request, queued */
+	fake_ucma_pause(RDMA_USER_CM_CMD_DESTROY_ID, req);
+	ck_assert_int_eq(pthread_create(&d, NULL, destroyer, listener), 0);
+	fake_ucma_wait_paused();
+	ck_assert(!readable(ch)); /* unqueued with its listener */
+	getter_start(&g, &t, ch);
+	ck_assert_ptr_null(fake_ucma_event(req, RDMA_CM_EVENT_DISCONNECTED, 0));
+	fake_ucma_resume();
+	ck_assert_int_eq(pthread_join(d, &ret), 0);
+	ck_assert_ptr_null(ret);
+	ck_assert(!fake_ucma_kid(req)->live);
+	ck_assert(cma_channel_has_waiter(ch));
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(g.ret, 0);
+	ck_assert_ptr_eq(g.ev->id, id);
+	rdma_ack_cm_event(g.ev);
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert_int_eq(rdma_destroy_id(p2p), 0);
+	rdma_destroy_event_channel(other);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * A group's event the service thread queued and the application never
+ * received: leaving the group drops it and does not wait for its ack
+ * (nobody could give it), as destroy does for an id's events.
+ */
+START_TEST(leave_drops_a_queued_group_event)
+{
+	struct sockaddr_in dst = unit_ipv4("192.0.2.2", 0),
+			   group = unit_ipv4("239.1.2.3", 0);
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_UD);
+	struct rdma_ucm_event_resp *r;
+	struct rdma_cm_id *ud;
+
+	ud = unit_resolved_id(ch, RDMA_PS_UDP, (struct sockaddr *)&dst);
+	ck_assert_int_eq(rdma_create_qp(ud, NULL, &attr), 0);
+	ck_assert_int_eq(
+		rdma_join_multicast(ud, (struct sockaddr *)&group, NULL), 0);
+	fake_ucma_hold();
+	r = fake_ucma_mc_event(fake_ucma_last_mc(),
+			       RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	ck_assert_ptr_nonnull(r);
+	r->param.ud.qp_num = 0xffffff;
+	r->param.ud.qkey = 0x01234567;
+	fake_ucma_release();
+	thread_has_read_all(ch);
+	ck_assert(readable(ch)); /* queued for the application */
+	ck_assert_int_eq(rdma_leave_multicast(ud, (struct sockaddr *)&group),
+			 0); /* returns: the event was never received */
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LEAVE_MCAST), 1);
+	ck_assert_int_eq(fake_verbs_counts().mcast_attached, 0);
+	rdma_destroy_qp(ud);
+	ck_assert_int_eq(rdma_destroy_id(ud), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * rdma_migrate_id(id, NULL) (to a private channel) while a program's
+ * thread waits in rdma_get_cm_event on the served channel: the migrate
+ * neither waits for that thread nor wakes it; the id's later events go to
+ * its private channel's kernel fd, and come back with the id when it is
+ * migrated back, to the waiter (the migrate waits for no ack: none was
+ * read).
+ */
+START_TEST(migrate_to_private_while_a_reader_waits)
+{
+	struct rdma_cm_id *x = other_id(ch), *y = other_id(ch);
+	struct getter g = {0};
+	pthread_t t;
+
+	/* Now one waits; x goes private and comes back. */
+	fake_ucma_migrate_quietly(true); /* as the kernel: no wake-up */
+	getter_start(&g, &t, ch);
+	ck_assert_int_eq(rdma_migrate_id(x, NULL), 0);
+	ck_assert(cma_channel_has_waiter(ch));
+	fake_ucma_event(kid_of(x), RDMA_CM_EVENT_ADDR_CHANGE, 0);
+	ck_assert_int_eq(fake_ucma_queued(cma_channel_kernel_fd(x->channel)),
+			 1);
+	ck_assert(cma_channel_has_waiter(ch)); /* not for this one */
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_migrate_id(x, ch), 0); /* no ack to wait for */
+	ck_assert_int_eq(pthread_join(t, NULL), 0); /* the event came along */
+	ck_assert_ptr_eq(g.ev->id, x);
+	ck_assert_int_eq(g.ev->event, RDMA_CM_EVENT_ADDR_CHANGE);
+	rdma_ack_cm_event(g.ev);
+	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(x), 0);
+	ck_assert_int_eq(rdma_destroy_id(y), 0);
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
 /* --- serving starts with p2p activity: plain servers pay nothing ------------ */
 
 /* The channel alone; each test makes the listener it needs. */
@@ -645,6 +768,9 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, ud_listeners_are_not_served);
 	tcase_add_test(tc, blocked_get_reads_the_kernel_fd_itself);
 	tcase_add_test(tc, event_after_the_waiter_left_wakes_the_fd);
+	tcase_add_test(tc, dropped_request_leaves_nothing_for_a_waiter);
+	tcase_add_test(tc, leave_drops_a_queued_group_event);
+	tcase_add_test(tc, migrate_to_private_while_a_reader_waits);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cheap");
 	tcase_add_checked_fixture(tc, setup_bare, teardown);

@@ -192,7 +192,11 @@ struct rdma_ucm_event_resp *fake_ucma_event(uint32_t handle, uint32_t event,
 	pthread_mutex_lock(&fake_lock);
 	kid = fake_kid_locked(handle);
 	dev = kid ? fake_dev_of(kid->fd) : NULL;
-	if (dev) {
+	/*
+	 * The kernel reports nothing of a request's id until an accept gives
+	 * it the library's uid (ucma ignores events while the uid is 0).
+	 */
+	if (dev && kid->uid) {
 		resp = fake_queue(dev, handle, 0);
 		resp->uid = kid->uid;
 		resp->id = handle;
@@ -572,6 +576,21 @@ static int fake_leave(uint32_t handle, struct rdma_ucm_destroy_id_resp *resp)
 	return 0;
 }
 
+/*
+ * The kernel moves a migrated id's events without waking the new fd's
+ * pollers.  An eventfd cannot be readable without waking them, so this
+ * mode leaves the new device unsignalled altogether (stricter: not even a
+ * new poll sees them) until its next event or read.
+ */
+static bool migrate_quietly;
+
+void fake_ucma_migrate_quietly(bool quiet)
+{
+	pthread_mutex_lock(&fake_lock);
+	migrate_quietly = quiet;
+	pthread_mutex_unlock(&fake_lock);
+}
+
 /* Move an id and its queued events to the device the command came on. */
 static int fake_migrate(struct fake_kid *kid, struct fake_dev *to,
 			struct rdma_ucm_migrate_resp *resp)
@@ -594,7 +613,8 @@ static int fake_migrate(struct fake_kid *kid, struct fake_dev *to,
 			*to->tail = e;
 			to->tail = &e->next;
 			to->queued++;
-			fake_dev_signal(to);
+			if (!migrate_quietly)
+				fake_dev_signal(to);
 		}
 		from->tail = pp;
 	}
@@ -682,6 +702,53 @@ static void fake_log(const struct fake_cmd *c)
 	log_cmds[log_len++] = *c;
 }
 
+/*
+ * One command a test stops before the model sees it (fake_ucma_pause):
+ * its own lock, so that other threads' commands go on meanwhile.
+ */
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pause_cond = PTHREAD_COND_INITIALIZER;
+static uint32_t pause_cmd, pause_handle;
+static bool pause_armed, pause_reached;
+
+static void fake_pause_point(const struct fake_cmd *c)
+{
+	pthread_mutex_lock(&pause_lock);
+	if (pause_armed && c->cmd == pause_cmd && c->handle == pause_handle) {
+		pause_reached = true;
+		pthread_cond_broadcast(&pause_cond);
+		while (pause_armed)
+			pthread_cond_wait(&pause_cond, &pause_lock);
+	}
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_pause(uint32_t cmd, uint32_t handle)
+{
+	pthread_mutex_lock(&pause_lock);
+	pause_cmd = cmd;
+	pause_handle = handle;
+	pause_reached = false;
+	pause_armed = true;
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_wait_paused(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	while (!pause_reached)
+		pthread_cond_wait(&pause_cond, &pause_lock);
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_resume(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	pause_armed = false;
+	pthread_cond_broadcast(&pause_cond);
+	pthread_mutex_unlock(&pause_lock);
+}
+
 static ssize_t fake_write(int fd, const void *buf, size_t len)
 {
 	const struct rdma_ucm_cmd_hdr *hdr = buf;
@@ -698,6 +765,7 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 						   : sizeof(c.body));
 	if (off != SIZE_MAX)
 		c.handle = fake_u32(body, off);
+	fake_pause_point(&c);
 	pthread_mutex_lock(&fake_lock);
 	dev = fake_dev_of(fd);
 	if (!dev) {
