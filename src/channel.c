@@ -755,9 +755,13 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 void cma_channel_may_hold(struct rdma_event_channel *channel)
 {
 	struct cma_channel *ch = cma_chan(channel);
+	const char *env = cma_env("RDMA_CM_SERVE");
 
 	if (!ch->pollable)
 		return;
+	/* RDMA_CM_SERVE=1: served from the first listen, no window left. */
+	if (env && !strcmp(env, "1"))
+		cma_channel_serve_all();
 	pthread_mutex_lock(&chan_list_lock);
 	ch->may_hold = true;
 	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))

@@ -738,6 +738,21 @@ START_TEST(first_held_request_serves_the_channel)
 }
 END_TEST
 
+/* RDMA_CM_SERVE=1: a plain listener is served from its listen on. */
+START_TEST(serve_env_one_serves_from_the_listen)
+{
+	setenv("RDMA_CM_SERVE", "1", 1);
+	listener = listen_on(ch, PORT, -1);
+	ck_assert(cma_channel_served(ch));
+	held_request(8);
+	thread_has_read_all(ch);
+	ck_assert(!readable(ch)); /* not even the first one */
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+	unsetenv("RDMA_CM_SERVE");
+}
+END_TEST
+
 /* RDMA_CM_SERVE=0: never served, whatever the process does. */
 START_TEST(serve_env_zero_opts_out)
 {
@@ -779,6 +794,7 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, p2p_connect_serves_an_earlier_listener);
 	tcase_add_test(tc, first_held_request_serves_the_channel);
 	tcase_add_test(tc, serve_env_zero_opts_out);
+	tcase_add_test(tc, serve_env_one_serves_from_the_listen);
 	suite_add_tcase(s, tc);
 	return s;
 }
