@@ -704,6 +704,7 @@ START_TEST(p2p_connect_serves_an_earlier_listener)
 	thread_has_read_all(plain);
 	ck_assert(!unit_readable(plain->fd));
 	ck_assert(fake_ucma_kid(held)->live);
+	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
 	ck_assert_int_eq(rdma_destroy_id(lis), 0);
 	rdma_destroy_event_channel(ch);
