@@ -17,6 +17,39 @@
  * their fd is the kernel's, read with blocking commands, until the library
  * may post to them from another thread (cma_channel_expect_posts); then a
  * wait polls the kernel fd and the timerfd.
+ *
+ * Served channels.  rdma-core's contract is that the fd is readable only
+ * when rdma_get_cm_event will return an event.  A kernel event the library
+ * consumes (a peer's p2p request it holds or refuses) would break it: the
+ * kernel fd is readable, rdma_get_cm_event reads and drops the event and
+ * then blocks.  Only a channel that may hold such a request pays for
+ * avoiding it: one with an RC listener that may hold (RDMA_OPTION_ID_
+ * PEER2PEER not 0) or an id that made a p2p connect ("may hold"), and only
+ * once the process shows peer-to-peer activity (cma_channel_serve_all: a
+ * p2p connect, RDMA_CM_PEER2PEER=1, the option set to 1, or a request the
+ * library held or refused).  Servers and rsockets that never use p2p
+ * keep the direct path.  From then on such a channel is served for the
+ * rest of its life: its kernel fd leaves the epoll set and joins the
+ * service thread's
+ * (timer.c); the thread reads kernel events (non-blocking), runs the same
+ * handling rdma_get_cm_event runs (event.c, under the id's qp_lock) and
+ * queues each event for the application, which arms the timerfd.  The
+ * fd then wakes for queued events only.  rdma_get_cm_event pops the queue
+ * and, when it is empty, reads the kernel fd itself (a non-blocking call
+ * sees an event at once), then waits on pub.fd.  Whoever reads the kernel
+ * fd holds read_lock from the read to the event's delivery or queueing,
+ * so events keep the kernel's order.  Channels without an RC listener
+ * keep the direct path and never involve the thread.
+ *
+ * Events the thread queued were reported by the kernel but never given to
+ * the application, so nobody will ack them: rdma_destroy_id marks the id
+ * dying (id->mut) after DESTROY_ID and drops its queued events counting
+ * them acked, and the thread's admission check (cma_channel_admit, under
+ * id->mut) drops an event of a dying id instead of queueing it; a group
+ * being left does the same.  rdma_migrate_id moves queued events with the
+ * id and waits only for the acks of events the application received
+ * (events_held counts the others).  Destroying a served channel first
+ * takes it from the thread and waits until the thread lets go of it.
  */
 #include <config.h>
 
@@ -25,11 +58,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cma.h"
+#include "env.h"
 #include "fd_high.h"
 #include "ucma_abi.h"
 
@@ -39,6 +74,20 @@ struct cma_channel {
 	int tfd; /* wake-up timerfd, -1 until first needed */
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
+	bool served; /* pollable: kfd is read by the service thread (atomic) */
+	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
+	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
+	unsigned int waiters;
+	int wakefd; /* served: an eventfd that wakes the waiters, else -1 */
+	struct cma_channel
+		*next; /* pollable ones: chan_list (chan_list_lock) */
+	/*
+	 * Held from reading a kernel event off kfd to its delivery or its
+	 * queueing, by the application's rdma_get_cm_event and the service
+	 * thread alike: events keep the kernel's order.  Taken before any
+	 * other library lock.
+	 */
+	pthread_mutex_t read_lock;
 	pthread_mutex_t lock;
 	struct cma_event *head; /* library-made events, oldest first */
 	struct cma_event **tail;
@@ -47,6 +96,51 @@ struct cma_channel {
 static struct cma_channel *cma_chan(struct rdma_event_channel *channel)
 {
 	return (struct cma_channel *)channel;
+}
+
+/*
+ * The application's channels, for serving those that may hold once the
+ * process shows p2p activity.  chan_list_lock also orders every change of
+ * a channel to served; it is taken after a channel's read_lock and before
+ * its lock and the timer lock.
+ */
+static pthread_mutex_t chan_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cma_channel *chan_list;
+static bool serve_all; /* p2p activity seen (atomic; set once) */
+static pthread_once_t chan_list_once = PTHREAD_ONCE_INIT;
+
+/* A child has one thread: whoever held the lock in the parent is gone. */
+static void cma_chan_list_atfork_child(void)
+{
+	pthread_mutex_init(&chan_list_lock, NULL);
+}
+
+static void cma_chan_list_init(void)
+{
+	pthread_atfork(NULL, NULL, cma_chan_list_atfork_child);
+}
+
+static void cma_chan_list_add(struct cma_channel *ch)
+{
+	pthread_once(&chan_list_once, cma_chan_list_init);
+	pthread_mutex_lock(&chan_list_lock);
+	ch->next = chan_list;
+	chan_list = ch;
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+static void cma_chan_list_del(struct cma_channel *ch)
+{
+	struct cma_channel **pp;
+
+	pthread_mutex_lock(&chan_list_lock);
+	for (pp = &chan_list; *pp; pp = &(*pp)->next) {
+		if (*pp == ch) {
+			*pp = ch->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&chan_list_lock);
 }
 
 int cma_channel_kernel_fd(const struct rdma_event_channel *channel)
@@ -65,8 +159,10 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	ch->kfd = kfd;
 	ch->pub.fd = kfd;
 	ch->tfd = -1;
+	ch->wakefd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
+	pthread_mutex_init(&ch->read_lock, NULL);
 	return ch;
 }
 
@@ -114,6 +210,8 @@ static struct rdma_event_channel *cma_channel_open(bool pollable)
 		errno = err;
 		return NULL;
 	}
+	if (pollable)
+		cma_chan_list_add(ch);
 	return &ch->pub;
 }
 
@@ -129,16 +227,24 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 
 	if (!channel)
 		return;
+	if (ch->pollable)
+		cma_chan_list_del(ch);
+	/* Its ids are gone; the service thread must let go of it first. */
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		cma_service_remove(channel, ch->kfd);
 	while ((evt = ch->head)) {
 		ch->head = evt->next;
 		free(evt);
 	}
 	if (ch->tfd >= 0)
 		close(ch->tfd);
+	if (ch->wakefd >= 0)
+		close(ch->wakefd);
 	if (ch->pollable)
 		close(ch->pub.fd);
 	close(ch->kfd);
 	pthread_mutex_destroy(&ch->lock);
+	pthread_mutex_destroy(&ch->read_lock);
 	free(ch);
 }
 
@@ -241,16 +347,20 @@ void cma_event_post(struct cma_event *evt)
 	pthread_mutex_unlock(&ch->lock);
 }
 
-/* Unlink every queued event of @id_priv; returns them as a list. */
-static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
-						struct cma_id_private *id_priv)
+/*
+ * Unlink every queued event of @id_priv (of its group @mc only, if not
+ * NULL); returns them as a list.
+ */
+static struct cma_event *cma_channel_unqueue(struct cma_channel *ch,
+					     struct cma_id_private *id_priv,
+					     struct cma_multicast *mc)
 {
 	struct cma_event **pp = &ch->head, *taken = NULL, **tail = &taken;
 	struct cma_event *evt;
 
 	ch->tail = &ch->head;
 	while ((evt = *pp)) {
-		if (evt->id_priv == id_priv) {
+		if (evt->id_priv == id_priv && (!mc || evt->mc == mc)) {
 			*pp = evt->next;
 			evt->next = NULL;
 			*tail = evt;
@@ -263,25 +373,108 @@ static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
 	return taken;
 }
 
-void cma_channel_drop_events(struct cma_id_private *id_priv)
+static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
+						struct cma_id_private *id_priv)
 {
-	struct cma_channel *ch = cma_chan(id_priv->id.channel);
-	struct cma_event *evt, *next;
+	return cma_channel_unqueue(ch, id_priv, NULL);
+}
+
+/* A queued kernel event leaves the queue: the id no longer holds it. */
+static void cma_event_unhold(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->events_held--;
+	pthread_mutex_unlock(&id_priv->mut);
+}
+
+/* Undelivered events taken off a queue: uncount and free them. */
+static void cma_channel_discard(struct cma_id_private *id_priv,
+				struct cma_event *evt)
+{
+	struct cma_event *next;
 	uint32_t dropped = 0;
 
-	pthread_mutex_lock(&ch->lock);
-	evt = cma_channel_unqueue_id(ch, id_priv);
-	cma_channel_rearm(ch);
-	pthread_mutex_unlock(&ch->lock);
 	for (; evt; evt = next) {
 		next = evt->next;
-		free(evt);
-		dropped++;
+		if (evt->lib) {
+			free(evt);
+			dropped++;
+			continue;
+		}
+		/* Read by the service thread: count it acked. */
+		cma_event_unhold(evt);
+		cma_event_discard(evt);
 	}
+	if (!dropped)
+		return;
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->lib_events -= dropped;
 	cma_id_wake_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
+}
+
+void cma_channel_drop_events(struct cma_id_private *id_priv)
+{
+	struct cma_channel *ch;
+	struct cma_event *evt;
+
+	/* From now on the service thread queues nothing for the id. */
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->dying = true;
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_unlock(&id_priv->mut);
+	pthread_mutex_lock(&ch->lock);
+	evt = cma_channel_unqueue_id(ch, id_priv);
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	cma_channel_discard(id_priv, evt);
+}
+
+void cma_channel_drop_mc_events(struct cma_multicast *mc)
+{
+	struct cma_id_private *id_priv = mc->id_priv;
+	struct cma_channel *ch;
+	struct cma_event *evt;
+
+	pthread_mutex_lock(&id_priv->mut);
+	mc->leaving = true;
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_unlock(&id_priv->mut);
+	pthread_mutex_lock(&ch->lock);
+	evt = cma_channel_unqueue(ch, id_priv, mc);
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	cma_channel_discard(id_priv, evt);
+}
+
+/*
+ * The service thread has a kernel event for the application: queue it on
+ * its id's channel (the id may have migrated since the read), unless the
+ * id or its group is going away (false: the caller discards it).
+ */
+bool cma_channel_admit(struct cma_event *evt)
+{
+	struct cma_id_private *id_priv = evt->id_priv;
+	struct cma_channel *ch;
+
+	pthread_mutex_lock(&id_priv->mut);
+	if (id_priv->dying || (evt->mc && evt->mc->leaving)) {
+		pthread_mutex_unlock(&id_priv->mut);
+		return false;
+	}
+	id_priv->events_held++;
+	cma_id_wake_locked(id_priv); /* rdma_migrate_id counts it */
+	ch = cma_chan(id_priv->id.channel);
+	pthread_mutex_lock(&ch->lock);
+	pthread_mutex_unlock(&id_priv->mut);
+	evt->next = NULL;
+	*ch->tail = evt;
+	ch->tail = &evt->next;
+	cma_channel_rearm(ch);
+	pthread_mutex_unlock(&ch->lock);
+	return true;
 }
 
 /*
@@ -292,8 +485,17 @@ void cma_channel_drop_events(struct cma_id_private *id_priv)
 static void cma_channel_recheck_kernel_fd(struct cma_channel *ch)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
+	uint64_t one = 1;
 
-	if (ch->pollable)
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE)) {
+		cma_service_recheck(&ch->pub);
+		/* Threads waiting on kfd themselves: the thread stands aside. */
+		pthread_mutex_lock(&ch->lock);
+		if (ch->waiters && write(ch->wakefd, &one, sizeof(one)) < 0) {
+			/* Counter full: a wake-up is pending anyway. */
+		}
+		pthread_mutex_unlock(&ch->lock);
+	} else if (ch->pollable)
 		epoll_ctl(ch->pub.fd, EPOLL_CTL_MOD, ch->kfd, &ev);
 }
 
@@ -348,6 +550,37 @@ static struct cma_event *cma_channel_pop(struct cma_channel *ch)
 	return evt;
 }
 
+struct cma_event *cma_channel_pop_event(struct rdma_event_channel *channel)
+{
+	struct cma_event *evt = cma_channel_pop(cma_chan(channel));
+
+	if (evt && !evt->lib)
+		cma_event_unhold(evt);
+	return evt;
+}
+
+bool cma_channel_pollable(const struct rdma_event_channel *channel)
+{
+	return ((const struct cma_channel *)channel)->pollable;
+}
+
+void cma_channel_reader_lock(struct rdma_event_channel *channel)
+{
+	pthread_mutex_lock(&cma_chan(channel)->read_lock);
+}
+
+void cma_channel_reader_unlock(struct rdma_event_channel *channel)
+{
+	pthread_mutex_unlock(&cma_chan(channel)->read_lock);
+}
+
+/* A pollable channel's kernel fd is non-blocking: -1/EAGAIN when empty. */
+int cma_channel_read_kernel(struct rdma_event_channel *channel,
+			    struct rdma_ucm_event_resp *resp)
+{
+	return ucma_cmd_get_event(cma_chan(channel)->kfd, resp);
+}
+
 static bool cma_channel_nonblocking(struct cma_channel *ch)
 {
 	int flags = fcntl(ch->pub.fd, F_GETFL);
@@ -387,6 +620,73 @@ static int cma_channel_wait(struct cma_channel *ch)
 	return 0;
 }
 
+bool cma_channel_has_waiter(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	bool ret;
+
+	pthread_mutex_lock(&ch->lock);
+	ret = ch->waiters != 0;
+	pthread_mutex_unlock(&ch->lock);
+	return ret;
+}
+
+/*
+ * A served channel's blocking wait: the thread waits on the kernel fd
+ * itself, next to pub.fd (the library's queue), and reads what comes
+ * (cma_get_pollable), so a program blocked in rdma_get_cm_event pays no
+ * hop through the service thread, which stands aside from the first wait
+ * until rdma_get_cm_event returns (cma_event_serve): the thread that was
+ * woken reads without a race.  The last waiter to leave arms the fd for
+ * the service thread again, which then reads what came after this
+ * thread's last read.  A held request read here only makes this thread
+ * wait again: the application's fd never woke for it.
+ */
+static int cma_channel_wait_served(struct cma_channel *ch, bool *waiting)
+{
+	struct pollfd pfd[3] = {{.fd = ch->pub.fd, .events = POLLIN},
+				{.fd = ch->kfd, .events = POLLIN},
+				{.fd = ch->wakefd, .events = POLLIN}};
+	uint64_t count;
+	int ret;
+
+	if (!*waiting) {
+		pthread_mutex_lock(&ch->lock);
+		ch->waiters++;
+		pthread_mutex_unlock(&ch->lock);
+		*waiting = true;
+	}
+	ret = poll(pfd, 3, -1);
+	/* Events a migration moved to kfd, which woke nobody (recheck). */
+	if (ret > 0 && (pfd[2].revents & POLLIN) &&
+	    read(ch->wakefd, &count, sizeof(count)) < 0) {
+		/* Another waiter drained it: both read the kernel fd next. */
+	}
+	return ret < 0 && errno != EINTR ? -1 : 0;
+}
+
+void cma_channel_waiter_leave(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	bool last;
+
+	pthread_mutex_lock(&ch->lock);
+	last = !--ch->waiters;
+	pthread_mutex_unlock(&ch->lock);
+	if (last)
+		cma_service_recheck(channel);
+}
+
+int cma_channel_wait_ready(struct rdma_event_channel *channel, bool *waiting)
+{
+	struct cma_channel *ch = cma_chan(channel);
+
+	if (__atomic_load_n(&ch->served, __ATOMIC_ACQUIRE) &&
+	    !cma_channel_nonblocking(ch))
+		return cma_channel_wait_served(ch, waiting);
+	return cma_channel_wait(ch);
+}
+
 int cma_channel_next(struct rdma_event_channel *channel,
 		     struct rdma_ucm_event_resp *resp, struct cma_event **lib)
 {
@@ -416,6 +716,79 @@ int cma_channel_next(struct rdma_event_channel *channel,
 		if (cma_channel_wait(ch))
 			return -1;
 	}
+}
+
+/*
+ * From now on the service thread reads the channel's kernel fd, and the
+ * application's fd is readable only while events are queued.  Kept for
+ * the channel's life.  Left unserved (as before) if the thread or its fds
+ * cannot be had: correct events, only the empty wake-ups remain.  Under
+ * chan_list_lock; a reader of the kernel fd may be at work meanwhile: it
+ * holds read_lock from its read to the delivery or queueing, as the
+ * thread does, so the order of events stays the kernel's.
+ */
+static void cma_channel_serve_locked(struct cma_channel *ch)
+{
+	const char *env;
+	bool ok;
+
+	if (!ch->pollable || __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+		return;
+	/* RDMA_CM_SERVE=0: the direct path, held requests wake the fd. */
+	env = cma_env("RDMA_CM_SERVE");
+	if (env && !strcmp(env, "0"))
+		return;
+	pthread_mutex_lock(&ch->lock);
+	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
+	if (ok && ch->wakefd < 0) {
+		ch->wakefd = cma_fd_move_high(
+			eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), fcntl, close);
+		ok = ch->wakefd >= 0;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	if (!ok || cma_service_add(&ch->pub, ch->kfd))
+		return;
+	epoll_ctl(ch->pub.fd, EPOLL_CTL_DEL, ch->kfd, NULL);
+	__atomic_store_n(&ch->served, true, __ATOMIC_RELEASE);
+}
+
+void cma_channel_may_hold(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	const char *env = cma_env("RDMA_CM_SERVE");
+
+	if (!ch->pollable)
+		return;
+	/* RDMA_CM_SERVE=1: served from the first listen, no window left. */
+	if (env && !strcmp(env, "1"))
+		cma_channel_serve_all();
+	pthread_mutex_lock(&chan_list_lock);
+	ch->may_hold = true;
+	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))
+		cma_channel_serve_locked(ch);
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+void cma_channel_serve_all(void)
+{
+	struct cma_channel *ch;
+
+	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))
+		return;
+	pthread_once(&chan_list_once, cma_chan_list_init);
+	pthread_mutex_lock(&chan_list_lock);
+	__atomic_store_n(&serve_all, true, __ATOMIC_RELEASE);
+	for (ch = chan_list; ch; ch = ch->next)
+		if (ch->may_hold)
+			cma_channel_serve_locked(ch);
+	pthread_mutex_unlock(&chan_list_lock);
+}
+
+bool cma_channel_served(const struct rdma_event_channel *channel)
+{
+	const struct cma_channel *ch = (const struct cma_channel *)channel;
+
+	return __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE);
 }
 
 CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)

@@ -25,11 +25,28 @@
  *    with rdma-core); its queued events name ids that are alive (above).
  *  - rsockets have their own rules: src/rsocket/rs.h.
  *
+ *  - A served channel (channel.c) is in the service thread's set until
+ *    rdma_destroy_event_channel takes it out and waits until the thread
+ *    handles none of its events (timer.c, svc_busy); the thread only
+ *    compares channel pointers it got from epoll until it finds them in
+ *    its list under the timer lock.  Kernel events the thread queued
+ *    count in their id's events_held until delivered or dropped; a dying
+ *    id (or leaving group) gets nothing more queued.
+ *
  * Lock order (take left before right; release in any order):
  *
- *   listener's qp_lock -> connect's qp_lock -> p2p_lock -> id->mut
- *                                           -> channel lock
- *                         p2p_lock -> timer lock (timer.c)
+ *   channel read_lock -> listener's qp_lock -> connect's qp_lock
+ *                     -> p2p_lock -> id->mut -> channel lock
+ *                                   p2p_lock -> timer lock (timer.c)
+ *   channel read_lock -> chan_list_lock (channel.c) -> channel lock
+ *                                                   -> timer lock
+ *
+ * A channel's read_lock is held from reading a kernel event to its
+ * delivery or queueing (rdma_get_cm_event on an application channel, the
+ * service thread); nothing waits for another thread under it except the
+ * qp_locks and p2p locks the handling takes.  chan_list_lock orders the
+ * changes to served (cma_channel_may_hold, cma_channel_serve_all), which
+ * are never made under a qp_lock or p2p_lock.
  *
  * qp_lock is held around the handling of each event of its id, around
  * rdma_destroy_qp, around a p2p rdma_connect and by a p2p connect's timer
@@ -163,6 +180,13 @@ struct cma_id_private {
 	uint32_t lib_events; /* library-made events not yet acked */
 	/* Events reported by kernel ids an adoption replaced (all acked). */
 	uint32_t events_base;
+	/*
+	 * Kernel events the service thread queued for the application and
+	 * not yet delivered (under mut): rdma_migrate_id does not wait for
+	 * their acks.
+	 */
+	uint32_t events_held;
+	bool dying; /* rdma_destroy_id: nothing more is queued (under mut) */
 
 	uint8_t initiator_depth;
 	uint8_t responder_resources;
@@ -356,9 +380,65 @@ void cma_channel_drop_events(struct cma_id_private *id_priv);
  */
 void cma_channel_move_events(struct cma_id_private *id_priv,
 			     struct rdma_event_channel *from);
+/* Discard the queued, undelivered events of a group being left. */
+void cma_channel_drop_mc_events(struct cma_multicast *mc);
+/* Whether the application made the channel (pub.fd is an epoll set). */
+bool cma_channel_pollable(const struct rdma_event_channel *channel);
 /*
- * The next event of a channel: a library event in *lib, or else a kernel
- * event in *resp (*lib NULL).  0 or -1/errno.
+ * Served channels: the service thread reads the kernel fd, handles each
+ * event and queues what is for the application, so pub.fd is readable
+ * only while an event is there.  A channel is served once it may hold a
+ * p2p request the application must not see (a p2p listener or a p2p
+ * connect is on it: cma_channel_may_hold) and the process has shown p2p
+ * activity (cma_channel_serve_all); channel.c says why.
+ */
+void cma_channel_may_hold(struct rdma_event_channel *channel);
+/* conn.c: rdma_listen's (and a migrated listener's) cma_channel_may_hold. */
+void cma_listen_may_hold(struct cma_id_private *id_priv);
+/* p2p activity: serve every channel that may hold, now and from now on. */
+void cma_channel_serve_all(void);
+/* For tests: whether the service thread reads the channel's kernel fd. */
+bool cma_channel_served(const struct rdma_event_channel *channel);
+/* Around a read of the kernel fd and the delivery or queueing of it. */
+void cma_channel_reader_lock(struct rdma_event_channel *channel);
+void cma_channel_reader_unlock(struct rdma_event_channel *channel);
+/* Non-blocking read of a pollable channel's kernel fd; -1/EAGAIN if empty. */
+int cma_channel_read_kernel(struct rdma_event_channel *channel,
+			    struct rdma_ucm_event_resp *resp);
+/* The oldest queued event (library-made or read by the thread), or NULL. */
+struct cma_event *cma_channel_pop_event(struct rdma_event_channel *channel);
+/* Queue a kernel event the service thread read; false if its id is dying. */
+bool cma_channel_admit(struct cma_event *evt);
+/*
+ * Wait for the channel's fd; 0, or -1/EAGAIN when it is non-blocking.  On
+ * a served channel the caller may become a waiter reading the kernel fd
+ * itself (*waiting set): it calls cma_channel_waiter_leave before it
+ * returns from rdma_get_cm_event.
+ */
+int cma_channel_wait_ready(struct rdma_event_channel *channel, bool *waiting);
+void cma_channel_waiter_leave(struct rdma_event_channel *channel);
+/* timer.c: the service thread watches / forgets a served kernel fd. */
+int cma_service_add(struct rdma_event_channel *channel, int kfd);
+void cma_service_remove(struct rdma_event_channel *channel, int kfd);
+void cma_service_recheck(struct rdma_event_channel *channel);
+/* Stop the service thread and wait for it; it restarts when needed. */
+void cma_service_stop(void);
+/* For tests: wait until the service thread has done what is due now. */
+void cma_service_settle(void);
+/*
+ * event.c: the service thread's handling of a readable served channel;
+ * false if an application thread waits on its kernel fd (it reads it).
+ */
+bool cma_event_serve(struct rdma_event_channel *channel);
+/* An application thread waits in rdma_get_cm_event on the kernel fd. */
+bool cma_channel_has_waiter(struct rdma_event_channel *channel);
+/* Count a kernel event as acked. */
+void cma_event_complete(struct cma_event *evt);
+/* Count an undelivered kernel event as acked and free it. */
+void cma_event_discard(struct cma_event *evt);
+/*
+ * The next event of a private channel: a library event in *lib, or else
+ * a kernel event in *resp (*lib NULL).  0 or -1/errno.
  */
 int cma_channel_next(struct rdma_event_channel *channel,
 		     struct rdma_ucm_event_resp *resp, struct cma_event **lib);
@@ -601,6 +681,7 @@ struct cma_multicast {
 	pthread_cond_t cond;
 	uint16_t join_flags;
 	bool attached; /* the id's QP is attached to the group */
+	bool leaving; /* under id_priv->mut: nothing more is queued */
 	union ibv_gid mgid;
 	uint16_t mlid;
 	struct sockaddr_storage addr;

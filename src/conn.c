@@ -196,11 +196,23 @@ static int cma_connect(struct rdma_cm_id *id,
 	if (cma_prepend_connect_data(id_priv, &kparam))
 		return -1;
 	cma_ece_to_kern(id_priv, &ece);
-	if (p2p && id->qp_type != IBV_QPT_UD)
+	if (p2p && id->qp_type != IBV_QPT_UD) {
+		/* Its channel may see requests and replies the library eats. */
+		cma_channel_serve_all();
+		cma_channel_may_hold(id->channel);
+		/*
+		 * The REQ may be answered, and the id adopted (p2p_connect.c,
+		 * under its qp_lock, on the service thread), before the call
+		 * returns: mark it started first, under that lock (TSan).
+		 */
+		pthread_mutex_lock(&id_priv->qp_lock);
+		id_priv->cm_started = true;
+		pthread_mutex_unlock(&id_priv->qp_lock);
 		ret = cma_p2p_connect(id_priv, &kparam, &ece);
-	else
+	} else {
 		ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
 				       &kparam, &ece);
+	}
 	if (ret)
 		return -1;
 	id_priv->cm_started = true;
@@ -238,6 +250,21 @@ CMA_EXPORT int cma_connect_fork(struct rdma_cm_id *id,
 }
 __asm__(".symver cma_connect_fork, rdma_connect@@RDMACM_FORK_1.0");
 
+/*
+ * A listener that may hold p2p requests (RDMA_OPTION_ID_PEER2PEER not 0)
+ * makes its channel one the library serves once the process shows p2p
+ * activity, so that a held request never wakes the application's fd
+ * (channel.c).  RDMA_CM_PEER2PEER=1 is such activity from the start.
+ */
+void cma_listen_may_hold(struct cma_id_private *id_priv)
+{
+	if (!id_priv->p2p_listening || !id_priv->p2p_listen_opt)
+		return;
+	if (cma_p2p_env())
+		cma_channel_serve_all();
+	cma_channel_may_hold(id_priv->id.channel);
+}
+
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
@@ -256,8 +283,10 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	 */
 	known = id_priv->p2p_listening;
 	early = rdma_get_src_port(id) != 0;
-	if (early)
+	if (early) {
 		cma_p2p_listen(id_priv);
+		cma_listen_may_hold(id_priv);
+	}
 	if (ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
 			    (uint32_t)backlog)) {
 		int err = errno;
@@ -266,8 +295,10 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 			cma_p2p_unlisten(id_priv);
 		return cma_err(err);
 	}
-	if (!early)
+	if (!early) {
 		cma_p2p_listen(id_priv);
+		cma_listen_may_hold(id_priv);
+	}
 	return 0;
 }
 

@@ -243,7 +243,7 @@ static void cma_bind_event_subject(struct cma_event *evt,
  * Count an event as acked.  The kernel counts a multicast event both for
  * its group and for the group's id, so both counters move.
  */
-static void cma_event_complete(struct cma_event *evt)
+void cma_event_complete(struct cma_event *evt)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 
@@ -257,15 +257,163 @@ static void cma_event_complete(struct cma_event *evt)
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
-CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
-				 struct rdma_cm_event **event)
+/*
+ * A kernel event the application will never get (its id or group is
+ * going away): count it as acked.  A request's new id, which nobody will
+ * accept or destroy, is destroyed (the kernel rejects the request).
+ * Called with no lock held.
+ */
+void cma_event_discard(struct cma_event *evt)
+{
+	struct rdma_cm_id *child = NULL;
+
+	if (evt->event.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+	    evt->event.listen_id && evt->event.id != evt->event.listen_id)
+		child = evt->event.id;
+	cma_event_complete(evt);
+	free(evt);
+	if (child)
+		rdma_destroy_id(child);
+}
+
+/* Give one kernel event its id and let the library handle it. */
+static enum cma_event_verdict
+cma_event_from_kernel(struct cma_event *evt,
+		      const struct rdma_ucm_event_resp *resp)
+{
+	enum cma_event_verdict verdict;
+
+	evt->event.event = (enum rdma_cm_event_type)resp->event;
+	evt->event.status = (int)resp->status;
+	cma_bind_event_subject(evt, resp);
+	/* The QP the event moves stays (rdma_destroy_qp waits). */
+	pthread_mutex_lock(&evt->id_priv->qp_lock);
+	verdict = cma_handle_event(evt, resp);
+	pthread_mutex_unlock(&evt->id_priv->qp_lock);
+	return verdict;
+}
+
+/*
+ * The service thread (timer.c): a served channel's kernel fd is readable.
+ * Handle what is there, as rdma_get_cm_event would, and queue what is for
+ * the application; what the library consumed never wakes it.  A batch at
+ * a time, so that one busy channel does not starve the others.
+ */
+bool cma_event_serve(struct rdma_event_channel *channel)
 {
 	struct rdma_ucm_event_resp resp;
-	enum cma_event_verdict verdict;
+	struct cma_event *evt;
+	bool keep;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		/*
+		 * An application thread blocked in rdma_get_cm_event reads
+		 * the fd itself, without a hop through this thread; it arms
+		 * the fd for this thread again when it stops waiting.
+		 */
+		if (cma_channel_has_waiter(channel))
+			return false;
+		evt = calloc(1, sizeof(*evt));
+		if (!evt)
+			return true; /* the fd stays readable: tried again */
+		cma_channel_reader_lock(channel);
+		if (cma_channel_read_kernel(channel, &resp)) {
+			cma_channel_reader_unlock(channel);
+			free(evt);
+			return true;
+		}
+		keep = cma_event_from_kernel(evt, &resp) == CMA_EVENT_DELIVER;
+		if (keep && cma_channel_admit(evt))
+			evt = NULL;
+		cma_channel_reader_unlock(channel);
+		if (!evt)
+			continue;
+		if (keep) {
+			cma_event_discard(evt); /* its id is being destroyed */
+		} else {
+			cma_event_complete(evt);
+			free(evt);
+		}
+	}
+	return true;
+}
+
+/*
+ * An application channel: whoever reads the kernel fd (this thread or
+ * the service thread) holds the channel's reader lock from the read to
+ * the event's delivery or queueing, so events keep the kernel's order.
+ * Queued events come first; the wait is outside the lock.
+ */
+static int cma_get_pollable_once(struct rdma_event_channel *channel,
+				 struct cma_event **out, bool *waiting)
+{
+	struct rdma_ucm_event_resp resp;
+	struct cma_event *evt, *queued;
+	int err;
+
+	for (;;) {
+		evt = calloc(1, sizeof(*evt));
+		if (!evt)
+			return cma_err(ENOMEM);
+		cma_channel_reader_lock(channel);
+		queued = cma_channel_pop_event(channel);
+		if (queued) {
+			cma_channel_reader_unlock(channel);
+			free(evt);
+			*out = queued;
+			return 0;
+		}
+		if (cma_channel_read_kernel(channel, &resp)) {
+			err = errno;
+			cma_channel_reader_unlock(channel);
+			free(evt);
+			if (err != EAGAIN)
+				return cma_err(err);
+			if (cma_channel_wait_ready(channel, waiting))
+				return -1;
+			continue;
+		}
+		if (cma_event_from_kernel(evt, &resp) == CMA_EVENT_DELIVER) {
+			cma_channel_reader_unlock(channel);
+			*out = evt;
+			return 0;
+		}
+		/*
+		 * The library held or refused a request: this process takes
+		 * part in p2p, and a channel that may hold one must stop
+		 * waking its application for them (channel.c).
+		 */
+		if (resp.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			cma_channel_serve_all();
+		cma_channel_reader_unlock(channel);
+		cma_event_complete(evt);
+		free(evt);
+	}
+}
+
+static int cma_get_pollable(struct rdma_event_channel *channel,
+			    struct cma_event **out)
+{
+	bool waiting = false;
+	int ret, err;
+
+	ret = cma_get_pollable_once(channel, out, &waiting);
+	if (waiting) {
+		err = errno;
+		cma_channel_waiter_leave(channel);
+		errno = err;
+	}
+	return ret;
+}
+
+/* A private channel (synchronous ids): nobody else reads it. */
+static int cma_get_private(struct rdma_event_channel *channel,
+			   struct cma_event **out)
+{
+	struct rdma_ucm_event_resp resp;
 	struct cma_event *evt, *lib;
 
-	if (!channel || !event)
-		return cma_err(EINVAL);
 	evt = malloc(sizeof(*evt));
 	if (!evt)
 		return cma_err(ENOMEM);
@@ -279,20 +427,31 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 		}
 		if (lib) {
 			free(evt);
-			evt = lib;
-			break;
+			*out = lib;
+			return 0;
 		}
-		evt->event.event = (enum rdma_cm_event_type)resp.event;
-		evt->event.status = (int)resp.status;
-		cma_bind_event_subject(evt, &resp);
-		/* The QP the event moves stays (rdma_destroy_qp waits). */
-		pthread_mutex_lock(&evt->id_priv->qp_lock);
-		verdict = cma_handle_event(evt, &resp);
-		pthread_mutex_unlock(&evt->id_priv->qp_lock);
-		if (verdict == CMA_EVENT_DELIVER)
+		if (cma_event_from_kernel(evt, &resp) == CMA_EVENT_DELIVER)
 			break;
 		cma_event_complete(evt);
 	}
+	*out = evt;
+	return 0;
+}
+
+CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				 struct rdma_cm_event **event)
+{
+	struct cma_event *evt;
+	int ret;
+
+	if (!channel || !event)
+		return cma_err(EINVAL);
+	if (cma_channel_pollable(channel))
+		ret = cma_get_pollable(channel, &evt);
+	else
+		ret = cma_get_private(channel, &evt);
+	if (ret)
+		return -1;
 	*event = &evt->event;
 	return 0;
 }

@@ -269,27 +269,41 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	 * id->channel's fd: publish the channel under mut, which the event
 	 * path takes before it handles an event (cma_bind_event_subject).
 	 */
+	/*
+	 * The service thread may be handling an event of the id, which uses
+	 * id->channel's fd, under the id's qp_lock: change it under that too.
+	 */
+	pthread_mutex_lock(&id_priv->qp_lock);
 	pthread_mutex_lock(&id_priv->mut);
 	if (ucma_cmd_migrate_id(cma_channel_kernel_fd(channel), id_priv->handle,
 				cma_channel_kernel_fd(old), &reported)) {
 		int err = errno;
 
 		pthread_mutex_unlock(&id_priv->mut);
+		pthread_mutex_unlock(&id_priv->qp_lock);
 		if (sync)
 			cma_channel_destroy(channel);
 		return cma_err(err);
 	}
 	id->channel = channel;
 	pthread_mutex_unlock(&id_priv->mut);
+	pthread_mutex_unlock(&id_priv->qp_lock);
 	cma_channel_move_events(id_priv, old);
 	if (id_priv->sync) {
 		/* The old channel was ours; nobody else can read from it. */
 		cma_id_release_sync_event(id_priv);
 		cma_channel_destroy(old);
 	}
+	/* A p2p listener's channel must not wake for what it holds. */
+	cma_listen_may_hold(id_priv);
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
-	while (id_priv->events_completed < id_priv->events_base + reported)
+	/*
+	 * Every event given to the application is acked; those the service
+	 * thread queued and nobody received moved with the id (held).
+	 */
+	while (id_priv->events_completed + id_priv->events_held <
+	       id_priv->events_base + reported)
 		cma_id_wait_locked(id_priv);
 	pthread_mutex_unlock(&id_priv->mut);
 	return 0;

@@ -294,6 +294,8 @@ static int cma_mc_leave(struct cma_id_private *id_priv,
 		ibv_detach_mcast(id_priv->id.qp, &mc->mgid, mc->mlid);
 	cma_ud_dest_drop_ah(&mc->dest);
 	ret = ucma_cmd_leave_mcast(cma_id_fd(id_priv), mc->handle, &reported);
+	/* Events the service thread read and the application never got. */
+	cma_channel_drop_mc_events(mc);
 	pthread_mutex_lock(&id_priv->mut);
 	while (!ret && mc->events_completed < reported)
 		pthread_cond_wait(&mc->cond, &id_priv->mut);

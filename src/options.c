@@ -130,7 +130,15 @@ static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
 			   int optname, const void *optval, size_t optlen)
 {
 	(void)level;
-	return cma_p2p_set_option(id_priv, optname, optval, optlen);
+	if (cma_p2p_set_option(id_priv, optname, optval, optlen))
+		return -1;
+	/* Peer-to-peer listening asked for: p2p activity (channel.c). */
+	if (optname == RDMA_OPTION_ID_PEER2PEER &&
+	    id_priv->p2p_listen_opt > 0) {
+		cma_channel_serve_all();
+		cma_listen_may_hold(id_priv);
+	}
+	return 0;
 }
 
 static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,

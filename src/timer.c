@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Library timers (peer-to-peer hold checks, give-ups, iWARP retries).
+ * The library's service thread: timers (peer-to-peer hold checks,
+ * give-ups, iWARP retries) and the kernel fds of served channels.
  *
  * They run in one service thread per process, not in the application's
  * rdma_get_cm_event(): a timer that finds nothing to report must not make
@@ -9,20 +10,35 @@
  * rdma_get_cm_event).  A timer that has something to report posts an
  * event, which wakes the channel as any event does.
  *
- * The thread starts with the first timer armed (programs that never use
- * peer-to-peer mode never have one), blocks every signal, sleeps on a
- * condition variable until the earliest deadline, and is stopped when the
- * library is unloaded.  After fork() the child starts its own on its
- * first timer.
+ * The same thread reads the kernel events of served channels (channel.c:
+ * channels with an RC listener, where a peer's p2p request may be held
+ * or refused by the library and must not wake the application): an epoll
+ * set holds their kernel fds and an eventfd that wakes the thread when
+ * the timer list changes.  Until the first channel is served the thread
+ * sleeps on a condition variable instead (no fds at all).
+ *
+ * The thread starts with the first timer armed or the first channel
+ * served (programs that never use peer-to-peer mode and never listen
+ * have neither), blocks every signal, and is stopped when the library
+ * is unloaded.  After fork() the child starts its own on its first timer
+ * or served channel; the parent's served channels are not served in the
+ * child (a child must not use its parent's channels, as with rdma-core:
+ * their kernel fds are shared with the parent).
  */
 #include <config.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cma.h"
+#include "fd_high.h"
 
 /* Everything below, and every timer's fields, are under timer_lock. */
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -32,6 +48,18 @@ static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
 static struct cma_timer *timers; /* armed, earliest first */
 static pthread_t timer_thread;
 static bool timer_thread_up, timer_quit;
+
+/* Served channels: what the thread's epoll set watches. */
+struct cma_served {
+	struct cma_served *next;
+	struct rdma_event_channel *channel;
+};
+static struct cma_served *served;
+static int svc_epfd = -1; /* kernel fds of served channels + svc_wakefd */
+static int svc_wakefd = -1; /* eventfd: the timer list changed, or quit */
+/* The channel whose events the thread is handling (timer_done signals). */
+static struct rdma_event_channel *svc_busy;
+static bool timer_in_expire; /* the thread is in an expire() */
 
 uint64_t cma_now_ns(void)
 {
@@ -58,11 +86,38 @@ static void cma_timer_init_wake(void)
  */
 static void cma_timer_atfork_child(void)
 {
+	struct cma_served *s;
+
 	pthread_mutex_init(&timer_lock, NULL);
 	pthread_cond_init(&timer_done, NULL);
 	cma_timer_init_wake();
 	timer_thread_up = false;
 	timer_quit = false;
+	/*
+	 * The epoll set is shared with the parent: changing it would change
+	 * the parent's.  The child forgets it and the channels it served.
+	 */
+	while ((s = served)) {
+		served = s->next;
+		free(s);
+	}
+	if (svc_epfd >= 0)
+		close(svc_epfd);
+	if (svc_wakefd >= 0)
+		close(svc_wakefd);
+	svc_epfd = svc_wakefd = -1;
+	svc_busy = NULL;
+}
+
+/* Wake the thread wherever it sleeps (lock held). */
+static void cma_timer_kick(void)
+{
+	uint64_t one = 1;
+
+	pthread_cond_signal(&timer_wake);
+	if (svc_wakefd >= 0 && write(svc_wakefd, &one, sizeof(one)) < 0) {
+		/* Counter full: the thread has a wake-up pending anyway. */
+	}
 }
 
 static void cma_timer_init_once(void)
@@ -102,6 +157,74 @@ static void cma_timer_sleep(void)
 }
 
 /*
+ * A served kernel fd is watched one-shot: reported once, then not again
+ * until armed anew, by the thread once it has read what was there or by
+ * the last application thread that stops waiting on the fd itself in
+ * rdma_get_cm_event (channel.c).  So the thread never spins on an fd it
+ * leaves to a waiting application thread.  Lock held.
+ */
+static void cma_service_arm(struct rdma_event_channel *channel)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.ptr = channel};
+
+	epoll_ctl(svc_epfd, EPOLL_CTL_MOD, cma_channel_kernel_fd(channel), &ev);
+}
+
+static bool cma_served_has(struct rdma_event_channel *channel)
+{
+	struct cma_served *s;
+
+	for (s = served; s; s = s->next)
+		if (s->channel == channel)
+			return true;
+	return false;
+}
+
+/*
+ * Sleep in the epoll set until the earliest deadline, then handle the
+ * channels whose kernel fds are readable (lock held, dropped while
+ * sleeping and handling).  An fd reported for a channel that stopped
+ * being served meanwhile is ignored: the pointer is only compared.
+ */
+static void cma_timer_poll(void)
+{
+	struct epoll_event evs[16];
+	uint64_t now, when, count;
+	int ms = -1, n, i;
+	bool rearm;
+
+	if (timers) {
+		now = cma_now_ns();
+		when = timers->deadline_ns;
+		ms = when <= now ? 0 : (int)((when - now + 999999) / 1000000);
+	}
+	pthread_mutex_unlock(&timer_lock);
+	n = epoll_wait(svc_epfd, evs, 16, ms);
+	pthread_mutex_lock(&timer_lock);
+	for (i = 0; i < n && !timer_quit; i++) {
+		struct rdma_event_channel *channel = evs[i].data.ptr;
+
+		if (!channel) {
+			if (read(svc_wakefd, &count, sizeof(count)) < 0)
+				count = 0; /* already drained */
+			continue;
+		}
+		if (!cma_served_has(channel))
+			continue;
+		svc_busy = channel;
+		pthread_mutex_unlock(&timer_lock);
+		rearm = cma_event_serve(channel);
+		pthread_mutex_lock(&timer_lock);
+		/* Still ours: a destroy waits while svc_busy names it. */
+		if (rearm && cma_served_has(channel))
+			cma_service_arm(channel);
+		svc_busy = NULL;
+		pthread_cond_broadcast(&timer_done);
+	}
+}
+
+/*
  * Run due timers one at a time, without the lock (they take p2p_lock, make
  * kernel calls and post events).  A running timer is marked so that
  * cma_timer_sync() can wait for it before its owner is freed.
@@ -116,7 +239,10 @@ static void *cma_timer_main(void *arg)
 	while (!timer_quit) {
 		timer = timers;
 		if (!timer || timer->deadline_ns > cma_now_ns()) {
-			cma_timer_sleep();
+			if (svc_epfd >= 0)
+				cma_timer_poll();
+			else
+				cma_timer_sleep();
 			continue;
 		}
 		timers = timer->next;
@@ -125,9 +251,11 @@ static void *cma_timer_main(void *arg)
 		timer->running = true;
 		timer->runner = pthread_self();
 		expire = timer->expire;
+		timer_in_expire = true;
 		pthread_mutex_unlock(&timer_lock);
 		expire(timer);
 		pthread_mutex_lock(&timer_lock);
+		timer_in_expire = false;
 		timer->running = false;
 		pthread_cond_broadcast(&timer_done);
 	}
@@ -169,7 +297,7 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	*pp = timer;
 	timer->armed = true;
 	cma_timer_thread_start();
-	pthread_cond_signal(&timer_wake);
+	cma_timer_kick();
 	pthread_mutex_unlock(&timer_lock);
 }
 
@@ -197,8 +325,33 @@ void cma_timer_sync(struct cma_timer *timer)
 	pthread_mutex_unlock(&timer_lock);
 }
 
-/* Unloading the library (dlclose) must not leave the thread in its code. */
-static void __attribute__((destructor)) cma_timer_fini(void)
+/*
+ * For tests: wait until the service thread has run every timer due now
+ * and handles no channel (what it was given to do is done).
+ */
+void cma_service_settle(void)
+{
+	struct cma_timer *t;
+	bool busy;
+
+	pthread_mutex_lock(&timer_lock);
+	for (;;) {
+		busy = svc_busy != NULL || timer_in_expire;
+		for (t = timers; t && !busy; t = t->next)
+			busy = t->deadline_ns <= cma_now_ns();
+		if (!busy || !timer_thread_up)
+			break;
+		pthread_cond_wait(&timer_done, &timer_lock);
+	}
+	pthread_mutex_unlock(&timer_lock);
+}
+
+/*
+ * Stop the service thread and wait for it (it starts again when next
+ * needed).  Unloading the library must not leave the thread in its code;
+ * a test swaps the kernel behind the library only once it is stopped.
+ */
+void cma_service_stop(void)
 {
 	bool up;
 
@@ -206,8 +359,117 @@ static void __attribute__((destructor)) cma_timer_fini(void)
 	up = timer_thread_up;
 	timer_quit = true;
 	if (up)
-		pthread_cond_signal(&timer_wake);
+		cma_timer_kick();
 	pthread_mutex_unlock(&timer_lock);
-	if (up && !pthread_equal(timer_thread, pthread_self()))
-		pthread_join(timer_thread, NULL);
+	if (!up || pthread_equal(timer_thread, pthread_self()))
+		return;
+	pthread_join(timer_thread, NULL);
+	pthread_mutex_lock(&timer_lock);
+	timer_thread_up = false;
+	timer_quit = false;
+	pthread_mutex_unlock(&timer_lock);
+}
+
+static void __attribute__((destructor)) cma_timer_fini(void)
+{
+	cma_service_stop();
+}
+
+/* --- served channels ------------------------------------------------------ */
+
+/*
+ * Forget a served channel and wait until the thread is not handling its
+ * events (it may be, in another thread; never from the thread itself).
+ */
+static void cma_service_remove_locked(struct rdma_event_channel *channel,
+				      int kfd)
+{
+	struct cma_served **pp, *s;
+
+	for (pp = &served; (s = *pp); pp = &s->next) {
+		if (s->channel == channel) {
+			*pp = s->next;
+			free(s);
+			break;
+		}
+	}
+	if (svc_epfd >= 0)
+		epoll_ctl(svc_epfd, EPOLL_CTL_DEL, kfd, NULL);
+	while (svc_busy == channel &&
+	       !pthread_equal(timer_thread, pthread_self()))
+		pthread_cond_wait(&timer_done, &timer_lock);
+}
+
+void cma_service_remove(struct rdma_event_channel *channel, int kfd)
+{
+	pthread_once(&timer_once, cma_timer_init_once);
+	pthread_mutex_lock(&timer_lock);
+	cma_service_remove_locked(channel, kfd);
+	pthread_mutex_unlock(&timer_lock);
+}
+
+/*
+ * Events the kernel moved to the fd (a migration) wake no epoll, and an
+ * application thread that waited on the fd itself leaves what came
+ * meanwhile: look again.
+ */
+void cma_service_recheck(struct rdma_event_channel *channel)
+{
+	pthread_mutex_lock(&timer_lock);
+	if (svc_epfd >= 0 && cma_served_has(channel))
+		cma_service_arm(channel);
+	pthread_mutex_unlock(&timer_lock);
+}
+
+/* The epoll set and its wake-up eventfd, made with the first served channel. */
+static int cma_service_open(void)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	int epfd, wfd;
+
+	if (svc_epfd >= 0)
+		return 0;
+	epfd = cma_fd_move_high(epoll_create1(EPOLL_CLOEXEC), fcntl, close);
+	if (epfd < 0)
+		return -1;
+	wfd = cma_fd_move_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), fcntl,
+			       close);
+	if (wfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, wfd, &ev)) {
+		if (wfd >= 0)
+			close(wfd);
+		close(epfd);
+		return -1;
+	}
+	svc_wakefd = wfd;
+	/* Published last: the thread polls it once it is set. */
+	svc_epfd = epfd;
+	return 0;
+}
+
+int cma_service_add(struct rdma_event_channel *channel, int kfd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.ptr = channel};
+	struct cma_served *s = malloc(sizeof(*s));
+	int ret = -1;
+
+	if (!s)
+		return cma_err(ENOMEM);
+	pthread_once(&timer_once, cma_timer_init_once);
+	pthread_mutex_lock(&timer_lock);
+	if (!cma_service_open() &&
+	    !epoll_ctl(svc_epfd, EPOLL_CTL_ADD, kfd, &ev)) {
+		s->channel = channel;
+		s->next = served;
+		served = s;
+		s = NULL;
+		cma_timer_thread_start();
+		cma_timer_kick(); /* from a condition wait to the epoll set */
+		ret = timer_thread_up ? 0 : -1;
+		if (ret)
+			cma_service_remove_locked(channel, kfd);
+	}
+	pthread_mutex_unlock(&timer_lock);
+	free(s);
+	return ret;
 }

@@ -96,6 +96,13 @@ int rs_stream_listen(struct rsocket *rs, int backlog)
 		return 0;
 	if (rs_state(rs) != RS_BOUND && rs_state(rs) != RS_INIT)
 		return cma_err(EINVAL);
+	/*
+	 * rsockets never speak p2p: their listener holds nothing, so its
+	 * channel is never served (src/channel.c) and accept pays no hop.
+	 */
+	if (rdma_set_option(rs->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &(int){0}, sizeof(int)))
+		return -1;
 	if (rdma_listen(rs->cm_id, backlog))
 		return -1;
 	rs_set_state(rs, RS_LISTENING);

@@ -13,6 +13,10 @@
  *	(default 1); per step the median wall time per connection, and the
  *	rdma_cm write(2) calls per connection on the active side's channel and
  *	on the passive side's.
+ *   cm_bench bsteps <addr> <n> [<reps>]
+ *	the same steps by a blocking-style program: each side has a thread
+ *	that blocks in rdma_get_cm_event (no poll(2) first), as many
+ *	programs and rdma-core's examples do.
  *   cm_bench memory <addr> <n>
  *	heap bytes (mallinfo2) per id: created; then with address and route
  *	resolved.
@@ -31,6 +35,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +259,66 @@ static void pump_passive(struct bench *b, int *done,
 	}
 }
 
+/* bsteps: each side's thread blocks in rdma_get_cm_event. */
+static bool blocking;
+
+struct passive_run {
+	struct bench *b;
+	enum rdma_cm_event_type want;
+};
+
+/* The passive side, blocking: until @n events of the wanted type. */
+static void *passive_blocking(void *arg)
+{
+	struct passive_run *p = arg;
+	struct bench *b = p->b;
+	enum rdma_cm_event_type type;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int done = 0;
+
+	while (done < b->n) {
+		if (rdma_get_cm_event(b->sch, &ev))
+			hx_fail("rdma_get_cm_event: %s", strerror(errno));
+		id = ev->id;
+		type = ev->event;
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			accept_request(b, id);
+		} else if (type == p->want) {
+			done++;
+			if (type == RDMA_CM_EVENT_DISCONNECTED)
+				rdma_disconnect(id); /* answer the DREQ */
+		} else if (type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+			hx_fail("passive side: %s", rdma_event_str(type));
+		}
+	}
+	return NULL;
+}
+
+/* Both sides blocking, the passive one in its own thread. */
+static void run_both_blocking(struct bench *b, enum rdma_cm_event_type want)
+{
+	struct passive_run p = {.b = b, .want = want};
+	struct rdma_cm_event *ev;
+	pthread_t t;
+	int cdone = 0;
+
+	if (pthread_create(&t, NULL, passive_blocking, &p))
+		hx_fail("pthread_create failed");
+	while (cdone < b->n) {
+		if (rdma_get_cm_event(b->cch, &ev))
+			hx_fail("rdma_get_cm_event: %s", strerror(errno));
+		if (ev->event == want && !ev->status)
+			cdone++;
+		else if (ev->event != RDMA_CM_EVENT_TIMEWAIT_EXIT)
+			hx_fail("active side: %s (status %d)",
+				rdma_event_str(ev->event), ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	pthread_join(t, NULL);
+}
+
 /* Drive both channels until each has @n events of @want. */
 static void run_both(struct bench *b, enum rdma_cm_event_type want)
 {
@@ -262,6 +327,10 @@ static void run_both(struct bench *b, enum rdma_cm_event_type want)
 	struct rdma_cm_event *ev;
 	int cdone = 0, sdone = 0;
 
+	if (blocking) {
+		run_both_blocking(b, want);
+		return;
+	}
 	while (cdone < b->n || sdone < b->n) {
 		hx_stage("%s: %d/%d active, %d/%d passive",
 			 rdma_event_str(want), cdone, b->n, sdone, b->n);
@@ -448,6 +517,12 @@ static int run_steps(int argc, char **argv)
 	return cmd_steps(argv[1], atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 }
 
+static int run_bsteps(int argc, char **argv)
+{
+	blocking = true;
+	return run_steps(argc, argv);
+}
+
 static int run_memory(int argc, char **argv)
 {
 	(void)argc;
@@ -456,6 +531,7 @@ static int run_memory(int argc, char **argv)
 
 static const struct hx_scenario scenarios[] = {
 	{"steps", "<addr> <n> [<reps>]", run_steps},
+	{"bsteps", "<addr> <n> [<reps>]", run_bsteps},
 	{"memory", "<addr> <n>", run_memory},
 };
 

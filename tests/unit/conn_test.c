@@ -78,11 +78,13 @@ static struct rdma_cm_event *incoming(struct rdma_cm_id *listen)
 	struct rdma_cm_event *ev;
 	uint32_t child;
 
+	fake_ucma_hold(); /* the library's thread reads the listener's fd */
 	r = fake_ucma_conn_req(kid_of(listen), &child);
 	ck_assert_ptr_nonnull(r);
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = 0x77;
+	fake_ucma_release();
 	ev = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
 	ck_assert_ptr_eq(ev->listen_id, listen);
 	return ev;

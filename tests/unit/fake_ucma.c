@@ -35,6 +35,7 @@ struct fake_dev {
 	int fd; /* -1: slot free */
 	struct fake_event *head, **tail;
 	int queued;
+	bool signalled; /* the eventfd is readable */
 };
 
 struct fake_mc {
@@ -45,6 +46,8 @@ struct fake_mc {
 };
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The thread whose GET_EVENT returned the last event (fake_lock). */
+static pthread_t last_reader;
 static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
 static struct fake_kid kids[FAKE_MAX_IDS]; /* handle n is kids[n] */
 static uint32_t nkids;
@@ -58,6 +61,7 @@ static int fail_err;
 static size_t short_len;
 static fake_ucma_hook_fn hook;
 static struct fake_ucma_route route;
+static bool held; /* fake_ucma_hold: queued events are not visible yet */
 
 /* Commands the kernel answers at once with an event (fake_ucma_answer). */
 #define FAKE_MAX_ANSWERS 4
@@ -79,15 +83,22 @@ static struct fake_dev *fake_dev_of(int fd)
 	return NULL;
 }
 
-/* The eventfd is readable exactly while the queue holds an event. */
+/*
+ * The eventfd is readable exactly while the queue holds an event (and
+ * the test is not holding events back).
+ */
 static void fake_dev_signal(struct fake_dev *dev)
 {
+	bool want = dev->queued > 0 && !held;
 	uint64_t v = 1;
 
-	if (dev->queued == 1 && write(dev->fd, &v, sizeof(v)) != sizeof(v))
+	if (want == dev->signalled)
+		return;
+	if (want && write(dev->fd, &v, sizeof(v)) != sizeof(v))
 		abort();
-	if (dev->queued == 0 && read(dev->fd, &v, sizeof(v)) != sizeof(v))
+	if (!want && read(dev->fd, &v, sizeof(v)) != sizeof(v))
 		abort();
+	dev->signalled = want;
 }
 
 static void fake_dev_drop_events(struct fake_dev *dev)
@@ -100,6 +111,7 @@ static void fake_dev_drop_events(struct fake_dev *dev)
 	}
 	dev->tail = &dev->head;
 	dev->queued = 0;
+	dev->signalled = false;
 }
 
 static int fake_open(bool hidden)
@@ -188,7 +200,11 @@ struct rdma_ucm_event_resp *fake_ucma_event(uint32_t handle, uint32_t event,
 	pthread_mutex_lock(&fake_lock);
 	kid = fake_kid_locked(handle);
 	dev = kid ? fake_dev_of(kid->fd) : NULL;
-	if (dev) {
+	/*
+	 * The kernel reports nothing of a request's id until an accept gives
+	 * it the library's uid (ucma ignores events while the uid is 0).
+	 */
+	if (dev && kid->uid) {
 		resp = fake_queue(dev, handle, 0);
 		resp->uid = kid->uid;
 		resp->id = handle;
@@ -497,7 +513,7 @@ static int fake_wait_event(struct fake_dev *dev)
 
 	clock_gettime(CLOCK_REALTIME, &limit);
 	limit.tv_sec += FAKE_BLOCK_LIMIT_S;
-	while (!dev->queued) {
+	while (!dev->queued || held) {
 		if (flags >= 0 && (flags & O_NONBLOCK))
 			return EAGAIN;
 		if (pthread_cond_timedwait(&fake_cond, &fake_lock, &limit)) {
@@ -568,6 +584,21 @@ static int fake_leave(uint32_t handle, struct rdma_ucm_destroy_id_resp *resp)
 	return 0;
 }
 
+/*
+ * The kernel moves a migrated id's events without waking the new fd's
+ * pollers.  An eventfd cannot be readable without waking them, so this
+ * mode leaves the new device unsignalled altogether (stricter: not even a
+ * new poll sees them) until its next event or read.
+ */
+static bool migrate_quietly;
+
+void fake_ucma_migrate_quietly(bool quiet)
+{
+	pthread_mutex_lock(&fake_lock);
+	migrate_quietly = quiet;
+	pthread_mutex_unlock(&fake_lock);
+}
+
 /* Move an id and its queued events to the device the command came on. */
 static int fake_migrate(struct fake_kid *kid, struct fake_dev *to,
 			struct rdma_ucm_migrate_resp *resp)
@@ -590,7 +621,8 @@ static int fake_migrate(struct fake_kid *kid, struct fake_dev *to,
 			*to->tail = e;
 			to->tail = &e->next;
 			to->queued++;
-			fake_dev_signal(to);
+			if (!migrate_quietly)
+				fake_dev_signal(to);
 		}
 		from->tail = pp;
 	}
@@ -697,6 +729,53 @@ static void fake_auto_answer(uint32_t cmd, struct fake_kid *kid)
 	}
 }
 
+/*
+ * One command a test stops before the model sees it (fake_ucma_pause):
+ * its own lock, so that other threads' commands go on meanwhile.
+ */
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pause_cond = PTHREAD_COND_INITIALIZER;
+static uint32_t pause_cmd, pause_handle;
+static bool pause_armed, pause_reached;
+
+static void fake_pause_point(const struct fake_cmd *c)
+{
+	pthread_mutex_lock(&pause_lock);
+	if (pause_armed && c->cmd == pause_cmd && c->handle == pause_handle) {
+		pause_reached = true;
+		pthread_cond_broadcast(&pause_cond);
+		while (pause_armed)
+			pthread_cond_wait(&pause_cond, &pause_lock);
+	}
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_pause(uint32_t cmd, uint32_t handle)
+{
+	pthread_mutex_lock(&pause_lock);
+	pause_cmd = cmd;
+	pause_handle = handle;
+	pause_reached = false;
+	pause_armed = true;
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_wait_paused(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	while (!pause_reached)
+		pthread_cond_wait(&pause_cond, &pause_lock);
+	pthread_mutex_unlock(&pause_lock);
+}
+
+void fake_ucma_resume(void)
+{
+	pthread_mutex_lock(&pause_lock);
+	pause_armed = false;
+	pthread_cond_broadcast(&pause_cond);
+	pthread_mutex_unlock(&pause_lock);
+}
+
 static ssize_t fake_write(int fd, const void *buf, size_t len)
 {
 	const struct rdma_ucm_cmd_hdr *hdr = buf;
@@ -713,6 +792,7 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 						   : sizeof(c.body));
 	if (off != SIZE_MAX)
 		c.handle = fake_u32(body, off);
+	fake_pause_point(&c);
 	pthread_mutex_lock(&fake_lock);
 	dev = fake_dev_of(fd);
 	if (!dev) {
@@ -739,6 +819,8 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 		len = short_len;
 		short_len = 0;
 	}
+	if (!err && hdr->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+		last_reader = pthread_self();
 	pthread_mutex_unlock(&fake_lock);
 	if (err) {
 		errno = err;
@@ -777,6 +859,7 @@ void fake_ucma_install(void)
 	short_len = 0;
 	hook = NULL;
 	nanswers = 0;
+	held = false;
 	memset(&route, 0, sizeof(route));
 	route.port_num = 1;
 	route.pkey = 0xffff;
@@ -786,6 +869,8 @@ void fake_ucma_install(void)
 
 void fake_ucma_uninstall(void)
 {
+	/* The library's service thread may be reading a served channel. */
+	cma_service_stop();
 	ucma_set_backend(NULL);
 	pthread_mutex_lock(&fake_lock);
 	/* The library closed (or will close) the fds: only forget them. */
@@ -796,6 +881,41 @@ void fake_ucma_uninstall(void)
 	free(log_cmds);
 	log_cmds = NULL;
 	log_len = log_cap = 0;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+bool fake_ucma_last_read_by(pthread_t thread)
+{
+	bool ret;
+
+	pthread_mutex_lock(&fake_lock);
+	ret = pthread_equal(last_reader, thread);
+	pthread_mutex_unlock(&fake_lock);
+	return ret;
+}
+
+void fake_ucma_hold(void)
+{
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	held = true;
+	for (i = 0; i < FAKE_MAX_FDS; i++)
+		if (devs[i].fd >= 0)
+			fake_dev_signal(&devs[i]);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_ucma_release(void)
+{
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	held = false;
+	for (i = 0; i < FAKE_MAX_FDS; i++)
+		if (devs[i].fd >= 0)
+			fake_dev_signal(&devs[i]);
+	pthread_cond_broadcast(&fake_cond);
 	pthread_mutex_unlock(&fake_lock);
 }
 

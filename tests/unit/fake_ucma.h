@@ -20,6 +20,7 @@
 #ifndef FAKE_UCMA_H
 #define FAKE_UCMA_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,7 +85,8 @@ struct fake_kid *fake_ucma_kid_of(const void *uid);
 /*
  * Queue an event for a kernel id, as the kernel reports it (uid, id).  The
  * returned response may be filled further (param, ece) until the library
- * reads it.  NULL if the id is unknown.
+ * reads it.  NULL if the id is unknown, or is a request's id not yet
+ * accepted (the kernel ignores its events until the accept sets its uid).
  */
 struct rdma_ucm_event_resp *fake_ucma_event(uint32_t handle, uint32_t event,
 					    int status);
@@ -100,6 +102,33 @@ struct rdma_ucm_event_resp *fake_ucma_mc_event(uint32_t mc_handle,
 					       uint32_t event, int status);
 /* The group handle the last JOIN_MCAST was answered with (0: none). */
 uint32_t fake_ucma_last_mc(void);
+/*
+ * Hold queued events back (no fd readable, GET_EVENT finds none) until
+ * fake_ucma_release.  A test that fills an event after queueing it does
+ * so between the two when another thread may read the fd at once: the
+ * library's service thread reads the channels of RC listeners
+ * (src/channel.c, "served" channels).
+ */
+void fake_ucma_hold(void);
+void fake_ucma_release(void);
+/*
+ * Whether @thread made the GET_EVENT that returned the last event read:
+ * the application's or the library's service thread.
+ */
+bool fake_ucma_last_read_by(pthread_t thread);
+/*
+ * Stop the next command @cmd naming @handle before the kernel sees it,
+ * until fake_ucma_resume (other commands go on); fake_ucma_wait_paused
+ * returns once a thread is stopped there.
+ */
+void fake_ucma_pause(uint32_t cmd, uint32_t handle);
+void fake_ucma_wait_paused(void);
+void fake_ucma_resume(void);
+/*
+ * Migrations move events without signalling the new fd (the kernel does
+ * not wake its pollers): a library that waits on that fd must look again.
+ */
+void fake_ucma_migrate_quietly(bool quiet);
 /* Events queued on a device fd and not yet read. */
 int fake_ucma_queued(int fd);
 

@@ -374,10 +374,12 @@ START_TEST(restart_of_a_peer_known_by_its_reply)
 
 	old = connecting_id("192.0.2.2");
 	ck_assert_int_eq(p2p_connect(old), 0);
+	fake_ucma_hold();
 	r = fake_ucma_event(kid_of(old), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	ck_assert_ptr_nonnull(r);
 	cma_p2p_hdr_encode(&rep, r->param.conn.private_data);
 	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+	fake_ucma_release();
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	fake_ucma_clear_log();
 
@@ -497,6 +499,7 @@ START_TEST(malformed_header_is_refused)
 		struct rdma_ucm_event_resp *r;
 		uint32_t bad = 0;
 
+		fake_ucma_hold();
 		r = fake_ucma_conn_req(kid_of(listener), &bad);
 		ck_assert_ptr_nonnull(r);
 		/* the magic, then version 9: not ours to understand */
@@ -505,6 +508,7 @@ START_TEST(malformed_header_is_refused)
 		r->param.conn.private_data[2] = 0x32;
 		r->param.conn.private_data[3] = 0x91;
 		r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+		fake_ucma_release();
 		expect_nothing();
 		ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, bad).kind,
 				 CMA_P2P_REJ_BAD);
@@ -520,10 +524,12 @@ START_TEST(plain_request_surfaces_at_once)
 	struct rdma_cm_id *id;
 	uint32_t child = 0;
 
+	fake_ucma_hold();
 	r = fake_ucma_conn_req(kid_of(listener), &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, "plain", 5);
 	r->param.conn.private_data_len = 5;
+	fake_ucma_release();
 	ev = expect_event(RDMA_CM_EVENT_CONNECT_REQUEST);
 	ck_assert_ptr_eq(ev->listen_id, listener);
 	ck_assert_uint_eq(ev->param.conn.peer2peer_mode, 0);

@@ -104,6 +104,7 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	struct sockaddr_in peer = unit_ipv4(from, 40000);
 	uint32_t child = 0;
 
+	fake_ucma_hold(); /* the library's thread may read a served fd */
 	r = fake_ucma_conn_req(kid_of(listener), &child);
 	ck_assert_ptr_nonnull(r);
 	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
@@ -115,6 +116,7 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = 0x99;
 	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
+	fake_ucma_release();
 	return child;
 }
 
@@ -198,10 +200,12 @@ static inline void peer_refuses_crossing(uint32_t own)
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_LOST, .port = P2P_PORT};
 	struct rdma_ucm_event_resp *r;
 
+	fake_ucma_hold();
 	r = fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
 	ck_assert_ptr_nonnull(r);
 	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
 	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+	fake_ucma_release();
 }
 
 #endif /* P2P_PEER_H */

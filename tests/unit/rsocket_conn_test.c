@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "cma.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"
@@ -255,6 +256,23 @@ START_TEST(bad_connects_are_refused)
 }
 END_TEST
 
+/*
+ * An rsocket listener holds no p2p request (RDMA_OPTION_ID_PEER2PEER 0),
+ * so its channel is never served, even in a process doing p2p: accept
+ * pays no hop through the library's service thread (src/channel.c).
+ */
+START_TEST(the_listener_is_never_served)
+{
+	struct rsocket *rs = rs_get(server);
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(cma_id_priv(rs->cm_id)->p2p_listen_opt, 0);
+	cma_channel_serve_all(); /* as a p2p connect elsewhere would */
+	ck_assert(!cma_channel_served(rs->cm_id->channel));
+	rs_put(rs);
+}
+END_TEST
+
 static Suite *rsocket_conn_suite(void)
 {
 	Suite *s = suite_create("rsocket_conn");
@@ -267,6 +285,7 @@ static Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_foreign_request_is_refused);
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
+	tcase_add_test(tc, the_listener_is_never_served);
 	suite_add_tcase(s, tc);
 	return s;
 }
