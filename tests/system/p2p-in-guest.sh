@@ -266,6 +266,18 @@ api() {
 	fi
 }
 
+# Two guests boot on their own.  A first scenario started before the other
+# guest's link was up failed its address resolution (ADDR_ERROR, -110), and
+# each later one then ran a step ahead of its peer.  Start once the peer's
+# address answers: its script starts right after its link comes up.
+if [ $two = yes ] && command -v ping >/dev/null; then
+	peer=$A1
+	has_addr "$A1" && peer=$A2
+	for ((i = 0; i < 120; i++)); do
+		ping -c 1 -W 1 "$peer" >/dev/null 2>&1 && break
+	done
+fi
+
 for fam in ipv4 ipv6; do
 	if [ $fam = ipv4 ]; then
 		x=$A1 y=$A2 base=7600
