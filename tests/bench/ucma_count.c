@@ -8,7 +8,7 @@
  * RESOLVE_ROUTE took until its event was read.  At exit it prints one line to the file named by
  * UCMA_COUNT_OUT (appended; stderr if unset):
  *
- *   ucma pid=<pid> cmd.<NAME>=<n> ... ev.<NAME>=<n> ... addr_wait_ms=<t>
+ *   ucma pid=<pid> cmd.<NAME>=<n> ... ev.<NAME>=<n> ... cpu_ms=<t> addr_wait_ms=<t>
  *   route_wait_ms=<t> resolve_ms=<t> connect_ms=<t>
  *
  * Every command to the rdma_cm device is a write(2) of a header (command
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,6 +147,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 static void __attribute__((destructor)) report(void)
 {
 	const char *out = getenv("UCMA_COUNT_OUT");
+	struct rusage ru;
 	char line[2048];
 	size_t n = 0;
 	unsigned int i;
@@ -163,6 +165,13 @@ static void __attribute__((destructor)) report(void)
 			n += (size_t)snprintf(line + n, sizeof(line) - n,
 					      " ev.%s=%lu", ev_names[i],
 					      evs[i]);
+	/* CPU time of the whole process: the test bed's scarce resource. */
+	getrusage(RUSAGE_SELF, &ru);
+	n += (size_t)snprintf(
+		line + n, sizeof(line) - n, " cpu_ms=%.1f",
+		(double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+				1e3);
 	n += (size_t)snprintf(
 		line + n, sizeof(line) - n,
 		" addr_wait_ms=%.1f route_wait_ms=%.1f resolve_ms=%.1f "
