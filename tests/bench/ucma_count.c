@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ static struct {
 } cache[FD_CACHE];
 static unsigned int ncache;
 static ssize_t (*real_write)(int, const void *, size_t);
+/* The application's rdma_get_cm_event calls, and those with nothing. */
+static unsigned long gets, gets_empty;
 
 static double now_ms(void)
 {
@@ -144,6 +147,30 @@ ssize_t write(int fd, const void *buf, size_t len)
 	return ret;
 }
 
+/*
+ * Wake-ups without an event: a program that polls the channel fd and then
+ * reads non-blocking sees them as EAGAIN.  Only the program's own calls
+ * come here (the library's internal ones do not go through the PLT).
+ */
+struct rdma_event_channel;
+struct rdma_cm_event;
+int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
+{
+	static int (*real)(struct rdma_event_channel *,
+			   struct rdma_cm_event **);
+	int ret;
+
+	if (!real)
+		real = (int (*)(struct rdma_event_channel *,
+				struct rdma_cm_event **))
+			dlsym(RTLD_NEXT, "rdma_get_cm_event");
+	ret = real(ch, ev);
+	gets++;
+	if (ret && errno == EAGAIN)
+		gets_empty++;
+	return ret;
+}
+
 static void __attribute__((destructor)) report(void)
 {
 	const char *out = getenv("UCMA_COUNT_OUT");
@@ -167,6 +194,9 @@ static void __attribute__((destructor)) report(void)
 					      evs[i]);
 	/* CPU time of the whole process: the test bed's scarce resource. */
 	getrusage(RUSAGE_SELF, &ru);
+	n += (size_t)snprintf(line + n, sizeof(line) - n,
+			      " get_event=%lu get_event_empty=%lu", gets,
+			      gets_empty);
 	n += (size_t)snprintf(
 		line + n, sizeof(line) - n, " cpu_ms=%.1f",
 		(double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
