@@ -29,7 +29,8 @@
  * scheme needs every listener up before the first connect: -b DIR is a
  * start barrier (each rank creates DIR/ready.<rank> once it listens and
  * waits for all N).  The final line reports the average time from the
- * start of an iteration to the last connection carrying data both ways.
+ * start of an iteration to the last connection carrying data both ways,
+ * and the part of it spent until every id was routed (resolve_ms).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -74,6 +75,7 @@ struct mesh {
 	struct conn *c; /* n * conns, the own rank's slots unused */
 	int total, errors;
 	uint64_t setup_ms; /* summed over the iterations */
+	uint64_t resolve_ms; /* of it, until every id was routed */
 };
 
 static struct conn *slot(struct mesh *m, int peer, int k)
@@ -520,6 +522,7 @@ static int run_iteration(struct mesh *m)
 				return -1;
 	if (wait_all(m, routed, "resolved"))
 		return -1;
+	m->resolve_ms += now_ms() - t0;
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
 			if (connect_one(m, slot(m, p, k)))
@@ -684,8 +687,9 @@ int main(int argc, char **argv)
 	rdma_destroy_id(m.listen);
 	rdma_destroy_event_channel(m.ch);
 	printf("p2pmesh rank %d: OK connections=%d iterations=%lu "
-	       "setup_ms=%.1f\n",
+	       "setup_ms=%.1f resolve_ms=%.1f\n",
 	       m.rank, m.total, m.iterations,
-	       (double)m.setup_ms / (double)m.iterations);
+	       (double)m.setup_ms / (double)m.iterations,
+	       (double)m.resolve_ms / (double)m.iterations);
 	return EX_OK;
 }

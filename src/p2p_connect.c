@@ -108,9 +108,12 @@ void cma_p2p_ordinal_release(struct cma_p2p_conn *conn)
 	c->freed[c->nfreed++] = conn->key.tag;
 }
 
-/* This connect's key; the tag is drawn by the caller under the lock. */
+/*
+ * This connect's key; the tag is drawn by the caller under the lock.
+ * @lis_holds: whether the listener it announces holds p2p requests.
+ */
 static int cma_p2p_connect_key(struct cma_id_private *id_priv,
-			       struct cma_p2p_key *key)
+			       struct cma_p2p_key *key, bool *lis_holds)
 {
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct cma_p2p_listener *lis;
@@ -126,6 +129,7 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 	if (!lis)
 		return cma_err(EADDRNOTAVAIL); /* no listener to announce */
 	key->local.port = lis->port;
+	*lis_holds = cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_PEER;
 	if (id_priv->p2p_tag_set) {
 		key->explicit_tag = true;
 		key->tag = id_priv->p2p_tag;
@@ -440,6 +444,28 @@ static bool cma_p2p_iw_higher_end(const struct cma_p2p_conn *conn)
 	       cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0;
 }
 
+/*
+ * On IB and RoCE the higher end sends no REQ either when the peer's
+ * requests said its listener holds ours until its application connects
+ * (CMA_P2P_X_HOLDS): then a REQ of ours forms a connection only once the
+ * peer's application connects too, and the peer, the lower end, sends its
+ * own REQ when it does (it holds none of ours to adopt).  Waiting for
+ * that REQ saves the crossing (two REQs, a REJ and the round trip the
+ * adoption waits for, BUGS.md #5).  A listener that would hand our
+ * request to its application (not a p2p listener) never says so: connects
+ * to it are not delayed.
+ */
+static bool cma_p2p_peer_will_send(const struct cma_p2p_conn *conn)
+{
+	const struct cma_p2p_counter *c;
+
+	if (cma_id_is_iwarp(conn->id_priv) ||
+	    cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) < 0)
+		return false;
+	c = cma_p2p_counter_of(&conn->key.remote);
+	return c && c->holds;
+}
+
 /* Both locks held: a refused iWARP connect's time is up. */
 static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
 {
@@ -514,7 +540,7 @@ static int cma_p2p_send_req(struct cma_p2p_conn *conn,
 /*
  * Under p2p_lock: draw the key and claim a held request into @a (1), or
  * register the conn for its REQ (0: PENDING, or WAIT_PEER for an iWARP
- * higher end), or fail (-1/errno).
+ * higher end and for a higher end whose peer sends), or fail (-1/errno).
  */
 static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				 const struct rdma_ucm_conn_param *kparam,
@@ -526,7 +552,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 
 	if (conn->registered)
 		return cma_err(EISCONN);
-	if (cma_p2p_connect_key(id_priv, &conn->key))
+	if (cma_p2p_connect_key(id_priv, &conn->key, &conn->lis_holds))
 		return -1;
 	conn->ordinal = !conn->key.explicit_tag;
 	conn->established = false;
@@ -535,6 +561,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->gave_up = false;
 	conn->peer_gone = false;
 	conn->iw_refused = false;
+	conn->skipped_req = false;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_claim_held(conn, a)) {
 		cma_p2p_dbg("connect %s: adopting the held request",
@@ -550,10 +577,39 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				cma_p2p_pending_ms());
 		return 0;
 	}
+	if (cma_p2p_peer_will_send(conn)) {
+		cma_p2p_dbg("connect %s: the peer's listener holds, waiting "
+			    "for its REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		/* Bounded as our REQ would be, and reported the same way. */
+		conn->skipped_req = true;
+		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_pending_ms());
+		return 0;
+	}
 	cma_p2p_dbg("connect %s: sending a REQ",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
 	return 0;
+}
+
+/*
+ * After the header and our data, when the message has room: whether the
+ * listener our REQ announces holds the peer's requests (the peer's higher
+ * end then need not send its own, cma_p2p_peer_will_send).
+ */
+static void cma_p2p_put_ext(const struct cma_p2p_conn *conn,
+			    struct rdma_ucm_conn_param *req)
+{
+	size_t len = (size_t)req->private_data_len + CMA_P2P_EXT_LEN;
+
+	if (!conn->lis_holds || len > sizeof(req->private_data) ||
+	    cma_check_priv_len(conn->id_priv, len, CMA_PRIV_REQ))
+		return;
+	cma_p2p_ext_encode(CMA_P2P_X_HOLDS,
+			   req->private_data + req->private_data_len);
+	req->private_data_len = (uint8_t)len;
 }
 
 /* With the id's qp_lock: the connect, once p2p_lock showed what to do. */
@@ -590,13 +646,14 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		if (!ret)
 			return 0;
 	} else if (conn->state != CMA_P2P_PENDING) {
-		return 0; /* an iWARP higher end waits for the peer's REQ */
+		return 0; /* a higher end that waits for the peer's REQ */
 	}
 	hdr.port = conn->key.local.port;
 	hdr.tag = conn->key.tag;
 	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	hdr.data_len = req.private_data_len;
 	cma_p2p_put_hdr(&req, &hdr);
+	cma_p2p_put_ext(conn, &req);
 	return cma_p2p_send_req(conn, &req);
 }
 
@@ -695,8 +752,12 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	}
 	cma_p2p_conn_unregister(conn);
 	cma_qp_to_err(conn->id_priv); /* ours: the caller has its qp_lock */
-	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-			    conn->wait_status);
+	/* No REQ went out: the peer never connected, as a REQ would show. */
+	evt = conn->skipped_req
+		      ? cma_event_new(conn->id_priv, RDMA_CM_EVENT_UNREACHABLE,
+				      -ETIMEDOUT)
+		      : cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+				      conn->wait_status);
 	if (evt)
 		cma_event_post(evt);
 	return false;
@@ -818,6 +879,19 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		cma_p2p_forget_peer(remote, keep);
 		c->count = 0;
 		c->nfreed = 0;
+		c->holds = false; /* the new process says for itself */
 	}
 	c->incarnation = incarnation;
+}
+
+void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
+			uint64_t incarnation, uint8_t ext)
+{
+	struct cma_p2p_counter *c;
+
+	if (!incarnation)
+		return; /* a restart could not be told: never skip a REQ */
+	c = cma_p2p_counter_get(remote);
+	if (c && c->incarnation == incarnation)
+		c->holds = ext & CMA_P2P_X_HOLDS;
 }

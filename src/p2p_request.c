@@ -187,6 +187,10 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	} else {
 		key.local.port = lis->port;
 		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
+		cma_p2p_peer_holds(&key.remote, hdr.incarnation,
+				   cma_p2p_ext_parse(kp->private_data,
+						     kp->private_data_len,
+						     &hdr));
 		cma_p2p_settle(lis, resp->id, &key, &hdr, resp, &a);
 	}
 	cma_p2p_unlock();

@@ -107,6 +107,13 @@ struct cma_p2p_conn {
 	unsigned int busy;
 	/* The peer restarted: the timer, under the id's qp_lock, acts on it. */
 	bool peer_gone;
+	/* The listener our REQ announces holds p2p requests (HOLD_PEER). */
+	bool lis_holds;
+	/*
+	 * No REQ sent: the peer's listener holds (its requests said so) and
+	 * the peer, the lower end, sends one when its application connects.
+	 */
+	bool skipped_req;
 };
 
 /*
@@ -127,6 +134,11 @@ struct cma_p2p_counter {
 	struct cma_p2p_counter *next;
 	struct cma_p2p_ident remote;
 	uint64_t incarnation; /* the last its requests stated; 0: none yet */
+	/*
+	 * Its requests (of that incarnation) said its listener holds ours
+	 * until its application connects (CMA_P2P_X_HOLDS).
+	 */
+	bool holds;
 	uint64_t count;
 	/* Ordinals of connects that failed, given back: drawn first. */
 	uint64_t *freed;
@@ -235,6 +247,14 @@ void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
  */
 void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		       const struct cma_p2p_conn *keep);
+/*
+ * A request from the peer at @remote (after cma_p2p_peer_seen) said
+ * whether its listener holds ours (@ext: its CMA_P2P_X_* flags).  Only a
+ * peer that states an incarnation is believed: the knowledge must be
+ * dropped when its process is replaced.  Called with p2p_lock held.
+ */
+void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
+			uint64_t incarnation, uint8_t ext);
 
 /*
  * Claim request @handle (on @lis's fd) for @conn: under p2p_lock, the

@@ -623,6 +623,169 @@ START_TEST(flood_of_requests_stays_bounded)
 }
 END_TEST
 
+/*
+ * Issue 18, mesh speed: a peer whose requests say its listener holds ours
+ * (CMA_P2P_X_HOLDS) sends its own REQ whenever its application connects,
+ * so our next connect to it, from the higher end, sends none: it waits
+ * for the peer's REQ and adopts it.  No crossing, no REJ round trip.
+ */
+START_TEST(higher_end_waits_for_a_peer_whose_listener_holds)
+{
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	uint32_t req;
+
+	req_incarnation = 0x1234;
+	req_ext = CMA_P2P_X_HOLDS;
+	formed_with_held("192.0.2.0", 1);
+	fake_ucma_clear_log();
+
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	expect_nothing();
+	req = peer_request("192.0.2.0", 2, "hers");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * The REQ is skipped only on the peer's word, from a process that states
+ * its incarnation, and only by the higher end: otherwise a connect never
+ * waits (a listener that hands requests to its application is never kept
+ * waiting for a REQ that will not come).
+ */
+START_TEST(req_sent_unless_a_holding_lower_peer_said_so)
+{
+	struct rdma_cm_id *id;
+
+	/* no extension */
+	req_incarnation = 0x1234;
+	formed_with_held("192.0.2.0", 1);
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+
+	/* the extension from a version 1 peer (no incarnation) */
+	req_incarnation = 0;
+	req_ext = CMA_P2P_X_HOLDS;
+	formed_with_held("192.0.1.9", 1);
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.1.9");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+
+	/* a higher peer that holds: we are the lower end, we send */
+	req_incarnation = 0x5678;
+	formed_with_held("192.0.2.2", 1);
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+END_TEST
+
+/* A restarted peer's process says for itself whether its listener holds. */
+START_TEST(restart_forgets_that_the_peer_holds)
+{
+	struct rdma_cm_id *id;
+
+	req_incarnation = 0x1234;
+	req_ext = CMA_P2P_X_HOLDS;
+	formed_with_held("192.0.2.0", 1);
+	req_incarnation = 0x9999;
+	req_ext = 0;
+	formed_with_held("192.0.2.0", 1);
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+END_TEST
+
+/* The extension in our REQ: present exactly when our listener holds. */
+static uint8_t sent_ext(void)
+{
+	const struct fake_cmd *c = fake_ucma_last(RDMA_USER_CM_CMD_CONNECT);
+	const struct rdma_ucm_connect *k;
+	struct cma_p2p_hdr hdr;
+
+	ck_assert_ptr_nonnull(c);
+	k = (const void *)c->body;
+	ck_assert_int_eq(cma_p2p_hdr_parse(k->conn_param.private_data,
+					   k->conn_param.private_data_len,
+					   &hdr),
+			 CMA_P2P_OK);
+	ck_assert_uint_eq(hdr.data_len, 4); /* the application's data */
+	return cma_p2p_ext_parse(k->conn_param.private_data,
+				 k->conn_param.private_data_len, &hdr);
+}
+
+START_TEST(holding_listener_is_announced_in_the_req)
+{
+	struct rdma_cm_id *id;
+	int on = 1;
+
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_ext(), 0);
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(sent_ext(), CMA_P2P_X_HOLDS);
+}
+END_TEST
+
+/*
+ * A skipped REQ is bounded like a sent one, and its end reported the same
+ * way: the peer never connected, UNREACHABLE with ETIMEDOUT.
+ */
+START_TEST(skipped_req_times_out_as_unreachable)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	int on = 1;
+
+	/* held requests of ours never surface (a p2p listener) */
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	req_incarnation = 0x1234;
+	req_ext = CMA_P2P_X_HOLDS;
+	formed_with_held("192.0.2.0", 1);
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_int_eq(ev->status, -ETIMEDOUT);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+}
+END_TEST
+
+static void short_hold_setup(void)
+{
+	/* The connect's bound is 2 x hold + 2 s: about 2 s here. */
+	setenv("RDMA_CM_P2P_HOLD_MS", "10", 1);
+	setup();
+}
+
 static Suite *p2p_match_suite(void)
 {
 	Suite *s = suite_create("p2p_match");
@@ -645,6 +808,14 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);
 	tcase_add_test(tc, flood_of_requests_stays_bounded);
+	tcase_add_test(tc, higher_end_waits_for_a_peer_whose_listener_holds);
+	tcase_add_test(tc, req_sent_unless_a_holding_lower_peer_said_so);
+	tcase_add_test(tc, restart_forgets_that_the_peer_holds);
+	tcase_add_test(tc, holding_listener_is_announced_in_the_req);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("short hold");
+	tcase_add_checked_fixture(tc, short_hold_setup, teardown);
+	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("caps");
 	tcase_add_checked_fixture(tc, capped_setup, teardown);

@@ -27,6 +27,8 @@ static uint8_t req_flags;
 static uint64_t req_incarnation;
 /* The kind the peer's "requests" claim (CMA_P2P_REQ unless a test lies). */
 static uint8_t req_kind = CMA_P2P_REQ;
+/* The extension's flags after the peer's data (0: no extension). */
+static uint8_t req_ext;
 
 static inline uint32_t kid_of(struct rdma_cm_id *id)
 {
@@ -112,6 +114,10 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	       strlen(data));
 	r->param.conn.private_data_len =
 		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
+	if (req_ext)
+		r->param.conn.private_data_len += (uint8_t)cma_p2p_ext_encode(
+			req_ext, r->param.conn.private_data +
+					 r->param.conn.private_data_len);
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = 0x99;

@@ -114,6 +114,41 @@ static struct cma_p2p_ident ident(uint8_t last, uint16_t port)
 	return id;
 }
 
+/*
+ * The extension after the application's data (issue 18): found only at
+ * its place, with its magic, whole; unknown flags dropped; and invisible
+ * to the header's parser, so peers that do not know it are unaffected.
+ */
+START_TEST(extension_after_the_data)
+{
+	struct cma_p2p_hdr hdr = {
+		.kind = CMA_P2P_REQ, .port = 7471, .tag = 1, .data_len = 3};
+	struct cma_p2p_hdr got;
+	uint8_t buf[64] = {0};
+	size_t n = cma_p2p_hdr_encode(&hdr, buf);
+
+	memcpy(buf + n, "abc", 3);
+	n += 3;
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, n, &got), CMA_P2P_OK);
+	ck_assert_uint_eq(cma_p2p_ext_parse(buf, n, &got), 0); /* none */
+	ck_assert_uint_eq(cma_p2p_ext_encode(CMA_P2P_X_HOLDS | 0x80, buf + n),
+			  CMA_P2P_EXT_LEN);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, n + CMA_P2P_EXT_LEN, &got),
+			 CMA_P2P_OK);
+	ck_assert_uint_eq(got.data_len, 3);
+	ck_assert_uint_eq(cma_p2p_ext_parse(buf, n + CMA_P2P_EXT_LEN, &got),
+			  CMA_P2P_X_HOLDS);
+	/* cut short, or its magic broken: none */
+	ck_assert_uint_eq(cma_p2p_ext_parse(buf, n + CMA_P2P_EXT_LEN - 1, &got),
+			  0);
+	buf[n + 1] ^= 1;
+	ck_assert_uint_eq(cma_p2p_ext_parse(buf, n + CMA_P2P_EXT_LEN, &got), 0);
+	/* IB pads private data with zeros: padding is no extension */
+	memset(buf + n, 0, CMA_P2P_EXT_LEN);
+	ck_assert_uint_eq(cma_p2p_ext_parse(buf, sizeof(buf), &got), 0);
+}
+END_TEST
+
 START_TEST(identity_order)
 {
 	struct cma_p2p_ident a = ident(1, 9000), b = ident(2, 10);
@@ -511,6 +546,7 @@ static Suite *p2p_suite(void)
 	tcase_add_test(tc, header_round_trip);
 	tcase_add_test(tc, header_version_1_understood);
 	tcase_add_test(tc, header_rejects_malformed);
+	tcase_add_test(tc, extension_after_the_data);
 	tcase_add_test(tc, identity_order);
 	tcase_add_test(tc, addresses_normalised);
 	tcase_add_test(tc, addr16_any_alignment);

@@ -1,0 +1,105 @@
+#!/bin/bash
+# Guest side of tests/bench/mesh-bench.sh: N p2pmesh processes in one
+# guest form a full mesh, with peer2peer_mode ("p2p") and the hand-rolled
+# scheme (p2pmesh -L: connect to higher ranks, accept lower ones, "lower"),
+# taking turns, both after the same start barrier (-b).  One run's time is
+# the slowest rank's (start of its iteration to data flowing on all its
+# connections; resolve_ms: the longest time any rank took to resolve).  Prints "mesh N=<n> <scheme> run=<i> ms=<t>" per run, then
+# per N the medians, ranges and the ratio.  With a counting shim
+# (MESH_COUNT_SO), one extra run of each scheme first counts per rank the
+# kernel commands and events (tests/bench/ucma_count.c), not timed.
+#
+# Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
+# MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
+# rank 0 runs under, e.g. strace), RDMACM_VM_OUT.
+set -u
+bin=${MESH_BIN:?}
+out=${RDMACM_VM_OUT:-/tmp}/mesh
+a1=${RDMA_TEST_ADDR1:-192.0.2.1}
+a2=${RDMA_TEST_ADDR2:-$a1}
+read -r -a ns <<<"${MESH_NS:-8}"
+reps=${MESH_REPS:-7}
+ulimit -l unlimited
+ulimit -n 65536 2>/dev/null
+mkdir -p "$out"
+port=7000
+
+# run N SCHEME PORT [preload]: one mesh on ports PORT..PORT+N-1; prints the
+# slowest rank's setup_ms and the longest resolve_ms.
+run() {
+	local n=$1 scheme=$2 port=$3 so=${4:-} r pids=() addrs=() ms max=0 rmax=0
+	local flag='' st=0
+	[ "$scheme" = lower ] && flag=-L
+	for ((r = 0; r < n; r++)); do
+		if ((r % 2)); then addrs+=("$a2"); else addrs+=("$a1"); fi
+	done
+	rm -rf "$out/barrier" "$out"/rank."$scheme".* && mkdir -p "$out/barrier"
+	for ((r = 0; r < n; r++)); do
+		wrap=
+		((r == 0)) && wrap=${MESH_WRAP0:-}
+		# shellcheck disable=SC2086 # MESH_ARGS, wrap and flag are lists
+		LD_PRELOAD=$so UCMA_COUNT_OUT="$out/count.$scheme.$r" \
+			timeout 300 $wrap "$bin" -q -p $port -b "$out/barrier" $flag \
+			${MESH_ARGS:-} $r "${addrs[@]}" >"$out/rank.$scheme.$r" 2>&1 &
+		pids+=($!)
+	done
+	for r in "${pids[@]}"; do
+		wait "$r" || st=1
+	done
+	if ((st)); then
+		echo "mesh N=$n $scheme: FAILED" >&2
+		cat "$out"/rank."$scheme".* >&2
+		return 1
+	fi
+	for ((r = 0; r < n; r++)); do
+		ms=$(sed -n 's/.* setup_ms=\([0-9.]*\).*/\1/p' "$out/rank.$scheme.$r")
+		max=$(awk -v a="$ms" -v b="$max" 'BEGIN { print (a > b) ? a : b }')
+		ms=$(sed -n 's/.* resolve_ms=\([0-9.]*\).*/\1/p' "$out/rank.$scheme.$r")
+		rmax=$(awk -v a="$ms" -v b="$rmax" 'BEGIN { print (a > b) ? a : b }')
+	done
+	echo "$max $rmax"
+}
+
+stats() { # values on stdin: median min max
+	sort -g | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
+}
+
+status=0
+for n in "${ns[@]}"; do
+	if [ -n "${MESH_COUNT_SO:-}" ]; then
+		for scheme in p2p lower; do
+			rm -f "$out"/count.$scheme.*
+			port=$((port + n))
+			run "$n" $scheme $port "$MESH_COUNT_SO" >/dev/null || status=1
+			for ((r = 0; r < n; r++)); do
+				echo "count N=$n $scheme rank=$r $(cat "$out/count.$scheme.$r")"
+			done
+		done
+	fi
+	: >"$out/p2p.$n"
+	: >"$out/lower.$n"
+	for ((i = 0; i < reps; i++)); do
+		# The order alternates too, so neither scheme always goes first.
+		order="p2p lower"
+		((i % 2)) && order="lower p2p"
+		for scheme in $order; do
+			# Each run on ports of its own: none waits for the last.
+			port=$((port + n))
+			if t=$(run "$n" "$scheme" $port); then
+				read -r ms rms <<<"$t"
+				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms"
+				echo "$ms" >>"$out/$scheme.$n"
+			else
+				status=1
+			fi
+		done
+	done
+	read -r pm plo phi <<<"$(stats <"$out/p2p.$n")"
+	read -r lm llo lhi <<<"$(stats <"$out/lower.$n")"
+	echo "summary N=$n p2p median=$pm range=$plo-$phi lower median=$lm" \
+		"range=$llo-$lhi ratio=$(awk -v a="$pm" -v b="$lm" \
+			'BEGIN { printf "%.2f", a / b }')"
+done
+exit $status
