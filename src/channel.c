@@ -373,12 +373,6 @@ static struct cma_event *cma_channel_unqueue(struct cma_channel *ch,
 	return taken;
 }
 
-static struct cma_event *cma_channel_unqueue_id(struct cma_channel *ch,
-						struct cma_id_private *id_priv)
-{
-	return cma_channel_unqueue(ch, id_priv, NULL);
-}
-
 /* A queued kernel event leaves the queue: the id no longer holds it. */
 static void cma_event_unhold(struct cma_event *evt)
 {
@@ -415,31 +409,18 @@ static void cma_channel_discard(struct cma_id_private *id_priv,
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
-void cma_channel_drop_events(struct cma_id_private *id_priv)
+/*
+ * Stop queueing for @id_priv (all of it: @mc NULL, or one group being
+ * left) by setting *@closed under mut, then discard what is queued.
+ */
+static void cma_channel_drop(struct cma_id_private *id_priv,
+			     struct cma_multicast *mc, bool *closed)
 {
 	struct cma_channel *ch;
 	struct cma_event *evt;
 
-	/* From now on the service thread queues nothing for the id. */
 	pthread_mutex_lock(&id_priv->mut);
-	id_priv->dying = true;
-	ch = cma_chan(id_priv->id.channel);
-	pthread_mutex_unlock(&id_priv->mut);
-	pthread_mutex_lock(&ch->lock);
-	evt = cma_channel_unqueue_id(ch, id_priv);
-	cma_channel_rearm(ch);
-	pthread_mutex_unlock(&ch->lock);
-	cma_channel_discard(id_priv, evt);
-}
-
-void cma_channel_drop_mc_events(struct cma_multicast *mc)
-{
-	struct cma_id_private *id_priv = mc->id_priv;
-	struct cma_channel *ch;
-	struct cma_event *evt;
-
-	pthread_mutex_lock(&id_priv->mut);
-	mc->leaving = true;
+	*closed = true;
 	ch = cma_chan(id_priv->id.channel);
 	pthread_mutex_unlock(&id_priv->mut);
 	pthread_mutex_lock(&ch->lock);
@@ -447,6 +428,17 @@ void cma_channel_drop_mc_events(struct cma_multicast *mc)
 	cma_channel_rearm(ch);
 	pthread_mutex_unlock(&ch->lock);
 	cma_channel_discard(id_priv, evt);
+}
+
+void cma_channel_drop_events(struct cma_id_private *id_priv)
+{
+	/* From now on the service thread queues nothing for the id. */
+	cma_channel_drop(id_priv, NULL, &id_priv->dying);
+}
+
+void cma_channel_drop_mc_events(struct cma_multicast *mc)
+{
+	cma_channel_drop(mc->id_priv, mc, &mc->leaving);
 }
 
 /*
@@ -509,7 +501,7 @@ void cma_channel_move_events(struct cma_id_private *id_priv,
 	cma_channel_recheck_kernel_fd(ch);
 
 	pthread_mutex_lock(&old->lock);
-	evt = cma_channel_unqueue_id(old, id_priv);
+	evt = cma_channel_unqueue(old, id_priv, NULL);
 	cma_channel_rearm(old);
 	pthread_mutex_unlock(&old->lock);
 	if (!evt)
