@@ -44,6 +44,22 @@ static void teardown(void)
 }
 
 /*
+ * The kernel reports @kid established: the application sees it on @id with
+ * the peer's data ("hers"), without the library's header.
+ */
+static void established_with_her_data(struct rdma_cm_id *id, uint32_t kid)
+{
+	struct rdma_cm_event *ev;
+
+	fake_ucma_event(kid, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	rdma_ack_cm_event(ev);
+}
+
+/*
  * The peer connected long before we did: its request is held out of the
  * application's sight, and our connect adopts it: no REQ of ours, an
  * accept with our QP on the request's kernel id, our own kernel id gone.
@@ -51,7 +67,6 @@ static void teardown(void)
 START_TEST(held_request_is_adopted_by_the_later_connect)
 {
 	uint32_t req = peer_request("192.0.2.2", 1, "hers");
-	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 	uint32_t own;
 
@@ -69,13 +84,7 @@ START_TEST(held_request_is_adopted_by_the_later_connect)
 	ck_assert_uint_eq(kid_of(id), req);
 	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_RTS);
 
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	/* the peer's data, without the library's header */
-	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
-	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
-	rdma_ack_cm_event(ev);
+	established_with_her_data(id, req);
 	expect_nothing();
 }
 END_TEST
@@ -632,7 +641,6 @@ END_TEST
 START_TEST(higher_end_waits_for_a_peer_whose_listener_holds)
 {
 	struct rdma_cm_id *id;
-	struct rdma_cm_event *ev;
 	uint32_t req;
 
 	req_incarnation = 0x1234;
@@ -648,12 +656,7 @@ START_TEST(higher_end_waits_for_a_peer_whose_listener_holds)
 	expect_nothing();
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	ck_assert_uint_eq(kid_of(id), req);
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
-	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
-	rdma_ack_cm_event(ev);
+	established_with_her_data(id, req);
 	expect_nothing();
 }
 END_TEST
