@@ -39,16 +39,6 @@ port=7700
 
 now_ms() { date +%s%3N; }
 
-# Wait up to $2 seconds for file $1 to contain $3.
-wait_for() {
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		grep -q "$3" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # run NAME READER(listen|connect) KEEP SIGNAL
 # Start the pair, take the non-reader away with SIGNAL, report how long
 # the reader took to see it (or that it did not, within BOUND + 3 s).
@@ -59,11 +49,11 @@ pair() {
 	if [ "$reader" = listen ]; then rkeep=$keep pkeep=0; else rkeep=0 pkeep=$keep; fi
 	"$prog" listen $port "$rkeep" $IDLE $INTVL $CNT >"$log/$name.l" 2>&1 &
 	lpid=$!
-	wait_for "$log/$name.l" 10 LISTENING ||
+	wait_output "$log/$name.l" LISTENING 10 ||
 		{ fail "$name" "listener: $(cat "$log/$name.l")"; kill -9 $lpid; return; }
 	"$prog" connect "$A1" $port "$pkeep" $IDLE $INTVL $CNT >"$log/$name.c" 2>&1 &
 	cpid=$!
-	if ! wait_for "$log/$name.l" 20 READY || ! wait_for "$log/$name.c" 20 READY; then
+	if ! wait_output "$log/$name.l" READY 20 || ! wait_output "$log/$name.c" READY 20; then
 		fail "$name" "no connection: $(cat "$log/$name.l" "$log/$name.c")"
 		kill -9 $lpid $cpid 2>/dev/null
 		return
@@ -75,7 +65,7 @@ pair() {
 	fi
 	t0=$(now_ms)
 	kill -"$sig" $ppid
-	if wait_for "$rout" $waited RESULT; then
+	if wait_output "$rout" RESULT $waited; then
 		t1=$(now_ms)
 		echo "$name: $(grep RESULT "$rout") after $((t1 - t0)) ms"
 		elapsed=$((t1 - t0))
@@ -88,7 +78,7 @@ pair() {
 		kill -CONT $ppid
 		t0=$(now_ms)
 		kill -9 $ppid
-		wait_for "$rout" $waited RESULT && after_cont=$(($(now_ms) - t0))
+		wait_output "$rout" RESULT $waited && after_cont=$(($(now_ms) - t0))
 		result=$(grep RESULT "$rout")
 	fi
 	kill -9 $rpid $ppid 2>/dev/null
@@ -149,7 +139,7 @@ fdcount() {
 	local p=$((port += 1)) s out
 	LD_LIBRARY_PATH="$1" "$BUILD/tests/system/rs_fdcount" server $p >"$log/fd.s" 2>&1 &
 	s=$!
-	wait_for "$log/fd.s" 10 LISTENING || { kill $s; return; }
+	wait_output "$log/fd.s" LISTENING 10 || { kill $s; return; }
 	out=$(LD_LIBRARY_PATH="$1" timeout 30 "$BUILD/tests/system/rs_fdcount" client "$A1" $p 2>&1)
 	wait $s
 	echo "$out $(grep ACCEPTED "$log/fd.s")"

@@ -63,17 +63,6 @@ loaded() {
 	LD_LIBRARY_PATH="$1" ldd "$BIN" | awk '/librdmacm.so.1/ { print $3 }'
 }
 
-# Waits up to 20 s for "READY" in file $1, or for process $2 to end.
-wait_ready() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q '^READY' "$1" 2>/dev/null && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 # Waits up to 120 s for file $1 in the shared results directory.
 wait_file() {
 	local i
@@ -99,7 +88,7 @@ run_case() {
 		LD_LIBRARY_PATH="$lib" timeout $T "$BIN" "$rmode" "$A1" "$group" \
 			>"$r" 2>&1 &
 		rpid=$!
-		if ! wait_ready "$r" "$rpid"; then
+		if ! wait_output "$r" '^READY' 20 "$rpid"; then
 			kill "$rpid" 2>/dev/null
 			wait "$rpid"
 			[ -n "$SYNC" ] && [ "$ROLE" = recv ] && touch "$SYNC/nojoin-$name"

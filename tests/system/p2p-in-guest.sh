@@ -189,16 +189,6 @@ pair() {
 	rm -f "$out"/pair.*
 }
 
-# Wait up to $3 seconds for a line $2 in file $1.
-wait_for_line() {
-	local i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # Issue 18: one end killed (SIGKILL) and restarted on the same address and
 # port; the pair forms again, once, and the survivor holds no kernel
 # cm_id beyond its listener and its connection (rdma res show cm_id).
@@ -221,13 +211,13 @@ restart_test() {
 	"$PAIR" restart peer "$y" $((port + 1)) "$x" "$port" \
 		>"$out/rs.peer" 2>&1 &
 	p=$!
-	if wait_for_line "$out/rs.peer" READY 90; then
+	if wait_output "$out/rs.peer" '^READY$' 90; then
 		kill -KILL $p
 		wait $p 2>/dev/null
 		"$PAIR" restart peer2 "$y" $((port + 1)) "$x" "$port" \
 			>"$out/rs.peer2" 2>&1 &
 		p=$!
-		if wait_for_line "$out/rs.survivor" REFORMED 120; then
+		if wait_output "$out/rs.survivor" '^REFORMED$' 120; then
 			ids=$(rdma res show cm_id 2>/dev/null | grep -c " pid $s ")
 		else
 			rc=1

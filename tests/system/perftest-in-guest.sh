@@ -70,17 +70,6 @@ loaded() {
 		awk '/librdmacm.so.1/ { print $3 }'
 }
 
-# Waits up to 20 s for the server's output $1 to say it is waiting.
-wait_listening() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q "Waiting for client" "$1" 2>/dev/null && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 port=18515
 # run NAME LIBDIR PROG: one server/client pair.
 run() {
@@ -90,7 +79,7 @@ run() {
 	LD_LIBRARY_PATH="$lib" timeout $T stdbuf -oL "$prog" -d "$DEV" -R \
 		-n 200 -p $port $EXTRA >"$s" 2>&1 &
 	spid=$!
-	if ! wait_listening "$s" "$spid"; then
+	if ! wait_output "$s" "Waiting for client" 20 "$spid"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		fail "$name" "the server never said it was waiting"

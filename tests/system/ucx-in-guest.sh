@@ -132,18 +132,6 @@ loaded_from() {
 	[ -n "$l" ] && dirname "$(realpath "$l")"
 }
 
-# wait_line LOG PID TEXT [N]: until LOG has N (1) lines with TEXT, or the
-# process PID dies, or T seconds passed.
-wait_line() {
-	local i
-	for ((i = 0; i < T * 10; i++)); do
-		[ "$(grep -c "$3" "$1")" -ge "${4:-1}" ] && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 # stop PID: end a background process; UCX's fatal-signal handler may keep a
 # crashed one from dying on SIGTERM, so SIGKILL follows.
 stop() {
@@ -169,7 +157,7 @@ run_case() {
 	(LD_LIBRARY_PATH="$dir" exec stdbuf -oL "$prog" -c "$mode" -p "$port" \
 		-i $ITER -s $LEN $v6 >"$d/server.out" 2>&1) &
 	spid=$!
-	if ! wait_line "$d/server.out" $spid 'server is listening'; then
+	if ! wait_output "$d/server.out" 'server is listening' $T $spid; then
 		stop $spid
 		echo "the server did not listen"
 		return 1
@@ -181,7 +169,7 @@ run_case() {
 	crc=$?
 	# The server waits for the next client after each one: once it says
 	# so (or has died, or the client failed), stop it.
-	[ $crc -eq 0 ] && wait_line "$d/server.out" $spid 'Waiting for connection' 2
+	[ $crc -eq 0 ] && wait_output "$d/server.out" 'Waiting for connection' $T $spid 2
 	stop $spid
 	if [ "$got" != "$dir" ]; then
 		echo "the server mapped librdmacm from '${got:-nowhere}', not $dir"

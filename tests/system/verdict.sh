@@ -51,3 +51,17 @@ wait_bound() {
 	done
 	return 1
 }
+# wait_output FILE PATTERN SECONDS [PID [COUNT]]: waits until FILE has
+# COUNT (default 1) lines matching the grep pattern PATTERN, e.g. a
+# server's "listening" line.  Gives up after SECONDS, or as soon as PID
+# (when given) has exited.
+wait_output() {
+	local file=$1 pat=$2 secs=$3 pid=${4:-} want=${5:-1} i n
+	for ((i = 0; i < secs * 10; i++)); do
+		n=$(grep -c -- "$pat" "$file" 2>/dev/null)
+		[ "${n:-0}" -ge "$want" ] && return 0
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
