@@ -663,18 +663,22 @@ int main(int argc, char **argv)
 	}
 	srand((unsigned int)(getpid() ^ time(NULL)));
 	m.ch = rdma_create_event_channel();
-	if (!m.ch || start_listen(&m) || (m.barrier_dir && start_barrier(&m)))
+	if (!m.ch)
 		return EX_FAIL;
 	/*
-	 * The library's own timers (p2p hold checks) also make the fd
-	 * readable: a blocking rdma_get_cm_event after such a wake-up waits
-	 * for the next real event, past the time limits here.
+	 * One loop polls the CQs and the channel: its reads must not block.
+	 * Made non-blocking before the listen, the channel is never served
+	 * (rdma_cm_p2p(7)): its events take no hop through the library's
+	 * thread.  -B keeps it blocking, as programs that poll, then block in
+	 * rdma_get_cm_event, do; the channel is then served.
 	 */
 	if (!m.blocking &&
 	    fcntl(m.ch->fd, F_SETFL, fcntl(m.ch->fd, F_GETFL) | O_NONBLOCK)) {
 		ex_syserr("fcntl(O_NONBLOCK)");
 		return EX_FAIL;
 	}
+	if (start_listen(&m) || (m.barrier_dir && start_barrier(&m)))
+		return EX_FAIL;
 	for (m.iter = 0; m.iter < (int)m.iterations; m.iter++) {
 		if (run_iteration(&m)) {
 			ex_err("rank %d: FAILED in iteration %d", m.rank,

@@ -730,6 +730,14 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 	env = cma_env("RDMA_CM_SERVE");
 	if (env && !strcmp(env, "0"))
 		return;
+	/*
+	 * A non-blocking fd's reader takes EAGAIN in its stride (a wake-up
+	 * another thread emptied looks the same), and programs that poll
+	 * their CQs and this fd in one loop (MPI progress engines) would
+	 * pay a thread hop on every event: such a channel stays direct.
+	 */
+	if (cma_channel_nonblocking(ch))
+		return;
 	pthread_mutex_lock(&ch->lock);
 	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
 	if (ok && ch->wakefd < 0) {

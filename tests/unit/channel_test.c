@@ -714,26 +714,50 @@ END_TEST
 
 /*
  * The documented window: a p2p request reaching a process that has shown
- * no p2p activity is held by the application's own read (the fd was
- * readable, a non-blocking get finds nothing).  From then on the channel
- * is served: the next held request wakes nobody.
+ * no p2p activity is held by the application's own read (here the read
+ * that returns the plain request queued behind it).  From then on the
+ * channel is served: the next held request wakes nobody.
  */
 START_TEST(first_held_request_serves_the_channel)
 {
 	struct rdma_cm_event *ev;
-	int flags = fcntl(ch->fd, F_GETFL);
 
-	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
 	listener = listen_on(ch, PORT, -1);
 	ck_assert(!cma_channel_served(ch));
 	held_request(6);
-	ck_assert(readable(ch)); /* the window */
-	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
-	ck_assert_int_eq(errno, EAGAIN);
+	plain_request();
+	ev = next_event(ch);
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+	rdma_ack_cm_event(ev);
 	ck_assert(cma_channel_served(ch));
 	held_request(7);
 	thread_has_read_all(ch);
 	ck_assert(!readable(ch));
+	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	rdma_destroy_event_channel(ch);
+}
+END_TEST
+
+/*
+ * A non-blocking fd is never served: its reader takes EAGAIN for a held
+ * request, and its events take no thread hop.
+ */
+START_TEST(nonblocking_channel_is_not_served)
+{
+	struct rdma_cm_event *ev;
+	int flags = fcntl(ch->fd, F_GETFL);
+	uint64_t i;
+
+	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+	listener = listen_on(ch, PORT, -1);
+	for (i = 6; i < 8; i++) {
+		held_request(i);
+		ck_assert(readable(ch)); /* direct: the kernel's event */
+		ck_assert_int_eq(rdma_get_cm_event(ch, &ev), -1);
+		ck_assert_int_eq(errno, EAGAIN);
+		ck_assert(!cma_channel_served(ch));
+	}
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
 }
@@ -794,6 +818,7 @@ static Suite *channel_suite(void)
 	tcase_add_test(tc, listener_with_p2p_off_is_never_served);
 	tcase_add_test(tc, p2p_connect_serves_an_earlier_listener);
 	tcase_add_test(tc, first_held_request_serves_the_channel);
+	tcase_add_test(tc, nonblocking_channel_is_not_served);
 	tcase_add_test(tc, serve_env_zero_opts_out);
 	tcase_add_test(tc, serve_env_one_serves_from_the_listen);
 	suite_add_tcase(s, tc);
