@@ -96,6 +96,22 @@ static void name_ptr(const void *ptr, const char *fmt, ...)
 		n_names++;
 }
 
+/*
+ * @ptr was freed (an acked event): a later object the allocator puts there
+ * (a CQ, say) is no longer named after it.
+ */
+static void unname_ptr(const void *ptr)
+{
+	int i;
+
+	for (i = 0; i < n_names; i++) {
+		if (names[i].ptr == ptr) {
+			names[i] = names[--n_names];
+			return;
+		}
+	}
+}
+
 /* Each flow names its own objects. */
 static void forget_names(void)
 {
@@ -272,6 +288,7 @@ static struct rdma_cm_id *step_event(struct rdma_event_channel *ch,
 	print_id(stdout, step, "event->id", ev->id);
 	if (rdma_ack_cm_event(ev))
 		die("rdma_ack_cm_event");
+	unname_ptr(ev);
 	print_id(stdout, step, "event->id-after-ack", id);
 	return id;
 }
