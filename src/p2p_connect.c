@@ -620,12 +620,19 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	struct rdma_ucm_conn_param req = *kparam;
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
 	struct cma_p2p_adoption a = {.conn = NULL};
+	bool send;
 	int ret;
 
 	/* What the last attempt left (a QP to fail, old ids) goes first. */
 	cma_p2p_chores_now(conn);
 	cma_p2p_lock();
 	ret = cma_p2p_connect_start(conn, kparam, ece, &a);
+	/*
+	 * Read here: once p2p_lock is dropped, another thread (the service
+	 * thread, with the peer's request) may claim the conn.  Our REQ
+	 * then still goes out, and the adoption's chores withdraw it.
+	 */
+	send = !ret && conn->state == CMA_P2P_PENDING;
 	cma_p2p_unlock();
 	if (ret < 0)
 		return -1;
@@ -645,7 +652,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		cma_p2p_unlock();
 		if (!ret)
 			return 0;
-	} else if (conn->state != CMA_P2P_PENDING) {
+	} else if (!send) {
 		return 0; /* a higher end that waits for the peer's REQ */
 	}
 	hdr.port = conn->key.local.port;
