@@ -86,6 +86,16 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *c)
 	return ev;
 }
 
+/* The program takes the plain request the fd announced, and drops it. */
+static void reject_plain_request(struct rdma_event_channel *c)
+{
+	struct rdma_cm_event *ev = next_event(c);
+
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
+	ck_assert_int_eq(rdma_ack_cm_event(ev), 0);
+}
+
 /* Until the service thread has taken every event off the kernel fd. */
 static void thread_has_read_all(struct rdma_event_channel *c)
 {
@@ -227,7 +237,6 @@ END_TEST
 START_TEST(destroy_drops_a_queued_event)
 {
 	struct rdma_cm_id *id = other_id(ch);
-	struct rdma_cm_event *ev;
 
 	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_DISCONNECTED, 0);
 	/* (the service thread may already have read it: no check here) */
@@ -237,10 +246,7 @@ START_TEST(destroy_drops_a_queued_event)
 	ck_assert(!readable(ch));
 	/* The channel goes on: the next event is delivered. */
 	plain_request();
-	ev = next_event(ch);
-	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
-	rdma_ack_cm_event(ev);
+	reject_plain_request(ch);
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
 }
@@ -334,7 +340,6 @@ END_TEST
 START_TEST(migrated_listener_serves_its_new_channel)
 {
 	struct rdma_event_channel *to = rdma_create_event_channel();
-	struct rdma_cm_event *ev;
 
 	ck_assert_ptr_nonnull(to);
 	ck_assert_int_eq(rdma_migrate_id(listener, to), 0);
@@ -343,10 +348,7 @@ START_TEST(migrated_listener_serves_its_new_channel)
 	thread_has_read_all(to);
 	ck_assert(!readable(to));
 	plain_request();
-	ev = next_event(to);
-	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
-	rdma_ack_cm_event(ev);
+	reject_plain_request(to);
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(to);
 	rdma_destroy_event_channel(ch);
@@ -361,15 +363,10 @@ START_TEST(served_channels_are_destroyed_and_made_again)
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
 	for (i = 0; i < 20; i++) {
-		struct rdma_cm_event *ev;
-
 		setup();
 		held_request(10 + (uint64_t)i);
 		plain_request();
-		ev = next_event(ch);
-		ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
-		ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
-		rdma_ack_cm_event(ev);
+		reject_plain_request(ch);
 		ck_assert_int_eq(rdma_destroy_id(listener), 0);
 		rdma_destroy_event_channel(ch);
 	}
@@ -720,16 +717,12 @@ END_TEST
  */
 START_TEST(first_held_request_serves_the_channel)
 {
-	struct rdma_cm_event *ev;
 
 	listener = listen_on(ch, PORT, -1);
 	ck_assert(!cma_channel_served(ch));
 	held_request(6);
 	plain_request();
-	ev = next_event(ch);
-	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
-	ck_assert_int_eq(rdma_destroy_id(ev->id), 0);
-	rdma_ack_cm_event(ev);
+	reject_plain_request(ch);
 	ck_assert(cma_channel_served(ch));
 	held_request(7);
 	thread_has_read_all(ch);
