@@ -330,6 +330,15 @@ struct cma_event *cma_event_new(struct cma_id_private *id_priv,
 	return evt;
 }
 
+/* ch->lock held: @evt joins the end of the queue and the fd is rearmed. */
+static void cma_channel_append(struct cma_channel *ch, struct cma_event *evt)
+{
+	evt->next = NULL;
+	*ch->tail = evt;
+	ch->tail = &evt->next;
+	cma_channel_rearm(ch);
+}
+
 void cma_event_post(struct cma_event *evt)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
@@ -340,10 +349,7 @@ void cma_event_post(struct cma_event *evt)
 	ch = cma_chan(id_priv->id.channel);
 	pthread_mutex_lock(&ch->lock);
 	pthread_mutex_unlock(&id_priv->mut);
-	evt->next = NULL;
-	*ch->tail = evt;
-	ch->tail = &evt->next;
-	cma_channel_rearm(ch);
+	cma_channel_append(ch, evt);
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -461,10 +467,7 @@ bool cma_channel_admit(struct cma_event *evt)
 	ch = cma_chan(id_priv->id.channel);
 	pthread_mutex_lock(&ch->lock);
 	pthread_mutex_unlock(&id_priv->mut);
-	evt->next = NULL;
-	*ch->tail = evt;
-	ch->tail = &evt->next;
-	cma_channel_rearm(ch);
+	cma_channel_append(ch, evt);
 	pthread_mutex_unlock(&ch->lock);
 	return true;
 }
