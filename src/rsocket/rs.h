@@ -101,8 +101,11 @@ extern struct rs_defaults rs_def;
 #define RS_OLAP_START_SIZE 2048
 #define RS_MAX_TRANSFER 65536
 #define RS_CONN_RETRIES 6
-/* How long an iWARP close waits for the peer to close too (stream.c). */
-#define RS_IWARP_LINGER_MS 500
+/*
+ * How long an iWARP close waits for the peer to close too (shutdown.c),
+ * unless SO_LINGER sets the time.
+ */
+#define RS_IWARP_LINGER_MS 2000
 /*
  * How long rshutdown/rclose wait for posted sends to complete unless
  * SO_LINGER sets a time (stream.c); then the connection is torn down.
@@ -231,6 +234,12 @@ struct rsocket {
 			 * when an FPDU follows its MPA reply too closely).
 			 */
 			bool await_peer;
+			/*
+			 * The peer has ended its side: its DISCONNECT arrived or
+			 * its close flushed our receives.  Nothing more will come
+			 * from it, so a close need not linger (shutdown.c).
+			 */
+			bool peer_closed;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */

@@ -24,19 +24,24 @@ static bool rs_can_send_ctrl(struct rsocket *rs)
  * sends a reset, which also throws away what it has not sent yet.  When a
  * credit update from the peer crosses our close, the last data we sent can
  * be lost that way (the peer sees ECONNRESET).  So once our DISCONNECT has
- * gone out, keep the QP reading until the peer has closed its end too (its
- * disconnect flushes our QP, and the CM reports it), or RS_IWARP_LINGER_MS
- * have passed.  rs->lock held.
+ * gone out, keep the QP reading until the peer has ended its side too (its
+ * DISCONNECT arrives, its close flushes our QP, or the CM reports it), for
+ * RS_IWARP_LINGER_MS at most, or as long as SO_LINGER says when it is set.
+ * Our own DISCONNECT's completion already marks us disconnected: only
+ * peer_closed says the peer is done (BUGS.md #3).  rs->lock held.
  */
-static void rs_iwarp_linger(struct rsocket *rs)
+static void rs_iwarp_linger(struct rsocket *rs, uint64_t close_deadline)
 {
-	int64_t deadline = (int64_t)rs_now_ms() + RS_IWARP_LINGER_MS, left;
+	int64_t deadline = (int64_t)close_deadline, left;
 	struct pollfd pfd[2];
 
+	if (!rs->opt.linger_set &&
+	    deadline > (int64_t)(rs_now_ms() + RS_IWARP_LINGER_MS))
+		deadline = (int64_t)(rs_now_ms() + RS_IWARP_LINGER_MS);
 	for (;;) {
 		rs_poll_cq(rs);
-		if (!(rs_state(rs) & RS_CONNECTED) ||
-		    (rs_state(rs) & RS_ERROR) || rs_cm_event_ready(rs))
+		if (rs->peer_closed || (rs_state(rs) & RS_ERROR) ||
+		    rs_cm_event_ready(rs))
 			return;
 		left = deadline - (int64_t)rs_now_ms();
 		if (left <= 0)
@@ -120,7 +125,7 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		ret = 0;
 	} else if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
 		   rs->comp_channel) {
-		rs_iwarp_linger(rs);
+		rs_iwarp_linger(rs, deadline);
 	}
 	pthread_mutex_unlock(&rs->lock);
 	if (!(rs_state(rs) & RS_DISCONNECTED))

@@ -512,6 +512,7 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 
 	rs->recv_deficit++;
 	if (wc->status != IBV_WC_SUCCESS) {
+		rs->peer_closed = true; /* flushed: the connection is gone */
 		if (rs_state(rs) & RS_CONNECTED) {
 			rs_set_state(rs, RS_ERROR);
 			rs->err = ECONNRESET;
@@ -541,6 +542,7 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 		break;
 	case RS_OP_CTRL:
 		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT) {
+			rs->peer_closed = true;
 			rs_set_state(rs, RS_DISCONNECTED);
 		} else if (rs_msg_data(msg) == RS_CTRL_SHUTDOWN) {
 			if (rs_state(rs) & RS_WRITABLE)

@@ -956,6 +956,32 @@ static void fake_ud_register(struct fake_qp *f, bool on)
 	}
 }
 
+/* fake_lock held: @f goes to ERR, flushing its receives. */
+static void fake_qp_fail(struct fake_qp *f)
+{
+	f->qp.state = IBV_QPS_ERR;
+	fake_flush_recvs(f);
+	/* Requests waiting for a receive now fail, on either side. */
+	if (!f->hold)
+		fake_drain(f, -1);
+	if (f->peer && !f->peer->hold)
+		fake_drain(f->peer, -1);
+}
+
+/*
+ * An iWARP connection is a TCP connection: a QP that leaves RTS for SQD
+ * (rdma_disconnect's graceful close) or ERR closes it, and the peer's QP
+ * fails at once (its receives flush).  On InfiniBand and RoCE the peer
+ * learns nothing until it sends.
+ */
+static bool fake_closes_connection(const struct fake_qp *f,
+				   enum ibv_qp_state to)
+{
+	return (to == IBV_QPS_SQD || to == IBV_QPS_ERR) && f->peer &&
+	       f->peer->qp.state != IBV_QPS_ERR &&
+	       f->qp.context->device->transport_type == IBV_TRANSPORT_IWARP;
+}
+
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct fake_qp *f;
@@ -1009,14 +1035,10 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		return EINVAL;
 	pthread_mutex_lock(&fake_lock);
 	qp->state = to;
-	if (to == IBV_QPS_ERR) {
-		fake_flush_recvs(f);
-		/* Requests waiting for a receive now fail, on either side. */
-		if (!f->hold)
-			fake_drain(f, -1);
-		if (f->peer && !f->peer->hold)
-			fake_drain(f->peer, -1);
-	}
+	if (to == IBV_QPS_ERR)
+		fake_qp_fail(f);
+	if (fake_closes_connection(f, to))
+		fake_qp_fail(f->peer);
 	pthread_mutex_unlock(&fake_lock);
 	if (f->nstates < FAKE_VERBS_MAX_STATES)
 		f->states[f->nstates++] = to;

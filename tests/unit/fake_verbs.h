@@ -133,7 +133,9 @@ void fake_verbs_on_modify(void (*fn)(struct ibv_qp *qp, enum ibv_qp_state to,
  * as rsockets ask).  A request carried while either QP is in ERR completes
  * with an error (IBV_WC_WR_FLUSH_ERR when the sender's, else
  * IBV_WC_RETRY_EXC_ERR), and the sender's QP goes to ERR; moving a QP to
- * ERR flushes its receives.
+ * ERR flushes its receives.  On an iWARP device the wire is a TCP
+ * connection: moving either QP to SQD (a graceful close) or ERR also
+ * moves the other to ERR.
  */
 void fake_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
 /*
