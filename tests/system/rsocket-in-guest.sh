@@ -69,14 +69,15 @@ done
 # is processed, even with data still queued, and Debian's rstream -T a
 # takes any POLLHUP as failure (exit 16).  A server that closes right after
 # its last send therefore fails a Debian async client now and then, on
-# Debian's library at both ends too (8 of 30 over siw under strace).  Such
-# a run is retried, twice at most, and the retry is shown.
+# Debian's library at both ends too (8 of 30 over siw under strace; 9 of 24
+# attempts with our server, 2026-11-25).  Such a run is retried, five times
+# at most, and each retry is shown.
 port=7470
 run_pair() {
 	local name=$1 slib=$2 clib=$3 prog=$4 try crc src
 	shift 4
 	wanted "$name" || return 0
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5 6; do
 		port=$((port + 1))
 		LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
 			>"$log/s.out" 2>&1 &
@@ -88,7 +89,7 @@ run_pair() {
 		wait $spid
 		src=$?
 		if [ -z "$clib" ] && [ $crc -eq 16 ] && [ $src -eq 0 ] &&
-			[ $try -lt 3 ] && [[ " $* " == *" -T a "* ]]; then
+			[ $try -lt 6 ] && [[ " $* " == *" -T a "* ]]; then
 			echo "    ($name: Debian's async client saw POLLHUP before the last data; retrying)"
 			continue
 		fi
