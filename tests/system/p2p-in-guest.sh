@@ -141,6 +141,14 @@ mesh() {
 		retried="passed on a retry after rxe's lost ACK, BUGS.md Open #4" \
 			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
 		return
+	elif open6_retry "$name" "$log"; then
+		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
+		show "$log".*
+		echo "# a connect refused with REJ 8 (no listener yet) never paired (tests/system/BUGS.md, Open #6, not explained): one retry"
+		rm -f "$log".*
+		retried="passed on a retry after BUGS.md Open #6" \
+			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
+		return
 	else
 		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
 		show "$log".*
@@ -156,6 +164,18 @@ mesh() {
 known_race_retry() {
 	[[ "$1" =~ ^mutual/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
 		[ "$TRANSPORT" != iwarp ]
+}
+
+# pairs4, both ranks started together in one guest, failed once in a full
+# run (2026-11-25): a connect refused with REJ 8 because the peer did not
+# listen yet waited 10 s for the peer's request and failed, while the
+# peer's request for the same pair went unanswered (tests/system/BUGS.md,
+# Open #6; 300 looped runs, the partial REJ 8 mixes included, did not
+# repeat it).  Exactly that signature gets one retry, printed, until it is
+# explained.
+open6_retry() {
+	[[ "$1" =~ ^pairs4/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
+		grep -q 'RDMA_CM_EVENT_REJECTED (status 8)' "$2".*
 }
 
 # Issue 18's pair, written as an outside program (tests/system/p2p_pair_test.c:
