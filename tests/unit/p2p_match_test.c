@@ -160,6 +160,57 @@ START_TEST(crossing_lost_by_the_higher_end)
 END_TEST
 
 /*
+ * BUGS.md Open #6's start: four connects towards a lower peer that was not
+ * listening yet when the first two REQs came (IB CM reason 8) and listened
+ * before the last two, which it held.  Each refused connect waits for the
+ * peer's request with its own tag, whether that request comes before the
+ * refusal (a crossing held) or after it; the held ones form on our REQ.
+ */
+START_TEST(refused_before_the_peer_listened_pairs_by_tag)
+{
+	struct rdma_cm_id *ids[4];
+	uint32_t own[4], req;
+	int i;
+
+	req_incarnation = 0x1234;
+	for (i = 0; i < 4; i++) {
+		ids[i] = connecting_id("192.0.2.0");
+		ck_assert_int_eq(p2p_connect(ids[i]), 0);
+		own[i] = kid_of(ids[i]);
+		ck_assert_uint_eq(
+			sent_hdr(RDMA_USER_CM_CMD_CONNECT, own[i]).tag,
+			(uint64_t)i + 1);
+	}
+	/* tag 1: refused first, the peer's request after */
+	fake_ucma_event(own[0], RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
+	/* tag 2: the peer's request first (held: our REQ is out), then ours refused */
+	req = peer_request("192.0.2.0", 2, "two");
+	expect_nothing();
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), -1);
+	fake_ucma_event(own[1], RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(ids[1]), req);
+	req = peer_request("192.0.2.0", 1, "one");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(ids[0]), req);
+	/* tags 3 and 4: the peer held ours and answers them */
+	for (i = 2; i < 4; i++) {
+		fake_ucma_event(own[i], RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+		rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	}
+	for (i = 0; i < 2; i++) {
+		fake_ucma_event(kid_of(ids[i]), RDMA_CM_EVENT_ESTABLISHED, 0);
+		rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	}
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+}
+END_TEST
+
+/*
  * The other order of the same crossing: the peer's refusal of our REQ comes
  * before its own REQ.  We wait for it, and adopt it the moment it arrives.
  */
@@ -799,6 +850,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_won_by_the_lower_end);
 	tcase_add_test(tc, crossing_lost_by_the_higher_end);
 	tcase_add_test(tc, crossing_refusal_before_the_peer_request);
+	tcase_add_test(tc, refused_before_the_peer_listened_pairs_by_tag);
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
 	tcase_add_test(tc, orphaned_kernel_id_is_destroyed_with_the_id);
