@@ -170,7 +170,7 @@ known_race_retry() {
 # run (2026-11-25): a connect refused with REJ 8 because the peer did not
 # listen yet waited 10 s for the peer's request and failed, while the
 # peer's request for the same pair went unanswered (tests/system/BUGS.md,
-# Open #6; 300 looped runs, the partial REJ 8 mixes included, did not
+# Open #6; 400 looped runs, the partial REJ 8 mixes included, did not
 # repeat it).  Exactly that signature gets one retry, printed, until it is
 # explained.
 open6_retry() {
