@@ -92,7 +92,7 @@ mesh() {
 	local name=$1 n=$2 port=$3 ae=$4 ao=$5
 	shift 5
 	local orig=("$@")
-	local addrs=() pids=() r rc=0 conns=0 want c
+	local addrs=() pids=() r rc=0 conns=0 want c why
 	local log="$out/${name//\//_}"
 	wanted "$name" || return 0
 	siw_race_skip "$name" && return 0
@@ -133,20 +133,12 @@ mesh() {
 	if [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
 		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends${retried:+; $retried}"
 		[ "${VERBOSE:-0}" = 1 ] && show "$log".*
-	elif known_race_retry "$name"; then
+	elif why=$(retry_reason "$name" "$log"); then
 		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
 		show "$log".*
-		echo "# rxe's lost ACK on one device (tests/system/BUGS.md, Open #4): one retry"
+		echo "# $why: one retry"
 		rm -f "$log".*
-		retried="passed on a retry after rxe's lost ACK, BUGS.md Open #4" \
-			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
-		return
-	elif open6_retry "$name" "$log"; then
-		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
-		show "$log".*
-		echo "# a connect refused with REJ 8 (no listener yet) never paired (tests/system/BUGS.md, Open #6, not explained): one retry"
-		rm -f "$log".*
-		retried="passed on a retry after BUGS.md Open #6" \
+		retried="passed on a retry after $why" \
 			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
 		return
 	else
@@ -176,6 +168,18 @@ known_race_retry() {
 open6_retry() {
 	[[ "$1" =~ ^pairs4/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
 		grep -q 'RDMA_CM_EVENT_REJECTED (status 8)' "$2".*
+}
+
+# retry_reason NAME LOG: why a failed scenario gets its one retry (printed);
+# false when it gets none.
+retry_reason() {
+	if known_race_retry "$1"; then
+		echo "rxe's lost ACK on one device (tests/system/BUGS.md, Open #4)"
+	elif open6_retry "$1" "$2"; then
+		echo "a connect refused with REJ 8 (no listener yet) never paired (tests/system/BUGS.md, Open #6, not explained)"
+	else
+		return 1
+	fi
 }
 
 # Issue 18's pair, written as an outside program (tests/system/p2p_pair_test.c:
