@@ -33,11 +33,11 @@ static bool rs_can_send_ctrl(struct rsocket *rs)
 static void rs_iwarp_linger(struct rsocket *rs, uint64_t close_deadline)
 {
 	int64_t deadline = (int64_t)close_deadline, left;
+	int64_t bound = (int64_t)rs_now_ms() + RS_IWARP_LINGER_MS;
 	struct pollfd pfd[2];
 
-	if (!rs->opt.linger_set &&
-	    deadline > (int64_t)(rs_now_ms() + RS_IWARP_LINGER_MS))
-		deadline = (int64_t)(rs_now_ms() + RS_IWARP_LINGER_MS);
+	if (!rs->opt.linger_set && deadline > bound)
+		deadline = bound;
 	for (;;) {
 		rs_poll_cq(rs);
 		if (rs->peer_closed || (rs_state(rs) & RS_ERROR) ||
