@@ -180,6 +180,7 @@ static bool p2p_env_on;
 static bool p2p_debug_on;
 static unsigned int p2p_hold_ms = CMA_P2P_DEFAULT_HOLD_MS;
 static unsigned int p2p_max_held = CMA_P2P_DEFAULT_MAX_HELD;
+static unsigned int p2p_first_wait_ms = CMA_P2P_DEFAULT_FIRST_WAIT_MS;
 static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
 static void cma_p2p_read_env(void)
@@ -203,6 +204,12 @@ static void cma_p2p_read_env(void)
 		if (!*end && ms >= 1 && ms <= 1000000)
 			p2p_max_held = (unsigned int)ms;
 	}
+	v = cma_env("RDMA_CM_P2P_FIRST_WAIT_MS");
+	if (v && *v) {
+		ms = strtoul(v, &end, 10);
+		if (!*end && ms <= 60000)
+			p2p_first_wait_ms = (unsigned int)ms;
+	}
 }
 
 bool cma_p2p_env(void)
@@ -221,6 +228,12 @@ unsigned int cma_p2p_max_held(void)
 {
 	cma_p2p_env();
 	return p2p_max_held;
+}
+
+unsigned int cma_p2p_first_wait_ms(void)
+{
+	cma_p2p_env();
+	return p2p_first_wait_ms;
 }
 
 uint64_t cma_p2p_now_ns(void)
@@ -468,21 +481,26 @@ void cma_p2p_held_drop(struct cma_p2p_held *h)
 	free(h);
 }
 
+uint32_t cma_p2p_fnv1a(uint32_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
 /* FNV-1a over the key's fields (not its padding). */
 static unsigned int cma_p2p_key_hash(const struct cma_p2p_key *key)
 {
-	const uint8_t *parts[] = {key->local.addr, key->remote.addr,
-				  (const uint8_t *)&key->local.port,
-				  (const uint8_t *)&key->remote.port,
-				  (const uint8_t *)&key->tag};
-	const size_t lens[] = {16, 16, sizeof(key->local.port),
-			       sizeof(key->remote.port), sizeof(key->tag)};
-	uint32_t h = 2166136261u;
-	size_t i, j;
+	uint32_t h = CMA_P2P_FNV_SEED;
 
-	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
-		for (j = 0; j < lens[i]; j++)
-			h = (h ^ parts[i][j]) * 16777619u;
+	h = cma_p2p_fnv1a(h, key->local.addr, sizeof(key->local.addr));
+	h = cma_p2p_fnv1a(h, key->remote.addr, sizeof(key->remote.addr));
+	h = cma_p2p_fnv1a(h, &key->local.port, sizeof(key->local.port));
+	h = cma_p2p_fnv1a(h, &key->remote.port, sizeof(key->remote.port));
+	h = cma_p2p_fnv1a(h, &key->tag, sizeof(key->tag));
 	h ^= key->explicit_tag;
 	return h % CMA_P2P_HELD_BUCKETS;
 }
@@ -758,6 +776,8 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		return;
 	cma_p2p_lock();
 	conn->state = CMA_P2P_CONNECTED;
+	/* Whatever it is, the peer is no stranger now (first contact). */
+	cma_p2p_peer_answered(&conn->key.remote);
 	/* Reported as ESTABLISHED: the ordinal is spent (rdma_establish too). */
 	conn->established = true;
 	if (!conn->peer_gone) /* else the timer still has that to do */

@@ -19,21 +19,7 @@
 #include "p2p_wire.h"
 #include "ucma_abi.h"
 
-/* How many p2p connects this process made towards each peer (tags). */
-static struct cma_p2p_counter *p2p_counters;
-
 /* --- keys and tags --------------------------------------------------------- */
-
-static struct cma_p2p_counter *
-cma_p2p_counter_of(const struct cma_p2p_ident *remote)
-{
-	struct cma_p2p_counter *c;
-
-	for (c = p2p_counters; c; c = c->next)
-		if (!cma_p2p_ident_cmp(&c->remote, remote))
-			return c;
-	return NULL;
-}
 
 /* The lowest ordinal given back, taken out of the list; 0 for none. */
 static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
@@ -51,25 +37,6 @@ static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
 	return tag;
 }
 
-/* What this process keeps about the peer at @remote; made on first use. */
-static struct cma_p2p_counter *
-cma_p2p_counter_get(const struct cma_p2p_ident *remote)
-{
-	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
-
-	if (c)
-		return c;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->remote = *remote;
-	c->next = p2p_counters;
-	p2p_counters = c;
-	return c;
-}
-
 /*
  * The n-th p2p connect of this process towards @remote gets tag n, so the
  * two ends' n-th connects pair up.  A connect that failed gives its n back
@@ -79,7 +46,7 @@ cma_p2p_counter_get(const struct cma_p2p_ident *remote)
  */
 static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
 {
-	struct cma_p2p_counter *c = cma_p2p_counter_get(remote);
+	struct cma_p2p_counter *c = cma_p2p_counter_get(remote, true);
 
 	if (!c)
 		return -1;
@@ -279,6 +246,7 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 	a->hdr = *hdr;
 	/* Registered, so that a duplicate meanwhile is refused (decide). */
 	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
+	conn->first_wait = false; /* the peer's REQ came: ours never goes */
 	cma_timer_stop(&conn->timer);
 	conn->busy++;
 	lis->busy++;
@@ -466,6 +434,30 @@ static bool cma_p2p_peer_will_send(const struct cma_p2p_conn *conn)
 	return c && c->holds;
 }
 
+/*
+ * At first contact (nothing heard from the peer's process yet) a higher
+ * end whose own listener holds presumes the peer is a program like this
+ * one: its application connects to us too, and it sends the REQ, being
+ * the lower end.  In a mesh whose ranks all connect at once, waiting
+ * briefly for that REQ saves the crossing every pair would otherwise go
+ * through.  It is a presumption: if no REQ comes within
+ * RDMA_CM_P2P_FIRST_WAIT_MS (an ordinary listener, or a peer whose first
+ * REQ found no listener here and now waits for ours), ours goes out and
+ * the crossing rules apply as ever.  A process whose listener does not
+ * hold never waits: it is not known to run in p2p mode.
+ */
+static bool cma_p2p_presume_peer_sends(const struct cma_p2p_conn *conn)
+{
+	const struct cma_p2p_counter *c;
+
+	if (!conn->lis_holds || !cma_p2p_first_wait_ms() ||
+	    cma_id_is_iwarp(conn->id_priv) ||
+	    cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) < 0)
+		return false;
+	c = cma_p2p_counter_of(&conn->key.remote);
+	return !c || (!c->incarnation && !c->heard);
+}
+
 /* Both locks held: a refused iWARP connect's time is up. */
 static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
 {
@@ -479,6 +471,24 @@ static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
 }
 
 /*
+ * Both locks held: a REQ sent after rdma_connect returned (an iWARP
+ * retry, the end of a first contact's wait) could not go out.
+ */
+static void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
+{
+	struct cma_event *evt;
+
+	if (conn->iw_refused) {
+		cma_p2p_iw_refused_for_good(conn);
+		return;
+	}
+	cma_qp_to_err(conn->id_priv);
+	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_UNREACHABLE, -err);
+	if (evt)
+		cma_event_post(evt);
+}
+
+/*
  * Send REQ @req (header included) for @conn, PENDING: under the id's
  * qp_lock (its answer waits for us), without p2p_lock (an iWARP connect
  * is a TCP connect and may wait for the network).  A peer's request that
@@ -486,7 +496,8 @@ static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
  * with the conn out of the table.
  */
 static int cma_p2p_send_req(struct cma_p2p_conn *conn,
-			    const struct rdma_ucm_conn_param *req)
+			    const struct rdma_ucm_conn_param *req,
+			    bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -510,7 +521,7 @@ static int cma_p2p_send_req(struct cma_p2p_conn *conn,
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		if (!conn->iw_refused) {
 			conn->iw_refused = true;
-			conn->iw_req = *req;
+			conn->req = *req;
 			conn->iw_deadline_ns =
 				cma_p2p_now_ns() +
 				(uint64_t)cma_p2p_wait_ms() * 1000000;
@@ -523,8 +534,8 @@ static int cma_p2p_send_req(struct cma_p2p_conn *conn,
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 			    strerror(err));
 		cma_p2p_conn_unregister(conn);
-		if (conn->iw_refused) /* a retry: only an event can tell */
-			cma_p2p_iw_refused_for_good(conn);
+		if (deferred) /* rdma_connect has returned: an event tells */
+			cma_p2p_deferred_failed(conn, err);
 	}
 	if (conn->peer_gone)
 		cma_p2p_chores_soon(conn);
@@ -562,6 +573,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->peer_gone = false;
 	conn->iw_refused = false;
 	conn->skipped_req = false;
+	conn->first_wait = false;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_claim_held(conn, a)) {
 		cma_p2p_dbg("connect %s: adopting the held request",
@@ -586,6 +598,17 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
 		cma_timer_start(id_priv->id.channel, &conn->timer,
 				cma_p2p_pending_ms());
+		return 0;
+	}
+	if (cma_p2p_presume_peer_sends(conn)) {
+		cma_p2p_dbg("connect %s: first contact, waiting up to %u ms "
+			    "for the peer's REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+			    cma_p2p_first_wait_ms());
+		conn->first_wait = true;
+		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				cma_p2p_first_wait_ms());
 		return 0;
 	}
 	cma_p2p_dbg("connect %s: sending a REQ",
@@ -620,7 +643,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	struct rdma_ucm_conn_param req = *kparam;
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
 	struct cma_p2p_adoption a = {.conn = NULL};
-	bool send;
+	bool send, later;
 	int ret;
 
 	/* What the last attempt left (a QP to fail, old ids) goes first. */
@@ -633,6 +656,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	 * then still goes out, and the adoption's chores withdraw it.
 	 */
 	send = !ret && conn->state == CMA_P2P_PENDING;
+	later = !ret && conn->first_wait;
 	cma_p2p_unlock();
 	if (ret < 0)
 		return -1;
@@ -652,7 +676,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		cma_p2p_unlock();
 		if (!ret)
 			return 0;
-	} else if (!send) {
+	} else if (!send && !later) {
 		return 0; /* a higher end that waits for the peer's REQ */
 	}
 	hdr.port = conn->key.local.port;
@@ -661,7 +685,12 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	hdr.data_len = req.private_data_len;
 	cma_p2p_put_hdr(&req, &hdr);
 	cma_p2p_put_ext(conn, &req);
-	return cma_p2p_send_req(conn, &req);
+	if (later) {
+		/* Sent by the timer (our qp_lock keeps it out until then). */
+		conn->req = req;
+		return 0;
+	}
+	return cma_p2p_send_req(conn, &req, false);
 }
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
@@ -730,13 +759,22 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 /*
  * The connect waited long enough: for an answer to its REQ (PENDING), or
  * for the peer's REQ after being told it would come (WAIT_PEER, failed as
- * the REJ said).  Both locks held; true if a refused iWARP REQ is due
- * again (sent by the caller without p2p_lock).
+ * the REJ said).  Both locks held; true if our REQ is due now (a
+ * refused iWARP REQ again, or a first contact's wait is over), sent by
+ * the caller without p2p_lock.
  */
 static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
+
+	if (conn->state == CMA_P2P_WAIT_PEER && conn->first_wait) {
+		cma_p2p_dbg("connect %s: no REQ from the peer, sending ours",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		conn->first_wait = false;
+		conn->state = CMA_P2P_PENDING;
+		return true;
+	}
 
 	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
 		if (cma_p2p_now_ns() < conn->iw_deadline_ns)
@@ -798,7 +836,7 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	if (chores)
 		cma_p2p_do_chores(conn, &c);
 	if (resend)
-		cma_p2p_send_req(conn, &conn->iw_req);
+		cma_p2p_send_req(conn, &conn->req, true);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 }
 
@@ -874,7 +912,7 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 
 	if (!incarnation)
 		return; /* a version 1 peer: it does not say */
-	c = cma_p2p_counter_get(remote);
+	c = cma_p2p_counter_get(remote, false);
 	if (!c || c->incarnation == incarnation)
 		return;
 	if (c->incarnation) {
@@ -891,6 +929,14 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 	c->incarnation = incarnation;
 }
 
+void cma_p2p_peer_answered(const struct cma_p2p_ident *remote)
+{
+	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
+
+	if (c)
+		c->heard = true;
+}
+
 void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
 			uint64_t incarnation, uint8_t ext)
 {
@@ -898,7 +944,7 @@ void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
 
 	if (!incarnation)
 		return; /* a restart could not be told: never skip a REQ */
-	c = cma_p2p_counter_get(remote);
+	c = cma_p2p_counter_get(remote, false);
 	if (c && c->incarnation == incarnation)
 		c->holds = ext & CMA_P2P_X_HOLDS;
 }

@@ -19,6 +19,11 @@
 /* How often held requests are checked for a peer that gave up. */
 #define CMA_P2P_PROBE_MS 2000
 #define CMA_P2P_DEFAULT_HOLD_MS 10000
+/*
+ * How long a higher end whose own listener holds waits, at first contact,
+ * for the peer's REQ before it sends its own (cma_p2p_presume_peer_sends).
+ */
+#define CMA_P2P_DEFAULT_FIRST_WAIT_MS 1000
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
 #define CMA_P2P_KEY_STRLEN 128
@@ -29,6 +34,8 @@
  */
 #define CMA_P2P_DEFAULT_MAX_HELD 1024
 #define CMA_P2P_HELD_BUCKETS 4096 /* hash of held requests by key */
+/* Peers known only from what they sent: at most this many (p2p_peers.c). */
+#define CMA_P2P_MAX_STRANGERS 4096
 #define CMA_P2P_MAX_RETIRED 4 /* replaced kernel ids awaiting DESTROY_ID */
 
 struct cma_p2p_listener {
@@ -85,7 +92,8 @@ struct cma_p2p_conn {
 	 */
 	bool iw_refused;
 	uint64_t iw_deadline_ns;
-	struct rdma_ucm_conn_param iw_req; /* the REQ, header included */
+	/* The REQ, header included, for a later send (a retry, first_wait). */
+	struct rdma_ucm_conn_param req;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -114,6 +122,11 @@ struct cma_p2p_conn {
 	 * the peer, the lower end, sends one when its application connects.
 	 */
 	bool skipped_req;
+	/*
+	 * No REQ sent yet: a first contact whose peer is presumed to send its
+	 * own (cma_p2p_presume_peer_sends); @req goes out when the wait ends.
+	 */
+	bool first_wait;
 };
 
 /*
@@ -129,9 +142,15 @@ struct cma_p2p_adoption {
 	struct rdma_ucm_event_resp resp;
 };
 
-/* What this process keeps about one peer (address and listening port). */
+/*
+ * What this process keeps about one peer (address and listening port),
+ * in p2p_peers.c's table.
+ */
 struct cma_p2p_counter {
-	struct cma_p2p_counter *next;
+	struct cma_p2p_counter *hnext; /* its hash bucket's chain */
+	/* Until a connect of ours uses it: known only from what it sent. */
+	struct cma_p2p_counter *snext, *sprev;
+	bool kept; /* a connect of ours used it: never forgotten */
 	struct cma_p2p_ident remote;
 	uint64_t incarnation; /* the last its requests stated; 0: none yet */
 	/*
@@ -139,6 +158,8 @@ struct cma_p2p_counter {
 	 * until its application connects (CMA_P2P_X_HOLDS).
 	 */
 	bool holds;
+	/* Its process sent us a request or answered ours: it is no stranger. */
+	bool heard;
 	uint64_t count;
 	/* Ordinals of connects that failed, given back: drawn first. */
 	uint64_t *freed;
@@ -179,6 +200,22 @@ unsigned int cma_p2p_hold_ms(void);
 unsigned int cma_p2p_max_held(void);
 /* How long a connect waits for the peer's REQ after being told to. */
 unsigned int cma_p2p_wait_ms(void);
+unsigned int cma_p2p_first_wait_ms(void);
+
+/* FNV-1a: @len bytes at @p into @h (start with CMA_P2P_FNV_SEED). */
+#define CMA_P2P_FNV_SEED 2166136261u
+uint32_t cma_p2p_fnv1a(uint32_t h, const void *p, size_t len);
+
+/*
+ * The peer table (p2p_peers.c), under p2p_lock: the entry for @remote, or
+ * NULL; the entry made if missing (NULL/ENOMEM), @keep when a connect of
+ * ours uses it (else it is a stranger, forgotten when too many are
+ * known); how many are known (tests).
+ */
+struct cma_p2p_counter *cma_p2p_counter_of(const struct cma_p2p_ident *remote);
+struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
+					    bool keep);
+unsigned int cma_p2p_peers_known(void);
 
 /* --- p2p.c: the table ------------------------------------------------- */
 
@@ -255,6 +292,12 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
  */
 void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
 			uint64_t incarnation, uint8_t ext);
+/*
+ * The peer at @remote answered a REQ of ours (an ordinary or a p2p
+ * reply): a later connect's first contact with it is over, it never
+ * waits for the peer's REQ on presumption.  Called with p2p_lock held.
+ */
+void cma_p2p_peer_answered(const struct cma_p2p_ident *remote);
 
 /*
  * Claim request @handle (on @lis's fd) for @conn: under p2p_lock, the

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cma.h"
 #include "fake_ucma.h"
@@ -684,6 +685,36 @@ START_TEST(flood_of_requests_stays_bounded)
 END_TEST
 
 /*
+ * The same flood, each request claiming another listening port and
+ * process (the header's port and incarnation are the sender's word): what
+ * the library keeps about peers must not grow with it either, nor the
+ * work per request.
+ */
+START_TEST(flood_from_claimed_peers_stays_bounded)
+{
+	const int n = 20000;
+	struct timespec t0, t1;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i++) {
+		req_port = (uint16_t)(1 + i % 60000);
+		req_incarnation = 0x1000 + (uint64_t)i;
+		peer_request(i < n / 2 ? "192.0.2.2" : "192.0.2.3", 1, "x");
+		if (i % 64 == 63)
+			expect_nothing();
+	}
+	expect_nothing();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_uint_le(cma_p2p_peers_known(), CMA_P2P_MAX_STRANGERS);
+	printf("p2p flood from claimed peers: %d requests, %.1f us each\n", n,
+	       ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+		(double)(t1.tv_nsec - t0.tv_nsec)) /
+		       n / 1000.0);
+}
+END_TEST
+
+/*
  * Issue 18, mesh speed: a peer whose requests say its listener holds ours
  * (CMA_P2P_X_HOLDS) sends its own REQ whenever its application connects,
  * so our next connect to it, from the higher end, sends none: it waits
@@ -833,6 +864,145 @@ START_TEST(skipped_req_times_out_as_unreachable)
 }
 END_TEST
 
+/* This process runs in p2p mode: its listener holds the peers' requests. */
+static void listener_holds(void)
+{
+	int on = 1;
+
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+}
+
+/* Up to 5 s for the service thread to send a command (a timer's work). */
+static void await_cmd(uint32_t cmd)
+{
+	int i;
+
+	for (i = 0; i < 500 && !fake_ucma_count(cmd); i++)
+		usleep(10000);
+	ck_assert_int_gt(fake_ucma_count(cmd), 0);
+}
+
+/*
+ * Issue 18, mesh speed at first contact: a higher end whose own listener
+ * holds presumes that the lower peer, never heard from, runs in p2p mode
+ * too and sends the REQ.  It sends none and adopts the peer's: one REQ per
+ * pair, no REJ, no crossing.  The wait's end finds nothing to do.
+ */
+START_TEST(first_contact_higher_end_waits_for_the_peer_req)
+{
+	struct rdma_cm_id *id;
+	uint32_t req;
+
+	listener_holds();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	expect_nothing();
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	established_with_her_data(id, req);
+	usleep(100 * 1000); /* twice the first wait */
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+}
+END_TEST
+
+/*
+ * Presumed, not known: when no REQ came within the first wait (the peer
+ * is an ordinary listener), ours goes out, and the connection forms on
+ * its answer.  The peer is no stranger after that: the next connect to it
+ * sends its REQ at once.
+ */
+START_TEST(first_contact_wait_over_sends_our_req)
+{
+	struct rdma_cm_id *id;
+	uint32_t own;
+
+	listener_holds();
+	id = connecting_id("192.0.2.0");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	await_cmd(RDMA_USER_CM_CMD_CONNECT);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
+			 CMA_P2P_REQ);
+	ck_assert_uint_eq(sent_ext(), CMA_P2P_X_HOLDS);
+	expect_nothing();
+	/* an ordinary listener's application accepted it */
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+
+	fake_ucma_clear_log();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+END_TEST
+
+/* A REQ the wait's end cannot send fails the connect with an event. */
+START_TEST(first_contact_req_that_cannot_go_out_is_reported)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = connecting_id("192.0.2.0");
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_CONNECT, ENETUNREACH);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_int_eq(ev->status, -ENETUNREACH);
+	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_ERR);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * Nobody else waits: the lower end (it is the one that sends), a process
+ * whose listener does not hold (not known to run in p2p mode: the
+ * fixture's other tests), and every connect with the first wait at 0.
+ */
+START_TEST(first_contact_lower_end_sends_at_once)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+END_TEST
+
+START_TEST(first_wait_zero_sends_at_once)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
+}
+END_TEST
+
+static void first_wait_setup(void)
+{
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
+	setup();
+}
+
+static void no_first_wait_setup(void)
+{
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "0", 1);
+	setup();
+}
+
 static void short_hold_setup(void)
 {
 	/* The connect's bound is 2 x hold + 2 s: about 2 s here. */
@@ -863,6 +1033,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);
 	tcase_add_test(tc, flood_of_requests_stays_bounded);
+	tcase_add_test(tc, flood_from_claimed_peers_stays_bounded);
 	tcase_add_test(tc, higher_end_waits_for_a_peer_whose_listener_holds);
 	tcase_add_test(tc, req_sent_unless_a_holding_lower_peer_said_so);
 	tcase_add_test(tc, restart_forgets_that_the_peer_holds);
@@ -871,6 +1042,17 @@ static Suite *p2p_match_suite(void)
 	tc = tcase_create("short hold");
 	tcase_add_checked_fixture(tc, short_hold_setup, teardown);
 	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("first contact");
+	tcase_add_checked_fixture(tc, first_wait_setup, teardown);
+	tcase_add_test(tc, first_contact_higher_end_waits_for_the_peer_req);
+	tcase_add_test(tc, first_contact_wait_over_sends_our_req);
+	tcase_add_test(tc, first_contact_req_that_cannot_go_out_is_reported);
+	tcase_add_test(tc, first_contact_lower_end_sends_at_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("no first wait");
+	tcase_add_checked_fixture(tc, no_first_wait_setup, teardown);
+	tcase_add_test(tc, first_wait_zero_sends_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("caps");
 	tcase_add_checked_fixture(tc, capped_setup, teardown);

@@ -29,6 +29,8 @@ static uint64_t req_incarnation;
 static uint8_t req_kind = CMA_P2P_REQ;
 /* The extension's flags after the peer's data (0: no extension). */
 static uint8_t req_ext;
+/* The listening port the peer's requests claim. */
+static uint16_t req_port = P2P_PORT;
 
 static inline uint32_t kid_of(struct rdma_cm_id *id)
 {
@@ -92,13 +94,13 @@ static inline void expect_nothing(void)
 	ck_assert_int_eq(errno, EAGAIN);
 }
 
-/* The peer's p2p REQ from @from (port P2P_PORT), tag @tag, with @data. */
+/* The peer's p2p REQ from @from (port req_port), tag @tag, with @data. */
 static inline uint32_t peer_request(const char *from, uint64_t tag,
 				    const char *data)
 {
 	struct cma_p2p_hdr hdr = {.kind = req_kind,
 				  .flags = req_flags,
-				  .port = P2P_PORT,
+				  .port = req_port,
 				  .tag = tag,
 				  .incarnation = req_incarnation,
 				  .data_len = (uint8_t)strlen(data)};

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode: what this process knows about each peer, by its
+ * address and listening port (struct cma_p2p_counter: ordinals, the
+ * incarnation its messages stated, whether its listener holds).  Found
+ * through a hash.  A peer this process never connected to is known only
+ * from what it sent (a "stranger": the header's port and incarnation are
+ * its word, so any sender can claim as many as it likes); at most
+ * CMA_P2P_MAX_STRANGERS of those are kept, the one heard from least
+ * recently forgotten first.  Forgetting one loses nothing a connect
+ * needs: its first connect then treats the peer as not heard from.
+ * Everything here runs under p2p_lock.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "p2p_table.h"
+
+#define CMA_P2P_PEER_BUCKETS 1024
+
+static struct cma_p2p_counter *peer_hash[CMA_P2P_PEER_BUCKETS];
+/* Strangers, the least recently heard from first. */
+static struct cma_p2p_counter *strangers_head, *strangers_tail;
+static unsigned int nstrangers, npeers;
+
+static struct cma_p2p_counter **
+cma_p2p_peer_bucket(const struct cma_p2p_ident *p)
+{
+	uint32_t h = cma_p2p_fnv1a(CMA_P2P_FNV_SEED, p->addr, sizeof(p->addr));
+
+	h = cma_p2p_fnv1a(h, &p->port, sizeof(p->port));
+	return &peer_hash[h % CMA_P2P_PEER_BUCKETS];
+}
+
+static void cma_p2p_stranger_unlink(struct cma_p2p_counter *c)
+{
+	if (c->sprev)
+		c->sprev->snext = c->snext;
+	else
+		strangers_head = c->snext;
+	if (c->snext)
+		c->snext->sprev = c->sprev;
+	else
+		strangers_tail = c->sprev;
+	c->snext = c->sprev = NULL;
+	nstrangers--;
+}
+
+static void cma_p2p_stranger_append(struct cma_p2p_counter *c)
+{
+	c->sprev = strangers_tail;
+	c->snext = NULL;
+	if (strangers_tail)
+		strangers_tail->snext = c;
+	else
+		strangers_head = c;
+	strangers_tail = c;
+	nstrangers++;
+}
+
+/* Forget the stranger heard from least recently. */
+static void cma_p2p_forget_oldest_stranger(void)
+{
+	struct cma_p2p_counter *c = strangers_head, **pp;
+
+	cma_p2p_stranger_unlink(c);
+	for (pp = cma_p2p_peer_bucket(&c->remote); *pp != c; pp = &(*pp)->hnext)
+		;
+	*pp = c->hnext;
+	npeers--;
+	free(c->freed);
+	free(c);
+}
+
+struct cma_p2p_counter *cma_p2p_counter_of(const struct cma_p2p_ident *remote)
+{
+	struct cma_p2p_counter *c;
+
+	for (c = *cma_p2p_peer_bucket(remote); c; c = c->hnext)
+		if (!cma_p2p_ident_cmp(&c->remote, remote))
+			return c;
+	return NULL;
+}
+
+struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
+					    bool keep)
+{
+	struct cma_p2p_counter *c = cma_p2p_counter_of(remote), **bucket;
+
+	if (c) {
+		if (!c->kept) { /* heard from again: forgotten last */
+			cma_p2p_stranger_unlink(c);
+			if (keep)
+				c->kept = true;
+			else
+				cma_p2p_stranger_append(c);
+		}
+		return c;
+	}
+	if (!keep && nstrangers >= CMA_P2P_MAX_STRANGERS)
+		cma_p2p_forget_oldest_stranger();
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->remote = *remote;
+	c->kept = keep;
+	bucket = cma_p2p_peer_bucket(remote);
+	c->hnext = *bucket;
+	*bucket = c;
+	npeers++;
+	if (!keep)
+		cma_p2p_stranger_append(c);
+	return c;
+}
+
+unsigned int cma_p2p_peers_known(void)
+{
+	return npeers;
+}
