@@ -969,6 +969,25 @@ END_TEST
  * whose listener does not hold (not known to run in p2p mode: the
  * fixture's other tests), and every connect with the first wait at 0.
  */
+/*
+ * An id destroyed while it waits: its REQ never goes out, nothing is
+ * reported, and the wait's end finds nothing to act on.
+ */
+START_TEST(first_contact_wait_ends_with_the_id)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	usleep(100 * 1000); /* twice the first wait */
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+}
+END_TEST
+
 static void holding_process_sends_at_once_to(const char *to)
 {
 	struct rdma_cm_id *id;
@@ -1048,6 +1067,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, first_contact_higher_end_waits_for_the_peer_req);
 	tcase_add_test(tc, first_contact_wait_over_sends_our_req);
 	tcase_add_test(tc, first_contact_req_that_cannot_go_out_is_reported);
+	tcase_add_test(tc, first_contact_wait_ends_with_the_id);
 	tcase_add_test(tc, first_contact_lower_end_sends_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("no first wait");
