@@ -461,6 +461,24 @@ static bool gone(const struct conn *c)
 	return c->disconnected;
 }
 
+/* Where each connection that did not get there stands, for the log. */
+static void report_stuck(const struct mesh *m, conn_pred done)
+{
+	int p, k;
+
+	for (p = 0; p < m->n; p++)
+		for (k = 0; p != m->rank && k < m->conns; k++) {
+			const struct conn *c = &m->c[p * m->conns + k];
+
+			if (!done(c))
+				ex_err("  stuck: rank %d -> rank %d conn %d: "
+				       "routed %d established %d sent %d "
+				       "received %d",
+				       m->rank, p, k, c->routed, c->established,
+				       c->sent, c->received);
+		}
+}
+
 /* Run the event loop until every connection satisfies @done. */
 static int wait_all(struct mesh *m, conn_pred done, const char *what)
 {
@@ -477,6 +495,7 @@ static int wait_all(struct mesh *m, conn_pred done, const char *what)
 		if (now_ms() > end) {
 			ex_err("iteration %d: %d connections not %s", m->iter,
 			       left, what);
+			report_stuck(m, done);
 			return -1;
 		}
 		if (pump(m, 20))
