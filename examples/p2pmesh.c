@@ -398,6 +398,13 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		return on_established(m, c, &e->param.conn);
 	case RDMA_CM_EVENT_DISCONNECTED:
+		if (!c->established) {
+			/* The kernel may end a connection that never formed. */
+			ex_err("rank %d conn %d: DISCONNECTED before "
+			       "ESTABLISHED",
+			       c->peer, c->index);
+			return -1;
+		}
 		c->disconnected = true;
 		return 0;
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
