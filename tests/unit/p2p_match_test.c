@@ -798,6 +798,17 @@ START_TEST(restart_forgets_that_the_peer_holds)
 }
 END_TEST
 
+/* This process runs in p2p mode: its listener holds the peers' requests. */
+static void listener_holds(void)
+{
+	int on = 1;
+
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+}
+
 /* The extension in our REQ: present exactly when our listener holds. */
 static uint8_t sent_ext(void)
 {
@@ -819,15 +830,11 @@ static uint8_t sent_ext(void)
 START_TEST(holding_listener_is_announced_in_the_req)
 {
 	struct rdma_cm_id *id;
-	int on = 1;
 
 	id = connecting_id("192.0.2.2");
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_uint_eq(sent_ext(), 0);
-	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
+	listener_holds();
 	id = connecting_id("192.0.2.2");
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_uint_eq(sent_ext(), CMA_P2P_X_HOLDS);
@@ -842,13 +849,9 @@ START_TEST(skipped_req_times_out_as_unreachable)
 {
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
-	int on = 1;
 
 	/* held requests of ours never surface (a p2p listener) */
-	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
+	listener_holds();
 	req_incarnation = 0x1234;
 	req_ext = CMA_P2P_X_HOLDS;
 	formed_with_held("192.0.2.0", 1);
@@ -863,17 +866,6 @@ START_TEST(skipped_req_times_out_as_unreachable)
 	expect_nothing();
 }
 END_TEST
-
-/* This process runs in p2p mode: its listener holds the peers' requests. */
-static void listener_holds(void)
-{
-	int on = 1;
-
-	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
-}
 
 /* Up to 5 s for the service thread to send a command (a timer's work). */
 static void await_cmd(uint32_t cmd)
