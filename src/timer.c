@@ -297,7 +297,14 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	*pp = timer;
 	timer->armed = true;
 	cma_timer_thread_start();
-	cma_timer_kick();
+	/*
+	 * The thread sleeps until the earliest deadline: only a new earliest
+	 * one needs it awake.  Every wake-up is a context switch, and on a
+	 * busy machine the woken thread can take the CPU while we still
+	 * hold timer_lock (a p2p mesh arms a timer per connect).
+	 */
+	if (timers == timer)
+		cma_timer_kick();
 	pthread_mutex_unlock(&timer_lock);
 }
 
