@@ -238,6 +238,7 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	struct cma_id_private *id_priv = cma_id_priv(id);
 	socklen_t dst_len = cma_addr_len(dst_addr);
 	socklen_t src_len = cma_addr_len(src_addr);
+	int ret;
 
 	if (cma_check_id(id))
 		return -1;
@@ -247,6 +248,10 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		return cma_err(EAFNOSUPPORT);
 	if (timeout_ms < 0)
 		return cma_err(EINVAL);
+	ret = cma_p2p_resolve_addr(id_priv, src_len ? src_addr : NULL, dst_addr,
+				   dst_len, timeout_ms);
+	if (ret)
+		return ret < 0 ? -1 : 0;
 	if (cma_acm_enabled())
 		cma_acm_resolve_addr(id_priv, src_len ? src_addr : NULL,
 				     dst_addr);
@@ -259,11 +264,15 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 CMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
+	int ret;
 
 	if (cma_check_id(id))
 		return -1;
 	if (timeout_ms < 0)
 		return cma_err(EINVAL);
+	ret = cma_p2p_resolve_route(id_priv, timeout_ms);
+	if (ret)
+		return ret < 0 ? -1 : 0;
 	/* ACM's path makes the kernel report ROUTE_RESOLVED by itself. */
 	if (cma_acm_enabled() && !cma_acm_resolve_route(id_priv))
 		return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;

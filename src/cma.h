@@ -625,6 +625,18 @@ bool cma_p2p_env(void);
 int cma_p2p_connect(struct cma_id_private *id_priv,
 		    const struct rdma_ucm_conn_param *kparam,
 		    const struct rdma_ucm_ece *ece);
+/*
+ * rdma_resolve_addr / rdma_resolve_route of an id that asked for p2p
+ * before resolving (p2p_resolve.c): 1 when the library answered (the
+ * route is left until a REQ needs it), 0 when the kernel resolves as
+ * usual, -1/errno.  @src: the caller's source address or NULL.
+ */
+int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
+			 const struct sockaddr *src, const struct sockaddr *dst,
+			 socklen_t dst_len, int timeout_ms);
+int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms);
+/* The id's route was left for later: it can only connect in p2p mode. */
+bool cma_p2p_route_deferred(const struct cma_id_private *id_priv);
 /* rdma_accept in p2p mode of a p2p request: put the reply header in. */
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam);

@@ -178,6 +178,9 @@ static int cma_connect(struct rdma_cm_id *id,
 		return -1;
 	if (!id_priv->cma_dev)
 		return cma_err(EINVAL); /* route not resolved */
+	/* Left until a p2p REQ needs it: nothing else can use it. */
+	if (!p2p && cma_p2p_route_deferred(id_priv))
+		return cma_err(EINVAL);
 	if (cma_check_ud_transport(id_priv))
 		return -1;
 	if (cma_check_conn_param(id_priv, conn_param))

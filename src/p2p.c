@@ -31,6 +31,7 @@
  *                  iWARP's single request, a connect's timer, a
  *                  restarted peer
  *   p2p_request.c  requests arriving at a listener: decide, hold, surface
+ *   p2p_resolve.c  the adopting end's route, left until a REQ needs it
  */
 #include <config.h>
 
@@ -248,16 +249,19 @@ uint64_t cma_p2p_now_ns(void)
  * RDMA_CM_P2P_DEBUG=1: one line on stderr per matching step, so that a
  * connection that does not form can be followed on both peers.
  */
-void cma_p2p_dbg(const char *fmt, ...)
+bool cma_p2p_debug_on(void)
+{
+	cma_p2p_env();
+	return p2p_debug_on;
+}
+
+void cma_p2p_dbg_print(const char *fmt, ...)
 {
 	uint64_t ms = cma_p2p_now_ns() / 1000000;
 	char line[256];
 	va_list ap;
 	int n;
 
-	cma_p2p_env();
-	if (!p2p_debug_on)
-		return;
 	n = snprintf(line, sizeof(line), "p2p[%d] %llu.%03llu: ", (int)getpid(),
 		     (unsigned long long)(ms / 1000),
 		     (unsigned long long)(ms % 1000));
@@ -428,7 +432,11 @@ static uint64_t cma_p2p_incarnation(void)
 	if (v)
 		return v;
 	pthread_once(&once, cma_p2p_incarnation_once);
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+	/*
+	 * Never waits for the entropy pool (a guest just booted): a restart
+	 * only needs a value unlikely to repeat, which the fallback gives.
+	 */
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
 		v = cma_p2p_now_ns() ^ ((uint64_t)getpid() << 40);
 	if (!v)
 		v = 1;
@@ -706,6 +714,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
 	struct cma_p2p_adoption a = {.conn = NULL};
+	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
 
@@ -723,6 +732,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* the application has its UNREACHABLE */
 	} else if (conn->state == CMA_P2P_ADOPTING) {
 		drop = true; /* the kernel id an adoption is replacing */
+	} else if (cma_p2p_route_event(conn, resp, &step)) {
+		drop = true; /* resolving for our REQ (p2p_resolve.c) */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
 		   cma_p2p_peer_will_connect(resp)) {
@@ -742,6 +753,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	/* The event path holds the id's qp_lock (event.c). */
 	if (a.conn)
 		cma_p2p_adopt_finish(&a, true);
+	cma_p2p_route_next(conn, step);
 	return drop;
 }
 

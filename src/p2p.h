@@ -34,6 +34,15 @@ enum cma_p2p_state {
 	CMA_P2P_ADOPTING, /* answering a request of the peer's right now */
 };
 
+/* Where a p2p connect's route comes from (p2p_resolve.c). */
+enum cma_p2p_route {
+	CMA_P2P_ROUTE_KERNEL, /* resolved as usual, before rdma_connect */
+	CMA_P2P_ROUTE_BOUND, /* only bound; ADDR_RESOLVED came from us */
+	CMA_P2P_ROUTE_LATER, /* ROUTE_RESOLVED came from us too */
+	CMA_P2P_ROUTE_ADDR, /* resolving for our REQ: the address */
+	CMA_P2P_ROUTE_PATH, /* resolving for our REQ: the route */
+};
+
 enum cma_p2p_action {
 	CMA_P2P_HOLD, /* keep it for a local rdma_connect */
 	CMA_P2P_ADOPT, /* it becomes the local connect's connection */

@@ -180,7 +180,7 @@ static void cma_p2p_retire(struct cma_p2p_conn *conn, uint32_t old)
 }
 
 /* Under p2p_lock: let the conn's timer do its chores now. */
-static void cma_p2p_chores_soon(struct cma_p2p_conn *conn)
+void cma_p2p_chores_soon(struct cma_p2p_conn *conn)
 {
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer, 0);
 }
@@ -338,6 +338,7 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 		cma_p2p_save_peer_data(conn, &a->resp.param.conn, &a->hdr);
 		conn->adopted = true;
 		conn->reply_p2p = true;
+		conn->route = CMA_P2P_ROUTE_KERNEL; /* the request's */
 		conn->state = CMA_P2P_CONNECTED;
 	} else {
 		/* The peer may try again: wait for it, bounded as always. */
@@ -423,39 +424,42 @@ static bool cma_p2p_iw_higher_end(const struct cma_p2p_conn *conn)
  * request to its application (not a p2p listener) never says so: connects
  * to it are not delayed.
  */
-static bool cma_p2p_peer_will_send(const struct cma_p2p_conn *conn)
+enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
+				       const struct cma_p2p_ident *remote,
+				       bool lis_holds)
 {
 	const struct cma_p2p_counter *c;
 
-	if (cma_id_is_iwarp(conn->id_priv) ||
-	    cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) < 0)
-		return false;
-	c = cma_p2p_counter_of(&conn->key.remote);
-	return c && c->holds;
+	if (cma_p2p_ident_cmp(local, remote) < 0)
+		return CMA_P2P_EXPECT_NONE; /* the lower end sends */
+	c = cma_p2p_counter_of(remote);
+	if (c && c->holds)
+		return CMA_P2P_EXPECT_KNOWN;
+	/*
+	 * At first contact (nothing heard from the peer's process yet) a
+	 * higher end whose own listener holds presumes the peer is a
+	 * program like this one: its application connects to us too, and
+	 * it sends the REQ, being the lower end.  In a mesh whose ranks all
+	 * connect at once, waiting briefly for that REQ saves the crossing
+	 * every pair would otherwise go through.  It is a presumption: if no
+	 * REQ comes within RDMA_CM_P2P_FIRST_WAIT_MS (an ordinary listener,
+	 * or a peer whose first REQ found no listener here and now waits for
+	 * ours), ours goes out and the crossing rules apply as ever.  A
+	 * process whose listener does not hold never waits: it is not known
+	 * to run in p2p mode.
+	 */
+	if (lis_holds && cma_p2p_first_wait_ms() &&
+	    (!c || (!c->incarnation && !c->heard)))
+		return CMA_P2P_EXPECT_PRESUMED;
+	return CMA_P2P_EXPECT_NONE;
 }
 
-/*
- * At first contact (nothing heard from the peer's process yet) a higher
- * end whose own listener holds presumes the peer is a program like this
- * one: its application connects to us too, and it sends the REQ, being
- * the lower end.  In a mesh whose ranks all connect at once, waiting
- * briefly for that REQ saves the crossing every pair would otherwise go
- * through.  It is a presumption: if no REQ comes within
- * RDMA_CM_P2P_FIRST_WAIT_MS (an ordinary listener, or a peer whose first
- * REQ found no listener here and now waits for ours), ours goes out and
- * the crossing rules apply as ever.  A process whose listener does not
- * hold never waits: it is not known to run in p2p mode.
- */
-static bool cma_p2p_presume_peer_sends(const struct cma_p2p_conn *conn)
+static enum cma_p2p_expect cma_p2p_conn_expects(const struct cma_p2p_conn *conn)
 {
-	const struct cma_p2p_counter *c;
-
-	if (!conn->lis_holds || !cma_p2p_first_wait_ms() ||
-	    cma_id_is_iwarp(conn->id_priv) ||
-	    cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) < 0)
-		return false;
-	c = cma_p2p_counter_of(&conn->key.remote);
-	return !c || (!c->incarnation && !c->heard);
+	if (cma_id_is_iwarp(conn->id_priv))
+		return CMA_P2P_EXPECT_NONE; /* its own rules: iw_higher_end */
+	return cma_p2p_expect_req(&conn->key.local, &conn->key.remote,
+				  conn->lis_holds);
 }
 
 /* Both locks held: a refused iWARP connect's time is up. */
@@ -474,7 +478,7 @@ static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
  * Both locks held: a REQ sent after rdma_connect returned (an iWARP
  * retry, the end of a first contact's wait) could not go out.
  */
-static void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
+void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 {
 	struct cma_event *evt;
 
@@ -495,9 +499,8 @@ static void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
  * arrives meanwhile finds the conn PENDING, as it should.  0, or -1/errno
  * with the conn out of the table.
  */
-static int cma_p2p_send_req(struct cma_p2p_conn *conn,
-			    const struct rdma_ucm_conn_param *req,
-			    bool deferred)
+int cma_p2p_send_req(struct cma_p2p_conn *conn,
+		     const struct rdma_ucm_conn_param *req, bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -546,6 +549,16 @@ static int cma_p2p_send_req(struct cma_p2p_conn *conn,
 	return ret;
 }
 
+int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn,
+			    const struct rdma_ucm_conn_param *req,
+			    bool deferred)
+{
+	if (!cma_p2p_route_later(conn))
+		return cma_p2p_send_req(conn, req, deferred);
+	conn->req = *req;
+	return cma_p2p_resolve_now(conn, deferred);
+}
+
 /* --- rdma_connect ---------------------------------------------------------- */
 
 /*
@@ -563,6 +576,10 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 
 	if (conn->registered)
 		return cma_err(EISCONN);
+	/* Left for later needs ROUTE_RESOLVED first, as the kernel's route. */
+	if (conn->route != CMA_P2P_ROUTE_KERNEL &&
+	    conn->route != CMA_P2P_ROUTE_LATER)
+		return cma_err(EINVAL);
 	if (cma_p2p_connect_key(id_priv, &conn->key, &conn->lis_holds))
 		return -1;
 	conn->ordinal = !conn->key.explicit_tag;
@@ -574,6 +591,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->iw_refused = false;
 	conn->skipped_req = false;
 	conn->first_wait = false;
+	conn->resolve_due = false;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_claim_held(conn, a)) {
 		cma_p2p_dbg("connect %s: adopting the held request",
@@ -589,7 +607,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				cma_p2p_pending_ms());
 		return 0;
 	}
-	if (cma_p2p_peer_will_send(conn)) {
+	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_KNOWN) {
 		cma_p2p_dbg("connect %s: the peer's listener holds, waiting "
 			    "for its REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
@@ -600,7 +618,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				cma_p2p_pending_ms());
 		return 0;
 	}
-	if (cma_p2p_presume_peer_sends(conn)) {
+	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_PRESUMED) {
 		cma_p2p_dbg("connect %s: first contact, waiting up to %u ms "
 			    "for the peer's REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
@@ -611,16 +629,26 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				cma_p2p_first_wait_ms());
 		return 0;
 	}
-	cma_p2p_dbg("connect %s: sending a REQ",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	cma_p2p_dbg("connect %s: sending a REQ%s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    cma_p2p_route_later(conn) ? " once the route is resolved"
+					      : "");
+	/*
+	 * A route left for later is resolved first: meanwhile the peer's
+	 * REQ, should it come, is adopted (WAIT_PEER), and no timer runs
+	 * (the kernel bounds the resolution).
+	 */
+	cma_p2p_conn_register(conn, cma_p2p_route_later(conn)
+					    ? CMA_P2P_WAIT_PEER
+					    : CMA_P2P_PENDING);
+	conn->resolve_due = cma_p2p_route_later(conn);
 	return 0;
 }
 
 /*
  * After the header and our data, when the message has room: whether the
  * listener our REQ announces holds the peer's requests (the peer's higher
- * end then need not send its own, cma_p2p_peer_will_send).
+ * end then need not send its own, cma_p2p_expect_req).
  */
 static void cma_p2p_put_ext(const struct cma_p2p_conn *conn,
 			    struct rdma_ucm_conn_param *req)
@@ -655,7 +683,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	 * thread, with the peer's request) may claim the conn.  Our REQ
 	 * then still goes out, and the adoption's chores withdraw it.
 	 */
-	send = !ret && conn->state == CMA_P2P_PENDING;
+	send = !ret && (conn->state == CMA_P2P_PENDING || conn->resolve_due);
 	later = !ret && conn->first_wait;
 	cma_p2p_unlock();
 	if (ret < 0)
@@ -671,7 +699,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		cma_p2p_lock();
 		ret = conn->state == CMA_P2P_WAIT_PEER &&
 		      !cma_p2p_iw_higher_end(conn);
-		if (ret)
+		if (ret && !cma_p2p_route_later(conn))
 			conn->state = CMA_P2P_PENDING;
 		cma_p2p_unlock();
 		if (!ret)
@@ -690,7 +718,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		conn->req = req;
 		return 0;
 	}
-	return cma_p2p_send_req(conn, &req, false);
+	return cma_p2p_send_or_resolve(conn, &req, false);
 }
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
@@ -772,7 +800,9 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 		cma_p2p_dbg("connect %s: no REQ from the peer, sending ours",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		conn->first_wait = false;
-		conn->state = CMA_P2P_PENDING;
+		/* A route left for later: the peer's REQ is still welcome. */
+		if (!cma_p2p_route_later(conn))
+			conn->state = CMA_P2P_PENDING;
 		return true;
 	}
 
@@ -836,7 +866,7 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	if (chores)
 		cma_p2p_do_chores(conn, &c);
 	if (resend)
-		cma_p2p_send_req(conn, &conn->req, true);
+		cma_p2p_send_or_resolve(conn, &conn->req, true);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 }
 

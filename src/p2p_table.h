@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Peer-to-peer mode's process-wide table, shared by p2p.c (the table,
- * settings, events), p2p_connect.c (the connecting side) and
- * p2p_request.c (the listening side).  Everything here is under p2p_lock
- * unless said otherwise.  Internal to those three files.
+ * settings, events), p2p_connect.c (the connecting side), p2p_resolve.c
+ * (its route left for later), p2p_peers.c (what is known of each peer)
+ * and p2p_request.c (the listening side).  Everything here is under
+ * p2p_lock unless said otherwise.  Internal to those files.
  */
 #ifndef CMA_P2P_TABLE_H
 #define CMA_P2P_TABLE_H
@@ -21,7 +22,7 @@
 #define CMA_P2P_DEFAULT_HOLD_MS 10000
 /*
  * How long a higher end whose own listener holds waits, at first contact,
- * for the peer's REQ before it sends its own (cma_p2p_presume_peer_sends).
+ * for the peer's REQ before it sends its own (cma_p2p_expect_req).
  */
 #define CMA_P2P_DEFAULT_FIRST_WAIT_MS 1000
 /* The IB CM's REJ reason when nobody listens on the service ID. */
@@ -124,9 +125,17 @@ struct cma_p2p_conn {
 	bool skipped_req;
 	/*
 	 * No REQ sent yet: a first contact whose peer is presumed to send its
-	 * own (cma_p2p_presume_peer_sends); @req goes out when the wait ends.
+	 * own (cma_p2p_expect_req); @req goes out when the wait ends.
 	 */
 	bool first_wait;
+	/*
+	 * The id's route (p2p_resolve.c): resolved by the kernel as usual,
+	 * or left until a REQ of ours must go out (the id asked for p2p
+	 * before resolving), and then how far its resolution has come.
+	 */
+	enum cma_p2p_route route;
+	bool resolve_due; /* rdma_connect resolves the route, then sends */
+	uint32_t addr_ms, route_ms; /* the application's resolve timeouts */
 };
 
 /*
@@ -191,7 +200,15 @@ void cma_p2p_idle(void);
 /* --- p2p.c: settings -------------------------------------------------- */
 
 /* RDMA_CM_P2P_DEBUG=1: one line on stderr (any lock state). */
-void __attribute__((format(printf, 1, 2))) cma_p2p_dbg(const char *fmt, ...);
+bool cma_p2p_debug_on(void);
+void __attribute__((format(printf, 1, 2)))
+cma_p2p_dbg_print(const char *fmt, ...);
+/* Its arguments (key strings) are not even formatted when it is off. */
+#define cma_p2p_dbg(...)                                                       \
+	do {                                                                   \
+		if (cma_p2p_debug_on())                                        \
+			cma_p2p_dbg_print(__VA_ARGS__);                        \
+	} while (0)
 const char *cma_p2p_key_str(const struct cma_p2p_key *key, char *buf,
 			    size_t len);
 uint64_t cma_p2p_now_ns(void);
@@ -261,6 +278,8 @@ struct cma_p2p_chores {
 	bool qp_err;
 };
 
+/* Under p2p_lock: let the conn's timer do its chores now. */
+void cma_p2p_chores_soon(struct cma_p2p_conn *conn);
 /* Under p2p_lock: @conn's chores into @c (the conn is busy until done). */
 bool cma_p2p_take_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
 /*
@@ -322,6 +341,62 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 			   struct cma_p2p_adoption *a);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
+
+enum cma_p2p_expect {
+	CMA_P2P_EXPECT_NONE, /* we send our REQ */
+	CMA_P2P_EXPECT_KNOWN, /* the peer's listener holds: it sends */
+	CMA_P2P_EXPECT_PRESUMED, /* first contact: it is presumed to send */
+};
+/*
+ * Whether the end @local of a pair (IB, RoCE) waits for the REQ from
+ * @remote rather than sending its own; @lis_holds: the listener @local
+ * names holds p2p requests.  Under p2p_lock.
+ */
+enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
+				       const struct cma_p2p_ident *remote,
+				       bool lis_holds);
+/*
+ * Under the id's qp_lock, without p2p_lock: send @conn's REQ @req now
+ * (@deferred: rdma_connect has returned, a failure is an event), or
+ * first resolve the route it left for later (p2p_resolve.c).  0, or
+ * -1/errno with the conn out of the table.
+ */
+int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn,
+			    const struct rdma_ucm_conn_param *req,
+			    bool deferred);
+/* Both locks held: a REQ due after rdma_connect returned never went out. */
+void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err);
+/* Under the id's qp_lock, without p2p_lock: see cma_p2p_send_or_resolve. */
+int cma_p2p_send_req(struct cma_p2p_conn *conn,
+		     const struct rdma_ucm_conn_param *req, bool deferred);
+
+/* --- p2p_resolve.c ---------------------------------------------------- */
+
+/* The route of @conn's id is left for later and not resolved yet. */
+bool cma_p2p_route_later(const struct cma_p2p_conn *conn);
+
+/*
+ * Without p2p_lock, under the id's qp_lock: resolve the route left for
+ * later; the REQ in conn->req goes out when it is (cma_p2p_route_event).
+ * 0, or -1/errno with the conn out of the table.
+ */
+int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred);
+/*
+ * Under p2p_lock: an event of the resolution cma_p2p_resolve_now began.
+ * True if it is one (never the application's); then @next says what the
+ * caller does once p2p_lock is dropped (cma_p2p_route_next).
+ */
+enum cma_p2p_route_step {
+	CMA_P2P_STEP_NONE,
+	CMA_P2P_STEP_ROUTE, /* the address is resolved: resolve the route */
+	CMA_P2P_STEP_SEND, /* the route is resolved: our REQ goes out */
+};
+bool cma_p2p_route_event(struct cma_p2p_conn *conn,
+			 const struct rdma_ucm_event_resp *resp,
+			 enum cma_p2p_route_step *next);
+/* Without p2p_lock, under the id's qp_lock: do @next. */
+void cma_p2p_route_next(struct cma_p2p_conn *conn,
+			enum cma_p2p_route_step next);
 
 /* --- p2p_request.c ---------------------------------------------------- */
 

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode: a route resolved only when a REQ needs it.
+ *
+ * In a pair that both connect, the REQ of one end forms the connection,
+ * and the other end adopts it: that end's own address and route
+ * resolution is work thrown away (the adopted request brings its route).
+ * An application can say before rdma_resolve_addr that an id will connect
+ * in p2p mode (RDMA_OPTION_ID_PEER2PEER = 1 on the id).  If that id is the
+ * end that waits for the peer's REQ (the higher end, when the peer's
+ * listener is known to hold, or at first contact when ours holds:
+ * cma_p2p_expect_req), rdma_resolve_addr only binds it to its source
+ * address (which gives the device, for the QP) and reports ADDR_RESOLVED
+ * itself; rdma_resolve_route reports ROUTE_RESOLVED without a path.
+ * rdma_connect then waits for the peer's REQ as any such connect does.
+ * Should a REQ of ours have to go out after all (the wait ended, the
+ * adoption was refused), the kernel resolves the address and the route
+ * first, out of the application's sight, and the REQ follows.  A
+ * resolution that fails then is reported as UNREACHABLE.  In a mesh this
+ * halves the route resolutions (on InfiniBand, the SA's path queries).
+ *
+ * An id whose route was left for later connects in p2p mode only
+ * (rdma_connect without peer2peer_mode fails with EINVAL), and its path
+ * records are known once the connection is formed.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "cma.h"
+#include "p2p.h"
+#include "p2p_table.h"
+#include "ucma_abi.h"
+
+static int cma_p2p_post(struct cma_id_private *id_priv,
+			enum rdma_cm_event_type type)
+{
+	struct cma_event *evt = cma_event_new(id_priv, type, 0);
+
+	if (!evt)
+		return -1;
+	cma_event_post(evt);
+	return 0;
+}
+
+/*
+ * Whether a connect from @src to @dst will wait for the peer's REQ (under
+ * p2p_lock): the identities are our listener's and the destination's.
+ */
+static bool cma_p2p_will_wait(const struct cma_id_private *id_priv,
+			      const struct sockaddr *src,
+			      const struct sockaddr *dst)
+{
+	struct cma_p2p_ident local, remote;
+	struct cma_p2p_listener *lis;
+	static const uint8_t any[16];
+
+	if (cma_p2p_addr16(src, cma_addr_len(src), local.addr) ||
+	    cma_p2p_addr16(dst, cma_addr_len(dst), remote.addr) ||
+	    !memcmp(local.addr, any, sizeof(any)))
+		return false;
+	lis = cma_p2p_listener_for(id_priv->id.ps, src);
+	if (!lis)
+		return false;
+	local.port = lis->port;
+	/* sin_port and sin6_port sit at the same offset. */
+	remote.port = be16toh(((const struct sockaddr_in *)dst)->sin_port);
+	return cma_p2p_expect_req(&local, &remote,
+				  cma_p2p_listener_mode(lis) ==
+					  CMA_P2P_HOLD_PEER) !=
+	       CMA_P2P_EXPECT_NONE;
+}
+
+/* Whether rdma_resolve_addr may leave the route of @id_priv for later. */
+static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
+			      const struct sockaddr *src,
+			      const struct sockaddr *dst)
+{
+	bool wait;
+
+	if (id_priv->p2p_listen_opt != 1 || id_priv->sync ||
+	    id_priv->p2p_listening || id_priv->id.qp_type != IBV_QPT_RC ||
+	    (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
+	    (id_priv->p2p && id_priv->p2p->registered))
+		return false;
+	/* Without a source address the kernel picks one when it resolves. */
+	if (!src)
+		return false;
+	cma_p2p_lock();
+	wait = cma_p2p_will_wait(id_priv, src, dst);
+	cma_p2p_unlock();
+	return wait;
+}
+
+int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
+			 const struct sockaddr *src, const struct sockaddr *dst,
+			 socklen_t dst_len, int timeout_ms)
+{
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	struct cma_p2p_conn *conn;
+	bool bound = id_priv->cma_dev;
+
+	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst))
+		return 0;
+	conn = cma_p2p_conn_get(id_priv);
+	if (!conn)
+		return 0; /* resolved as usual */
+	if (!bound && rdma_bind_addr(&id_priv->id, (struct sockaddr *)src))
+		return -1; /* as the kernel's resolution would fail */
+	if (cma_id_is_iwarp(id_priv))
+		return 0; /* iWARP: the higher end resolves as usual */
+	pthread_mutex_lock(&id_priv->mut);
+	memset(&a->dst_storage, 0, sizeof(a->dst_storage));
+	memcpy(&a->dst_storage, dst, dst_len);
+	pthread_mutex_unlock(&id_priv->mut);
+	cma_p2p_lock();
+	conn->route = CMA_P2P_ROUTE_BOUND;
+	conn->addr_ms = (uint32_t)timeout_ms;
+	cma_p2p_unlock();
+	cma_p2p_dbg("resolve: id bound, its route left until a REQ needs it");
+	return cma_p2p_post(id_priv, RDMA_CM_EVENT_ADDR_RESOLVED) ? -1 : 1;
+}
+
+int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms)
+{
+	struct cma_p2p_conn *conn = id_priv->p2p;
+	enum cma_p2p_route route;
+
+	if (!conn)
+		return 0;
+	cma_p2p_lock();
+	route = conn->route;
+	if (route == CMA_P2P_ROUTE_BOUND) {
+		conn->route = CMA_P2P_ROUTE_LATER;
+		conn->route_ms = (uint32_t)timeout_ms;
+	}
+	cma_p2p_unlock();
+	if (route == CMA_P2P_ROUTE_KERNEL)
+		return 0;
+	if (route != CMA_P2P_ROUTE_BOUND)
+		return cma_err(EINVAL); /* as the kernel answers a second one */
+	return cma_p2p_post(id_priv, RDMA_CM_EVENT_ROUTE_RESOLVED) ? -1 : 1;
+}
+
+bool cma_p2p_route_deferred(const struct cma_id_private *id_priv)
+{
+	bool deferred;
+
+	if (!id_priv->p2p)
+		return false;
+	cma_p2p_lock();
+	deferred = id_priv->p2p->route != CMA_P2P_ROUTE_KERNEL;
+	cma_p2p_unlock();
+	return deferred;
+}
+
+bool cma_p2p_route_later(const struct cma_p2p_conn *conn)
+{
+	return conn->route == CMA_P2P_ROUTE_LATER;
+}
+
+/*
+ * Under p2p_lock (and the id's qp_lock): the resolution for our REQ
+ * failed with @err; reported by an event once rdma_connect has returned
+ * (@deferred), else by rdma_connect.
+ */
+static void cma_p2p_route_failed(struct cma_p2p_conn *conn, int err,
+				 bool deferred)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	cma_p2p_dbg("connect %s: route for our REQ not resolved: %s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), strerror(err));
+	conn->route = CMA_P2P_ROUTE_LATER;
+	cma_p2p_conn_unregister(conn);
+	if (deferred)
+		cma_p2p_deferred_failed(conn, err);
+}
+
+/*
+ * Kernel command @cmd for the resolution, without p2p_lock (the conn busy
+ * meanwhile); a failure ends the connect as cma_p2p_route_failed does.
+ */
+static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
+			     bool deferred)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	int fd = cma_id_fd(id_priv), ret, err;
+
+	cma_p2p_lock();
+	conn->busy++;
+	cma_p2p_unlock();
+	if (cmd == RDMA_USER_CM_CMD_RESOLVE_ADDR)
+		ret = ucma_cmd_resolve_addr(
+			fd, id_priv->handle, NULL, 0, &a->dst_addr,
+			cma_addr_len(&a->dst_addr), conn->addr_ms);
+	else if (cmd == RDMA_USER_CM_CMD_RESOLVE_ROUTE)
+		ret = ucma_cmd_resolve_route(fd, id_priv->handle,
+					     conn->route_ms);
+	else
+		ret = cma_query_route_info(id_priv);
+	err = errno;
+	cma_p2p_lock();
+	conn->busy--;
+	if (ret)
+		cma_p2p_route_failed(conn, err, deferred);
+	if (conn->peer_gone)
+		cma_p2p_chores_soon(conn);
+	cma_p2p_idle();
+	cma_p2p_unlock();
+	errno = err;
+	return ret;
+}
+
+int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+	bool start;
+
+	cma_p2p_lock();
+	/* The peer's REQ may have been claimed since: then none of ours. */
+	start = conn->registered && conn->state == CMA_P2P_WAIT_PEER &&
+		conn->route == CMA_P2P_ROUTE_LATER;
+	if (start) {
+		conn->route = CMA_P2P_ROUTE_ADDR;
+		cma_p2p_dbg("connect %s: resolving the route for our REQ",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	}
+	conn->resolve_due = false;
+	cma_p2p_unlock();
+	if (!start)
+		return 0;
+	return cma_p2p_route_cmd(conn, RDMA_USER_CM_CMD_RESOLVE_ADDR, deferred);
+}
+
+bool cma_p2p_route_event(struct cma_p2p_conn *conn,
+			 const struct rdma_ucm_event_resp *resp,
+			 enum cma_p2p_route_step *next)
+{
+	bool ok = false;
+
+	*next = CMA_P2P_STEP_NONE;
+	switch (resp->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ok = true;
+		/* fall through */
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		if (conn->route != CMA_P2P_ROUTE_ADDR)
+			return false;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ok = true;
+		/* fall through */
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		if (conn->route != CMA_P2P_ROUTE_PATH)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	if (!conn->registered || conn->state != CMA_P2P_WAIT_PEER) {
+		/* Failed or claimed meanwhile: nothing more to resolve for. */
+		conn->route = CMA_P2P_ROUTE_LATER;
+		return true;
+	}
+	if (!ok) {
+		cma_p2p_route_failed(
+			conn, resp->status ? -resp->status : EHOSTUNREACH,
+			true);
+		return true;
+	}
+	if (conn->route == CMA_P2P_ROUTE_ADDR) {
+		conn->route = CMA_P2P_ROUTE_PATH;
+		*next = CMA_P2P_STEP_ROUTE;
+	} else {
+		/* From now on the crossing rules apply, as for any REQ. */
+		conn->route = CMA_P2P_ROUTE_KERNEL;
+		conn->state = CMA_P2P_PENDING;
+		*next = CMA_P2P_STEP_SEND;
+	}
+	return true;
+}
+
+void cma_p2p_route_next(struct cma_p2p_conn *conn, enum cma_p2p_route_step next)
+{
+	switch (next) {
+	case CMA_P2P_STEP_NONE:
+		return;
+	case CMA_P2P_STEP_ROUTE:
+		cma_p2p_route_cmd(conn, RDMA_USER_CM_CMD_RESOLVE_ROUTE, true);
+		return;
+	case CMA_P2P_STEP_SEND:
+		/* The path records, for the application and the QP's RTR. */
+		if (!cma_p2p_route_cmd(conn, RDMA_USER_CM_CMD_QUERY_ROUTE,
+				       true))
+			cma_p2p_send_req(conn, &conn->req, true);
+		return;
+	}
+}

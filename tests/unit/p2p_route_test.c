@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * A p2p connect's route left until a REQ needs it (src/p2p_resolve.c),
+ * against the scripted peer of p2p_peer.h: an id that sets
+ * RDMA_OPTION_ID_PEER2PEER = 1 before rdma_resolve_addr, in a process
+ * whose listener holds, and that is the end waiting for the peer's REQ,
+ * is only bound: ADDR_RESOLVED and ROUTE_RESOLVED come from the library
+ * at once, and the adopted request brings the route.  When its own REQ
+ * must go out after all, the kernel resolves first, unseen by the
+ * application.
+ *
+ * Issue 18, mesh speed: the higher end of each pair resolved towards its
+ * peers only to throw the route away when it adopted the lower end's REQ.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "p2p_wire.h"
+#include "unit.h"
+#include "p2p_peer.h"
+
+static void setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	p2p_peer_setup();
+}
+
+static void teardown(void)
+{
+	fake_ucma_uninstall();
+}
+
+/* This process runs in p2p mode: its listener holds the peers' requests. */
+static void listener_holds(void)
+{
+	int on = 1;
+
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+}
+
+/* An id that says it will connect in p2p mode, resolving towards @to. */
+static struct rdma_cm_id *p2p_id_resolving(const char *to)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+			   dst = unit_ipv4(to, P2P_PORT);
+	struct rdma_cm_id *id;
+	int on = 1;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
+					   (struct sockaddr *)&dst, 2000),
+			 0);
+	return id;
+}
+
+/*
+ * As p2p_id_resolving, for the end that waits: the id is bound, both
+ * resolutions are reported by the library at once and none reaches the
+ * kernel, and the QP is made on the bound id's device.
+ */
+static struct rdma_cm_id *route_left_for_later(const char *to)
+{
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_cm_id *id = p2p_id_resolving(to);
+
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_BIND, kid_of(id)) >= 0, 1);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_ptr_nonnull(id->verbs);
+	ck_assert_int_eq(rdma_get_dst_port(id), htobe16(P2P_PORT));
+	ck_assert_int_eq(rdma_resolve_route(id, 3000), 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	return id;
+}
+
+/* Up to 5 s for a command the library sends from its own thread. */
+static void await_cmd(uint32_t cmd, int count)
+{
+	int i;
+
+	for (i = 0; i < 500 && fake_ucma_count(cmd) < count; i++)
+		usleep(10000);
+	ck_assert_int_eq(fake_ucma_count(cmd), count);
+}
+
+/*
+ * The kernel reports @event on @kid; the application's next read finds
+ * nothing (the library took it), and the library sends @cmd.
+ */
+static void library_event_then(uint32_t kid, uint32_t event, int status,
+			       uint32_t cmd)
+{
+	fake_ucma_event(kid, event, status);
+	expect_nothing();
+	await_cmd(cmd, 1);
+}
+
+START_TEST(higher_end_adopts_without_resolving)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint32_t own, req;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert(!fake_ucma_kid_live(own, 2000));
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
+	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_RTS);
+}
+END_TEST
+
+/* A request that came before the connect is adopted by it, as ever. */
+START_TEST(request_held_before_the_connect_is_adopted)
+{
+	struct rdma_cm_id *id;
+	uint32_t req;
+
+	listener_holds();
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	id = route_left_for_later("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+}
+END_TEST
+
+/* The lower end sends the REQ: it needs its route, resolved as usual. */
+START_TEST(lower_end_resolves_as_usual)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = p2p_id_resolving("192.0.2.2");
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)) >= 0,
+			 1);
+	expect_nothing();
+}
+END_TEST
+
+/* A process whose listener does not hold is not known to run in p2p mode. */
+START_TEST(process_not_in_p2p_mode_resolves_as_usual)
+{
+	struct rdma_cm_id *id = p2p_id_resolving("192.0.2.0");
+
+	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)) >= 0,
+			 1);
+	expect_nothing();
+}
+END_TEST
+
+/* A route left for later serves p2p connects only. */
+START_TEST(plain_connect_of_a_route_left_for_later_fails)
+{
+	struct rdma_conn_param p = {.responder_resources = 1,
+				    .initiator_depth = 1};
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	ck_assert_int_eq(rdma_connect(id, &p), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+}
+END_TEST
+
+/* Asked twice, the route is refused the second time, as by the kernel. */
+START_TEST(second_route_resolution_fails)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	ck_assert_int_eq(rdma_resolve_route(id, 3000), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/*
+ * The first-contact wait ends with no REQ from the peer: the kernel
+ * resolves the address (the application's timeout) and the route, the
+ * application sees neither, and our REQ goes out once it is routed.
+ */
+START_TEST(wait_over_resolves_then_sends_our_req)
+{
+	const struct fake_cmd *c;
+	struct rdma_cm_id *id;
+	uint32_t own;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+	ck_assert_uint_eq(c->handle, own);
+	ck_assert_uint_eq(
+		((const struct rdma_ucm_resolve_addr *)c->body)->timeout_ms,
+		2000);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	library_event_then(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
+			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
+	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ROUTE);
+	ck_assert_uint_eq(
+		((const struct rdma_ucm_resolve_route *)c->body)->timeout_ms,
+		3000);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	library_event_then(own, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
+			   RDMA_USER_CM_CMD_CONNECT);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
+			 CMA_P2P_REQ);
+	/* an ordinary listener's application accepted it */
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+}
+END_TEST
+
+/* The late resolution fails: the connect ends in UNREACHABLE. */
+START_TEST(late_resolution_failure_is_unreachable)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint32_t own;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	fake_ucma_event(own, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_int_eq(ev->status, -EHOSTUNREACH);
+	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_ERR);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+}
+END_TEST
+
+/* A resolve command the kernel refuses: UNREACHABLE with its errno. */
+START_TEST(late_resolve_command_refused_is_unreachable)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, ENODEV);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
+	ck_assert_int_eq(ev->status, -ENODEV);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+/*
+ * The peer's REQ arrives while the kernel resolves for ours: it is
+ * adopted, the resolution's event is stale, and no REQ of ours goes out.
+ */
+START_TEST(request_during_late_resolution_is_adopted)
+{
+	struct rdma_cm_id *id;
+	uint32_t own, req;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+}
+END_TEST
+
+/* Destroyed with its route left for later: nothing more happens. */
+START_TEST(id_destroyed_with_its_route_left_for_later)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	usleep(100 * 1000); /* twice the first wait */
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+}
+END_TEST
+
+static void short_wait_setup(void)
+{
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
+	setup();
+}
+
+static void long_wait_setup(void)
+{
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
+	setup();
+}
+
+static Suite *p2p_route_suite(void)
+{
+	Suite *s = suite_create("p2p_route");
+	TCase *tc = tcase_create("left for later");
+
+	tcase_add_checked_fixture(tc, long_wait_setup, teardown);
+	tcase_add_test(tc, higher_end_adopts_without_resolving);
+	tcase_add_test(tc, request_held_before_the_connect_is_adopted);
+	tcase_add_test(tc, lower_end_resolves_as_usual);
+	tcase_add_test(tc, process_not_in_p2p_mode_resolves_as_usual);
+	tcase_add_test(tc, plain_connect_of_a_route_left_for_later_fails);
+	tcase_add_test(tc, second_route_resolution_fails);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("resolved late");
+	tcase_add_checked_fixture(tc, short_wait_setup, teardown);
+	tcase_add_test(tc, wait_over_resolves_then_sends_our_req);
+	tcase_add_test(tc, late_resolution_failure_is_unreachable);
+	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
+	tcase_add_test(tc, request_during_late_resolution_is_adopted);
+	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(p2p_route_suite)
