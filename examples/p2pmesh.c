@@ -4,7 +4,8 @@
  * peer2peer_mode, every pair connecting from both sides at once.
  *
  *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t]
- *           [-w wait_ms] [-B] [-S] [-q] rank addr0 addr1 ... addrN-1
+ *           [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-b dir] [-q]
+ *           rank addr0 addr1 ... addrN-1
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
  * other rank, c times each.  Each connection must end in exactly one
@@ -22,6 +23,13 @@
  * its message; the two ends of a connection must disagree (exactly one
  * request formed it).  -S keeps iWARP's order: only the initiator sends at
  * once, the other end sends after the initiator's message has arrived.
+ *
+ * Each connection is connected as soon as it is routed (in index order
+ * per peer), as connect-on-demand programs do; -A routes every connection
+ * first and then connects them all.  Each connecting id sets
+ * RDMA_OPTION_ID_PEER2PEER before it resolves, so that the end which
+ * adopts the peer's request need not resolve a route of its own; -R
+ * resolves every route, as programs that do not say so.
  *
  * -L forms the same mesh the way programs must without peer2peer_mode
  * (the baseline the benchmark compares with): each rank connects to the
@@ -57,6 +65,7 @@ struct conn {
 	bool passive; /* -L: this rank accepts this connection */
 	struct rdma_cm_id *pending; /* -L: next iteration's early request */
 	bool routed, sent, received, disconnected;
+	bool connecting; /* rdma_connect was called this iteration */
 	bool posted; /* our message is on its way */
 	int initiator; /* RDMA_OPTION_ID_INITIATOR, from ESTABLISHED on */
 	char send_buf[MSG_LEN];
@@ -68,6 +77,8 @@ struct mesh {
 	unsigned int port;
 	unsigned long iterations, skew_ms, wait_ms;
 	bool explicit_tags, blocking, send_order, lower;
+	bool resolve_all; /* -R */
+	bool all_routed_first; /* -A */
 	const char *barrier_dir; /* -b */
 	struct ex_addr *addrs;
 	struct rdma_event_channel *ch;
@@ -127,6 +138,7 @@ static void reset_conn(struct mesh *m, struct conn *c)
 	c->established = 0;
 	c->routed = c->sent = c->received = c->disconnected = false;
 	c->posted = false;
+	c->connecting = false;
 	c->passive = m->lower && c->peer < m->rank;
 }
 
@@ -134,6 +146,7 @@ static int start_connect(struct mesh *m, struct conn *c)
 {
 	struct ex_addr dst = m->addrs[c->peer];
 	struct ex_addr src = m->addrs[m->rank];
+	int on = 1;
 
 	reset_conn(m, c);
 	if (c->passive) /* its id comes with the peer's request */
@@ -142,6 +155,16 @@ static int start_connect(struct mesh *m, struct conn *c)
 	set_port(&src, 0);
 	if (rdma_create_id(m->ch, &c->id, c, RDMA_PS_TCP)) {
 		ex_syserr("rdma_create_id");
+		return -1;
+	}
+	/*
+	 * Said before resolving: the library may leave the route for later
+	 * on the end that adopts the peer's request (rdma_cm_p2p(7)).
+	 */
+	if (!m->lower && !m->resolve_all &&
+	    rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &on, sizeof(on))) {
+		ex_syserr("rdma_set_option(PEER2PEER)");
 		return -1;
 	}
 	if (m->explicit_tags) {
@@ -217,6 +240,28 @@ static int connect_one(struct mesh *m, struct conn *c)
 	if (rdma_connect(c->id, &param)) {
 		ex_syserr("rdma_connect to rank %d", c->peer);
 		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The routed connections towards @peer not yet connected, in index order
+ * (ordinal tags pair the n-th connects), up to the first one not routed.
+ */
+static int connect_routed(struct mesh *m, int peer)
+{
+	struct conn *c;
+	int k;
+
+	for (k = 0; k < m->conns; k++) {
+		c = slot(m, peer, k);
+		if (c->passive || c->connecting)
+			continue;
+		if (!c->routed)
+			return 0;
+		c->connecting = true;
+		if (connect_one(m, c))
+			return -1;
 	}
 	return 0;
 }
@@ -394,7 +439,10 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 		}
 		return 0;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		return on_route(c);
+		if (on_route(c))
+			return -1;
+		/* As a connect-on-demand program: each peer once routed. */
+		return m->all_routed_first ? 0 : connect_routed(m, c->peer);
 	case RDMA_CM_EVENT_ESTABLISHED:
 		return on_established(m, c, &e->param.conn);
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -550,9 +598,8 @@ static int run_iteration(struct mesh *m)
 		return -1;
 	m->resolve_ms += now_ms() - t0;
 	for (p = 0; p < m->n; p++)
-		for (k = 0; p != m->rank && k < m->conns; k++)
-			if (connect_one(m, slot(m, p, k)))
-				return -1;
+		if (p != m->rank && connect_routed(m, p))
+			return -1;
 	if (wait_all(m, exchanged, "established with data both ways"))
 		return -1;
 	m->setup_ms += now_ms() - t0;
@@ -607,8 +654,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-S] [-L] [-b dir] [-q] rank addr0 "
-		"addr1 ...\n",
+		"[-t] [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-b dir] [-q] rank "
+		"addr0 addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
 }
@@ -623,7 +670,7 @@ int main(int argc, char **argv)
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBSLqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBSLRAqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -655,6 +702,12 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			m.lower = true;
+			break;
+		case 'R':
+			m.resolve_all = true;
+			break;
+		case 'A':
+			m.all_routed_first = true;
 			break;
 		case 'b':
 			m.barrier_dir = optarg;

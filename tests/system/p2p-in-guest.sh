@@ -16,7 +16,11 @@
 #   skew       the same with 0..2 s between the two rdma_connect calls
 #   pairs4     4 connections between the same pair at once, default tags,
 #              then explicit tags (RDMA_OPTION_ID_P2P_TAG)
-#   mesh8      8 ranks, every pair from both sides: 28 connections
+#   mesh8      8 ranks, every pair from both sides: 28 connections,
+#              each connected once routed, the adopting end's route left
+#              for later (RDMA_OPTION_ID_PEER2PEER before resolving);
+#              mesh8-resolve-all the same, every route resolved and then
+#              every connect made (p2pmesh -R -A)
 #   api        (one guest only) cm_p2p_test: old-ABI binary, surfaced
 #              requests, non-p2p peers, hostile headers, hold time, a
 #              connect nobody claims gives up (UNREACHABLE, -ETIMEDOUT)
@@ -310,6 +314,9 @@ for fam in ipv4 ipv6; do
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t
 	mesh "mesh8/$fam" 8 $((base + 40)) "$x" "$y"
+	# Every route resolved, then every connect (no PEER2PEER before
+	# resolving, no connect on route): the order before either existed.
+	mesh "mesh8-resolve-all/$fam" 8 $((base + 80)) "$x" "$y" -R -A
 	# The scheme programs use without peer2peer_mode (the benchmark's
 	# baseline): connect to higher ranks, accept lower ones, after a start
 	# barrier (a directory only one guest sees).

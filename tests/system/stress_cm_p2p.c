@@ -14,7 +14,9 @@
  * and PC_SENDERS threads, each with its own channel, making p2p connects
  * (tags 1..4) to X one after the other: a stream of p2p requests that X
  * holds, adopts, crosses with its own, or refuses, and whose listener
- * vanishes under them.
+ * vanishes under them.  Half of those ids set RDMA_OPTION_ID_PEER2PEER
+ * before resolving: their route is left for later, and resolved while
+ * the connect runs when a REQ of theirs must go out.
  *
  * Checks: every call succeeds; every Y connect ends (ESTABLISHED,
  * REJECTED or UNREACHABLE) within rdma_cm_p2p(7)'s bound, 2 x
@@ -177,8 +179,17 @@ static void pc_sender_connect(struct rdma_event_channel *ch, unsigned int *seed)
 	struct rdma_cm_id *id = new_id(ch, NULL);
 	enum rdma_cm_event_type type;
 	struct ibv_cq *cq;
-	int status;
+	int status, on = 1;
 
+	/*
+	 * Half of them say before resolving that they will connect in p2p
+	 * mode: Y is the higher end, so their route is left for later
+	 * (rdma_cm_p2p(7)), resolved only if a REQ of theirs must go out.
+	 */
+	if (rnd(seed, 2) &&
+	    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, &on,
+			    sizeof(on)))
+		hx_fail("set PEER2PEER: %s", strerror(errno));
 	resolve(ch, id, sa_port(pc_a2, 0, &src),
 		sa_port(pc_a1, PC_XPORT, &dst));
 	cq = make_qp(id);
