@@ -4,7 +4,7 @@
  * peer2peer_mode, every pair connecting from both sides at once.
  *
  *   p2pmesh [-p port] [-c conns] [-i iterations] [-s skew_ms] [-t]
- *           [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-b dir] [-q]
+ *           [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-T] [-b dir] [-q]
  *           rank addr0 addr1 ... addrN-1
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
@@ -29,7 +29,9 @@
  * first and then connects them all.  Each connecting id sets
  * RDMA_OPTION_ID_PEER2PEER before it resolves, so that the end which
  * adopts the peer's request need not resolve a route of its own; -R
- * resolves every route, as programs that do not say so.
+ * resolves every route, as programs that do not say so.  -T prints a
+ * line per step ("T rank R STEP peer P at MS", CLOCK_MONOTONIC) on stderr
+ * for tests/bench/mesh-trace.sh.
  *
  * -L forms the same mesh the way programs must without peer2peer_mode
  * (the baseline the benchmark compares with): each rank connects to the
@@ -78,6 +80,7 @@ struct mesh {
 	unsigned long iterations, skew_ms, wait_ms;
 	bool explicit_tags, blocking, send_order, lower;
 	bool resolve_all; /* -R */
+	bool trace; /* -T */
 	bool all_routed_first; /* -A */
 	const char *barrier_dir; /* -b */
 	struct ex_addr *addrs;
@@ -130,6 +133,15 @@ static int start_listen(struct mesh *m)
 }
 
 static int adopt_request(struct mesh *m, struct conn *c);
+static uint64_t now_ms(void);
+
+/* -T: one line per step on stderr, stamped with CLOCK_MONOTONIC ms. */
+static void trace(const struct mesh *m, const char *step, int peer)
+{
+	if (m->trace)
+		fprintf(stderr, "T rank %d %s peer %d at %llu\n", m->rank, step,
+			peer, (unsigned long long)now_ms());
+}
 
 static void reset_conn(struct mesh *m, struct conn *c)
 {
@@ -181,6 +193,7 @@ static int start_connect(struct mesh *m, struct conn *c)
 			return -1;
 		}
 	}
+	trace(m, "resolve_addr", c->peer);
 	if (rdma_resolve_addr(c->id, ex_sa(&src), ex_sa(&dst), EX_RESOLVE_MS)) {
 		ex_syserr("rdma_resolve_addr");
 		return -1;
@@ -260,6 +273,7 @@ static int connect_routed(struct mesh *m, int peer)
 		if (!c->routed)
 			return 0;
 		c->connecting = true;
+		trace(m, "connect", peer);
 		if (connect_one(m, c))
 			return -1;
 	}
@@ -358,6 +372,7 @@ static int poll_cqs(struct mesh *m, struct conn *c)
 			return -1;
 		}
 		c->received = true;
+		trace(m, "received", c->peer);
 		/* Before our ESTABLISHED, that event checks it. */
 		if (c->established != 1)
 			continue;
@@ -425,6 +440,8 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 {
 	struct conn *c = e->id->context;
 
+	trace(m, rdma_event_str(e->event),
+	      c && e->id != m->listen ? c->peer : -1);
 	if (m->lower && e->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return on_request(m, e);
 	if (e->id == m->listen || !c) {
@@ -433,6 +450,7 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 	}
 	switch (e->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		trace(m, "resolve_route", c->peer);
 		if (rdma_resolve_route(c->id, EX_RESOLVE_MS)) {
 			ex_syserr("rdma_resolve_route");
 			return -1;
@@ -590,6 +608,7 @@ static int run_iteration(struct mesh *m)
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
 	t0 = now_ms();
+	trace(m, "start", -1);
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
 			if (start_connect(m, slot(m, p, k)))
@@ -654,7 +673,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-b dir] [-q] rank "
+		"[-t] [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-T] [-b dir] [-q] rank "
 		"addr0 addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
@@ -670,7 +689,7 @@ int main(int argc, char **argv)
 	int opt, i;
 
 	ex_init("p2pmesh");
-	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBSLRAqh")) != -1) {
+	while ((opt = getopt(argc, argv, "p:c:i:s:w:b:tBSLRATqh")) != -1) {
 		switch (opt) {
 		case 'p':
 			if (ex_parse_num(optarg, 'p', 1, 65000, &v))
@@ -708,6 +727,9 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			m.all_routed_first = true;
+			break;
+		case 'T':
+			m.trace = true;
 			break;
 		case 'b':
 			m.barrier_dir = optarg;

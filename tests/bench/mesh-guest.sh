@@ -11,7 +11,9 @@
 #
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
-# rank 0 runs under, e.g. strace), RDMACM_VM_OUT.
+# rank 0 runs under, e.g. strace), MESH_TRACE=1 (p2pmesh -T; each run's
+# step lines follow "=== SCHEME rep I n N": tests/bench/mesh-trace.sh),
+# RDMACM_VM_OUT.
 set -u
 bin=${MESH_BIN:?}
 out=${RDMACM_VM_OUT:-/tmp}/mesh
@@ -30,6 +32,7 @@ run() {
 	local n=$1 scheme=$2 port=$3 so=${4:-} r pids=() addrs=() ms max=0 rmax=0
 	local flag='' st=0
 	[ "$scheme" = lower ] && flag=-L
+	[ "${MESH_TRACE:-0}" = 1 ] && flag="$flag -T"
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$a2"); else addrs+=("$a1"); fi
 	done
@@ -91,6 +94,10 @@ for n in "${ns[@]}"; do
 				read -r ms rms <<<"$t"
 				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms"
 				echo "$ms" >>"$out/$scheme.$n"
+				if [ "${MESH_TRACE:-0}" = 1 ]; then
+					echo "=== $scheme rep $i n $n"
+					cat "$out"/rank."$scheme".* | grep '^T '
+				fi
 			else
 				status=1
 			fi

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+"""Step medians of traced meshes (tests/bench/mesh-trace.sh).
+
+Reads the output of mesh-guest.sh with MESH_TRACE=1: blocks that start
+with "=== SCHEME rep I n N", each followed by p2pmesh -T lines
+"T rank R STEP peer P at MS".  For each pair (i < j) the lower rank i
+is the end whose request forms the connection in both schemes.  Ranks
+alternate between the guest's two addresses (even, odd), so a pair of
+the same parity shares one address.
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+
+def blocks(path):
+    """[(scheme, {(rank, step, peer): ms})], one per traced mesh."""
+    found = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r'=== (\S+) rep (\d+) n (\d+)', line)
+            if m:
+                found.append((m.group(1), {}))
+                continue
+            m = re.match(r'T rank (\d+) (\S+) peer (-?\d+) at (\d+)', line)
+            if found and m:
+                key = (int(m.group(1)), m.group(2), int(m.group(3)))
+                found[-1][1].setdefault(key, int(m.group(4)))
+    return found
+
+
+def pairs(steps):
+    ranks = sorted({r for r, _, _ in steps})
+    for i in ranks:
+        for j in ranks:
+            if i < j:
+                yield i, j
+
+
+def step_times(steps):
+    """(name, milliseconds) for each lower end's steps and each pair."""
+    ev = 'RDMA_CM_EVENT_'
+    for i, j in pairs(steps):
+        where = 'same address' if i % 2 == j % 2 else 'two addresses'
+        t = {k: steps.get((i, k, j)) for k in (
+            'resolve_addr', ev + 'ADDR_RESOLVED', 'resolve_route',
+            ev + 'ROUTE_RESOLVED', 'connect', ev + 'ESTABLISHED')}
+        est_hi = steps.get((j, ev + 'ESTABLISHED', i))
+        if None not in (t['resolve_addr'], t[ev + 'ADDR_RESOLVED']):
+            yield ('address resolved, ' + where,
+                   t[ev + 'ADDR_RESOLVED'] - t['resolve_addr'])
+        if None not in (t['resolve_route'], t[ev + 'ROUTE_RESOLVED']):
+            yield ('route resolved', t[ev + 'ROUTE_RESOLVED'] -
+                   t['resolve_route'])
+        if None not in (t['connect'], t[ev + 'ESTABLISHED'], est_hi):
+            yield ('connect to ESTABLISHED, lower end',
+                   t[ev + 'ESTABLISHED'] - t['connect'])
+            yield ('connect to ESTABLISHED, higher end',
+                   est_hi - t['connect'])
+
+
+def main():
+    found = defaultdict(lambda: defaultdict(list))
+    for scheme, steps in blocks(sys.argv[1]):
+        for name, ms in step_times(steps):
+            found[scheme][name].append(ms)
+    for scheme in sorted(found):
+        print(f'{scheme}:')
+        for name, v in sorted(found[scheme].items()):
+            v.sort()
+            print(f'  {name:40s} n={len(v):4d} median={statistics.median(v):6.1f}'
+                  f' p90={v[int(len(v) * 0.9)]:6.1f} ms')
+
+
+if __name__ == '__main__':
+    main()
