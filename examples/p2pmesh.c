@@ -673,7 +673,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: %s [-p port] [-c conns] [-i iterations] [-s skew_ms] "
-		"[-t] [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-T] [-b dir] [-q] rank "
+		"[-t] [-w wait_ms] [-B] [-S] [-L] [-R] [-A] [-T] [-b dir] [-q] "
+		"rank "
 		"addr0 addr1 ...\n",
 		ex_prog());
 	return EX_USAGE;
