@@ -32,18 +32,6 @@
 
 #define PORT P2P_PORT
 
-static void setup(void)
-{
-	fake_ucma_install();
-	fake_verbs_install(true);
-	p2p_peer_setup();
-}
-
-static void teardown(void)
-{
-	fake_ucma_uninstall();
-}
-
 /*
  * The kernel reports @kid established: the application sees it on @id with
  * the peer's data ("hers"), without the library's header.
@@ -606,7 +594,7 @@ END_TEST
 static void capped_setup(void)
 {
 	setenv("RDMA_CM_P2P_MAX_HELD", "4", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 /* Whether the kernel id of a request was refused (REJECT sent for it). */
@@ -798,17 +786,6 @@ START_TEST(restart_forgets_that_the_peer_holds)
 }
 END_TEST
 
-/* This process runs in p2p mode: its listener holds the peers' requests. */
-static void listener_holds(void)
-{
-	int on = 1;
-
-	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
-}
-
 /* The extension in our REQ: present exactly when our listener holds. */
 static uint8_t sent_ext(void)
 {
@@ -867,16 +844,6 @@ START_TEST(skipped_req_times_out_as_unreachable)
 }
 END_TEST
 
-/* Up to 5 s for the service thread to send a command (a timer's work). */
-static void await_cmd(uint32_t cmd)
-{
-	int i;
-
-	for (i = 0; i < 500 && !fake_ucma_count(cmd); i++)
-		usleep(10000);
-	ck_assert_int_gt(fake_ucma_count(cmd), 0);
-}
-
 /*
  * Issue 18, mesh speed at first contact: a higher end whose own listener
  * holds presumes that the lower peer, never heard from, runs in p2p mode
@@ -921,7 +888,7 @@ START_TEST(first_contact_wait_over_sends_our_req)
 	own = kid_of(id);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	await_cmd(RDMA_USER_CM_CMD_CONNECT);
+	await_cmd(RDMA_USER_CM_CMD_CONNECT, 1);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
 			 CMA_P2P_REQ);
 	ck_assert_uint_eq(sent_ext(), CMA_P2P_X_HOLDS);
@@ -1005,20 +972,20 @@ END_TEST
 static void first_wait_setup(void)
 {
 	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 static void no_first_wait_setup(void)
 {
 	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "0", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 static void short_hold_setup(void)
 {
 	/* The connect's bound is 2 x hold + 2 s: about 2 s here. */
 	setenv("RDMA_CM_P2P_HOLD_MS", "10", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 static Suite *p2p_match_suite(void)
@@ -1026,7 +993,7 @@ static Suite *p2p_match_suite(void)
 	Suite *s = suite_create("p2p_match");
 	TCase *tc = tcase_create("both sides");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, held_request_is_adopted_by_the_later_connect);
 	tcase_add_test(tc, crossing_won_by_the_lower_end);
 	tcase_add_test(tc, crossing_lost_by_the_higher_end);
@@ -1051,11 +1018,11 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, holding_listener_is_announced_in_the_req);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("short hold");
-	tcase_add_checked_fixture(tc, short_hold_setup, teardown);
+	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
 	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("first contact");
-	tcase_add_checked_fixture(tc, first_wait_setup, teardown);
+	tcase_add_checked_fixture(tc, first_wait_setup, p2p_peer_teardown);
 	tcase_add_test(tc, first_contact_higher_end_waits_for_the_peer_req);
 	tcase_add_test(tc, first_contact_wait_over_sends_our_req);
 	tcase_add_test(tc, first_contact_req_that_cannot_go_out_is_reported);
@@ -1063,11 +1030,11 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, first_contact_lower_end_sends_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("no first wait");
-	tcase_add_checked_fixture(tc, no_first_wait_setup, teardown);
+	tcase_add_checked_fixture(tc, no_first_wait_setup, p2p_peer_teardown);
 	tcase_add_test(tc, first_wait_zero_sends_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("caps");
-	tcase_add_checked_fixture(tc, capped_setup, teardown);
+	tcase_add_checked_fixture(tc, capped_setup, p2p_peer_teardown);
 	tcase_add_test(tc, held_requests_are_capped_oldest_first);
 	suite_add_tcase(s, tc);
 	return s;

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #define P2P_PORT 7471
 
@@ -50,6 +51,43 @@ static inline void p2p_peer_setup(void)
 	ck_assert_int_eq(rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP), 0);
 	ck_assert_int_eq(rdma_bind_addr(listener, (struct sockaddr *)&me), 0);
 	ck_assert_int_eq(rdma_listen(listener, 8), 0);
+}
+
+/* The fakes installed, then p2p_peer_setup: the usual fixture. */
+static inline void p2p_peer_fixture(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(true);
+	p2p_peer_setup();
+}
+
+static inline void p2p_peer_teardown(void)
+{
+	fake_ucma_uninstall();
+}
+
+/* This process runs in p2p mode: its listener holds the peers' requests. */
+static inline void listener_holds(void)
+{
+	int on = 1;
+
+	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+}
+
+/*
+ * Up to 5 s for the library to have sent @count commands @cmd, some from
+ * its own thread (a timer's work).
+ */
+static inline void await_cmd(uint32_t cmd, int count)
+{
+	int i;
+
+	for (i = 0; i < 500 && fake_ucma_count(cmd) < count; i++)
+		usleep(10000);
+	ck_assert_int_ge(fake_ucma_count(cmd), count);
 }
 
 /* The next event the application sees, which must be @type. */

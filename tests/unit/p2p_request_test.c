@@ -41,16 +41,7 @@
 static void short_hold_setup(void)
 {
 	setenv("RDMA_CM_P2P_HOLD_MS", "1", 1);
-	fake_ucma_install();
-	fake_verbs_install(true);
-	p2p_peer_setup();
-}
-
-static void default_setup(void)
-{
-	fake_ucma_install();
-	fake_verbs_install(true);
-	p2p_peer_setup();
+	p2p_peer_fixture();
 }
 
 /* Everything on an iWARP device (the peer's requests come over it too). */
@@ -77,21 +68,6 @@ static void iwarp_default_setup(void)
 static void iwarp_short_hold_setup(void)
 {
 	iwarp_setup(true);
-}
-
-static void teardown(void)
-{
-	fake_ucma_uninstall();
-}
-
-/* Wait (bounded) until @n commands of a kind were sent. */
-static void await_count(uint32_t cmd, int n)
-{
-	int tries;
-
-	for (tries = 0; tries < 500 && fake_ucma_count(cmd) < n; tries++)
-		poll(NULL, 0, 10);
-	ck_assert_int_ge(fake_ucma_count(cmd), n);
 }
 
 START_TEST(unclaimed_request_is_reported_after_its_hold_time)
@@ -133,7 +109,7 @@ START_TEST(held_request_of_a_peer_that_gave_up_is_dropped)
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_INIT_QP_ATTR, EINVAL);
 	req = peer_request("192.0.2.2", 1, "hers");
 	expect_nothing();
-	await_count(RDMA_USER_CM_CMD_REJECT, 1);
+	await_cmd(RDMA_USER_CM_CMD_REJECT, 1);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
 			 CMA_P2P_REJ_LOST);
 	expect_nothing();
@@ -252,7 +228,7 @@ START_TEST(unanswered_request_gives_up_unreachable)
 	ck_assert_ptr_eq(ev->id, id);
 	ck_assert_int_eq(ev->status, -ETIMEDOUT);
 	rdma_ack_cm_event(ev);
-	await_count(RDMA_USER_CM_CMD_DESTROY_ID, 1);
+	await_cmd(RDMA_USER_CM_CMD_DESTROY_ID, 1);
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, own), 0);
 	ck_assert_uint_ne(kid_of(id), own);
 	rdma_destroy_qp(id);
@@ -356,7 +332,7 @@ START_TEST(iwarp_refused_connect_is_retried)
 
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_CONNECT, ECONNREFUSED);
 	ck_assert_int_eq(p2p_connect(id), 0);
-	await_count(RDMA_USER_CM_CMD_CONNECT, 2);
+	await_cmd(RDMA_USER_CM_CMD_CONNECT, 2);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid_of(id)).kind,
 			 CMA_P2P_REQ);
 	expect_nothing();
@@ -386,7 +362,7 @@ static Suite *p2p_request_suite(void)
 	Suite *s = suite_create("p2p_request");
 	TCase *tc = tcase_create("short_hold");
 
-	tcase_add_checked_fixture(tc, short_hold_setup, teardown);
+	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
 	tcase_add_test(tc, unclaimed_request_is_reported_after_its_hold_time);
 	tcase_add_test(tc, held_request_of_a_peer_that_gave_up_is_dropped);
 	tcase_add_test(tc, waiting_for_the_peer_ends_in_its_rejection);
@@ -394,7 +370,7 @@ static Suite *p2p_request_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("default_hold");
-	tcase_add_checked_fixture(tc, default_setup, teardown);
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, option_zero_reports_requests_at_once);
 	tcase_add_test(tc, request_claiming_another_kind_is_refused);
 	tcase_add_test(tc, request_with_unknown_ends_is_refused);
@@ -404,13 +380,14 @@ static Suite *p2p_request_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iwarp");
-	tcase_add_checked_fixture(tc, iwarp_default_setup, teardown);
+	tcase_add_checked_fixture(tc, iwarp_default_setup, p2p_peer_teardown);
 	tcase_add_test(tc, iwarp_higher_end_waits_for_the_peer);
 	tcase_add_test(tc, iwarp_refused_connect_is_retried);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iwarp_short_hold");
-	tcase_add_checked_fixture(tc, iwarp_short_hold_setup, teardown);
+	tcase_add_checked_fixture(tc, iwarp_short_hold_setup,
+				  p2p_peer_teardown);
 	tcase_add_test(tc, iwarp_connect_refused_past_the_hold_time_fails);
 	suite_add_tcase(s, tc);
 	return s;

@@ -27,29 +27,6 @@
 #include "unit.h"
 #include "p2p_peer.h"
 
-static void setup(void)
-{
-	fake_ucma_install();
-	fake_verbs_install(true);
-	p2p_peer_setup();
-}
-
-static void teardown(void)
-{
-	fake_ucma_uninstall();
-}
-
-/* This process runs in p2p mode: its listener holds the peers' requests. */
-static void listener_holds(void)
-{
-	int on = 1;
-
-	ck_assert_int_eq(rdma_set_option(listener, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
-}
-
 /* An id that says it will connect in p2p mode, resolving towards @to. */
 static struct rdma_cm_id *p2p_id_resolving(const char *to)
 {
@@ -89,16 +66,6 @@ static struct rdma_cm_id *route_left_for_later(const char *to)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
 	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
 	return id;
-}
-
-/* Up to 5 s for a command the library sends from its own thread. */
-static void await_cmd(uint32_t cmd, int count)
-{
-	int i;
-
-	for (i = 0; i < 500 && fake_ucma_count(cmd) < count; i++)
-		usleep(10000);
-	ck_assert_int_eq(fake_ucma_count(cmd), count);
 }
 
 /*
@@ -156,27 +123,27 @@ START_TEST(request_held_before_the_connect_is_adopted)
 }
 END_TEST
 
+/* An id towards @to, set as above, that the kernel resolves as usual. */
+static void kernel_resolves(const char *to)
+{
+	struct rdma_cm_id *id = p2p_id_resolving(to);
+
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)), 0);
+	expect_nothing();
+}
+
 /* The lower end sends the REQ: it needs its route, resolved as usual. */
 START_TEST(lower_end_resolves_as_usual)
 {
-	struct rdma_cm_id *id;
-
 	listener_holds();
-	id = p2p_id_resolving("192.0.2.2");
-	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)) >= 0,
-			 1);
-	expect_nothing();
+	kernel_resolves("192.0.2.2");
 }
 END_TEST
 
 /* A process whose listener does not hold is not known to run in p2p mode. */
 START_TEST(process_not_in_p2p_mode_resolves_as_usual)
 {
-	struct rdma_cm_id *id = p2p_id_resolving("192.0.2.0");
-
-	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)) >= 0,
-			 1);
-	expect_nothing();
+	kernel_resolves("192.0.2.0");
 }
 END_TEST
 
@@ -208,6 +175,26 @@ START_TEST(second_route_resolution_fails)
 END_TEST
 
 /*
+ * A connect whose first-contact wait ends unanswered (the short wait of
+ * this fixture): the kernel is asked to resolve the address of kernel id
+ * *own for the REQ that is now due.
+ */
+static struct rdma_cm_id *connect_resolving_late(uint32_t *own)
+{
+	struct rdma_cm_id *id;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	*own = kid_of(id);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle,
+			  *own);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	return id;
+}
+
+/*
  * The first-contact wait ends with no REQ from the peer: the kernel
  * resolves the address (the application's timeout) and the route, the
  * application sees neither, and our REQ goes out once it is routed.
@@ -215,20 +202,13 @@ END_TEST
 START_TEST(wait_over_resolves_then_sends_our_req)
 {
 	const struct fake_cmd *c;
-	struct rdma_cm_id *id;
 	uint32_t own;
 
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
-	own = kid_of(id);
-	ck_assert_int_eq(p2p_connect(id), 0);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	connect_resolving_late(&own);
 	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR);
-	ck_assert_uint_eq(c->handle, own);
 	ck_assert_uint_eq(
 		((const struct rdma_ucm_resolve_addr *)c->body)->timeout_ms,
 		2000);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
 	library_event_then(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
 			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
 	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ROUTE);
@@ -253,11 +233,7 @@ START_TEST(late_resolution_failure_is_unreachable)
 	struct rdma_cm_id *id;
 	uint32_t own;
 
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
-	own = kid_of(id);
-	ck_assert_int_eq(p2p_connect(id), 0);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	id = connect_resolving_late(&own);
 	fake_ucma_event(own, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
 	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
 	ck_assert_ptr_eq(ev->id, id);
@@ -294,11 +270,7 @@ START_TEST(request_during_late_resolution_is_adopted)
 	struct rdma_cm_id *id;
 	uint32_t own, req;
 
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
-	own = kid_of(id);
-	ck_assert_int_eq(p2p_connect(id), 0);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	id = connect_resolving_late(&own);
 	req = peer_request("192.0.2.0", 1, "hers");
 	expect_nothing();
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
@@ -331,13 +303,13 @@ END_TEST
 static void short_wait_setup(void)
 {
 	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 static void long_wait_setup(void)
 {
 	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
-	setup();
+	p2p_peer_fixture();
 }
 
 static Suite *p2p_route_suite(void)
@@ -345,7 +317,7 @@ static Suite *p2p_route_suite(void)
 	Suite *s = suite_create("p2p_route");
 	TCase *tc = tcase_create("left for later");
 
-	tcase_add_checked_fixture(tc, long_wait_setup, teardown);
+	tcase_add_checked_fixture(tc, long_wait_setup, p2p_peer_teardown);
 	tcase_add_test(tc, higher_end_adopts_without_resolving);
 	tcase_add_test(tc, request_held_before_the_connect_is_adopted);
 	tcase_add_test(tc, lower_end_resolves_as_usual);
@@ -355,7 +327,7 @@ static Suite *p2p_route_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resolved late");
-	tcase_add_checked_fixture(tc, short_wait_setup, teardown);
+	tcase_add_checked_fixture(tc, short_wait_setup, p2p_peer_teardown);
 	tcase_add_test(tc, wait_over_resolves_then_sends_our_req);
 	tcase_add_test(tc, late_resolution_failure_is_unreachable);
 	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
