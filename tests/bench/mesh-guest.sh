@@ -12,14 +12,27 @@
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
 # rank 0 runs under, e.g. strace), MESH_TRACE=1 (p2pmesh -T; each run's
-# step lines follow "=== SCHEME rep I n N": tests/bench/mesh-trace.sh),
-# RDMACM_VM_OUT.
+# step lines follow "=== SCHEME rep I n N": tests/bench/mesh-trace.sh;
+# with the kernel's rdma_cma tracepoints too, on the same clock, after
+# "--- kernel", when tracefs is there), RDMACM_VM_OUT.
 set -u
 bin=${MESH_BIN:?}
 out=${RDMACM_VM_OUT:-/tmp}/mesh
 a1=${RDMA_TEST_ADDR1:-192.0.2.1}
 a2=${RDMA_TEST_ADDR2:-$a1}
 read -r -a ns <<<"${MESH_NS:-8}"
+trace=${MESH_TRACE:-0}
+tfs=/sys/kernel/tracing
+if [ "$trace" = 1 ]; then
+	[ -d $tfs/events ] || mount -t tracefs nodev $tfs 2>/dev/null
+	# p2pmesh -T stamps CLOCK_MONOTONIC: the kernel's trace the same.
+	if [ -w $tfs/trace_clock ] && [ -d $tfs/events/rdma_cma ]; then
+		echo mono >$tfs/trace_clock
+		echo 1 >$tfs/events/rdma_cma/cm_event_handler/enable
+	else
+		tfs=
+	fi
+fi
 reps=${MESH_REPS:-7}
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null
@@ -90,13 +103,18 @@ for n in "${ns[@]}"; do
 		for scheme in $order; do
 			# Each run on ports of its own: none waits for the last.
 			port=$((port + n))
+			[ "$trace" = 1 ] && [ -n "$tfs" ] && echo >$tfs/trace
 			if t=$(run "$n" "$scheme" $port); then
 				read -r ms rms <<<"$t"
 				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms"
 				echo "$ms" >>"$out/$scheme.$n"
-				if [ "${MESH_TRACE:-0}" = 1 ]; then
-					echo "=== $scheme rep $i n $n"
+				if [ "$trace" = 1 ]; then
+					echo "=== $scheme rep $i n $n port $port"
 					cat "$out"/rank."$scheme".* | grep '^T '
+					if [ -n "$tfs" ]; then
+						echo "--- kernel"
+						grep 'cm_event_handler' $tfs/trace
+					fi
 				fi
 			else
 				status=1

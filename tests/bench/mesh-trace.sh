@@ -5,7 +5,10 @@
 # scheme, the medians of each step of the lower ends (resolve_addr call to
 # ADDR_RESOLVED, split by whether both ends share an address; resolve_route
 # call to ROUTE_RESOLVED) and of a pair's formation (the lower end's
-# rdma_connect to ESTABLISHED at each end).  Not a test.
+# rdma_connect to ESTABLISHED at each end).  With the guest kernel's
+# rdma_cma tracepoints (traced on the same clock) each ADDR_RESOLVED is
+# split into the kernel's part and its delivery to the application.  Not
+# a test.
 #
 #   tests/bench/mesh-trace.sh            # MESH_NS="8" MESH_REPS=5
 #
