@@ -90,6 +90,8 @@ struct mesh {
 	int total, errors;
 	uint64_t setup_ms; /* summed over the iterations */
 	uint64_t resolve_ms; /* of it, until every id was routed */
+	uint64_t cpu_us; /* CPU time of the process over the same span */
+	unsigned long pumps, empty; /* loop turns, wake-ups with no event */
 };
 
 static struct conn *slot(struct mesh *m, int peer, int k)
@@ -493,6 +495,7 @@ static int pump(struct mesh *m, int timeout_ms)
 	 * the CQs: returning early would starve them for as long as such
 	 * wake-ups keep coming.
 	 */
+	m->pumps++;
 	if (poll(&pfd, 1, timeout_ms) > 0) {
 		if (!rdma_get_cm_event(m->ch, &e)) {
 			ret = handle_event(m, e);
@@ -501,12 +504,23 @@ static int pump(struct mesh *m, int timeout_ms)
 				return -1;
 		} else if (errno != EAGAIN) {
 			return -1;
+		} else {
+			m->empty++;
 		}
 	}
 	for (i = 0; i < m->n * m->conns; i++)
 		if (poll_cqs(m, &m->c[i]))
 			return -1;
 	return 0;
+}
+
+/* The process's CPU time (all its threads, the library's too). */
+static uint64_t cpu_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static uint64_t now_ms(void)
@@ -602,12 +616,13 @@ static bool ends_connection(const struct mesh *m, const struct conn *c)
 
 static int run_iteration(struct mesh *m)
 {
-	uint64_t t0;
+	uint64_t t0, cpu0;
 	int p, k;
 
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
 	t0 = now_ms();
+	cpu0 = cpu_now_us();
 	trace(m, "start", -1);
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -622,6 +637,7 @@ static int run_iteration(struct mesh *m)
 	if (wait_all(m, exchanged, "established with data both ways"))
 		return -1;
 	m->setup_ms += now_ms() - t0;
+	m->cpu_us += cpu_now_us() - cpu0;
 	/* Both sides got their message: one end of each ends it. */
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -793,9 +809,12 @@ int main(int argc, char **argv)
 	rdma_destroy_id(m.listen);
 	rdma_destroy_event_channel(m.ch);
 	printf("p2pmesh rank %d: OK connections=%d iterations=%lu "
-	       "setup_ms=%.1f resolve_ms=%.1f\n",
+	       "setup_ms=%.1f resolve_ms=%.1f cpu_ms=%.1f polls=%lu "
+	       "empty=%lu\n",
 	       m.rank, m.total, m.iterations,
 	       (double)m.setup_ms / (double)m.iterations,
-	       (double)m.resolve_ms / (double)m.iterations);
+	       (double)m.resolve_ms / (double)m.iterations,
+	       (double)m.cpu_us / 1000.0 / (double)m.iterations, m.pumps,
+	       m.empty);
 	return EX_OK;
 }

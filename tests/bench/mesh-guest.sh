@@ -42,7 +42,7 @@ port=7000
 # run N SCHEME PORT [preload]: one mesh on ports PORT..PORT+N-1; prints the
 # slowest rank's setup_ms and the longest resolve_ms.
 run() {
-	local n=$1 scheme=$2 port=$3 so=${4:-} r pids=() addrs=() ms max=0 rmax=0
+	local n=$1 scheme=$2 port=$3 so=${4:-} r pids=() addrs=()
 	local flag='' st=0
 	[ "$scheme" = lower ] && flag=-L
 	[ "${MESH_TRACE:-0}" = 1 ] && flag="$flag -T"
@@ -67,13 +67,21 @@ run() {
 		cat "$out"/rank."$scheme".* >&2
 		return 1
 	fi
-	for ((r = 0; r < n; r++)); do
-		ms=$(sed -n 's/.* setup_ms=\([0-9.]*\).*/\1/p' "$out/rank.$scheme.$r")
-		max=$(awk -v a="$ms" -v b="$max" 'BEGIN { print (a > b) ? a : b }')
-		ms=$(sed -n 's/.* resolve_ms=\([0-9.]*\).*/\1/p' "$out/rank.$scheme.$r")
-		rmax=$(awk -v a="$ms" -v b="$rmax" 'BEGIN { print (a > b) ? a : b }')
-	done
-	echo "$max $rmax"
+	# The slowest rank's setup and resolution; the ranks' CPU time over
+	# their setup, summed.
+	cat "$out"/rank."$scheme".* | awk '
+		function val(k,  i) {
+			for (i = 1; i <= NF; i++)
+				if (index($i, k "=") == 1)
+					return substr($i, length(k) + 2) + 0
+			return -1
+		}
+		/ setup_ms=/ {
+			if (val("setup_ms") > max) max = val("setup_ms")
+			if (val("resolve_ms") > rmax) rmax = val("resolve_ms")
+			if (val("cpu_ms") > 0) cpu += val("cpu_ms")
+		}
+		END { printf "%s %s %.1f\n", max + 0, rmax + 0, cpu }'
 }
 
 stats() { # values on stdin: median min max
@@ -96,6 +104,8 @@ for n in "${ns[@]}"; do
 	fi
 	: >"$out/p2p.$n"
 	: >"$out/lower.$n"
+	: >"$out/p2p.cpu.$n"
+	: >"$out/lower.cpu.$n"
 	for ((i = 0; i < reps; i++)); do
 		# The order alternates too, so neither scheme always goes first.
 		order="p2p lower"
@@ -105,8 +115,10 @@ for n in "${ns[@]}"; do
 			port=$((port + n))
 			[ "$trace" = 1 ] && [ -n "$tfs" ] && echo >$tfs/trace
 			if t=$(run "$n" "$scheme" $port); then
-				read -r ms rms <<<"$t"
-				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms"
+				read -r ms rms cpu <<<"$t"
+				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms" \
+					"cpu_ms=$cpu"
+				echo "$cpu" >>"$out/$scheme.cpu.$n"
 				echo "$ms" >>"$out/$scheme.$n"
 				if [ "$trace" = 1 ]; then
 					echo "=== $scheme rep $i n $n port $port"
@@ -123,6 +135,9 @@ for n in "${ns[@]}"; do
 	done
 	read -r pm plo phi <<<"$(stats <"$out/p2p.$n")"
 	read -r lm llo lhi <<<"$(stats <"$out/lower.$n")"
+	read -r pc _ _ <<<"$(stats <"$out/p2p.cpu.$n")"
+	read -r lc _ _ <<<"$(stats <"$out/lower.cpu.$n")"
+	echo "summary N=$n cpu_ms (all ranks) p2p median=$pc lower median=$lc"
 	echo "summary N=$n p2p median=$pm range=$plo-$phi lower median=$lm" \
 		"range=$llo-$lhi ratio=$(awk -v a="$pm" -v b="$lm" \
 			'BEGIN { printf "%.2f", a / b }')"
