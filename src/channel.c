@@ -72,10 +72,13 @@ struct cma_channel {
 	struct rdma_event_channel pub; /* must stay first: the public handle */
 	int kfd; /* the rdma_cm device: the kernel's event queue */
 	int tfd; /* wake-up timerfd, -1 until first needed */
+	bool tfd_armed; /* tfd is set to fire (lock): readable until disarmed */
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
 	bool served; /* pollable: kfd is read by the service thread (atomic) */
 	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
+	/* Left direct for good: non-blocking when serving would begin (same). */
+	bool direct;
 	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
 	unsigned int waiters;
 	int wakefd; /* served: an eventfd that wakes the waiters, else -1 */
@@ -271,25 +274,25 @@ static int cma_channel_add_tfd(struct cma_channel *ch)
 
 /*
  * Make the channel readable exactly while library events are queued.
- * Called with the lock held after every change.  Arming resets the
- * timerfd's count, so it never needs reading.
+ * Called with the lock held after every change; the timerfd is set only
+ * when that changes (rdma_get_cm_event calls this on every read).  Arming
+ * resets the timerfd's count, so it never needs reading.
  */
 static void cma_channel_rearm(struct cma_channel *ch)
 {
 	struct itimerspec its = {{0, 0}, {0, 0}};
-	uint64_t when = 0;
+	bool want = ch->head;
 
 	if (!ch->pollable && !ch->posted)
 		return;
-	if (ch->head)
-		when = 1; /* an absolute time long past: fires at once */
-	else if (ch->tfd < 0)
+	if (want == ch->tfd_armed)
 		return;
 	if (ch->tfd < 0 && cma_channel_add_tfd(ch))
 		return; /* no wake-ups: events still arrive with the next read */
-	its.it_value.tv_sec = (time_t)(when / 1000000000ull);
-	its.it_value.tv_nsec = (long)(when % 1000000000ull);
-	timerfd_settime(ch->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	/* To fire: an absolute time long past, so at once. */
+	its.it_value.tv_nsec = want;
+	if (!timerfd_settime(ch->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		ch->tfd_armed = want;
 }
 
 void cma_channel_expect_posts(struct rdma_event_channel *channel)
@@ -727,7 +730,8 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 	const char *env;
 	bool ok;
 
-	if (!ch->pollable || __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
+	if (!ch->pollable || ch->direct ||
+	    __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
 		return;
 	/* RDMA_CM_SERVE=0: the direct path, held requests wake the fd. */
 	env = cma_env("RDMA_CM_SERVE");
@@ -737,10 +741,13 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 	 * A non-blocking fd's reader takes EAGAIN in its stride (a wake-up
 	 * another thread emptied looks the same), and programs that poll
 	 * their CQs and this fd in one loop (MPI progress engines) would
-	 * pay a thread hop on every event: such a channel stays direct.
+	 * pay a thread hop on every event: such a channel stays direct,
+	 * decided once, as serving is (and every p2p connect asks again).
 	 */
-	if (cma_channel_nonblocking(ch))
+	if (cma_channel_nonblocking(ch)) {
+		ch->direct = true;
 		return;
+	}
 	pthread_mutex_lock(&ch->lock);
 	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
 	if (ok && ch->wakefd < 0) {
