@@ -75,35 +75,44 @@ static int cma_store_paths(struct cma_id_private *id_priv,
 	return 0;
 }
 
-static int cma_query_ip_route(struct cma_id_private *id_priv)
+int cma_apply_ip_route(struct cma_id_private *id_priv,
+		       const struct rdma_ucm_query_route_resp *resp)
 {
-	struct rdma_ucm_query_route_resp resp;
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct ibv_sa_path_rec *paths = NULL;
 	uint32_t i, n;
 
-	if (ucma_cmd_query_route(cma_id_fd(id_priv), id_priv->handle, &resp))
+	if (cma_adopt_device(id_priv, resp->node_guid))
 		return -1;
-	if (cma_adopt_device(id_priv, resp.node_guid))
-		return -1;
-	id_priv->id.port_num = resp.port_num;
-	cma_store_addr(&a->src_storage, &resp.src_addr, sizeof(resp.src_addr));
-	cma_store_addr(&a->dst_storage, &resp.dst_addr, sizeof(resp.dst_addr));
-	memcpy(a->addr.ibaddr.sgid.raw, resp.ib_route[0].sgid,
+	id_priv->id.port_num = resp->port_num;
+	cma_store_addr(&a->src_storage, &resp->src_addr,
+		       sizeof(resp->src_addr));
+	cma_store_addr(&a->dst_storage, &resp->dst_addr,
+		       sizeof(resp->dst_addr));
+	memcpy(a->addr.ibaddr.sgid.raw, resp->ib_route[0].sgid,
 	       sizeof(a->addr.ibaddr.sgid));
-	memcpy(a->addr.ibaddr.dgid.raw, resp.ib_route[0].dgid,
+	memcpy(a->addr.ibaddr.dgid.raw, resp->ib_route[0].dgid,
 	       sizeof(a->addr.ibaddr.dgid));
-	a->addr.ibaddr.pkey = resp.ib_route[0].pkey;
+	a->addr.ibaddr.pkey = resp->ib_route[0].pkey;
 
-	n = resp.num_paths > 2 ? 2 : resp.num_paths;
+	n = resp->num_paths > 2 ? 2 : resp->num_paths;
 	if (n) {
 		paths = calloc(n, sizeof(*paths));
 		if (!paths)
 			return cma_err(ENOMEM);
 		for (i = 0; i < n; i++)
-			cma_path_from_user_rec(&paths[i], &resp.ib_route[i]);
+			cma_path_from_user_rec(&paths[i], &resp->ib_route[i]);
 	}
 	return cma_store_paths(id_priv, paths, (int)n);
+}
+
+static int cma_query_ip_route(struct cma_id_private *id_priv)
+{
+	struct rdma_ucm_query_route_resp resp;
+
+	if (ucma_cmd_query_route(cma_id_fd(id_priv), id_priv->handle, &resp))
+		return -1;
+	return cma_apply_ip_route(id_priv, &resp);
 }
 
 static int cma_query_ib_addr(struct cma_id_private *id_priv)

@@ -530,6 +530,13 @@ void cma_ai_cancel(struct cma_id_private *id_priv);
 int cma_query_addr_info(struct cma_id_private *id_priv);
 /* Bring the id's path records up to date after route resolution. */
 int cma_query_route_info(struct cma_id_private *id_priv);
+/*
+ * The same from a QUERY_ROUTE answer already at hand for the id's kernel
+ * id (IP addressing only).
+ */
+struct rdma_ucm_query_route_resp;
+int cma_apply_ip_route(struct cma_id_private *id_priv,
+		       const struct rdma_ucm_query_route_resp *resp);
 socklen_t cma_addr_len(const struct sockaddr *addr);
 int cma_is_af_ib(const struct cma_id_private *id_priv);
 

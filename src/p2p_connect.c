@@ -237,13 +237,17 @@ static void cma_p2p_chores_now(struct cma_p2p_conn *conn)
 void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 			 struct cma_p2p_listener *lis, uint32_t handle,
 			 const struct rdma_ucm_event_resp *resp,
-			 const struct cma_p2p_hdr *hdr)
+			 const struct cma_p2p_hdr *hdr,
+			 const struct rdma_ucm_query_route_resp *route)
 {
 	a->conn = conn;
 	a->lis = lis;
 	a->handle = handle;
 	a->resp = *resp;
 	a->hdr = *hdr;
+	a->has_route = route;
+	if (route)
+		a->route = *route;
 	/* Registered, so that a duplicate meanwhile is refused (decide). */
 	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
 	conn->first_wait = false; /* the peer's REQ came: ours never goes */
@@ -280,7 +284,9 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 		return cma_err(err);
 	}
 	id_priv->handle = a->handle;
-	if (cma_query_route_info(id_priv))
+	/* The route the request's ends were learnt from, or a fresh one. */
+	if (a->has_route ? cma_apply_ip_route(id_priv, &a->route)
+			 : cma_query_route_info(id_priv))
 		goto undo;
 	/* The request's depths are from our side's view already. */
 	id_priv->responder_resources = cma_p2p_min_u8(
@@ -369,7 +375,8 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
 	cma_p2p_held_unlink(h);
 	/* Its listener's hold timer must not fire for it any more. */
 	cma_p2p_arm(h->lis);
-	cma_p2p_adopt_claim(a, conn, h->lis, h->handle, &h->resp, &h->hdr);
+	cma_p2p_adopt_claim(a, conn, h->lis, h->handle, &h->resp, &h->hdr,
+			    h->has_route ? &h->route : NULL);
 	free(h);
 	return true;
 }

@@ -22,10 +22,17 @@
 
 /* --- deciding -------------------------------------------------------------- */
 
-/* Both ends of a request's kernel id, which no id_priv stands for yet. */
+/*
+ * Both ends of a request's kernel id, which no id_priv stands for yet.
+ * With IP addressing the answer is a QUERY_ROUTE, kept in @route for the
+ * adoption (*@has_route), which needs it too.
+ */
 static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
-			      uint8_t local[16], uint8_t remote[16])
+			      uint8_t local[16], uint8_t remote[16],
+			      struct rdma_ucm_query_route_resp *route,
+			      bool *has_route)
 {
+	*has_route = false;
 	if (af_ib) {
 		struct rdma_ucm_query_addr_resp r;
 
@@ -36,13 +43,12 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 			return cma_err(EAFNOSUPPORT);
 		return 0;
 	}
-	struct rdma_ucm_query_route_resp r;
-
-	if (ucma_cmd_query_route(fd, handle, &r))
+	if (ucma_cmd_query_route(fd, handle, route))
 		return -1;
-	if (cma_p2p_addr16(&r.src_addr, sizeof(r.src_addr), local) ||
-	    cma_p2p_addr16(&r.dst_addr, sizeof(r.dst_addr), remote))
+	if (cma_p2p_addr16(&route->src_addr, sizeof(route->src_addr), local) ||
+	    cma_p2p_addr16(&route->dst_addr, sizeof(route->dst_addr), remote))
 		return cma_err(EAFNOSUPPORT);
+	*has_route = true;
 	return 0;
 }
 
@@ -73,7 +79,8 @@ void cma_p2p_arm(struct cma_p2p_listener *lis)
 static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 			const struct cma_p2p_key *key,
 			const struct cma_p2p_hdr *hdr,
-			const struct rdma_ucm_event_resp *resp)
+			const struct rdma_ucm_event_resp *resp,
+			const struct rdma_ucm_query_route_resp *route)
 {
 	struct cma_p2p_held *h = calloc(1, sizeof(*h));
 
@@ -84,6 +91,9 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 	h->key = *key;
 	h->hdr = *hdr;
 	h->resp = *resp;
+	h->has_route = route;
+	if (route)
+		h->route = *route;
 	h->since_ns = cma_p2p_now_ns();
 	if (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED)
 		h->deadline_ns =
@@ -98,6 +108,7 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 			   const struct cma_p2p_key *key,
 			   const struct cma_p2p_hdr *hdr,
 			   const struct rdma_ucm_event_resp *resp,
+			   const struct rdma_ucm_query_route_resp *route,
 			   struct cma_p2p_adoption *a)
 {
 	int lfd = cma_id_fd(lis->id_priv);
@@ -113,11 +124,11 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 		    acts[act]);
 	switch (act) {
 	case CMA_P2P_HOLD:
-		if (cma_p2p_hold(lis, handle, key, hdr, resp))
+		if (cma_p2p_hold(lis, handle, key, hdr, resp, route))
 			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
 		break;
 	case CMA_P2P_ADOPT:
-		cma_p2p_adopt_claim(a, conn, lis, handle, resp, hdr);
+		cma_p2p_adopt_claim(a, conn, lis, handle, resp, hdr, route);
 		break;
 	case CMA_P2P_REJECT_LOST:
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
@@ -136,6 +147,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	struct cma_p2p_listener *lis;
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
+	struct rdma_ucm_query_route_resp route;
+	bool has_route;
 	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
 	struct cma_p2p_adoption a = {.conn = NULL};
 
@@ -164,7 +177,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	key.tag = hdr.tag;
 	key.explicit_tag = hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
 	if (cma_p2p_query_ends(lfd, resp->id, cma_is_af_ib(listen_priv),
-			       key.local.addr, key.remote.addr)) {
+			       key.local.addr, key.remote.addr, &route,
+			       &has_route)) {
 		cma_p2p_dbg("request handle %u: ends unknown (%m), refused",
 			    resp->id);
 		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_BAD, NULL);
@@ -191,7 +205,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 				   cma_p2p_ext_parse(kp->private_data,
 						     kp->private_data_len,
 						     &hdr));
-		cma_p2p_settle(lis, resp->id, &key, &hdr, resp, &a);
+		cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
+			       has_route ? &route : NULL, &a);
 	}
 	cma_p2p_unlock();
 	/*

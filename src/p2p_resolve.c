@@ -93,6 +93,78 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 	return wait;
 }
 
+/* What an id bound to a listener's address has from the kernel. */
+struct cma_p2p_local {
+	__be64 guid;
+	uint8_t port_num;
+	union ibv_gid sgid;
+	__be16 pkey;
+};
+
+/*
+ * The device, port and GID of the listener bound to exactly @src (not a
+ * wildcard), which the id's connect will announce: false if none.
+ */
+static bool cma_p2p_listener_local(enum rdma_port_space ps,
+				   const struct sockaddr *src,
+				   struct cma_p2p_local *l)
+{
+	const struct cma_id_private *lp;
+	struct cma_p2p_listener *lis;
+	bool found = false;
+
+	cma_p2p_lock();
+	lis = cma_p2p_listener_for(ps, src);
+	lp = lis ? lis->id_priv : NULL;
+	if (lp && !lis->wildcard && lp->cma_dev) {
+		l->guid = lp->cma_dev->guid;
+		l->port_num = lp->id.port_num;
+		l->sgid = lp->id.route.addr.addr.ibaddr.sgid;
+		l->pkey = lp->id.route.addr.addr.ibaddr.pkey;
+		found = true;
+	}
+	cma_p2p_unlock();
+	return found;
+}
+
+/*
+ * Give the id what binding it to @src would: its kernel id is never used
+ * to connect unless our REQ must go out after all, so when its listener
+ * is bound to that very address the id takes the device, port and GID
+ * from there and the kernel id stays unbound (no BIND, no QUERY_ROUTE).
+ * Only on RoCE, where the QP's INIT attributes need no kernel id (qp.c);
+ * on InfiniBand the kernel id must know its port for them.  Otherwise (a
+ * wildcard listener, InfiniBand) the id is bound.
+ */
+static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
+				      const struct sockaddr *src)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	socklen_t len = cma_addr_len(src);
+	struct cma_p2p_local l;
+	struct cma_device *dev;
+
+	if (!cma_p2p_listener_local(id_priv->id.ps, src, &l))
+		return rdma_bind_addr(&id_priv->id, (struct sockaddr *)src);
+	dev = cma_device_get_by_guid(l.guid);
+	if (dev && !cma_device_port_is_roce(dev, l.port_num)) {
+		cma_device_put(dev);
+		dev = NULL;
+	}
+	if (!dev || cma_id_set_device(id_priv, dev))
+		return rdma_bind_addr(&id_priv->id, (struct sockaddr *)src);
+	pthread_mutex_lock(&id_priv->mut);
+	memset(&a->src_storage, 0, sizeof(a->src_storage));
+	memcpy(&a->src_storage, src, len);
+	pthread_mutex_unlock(&id_priv->mut);
+	id_priv->id.port_num = l.port_num;
+	a->addr.ibaddr.sgid = l.sgid;
+	a->addr.ibaddr.pkey = l.pkey;
+	conn->kernel_unbound = true;
+	return 0;
+}
+
 int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 			 const struct sockaddr *src, const struct sockaddr *dst,
 			 socklen_t dst_len, int timeout_ms)
@@ -106,7 +178,7 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return 0; /* resolved as usual */
-	if (!bound && rdma_bind_addr(&id_priv->id, (struct sockaddr *)src))
+	if (!bound && cma_p2p_bind_like_listener(conn, src))
 		return -1; /* as the kernel's resolution would fail */
 	if (cma_id_is_iwarp(id_priv))
 		return 0; /* iWARP: the higher end resolves as usual */
@@ -194,8 +266,11 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 	cma_p2p_unlock();
 	if (cmd == RDMA_USER_CM_CMD_RESOLVE_ADDR)
 		ret = ucma_cmd_resolve_addr(
-			fd, id_priv->handle, NULL, 0, &a->dst_addr,
-			cma_addr_len(&a->dst_addr), conn->addr_ms);
+			fd, id_priv->handle,
+			conn->kernel_unbound ? &a->src_addr : NULL,
+			conn->kernel_unbound ? cma_addr_len(&a->src_addr) : 0,
+			&a->dst_addr, cma_addr_len(&a->dst_addr),
+			conn->addr_ms);
 	else if (cmd == RDMA_USER_CM_CMD_RESOLVE_ROUTE)
 		ret = ucma_cmd_resolve_route(fd, id_priv->handle,
 					     conn->route_ms);

@@ -64,6 +64,9 @@ struct cma_p2p_held {
 	uint64_t deadline_ns; /* 0: until the peer gives up */
 	uint64_t since_ns; /* when it was held: the oldest goes first */
 	struct rdma_ucm_event_resp resp; /* the CONNECT_REQUEST as read */
+	/* Its kernel id's QUERY_ROUTE, taken to learn its ends (IP only). */
+	struct rdma_ucm_query_route_resp route;
+	bool has_route;
 };
 
 struct cma_p2p_conn {
@@ -134,6 +137,12 @@ struct cma_p2p_conn {
 	 * before resolving), and then how far its resolution has come.
 	 */
 	enum cma_p2p_route route;
+	/*
+	 * The route was left for later and the id took its device from its
+	 * listener: its kernel id is not bound, a late resolution names the
+	 * source address.
+	 */
+	bool kernel_unbound;
 	bool resolve_due; /* rdma_connect resolves the route, then sends */
 	uint32_t addr_ms, route_ms; /* the application's resolve timeouts */
 };
@@ -149,6 +158,8 @@ struct cma_p2p_adoption {
 	uint32_t handle;
 	struct cma_p2p_hdr hdr;
 	struct rdma_ucm_event_resp resp;
+	struct rdma_ucm_query_route_resp route; /* as cma_p2p_held's */
+	bool has_route;
 };
 
 /*
@@ -326,7 +337,8 @@ void cma_p2p_peer_answered(const struct cma_p2p_ident *remote);
 void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 			 struct cma_p2p_listener *lis, uint32_t handle,
 			 const struct rdma_ucm_event_resp *resp,
-			 const struct cma_p2p_hdr *hdr);
+			 const struct cma_p2p_hdr *hdr,
+			 const struct rdma_ucm_query_route_resp *route);
 /*
  * Without p2p_lock, with the id's qp_lock if @qp_locked (else taken
  * here).  0: adopted, the conn is CONNECTED; -1: the request was refused

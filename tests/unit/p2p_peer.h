@@ -32,16 +32,18 @@ static uint8_t req_kind = CMA_P2P_REQ;
 static uint8_t req_ext;
 /* The listening port the peer's requests claim. */
 static uint16_t req_port = P2P_PORT;
+/* The address this process's listener is bound to (a test may widen it). */
+static const char *listen_addr = "192.0.2.1";
 
 static inline uint32_t kid_of(struct rdma_cm_id *id)
 {
 	return cma_id_priv(id)->handle;
 }
 
-/* The channel and the listener at 192.0.2.1:P2P_PORT. */
+/* The channel and the listener at listen_addr:P2P_PORT. */
 static inline void p2p_peer_setup(void)
 {
-	struct sockaddr_in me = unit_ipv4("192.0.2.1", P2P_PORT);
+	struct sockaddr_in me = unit_ipv4(listen_addr, P2P_PORT);
 	int flags;
 
 	ch = rdma_create_event_channel();
@@ -143,7 +145,8 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 				  .incarnation = req_incarnation,
 				  .data_len = (uint8_t)strlen(data)};
 	struct rdma_ucm_event_resp *r;
-	struct sockaddr_in peer = unit_ipv4(from, 40000);
+	struct sockaddr_in peer = unit_ipv4(from, 40000),
+			   me = unit_ipv4("192.0.2.1", P2P_PORT);
 	uint32_t child = 0;
 
 	fake_ucma_hold(); /* the library's thread may read a served fd */
@@ -162,6 +165,8 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = 0x99;
 	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
+	/* As the kernel's: the address it came to, even on a wildcard. */
+	memcpy(&fake_ucma_kid(child)->src, &me, sizeof(me));
 	fake_ucma_release();
 	return child;
 }
@@ -226,6 +231,17 @@ static inline struct cma_p2p_hdr sent_hdr(uint32_t cmd, uint32_t handle)
 	}
 	ck_assert_int_eq(cma_p2p_hdr_parse(data, len, &hdr), CMA_P2P_OK);
 	return hdr;
+}
+
+/* How many commands @cmd the log has on @handle. */
+static inline int cmds_on(uint32_t cmd, uint32_t handle)
+{
+	int i, n = 0;
+
+	for (i = 0; i < fake_ucma_ncmds(); i++)
+		n += fake_ucma_cmd(i)->cmd == cmd &&
+		     fake_ucma_cmd(i)->handle == handle;
+	return n;
 }
 
 /* Where in the command log the first @cmd on @handle is; -1 for none. */

@@ -14,6 +14,7 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -47,16 +48,37 @@ static struct rdma_cm_id *p2p_id_resolving(const char *to)
 }
 
 /*
- * As p2p_id_resolving, for the end that waits: the id is bound, both
- * resolutions are reported by the library at once and none reaches the
- * kernel, and the QP is made on the bound id's device.
+ * The id is bound to learn its device (a wildcard listener names none) or
+ * so that the kernel can give its QP's INIT attributes (InfiniBand).
+ */
+static bool id_bound_expected;
+
+/*
+ * As p2p_id_resolving, for the end that waits: both resolutions are
+ * reported by the library at once and none reaches the kernel, and the QP
+ * is made on the id's device.  With the listener bound to the source
+ * address (the fixture's) on RoCE, the id takes the device, port and GID
+ * from it, and its own kernel id, which never connects, is neither bound
+ * nor queried.
  */
 static struct rdma_cm_id *route_left_for_later(const char *to)
 {
 	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_cm_id *id = p2p_id_resolving(to);
+	struct sockaddr_in *src = (struct sockaddr_in *)rdma_get_local_addr(id);
 
-	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_BIND, kid_of(id)) >= 0, 1);
+	if (id_bound_expected) {
+		ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_BIND, kid_of(id)), 0);
+	} else {
+		ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_BIND, kid_of(id)), 0);
+		ck_assert_int_eq(
+			cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, kid_of(id)), 0);
+		ck_assert_uint_eq(id->port_num, listener->port_num);
+		ck_assert_mem_eq(id->route.addr.addr.ibaddr.sgid.raw,
+				 listener->route.addr.addr.ibaddr.sgid.raw, 16);
+	}
+	ck_assert_int_eq(src->sin_family, AF_INET);
+	ck_assert_uint_eq(src->sin_addr.s_addr, inet_addr("192.0.2.1"));
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
 	ck_assert_ptr_nonnull(id->verbs);
 	ck_assert_int_eq(rdma_get_dst_port(id), htobe16(P2P_PORT));
@@ -96,6 +118,11 @@ START_TEST(higher_end_adopts_without_resolving)
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	ck_assert_uint_eq(kid_of(id), req);
 	ck_assert(!fake_ucma_kid_live(own, 2000));
+	/* The route the request's ends were read from serves the adoption. */
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, req), 1);
+	ck_assert_uint_eq(
+		((struct sockaddr_in *)rdma_get_peer_addr(id))->sin_addr.s_addr,
+		inet_addr("192.0.2.0"));
 	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
 	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_ptr_eq(ev->id, id);
@@ -201,14 +228,19 @@ static struct rdma_cm_id *connect_resolving_late(uint32_t *own)
  */
 START_TEST(wait_over_resolves_then_sends_our_req)
 {
+	const struct rdma_ucm_resolve_addr *ra;
 	const struct fake_cmd *c;
 	uint32_t own;
 
 	connect_resolving_late(&own);
 	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+	ra = (const struct rdma_ucm_resolve_addr *)c->body;
+	ck_assert_uint_eq(ra->timeout_ms, 2000);
+	/* Never bound: the source address is named, as the application did. */
+	ck_assert_uint_eq(ra->src_size, sizeof(struct sockaddr_in));
 	ck_assert_uint_eq(
-		((const struct rdma_ucm_resolve_addr *)c->body)->timeout_ms,
-		2000);
+		((const struct sockaddr_in *)&ra->src_addr)->sin_addr.s_addr,
+		inet_addr("192.0.2.1"));
 	library_event_then(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
 			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
 	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ROUTE);
@@ -300,6 +332,50 @@ START_TEST(id_destroyed_with_its_route_left_for_later)
 }
 END_TEST
 
+/*
+ * A wildcard listener names no device, and on InfiniBand the QP's INIT
+ * attributes come from the kernel id: the id is bound (route_left_for_
+ * later checks), and adopts as ever.
+ */
+START_TEST(bound_id_adopts)
+{
+	struct rdma_cm_id *id;
+	uint32_t req;
+
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	ck_assert_uint_eq(kid_of(id), req);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+}
+END_TEST
+
+static void wildcard_setup(void)
+{
+	listen_addr = "0.0.0.0";
+	id_bound_expected = true;
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
+	p2p_peer_fixture();
+}
+
+static void infiniband_setup(void)
+{
+	id_bound_expected = true;
+	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
+	fake_ucma_install();
+	fake_verbs_install(false);
+	p2p_peer_setup();
+}
+
+static void bound_teardown(void)
+{
+	p2p_peer_teardown();
+	listen_addr = "192.0.2.1";
+	id_bound_expected = false;
+}
+
 static void short_wait_setup(void)
 {
 	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
@@ -333,6 +409,16 @@ static Suite *p2p_route_suite(void)
 	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
 	tcase_add_test(tc, request_during_late_resolution_is_adopted);
 	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("wildcard listener");
+	tcase_add_checked_fixture(tc, wildcard_setup, bound_teardown);
+	tcase_add_test(tc, bound_id_adopts);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("infiniband");
+	tcase_add_checked_fixture(tc, infiniband_setup, bound_teardown);
+	tcase_add_test(tc, bound_id_adopts);
 	suite_add_tcase(s, tc);
 	return s;
 }
