@@ -295,6 +295,20 @@ static void cma_channel_rearm(struct cma_channel *ch)
 		ch->tfd_armed = want;
 }
 
+void cma_channel_prepare_posts(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+
+	if (!ch->pollable) {
+		cma_channel_expect_posts(channel);
+		return;
+	}
+	pthread_mutex_lock(&ch->lock);
+	if (ch->tfd < 0)
+		cma_channel_add_tfd(ch); /* else made at the first post */
+	pthread_mutex_unlock(&ch->lock);
+}
+
 void cma_channel_expect_posts(struct rdma_event_channel *channel)
 {
 	struct cma_channel *ch = cma_chan(channel);

@@ -328,7 +328,14 @@ struct cma_channel;
  * blocking read, so that such an event wakes it.
  */
 void cma_channel_expect_posts(struct rdma_event_channel *channel);
+/*
+ * The library will post events to @channel: make what that needs now (the
+ * wake-up timerfd), not at the first post.
+ */
+void cma_channel_prepare_posts(struct rdma_event_channel *channel);
 uint64_t cma_now_ns(void); /* CLOCK_MONOTONIC */
+/* CLOCK_MONOTONIC_COARSE: timers' deadlines, never ahead of cma_now_ns. */
+uint64_t cma_now_coarse_ns(void);
 
 /*
  * Timers run in the library's service thread (timer.c), with no other
@@ -357,6 +364,12 @@ void cma_timer_start(struct rdma_event_channel *channel,
 		     struct cma_timer *timer, unsigned int ms);
 /* Disarm; an expire() already under way may still be running. */
 void cma_timer_stop(struct cma_timer *timer);
+/*
+ * Start the service thread now, ahead of the first timer: a p2p listener
+ * does (rdma_listen), so that its process's first connects do not pay for
+ * it.
+ */
+void cma_timer_prestart(void);
 /* Disarm, and wait for an expire() under way in another thread to return. */
 void cma_timer_sync(struct cma_timer *timer);
 
@@ -652,6 +665,13 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 void cma_p2p_listen(struct cma_id_private *id_priv);
 /* The kernel refused the listen cma_p2p_listen was called for. */
 void cma_p2p_unlisten(struct cma_id_private *id_priv);
+/*
+ * A listener that holds p2p requests listens on @channel: its process is
+ * about to connect in p2p mode.  What the first p2p connect would set up
+ * inside the connection's time is set up now: the service thread, the
+ * channel's wake-up fd, the process's incarnation.
+ */
+void cma_p2p_prepare(struct rdma_event_channel *channel);
 
 enum cma_p2p_verdict {
 	CMA_P2P_PASS, /* not a p2p request: as always */

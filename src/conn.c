@@ -266,6 +266,9 @@ void cma_listen_may_hold(struct cma_id_private *id_priv)
 	if (cma_p2p_env())
 		cma_channel_serve_all();
 	cma_channel_may_hold(id_priv->id.channel);
+	/* Held until the peer gives up: this process runs in p2p mode. */
+	if (id_priv->p2p_listen_opt > 0 || cma_p2p_env())
+		cma_p2p_prepare(id_priv->id.channel);
 }
 
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)

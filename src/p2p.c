@@ -239,10 +239,7 @@ unsigned int cma_p2p_first_wait_ms(void)
 
 uint64_t cma_p2p_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return cma_now_coarse_ns(); /* deadlines of timers: timer.c says why */
 }
 
 /*
@@ -257,7 +254,7 @@ bool cma_p2p_debug_on(void)
 
 void cma_p2p_dbg_print(const char *fmt, ...)
 {
-	uint64_t ms = cma_p2p_now_ns() / 1000000;
+	uint64_t ms = cma_now_ns() / 1000000;
 	char line[256];
 	va_list ap;
 	int n;
@@ -437,7 +434,7 @@ static uint64_t cma_p2p_incarnation(void)
 	 * only needs a value unlikely to repeat, which the fallback gives.
 	 */
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-		v = cma_p2p_now_ns() ^ ((uint64_t)getpid() << 40);
+		v = cma_now_ns() ^ ((uint64_t)getpid() << 40);
 	if (!v)
 		v = 1;
 	/* Two threads drawing at once: the first one stored wins. */
@@ -445,6 +442,13 @@ static uint64_t cma_p2p_incarnation(void)
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		v = stored;
 	return v;
+}
+
+void cma_p2p_prepare(struct rdma_event_channel *channel)
+{
+	cma_timer_prestart();
+	cma_channel_prepare_posts(channel);
+	cma_p2p_incarnation();
 }
 
 /* --- kernel ids the application never sees --------------------------------- */

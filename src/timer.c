@@ -69,6 +69,22 @@ uint64_t cma_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The library's timers are for seconds-long bounds and checks: a deadline
+ * up to a clock tick early does no harm, and the coarse clock is read
+ * from the vDSO on every machine, where CLOCK_MONOTONIC can cost a system
+ * call (a guest without a stable TSC), once per connect and held request.
+ * The thread compares deadlines with cma_now_ns(), which is never behind
+ * this one, so a due timer is never put off.
+ */
+uint64_t cma_now_coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void cma_timer_init_wake(void)
 {
 	pthread_condattr_t attr;
@@ -289,7 +305,7 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	pthread_mutex_lock(&timer_lock);
 	if (timer->armed)
 		cma_timer_unlink(timer);
-	timer->deadline_ns = cma_now_ns() + (uint64_t)ms * 1000000ull;
+	timer->deadline_ns = cma_now_coarse_ns() + (uint64_t)ms * 1000000ull;
 	for (pp = &timers; *pp; pp = &(*pp)->next)
 		if ((*pp)->deadline_ns > timer->deadline_ns)
 			break;
@@ -305,6 +321,14 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	 */
 	if (timers == timer)
 		cma_timer_kick();
+	pthread_mutex_unlock(&timer_lock);
+}
+
+void cma_timer_prestart(void)
+{
+	pthread_once(&timer_once, cma_timer_init_once);
+	pthread_mutex_lock(&timer_lock);
+	cma_timer_thread_start();
 	pthread_mutex_unlock(&timer_lock);
 }
 
