@@ -17,10 +17,10 @@
  * the timer list changes.  Until the first channel is served the thread
  * sleeps on a condition variable instead (no fds at all).
  *
- * The thread starts with the first timer armed or the first channel
- * served (programs that never use peer-to-peer mode and never listen
- * have neither), blocks every signal, and is stopped when the library
- * is unloaded.  After fork() the child starts its own on its first timer
+ * The thread starts with the first timer armed, the first channel
+ * served, or a listener that holds p2p requests (cma_timer_prestart:
+ * programs that never use peer-to-peer mode have none of these), blocks
+ * every signal, and is stopped when the library is unloaded.  After fork() the child starts its own on its first timer
  * or served channel; the parent's served channels are not served in the
  * child (a child must not use its parent's channels, as with rdma-core:
  * their kernel fds are shared with the parent).
