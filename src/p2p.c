@@ -645,6 +645,17 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 	return NULL;
 }
 
+unsigned int cma_p2p_conns_waiting(void)
+{
+	const struct cma_p2p_conn *conn;
+	unsigned int n = 0;
+
+	for (conn = p2p_conns; conn; conn = conn->next)
+		n += conn->state == CMA_P2P_PENDING ||
+		     conn->state == CMA_P2P_WAIT_PEER;
+	return n;
+}
+
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote)
 {

@@ -461,6 +461,29 @@ enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 	return CMA_P2P_EXPECT_NONE;
 }
 
+/*
+ * How long a first contact waits for the peer's REQ (under p2p_lock, the
+ * connect registered).  A process with many p2p connects outstanding is
+ * wiring up a mesh, and its peers, as busy as itself, reach the REQ that
+ * pairs with ours later: RDMA_CM_P2P_FIRST_WAIT_MS per
+ * CMA_P2P_FIRST_WAIT_PER connects waiting (this one included), at most a
+ * minute.  Otherwise, in a 64-rank mesh in one loaded guest, the waits
+ * ran out before the lower ends' REQs came and nearly every pair crossed
+ * (tests/system/BUGS.md, Open #7).
+ */
+unsigned int cma_p2p_first_wait_now(void)
+{
+	unsigned int waiting = cma_p2p_conns_waiting();
+	uint64_t ms = (uint64_t)cma_p2p_first_wait_ms() *
+		      ((waiting + CMA_P2P_FIRST_WAIT_PER - 1) /
+		       CMA_P2P_FIRST_WAIT_PER);
+
+	if (!ms)
+		ms = cma_p2p_first_wait_ms();
+	return ms > CMA_P2P_MAX_FIRST_WAIT_MS ? CMA_P2P_MAX_FIRST_WAIT_MS
+					      : (unsigned int)ms;
+}
+
 static enum cma_p2p_expect cma_p2p_conn_expects(const struct cma_p2p_conn *conn)
 {
 	if (cma_id_is_iwarp(conn->id_priv))
@@ -626,14 +649,16 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 		return 0;
 	}
 	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_PRESUMED) {
+		unsigned int ms;
+
+		conn->first_wait = true;
+		conn->first_wait_ns = cma_p2p_now_ns();
+		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
+		ms = cma_p2p_first_wait_now();
 		cma_p2p_dbg("connect %s: first contact, waiting up to %u ms "
 			    "for the peer's REQ",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-			    cma_p2p_first_wait_ms());
-		conn->first_wait = true;
-		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_first_wait_ms());
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), ms);
+		cma_timer_start(id_priv->id.channel, &conn->timer, ms);
 		return 0;
 	}
 	cma_p2p_dbg("connect %s: sending a REQ%s",
@@ -804,6 +829,17 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	struct cma_event *evt;
 
 	if (conn->state == CMA_P2P_WAIT_PEER && conn->first_wait) {
+		/* More connects waiting than when it began: wait longer. */
+		uint64_t due = conn->first_wait_ns +
+			       (uint64_t)cma_p2p_first_wait_now() * 1000000,
+			 now = cma_p2p_now_ns();
+
+		if (now < due) {
+			cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+					(unsigned int)((due - now) / 1000000) +
+						1);
+			return false;
+		}
 		cma_p2p_dbg("connect %s: no REQ from the peer, sending ours",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		conn->first_wait = false;

@@ -25,6 +25,9 @@
  * for the peer's REQ before it sends its own (cma_p2p_expect_req).
  */
 #define CMA_P2P_DEFAULT_FIRST_WAIT_MS 1000
+/* That long per this many of the process's p2p connects waiting. */
+#define CMA_P2P_FIRST_WAIT_PER 8
+#define CMA_P2P_MAX_FIRST_WAIT_MS 60000
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
 #define CMA_P2P_KEY_STRLEN 128
@@ -131,6 +134,7 @@ struct cma_p2p_conn {
 	 * own (cma_p2p_expect_req); @req goes out when the wait ends.
 	 */
 	bool first_wait;
+	uint64_t first_wait_ns; /* when it began (cma_p2p_first_wait_now) */
 	/*
 	 * The id's route (p2p_resolve.c): resolved by the kernel as usual,
 	 * or left until a REQ of ours must go out (the id asked for p2p
@@ -272,6 +276,8 @@ struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
+/* Registered connects whose connection is not formed yet. */
+unsigned int cma_p2p_conns_waiting(void);
 /* The next registered conn after @conn (NULL: the first) with @remote. */
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote);
@@ -367,6 +373,8 @@ enum cma_p2p_expect {
 enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 				       const struct cma_p2p_ident *remote,
 				       bool lis_holds);
+/* The first-contact wait for a connect made now (under p2p_lock). */
+unsigned int cma_p2p_first_wait_now(void);
 /*
  * Under the id's qp_lock, without p2p_lock: send @conn's REQ @req now
  * (@deferred: rdma_connect has returned, a failure is an event), or

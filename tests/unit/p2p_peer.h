@@ -171,11 +171,15 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	return child;
 }
 
-/* An id from this process's address to the peer, with a QP, resolved. */
-static inline struct rdma_cm_id *connecting_id(const char *to)
+/*
+ * An id from this process's address to the peer listening at @to:@port,
+ * with a QP, resolved.
+ */
+static inline struct rdma_cm_id *connecting_id_port(const char *to,
+						    uint16_t port)
 {
 	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
-			   dst = unit_ipv4(to, P2P_PORT);
+			   dst = unit_ipv4(to, port);
 	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_cm_id *id;
 
@@ -190,6 +194,12 @@ static inline struct rdma_cm_id *connecting_id(const char *to)
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
 	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
 	return id;
+}
+
+/* The same towards the peer's usual port. */
+static inline struct rdma_cm_id *connecting_id(const char *to)
+{
+	return connecting_id_port(to, P2P_PORT);
 }
 
 static inline int p2p_connect(struct rdma_cm_id *id)
