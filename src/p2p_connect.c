@@ -121,15 +121,90 @@ static void cma_p2p_save_peer_data(struct cma_p2p_conn *conn,
 }
 
 /*
+ * Under p2p_lock: how much longer than usual a connect waits for its peer.
+ * A process with many p2p connects waiting is wiring up a mesh, and its
+ * peers, as busy as itself, come to the REQ or the answer that concerns
+ * us later: one step more per CMA_P2P_MESH_STEP connects waiting (this
+ * one included), at most CMA_P2P_MESH_MAX_STEPS.  In a 64-rank mesh in
+ * one loaded guest, messages took 5 to 15 s, the first-contact waits ran
+ * out before the lower ends' REQs came, nearly every pair crossed, and
+ * the crossings outlasted the connects' bounds (tests/system/BUGS.md,
+ * Open #7).
+ */
+static unsigned int cma_p2p_mesh_steps(void)
+{
+	unsigned int n = (cma_p2p_conns_waiting() + CMA_P2P_MESH_STEP - 1) /
+			 CMA_P2P_MESH_STEP;
+
+	if (!n)
+		return 1;
+	return n > CMA_P2P_MESH_MAX_STEPS ? CMA_P2P_MESH_MAX_STEPS : n;
+}
+
+/*
  * How long our REQ may go unanswered.  A peer that holds it answers when
  * its application connects; one that reports it (hold time over) answers
  * when its application accepts.  Give both about a hold time, so that a
  * peer that never does cannot keep us waiting for the kernel's patience
- * (an MRA asks for about 68 s per retry, and the CM retries 15 times).
+ * (an MRA asks for about 68 s per retry, and the CM retries 15 times);
+ * in a mesh, that many times longer.
  */
 static unsigned int cma_p2p_pending_ms(void)
 {
-	return 2 * cma_p2p_wait_ms() + CMA_P2P_PROBE_MS;
+	return (2 * cma_p2p_wait_ms() + CMA_P2P_PROBE_MS) *
+	       cma_p2p_mesh_steps();
+}
+
+/* How long the peer's REQ may take once a REJ said it would come. */
+static unsigned int cma_p2p_peer_due_ms(void)
+{
+	return cma_p2p_wait_ms() * cma_p2p_mesh_steps();
+}
+
+static unsigned int cma_p2p_bound_ms(enum cma_p2p_bound bound)
+{
+	switch (bound) {
+	case CMA_P2P_BOUND_FIRST:
+		return cma_p2p_first_wait_now();
+	case CMA_P2P_BOUND_ANSWER:
+		return cma_p2p_pending_ms();
+	case CMA_P2P_BOUND_PEER:
+		return cma_p2p_peer_due_ms();
+	case CMA_P2P_BOUND_NONE:
+		break;
+	}
+	return 0;
+}
+
+/* Under p2p_lock: @conn waits from now, as long as @bound allows. */
+static void cma_p2p_bound_start(struct cma_p2p_conn *conn,
+				enum cma_p2p_bound bound)
+{
+	conn->bound = bound;
+	conn->bound_ns = cma_p2p_now_ns();
+	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+			cma_p2p_bound_ms(bound));
+}
+
+/*
+ * Under p2p_lock, the conn's timer fired: true if its wait goes on, as
+ * its patience reckoned now is longer than when the wait began (more
+ * connects of the process wait now), the timer armed for the rest.
+ */
+static bool cma_p2p_bound_goes_on(struct cma_p2p_conn *conn)
+{
+	uint64_t due, now;
+
+	if (conn->bound == CMA_P2P_BOUND_NONE)
+		return false;
+	due = conn->bound_ns +
+	      (uint64_t)cma_p2p_bound_ms(conn->bound) * 1000000;
+	now = cma_p2p_now_ns();
+	if (now >= due)
+		return false;
+	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+			(unsigned int)((due - now) / 1000000) + 1);
+	return true;
 }
 
 /* Back out of a failed adoption: the connect keeps its own kernel id. */
@@ -349,8 +424,7 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 	} else {
 		/* The peer may try again: wait for it, bounded as always. */
 		conn->state = CMA_P2P_WAIT_PEER;
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_wait_ms());
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
 	}
 	if (conn->peer_gone) /* it restarted meanwhile: the timer acts */
 		cma_p2p_chores_soon(conn);
@@ -384,8 +458,6 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
 void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 			   struct cma_p2p_adoption *a)
 {
-	struct cma_id_private *id_priv = conn->id_priv;
-
 	conn->state = CMA_P2P_WAIT_PEER;
 	conn->wait_status = status;
 	/*
@@ -394,8 +466,7 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 	 * bounded as always.
 	 */
 	if (!cma_p2p_claim_held(conn, a))
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_wait_ms());
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
 }
 
 /* --- sending our REQ ----------------------------------------------------- */
@@ -463,23 +534,13 @@ enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 
 /*
  * How long a first contact waits for the peer's REQ (under p2p_lock, the
- * connect registered).  A process with many p2p connects outstanding is
- * wiring up a mesh, and its peers, as busy as itself, reach the REQ that
- * pairs with ours later: RDMA_CM_P2P_FIRST_WAIT_MS per
- * CMA_P2P_FIRST_WAIT_PER connects waiting (this one included), at most a
- * minute.  Otherwise, in a 64-rank mesh in one loaded guest, the waits
- * ran out before the lower ends' REQs came and nearly every pair crossed
- * (tests/system/BUGS.md, Open #7).
+ * connect registered): RDMA_CM_P2P_FIRST_WAIT_MS per mesh step, at most a
+ * minute.
  */
 unsigned int cma_p2p_first_wait_now(void)
 {
-	unsigned int waiting = cma_p2p_conns_waiting();
-	uint64_t ms = (uint64_t)cma_p2p_first_wait_ms() *
-		      ((waiting + CMA_P2P_FIRST_WAIT_PER - 1) /
-		       CMA_P2P_FIRST_WAIT_PER);
+	uint64_t ms = (uint64_t)cma_p2p_first_wait_ms() * cma_p2p_mesh_steps();
 
-	if (!ms)
-		ms = cma_p2p_first_wait_ms();
 	return ms > CMA_P2P_MAX_FIRST_WAIT_MS ? CMA_P2P_MAX_FIRST_WAIT_MS
 					      : (unsigned int)ms;
 }
@@ -545,8 +606,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn,
 	cma_p2p_lock();
 	if (!ret) {
 		conn->iw_refused = false;
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_pending_ms());
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv) &&
 		   (!conn->iw_refused ||
 		    cma_p2p_now_ns() < conn->iw_deadline_ns)) {
@@ -559,6 +619,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn,
 				cma_p2p_now_ns() +
 				(uint64_t)cma_p2p_wait_ms() * 1000000;
 		}
+		conn->bound = CMA_P2P_BOUND_NONE; /* iw_deadline_ns bounds it */
 		cma_timer_start(id_priv->id.channel, &conn->timer,
 				CMA_P2P_IW_RETRY_MS);
 		ret = 0;
@@ -621,6 +682,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->iw_refused = false;
 	conn->skipped_req = false;
 	conn->first_wait = false;
+	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->resolve_due = false;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_claim_held(conn, a)) {
@@ -633,8 +695,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 			    "peer's REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_pending_ms());
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
 	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_KNOWN) {
@@ -644,21 +705,17 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 		/* Bounded as our REQ would be, and reported the same way. */
 		conn->skipped_req = true;
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				cma_p2p_pending_ms());
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
 	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_PRESUMED) {
-		unsigned int ms;
-
 		conn->first_wait = true;
-		conn->first_wait_ns = cma_p2p_now_ns();
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		ms = cma_p2p_first_wait_now();
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_FIRST);
 		cma_p2p_dbg("connect %s: first contact, waiting up to %u ms "
 			    "for the peer's REQ",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), ms);
-		cma_timer_start(id_priv->id.channel, &conn->timer, ms);
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+			    cma_p2p_bound_ms(CMA_P2P_BOUND_FIRST));
 		return 0;
 	}
 	cma_p2p_dbg("connect %s: sending a REQ%s",
@@ -828,18 +885,9 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
 
+	if (cma_p2p_bound_goes_on(conn))
+		return false;
 	if (conn->state == CMA_P2P_WAIT_PEER && conn->first_wait) {
-		/* More connects waiting than when it began: wait longer. */
-		uint64_t due = conn->first_wait_ns +
-			       (uint64_t)cma_p2p_first_wait_now() * 1000000,
-			 now = cma_p2p_now_ns();
-
-		if (now < due) {
-			cma_timer_start(conn->id_priv->id.channel, &conn->timer,
-					(unsigned int)((due - now) / 1000000) +
-						1);
-			return false;
-		}
 		cma_p2p_dbg("connect %s: no REQ from the peer, sending ours",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		conn->first_wait = false;

@@ -25,9 +25,13 @@
  * for the peer's REQ before it sends its own (cma_p2p_expect_req).
  */
 #define CMA_P2P_DEFAULT_FIRST_WAIT_MS 1000
-/* That long per this many of the process's p2p connects waiting. */
-#define CMA_P2P_FIRST_WAIT_PER 8
 #define CMA_P2P_MAX_FIRST_WAIT_MS 60000
+/*
+ * A connect's waits for its peer grow by one step per this many of the
+ * process's p2p connects waiting, up to so many steps (p2p_connect.c).
+ */
+#define CMA_P2P_MESH_STEP 8
+#define CMA_P2P_MESH_MAX_STEPS 8
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
 #define CMA_P2P_KEY_STRLEN 128
@@ -70,6 +74,14 @@ struct cma_p2p_held {
 	/* Its kernel id's QUERY_ROUTE, taken to learn its ends (IP only). */
 	struct rdma_ucm_query_route_resp route;
 	bool has_route;
+};
+
+/* The waits a p2p connect's timer bounds (cma_p2p_bound_ms). */
+enum cma_p2p_bound {
+	CMA_P2P_BOUND_NONE, /* chores, iWARP retries: no wait of the peer's */
+	CMA_P2P_BOUND_FIRST, /* first contact: the peer's REQ, presumed */
+	CMA_P2P_BOUND_ANSWER, /* an answer to our REQ, or the REQ we skipped */
+	CMA_P2P_BOUND_PEER, /* the peer's REQ, after a REJ said it would come */
 };
 
 struct cma_p2p_conn {
@@ -134,7 +146,13 @@ struct cma_p2p_conn {
 	 * own (cma_p2p_expect_req); @req goes out when the wait ends.
 	 */
 	bool first_wait;
-	uint64_t first_wait_ns; /* when it began (cma_p2p_first_wait_now) */
+	/*
+	 * Which patience the conn's timer measures, and since when: a wait
+	 * that runs out is reckoned again with the process's connects waiting
+	 * now (p2p_connect.c, cma_p2p_mesh_steps).
+	 */
+	enum cma_p2p_bound bound;
+	uint64_t bound_ns;
 	/*
 	 * The id's route (p2p_resolve.c): resolved by the kernel as usual,
 	 * or left until a REQ of ours must go out (the id asked for p2p

@@ -1016,6 +1016,39 @@ static void no_first_wait_setup(void)
 	p2p_peer_fixture();
 }
 
+/*
+ * The same patience for the answers: nine REQs of ours to nine peer
+ * processes nobody answers outlast the 2 s a single REQ would wait (two
+ * steps: 4 s), and then each fails as ever.
+ */
+START_TEST(unanswered_reqs_in_a_mesh_wait_longer)
+{
+	struct rdma_cm_event *ev;
+	struct timespec t0, t;
+	long elapsed_ms;
+	uint16_t port;
+	int i;
+
+	listener_holds();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (port = 7000; port < 7009; port++)
+		ck_assert_int_eq(
+			p2p_connect(connecting_id_port("192.0.2.2", port)), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 9);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	elapsed_ms = (t.tv_sec - t0.tv_sec) * 1000 +
+		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+	ck_assert_int_lt(elapsed_ms, 3000);
+	usleep((useconds_t)(3000 - elapsed_ms) * 1000);
+	expect_nothing();
+	for (i = 0; i < 9; i++) {
+		ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
+		ck_assert_int_eq(ev->status, -ETIMEDOUT);
+		rdma_ack_cm_event(ev);
+	}
+}
+END_TEST
+
 static void short_hold_setup(void)
 {
 	/* The connect's bound is 2 x hold + 2 s: about 2 s here. */
@@ -1055,6 +1088,8 @@ static Suite *p2p_match_suite(void)
 	tc = tcase_create("short hold");
 	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
 	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
+	tcase_add_test(tc, unanswered_reqs_in_a_mesh_wait_longer);
+	tcase_set_timeout(tc, 30); /* its bounds are seconds long */
 	suite_add_tcase(s, tc);
 	tc = tcase_create("first contact");
 	tcase_add_checked_fixture(tc, first_wait_setup, p2p_peer_teardown);
