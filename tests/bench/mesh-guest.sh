@@ -9,6 +9,11 @@
 # (MESH_COUNT_SO), one extra run of each scheme first counts per rank the
 # kernel commands and events (tests/bench/ucma_count.c), not timed.
 #
+# With MESH_BIN_B (another build's p2pmesh, e.g. the library before a
+# change) the same two schemes run on it too, as "p2p_b" and "lower_b",
+# the four taking turns in a rotating order: two builds compare only
+# within one guest run.
+#
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
 # rank 0 runs under, e.g. strace), MESH_TRACE=1 (p2pmesh -T; each run's
@@ -43,8 +48,9 @@ port=7000
 # slowest rank's setup_ms and the longest resolve_ms.
 run() {
 	local n=$1 scheme=$2 port=$3 so=${4:-} r pids=() addrs=()
-	local flag='' st=0
-	[ "$scheme" = lower ] && flag=-L
+	local flag='' st=0 b=$bin
+	[ "${scheme%_b}" = lower ] && flag=-L
+	[ "${scheme%_b}" != "$scheme" ] && b=${MESH_BIN_B:?}
 	[ "${MESH_TRACE:-0}" = 1 ] && flag="$flag -T"
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$a2"); else addrs+=("$a1"); fi
@@ -55,7 +61,7 @@ run() {
 		((r == 0)) && wrap=${MESH_WRAP0:-}
 		# shellcheck disable=SC2086 # MESH_ARGS, wrap and flag are lists
 		LD_PRELOAD=$so UCMA_COUNT_OUT="$out/count.$scheme.$r" \
-			timeout 300 $wrap "$bin" -q -p $port -b "$out/barrier" $flag \
+			timeout 300 $wrap "$b" -q -p $port -b "$out/barrier" $flag \
 			${MESH_ARGS:-} $r "${addrs[@]}" >"$out/rank.$scheme.$r" 2>&1 &
 		pids+=($!)
 	done
@@ -102,14 +108,18 @@ for n in "${ns[@]}"; do
 			done
 		done
 	fi
-	: >"$out/p2p.$n"
-	: >"$out/lower.$n"
-	: >"$out/p2p.cpu.$n"
-	: >"$out/lower.cpu.$n"
+	schemes=(p2p lower)
+	[ -n "${MESH_BIN_B:-}" ] && schemes+=(p2p_b lower_b)
+	for scheme in "${schemes[@]}"; do
+		: >"$out/$scheme.$n"
+		: >"$out/$scheme.cpu.$n"
+	done
 	for ((i = 0; i < reps; i++)); do
-		# The order alternates too, so neither scheme always goes first.
-		order="p2p lower"
-		((i % 2)) && order="lower p2p"
+		# The order rotates too, so no scheme always goes first.
+		order=
+		for ((j = 0; j < ${#schemes[@]}; j++)); do
+			order+=" ${schemes[$(((i + j) % ${#schemes[@]}))]}"
+		done
 		for scheme in $order; do
 			# Each run on ports of its own: none waits for the last.
 			port=$((port + n))
@@ -133,13 +143,18 @@ for n in "${ns[@]}"; do
 			fi
 		done
 	done
-	read -r pm plo phi <<<"$(stats <"$out/p2p.$n")"
-	read -r lm llo lhi <<<"$(stats <"$out/lower.$n")"
-	read -r pc _ _ <<<"$(stats <"$out/p2p.cpu.$n")"
-	read -r lc _ _ <<<"$(stats <"$out/lower.cpu.$n")"
-	echo "summary N=$n cpu_ms (all ranks) p2p median=$pc lower median=$lc"
-	echo "summary N=$n p2p median=$pm range=$plo-$phi lower median=$lm" \
-		"range=$llo-$lhi ratio=$(awk -v a="$pm" -v b="$lm" \
-			'BEGIN { printf "%.2f", a / b }')"
+	for suffix in '' _b; do
+		[ -z "$suffix" ] || [ -n "${MESH_BIN_B:-}" ] || continue
+		read -r pm plo phi <<<"$(stats <"$out/p2p$suffix.$n")"
+		read -r lm llo lhi <<<"$(stats <"$out/lower$suffix.$n")"
+		read -r pc _ _ <<<"$(stats <"$out/p2p$suffix.cpu.$n")"
+		read -r lc _ _ <<<"$(stats <"$out/lower$suffix.cpu.$n")"
+		echo "summary N=$n cpu_ms (all ranks) p2p$suffix median=$pc" \
+			"lower$suffix median=$lc"
+		echo "summary N=$n p2p$suffix median=$pm range=$plo-$phi" \
+			"lower$suffix median=$lm range=$llo-$lhi" \
+			"ratio=$(awk -v a="$pm" -v b="$lm" \
+				'BEGIN { printf "%.2f", a / b }')"
+	done
 done
 exit $status
