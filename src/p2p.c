@@ -607,14 +607,36 @@ struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 	return id_priv->p2p;
 }
 
+/* Registered connects waiting for an answer or the peer's REQ. */
+static unsigned int p2p_waiting;
+
+static bool cma_p2p_conn_waits(const struct cma_p2p_conn *conn)
+{
+	return conn->registered && (conn->state == CMA_P2P_PENDING ||
+				    conn->state == CMA_P2P_WAIT_PEER);
+}
+
+void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
+{
+	p2p_waiting -= cma_p2p_conn_waits(conn);
+	conn->state = state;
+	p2p_waiting += cma_p2p_conn_waits(conn);
+}
+
+unsigned int cma_p2p_conns_waiting(void)
+{
+	return p2p_waiting;
+}
+
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 {
-	conn->state = state;
-	if (conn->registered)
-		return;
-	conn->next = p2p_conns;
-	p2p_conns = conn;
-	conn->registered = true;
+	if (!conn->registered) {
+		conn->next = p2p_conns;
+		p2p_conns = conn;
+		conn->registered = true;
+		conn->state = CMA_P2P_NO_MATCH;
+	}
+	cma_p2p_conn_set_state(conn, state);
 }
 
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
@@ -631,8 +653,8 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 			break;
 		}
 	}
+	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
 	conn->registered = false;
-	conn->state = CMA_P2P_NO_MATCH;
 }
 
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
@@ -643,17 +665,6 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 		if (cma_p2p_key_equal(&conn->key, key))
 			return conn;
 	return NULL;
-}
-
-unsigned int cma_p2p_conns_waiting(void)
-{
-	const struct cma_p2p_conn *conn;
-	unsigned int n = 0;
-
-	for (conn = p2p_conns; conn; conn = conn->next)
-		n += conn->state == CMA_P2P_PENDING ||
-		     conn->state == CMA_P2P_WAIT_PEER;
-	return n;
 }
 
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
@@ -802,7 +813,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	if (!conn || !conn->registered || conn->adopted)
 		return;
 	cma_p2p_lock();
-	conn->state = CMA_P2P_CONNECTED;
+	cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
 	/* Whatever it is, the peer is no stranger now (first contact). */
 	cma_p2p_peer_answered(&conn->key.remote);
 	/* Reported as ESTABLISHED: the ordinal is spent (rdma_establish too). */

@@ -420,10 +420,10 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 		conn->adopted = true;
 		conn->reply_p2p = true;
 		conn->route = CMA_P2P_ROUTE_KERNEL; /* the request's */
-		conn->state = CMA_P2P_CONNECTED;
+		cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
 	} else {
 		/* The peer may try again: wait for it, bounded as always. */
-		conn->state = CMA_P2P_WAIT_PEER;
+		cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
 	}
 	if (conn->peer_gone) /* it restarted meanwhile: the timer acts */
@@ -458,7 +458,7 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
 void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 			   struct cma_p2p_adoption *a)
 {
-	conn->state = CMA_P2P_WAIT_PEER;
+	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 	conn->wait_status = status;
 	/*
 	 * Held: adopted once the caller dropped p2p_lock (a failed adoption
@@ -789,7 +789,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		ret = conn->state == CMA_P2P_WAIT_PEER &&
 		      !cma_p2p_iw_higher_end(conn);
 		if (ret && !cma_p2p_route_later(conn))
-			conn->state = CMA_P2P_PENDING;
+			cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		cma_p2p_unlock();
 		if (!ret)
 			return 0;
@@ -893,7 +893,7 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 		conn->first_wait = false;
 		/* A route left for later: the peer's REQ is still welcome. */
 		if (!cma_p2p_route_later(conn))
-			conn->state = CMA_P2P_PENDING;
+			cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		return true;
 	}
 

@@ -352,7 +352,7 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 	} else {
 		/* From now on the crossing rules apply, as for any REQ. */
 		conn->route = CMA_P2P_ROUTE_KERNEL;
-		conn->state = CMA_P2P_PENDING;
+		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		*next = CMA_P2P_STEP_SEND;
 	}
 	return true;

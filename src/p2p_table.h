@@ -294,8 +294,11 @@ struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
-/* Registered connects whose connection is not formed yet. */
+/* Registered connects waiting for an answer or the peer's REQ (O(1)). */
 unsigned int cma_p2p_conns_waiting(void);
+/* Every change of a conn's state goes through here (the count above). */
+void cma_p2p_conn_set_state(struct cma_p2p_conn *conn,
+			    enum cma_p2p_state state);
 /* The next registered conn after @conn (NULL: the first) with @remote. */
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote);

@@ -44,6 +44,7 @@
 #include "cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "p2p_table.h"
 #include "p2p_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -652,6 +653,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	teardown();
 	if (timers)
 		abort(); /* a timer outlived the ids it serves */
+	if (cma_p2p_conns_waiting())
+		abort(); /* the count of waiting connects lost track */
 	in_input = false;
 	return 0;
 }

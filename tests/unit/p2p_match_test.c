@@ -1035,6 +1035,7 @@ START_TEST(unanswered_reqs_in_a_mesh_wait_longer)
 		ck_assert_int_eq(
 			p2p_connect(connecting_id_port("192.0.2.2", port)), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 9);
+	ck_assert_uint_eq(cma_p2p_conns_waiting(), 9);
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	elapsed_ms = (t.tv_sec - t0.tv_sec) * 1000 +
 		     (t.tv_nsec - t0.tv_nsec) / 1000000;
@@ -1046,6 +1047,7 @@ START_TEST(unanswered_reqs_in_a_mesh_wait_longer)
 		ck_assert_int_eq(ev->status, -ETIMEDOUT);
 		rdma_ack_cm_event(ev);
 	}
+	ck_assert_uint_eq(cma_p2p_conns_waiting(), 0);
 }
 END_TEST
 
