@@ -20,10 +20,11 @@
  * The thread starts with the first timer armed, the first channel
  * served, or a listener that holds p2p requests (cma_timer_prestart:
  * programs that never use peer-to-peer mode have none of these), blocks
- * every signal, and is stopped when the library is unloaded.  After fork() the child starts its own on its first timer
- * or served channel; the parent's served channels are not served in the
- * child (a child must not use its parent's channels, as with rdma-core:
- * their kernel fds are shared with the parent).
+ * every signal, and is stopped when the library is unloaded.  After
+ * fork() the child starts its own on its first timer or served channel;
+ * the parent's served channels are not served in the child (a child must
+ * not use its parent's channels, as with rdma-core: their kernel fds are
+ * shared with the parent).
  */
 #include <config.h>
 
