@@ -294,8 +294,8 @@ START_TEST(destroy_while_the_thread_handles_an_event)
 	while (fake_ucma_queued(cma_channel_kernel_fd(ch)))
 		sched_yield(); /* read: the thread now waits for qp_lock */
 	ck_assert_int_eq(pthread_create(&t, NULL, destroyer, id), 0);
-	while (fake_ucma_kid(kid)->live)
-		sched_yield(); /* DESTROY_ID done: the destroy now waits */
+	/* DESTROY_ID done (read under the fake's lock): the destroy waits. */
+	ck_assert(!fake_ucma_kid_live(kid, 10000));
 	pthread_mutex_unlock(&id_priv->qp_lock);
 	ck_assert_int_eq(pthread_join(t, &ret), 0);
 	ck_assert_ptr_null(ret);
