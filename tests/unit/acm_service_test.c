@@ -296,15 +296,6 @@ static void setup(void)
 	cma_acm_service_set_trusted_uid(geteuid());
 }
 
-static long elapsed_ms(const struct timespec *t0)
-{
-	struct timespec t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (t1.tv_sec - t0->tv_sec) * 1000 +
-	       (t1.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 /* Run one exchange against a fake in @mode; its return and errno. */
 static int exchange(enum fake_mode mode, struct cma_acm_answer *ans, int *err)
 {
@@ -427,7 +418,7 @@ START_TEST(bad_answers_fail_cleanly)
 	ck_assert_int_eq(exchange(failures[_i].mode, &ans, &err), -1);
 	ck_assert_int_eq(err, failures[_i].err);
 	/* Bounded by the timeout (generously: this is not a benchmark). */
-	ck_assert_int_lt(elapsed_ms(&t0), 20 * TIMEOUT_MS);
+	ck_assert_int_lt(unit_ms_since(&t0), 20 * TIMEOUT_MS);
 }
 END_TEST
 

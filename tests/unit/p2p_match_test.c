@@ -924,11 +924,6 @@ START_TEST(first_contact_req_that_cannot_go_out_is_reported)
 END_TEST
 
 /*
- * Nobody else waits: the lower end (it is the one that sends), a process
- * whose listener does not hold (not known to run in p2p mode: the
- * fixture's other tests), and every connect with the first wait at 0.
- */
-/*
  * An id destroyed while it waits: its REQ never goes out, nothing is
  * reported, and the wait's end finds nothing to act on.
  */
@@ -947,6 +942,11 @@ START_TEST(first_contact_wait_ends_with_the_id)
 }
 END_TEST
 
+/*
+ * Nobody else waits: the lower end (it is the one that sends), a process
+ * whose listener does not hold (not known to run in p2p mode: the
+ * fixture's other tests), and every connect with the first wait at 0.
+ */
 static void holding_process_sends_at_once_to(const char *to)
 {
 	struct rdma_cm_id *id;
@@ -970,6 +970,22 @@ START_TEST(first_wait_zero_sends_at_once)
 END_TEST
 
 /*
+ * Nine p2p connects from a holding listener's process to nine peer
+ * processes at @to (listening ports 7000-7008); when they began.
+ */
+static struct timespec connect_to_nine_processes_at(const char *to)
+{
+	struct timespec t0;
+	uint16_t port;
+
+	listener_holds();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (port = 7000; port < 7009; port++)
+		ck_assert_int_eq(p2p_connect(connecting_id_port(to, port)), 0);
+	return t0;
+}
+
+/*
  * A process wiring up a mesh has many connects waiting, and its peers are
  * as busy: the wait is RDMA_CM_P2P_FIRST_WAIT_MS per 8 connects waiting,
  * re-reckoned when it ends (Open #7: at 64 ranks in one guest the 1 s
@@ -978,18 +994,11 @@ END_TEST
  */
 START_TEST(first_contact_wait_grows_with_the_connects_waiting)
 {
-	struct timespec t0, t;
+	struct timespec t0;
 	long elapsed_ms;
-	uint16_t port;
 
-	listener_holds();
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (port = 7000; port < 7009; port++)
-		ck_assert_int_eq(
-			p2p_connect(connecting_id_port("192.0.2.0", port)), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	elapsed_ms = (t.tv_sec - t0.tv_sec) * 1000 +
-		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+	t0 = connect_to_nine_processes_at("192.0.2.0");
+	elapsed_ms = unit_ms_since(&t0);
 	ck_assert_int_lt(elapsed_ms, 700);
 	/* Past the 500 ms a single connect waits, short of 2 x 500 ms. */
 	usleep((useconds_t)(700 - elapsed_ms) * 1000);
@@ -1035,21 +1044,14 @@ static unsigned int conns_waiting(void)
 START_TEST(unanswered_reqs_in_a_mesh_wait_longer)
 {
 	struct rdma_cm_event *ev;
-	struct timespec t0, t;
+	struct timespec t0;
 	long elapsed_ms;
-	uint16_t port;
 	int i;
 
-	listener_holds();
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (port = 7000; port < 7009; port++)
-		ck_assert_int_eq(
-			p2p_connect(connecting_id_port("192.0.2.2", port)), 0);
+	t0 = connect_to_nine_processes_at("192.0.2.2");
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 9);
 	ck_assert_uint_eq(conns_waiting(), 9);
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	elapsed_ms = (t.tv_sec - t0.tv_sec) * 1000 +
-		     (t.tv_nsec - t0.tv_nsec) / 1000000;
+	elapsed_ms = unit_ms_since(&t0);
 	ck_assert_int_lt(elapsed_ms, 3000);
 	usleep((useconds_t)(3000 - elapsed_ms) * 1000);
 	expect_nothing();

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <rdma/rdma_cma.h>
 
 /* main(): run one suite; the exit status says whether anything failed. */
@@ -32,6 +33,16 @@ static inline bool unit_readable(int fd)
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+/* Milliseconds of CLOCK_MONOTONIC since @t0. */
+static inline long unit_ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 /* A small QP of @type with no CQs given (the library makes them). */
