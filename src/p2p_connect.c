@@ -207,16 +207,54 @@ static bool cma_p2p_bound_goes_on(struct cma_p2p_conn *conn)
 	return true;
 }
 
-/* Back out of a failed adoption: the connect keeps its own kernel id. */
-static void cma_p2p_adopt_undo(struct cma_id_private *id_priv, uint32_t old,
-			       bool qp_moved)
+/*
+ * The id's addressing before an adoption: what undoing it puts back when
+ * the id's own kernel id was never bound (cma_p2p_bind_like_listener).
+ * Such a kernel id knows no addresses, so asking it would leave the id
+ * with none, and the REQ of ours that may follow could not be resolved.
+ */
+struct cma_p2p_addressing {
+	struct rdma_addr addr;
+	uint8_t port_num;
+	bool had_paths; /* resolved late after all: the kernel id knows */
+};
+
+static void cma_p2p_addressing_save(const struct cma_id_private *id_priv,
+				    struct cma_p2p_addressing *saved)
 {
+	saved->addr = id_priv->id.route.addr;
+	saved->port_num = id_priv->id.port_num;
+	saved->had_paths = id_priv->id.route.num_paths > 0;
+}
+
+static void cma_p2p_addressing_restore(struct cma_id_private *id_priv,
+				       const struct cma_p2p_addressing *saved)
+{
+	pthread_mutex_lock(&id_priv->mut);
+	id_priv->id.route.addr = saved->addr;
+	pthread_mutex_unlock(&id_priv->mut);
+	id_priv->id.port_num = saved->port_num;
+	/* The request's paths: the id had none. */
+	free(id_priv->id.route.path_rec);
+	id_priv->id.route.path_rec = NULL;
+	id_priv->id.route.num_paths = 0;
+}
+
+/* Back out of a failed adoption: the connect keeps its own kernel id. */
+static void cma_p2p_adopt_undo(struct cma_p2p_conn *conn, uint32_t old,
+			       bool qp_moved,
+			       const struct cma_p2p_addressing *saved)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
 
 	id_priv->handle = old;
 	if (qp_moved && !ibv_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE))
 		cma_qp_to_init(id_priv, id_priv->id.qp);
-	cma_query_route_info(id_priv);
+	if (conn->kernel_unbound && !saved->had_paths)
+		cma_p2p_addressing_restore(id_priv, saved);
+	else
+		cma_query_route_info(id_priv);
 }
 
 /* Destroy kernel id @handle of @id_priv; its events so far stay counted. */
@@ -346,6 +384,7 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP};
 	struct rdma_ucm_conn_param kp = conn->kparam;
 	uint32_t old = id_priv->handle, reported;
+	struct cma_p2p_addressing saved;
 	bool qp_moved = false;
 	int err;
 
@@ -358,6 +397,7 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 		cma_p2p_refuse(lfd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
 		return cma_err(err);
 	}
+	cma_p2p_addressing_save(id_priv, &saved);
 	id_priv->handle = a->handle;
 	/* The route the request's ends were learnt from, or a fresh one. */
 	if (a->has_route ? cma_apply_ip_route(id_priv, &a->route)
@@ -401,7 +441,7 @@ undo:
 	cma_p2p_dbg("adopt handle %u failed (%s): request refused", a->handle,
 		    strerror(err));
 	cma_p2p_refuse(fd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
-	cma_p2p_adopt_undo(id_priv, old, qp_moved);
+	cma_p2p_adopt_undo(conn, old, qp_moved, &saved);
 	return cma_err(err);
 }
 

@@ -317,6 +317,44 @@ START_TEST(request_during_late_resolution_is_adopted)
 }
 END_TEST
 
+/*
+ * The held request's answer fails (the peer gave up on it meanwhile): the
+ * id goes back to its own kernel id, never bound, with the addresses the
+ * application resolved, and our REQ is resolved from them (stress
+ * p2p_churn: the id had taken the unbound kernel id's empty addresses,
+ * and the late RESOLVE_ADDR failed with EINVAL).
+ */
+START_TEST(failed_adoption_keeps_the_resolved_addresses)
+{
+	const struct rdma_ucm_resolve_addr *ra;
+	const struct sockaddr_in *sin;
+	struct rdma_cm_id *id;
+	uint32_t own, req;
+
+	listener_holds();
+	req = peer_request("192.0.2.0", 1, "hers");
+	expect_nothing();
+	id = route_left_for_later("192.0.2.0");
+	own = kid_of(id);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, req), 0);
+	ck_assert_uint_eq(kid_of(id), own);
+	sin = (const struct sockaddr_in *)rdma_get_local_addr(id);
+	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.1"));
+	sin = (const struct sockaddr_in *)rdma_get_peer_addr(id);
+	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.0"));
+	ck_assert_uint_eq(sin->sin_port, htons(P2P_PORT));
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	ra = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->body;
+	ck_assert_uint_eq(ra->src_size, sizeof(struct sockaddr_in));
+	ck_assert_uint_eq(ra->dst_size, sizeof(struct sockaddr_in));
+	sin = (const struct sockaddr_in *)&ra->dst_addr;
+	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.0"));
+	ck_assert_uint_eq(sin->sin_port, htons(P2P_PORT));
+}
+END_TEST
+
 /* Destroyed with its route left for later: nothing more happens. */
 START_TEST(id_destroyed_with_its_route_left_for_later)
 {
@@ -389,6 +427,7 @@ static Suite *p2p_route_suite(void)
 	tcase_add_test(tc, late_resolution_failure_is_unreachable);
 	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
 	tcase_add_test(tc, request_during_late_resolution_is_adopted);
+	tcase_add_test(tc, failed_adoption_keeps_the_resolved_addresses);
 	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
 	suite_add_tcase(s, tc);
 
