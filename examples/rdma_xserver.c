@@ -26,7 +26,15 @@ struct xs_conn {
 	struct rdma_cm_id *id;
 	struct ex_cq cq;
 	struct ibv_mr *mr;
-	char buf[XS_MSG];
+	/*
+	 * The next message lands in recv_buf while the last one goes back
+	 * from send_buf: the receive is posted again before the echo, since
+	 * on iWARP a message that finds no receive posted breaks the
+	 * connection (no RNR retry there).  A message that arrived was sent
+	 * after our previous echo had been received, so send_buf is free.
+	 */
+	char recv_buf[XS_MSG];
+	char send_buf[XS_MSG];
 };
 
 static int xs_setup(struct xs_conn *c)
@@ -38,20 +46,23 @@ static int xs_setup(struct xs_conn *c)
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_type = IBV_QPT_RC;
 	attr.send_cq = attr.recv_cq = c->cq.cq;
-	attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+	/* An echo may be posted before the last one's completion is read. */
+	attr.cap.max_send_wr = 2;
+	attr.cap.max_recv_wr = 1;
 	attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
 	attr.sq_sig_all = 1;
 	if (rdma_create_qp(c->id, NULL, &attr)) {
 		ex_syserr("rdma_create_qp");
 		return -1;
 	}
-	c->mr = ibv_reg_mr(c->id->pd, c->buf, sizeof(c->buf),
+	c->mr = ibv_reg_mr(c->id->pd, c->recv_buf,
+			   sizeof(c->recv_buf) + sizeof(c->send_buf),
 			   IBV_ACCESS_LOCAL_WRITE);
 	if (!c->mr) {
 		ex_syserr("ibv_reg_mr");
 		return -1;
 	}
-	return ex_post_recv(c->id->qp, c->mr, c->buf, XS_MSG, 1);
+	return ex_post_recv(c->id->qp, c->mr, c->recv_buf, XS_MSG, 1);
 }
 
 /* The client's DISCONNECTED, after its disconnect flushed our QP. */
@@ -95,9 +106,6 @@ static long xs_echo(struct rdma_event_channel *ch, struct xs_conn *c)
 		if (n != 1 || ex_wc_ok(&wc, "echo"))
 			return -1;
 		if (wc.opcode == IBV_WC_SEND) {
-			/* Echoed: take the next message. */
-			if (ex_post_recv(c->id->qp, c->mr, c->buf, XS_MSG, 1))
-				return -1;
 			echoed++;
 			continue;
 		}
@@ -106,7 +114,9 @@ static long xs_echo(struct rdma_event_channel *ch, struct xs_conn *c)
 			       XS_MSG);
 			return -1;
 		}
-		if (ex_post_send(c->id->qp, c->mr, c->buf, XS_MSG, 2))
+		memcpy(c->send_buf, c->recv_buf, XS_MSG);
+		if (ex_post_recv(c->id->qp, c->mr, c->recv_buf, XS_MSG, 1) ||
+		    ex_post_send(c->id->qp, c->mr, c->send_buf, XS_MSG, 2))
 			return -1;
 	}
 }
