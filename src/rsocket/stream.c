@@ -990,9 +990,12 @@ static int rs_write_data(struct rsocket *rs, const struct iovec **iov,
 
 int rs_wait_sendable(struct rsocket *rs, bool nonblock)
 {
-	/* After shutdown(SHUT_WR) nothing more is sent, room or not. */
+	/*
+	 * After shutdown(SHUT_WR) nothing more is sent, room or not; a close
+	 * by another thread (its shutdown may come first) is EBADF, as below.
+	 */
 	if (!(rs_state(rs) & RS_WRITABLE))
-		return cma_err(EPIPE);
+		return cma_err(rs_closed_under(rs) ? EBADF : EPIPE);
 	if (rs_can_send(rs))
 		return 1;
 	if (rs_wait_locked(rs, nonblock, rs_conn_can_send))

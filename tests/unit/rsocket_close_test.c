@@ -595,6 +595,30 @@ START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
 }
 END_TEST
 
+/*
+ * The same when the close's shutdown had only ended the sending side
+ * (connected, not writable) as the send looked: EBADF, not EPIPE
+ * (stress_rs_test under ThreadSanitizer).
+ */
+START_TEST(send_after_the_close_ended_writing_fails_with_ebadf)
+{
+	int s = connected_stream();
+	struct rsocket *rs = rs_get(s);
+	struct iovec iov = {.iov_base = "x", .iov_len = 1};
+	pthread_t t;
+	void *ret;
+
+	ck_assert_ptr_nonnull(rs);
+	rs_set_state(rs, RS_CONNECTED | RS_READABLE); /* SHUT_WR done */
+	ck_assert_int_eq(pthread_create(&t, NULL, close_run, &s), 0);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_int_eq((int)(intptr_t)ret, 0);
+	ck_assert_int_eq(rs_stream_sendv(rs, &iov, 1, 0), -1);
+	ck_assert_int_eq(errno, EBADF);
+	rs_put(rs);
+}
+END_TEST
+
 static Suite *rsocket_close_suite(void)
 {
 	Suite *s = suite_create("rsocket_close");
@@ -619,6 +643,7 @@ static Suite *rsocket_close_suite(void)
 	tcase_add_test(tc, rshutdown_bounds_its_wait_too);
 	tcase_add_test(tc,
 		       send_entered_before_a_finished_close_fails_with_ebadf);
+	tcase_add_test(tc, send_after_the_close_ended_writing_fails_with_ebadf);
 	suite_add_tcase(s, tc);
 	return s;
 }
