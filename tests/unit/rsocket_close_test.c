@@ -573,10 +573,11 @@ static void *close_run(void *arg)
 
 /*
  * A send that held the socket when another thread closed it, and looks
- * only after the close's disconnect is over: EBADF as for every call the
- * close ended, not EPIPE (stress_rs_test saw EPIPE under ASan).
+ * only once the close's shutdown left @state: EBADF as for every call the
+ * close ended, never EPIPE (stress_rs_test saw EPIPE under ASan and
+ * ThreadSanitizer).
  */
-START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
+static void send_after_close_left(int state)
 {
 	int s = connected_stream();
 	struct rsocket *rs = rs_get(s);
@@ -585,7 +586,7 @@ START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
 	void *ret;
 
 	ck_assert_ptr_nonnull(rs);
-	rs_set_state(rs, RS_DISCONNECTED); /* the close's DISCONNECT went */
+	rs_set_state(rs, state);
 	ck_assert_int_eq(pthread_create(&t, NULL, close_run, &s), 0);
 	ck_assert_int_eq(pthread_join(t, &ret), 0);
 	ck_assert_int_eq((int)(intptr_t)ret, 0);
@@ -593,29 +594,18 @@ START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
 	ck_assert_int_eq(errno, EBADF);
 	rs_put(rs);
 }
+
+/* The close's DISCONNECT went. */
+START_TEST(send_entered_before_a_finished_close_fails_with_ebadf)
+{
+	send_after_close_left(RS_DISCONNECTED);
+}
 END_TEST
 
-/*
- * The same when the close's shutdown had only ended the sending side
- * (connected, not writable) as the send looked: EBADF, not EPIPE
- * (stress_rs_test under ThreadSanitizer).
- */
+/* Only its shutdown of the sending side (connected, not writable). */
 START_TEST(send_after_the_close_ended_writing_fails_with_ebadf)
 {
-	int s = connected_stream();
-	struct rsocket *rs = rs_get(s);
-	struct iovec iov = {.iov_base = "x", .iov_len = 1};
-	pthread_t t;
-	void *ret;
-
-	ck_assert_ptr_nonnull(rs);
-	rs_set_state(rs, RS_CONNECTED | RS_READABLE); /* SHUT_WR done */
-	ck_assert_int_eq(pthread_create(&t, NULL, close_run, &s), 0);
-	ck_assert_int_eq(pthread_join(t, &ret), 0);
-	ck_assert_int_eq((int)(intptr_t)ret, 0);
-	ck_assert_int_eq(rs_stream_sendv(rs, &iov, 1, 0), -1);
-	ck_assert_int_eq(errno, EBADF);
-	rs_put(rs);
+	send_after_close_left(RS_CONNECTED | RS_READABLE);
 }
 END_TEST
 
