@@ -66,8 +66,8 @@ static int cma_adopt_device(struct cma_id_private *id_priv, __be64 guid)
 	return cma_id_set_device(id_priv, dev);
 }
 
-static int cma_store_paths(struct cma_id_private *id_priv,
-			   struct ibv_sa_path_rec *paths, int count)
+int cma_store_paths(struct cma_id_private *id_priv,
+		    struct ibv_sa_path_rec *paths, int count)
 {
 	free(id_priv->id.route.path_rec);
 	id_priv->id.route.path_rec = paths;

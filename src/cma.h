@@ -550,6 +550,9 @@ int cma_query_route_info(struct cma_id_private *id_priv);
 struct rdma_ucm_query_route_resp;
 int cma_apply_ip_route(struct cma_id_private *id_priv,
 		       const struct rdma_ucm_query_route_resp *resp);
+/* Give the id @count path records @paths (owned from now; NULL, 0: none). */
+int cma_store_paths(struct cma_id_private *id_priv,
+		    struct ibv_sa_path_rec *paths, int count);
 socklen_t cma_addr_len(const struct sockaddr *addr);
 int cma_is_af_ib(const struct cma_id_private *id_priv);
 

@@ -234,10 +234,7 @@ static void cma_p2p_addressing_restore(struct cma_id_private *id_priv,
 	id_priv->id.route.addr = saved->addr;
 	pthread_mutex_unlock(&id_priv->mut);
 	id_priv->id.port_num = saved->port_num;
-	/* The request's paths: the id had none. */
-	free(id_priv->id.route.path_rec);
-	id_priv->id.route.path_rec = NULL;
-	id_priv->id.route.num_paths = 0;
+	cma_store_paths(id_priv, NULL, 0); /* the request's: the id had none */
 }
 
 /* Back out of a failed adoption: the connect keeps its own kernel id. */
