@@ -273,20 +273,20 @@ fi
 # message must come back unchanged; two clients in turn, the first given
 # the server's name when the hosts database has one (the test bed's guest
 # has none: then both use the address, still through rdma_resolve_addrinfo).
-
-# xpair: rdma_xserver for two clients in turn on a new port; sets
-# pair_rc and pair_out.  Only the first client is tried again, and only
-# while it did not get through (it may come before the server listens).
-xpair() {
-	local xhost xs xc try xspid xrc=0 xsrc=0
+OURS_XSERVER="$(real_prog "$BUILD/examples/rdma_xserver")"
+OURS_XCLIENT="$(real_prog "$BUILD/examples/rdma_xclient")"
+if [ -z "$OURS_XSERVER" ] || [ -z "$OURS_XCLIENT" ]; then
+	wanted examples/rdma_xserver_xclient &&
+		fail examples/rdma_xserver_xclient "not built in $BUILD/examples"
+elif wanted examples/rdma_xserver_xclient; then
 	xhost=$(getent hosts "$A1" | awk '{ print $2; exit }')
 	xf="$WORK/examples_rdma_xserver_xclient"
-	: >"$xf.c"
 	xs="$OURS_XSERVER -s $A1 -p $((port += 1)) -n 2"
 	# shellcheck disable=SC2086
 	LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" $xs >"$xf.s" 2>&1 &
 	xspid=$!
 	sleep 0.5
+	xrc=0
 	for xc in "-s ${xhost:-$A1} -p $port -C 20" "-s $A1 -p $port -C 5"; do
 		for try in $(seq 8); do
 			xrc=0
@@ -295,6 +295,8 @@ xpair() {
 			LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" "$OURS_XCLIENT" $xc \
 				>"$xf.t" 2>&1 || xrc=$?
 			cat "$xf.t" >>"$xf.c"
+			# only the first client may come before the server listens,
+			# and only one that never got through is tried again
 			[ "$xrc" = 0 ] || [ "$try" = 8 ] || ! kill -0 "$xspid" 2>/dev/null ||
 				[ "$xc" != "-s ${xhost:-$A1} -p $port -C 20" ] ||
 				grep -q "connected to" "$xf.t" || {
@@ -305,6 +307,7 @@ xpair() {
 		done
 		[ "$xrc" = 0 ] || break
 	done
+	xsrc=0
 	if [ "$xrc" = 0 ]; then
 		wait "$xspid" || xsrc=$?
 	else
@@ -317,15 +320,6 @@ xpair() {
 $(show "$xf.s")
     clients (exit $xrc, lib $testlib; first by name ${xhost:-none})
 $(show "$xf.c")"
-}
-
-OURS_XSERVER="$(real_prog "$BUILD/examples/rdma_xserver")"
-OURS_XCLIENT="$(real_prog "$BUILD/examples/rdma_xclient")"
-if [ -z "$OURS_XSERVER" ] || [ -z "$OURS_XCLIENT" ]; then
-	wanted examples/rdma_xserver_xclient &&
-		fail examples/rdma_xserver_xclient "not built in $BUILD/examples"
-elif wanted examples/rdma_xserver_xclient; then
-	xpair
 	report examples/rdma_xserver_xclient
 fi
 
