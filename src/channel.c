@@ -8,15 +8,17 @@
  * rdma_resolve_addrinfo, peer-to-peer connection formation, the timers of
  * timer.c), and an application that polls channel->fd must wake for those
  * too.  So a channel the application creates hands out an epoll set as
- * its fd: the kernel's fd is in it, and a timerfd joins it the first time
- * the library has an event of its own queued (the timerfd is armed only
- * while one is: it is a wake-up, never a clock).  Programs that never use
- * such features pay one extra fd and no extra writes to the kernel.
+ * its fd: the kernel's fd is in it, and an eventfd joins it the first time
+ * the library has an event of its own queued (the eventfd is readable
+ * exactly while one is).  An eventfd, not a timer: setting a timer to fire
+ * at once costs a timer interrupt, which in a virtual machine is ten
+ * times the price of an eventfd's write and read.  Programs that never
+ * use such features pay one extra fd and no extra writes to the kernel.
  *
  * Private channels (synchronous ids) are never polled by the application:
  * their fd is the kernel's, read with blocking commands, until the library
  * may post to them from another thread (cma_channel_expect_posts); then a
- * wait polls the kernel fd and the timerfd.
+ * wait polls the kernel fd and the eventfd.
  *
  * Served channels.  rdma-core's contract is that the fd is readable only
  * when rdma_get_cm_event will return an event.  A kernel event the library
@@ -33,7 +35,7 @@
  * service thread's
  * (timer.c); the thread reads kernel events (non-blocking), runs the same
  * handling rdma_get_cm_event runs (event.c, under the id's qp_lock) and
- * queues each event for the application, which arms the timerfd.  The
+ * queues each event for the application, which sets the eventfd.  The
  * fd then wakes for queued events only.  rdma_get_cm_event pops the queue
  * and, when it is empty, reads the kernel fd itself (a non-blocking call
  * sees an event at once), then waits on pub.fd.  Whoever reads the kernel
@@ -59,7 +61,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,8 +72,8 @@
 struct cma_channel {
 	struct rdma_event_channel pub; /* must stay first: the public handle */
 	int kfd; /* the rdma_cm device: the kernel's event queue */
-	int tfd; /* wake-up timerfd, -1 until first needed */
-	bool tfd_armed; /* tfd is set to fire (lock): readable until disarmed */
+	int readyfd; /* eventfd: library events queued; -1 until first needed */
+	bool ready_set; /* readyfd is readable (lock) */
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
 	bool served; /* pollable: kfd is read by the service thread (atomic) */
@@ -161,7 +162,7 @@ static struct cma_channel *cma_channel_alloc(int kfd)
 	}
 	ch->kfd = kfd;
 	ch->pub.fd = kfd;
-	ch->tfd = -1;
+	ch->readyfd = -1;
 	ch->wakefd = -1;
 	ch->tail = &ch->head;
 	pthread_mutex_init(&ch->lock, NULL);
@@ -239,8 +240,8 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 		ch->head = evt->next;
 		free(evt);
 	}
-	if (ch->tfd >= 0)
-		close(ch->tfd);
+	if (ch->readyfd >= 0)
+		close(ch->readyfd);
 	if (ch->wakefd >= 0)
 		close(ch->wakefd);
 	if (ch->pollable)
@@ -251,48 +252,50 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 	free(ch);
 }
 
-/* --- the wake-up timerfd ---------------------------------------------------- */
+/* --- the wake-up eventfd ---------------------------------------------------- */
 
 /* Pollable channels: in the epoll set; private ones poll it directly. */
-static int cma_channel_add_tfd(struct cma_channel *ch)
+static int cma_channel_add_readyfd(struct cma_channel *ch)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	int tfd;
+	int fd;
 
-	tfd = cma_fd_move_high(
-		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC),
-		fcntl, close);
-	if (tfd < 0)
+	fd = cma_fd_move_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), fcntl,
+			      close);
+	if (fd < 0)
 		return -1;
-	if (ch->pollable && epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, tfd, &ev)) {
-		close(tfd);
+	if (ch->pollable && epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
 		return -1;
 	}
-	ch->tfd = tfd;
+	ch->readyfd = fd;
 	return 0;
 }
 
 /*
  * Make the channel readable exactly while library events are queued.
- * Called with the lock held after every change; the timerfd is set only
- * when that changes (rdma_get_cm_event calls this on every read).  Arming
- * resets the timerfd's count, so it never needs reading.
+ * Called with the lock held after every change; the eventfd is written or
+ * drained only when that changes (rdma_get_cm_event calls this on every
+ * read), so its count is never more than 1.
  */
 static void cma_channel_rearm(struct cma_channel *ch)
 {
-	struct itimerspec its = {{0, 0}, {0, 0}};
 	bool want = ch->head;
+	uint64_t count = 1;
+	ssize_t ret;
 
 	if (!ch->pollable && !ch->posted)
 		return;
-	if (want == ch->tfd_armed)
+	if (want == ch->ready_set)
 		return;
-	if (ch->tfd < 0 && cma_channel_add_tfd(ch))
+	if (ch->readyfd < 0 && cma_channel_add_readyfd(ch))
 		return; /* no wake-ups: events still arrive with the next read */
-	/* To fire: an absolute time long past, so at once. */
-	its.it_value.tv_nsec = want;
-	if (!timerfd_settime(ch->tfd, TFD_TIMER_ABSTIME, &its, NULL))
-		ch->tfd_armed = want;
+	if (want)
+		ret = write(ch->readyfd, &count, sizeof(count));
+	else
+		ret = read(ch->readyfd, &count, sizeof(count));
+	if (ret == sizeof(count))
+		ch->ready_set = want;
 }
 
 void cma_channel_prepare_posts(struct rdma_event_channel *channel)
@@ -304,8 +307,8 @@ void cma_channel_prepare_posts(struct rdma_event_channel *channel)
 		return;
 	}
 	pthread_mutex_lock(&ch->lock);
-	if (ch->tfd < 0)
-		cma_channel_add_tfd(ch); /* else made at the first post */
+	if (ch->readyfd < 0)
+		cma_channel_add_readyfd(ch); /* else made at the first post */
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -320,7 +323,7 @@ void cma_channel_expect_posts(struct rdma_event_channel *channel)
 		/* Without both, waits stay blocking reads: events are late. */
 		if (flags >= 0 &&
 		    !fcntl(ch->kfd, F_SETFL, flags | O_NONBLOCK) &&
-		    !cma_channel_add_tfd(ch))
+		    !cma_channel_add_readyfd(ch))
 			__atomic_store_n(&ch->posted, true, __ATOMIC_RELEASE);
 		else if (flags >= 0)
 			fcntl(ch->kfd, F_SETFL, flags);
@@ -603,7 +606,7 @@ static bool cma_channel_nonblocking(struct cma_channel *ch)
 /*
  * Wait until the kernel fd or the library's queue may have an event.  For
  * a pollable channel the epoll set covers both; a private channel polls
- * its kernel fd and wake-up timerfd.  Both kernel fds are non-blocking
+ * its kernel fd and wake-up eventfd.  Both kernel fds are non-blocking
  * here, so reading after any wake-up is safe.  0 or -1/errno (EAGAIN: the
  * application made the channel non-blocking and nothing is ready).
  */
@@ -618,7 +621,7 @@ static int cma_channel_wait(struct cma_channel *ch)
 	if (!ch->pollable) {
 		/* Made by cma_channel_expect_posts, maybe in another thread. */
 		pthread_mutex_lock(&ch->lock);
-		pfd[1].fd = ch->tfd;
+		pfd[1].fd = ch->readyfd;
 		pthread_mutex_unlock(&ch->lock);
 		ret = poll(pfd, 2, -1);
 		return ret < 0 && errno != EINTR ? -1 : 0;
@@ -763,7 +766,7 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 		return;
 	}
 	pthread_mutex_lock(&ch->lock);
-	ok = ch->tfd >= 0 || !cma_channel_add_tfd(ch);
+	ok = ch->readyfd >= 0 || !cma_channel_add_readyfd(ch);
 	if (ok && ch->wakefd < 0) {
 		ch->wakefd = cma_fd_move_high(
 			eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), fcntl, close);

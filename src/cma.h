@@ -330,7 +330,7 @@ struct cma_channel;
 void cma_channel_expect_posts(struct rdma_event_channel *channel);
 /*
  * The library will post events to @channel: make what that needs now (the
- * wake-up timerfd), not at the first post.
+ * wake-up eventfd), not at the first post.
  */
 void cma_channel_prepare_posts(struct rdma_event_channel *channel);
 uint64_t cma_now_ns(void); /* CLOCK_MONOTONIC */
