@@ -49,6 +49,13 @@ static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
 static struct cma_timer *timers; /* armed, earliest first */
 static pthread_t timer_thread;
 static bool timer_thread_up, timer_quit;
+/*
+ * When the sleeping thread wakes by itself: its deadline, UINT64_MAX if
+ * it sleeps until woken, 0 while it is awake (it looks at the list again
+ * before it sleeps).  A timer due before that needs a wake-up; any other
+ * is found in time without one.
+ */
+static uint64_t timer_wakes_at;
 
 /* Served channels: what the thread's epoll set watches. */
 struct cma_served {
@@ -110,6 +117,7 @@ static void cma_timer_atfork_child(void)
 	cma_timer_init_wake();
 	timer_thread_up = false;
 	timer_quit = false;
+	timer_wakes_at = 0;
 	/*
 	 * The epoll set is shared with the parent: changing it would change
 	 * the parent's.  The child forgets it and the channels it served.
@@ -164,13 +172,17 @@ static void cma_timer_sleep(void)
 	uint64_t when;
 
 	if (!timers) {
+		timer_wakes_at = UINT64_MAX;
 		pthread_cond_wait(&timer_wake, &timer_lock);
+		timer_wakes_at = 0;
 		return;
 	}
 	when = timers->deadline_ns;
 	until.tv_sec = (time_t)(when / 1000000000ull);
 	until.tv_nsec = (long)(when % 1000000000ull);
+	timer_wakes_at = when;
 	pthread_cond_timedwait(&timer_wake, &timer_lock, &until);
+	timer_wakes_at = 0;
 }
 
 /*
@@ -211,14 +223,17 @@ static void cma_timer_poll(void)
 	int ms = -1, n, i;
 	bool rearm;
 
+	timer_wakes_at = UINT64_MAX;
 	if (timers) {
 		now = cma_now_ns();
 		when = timers->deadline_ns;
 		ms = when <= now ? 0 : (int)((when - now + 999999) / 1000000);
+		timer_wakes_at = when;
 	}
 	pthread_mutex_unlock(&timer_lock);
 	n = epoll_wait(svc_epfd, evs, 16, ms);
 	pthread_mutex_lock(&timer_lock);
+	timer_wakes_at = 0;
 	for (i = 0; i < n && !timer_quit; i++) {
 		struct rdma_event_channel *channel = evs[i].data.ptr;
 
@@ -315,12 +330,13 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	timer->armed = true;
 	cma_timer_thread_start();
 	/*
-	 * The thread sleeps until the earliest deadline: only a new earliest
-	 * one needs it awake.  Every wake-up is a context switch, and on a
-	 * busy machine the woken thread can take the CPU while we still
-	 * hold timer_lock (a p2p mesh arms a timer per connect).
+	 * Only a deadline before the sleeping thread's own needs it awake
+	 * now: every wake-up is a context switch, and on a busy machine the
+	 * woken thread can take the CPU while we still hold timer_lock (a p2p
+	 * mesh arms a timer per connect).  A timer stopped since the thread
+	 * went to sleep still wakes it, which then sleeps until this one.
 	 */
-	if (timers == timer)
+	if (timer->deadline_ns < timer_wakes_at)
 		cma_timer_kick();
 	pthread_mutex_unlock(&timer_lock);
 }

@@ -363,6 +363,53 @@ START_TEST(timers_post_from_the_service_thread)
 }
 END_TEST
 
+/* Two timers whose events say which one ran (arg 1 or 2). */
+static struct cma_timer first_timer, second_timer;
+
+static void post_which_timer(struct cma_timer *timer)
+{
+	struct cma_event *evt = cma_event_new(id, RDMA_CM_EVENT_USER, 0);
+
+	ck_assert_ptr_nonnull(evt);
+	evt->event.param.arg = timer == &first_timer ? 1 : 2;
+	cma_event_post(evt);
+}
+
+static long ms_until_timer_event(const struct timespec *t0, uint64_t which)
+{
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(rdma_get_cm_event(channel, &ev), 0);
+	ck_assert_uint_eq(ev->param.arg, which);
+	rdma_ack_cm_event(ev);
+	return unit_ms_since(t0);
+}
+
+/*
+ * The service thread is woken only for a deadline before its own.  One
+ * before it must still fire on time (not when the later one is due); one
+ * after it fires although nobody woke the thread for it, also when the
+ * deadline the thread sleeps towards was stopped meanwhile.
+ */
+START_TEST(timers_fire_on_time_with_or_without_a_wake_up)
+{
+	struct timespec t0;
+
+	first_timer.expire = second_timer.expire = post_which_timer;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cma_timer_start(channel, &first_timer, 60000);
+	cma_timer_start(channel, &second_timer, 20);
+	ck_assert_int_lt(ms_until_timer_event(&t0, 2), 30000);
+	cma_timer_sync(&first_timer);
+
+	cma_timer_start(channel, &first_timer, 30);
+	cma_timer_stop(&first_timer);
+	cma_timer_start(channel, &second_timer, 60);
+	ck_assert_int_lt(ms_until_timer_event(&t0, 2), 30000);
+	cma_timer_sync(&second_timer);
+}
+END_TEST
+
 /* A timer with nothing to report (a hold check whose peer still waits). */
 static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiet_cond = PTHREAD_COND_INITIALIZER;
@@ -511,6 +558,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, undelivered_library_events_are_dropped);
 	tcase_add_test(tc, only_user_events_can_be_written);
 	tcase_add_test(tc, timers_post_from_the_service_thread);
+	tcase_add_test(tc, timers_fire_on_time_with_or_without_a_wake_up);
 	tcase_add_test(tc, quiet_timers_never_wake_the_channel);
 	tcase_add_test(tc, sync_waits_for_a_running_expire);
 	suite_add_tcase(s, tc);
