@@ -40,7 +40,11 @@
  * start barrier (each rank creates DIR/ready.<rank> once it listens and
  * waits for all N).  The final line reports the average time from the
  * start of an iteration to the last connection carrying data both ways,
- * and the part of it spent until every id was routed (resolve_ms).
+ * and the part of it spent until every id was routed (resolve_ms); over
+ * the same span the process's CPU time (cpu_ms, all its threads), the
+ * user-space part of it (usr_ms) and its voluntary context switches
+ * (sleeps).  The loop waits in poll(2) on the event channel and on every
+ * CQ's completion channel, so that a message counts when it arrives.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,10 +92,13 @@ struct mesh {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
 	struct conn *c; /* n * conns, the own rank's slots unused */
+	struct pollfd *pfd; /* the event channel, then two per QP */
 	int total, errors;
 	uint64_t setup_ms; /* summed over the iterations */
 	uint64_t resolve_ms; /* of it, until every id was routed */
 	uint64_t cpu_us; /* CPU time of the process over the same span */
+	uint64_t usr_us; /* the part of it spent in user space */
+	uint64_t sleeps; /* voluntary context switches over the same span */
 	unsigned long pumps, empty; /* loop turns, wake-ups with no event */
 };
 
@@ -216,6 +224,11 @@ static int on_route(struct conn *c)
 
 	if (rdma_create_qp(c->id, NULL, &attr)) {
 		ex_syserr("rdma_create_qp");
+		return -1;
+	}
+	if (ibv_req_notify_cq(c->id->send_cq, 0) ||
+	    ibv_req_notify_cq(c->id->recv_cq, 0)) {
+		ex_syserr("ibv_req_notify_cq");
 		return -1;
 	}
 	c->mr = rdma_reg_msgs(c->id, c, sizeof(*c));
@@ -484,19 +497,65 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 	}
 }
 
+/* Take a completion channel's event and ask for the next one. */
+static int rearm_cq(struct ibv_comp_channel *cc)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (ibv_get_cq_event(cc, &cq, &ctx)) {
+		ex_syserr("ibv_get_cq_event");
+		return -1;
+	}
+	ibv_ack_cq_events(cq, 1);
+	if (ibv_req_notify_cq(cq, 0)) {
+		ex_syserr("ibv_req_notify_cq");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Waits for the event channel and every CQ's completion channel, so that
+ * a message is seen when it arrives, not at the next CM event or timeout.
+ */
 static int pump(struct mesh *m, int timeout_ms)
 {
-	struct pollfd pfd = {.fd = m->ch->fd, .events = POLLIN};
+	struct pollfd *pfd = m->pfd;
+	struct ibv_comp_channel *cc;
 	struct rdma_cm_event *e;
-	int i, ret;
+	int i, j, n = 1, ret;
 
+	pfd[0] = (struct pollfd){.fd = m->ch->fd, .events = POLLIN};
+	for (i = 0; i < m->n * m->conns; i++) {
+		if (!m->c[i].id || !m->c[i].id->qp)
+			continue;
+		pfd[n++] =
+			(struct pollfd){.fd = m->c[i].id->send_cq_channel->fd,
+					.events = POLLIN};
+		pfd[n++] =
+			(struct pollfd){.fd = m->c[i].id->recv_cq_channel->fd,
+					.events = POLLIN};
+	}
 	/*
 	 * A wake-up with no event (a library timer) still falls through to
 	 * the CQs: returning early would starve them for as long as such
 	 * wake-ups keep coming.
 	 */
 	m->pumps++;
-	if (poll(&pfd, 1, timeout_ms) > 0) {
+	if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
+		goto cqs;
+	for (i = 0, j = 1; i < m->n * m->conns && j < n; i++) {
+		if (!m->c[i].id || !m->c[i].id->qp)
+			continue;
+		cc = m->c[i].id->send_cq_channel;
+		if ((pfd[j++].revents & POLLIN) && rearm_cq(cc))
+			return -1;
+		cc = m->c[i].id->recv_cq_channel;
+		if ((pfd[j++].revents & POLLIN) && rearm_cq(cc))
+			return -1;
+	}
+	if (pfd[0].revents & POLLIN) {
 		if (!rdma_get_cm_event(m->ch, &e)) {
 			ret = handle_event(m, e);
 			rdma_ack_cm_event(e);
@@ -508,6 +567,7 @@ static int pump(struct mesh *m, int timeout_ms)
 			m->empty++;
 		}
 	}
+cqs:
 	for (i = 0; i < m->n * m->conns; i++)
 		if (poll_cqs(m, &m->c[i]))
 			return -1;
@@ -521,6 +581,20 @@ static uint64_t cpu_now_us(void)
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * The process's user-space CPU time (cpu_now_us less the kernel's part)
+ * and its voluntary context switches (each sleep of any of its threads).
+ */
+static uint64_t usr_now_us(uint64_t *sleeps)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*sleeps = (uint64_t)ru.ru_nvcsw;
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000 +
+	       (uint64_t)ru.ru_utime.tv_usec;
 }
 
 static uint64_t now_ms(void)
@@ -616,13 +690,14 @@ static bool ends_connection(const struct mesh *m, const struct conn *c)
 
 static int run_iteration(struct mesh *m)
 {
-	uint64_t t0, cpu0;
+	uint64_t t0, cpu0, usr0, sleeps0, sleeps;
 	int p, k;
 
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
 	t0 = now_ms();
 	cpu0 = cpu_now_us();
+	usr0 = usr_now_us(&sleeps0);
 	trace(m, "start", -1);
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -638,6 +713,8 @@ static int run_iteration(struct mesh *m)
 		return -1;
 	m->setup_ms += now_ms() - t0;
 	m->cpu_us += cpu_now_us() - cpu0;
+	m->usr_us += usr_now_us(&sleeps) - usr0;
+	m->sleeps += sleeps - sleeps0;
 	/* Both sides got their message: one end of each ends it. */
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -769,7 +846,8 @@ int main(int argc, char **argv)
 		return usage();
 	m.addrs = calloc((size_t)m.n, sizeof(*m.addrs));
 	m.c = calloc((size_t)(m.n * m.conns), sizeof(*m.c));
-	if (!m.addrs || !m.c)
+	m.pfd = calloc((size_t)(2 * m.n * m.conns + 1), sizeof(*m.pfd));
+	if (!m.addrs || !m.c || !m.pfd)
 		return EX_FAIL;
 	for (i = 0; i < m.n; i++)
 		if (ex_resolve(argv[optind + 1 + i], NULL, 0, RDMA_PS_TCP,
@@ -809,12 +887,14 @@ int main(int argc, char **argv)
 	rdma_destroy_id(m.listen);
 	rdma_destroy_event_channel(m.ch);
 	printf("p2pmesh rank %d: OK connections=%d iterations=%lu "
-	       "setup_ms=%.1f resolve_ms=%.1f cpu_ms=%.1f polls=%lu "
+	       "setup_ms=%.1f resolve_ms=%.1f cpu_ms=%.1f usr_ms=%.1f "
+	       "sleeps=%.1f polls=%lu "
 	       "empty=%lu\n",
 	       m.rank, m.total, m.iterations,
 	       (double)m.setup_ms / (double)m.iterations,
 	       (double)m.resolve_ms / (double)m.iterations,
-	       (double)m.cpu_us / 1000.0 / (double)m.iterations, m.pumps,
-	       m.empty);
+	       (double)m.cpu_us / 1000.0 / (double)m.iterations,
+	       (double)m.usr_us / 1000.0 / (double)m.iterations,
+	       (double)m.sleeps / (double)m.iterations, m.pumps, m.empty);
 	return EX_OK;
 }
