@@ -18,7 +18,8 @@
 
 #include "p2p_table.h"
 
-#define CMA_P2P_PEER_BUCKETS 1024
+/* Half a page, for the reason CMA_P2P_HELD_BUCKETS is small. */
+#define CMA_P2P_PEER_BUCKETS 256
 
 static struct cma_p2p_counter *peer_hash[CMA_P2P_PEER_BUCKETS];
 /* Strangers, the least recently heard from first. */

@@ -41,7 +41,14 @@
  * that per process; past either, the oldest is refused first.
  */
 #define CMA_P2P_DEFAULT_MAX_HELD 1024
-#define CMA_P2P_HELD_BUCKETS 4096 /* hash of held requests by key */
+/*
+ * Hash of held requests by key.  Small on purpose: every page of a table
+ * a process first touches costs it a page fault or two (hashed keys touch
+ * them all), which in a VM weighs more than a few more compares in a
+ * chain; 512 pointers are one page, 4 held requests a chain at the
+ * process's default cap.
+ */
+#define CMA_P2P_HELD_BUCKETS 512
 /* Peers known only from what they sent: at most this many (p2p_peers.c). */
 #define CMA_P2P_MAX_STRANGERS 4096
 #define CMA_P2P_MAX_RETIRED 4 /* replaced kernel ids awaiting DESTROY_ID */
