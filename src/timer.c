@@ -134,15 +134,26 @@ static void cma_timer_atfork_child(void)
 	svc_busy = NULL;
 }
 
-/* Wake the thread wherever it sleeps (lock held). */
-static void cma_timer_kick(void)
+/*
+ * Wake the thread wherever it sleeps: on the condition variable, or in
+ * the epoll set through @wakefd (svc_wakefd, read under the lock).  Also
+ * safe after the lock is dropped: what the thread must see is already in
+ * the list, which it reads under the lock before it sleeps again.
+ */
+static void cma_timer_kick_via(int wakefd)
 {
 	uint64_t one = 1;
 
 	pthread_cond_signal(&timer_wake);
-	if (svc_wakefd >= 0 && write(svc_wakefd, &one, sizeof(one)) < 0) {
+	if (wakefd >= 0 && write(wakefd, &one, sizeof(one)) < 0) {
 		/* Counter full: the thread has a wake-up pending anyway. */
 	}
+}
+
+/* The same, lock held. */
+static void cma_timer_kick(void)
+{
+	cma_timer_kick_via(svc_wakefd);
 }
 
 static void cma_timer_init_once(void)
@@ -314,6 +325,8 @@ void cma_timer_start(struct rdma_event_channel *channel,
 		     struct cma_timer *timer, unsigned int ms)
 {
 	struct cma_timer **pp;
+	int wakefd;
+	bool kick;
 
 	/* Its events come from another thread: the channel must wake. */
 	cma_channel_expect_posts(channel);
@@ -331,14 +344,17 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	cma_timer_thread_start();
 	/*
 	 * Only a deadline before the sleeping thread's own needs it awake
-	 * now: every wake-up is a context switch, and on a busy machine the
-	 * woken thread can take the CPU while we still hold timer_lock (a p2p
-	 * mesh arms a timer per connect).  A timer stopped since the thread
-	 * went to sleep still wakes it, which then sleeps until this one.
+	 * now: every wake-up is a context switch (a p2p mesh arms a timer per
+	 * connect).  A timer stopped since the thread went to sleep still
+	 * wakes it, which then sleeps until this one.  The kick comes after
+	 * the unlock: on a busy machine the woken thread takes the CPU at
+	 * once, and would only block on timer_lock if we still held it.
 	 */
-	if (timer->deadline_ns < timer_wakes_at)
-		cma_timer_kick();
+	kick = timer->deadline_ns < timer_wakes_at;
+	wakefd = svc_wakefd;
 	pthread_mutex_unlock(&timer_lock);
+	if (kick)
+		cma_timer_kick_via(wakefd);
 }
 
 void cma_timer_prestart(void)
