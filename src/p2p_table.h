@@ -45,8 +45,8 @@
  * Hash of held requests by key.  Small on purpose: every page of a table
  * a process first touches costs it a page fault or two (hashed keys touch
  * them all), which in a VM weighs more than a few more compares in a
- * chain; 512 pointers are one page, 4 held requests a chain at the
- * process's default cap.
+ * chain; 512 pointers are one page, and a chain holds 8 requests on
+ * average at the process's default cap (4 x 1024).
  */
 #define CMA_P2P_HELD_BUCKETS 512
 /* Peers known only from what they sent: at most this many (p2p_peers.c). */
