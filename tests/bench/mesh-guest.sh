@@ -19,10 +19,24 @@
 # rank 0 runs under, e.g. strace), MESH_TRACE=1 (p2pmesh -T; each run's
 # step lines follow "=== SCHEME rep I n N": tests/bench/mesh-trace.sh;
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
-# "--- kernel", when tracefs is there), RDMACM_VM_OUT.
+# "--- kernel", when tracefs is there), MESH_PROFILE=1 (every rank under
+# perf record, -T for its window; after each run, "profile SCHEME CLASS
+# COUNT" lines from tests/bench/mesh_profile.py: tests/bench/mesh-profile.sh),
+# MESH_ASLR=1 (keep address-space randomization, see below).
+#
+# The ranks run with address-space randomization off (setarch -R).  The
+# guest's emulator (QEMU 7.2's TCG) keys the code it translates by virtual
+# address, so with randomization every process translated the libraries'
+# code anew: that was four fifths of the ranks' user time, and it weighed
+# how much distinct code a scheme runs, not the work it does.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 bin=${MESH_BIN:?}
-out=${RDMACM_VM_OUT:-/tmp}/mesh
+# The ranks' files (barrier, output, -T lines, perf data) stay in the
+# guest's own tmpfs: on the results share every write is a 9p round trip
+# to the host, which the -T lines made part of the measured time.
+out=$(mktemp -d /tmp/mesh.XXXXXX)
+trap 'rm -rf "$out"' EXIT
 a1=${RDMA_TEST_ADDR1:-192.0.2.1}
 a2=${RDMA_TEST_ADDR2:-$a1}
 read -r -a ns <<<"${MESH_NS:-8}"
@@ -39,6 +53,13 @@ if [ "$trace" = 1 ]; then
 	fi
 fi
 reps=${MESH_REPS:-7}
+norand="setarch $(uname -m) -R"
+[ "${MESH_ASLR:-0}" = 1 ] && norand=
+# On the same clock as -T; kernel symbols need the two settings.
+perf_record="perf record -q -g -k CLOCK_MONOTONIC -e cpu-clock -F 4000"
+if [ "${MESH_PROFILE:-0}" = 1 ]; then
+	sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0
+fi
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null
 mkdir -p "$out"
@@ -52,6 +73,7 @@ run() {
 	[ "${scheme%_b}" = lower ] && flag=-L
 	[ "${scheme%_b}" != "$scheme" ] && b=${MESH_BIN_B:?}
 	[ "${MESH_TRACE:-0}" = 1 ] && flag="$flag -T"
+	[ "${MESH_PROFILE:-0}" = 1 ] && flag="$flag -T"
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$a2"); else addrs+=("$a1"); fi
 	done
@@ -59,9 +81,11 @@ run() {
 	for ((r = 0; r < n; r++)); do
 		wrap=
 		((r == 0)) && wrap=${MESH_WRAP0:-}
-		# shellcheck disable=SC2086 # MESH_ARGS, wrap and flag are lists
+		[ "${MESH_PROFILE:-0}" = 1 ] &&
+			wrap="$perf_record -o $out/perf.$scheme.$r --"
+		# shellcheck disable=SC2086 # MESH_ARGS, wrap, norand, flag: lists
 		LD_PRELOAD=$so UCMA_COUNT_OUT="$out/count.$scheme.$r" \
-			timeout 300 $wrap "$b" -q -p $port -b "$out/barrier" $flag \
+			timeout 300 $wrap $norand "$b" -q -p $port -b "$out/barrier" $flag \
 			${MESH_ARGS:-} $r "${addrs[@]}" >"$out/rank.$scheme.$r" 2>&1 &
 		pids+=($!)
 	done
@@ -73,6 +97,7 @@ run() {
 		cat "$out"/rank."$scheme".* >&2
 		return 1
 	fi
+	[ "${MESH_PROFILE:-0}" = 1 ] && profile "$n" "$scheme" >&2
 	# The slowest rank's setup and resolution; the ranks' CPU time over
 	# their setup, summed.
 	cat "$out"/rank."$scheme".* | awk '
@@ -88,6 +113,21 @@ run() {
 			if (val("cpu_ms") > 0) cpu += val("cpu_ms")
 		}
 		END { printf "%s %s %.1f\n", max + 0, rmax + 0, cpu }'
+}
+
+# profile N SCHEME: each rank's perf samples from its first -T step to its
+# last, classified (mesh_profile.py).
+profile() {
+	local r win
+	for ((r = 0; r < $1; r++)); do
+		win=$(awk '/^T rank/ { t = $NF; if (!lo || t < lo) lo = t
+				if (t > hi) hi = t }
+			END { printf "%.3f,%.3f", lo / 1000, hi / 1000 }' \
+			"$out/rank.$2.$r")
+		perf script -i "$out/perf.$2.$r" -F comm,pid,tid,time,ip,sym,dso \
+			2>/dev/null | python3 "$here/mesh_profile.py" window "$win" |
+			sed "s/^profile /profile $2 /"
+	done
 }
 
 stats() { # values on stdin: median min max
