@@ -93,6 +93,7 @@ struct mesh {
 	struct rdma_cm_id *listen;
 	struct conn *c; /* n * conns, the own rank's slots unused */
 	struct pollfd *pfd; /* the event channel, then two per QP */
+	struct ibv_comp_channel **pcc; /* pfd[i]'s completion channel, i > 0 */
 	int total, errors;
 	uint64_t setup_ms; /* summed over the iterations */
 	uint64_t resolve_ms; /* of it, until every id was routed */
@@ -519,23 +520,24 @@ static int rearm_cq(struct ibv_comp_channel *cc)
  * Waits for the event channel and every CQ's completion channel, so that
  * a message is seen when it arrives, not at the next CM event or timeout.
  */
+static void watch_cq(struct mesh *m, int *n, struct ibv_comp_channel *cc)
+{
+	m->pfd[*n] = (struct pollfd){.fd = cc->fd, .events = POLLIN};
+	m->pcc[(*n)++] = cc;
+}
+
 static int pump(struct mesh *m, int timeout_ms)
 {
 	struct pollfd *pfd = m->pfd;
-	struct ibv_comp_channel *cc;
 	struct rdma_cm_event *e;
-	int i, j, n = 1, ret;
+	int i, n = 1, ret;
 
 	pfd[0] = (struct pollfd){.fd = m->ch->fd, .events = POLLIN};
 	for (i = 0; i < m->n * m->conns; i++) {
 		if (!m->c[i].id || !m->c[i].id->qp)
 			continue;
-		pfd[n++] =
-			(struct pollfd){.fd = m->c[i].id->send_cq_channel->fd,
-					.events = POLLIN};
-		pfd[n++] =
-			(struct pollfd){.fd = m->c[i].id->recv_cq_channel->fd,
-					.events = POLLIN};
+		watch_cq(m, &n, m->c[i].id->send_cq_channel);
+		watch_cq(m, &n, m->c[i].id->recv_cq_channel);
 	}
 	/*
 	 * A wake-up with no event (a library timer) still falls through to
@@ -545,16 +547,9 @@ static int pump(struct mesh *m, int timeout_ms)
 	m->pumps++;
 	if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
 		goto cqs;
-	for (i = 0, j = 1; i < m->n * m->conns && j < n; i++) {
-		if (!m->c[i].id || !m->c[i].id->qp)
-			continue;
-		cc = m->c[i].id->send_cq_channel;
-		if ((pfd[j++].revents & POLLIN) && rearm_cq(cc))
+	for (i = 1; i < n; i++)
+		if ((pfd[i].revents & POLLIN) && rearm_cq(m->pcc[i]))
 			return -1;
-		cc = m->c[i].id->recv_cq_channel;
-		if ((pfd[j++].revents & POLLIN) && rearm_cq(cc))
-			return -1;
-	}
 	if (pfd[0].revents & POLLIN) {
 		if (!rdma_get_cm_event(m->ch, &e)) {
 			ret = handle_event(m, e);
@@ -847,7 +842,8 @@ int main(int argc, char **argv)
 	m.addrs = calloc((size_t)m.n, sizeof(*m.addrs));
 	m.c = calloc((size_t)(m.n * m.conns), sizeof(*m.c));
 	m.pfd = calloc((size_t)(2 * m.n * m.conns + 1), sizeof(*m.pfd));
-	if (!m.addrs || !m.c || !m.pfd)
+	m.pcc = calloc((size_t)(2 * m.n * m.conns + 1), sizeof(*m.pcc));
+	if (!m.addrs || !m.c || !m.pfd || !m.pcc)
 		return EX_FAIL;
 	for (i = 0; i < m.n; i++)
 		if (ex_resolve(argv[optind + 1 + i], NULL, 0, RDMA_PS_TCP,

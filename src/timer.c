@@ -182,17 +182,15 @@ static void cma_timer_sleep(void)
 	struct timespec until;
 	uint64_t when;
 
+	timer_wakes_at = timers ? timers->deadline_ns : UINT64_MAX;
 	if (!timers) {
-		timer_wakes_at = UINT64_MAX;
 		pthread_cond_wait(&timer_wake, &timer_lock);
-		timer_wakes_at = 0;
-		return;
+	} else {
+		when = timers->deadline_ns;
+		until.tv_sec = (time_t)(when / 1000000000ull);
+		until.tv_nsec = (long)(when % 1000000000ull);
+		pthread_cond_timedwait(&timer_wake, &timer_lock, &until);
 	}
-	when = timers->deadline_ns;
-	until.tv_sec = (time_t)(when / 1000000000ull);
-	until.tv_nsec = (long)(when % 1000000000ull);
-	timer_wakes_at = when;
-	pthread_cond_timedwait(&timer_wake, &timer_lock, &until);
 	timer_wakes_at = 0;
 }
 
@@ -234,12 +232,11 @@ static void cma_timer_poll(void)
 	int ms = -1, n, i;
 	bool rearm;
 
-	timer_wakes_at = UINT64_MAX;
+	timer_wakes_at = timers ? timers->deadline_ns : UINT64_MAX;
 	if (timers) {
 		now = cma_now_ns();
 		when = timers->deadline_ns;
 		ms = when <= now ? 0 : (int)((when - now + 999999) / 1000000);
-		timer_wakes_at = when;
 	}
 	pthread_mutex_unlock(&timer_lock);
 	n = epoll_wait(svc_epfd, evs, 16, ms);

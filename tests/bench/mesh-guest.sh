@@ -62,7 +62,6 @@ if [ "${MESH_PROFILE:-0}" = 1 ]; then
 fi
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null
-mkdir -p "$out"
 port=7000
 
 # run N SCHEME PORT [preload]: one mesh on ports PORT..PORT+N-1; prints the
@@ -72,8 +71,9 @@ run() {
 	local flag='' st=0 b=$bin
 	[ "${scheme%_b}" = lower ] && flag=-L
 	[ "${scheme%_b}" != "$scheme" ] && b=${MESH_BIN_B:?}
-	[ "${MESH_TRACE:-0}" = 1 ] && flag="$flag -T"
-	[ "${MESH_PROFILE:-0}" = 1 ] && flag="$flag -T"
+	if [ "$trace" = 1 ] || [ "${MESH_PROFILE:-0}" = 1 ]; then
+		flag="$flag -T"
+	fi
 	for ((r = 0; r < n; r++)); do
 		if ((r % 2)); then addrs+=("$a2"); else addrs+=("$a1"); fi
 	done

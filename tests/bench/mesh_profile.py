@@ -83,7 +83,7 @@ def summarise(path, top=40):
     for line in open(path, errors='replace'):
         m = re.match(r'profile (\S+) (.+) (\d+)$', line.strip())
         if m:
-            per[m[1].removesuffix('_b')][m[2]] += int(m[3])
+            per[m[1]][m[2]] += int(m[3])
     for scheme, counts in sorted(per.items()):
         print(f'== {scheme}: {sum(counts.values())} samples')
         for name, n in counts.most_common(top):
