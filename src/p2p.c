@@ -65,7 +65,9 @@ static unsigned int p2p_nheld; /* held requests in the process */
 static uint64_t p2p_held_evicted; /* refused to keep within the caps */
 /* Held requests by key, newest first in each bucket. */
 static struct cma_p2p_held *p2p_held_hash[CMA_P2P_HELD_BUCKETS];
+/* Registered conns, newest first; and by key, newest first per bucket. */
 static struct cma_p2p_conn *p2p_conns;
+static struct cma_p2p_conn *p2p_conn_hash[CMA_P2P_CONN_BUCKETS];
 
 void cma_p2p_lock(void)
 {
@@ -503,8 +505,8 @@ uint32_t cma_p2p_fnv1a(uint32_t h, const void *p, size_t len)
 	return h;
 }
 
-/* FNV-1a over the key's fields (not its padding). */
-static unsigned int cma_p2p_key_hash(const struct cma_p2p_key *key)
+/* FNV-1a over the key's fields (not its padding); callers take it modulo. */
+static uint32_t cma_p2p_key_hash(const struct cma_p2p_key *key)
 {
 	uint32_t h = CMA_P2P_FNV_SEED;
 
@@ -513,8 +515,7 @@ static unsigned int cma_p2p_key_hash(const struct cma_p2p_key *key)
 	h = cma_p2p_fnv1a(h, &key->local.port, sizeof(key->local.port));
 	h = cma_p2p_fnv1a(h, &key->remote.port, sizeof(key->remote.port));
 	h = cma_p2p_fnv1a(h, &key->tag, sizeof(key->tag));
-	h ^= key->explicit_tag;
-	return h % CMA_P2P_HELD_BUCKETS;
+	return h ^ key->explicit_tag;
 }
 
 void cma_p2p_held_unlink(struct cma_p2p_held *h)
@@ -581,7 +582,8 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 	else
 		lis->held_head = h;
 	lis->held_tail = h;
-	bucket = &p2p_held_hash[cma_p2p_key_hash(&h->key)];
+	bucket = &p2p_held_hash[cma_p2p_key_hash(&h->key) %
+				CMA_P2P_HELD_BUCKETS];
 	h->hnext = *bucket;
 	if (h->hnext)
 		h->hnext->hprev = &h->hnext;
@@ -628,11 +630,24 @@ unsigned int cma_p2p_conns_waiting(void)
 	return p2p_waiting;
 }
 
+/* The key must not change while the conn is registered (it is hashed). */
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 {
+	struct cma_p2p_conn **bucket;
+
 	if (!conn->registered) {
 		conn->next = p2p_conns;
+		if (p2p_conns)
+			p2p_conns->pprev = &conn->next;
+		conn->pprev = &p2p_conns;
 		p2p_conns = conn;
+		bucket = &p2p_conn_hash[cma_p2p_key_hash(&conn->key) %
+					CMA_P2P_CONN_BUCKETS];
+		conn->hnext = *bucket;
+		if (*bucket)
+			(*bucket)->hprev = &conn->hnext;
+		conn->hprev = bucket;
+		*bucket = conn;
 		conn->registered = true;
 		conn->state = CMA_P2P_NO_MATCH;
 	}
@@ -641,18 +656,16 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 {
-	struct cma_p2p_conn **pp;
-
 	cma_timer_stop(&conn->timer);
 	cma_p2p_ordinal_release(conn);
 	if (!conn->registered)
 		return;
-	for (pp = &p2p_conns; *pp; pp = &(*pp)->next) {
-		if (*pp == conn) {
-			*pp = conn->next;
-			break;
-		}
-	}
+	*conn->pprev = conn->next;
+	if (conn->next)
+		conn->next->pprev = conn->pprev;
+	*conn->hprev = conn->hnext;
+	if (conn->hnext)
+		conn->hnext->hprev = conn->hprev;
 	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
 	conn->registered = false;
 }
@@ -661,7 +674,8 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 {
 	struct cma_p2p_conn *conn;
 
-	for (conn = p2p_conns; conn; conn = conn->next)
+	for (conn = p2p_conn_hash[cma_p2p_key_hash(key) % CMA_P2P_CONN_BUCKETS];
+	     conn; conn = conn->hnext)
 		if (cma_p2p_key_equal(&conn->key, key))
 			return conn;
 	return NULL;
@@ -710,7 +724,8 @@ struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 {
 	struct cma_p2p_held *h;
 
-	for (h = p2p_held_hash[cma_p2p_key_hash(key)]; h; h = h->hnext)
+	for (h = p2p_held_hash[cma_p2p_key_hash(key) % CMA_P2P_HELD_BUCKETS]; h;
+	     h = h->hnext)
 		if (cma_p2p_key_equal(&h->key, key))
 			return h;
 	return NULL;

@@ -49,6 +49,11 @@
  * average at the process's default cap (4 x 1024).
  */
 #define CMA_P2P_HELD_BUCKETS 512
+/*
+ * Hash of registered conns by key (each incoming request looks its key up;
+ * formed connections stay registered, thousands in a large job).  One page.
+ */
+#define CMA_P2P_CONN_BUCKETS 512
 /* Peers known only from what they sent: at most this many (p2p_peers.c). */
 #define CMA_P2P_MAX_STRANGERS 4096
 #define CMA_P2P_MAX_RETIRED 4 /* replaced kernel ids awaiting DESTROY_ID */
@@ -92,7 +97,8 @@ enum cma_p2p_bound {
 };
 
 struct cma_p2p_conn {
-	struct cma_p2p_conn *next;
+	struct cma_p2p_conn *next, **pprev; /* the list of registered conns */
+	struct cma_p2p_conn *hnext, **hprev; /* its hash bucket's chain */
 	struct cma_id_private *id_priv;
 	enum cma_p2p_state state;
 	bool registered; /* in the table, matchable */

@@ -537,6 +537,73 @@ START_TEST(duplicate_of_a_formed_connection_is_refused)
 }
 END_TEST
 
+/*
+ * More formed connections to one peer than the table has buckets, so that
+ * chains are shared: a duplicate of any of them is found and refused.
+ * Destroyed in two rounds (every other one, then the rest: unlinked from
+ * inside chains, beside live ones), a destroyed one's key matches nothing
+ * and its request is held, while the survivors' keys are still found.
+ */
+#define MANY_CONNS (2 * CMA_P2P_CONN_BUCKETS + 7)
+
+static void expect_refused_as_duplicate(uint64_t tag)
+{
+	uint32_t dup = peer_request("192.0.2.2", tag, "again");
+
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, dup).kind,
+			 CMA_P2P_REJ_DUP);
+}
+
+static void expect_held(uint64_t tag)
+{
+	uint32_t req = peer_request("192.0.2.2", tag, "new");
+
+	expect_nothing();
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req), 0);
+	ck_assert(fake_ucma_kid(req)->live);
+}
+
+/* Destroy ids[i] for every i of @parity; then check a sample of all. */
+static void destroy_half_and_look_up(struct rdma_cm_id **ids, int parity)
+{
+	int i;
+
+	for (i = parity; i < MANY_CONNS; i += 2) {
+		rdma_destroy_qp(ids[i]);
+		ck_assert_int_eq(rdma_destroy_id(ids[i]), 0);
+		ids[i] = NULL;
+	}
+	for (i = 0; i < MANY_CONNS; i += 97) {
+		if (ids[i])
+			expect_refused_as_duplicate((uint64_t)i + 1);
+		else
+			expect_held((uint64_t)i + 1);
+	}
+}
+
+START_TEST(many_formed_connections_are_each_found)
+{
+	static struct rdma_cm_id *ids[MANY_CONNS];
+	uint32_t req;
+	int i;
+
+	for (i = 0; i < MANY_CONNS; i++) {
+		req = peer_request("192.0.2.2", (uint64_t)i + 1, "hers");
+		expect_nothing();
+		ids[i] = connecting_id("192.0.2.2");
+		ck_assert_int_eq(p2p_connect(ids[i]), 0);
+		ck_assert_uint_eq(kid_of(ids[i]), req);
+		fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+		rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	}
+	for (i = 0; i < MANY_CONNS; i += 97)
+		expect_refused_as_duplicate((uint64_t)i + 1);
+	destroy_half_and_look_up(ids, 0);
+	destroy_half_and_look_up(ids, 1);
+}
+END_TEST
+
 /* A request whose header claims p2p but is malformed never surfaces. */
 START_TEST(malformed_header_is_refused)
 {
@@ -1097,6 +1164,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, same_incarnation_duplicate_is_refused);
 	tcase_add_test(tc, restart_fails_a_waiting_connect);
 	tcase_add_test(tc, duplicate_of_a_formed_connection_is_refused);
+	tcase_add_test(tc, many_formed_connections_are_each_found);
 	tcase_add_test(tc, malformed_header_is_refused);
 	tcase_add_test(tc, plain_request_surfaces_at_once);
 	tcase_add_test(tc, flood_of_requests_stays_bounded);
