@@ -44,8 +44,8 @@
  * the same span the process's CPU time (cpu_ms, all its threads), the
  * user-space part of it (usr_ms) and its voluntary context switches
  * (sleeps).  The loop waits in epoll(7) on the event channel and on every
- * CQ's completion channel, so that a message counts when it arrives, and
- * a turn costs the same with 7 connections as with 31.
+ * CQ's completion channel, so that a message counts when it arrives; the
+ * wait costs the same with 7 connections as with 31.
  */
 #include <errno.h>
 #include <fcntl.h>
