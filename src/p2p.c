@@ -781,9 +781,13 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		/*
 		 * Crossing (the peer keeps its own request), or the peer
 		 * does not listen yet: either way its REQ is due, and the
-		 * connect adopts it when it comes.
+		 * connect adopts it when it comes; in the second case ours
+		 * goes out again meanwhile, the peer may be waiting for it.
 		 */
-		cma_p2p_wait_for_peer(conn, (int)resp->status, &a);
+		if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID)
+			cma_p2p_wait_unheard(conn, &a);
+		else
+			cma_p2p_wait_for_peer(conn, (int)resp->status, &a);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||

@@ -155,6 +155,14 @@ static unsigned int cma_p2p_pending_ms(void)
 	       cma_p2p_mesh_steps();
 }
 
+/*
+ * How often a REQ that found no listener at the peer goes out again: a
+ * refused iWARP connect, an IB REQ refused with CM reason 8.
+ */
+#define CMA_P2P_RETRY_MS 200
+/* The resolve timeouts of such a REQ's fresh kernel id, if the id had none. */
+#define CMA_P2P_RESOLVE_MS 2000
+
 /* How long the peer's REQ may take once a REJ said it would come. */
 static unsigned int cma_p2p_peer_due_ms(void)
 {
@@ -191,14 +199,19 @@ static void cma_p2p_bound_start(struct cma_p2p_conn *conn,
  * its patience reckoned now is longer than when the wait began (more
  * connects of the process wait now), the timer armed for the rest.
  */
+static uint64_t cma_p2p_bound_due_ns(const struct cma_p2p_conn *conn)
+{
+	return conn->bound_ns +
+	       (uint64_t)cma_p2p_bound_ms(conn->bound) * 1000000;
+}
+
 static bool cma_p2p_bound_goes_on(struct cma_p2p_conn *conn)
 {
 	uint64_t due, now;
 
 	if (conn->bound == CMA_P2P_BOUND_NONE)
 		return false;
-	due = conn->bound_ns +
-	      (uint64_t)cma_p2p_bound_ms(conn->bound) * 1000000;
+	due = cma_p2p_bound_due_ns(conn);
 	now = cma_p2p_now_ns();
 	if (now >= due)
 		return false;
@@ -497,6 +510,7 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 {
 	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 	conn->wait_status = status;
+	conn->unheard = false; /* it was heard: told to wait */
 	/*
 	 * Held: adopted once the caller dropped p2p_lock (a failed adoption
 	 * goes back to waiting).  None held: wait for the peer's REQ,
@@ -506,10 +520,35 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
 }
 
-/* --- sending our REQ ----------------------------------------------------- */
+/*
+ * Under p2p_lock: the IB CM refused our REQ with reason 8, no listener on
+ * the service ID: the peer's process does not listen yet, or did not when
+ * our REQ came.  Its REQ is claimed if it crossed ours, as for any "the
+ * peer will connect" refusal.  Otherwise ours goes out again every
+ * CMA_P2P_RETRY_MS (cma_p2p_send_again) rather than presuming the peer
+ * connects: the peer may be waiting for ours, having been told it would
+ * come (we refused its crossing REQ as the lower end, or our later REQs
+ * said our listener holds, so it skipped its own), and then both ends
+ * would wait until their bounds (BUGS.md Open #6).  The bound is the
+ * peer's REQ's, reckoned from the first refusal: a peer that never
+ * listens fails the connect as late as before, REJECTED with status 8.
+ */
+void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a)
+{
+	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
+	conn->wait_status = CMA_IB_REJ_INVALID_SERVICE_ID;
+	if (cma_p2p_claim_held(conn, a))
+		return;
+	conn->unheard = true;
+	if (!conn->unheard_ns)
+		conn->unheard_ns = cma_p2p_now_ns();
+	conn->bound = CMA_P2P_BOUND_PEER;
+	conn->bound_ns = conn->unheard_ns;
+	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+			CMA_P2P_RETRY_MS);
+}
 
-/* How often a refused iWARP connect is tried again. */
-#define CMA_P2P_IW_RETRY_MS 200
+/* --- sending our REQ ----------------------------------------------------- */
 
 /*
  * iWARP cannot let two requests cross: each side's QP would be tied to
@@ -518,7 +557,7 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
  * identity sends a request (the one that would win a crossing anyway);
  * the other end waits for it and adopts it, with a QP no connect ever
  * used.  A connect refused at once (the peer does not listen yet: iWARP
- * connects are TCP connects) is tried again every CMA_P2P_IW_RETRY_MS
+ * connects are TCP connects) is tried again every CMA_P2P_RETRY_MS
  * until the peer's hold time has passed, then fails with REJECTED,
  * -ECONNREFUSED.
  */
@@ -621,14 +660,13 @@ void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 }
 
 /*
- * Send REQ @req (header included) for @conn, PENDING: under the id's
+ * Send @conn's REQ (conn->req, header included), PENDING: under the id's
  * qp_lock (its answer waits for us), without p2p_lock (an iWARP connect
  * is a TCP connect and may wait for the network).  A peer's request that
  * arrives meanwhile finds the conn PENDING, as it should.  0, or -1/errno
  * with the conn out of the table.
  */
-int cma_p2p_send_req(struct cma_p2p_conn *conn,
-		     const struct rdma_ucm_conn_param *req, bool deferred)
+int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -637,7 +675,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn,
 	cma_p2p_lock();
 	conn->busy++;
 	cma_p2p_unlock();
-	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, req,
+	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &conn->req,
 			       &conn->ece);
 	err = errno;
 	cma_p2p_lock();
@@ -651,14 +689,13 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn,
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		if (!conn->iw_refused) {
 			conn->iw_refused = true;
-			conn->req = *req;
 			conn->iw_deadline_ns =
 				cma_p2p_now_ns() +
 				(uint64_t)cma_p2p_wait_ms() * 1000000;
 		}
 		conn->bound = CMA_P2P_BOUND_NONE; /* iw_deadline_ns bounds it */
 		cma_timer_start(id_priv->id.channel, &conn->timer,
-				CMA_P2P_IW_RETRY_MS);
+				CMA_P2P_RETRY_MS);
 		ret = 0;
 	} else {
 		cma_p2p_dbg("connect %s: REQ failed: %s",
@@ -677,13 +714,10 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn,
 	return ret;
 }
 
-int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn,
-			    const struct rdma_ucm_conn_param *req,
-			    bool deferred)
+int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn, bool deferred)
 {
 	if (!cma_p2p_route_later(conn))
-		return cma_p2p_send_req(conn, req, deferred);
-	conn->req = *req;
+		return cma_p2p_send_req(conn, deferred);
 	return cma_p2p_resolve_now(conn, deferred);
 }
 
@@ -717,6 +751,8 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->gave_up = false;
 	conn->peer_gone = false;
 	conn->iw_refused = false;
+	conn->unheard = false;
+	conn->unheard_ns = 0;
 	conn->skipped_req = false;
 	conn->first_wait = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
@@ -839,12 +875,11 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	hdr.data_len = req.private_data_len;
 	cma_p2p_put_hdr(&req, &hdr);
 	cma_p2p_put_ext(conn, &req);
-	if (later) {
-		/* Sent by the timer (our qp_lock keeps it out until then). */
-		conn->req = req;
-		return 0;
-	}
-	return cma_p2p_send_or_resolve(conn, &req, false);
+	/* Kept for a later send: a retry, the end of a first contact's wait. */
+	conn->req = req;
+	if (later)
+		return 0; /* sent by the timer (our qp_lock keeps it out) */
+	return cma_p2p_send_or_resolve(conn, false);
 }
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
@@ -911,6 +946,39 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 }
 
 /*
+ * Both locks held, the timer fired: our REQ, refused for want of a
+ * listener (cma_p2p_wait_unheard), goes out again while the bound lasts.
+ * On a fresh kernel id (one whose REQ was refused cannot send another),
+ * resolved out of the application's sight like a route left for later
+ * (p2p_resolve.c); the old kernel id is retired, and the caller's chores
+ * destroy it before the resolution binds the same source address.  True
+ * if the caller sends the REQ in conn->req.
+ */
+static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t old = id_priv->handle;
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	if (cma_id_create_kernel(id_priv)) {
+		cma_timer_start(id_priv->id.channel, &conn->timer,
+				CMA_P2P_RETRY_MS);
+		return false;
+	}
+	cma_p2p_dbg("connect %s: our REQ found no listener, sending it again",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	cma_p2p_retire(conn, old);
+	conn->unheard = false;
+	conn->kernel_unbound = true;
+	conn->route = CMA_P2P_ROUTE_LATER;
+	if (!conn->addr_ms)
+		conn->addr_ms = CMA_P2P_RESOLVE_MS;
+	if (!conn->route_ms)
+		conn->route_ms = CMA_P2P_RESOLVE_MS;
+	return true;
+}
+
+/*
  * The connect waited long enough: for an answer to its REQ (PENDING), or
  * for the peer's REQ after being told it would come (WAIT_PEER, failed as
  * the REJ said).  Both locks held; true if our REQ is due now (a
@@ -922,6 +990,9 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
 
+	if (conn->state == CMA_P2P_WAIT_PEER && conn->unheard &&
+	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn))
+		return cma_p2p_send_again(conn);
 	if (cma_p2p_bound_goes_on(conn))
 		return false;
 	if (conn->state == CMA_P2P_WAIT_PEER && conn->first_wait) {
@@ -994,7 +1065,7 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	if (chores)
 		cma_p2p_do_chores(conn, &c);
 	if (resend)
-		cma_p2p_send_or_resolve(conn, &conn->req, true);
+		cma_p2p_send_or_resolve(conn, true);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 }
 

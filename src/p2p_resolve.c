@@ -370,7 +370,7 @@ void cma_p2p_route_next(struct cma_p2p_conn *conn, enum cma_p2p_route_step next)
 		/* The path records, for the application and the QP's RTR. */
 		if (!cma_p2p_route_cmd(conn, RDMA_USER_CM_CMD_QUERY_ROUTE,
 				       true))
-			cma_p2p_send_req(conn, &conn->req, true);
+			cma_p2p_send_req(conn, true);
 		return;
 	}
 }

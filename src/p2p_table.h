@@ -124,6 +124,13 @@ struct cma_p2p_conn {
 	 */
 	bool iw_refused;
 	uint64_t iw_deadline_ns;
+	/*
+	 * IB: our REQ was refused with CM reason 8 (no listener at the peer)
+	 * since unheard_ns, and goes out again when the timer fires
+	 * (@unheard: due; cma_p2p_wait_unheard).
+	 */
+	bool unheard;
+	uint64_t unheard_ns;
 	/* The REQ, header included, for a later send (a retry, first_wait). */
 	struct rdma_ucm_conn_param req;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
@@ -392,6 +399,13 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
  */
 void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 			   struct cma_p2p_adoption *a);
+/*
+ * The same for a refusal with IB CM reason 8 (no listener): our REQ goes
+ * out again every so often until the peer's REQ comes or the bound is
+ * over.  Called with p2p_lock held.
+ */
+void cma_p2p_wait_unheard(struct cma_p2p_conn *conn,
+			  struct cma_p2p_adoption *a);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 enum cma_p2p_expect {
@@ -410,19 +424,16 @@ enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 /* The first-contact wait for a connect made now (under p2p_lock). */
 unsigned int cma_p2p_first_wait_now(void);
 /*
- * Under the id's qp_lock, without p2p_lock: send @conn's REQ @req now
- * (@deferred: rdma_connect has returned, a failure is an event), or
+ * Under the id's qp_lock, without p2p_lock: send @conn's REQ (conn->req)
+ * now (@deferred: rdma_connect has returned, a failure is an event), or
  * first resolve the route it left for later (p2p_resolve.c).  0, or
  * -1/errno with the conn out of the table.
  */
-int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn,
-			    const struct rdma_ucm_conn_param *req,
-			    bool deferred);
+int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn, bool deferred);
 /* Both locks held: a REQ due after rdma_connect returned never went out. */
 void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err);
 /* Under the id's qp_lock, without p2p_lock: see cma_p2p_send_or_resolve. */
-int cma_p2p_send_req(struct cma_p2p_conn *conn,
-		     const struct rdma_ucm_conn_param *req, bool deferred);
+int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred);
 
 /* --- p2p_resolve.c ---------------------------------------------------- */
 

@@ -222,6 +222,110 @@ START_TEST(crossing_refusal_before_the_peer_request)
 END_TEST
 
 /*
+ * Kernel id @kid's REQ refused with IB CM reason 8 (no listener), the
+ * command log cleared first for req_sent_again.
+ */
+static void refused_unheard(uint32_t kid)
+{
+	fake_ucma_clear_log();
+	fake_ucma_event(kid, RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
+}
+
+/*
+ * After refused_unheard, the library's timer sent our REQ again: on a
+ * fresh kernel id, whose address and route it resolves first, once the
+ * refused one is gone (its source address is taken again).  The new
+ * kernel id, its REQ sent.
+ */
+static uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
+			       uint64_t tag)
+{
+	uint32_t again;
+
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	again = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle;
+	ck_assert_uint_ne(again, refused);
+	ck_assert_uint_eq(kid_of(id), again);
+	ck_assert(!fake_ucma_kid(refused)->live);
+	expect_nothing();
+	fake_ucma_event(again, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	expect_nothing();
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, again), 1);
+	fake_ucma_event(again, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).tag, tag);
+	return again;
+}
+
+/*
+ * BUGS.md Open #6, interleaving 1, this end lower: our REQ reached the
+ * peer before it listened, and the peer's REQ crossed it.  We refused the
+ * peer's as the lower end ("yours lost, adopt mine"), and then the peer's
+ * CM refused ours with reason 8: the peer waits for a REQ of ours it never
+ * got, and no REQ of the peer's will come.  Ours goes out again, and the
+ * connection forms on it.
+ */
+START_TEST(crossing_refused_then_ours_unheard_is_sent_again)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	uint32_t own = kid_of(id), req, again;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	req = peer_request("192.0.2.2", 1, "hers");
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
+			 CMA_P2P_REJ_LOST);
+	refused_unheard(own);
+	again = req_sent_again(id, own, 1);
+	fake_ucma_event(again, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	expect_nothing();
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!fake_ucma_kid(again)->live);
+}
+END_TEST
+
+/*
+ * BUGS.md Open #6, interleaving 2, this end lower: our tag-1 REQ came
+ * before the peer listened, our tag-2 REQ after, telling the peer that
+ * our listener holds; so the peer's tag-1 connect sends no REQ and waits
+ * for ours.  Ours goes out again until it is heard (here refused once
+ * more first), and forms.  The tag-2 connect is unaffected.
+ */
+START_TEST(refused_unheard_req_goes_out_until_heard)
+{
+	struct rdma_cm_id *one, *two;
+	struct rdma_cm_event *ev;
+	uint32_t own, again, third;
+
+	listener_holds();
+	req_incarnation = 0x1234;
+	one = connecting_id("192.0.2.2");
+	two = connecting_id("192.0.2.2");
+	own = kid_of(one);
+	ck_assert_int_eq(p2p_connect(one), 0);
+	ck_assert_int_eq(p2p_connect(two), 0);
+	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid_of(two)).tag,
+			  2);
+	refused_unheard(own);
+	again = req_sent_again(one, own, 1);
+	refused_unheard(again);
+	third = req_sent_again(one, again, 1);
+	fake_ucma_event(kid_of(two), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, two);
+	rdma_ack_cm_event(ev);
+	fake_ucma_event(third, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, one);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+}
+END_TEST
+
+/*
  * A peer whose listener reports p2p requests to its application (option
  * 0) may accept our REQ although its own crossed it: our connect forms on
  * our REQ, and the peer's request we held is refused as a duplicate, not
@@ -1131,6 +1235,56 @@ START_TEST(unanswered_reqs_in_a_mesh_wait_longer)
 }
 END_TEST
 
+/*
+ * A peer that never listens: our REQ goes out again and again, each on a
+ * fresh kernel id, the refused ones destroyed, until the wait for the
+ * peer's REQ (here the 1 s hold) is over since the first refusal; then
+ * the connect fails as it always did, REJECTED with status 8.
+ */
+START_TEST(peer_that_never_listens_fails_the_connect_at_the_bound)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	uint32_t kids[64];
+	struct rdma_cm_event *ev = NULL;
+	int n = 0, i, tries;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	kids[n++] = kid_of(id);
+	for (;;) {
+		refused_unheard(kids[n - 1]);
+		for (tries = 0; tries < 500; tries++) {
+			if (fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR) ||
+			    (poll(&pfd, 1, 10) > 0 &&
+			     !rdma_get_cm_event(ch, &ev)))
+				break;
+		}
+		ck_assert_int_lt(tries, 500);
+		if (ev)
+			break;
+		ck_assert_int_lt(n, 64);
+		kids[n] = req_sent_again(id, kids[n - 1], 1);
+		n++;
+	}
+	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_REJECTED);
+	ck_assert_int_eq(ev->status, 8);
+	ck_assert_ptr_eq(ev->id, id);
+	rdma_ack_cm_event(ev);
+	expect_nothing();
+	for (i = 0; i < n - 1; i++)
+		ck_assert(!fake_ucma_kid(kids[i])->live);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!fake_ucma_kid(kids[n - 1])->live);
+}
+END_TEST
+
+static void second_hold_setup(void)
+{
+	setenv("RDMA_CM_P2P_HOLD_MS", "1000", 1);
+	p2p_peer_fixture();
+}
+
 static void short_hold_setup(void)
 {
 	/* The connect's bound is 2 x hold + 2 s: about 2 s here. */
@@ -1154,6 +1308,8 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, crossing_won_by_the_lower_end);
 	tcase_add_test(tc, crossing_lost_by_the_higher_end);
 	tcase_add_test(tc, crossing_refusal_before_the_peer_request);
+	tcase_add_test(tc, crossing_refused_then_ours_unheard_is_sent_again);
+	tcase_add_test(tc, refused_unheard_req_goes_out_until_heard);
 	tcase_add_test(tc, refused_before_the_peer_listened_pairs_by_tag);
 	tcase_add_test(tc, crossing_answered_by_the_peer_application);
 	tcase_add_test(tc, failed_connect_gives_its_ordinal_back);
@@ -1179,6 +1335,12 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
 	tcase_add_test(tc, unanswered_reqs_in_a_mesh_wait_longer);
 	tcase_set_timeout(tc, 30); /* its bounds are seconds long */
+	suite_add_tcase(s, tc);
+	tc = tcase_create("one second hold");
+	tcase_add_checked_fixture(tc, second_hold_setup, p2p_peer_teardown);
+	tcase_add_test(tc,
+		       peer_that_never_listens_fails_the_connect_at_the_bound);
+	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("first contact");
 	tcase_add_checked_fixture(tc, first_wait_setup, p2p_peer_teardown);
