@@ -43,15 +43,16 @@
  * and the part of it spent until every id was routed (resolve_ms); over
  * the same span the process's CPU time (cpu_ms, all its threads), the
  * user-space part of it (usr_ms) and its voluntary context switches
- * (sleeps).  The loop waits in poll(2) on the event channel and on every
- * CQ's completion channel, so that a message counts when it arrives.
+ * (sleeps).  The loop waits in epoll(7) on the event channel and on every
+ * CQ's completion channel, so that a message counts when it arrives; the
+ * wait costs the same with 7 connections as with 31.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,8 +94,7 @@ struct mesh {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen;
 	struct conn *c; /* n * conns, the own rank's slots unused */
-	struct pollfd *pfd; /* the event channel, then two per QP */
-	struct ibv_comp_channel **pcc; /* pfd[i]'s completion channel, i > 0 */
+	int ep; /* epoll: the event channel (NULL), each completion channel */
 	int total, errors;
 	int proven_by_disconnect; /* sends the peer's disconnect confirmed */
 	uint64_t setup_ms; /* summed over the iterations */
@@ -215,7 +215,23 @@ static int start_connect(struct mesh *m, struct conn *c)
 	return 0;
 }
 
-static int on_route(struct conn *c)
+/* Watch (or stop watching) the completion channels of @c's CQs. */
+static int watch_cqs(struct mesh *m, struct conn *c, int op)
+{
+	struct ibv_comp_channel *cc[] = {c->id->send_cq_channel,
+					 c->id->recv_cq_channel};
+	struct epoll_event ev = {.events = EPOLLIN};
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		ev.data.ptr = cc[i];
+		if (epoll_ctl(m->ep, op, cc[i]->fd, &ev) && op == EPOLL_CTL_ADD)
+			return -1;
+	}
+	return 0;
+}
+
+static int on_route(struct mesh *m, struct conn *c)
 {
 	struct ibv_qp_init_attr attr = {
 		.cap = {.max_send_wr = 2,
@@ -233,6 +249,10 @@ static int on_route(struct conn *c)
 	if (ibv_req_notify_cq(c->id->send_cq, 0) ||
 	    ibv_req_notify_cq(c->id->recv_cq, 0)) {
 		ex_syserr("ibv_req_notify_cq");
+		return -1;
+	}
+	if (watch_cqs(m, c, EPOLL_CTL_ADD)) {
+		ex_syserr("epoll_ctl");
 		return -1;
 	}
 	c->mr = rdma_reg_msgs(c->id, c, sizeof(*c));
@@ -471,7 +491,7 @@ static int adopt_request(struct mesh *m, struct conn *c)
 	c->id = c->pending;
 	c->pending = NULL;
 	c->id->context = c;
-	if (on_route(c))
+	if (on_route(m, c))
 		return -1;
 	snprintf(hello, sizeof(hello), "hello %d.%d", m->rank, c->index);
 	param.private_data = hello;
@@ -504,7 +524,7 @@ static int handle_event(struct mesh *m, struct rdma_cm_event *e)
 		}
 		return 0;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (on_route(c))
+		if (on_route(m, c))
 			return -1;
 		/* As a connect-on-demand program: each peer once routed. */
 		return m->all_routed_first ? 0 : connect_routed(m, c->peer);
@@ -555,37 +575,27 @@ static int rearm_cq(struct ibv_comp_channel *cc)
  * Waits for the event channel and every CQ's completion channel, so that
  * a message is seen when it arrives, not at the next CM event or timeout.
  */
-static void watch_cq(struct mesh *m, int *n, struct ibv_comp_channel *cc)
-{
-	m->pfd[*n] = (struct pollfd){.fd = cc->fd, .events = POLLIN};
-	m->pcc[(*n)++] = cc;
-}
-
 static int pump(struct mesh *m, int timeout_ms)
 {
-	struct pollfd *pfd = m->pfd;
+	struct epoll_event evs[16];
 	struct rdma_cm_event *e;
-	int i, n = 1, ret;
+	bool cm_ready = false;
+	int i, n, ret;
 
-	pfd[0] = (struct pollfd){.fd = m->ch->fd, .events = POLLIN};
-	for (i = 0; i < m->n * m->conns; i++) {
-		if (!m->c[i].id || !m->c[i].id->qp)
-			continue;
-		watch_cq(m, &n, m->c[i].id->send_cq_channel);
-		watch_cq(m, &n, m->c[i].id->recv_cq_channel);
+	m->pumps++;
+	n = epoll_wait(m->ep, evs, 16, timeout_ms);
+	for (i = 0; i < n; i++) {
+		if (!evs[i].data.ptr)
+			cm_ready = true;
+		else if (rearm_cq(evs[i].data.ptr))
+			return -1;
 	}
 	/*
 	 * A wake-up with no event (a library timer) still falls through to
 	 * the CQs: returning early would starve them for as long as such
 	 * wake-ups keep coming.
 	 */
-	m->pumps++;
-	if (poll(pfd, (nfds_t)n, timeout_ms) <= 0)
-		goto cqs;
-	for (i = 1; i < n; i++)
-		if ((pfd[i].revents & POLLIN) && rearm_cq(m->pcc[i]))
-			return -1;
-	if (pfd[0].revents & POLLIN) {
+	if (cm_ready) {
 		if (!rdma_get_cm_event(m->ch, &e)) {
 			ret = handle_event(m, e);
 			rdma_ack_cm_event(e);
@@ -597,7 +607,6 @@ static int pump(struct mesh *m, int timeout_ms)
 			m->empty++;
 		}
 	}
-cqs:
 	for (i = 0; i < m->n * m->conns; i++)
 		if (poll_cqs(m, &m->c[i]))
 			return -1;
@@ -698,10 +707,12 @@ static int wait_all(struct mesh *m, conn_pred done, const char *what)
 	}
 }
 
-static void teardown(struct conn *c)
+static void teardown(struct mesh *m, struct conn *c)
 {
 	if (!c->id)
 		return;
+	if (c->id->qp)
+		watch_cqs(m, c, EPOLL_CTL_DEL);
 	if (c->mr)
 		rdma_dereg_mr(c->mr);
 	c->mr = NULL;
@@ -751,7 +762,7 @@ static int run_iteration(struct mesh *m)
 		for (k = 0; p != m->rank && k < m->conns; k++) {
 			if (!ends_connection(m, slot(m, p, k)))
 				rdma_disconnect(slot(m, p, k)->id);
-			teardown(slot(m, p, k));
+			teardown(m, slot(m, p, k));
 			m->total++;
 		}
 	return 0;
@@ -868,9 +879,7 @@ int main(int argc, char **argv)
 		return usage();
 	m.addrs = calloc((size_t)m.n, sizeof(*m.addrs));
 	m.c = calloc((size_t)(m.n * m.conns), sizeof(*m.c));
-	m.pfd = calloc((size_t)(2 * m.n * m.conns + 1), sizeof(*m.pfd));
-	m.pcc = calloc((size_t)(2 * m.n * m.conns + 1), sizeof(*m.pcc));
-	if (!m.addrs || !m.c || !m.pfd || !m.pcc)
+	if (!m.addrs || !m.c)
 		return EX_FAIL;
 	for (i = 0; i < m.n; i++)
 		if (ex_resolve(argv[optind + 1 + i], NULL, 0, RDMA_PS_TCP,
@@ -882,8 +891,13 @@ int main(int argc, char **argv)
 	}
 	srand((unsigned int)(getpid() ^ time(NULL)));
 	m.ch = rdma_create_event_channel();
-	if (!m.ch)
+	m.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!m.ch || m.ep < 0 ||
+	    epoll_ctl(m.ep, EPOLL_CTL_ADD, m.ch->fd,
+		      &(struct epoll_event){.events = EPOLLIN})) {
+		ex_syserr("event channel");
 		return EX_FAIL;
+	}
 	/*
 	 * One loop polls the CQs and the channel: its reads must not block.
 	 * Made non-blocking before the listen, the channel is never served
