@@ -140,7 +140,7 @@ vm_suite p2p p2p-in-guest.sh RDMACM_VM_TIMEOUT=900
 # The guests' "[1] PASS x" lines become "PASS x [guest 1]".
 p2p_two_guests() {
 	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=600 \
-		RDMACM_P2P_ONLY='^(mutual|pair|skew|pairs4|pairs4-tags|mesh8)/' RDMACM_P2P_TIMEOUT=200 \
+		RDMACM_P2P_ONLY='^(mutual|late|pair|skew|pairs4|pairs4-tags|mesh8)/' RDMACM_P2P_TIMEOUT=200 \
 		RDMACM_P2P_MESH_ARGS=-B \
 		"$repo/tests/vm/run-two-guests.sh" \
 		"$repo/tests/system/p2p-in-guest.sh" -- \
@@ -265,7 +265,7 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		vm_suite p2p-iwarp-testbed p2p-in-guest.sh \
 			RDMACM_VM_TRANSPORT=siw RDMACM_VM_SIW_DRAIN=1 \
 			RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900 \
-			RDMACM_P2P_ONLY='^(mutual|skew|lower8|pair|pairs4|pairs4-tags)/'
+			RDMACM_P2P_ONLY='^(mutual|late|skew|lower8|pair|pairs4|pairs4-tags)/'
 	fi
 fi
 

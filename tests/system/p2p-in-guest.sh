@@ -13,6 +13,9 @@
 # the link.  Scenarios (IPv4, and IPv6 when RDMA_TEST_ADDR6_* are set):
 #   mutual     2 ranks connect to each other at once, RDMACM_P2P_ITER
 #              (default 100) times in a row
+#   late       2 ranks, the second started 2 s after the first, whose
+#              REQ finds no listener and is sent again (the library's
+#              log must say so), 2 iterations
 #   skew       the same with 0..2 s between the two rdma_connect calls
 #   pairs4     4 connections between the same pair at once, default tags,
 #              then explicit tags (RDMA_OPTION_ID_P2P_TAG)
@@ -85,7 +88,7 @@ siw_race_skip() {
 	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
 		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
 		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
-		[[ "$1" =~ ^(mutual|skew|lower8|pair|pairs4|pairs4-tags)/ ]]; then
+		[[ "$1" =~ ^(mutual|late|skew|lower8|pair|pairs4|pairs4-tags)/ ]]; then
 		echo "SKIP $1: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
 		return 0
 	fi
@@ -105,6 +108,8 @@ mesh() {
 	done
 	for ((r = 0; r < n; r++)); do
 		mine $r || continue
+		# late/*: the ranks after the first start late_s seconds later.
+		((r > 0)) && [ -n "${late_s:-}" ] && sleep "$late_s"
 		# shellcheck disable=SC2086 # extra options, split on purpose
 		timeout "$LIMIT" "$MESH" -q -p "$port" "$@" $ORDER \
 			${RDMACM_P2P_MESH_ARGS:-} $r "${addrs[@]}" \
@@ -134,7 +139,11 @@ mesh() {
 	else
 		want=$((n * (n - 1) * per * iters))
 	fi
-	if [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
+	# must_log: a line rank 0's log (where it runs here) must show.
+	if [ -n "${must_log:-}" ] && mine 0 && ! grep -q "$must_log" "$log.0"; then
+		fail "$name" "rank 0's log lacks: $must_log"
+		show "$log".*
+	elif [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
 		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends${retried:+; $retried}"
 		[ "${VERBOSE:-0}" = 1 ] && show "$log".*
 	elif why=$(retry_reason "$name" "$log"); then
@@ -306,6 +315,17 @@ for fam in ipv4 ipv6; do
 	it=$ITER
 	[ $fam = ipv6 ] && it=$(((ITER + 4) / 5))
 	mesh "mutual/$fam" 2 $base "$x" "$y" -i "$it"
+	# Rank 1 starts 2 s after rank 0, whose first REQ finds no listener
+	# and is sent again until one listens (IB/RoCE: on a fresh kernel id,
+	# rdma_cm_p2p(7); iWARP: the connect retried), as the library's
+	# matching log shows; then a second iteration.
+	if [ "$TRANSPORT" = iwarp ]; then
+		resent='refused (no listener yet), retrying'
+	else
+		resent='found no listener, sending it again'
+	fi
+	late_s=2 must_log=$resent RDMA_CM_P2P_DEBUG=1 \
+		mesh "late/$fam" 2 $((base + 90)) "$x" "$y" -i 2
 	pit=${RDMACM_P2P_PAIR_ITER:-500}
 	[ $fam = ipv6 ] && pit=$(((pit + 4) / 5))
 	pair "$fam" $((base + 60)) "$x" "$y" "$pit"
