@@ -194,17 +194,18 @@ static void cma_p2p_bound_start(struct cma_p2p_conn *conn,
 			cma_p2p_bound_ms(bound));
 }
 
-/*
- * Under p2p_lock, the conn's timer fired: true if its wait goes on, as
- * its patience reckoned now is longer than when the wait began (more
- * connects of the process wait now), the timer armed for the rest.
- */
+/* When @conn's wait runs out, its patience reckoned now (p2p_lock held). */
 static uint64_t cma_p2p_bound_due_ns(const struct cma_p2p_conn *conn)
 {
 	return conn->bound_ns +
 	       (uint64_t)cma_p2p_bound_ms(conn->bound) * 1000000;
 }
 
+/*
+ * Under p2p_lock, the conn's timer fired: true if its wait goes on, as
+ * its patience reckoned now is longer than when the wait began (more
+ * connects of the process wait now), the timer armed for the rest.
+ */
 static bool cma_p2p_bound_goes_on(struct cma_p2p_conn *conn)
 {
 	uint64_t due, now;
