@@ -511,7 +511,6 @@ void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
 {
 	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 	conn->wait_status = status;
-	conn->unheard = false; /* it was heard: told to wait */
 	/*
 	 * Held: adopted once the caller dropped p2p_lock (a failed adoption
 	 * goes back to waiting).  None held: wait for the peer's REQ,
