@@ -47,8 +47,11 @@ vm_initrd_hash() {
 # Where build-siw.sh caches siw.ko for kernel version $1 (the test-bed
 # variant of RDMACM_VM_SIW_DRAIN=1 has a folder of its own).
 vm_siw_dir() {
+	local change
 	if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
-		echo "$VM_CACHE/siw-$1-drain"
+		# A changed test-bed patch is a different driver: built apart.
+		change=$(sha1sum "$VM_DIR/siw-accept-drain.py" | cut -c1-8)
+		echo "$VM_CACHE/siw-$1-drain-$change"
 	else
 		echo "$VM_CACHE/siw-$1"
 	fi
