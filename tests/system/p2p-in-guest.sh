@@ -83,16 +83,23 @@ mine() {
 # without data in 2 of 2 runs on 2026-11-25; 12/12 on the test-bed
 # driver) run on the test-bed driver
 # (RDMACM_VM_SIW_DRAIN=1, suite p2p-iwarp-testbed), or anywhere with
-# RDMACM_P2P_IWARP_ALL=1.
+# RDMACM_P2P_IWARP_ALL=1.  So do the 8-rank meshes: a listener that starts
+# while a peer's refused connect is being retried can lose a connection
+# for good on the unmodified siw (race C: 2 runs of mesh8-resolve-all in
+# full suites, 3 in 50 under load; 0 in 50 on the test-bed driver).
 siw_race_skip() {
-	if [ "${RDMACM_VM_TRANSPORT:-}" = siw ] &&
-		[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] &&
-		[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] &&
-		[[ "$1" =~ ^(mutual|late|skew|lower8|pair|pairs4|pairs4-tags)/ ]]; then
-		echo "SKIP $1: siw's accept race (tests/system/BUGS.md, Open #3 A); runs in p2p-iwarp-testbed"
-		return 0
-	fi
-	return 1
+	local race
+	[ "${RDMACM_VM_TRANSPORT:-}" = siw ] || return 1
+	[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] || return 1
+	[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] || return 1
+	case "$1" in
+	mutual/* | late/* | skew/* | lower8/* | pair/* | pairs4/* | pairs4-tags/*)
+		race="accept race (tests/system/BUGS.md, Open #3 A)" ;;
+	mesh8/* | mesh8-resolve-all/*)
+		race="listen race (tests/system/BUGS.md, Open #3 C)" ;;
+	*) return 1 ;;
+	esac
+	echo "SKIP $1: siw's $race; runs in p2p-iwarp-testbed"
 }
 
 mesh() {
@@ -353,9 +360,11 @@ for fam in ipv4 ipv6; do
 done
 
 # The test-bed siw of RDMACM_VM_SIW_DRAIN=1 logs each time it saved a
-# connection from siw_accept's window (tests/system/BUGS.md, "Open #3").
+# connection from siw_accept's window, and any accept that still found its
+# listener not ready (tests/system/BUGS.md, "Open #3" A and C).
 if [ "$TRANSPORT" = iwarp ] && dmesg 2>/dev/null | grep -q siw-testbed; then
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
+	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
