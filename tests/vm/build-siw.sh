@@ -16,8 +16,9 @@
 # Usage: tests/vm/build-siw.sh KVER       (e.g. 6.1.0-56-amd64)
 # Prints the path of siw.ko on stdout.
 # Environment: RDMACM_VM_CACHE (see prepare.sh); RDMACM_VM_SIW_DRAIN=1
-# builds the test-bed variant of siw-accept-drain.py instead (cached apart),
-# for checking the accept race of tests/system/BUGS.md "Open #3".
+# builds the test-bed variant of siw-accept-drain.py instead (cached apart,
+# per version of that change), with the accept and listen races of
+# tests/system/BUGS.md "Open #3" (A and C) closed.
 set -eu
 
 VM_PROG=build-siw
@@ -84,7 +85,7 @@ dpkg-deb --fsys-tarfile "$deb" |
 rm -f "$deb"
 [ -e "$work/siw/Makefile" ] || vm_die "no siw Makefile unpacked"
 if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
-	vm_say "test-bed variant: siw_accept drains what came early"
+	vm_say "test-bed variant: races A and C of BUGS.md Open #3 closed"
 	"$VM_DIR/siw-accept-drain.py" "$work/siw/siw_cm.c" ||
 		vm_die "cannot apply the accept-drain change to siw_cm.c"
 fi

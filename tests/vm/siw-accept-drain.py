@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Test-bed variant of siw (RDMACM_VM_SIW_DRAIN=1): close two windows.
 
-Race A: siw_accept (6.1) sends the MPA reply while the socket's data-ready upcall is
-still the connection manager's, and only then hands the socket to the QP.
-The CM upcall ignores data in RDMA mode, so an FPDU the initiator sends in
-that window stays in the socket until the next segment arrives: a
+Race A: siw_accept (6.1) sends the MPA reply while the socket's data-ready
+upcall is still the connection manager's, and only then hands the socket to
+the QP. The CM upcall ignores data in RDMA mode, so an FPDU the initiator
+sends in that window stays in the socket until the next segment arrives: a
 ping-pong whose initiator sends first then hangs (tests/system/BUGS.md,
-"Open #3").  This adds, right after the hand-over, a check of the receive
-queue: if something is there, the kernel logs "siw-testbed: accept: N
-bytes queued ..." and runs the QP's data-ready upcall for it.
+"Open #3"). This adds, right after the hand-over, a check of the receive
+queue: if something is there, the kernel logs "siw-testbed: accept: N bytes
+queued ..." and runs the QP's data-ready upcall for it.
 
 Race C: siw_create_listen (6.1) lets the socket listen before the listening
 endpoint is marked LISTENING.  A connection that completes in between has
@@ -21,8 +21,9 @@ stops listening.  Here the socket listens only once the endpoint is ready,
 and an accept work that still finds it not listening is logged
 ("siw-testbed: listen: ...").
 
-Used only to prove the race and to run the p2p scenarios without it; the
-suite runs the unmodified driver.  Usage: siw-accept-drain.py SIW_CM_C
+Used to prove both races and, in the suite, for the scenarios they hit
+(p2p-iwarp-testbed, perftest-iwarp); the other suites run the unmodified
+driver.  Usage: siw-accept-drain.py SIW_CM_C
 """
 import re
 import sys
@@ -75,14 +76,16 @@ def patch_listen(src, path):
     end = src.find("\n}\n", start)
     body = src[start:end]
     if start < 0 or body.count(LISTEN) != 1 or body.count(READY) != 1:
-        sys.exit("siw-accept-drain: siw_create_listen does not look as expected in " + path)
+        sys.exit("siw-accept-drain: siw_create_listen does not look as "
+                 "expected in " + path)
     body = body.replace(LISTEN, "")
     body = body.replace(READY, READY + LISTEN_LATE)
     src = src[:start] + body + src[end:]
     start = src.find("\nstatic void siw_accept_newconn(")
     at = src.find(NOT_LISTENING, start)
     if start < 0 or at < 0:
-        sys.exit("siw-accept-drain: siw_accept_newconn does not look as expected in " + path)
+        sys.exit("siw-accept-drain: siw_accept_newconn does not look as "
+                 "expected in " + path)
     return src[:at] + NOT_LISTENING_LOGGED + src[at + len(NOT_LISTENING):]
 
 
