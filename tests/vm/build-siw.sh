@@ -87,7 +87,7 @@ rm -f "$deb"
 if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
 	vm_say "test-bed variant: races A and C of BUGS.md Open #3 closed"
 	"$VM_DIR/siw-accept-drain.py" "$work/siw/siw_cm.c" ||
-		vm_die "cannot apply the accept-drain change to siw_cm.c"
+		vm_die "cannot apply the test-bed change to siw_cm.c"
 fi
 
 vm_say "building siw.ko against $hdr"
