@@ -85,8 +85,11 @@ void ds_free(struct rsocket *rs)
 		close(rs->udp_sock);
 	if (rs->epfd >= 0)
 		close(rs->epfd);
+	if (rs->ds_bell >= 0)
+		close(rs->ds_bell);
 	rs->udp_sock = -1;
 	rs->epfd = -1;
+	rs->ds_bell = -1;
 }
 
 int ds_local_addr(struct rsocket *rs, union rs_sockaddr *addr)
@@ -182,6 +185,8 @@ int ds_shutdown(struct rsocket *rs, int how)
 		rs->ds_shut_rd = true;
 	if (how == SHUT_WR || how == SHUT_RDWR)
 		rs->ds_shut_wr = true;
+	/* A call blocked in another thread now returns (0, or EPIPE). */
+	ds_changed(rs);
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }

@@ -4,14 +4,40 @@
  *
  * Progress (reading the UDP socket, polling the CQs) happens in whichever
  * call needs it, under rs->lock.  A call that must wait spins for the
- * configured polling time, then arms the CQs and sleeps on the socket's
- * epoll set (UDP socket plus CQ channels) without the lock.
+ * configured polling time (letting the socket's other threads in between
+ * looks), then arms the CQs and sleeps on the socket's epoll set (UDP
+ * socket plus CQ channels) without the lock.
+ *
+ * The set's readiness alone cannot wake a sleeper: another thread's
+ * progress may take what it waits for off those fds first (a sender
+ * reads the UDP socket, and with it the reply a blocked receiver waits
+ * for, as sockperf's under-load client does).  So every change a wait
+ * can be waiting for goes through ds_changed(): it counts it in ds_gen
+ * and, while a call sleeps, rings ds_bell, which sleepers poll beside
+ * the set.  One thread at a time sleeps (wait_lock), and only it drains
+ * the bell; the others, queued for their turn, compare ds_gen with what
+ * they last looked at and do not sleep if it moved.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "dgram.h"
+#include "fd_high.h"
+
+void ds_changed(struct rsocket *rs)
+{
+	static const uint64_t one = 1;
+
+	__atomic_store_n(&rs->ds_gen, rs->ds_gen + 1, __ATOMIC_RELEASE);
+	if (!rs->ds_sleepers || rs->ds_bell_rung || rs->ds_bell < 0)
+		return;
+	if (write(rs->ds_bell, &one, sizeof(one)) == sizeof(one))
+		rs->ds_bell_rung = true;
+}
 
 bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg)
 {
@@ -24,6 +50,7 @@ bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg)
 	rs->dmsg_cnt++;
 	if (!msg->qp)
 		rs->dmsg_udp++;
+	ds_changed(rs);
 	return true;
 }
 
@@ -59,21 +86,53 @@ static bool ds_writable(struct rsocket *rs)
 }
 
 /*
- * Sleep until the UDP socket or a CQ has news (the epoll set is readable
- * while any of them is), or another thread closes the socket (then
- * -1/EBADF).  Drops rs->lock meanwhile.
+ * The bell exists while calls sleep (a socket at rest holds no descriptor
+ * for it); under rs->lock.  None (no descriptor left): sleeps come in
+ * slices.
+ */
+static int ds_sleeper_enter(struct rsocket *rs)
+{
+	if (!rs->ds_sleepers++)
+		rs->ds_bell = cma_fd_move_high(
+			eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), fcntl, close);
+	return rs->ds_bell;
+}
+
+/* Under rs->lock and wait_lock: only the one asleep drains the bell. */
+static void ds_sleeper_leave(struct rsocket *rs)
+{
+	uint64_t n;
+
+	if (!--rs->ds_sleepers && rs->ds_bell >= 0) {
+		close(rs->ds_bell);
+		rs->ds_bell = -1;
+	} else if (rs->ds_bell_rung && read(rs->ds_bell, &n, sizeof(n)) < 0) {
+		return; /* stays rung: the next sleep ends at once */
+	}
+	rs->ds_bell_rung = false;
+}
+
+/*
+ * Sleep until the UDP socket or a CQ has news, another call changes what
+ * waits look for (ds_changed; already changed since the caller's last
+ * look under this lock: no sleep), or another thread closes the socket
+ * (then -1/EBADF).  Drops rs->lock meanwhile.
  */
 static int ds_sleep(struct rsocket *rs)
 {
-	int ret;
+	uint32_t seen = rs->ds_gen;
+	int bell = ds_sleeper_enter(rs), ret = 0;
 
 	pthread_mutex_unlock(&rs->lock);
-	ret = rs_sleep_fd_or_close(rs, rs->epfd, POLLIN, -1);
+	pthread_mutex_lock(&rs->wait_lock);
+	if (__atomic_load_n(&rs->ds_gen, __ATOMIC_ACQUIRE) == seen)
+		ret = rs_sleep_fds_or_close(rs, rs->epfd, bell, POLLIN,
+					    bell < 0 ? RS_WAKE_SLICE_MS : -1);
 	pthread_mutex_lock(&rs->lock);
-	if (ret < 0)
-		return -1;
+	ds_sleeper_leave(rs);
 	ds_take_cq_events(rs);
-	return 0;
+	pthread_mutex_unlock(&rs->wait_lock);
+	return ret < 0 ? -1 : 0;
 }
 
 /* Wait, rs->lock held, until @ready; -1/EAGAIN if @nonblock and not yet. */
@@ -81,6 +140,7 @@ static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 			  bool (*ready)(struct rsocket *))
 {
 	struct rs_spin_wait w;
+	int ret = 0;
 
 	ds_progress(rs);
 	if (ready(rs))
@@ -89,24 +149,27 @@ static int ds_wait_locked(struct rsocket *rs, bool nonblock,
 		return cma_err(EAGAIN);
 	rs_spin_begin(&rs->spin, &w);
 	for (;;) {
-		if (!rs_spin_more(&w)) {
+		if (rs_spin_more(&w)) {
+			/* Let the socket's other threads in meanwhile. */
+			pthread_mutex_unlock(&rs->lock);
+			pthread_mutex_lock(&rs->lock);
+		} else {
 			ds_arm_cqs(rs);
 			/* What completed before arming raises no event. */
 			ds_progress(rs);
 			if (ready(rs))
 				break;
 			rs_spin_sleeping(&w);
-			if (ds_sleep(rs)) {
-				rs_spin_end(&rs->spin, &w);
-				return -1;
-			}
+			ret = ds_sleep(rs);
+			if (ret)
+				break;
 		}
 		ds_progress(rs);
 		if (ready(rs))
 			break;
 	}
 	rs_spin_end(&rs->spin, &w);
-	return 0;
+	return ret;
 }
 
 /* --- receiving ----------------------------------------------------------- */

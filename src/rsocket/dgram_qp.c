@@ -275,6 +275,7 @@ static void ds_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 		if (rs->dsslot_dest[slot])
 			ds_dest_unpin(rs->dsslot_dest[slot]);
 		rs->dsslot_dest[slot] = NULL;
+		ds_changed(rs);
 	}
 	if (wc->status != IBV_WC_SUCCESS)
 		rs->ds_dropped++; /* a datagram lost on its way out */
@@ -349,6 +350,8 @@ void ds_take_cq_events(struct rsocket *rs)
 		if (qp->armed && !ibv_get_cq_event(qp->channel, &cq, &ctx)) {
 			ibv_ack_cq_events(cq, 1);
 			qp->armed = false;
+			/* A wait that saw it armed must arm it again. */
+			ds_changed(rs);
 		}
 	}
 }

@@ -45,8 +45,9 @@
  *   -> rs->lock (state, queues, credits, the CQ, datagram destinations)
  *   -> rs->map_lock (iomap lists)
  *   -> the core library's locks (src/cma.h)
- * rs->wait_lock (one reader of the CQ channel) is taken with rs->lock
- * NOT held and nothing is taken under it.  rs->wake_lock (wake_fd and
+ * rs->wait_lock (one reader of the CQ channel; for a datagram socket, one
+ * thread asleep on its epoll set) is taken with rs->lock NOT held; only a
+ * datagram sleeper takes rs->lock under it (dgram_io.c).  rs->wake_lock (wake_fd and
  * sleepers) is a leaf, taken under any of the others.  The table's
  * rs_table_mut (insert and removal) and its stripe locks (a lookup
  * against a removal of the same slot) are leaves: held for a few
@@ -307,6 +308,18 @@ struct rsocket {
 		struct { /* SOCK_DGRAM (dgram.h) */
 			int udp_sock;
 			int epfd; /* the UDP socket and every QP's CQ channel */
+			/*
+			 * Blocking calls (dgram_io.c): the eventfd that wakes
+			 * the one asleep when another call's progress changed
+			 * what it waits for (only while ds_sleepers > 0, the
+			 * calls between their last look and their wake-up);
+			 * ds_gen counts such changes (written under rs->lock,
+			 * read atomically under wait_lock).
+			 */
+			int ds_bell;
+			bool ds_bell_rung;
+			uint32_t ds_gen;
+			uint32_t ds_sleepers;
 			bool ds_bound;
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
@@ -390,6 +403,9 @@ bool rs_wake_idle(struct rsocket *rs);
  * another thread, -1/other: poll failed (EINTR is retried).
  */
 int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout);
+/* The same on two fds (@fd2 < 0: unused; POLLIN); 1: either is ready. */
+int rs_sleep_fds_or_close(struct rsocket *rs, int fd, int fd2, short events,
+			  int timeout);
 
 static inline bool rs_nonblocking(const struct rsocket *rs, int flags)
 {

@@ -154,6 +154,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	} else {
 		rs->udp_sock = -1;
 		rs->epfd = -1;
+		rs->ds_bell = -1;
 	}
 	rs_spin_init(&rs->spin);
 	pthread_mutex_init(&rs->slock, NULL);
@@ -358,6 +359,7 @@ static int rs_sleep_round(int wake_fd, int timeout, uint64_t deadline)
 	return left < RS_WAKE_SLICE_MS ? (int)left : RS_WAKE_SLICE_MS;
 }
 
+/* pfd[0] and pfd[1]: the sleep's own fds (< 0: unused); pfd[2]: the wake fd. */
 static int rs_sleep_poll(struct rsocket *rs, struct pollfd *pfd, int timeout)
 {
 	uint64_t deadline = timeout > 0 ? rs_now_ms() + (uint64_t)timeout : 0;
@@ -366,8 +368,8 @@ static int rs_sleep_poll(struct rsocket *rs, struct pollfd *pfd, int timeout)
 	for (;;) {
 		if (rs_closed_under(rs))
 			return cma_err(EBADF);
-		round = rs_sleep_round(pfd[1].fd, timeout, deadline);
-		ret = poll(pfd, 2, round);
+		round = rs_sleep_round(pfd[2].fd, timeout, deadline);
+		ret = poll(pfd, 3, round);
 		if (ret < 0 && errno == EINTR)
 			continue;
 		if (ret < 0)
@@ -379,20 +381,22 @@ static int rs_sleep_poll(struct rsocket *rs, struct pollfd *pfd, int timeout)
 			continue; /* only a slice of a longer sleep */
 		if (!ret)
 			return 0;
-		if (pfd[0].revents)
+		if (pfd[0].revents || pfd[1].revents)
 			return 1;
 		/* Only the wake fd, and not for this thread: rclose's own. */
-		if (pfd[0].fd < 0 || timeout == 0)
+		if ((pfd[0].fd < 0 && pfd[1].fd < 0) || timeout == 0)
 			return 0;
 		/* The closer's own sleep: the wake fd stays readable. */
-		pfd[1].fd = -1;
+		pfd[2].fd = -1;
 	}
 }
 
-int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+int rs_sleep_fds_or_close(struct rsocket *rs, int fd, int fd2, short events,
+			  int timeout)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{.fd = fd, .events = events},
+		{.fd = fd2, .events = POLLIN},
 		{.fd = -1, .events = POLLIN},
 	};
 	int held, ret;
@@ -402,9 +406,14 @@ int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
 		return rs_sleep_poll(rs, pfd, 0);
 	/* None (out of descriptors): it sleeps in slices instead. */
 	held = rs_wake_hold(rs);
-	pfd[1].fd = held;
+	pfd[2].fd = held;
 	ret = rs_sleep_poll(rs, pfd, timeout);
 	if (held >= 0)
 		rs_wake_release(rs);
 	return ret;
+}
+
+int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
+{
+	return rs_sleep_fds_or_close(rs, fd, -1, events, timeout);
 }

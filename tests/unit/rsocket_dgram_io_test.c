@@ -14,7 +14,10 @@
  *    no destination EDESTADDRREQ, one after SHUT_WR EPIPE; a receive with
  *    nothing waiting is EAGAIN without blocking;
  *  - rconnect names the destination for rsend, and a short buffer gets
- *    the datagram's first bytes (the rest is dropped, as with UDP).
+ *    the datagram's first bytes (the rest is dropped, as with UDP);
+ *  - a blocked receive wakes when another call of its socket takes its
+ *    datagram off the UDP socket first, or shuts the socket down, and a
+ *    receiving thread gets every datagram beside a sending one.
  */
 #include <config.h>
 
@@ -22,7 +25,10 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_ucma.h"
 #include "fake_verbs.h"
@@ -104,6 +110,137 @@ static void expect_at_b(const char *text)
 	ck_assert_uint_eq(from.sin_addr.s_addr, addr_a.sin_addr.s_addr);
 }
 
+/*
+ * The library's sleeps call poll(); this one (linked ahead of libc's)
+ * runs @before_sleep just before the first sleep on @sleep_fd, as another
+ * thread's call would run while this one is about to sleep, and reports
+ * how that sleep ended: 1 woken, 0 not woken within 2 s.
+ */
+static int sleep_fd = -1;
+static void (*before_sleep)(void);
+static int sleep_result = -2;
+
+/* glibc declares poll's array write-only: reading it here looks uninitialized. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	struct timespec cap = {.tv_sec = 2}, ts, *tp = NULL;
+	bool watched = false;
+	nfds_t i;
+	int ret;
+
+	for (i = 0; i < n && timeout && sleep_fd >= 0; i++)
+		watched |= fds[i].fd == sleep_fd;
+	if (timeout >= 0) {
+		ts.tv_sec = timeout / 1000;
+		ts.tv_nsec = (long)(timeout % 1000) * 1000000;
+		tp = &ts;
+	}
+	if (!watched)
+		return ppoll(fds, n, tp, NULL);
+	sleep_fd = -1;
+	before_sleep();
+	ret = ppoll(fds, n, tp && tp->tv_sec < cap.tv_sec ? tp : &cap, NULL);
+	sleep_result = ret;
+	return ret;
+}
+#pragma GCC diagnostic pop
+
+/* a's first datagram to b, over UDP; then b's rpoll takes it off. */
+static void reply_taken_by_another_call(void)
+{
+	struct pollfd pfd = {.fd = b, .events = POLLOUT};
+
+	send_to_b("reply");
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+}
+
+static void shut_down_by_another_call(void)
+{
+	ck_assert_int_eq(rshutdown(b, SHUT_RD), 0);
+}
+
+/* A blocking receive on b, with @between run before it sleeps. */
+static ssize_t blocking_receive(void (*between)(void), char *buf, size_t len)
+{
+	sleep_fd = rb->epfd;
+	before_sleep = between;
+	sleep_result = -2;
+	return rrecv(b, buf, len, 0);
+}
+
+START_TEST(a_call_that_takes_the_datagram_wakes_the_receive)
+{
+	char buf[16] = "";
+
+	ck_assert_int_eq(
+		blocking_receive(reply_taken_by_another_call, buf, sizeof(buf)),
+		5);
+	ck_assert_str_eq(buf, "reply");
+	/* Woken at once: the sleep did not wait for its 2 s cap. */
+	ck_assert_int_eq(sleep_result, 1);
+}
+END_TEST
+
+START_TEST(a_shutdown_wakes_the_receive)
+{
+	char buf[16];
+
+	ck_assert_int_eq(
+		blocking_receive(shut_down_by_another_call, buf, sizeof(buf)),
+		0);
+	ck_assert_int_eq(sleep_result, 1);
+}
+END_TEST
+
+/* b's receiving thread: blocking receives, each one counted. */
+static int received;
+
+static void *receive_on_b(void *arg)
+{
+	int want = *(int *)arg, i;
+	char buf[16];
+
+	for (i = 0; i < want; i++) {
+		if (rrecv(b, buf, sizeof(buf), 0) <= 0)
+			break;
+		__atomic_add_fetch(&received, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * A program's two threads on one socket, as sockperf's under-load client
+ * runs them: one blocked receiving, one sending, each send making
+ * progress on the socket.  Every datagram reaches the receiver however
+ * the two interleave (and ThreadSanitizer watches them).
+ */
+START_TEST(a_receiving_thread_beside_a_sending_one)
+{
+	struct timespec t0, nap = {.tv_nsec = 100000};
+	int want = 300, i, got = 0;
+	pthread_t t;
+
+	received = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, receive_on_b, &want), 0);
+	for (i = 0; i < want; i++) {
+		send_to_b("x");
+		ck_assert_int_eq(rsendto(b, "y", 1, 0,
+					 (struct sockaddr *)&addr_a,
+					 sizeof(addr_a)),
+				 1);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while ((got = __atomic_load_n(&received, __ATOMIC_ACQUIRE)) <=
+			       i &&
+		       unit_ms_since(&t0) < 5000)
+			nanosleep(&nap, NULL);
+		ck_assert_int_eq(got, i + 1);
+	}
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
 START_TEST(udp_first_then_the_ud_qps)
 {
 	send_to_b("over udp");
@@ -175,6 +312,9 @@ static Suite *dgram_io_suite(void)
 	tcase_add_test(t, udp_first_then_the_ud_qps);
 	tcase_add_test(t, bad_sends_are_refused);
 	tcase_add_test(t, connected_socket_and_a_short_buffer);
+	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_the_receive);
+	tcase_add_test(t, a_shutdown_wakes_the_receive);
+	tcase_add_test(t, a_receiving_thread_beside_a_sending_one);
 	suite_add_tcase(s, t);
 	return s;
 }
