@@ -10,13 +10,20 @@
  * completion queue and sleeps in poll() on the kernel fds behind them
  * (completion channel, CM channel, or a datagram socket's epoll fd).  A
  * wake-up that turns out to report nothing the caller asked for (a credit
- * update, say) goes back to sleep for the rest of the timeout.
+ * update, say) goes back to sleep for the rest of the timeout.  Datagram
+ * sockets also ring the call's own eventfd (struct rs_bell) when another
+ * thread's call changes them: that call may have taken off the socket
+ * what the sleep set would have shown.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "rs.h"
+#include "fd_high.h"
 
 static short rs_stream_revents(struct rsocket *rs, short events)
 {
@@ -66,14 +73,18 @@ static short rs_revents(struct rsocket *rs, short events)
  * What one rpoll works on: the caller's array, the rsocket behind each
  * entry (held: a reference each, taken once, so a concurrent rclose cannot
  * free them mid-call; NULL for ordinary descriptors), the sleep set
- * (each entry's kernel fd, then each rsocket's wake fd) and scratch room.
+ * (each entry's kernel fd, then each rsocket's wake fd, then the bell)
+ * and scratch room; while it sleeps, its bell and a waiter per datagram
+ * socket.
  */
 struct rs_pollset {
 	struct pollfd *fds;
 	nfds_t nfds;
 	struct rsocket **rs;
-	struct pollfd *kfds; /* 2 * nfds: sleep fds, then wake fds */
+	struct pollfd *kfds; /* 2 * nfds + 1: sleep fds, wake fds, bell */
 	struct pollfd *scratch;
+	struct rs_bell bell;
+	struct ds_poll_waiter *waiters; /* one per entry, used for datagrams */
 };
 
 static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
@@ -83,14 +94,19 @@ static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
 
 	ps->fds = fds;
 	ps->nfds = nfds;
-	ps->kfds = calloc(3 * n, sizeof(*ps->kfds));
+	ps->kfds = calloc(3 * n + 1, sizeof(*ps->kfds));
 	ps->rs = calloc(n, sizeof(*ps->rs));
 	if (!ps->kfds || !ps->rs) {
 		free(ps->kfds);
 		free(ps->rs);
 		return cma_err(ENOMEM);
 	}
-	ps->scratch = ps->kfds + 2 * n;
+	ps->scratch = ps->kfds + 2 * n + 1;
+	ps->kfds[2 * nfds].fd = -1;
+	ps->kfds[2 * nfds].events = POLLIN;
+	ps->bell.fd = -1;
+	ps->bell.rung = false;
+	ps->waiters = NULL;
 	for (i = 0; i < nfds; i++) {
 		ps->rs[i] = fds[i].fd >= 0 ? rs_get(fds[i].fd) : NULL;
 		/* Taken only if the call sleeps (rs_poll_hold_wake). */
@@ -239,6 +255,7 @@ static void rs_poll_arm(struct rs_pollset *ps)
 		kfds[i].revents = 0;
 		kfds[ps->nfds + i].revents = 0;
 	}
+	kfds[2 * ps->nfds].revents = 0;
 }
 
 /*
@@ -259,6 +276,64 @@ static bool rs_poll_hold_wake(struct rs_pollset *ps)
 			all = false;
 	}
 	return all;
+}
+
+/*
+ * Hang the call's bell on each datagram socket for the sleeps to come.
+ * false: none could be had, so sleeps must be short.
+ */
+static bool rs_poll_hold_bell(struct rs_pollset *ps)
+{
+	nfds_t i;
+
+	for (i = 0; i < ps->nfds; i++) {
+		if (ps->rs[i] && ps->rs[i]->type == SOCK_DGRAM)
+			break;
+	}
+	if (i == ps->nfds)
+		return true;
+	ps->waiters = calloc(ps->nfds, sizeof(*ps->waiters));
+	ps->bell.owner = pthread_self();
+	ps->bell.fd = cma_fd_move_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
+				       fcntl, close);
+	if (!ps->waiters || ps->bell.fd < 0)
+		return false;
+	for (; i < ps->nfds; i++) {
+		if (!ps->rs[i] || ps->rs[i]->type != SOCK_DGRAM)
+			continue;
+		ps->waiters[i].bell = &ps->bell;
+		ds_poll_waiter_add(ps->rs[i], &ps->waiters[i]);
+	}
+	ps->kfds[2 * ps->nfds].fd = ps->bell.fd;
+	return true;
+}
+
+/* Drained before the look that follows, then rung again by any change. */
+static void rs_poll_drain_bell(struct rs_pollset *ps)
+{
+	uint64_t n;
+
+	if (read(ps->bell.fd, &n, sizeof(n)) < 0)
+		return; /* nothing to drain: leave it as it is */
+	__atomic_store_n(&ps->bell.rung, false, __ATOMIC_RELEASE);
+}
+
+static void rs_poll_release_bell(struct rs_pollset *ps)
+{
+	int err = errno;
+	nfds_t i;
+
+	for (i = 0; ps->waiters && ps->bell.fd >= 0 && i < ps->nfds; i++) {
+		if (ps->waiters[i].bell)
+			ds_poll_waiter_remove(ps->rs[i], &ps->waiters[i]);
+	}
+	if (ps->bell.fd >= 0)
+		close(ps->bell.fd);
+	free(ps->waiters);
+	ps->bell.fd = -1;
+	ps->waiters = NULL;
+	ps->kfds[2 * ps->nfds].fd = -1;
+	errno = err;
 }
 
 /* Give back what rs_poll_hold_wake took: a socket at rest holds none. */
@@ -290,6 +365,8 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 
 	rs_spin_sleeping(&w);
 	sliced = !rs_poll_hold_wake(ps);
+	if (!rs_poll_hold_bell(ps))
+		sliced = true;
 	for (;;) {
 		int wait;
 
@@ -307,9 +384,11 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 		if (sliced && (wait < 0 || wait > RS_WAKE_SLICE_MS))
 			wait = RS_WAKE_SLICE_MS;
 		/* The wake fds end the sleep when an rsocket is closed. */
-		ret = poll(ps->kfds, 2 * ps->nfds, wait);
+		ret = poll(ps->kfds, 2 * ps->nfds + 1, wait);
 		if (ret < 0 || (!ret && !sliced))
 			goto waited;
+		if (ps->kfds[2 * ps->nfds].revents)
+			rs_poll_drain_bell(ps);
 		for (i = 0; i < ps->nfds; i++) {
 			if (ps->rs[i] && ps->kfds[i].revents)
 				rs_consume(ps->rs[i]);
@@ -319,6 +398,7 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 			goto waited;
 	}
 waited:
+	rs_poll_release_bell(ps);
 	rs_poll_release_wake(ps);
 	rs_spin_end(rs_poll_spin_state(), &w);
 	return ret;

@@ -320,6 +320,8 @@ struct rsocket {
 			bool ds_bell_rung;
 			uint32_t ds_gen;
 			uint32_t ds_sleepers;
+			struct ds_poll_waiter
+				*ds_pollers; /* rpoll's (poll.c) */
 			bool ds_bound;
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
@@ -545,6 +547,25 @@ int ds_shutdown(struct rsocket *rs, int how);
 short ds_poll_events(struct rsocket *rs, short events);
 int ds_wait_fd(struct rsocket *rs);
 void ds_consume_events(struct rsocket *rs);
+/*
+ * An rpoll about to sleep on datagram sockets: its own eventfd (@fd), rung
+ * by whichever call's progress changes one of them (dgram_io.c), since
+ * that call may take off the socket what the epoll set would have woken
+ * it for.  One waiter per socket, on the socket's list under rs->lock,
+ * all pointing at the call's bell.  The sleeper drains the fd, then
+ * clears @rung (atomic), then looks.
+ */
+struct rs_bell {
+	int fd;
+	bool rung;
+	pthread_t owner; /* its own looks need no ring */
+};
+struct ds_poll_waiter {
+	struct rs_bell *bell;
+	struct ds_poll_waiter *next;
+};
+void ds_poll_waiter_add(struct rsocket *rs, struct ds_poll_waiter *w);
+void ds_poll_waiter_remove(struct rsocket *rs, struct ds_poll_waiter *w);
 
 /* --- spin.c ------------------------------------------------------------- */
 

@@ -15,9 +15,10 @@
  *    nothing waiting is EAGAIN without blocking;
  *  - rconnect names the destination for rsend, and a short buffer gets
  *    the datagram's first bytes (the rest is dropped, as with UDP);
- *  - a blocked receive wakes when another call of its socket takes its
- *    datagram off the UDP socket first, or shuts the socket down, and a
- *    receiving thread gets every datagram beside a sending one.
+ *  - a blocked receive or rpoll wakes when another call of its socket
+ *    takes its datagram off the UDP socket first, or shuts the socket
+ *    down, and a receiving thread gets every datagram beside a sending
+ *    one.
  */
 #include <config.h>
 
@@ -147,18 +148,41 @@ int poll(struct pollfd *fds, nfds_t n, int timeout)
 }
 #pragma GCC diagnostic pop
 
+/* Run @fn in another thread, as a program's other thread would. */
+static void in_another_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, fn, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
 /* a's first datagram to b, over UDP; then b's rpoll takes it off. */
-static void reply_taken_by_another_call(void)
+static void *take_the_reply(void *arg)
 {
 	struct pollfd pfd = {.fd = b, .events = POLLOUT};
 
+	(void)arg;
 	send_to_b("reply");
 	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	return NULL;
+}
+
+static void reply_taken_by_another_call(void)
+{
+	in_another_thread(take_the_reply);
+}
+
+static void *shut_down(void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(rshutdown(b, SHUT_RD), 0);
+	return NULL;
 }
 
 static void shut_down_by_another_call(void)
 {
-	ck_assert_int_eq(rshutdown(b, SHUT_RD), 0);
+	in_another_thread(shut_down);
 }
 
 /* A blocking receive on b, with @between run before it sleeps. */
@@ -180,6 +204,24 @@ START_TEST(a_call_that_takes_the_datagram_wakes_the_receive)
 	ck_assert_str_eq(buf, "reply");
 	/* Woken at once: the sleep did not wait for its 2 s cap. */
 	ck_assert_int_eq(sleep_result, 1);
+}
+END_TEST
+
+/* The same with b's rpoll asleep instead of a blocking receive. */
+START_TEST(a_call_that_takes_the_datagram_wakes_rpoll)
+{
+	struct pollfd pfd = {.fd = b, .events = POLLIN};
+	char buf[16] = "";
+
+	sleep_fd = rb->epfd;
+	before_sleep = reply_taken_by_another_call;
+	ck_assert_int_eq(rpoll(&pfd, 1, -1), 1);
+	ck_assert_int_eq(sleep_result, 1);
+	ck_assert(pfd.revents & POLLIN);
+	ck_assert_int_eq(rrecv(b, buf, sizeof(buf), MSG_DONTWAIT), 5);
+	ck_assert_str_eq(buf, "reply");
+	/* The call's bell is gone with it. */
+	ck_assert_ptr_null(rb->ds_pollers);
 }
 END_TEST
 
@@ -313,6 +355,7 @@ static Suite *dgram_io_suite(void)
 	tcase_add_test(t, bad_sends_are_refused);
 	tcase_add_test(t, connected_socket_and_a_short_buffer);
 	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_the_receive);
+	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_rpoll);
 	tcase_add_test(t, a_shutdown_wakes_the_receive);
 	tcase_add_test(t, a_receiving_thread_beside_a_sending_one);
 	suite_add_tcase(s, t);
