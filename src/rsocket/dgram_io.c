@@ -158,18 +158,21 @@ static void ds_sleeper_leave(struct rsocket *rs)
 static int ds_sleep(struct rsocket *rs)
 {
 	uint32_t seen = rs->ds_gen;
-	int bell = ds_sleeper_enter(rs), ret = 0;
+	int bell = ds_sleeper_enter(rs), ret = 0, err;
 
 	pthread_mutex_unlock(&rs->lock);
 	pthread_mutex_lock(&rs->wait_lock);
 	if (__atomic_load_n(&rs->ds_gen, __ATOMIC_ACQUIRE) == seen)
 		ret = rs_sleep_fds_or_close(rs, rs->epfd, bell, POLLIN,
 					    bell < 0 ? RS_WAKE_SLICE_MS : -1);
+	err = errno; /* EBADF for a close; the rest may overwrite it */
 	pthread_mutex_lock(&rs->lock);
 	ds_sleeper_leave(rs);
 	ds_take_cq_events(rs);
 	pthread_mutex_unlock(&rs->wait_lock);
-	return ret < 0 ? -1 : 0;
+	if (ret < 0)
+		return cma_err(err);
+	return 0;
 }
 
 /* Wait, rs->lock held, until @ready; -1/EAGAIN if @nonblock and not yet. */

@@ -17,8 +17,8 @@
  *    the datagram's first bytes (the rest is dropped, as with UDP);
  *  - a blocked receive or rpoll wakes when another call of its socket
  *    takes its datagram off the UDP socket first, or shuts the socket
- *    down, and a receiving thread gets every datagram beside a sending
- *    one.
+ *    down; one closed under fails with EBADF; a receiving thread gets
+ *    every datagram beside a sending one.
  */
 #include <config.h>
 
@@ -225,6 +225,45 @@ START_TEST(a_call_that_takes_the_datagram_wakes_rpoll)
 }
 END_TEST
 
+static int c;
+
+static void *close_c(void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(rclose(c), 0);
+	return NULL;
+}
+
+static void closed_by_another_call(void)
+{
+	in_another_thread(close_c);
+}
+
+/*
+ * A receive asleep on a socket with a QP (its CQ armed) is closed under:
+ * EBADF, whatever the wake-up's own bookkeeping leaves in errno.
+ */
+START_TEST(a_close_fails_the_receive_with_ebadf)
+{
+	struct sockaddr_in addr_c;
+	struct rsocket *rc;
+	char buf[16];
+
+	c = bound_socket(&rc, &addr_c);
+	ck_assert_int_eq(rsendto(c, "x", 1, 0, (struct sockaddr *)&addr_a,
+				 sizeof(addr_a)),
+			 1);
+	ck_assert_ptr_nonnull(rc->qp_list);
+	sleep_fd = rc->epfd;
+	before_sleep = closed_by_another_call;
+	errno = 0;
+	ck_assert_int_eq(rrecv(c, buf, sizeof(buf), 0), -1);
+	ck_assert_int_eq(errno, EBADF);
+	ck_assert_int_eq(sleep_result, 1);
+	rs_put(rc);
+}
+END_TEST
+
 START_TEST(a_shutdown_wakes_the_receive)
 {
 	char buf[16];
@@ -357,6 +396,7 @@ static Suite *dgram_io_suite(void)
 	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_the_receive);
 	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_rpoll);
 	tcase_add_test(t, a_shutdown_wakes_the_receive);
+	tcase_add_test(t, a_close_fails_the_receive_with_ebadf);
 	tcase_add_test(t, a_receiving_thread_beside_a_sending_one);
 	suite_add_tcase(s, t);
 	return s;
