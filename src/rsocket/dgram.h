@@ -139,8 +139,9 @@ void ds_udp_drain(struct rsocket *rs);
 /* Queue a received datagram; false (and counted) if there is no room. */
 bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg);
 /*
- * What blocking calls wait for (a datagram queued, a send slot free, a
- * shutdown) has changed: wake the one asleep.  Under rs->lock.
+ * What waits look for (a datagram queued, a send slot free, a shutdown,
+ * a CQ event taken) has changed: wake the blocking call and the rpoll
+ * calls asleep on @rs.  Under rs->lock.
  */
 void ds_changed(struct rsocket *rs);
 

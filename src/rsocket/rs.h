@@ -47,9 +47,9 @@
  *   -> the core library's locks (src/cma.h)
  * rs->wait_lock (one reader of the CQ channel; for a datagram socket, one
  * thread asleep on its epoll set) is taken with rs->lock NOT held; only a
- * datagram sleeper takes rs->lock under it (dgram_io.c).  rs->wake_lock (wake_fd and
- * sleepers) is a leaf, taken under any of the others.  The table's
- * rs_table_mut (insert and removal) and its stripe locks (a lookup
+ * datagram sleeper takes rs->lock under it (dgram_io.c).  rs->wake_lock
+ * (wake_fd and sleepers) is a leaf, taken under any of the others.  The
+ * table's rs_table_mut (insert and removal) and its stripe locks (a lookup
  * against a removal of the same slot) are leaves: held for a few
  * instructions, nothing else taken inside except the stripe under
  * rs_table_mut.  rep_mut (the repoll list) is a leaf.  A datagram
@@ -320,8 +320,8 @@ struct rsocket {
 			bool ds_bell_rung;
 			uint32_t ds_gen;
 			uint32_t ds_sleepers;
-			struct ds_poll_waiter
-				*ds_pollers; /* rpoll's (poll.c) */
+			/* rpoll calls asleep on it (poll.c), rung the same way */
+			struct ds_poll_waiter *ds_pollers;
 			bool ds_bound;
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
