@@ -4,8 +4,10 @@
 # scheme (p2pmesh -L: connect to higher ranks, accept lower ones, "lower"),
 # taking turns, both after the same start barrier (-b).  One run's time is
 # the slowest rank's (start of its iteration to data flowing on all its
-# connections; resolve_ms: the longest time any rank took to resolve).  Prints "mesh N=<n> <scheme> run=<i> ms=<t>" per run, then
-# per N the medians, ranges and the ratio.  With a counting shim
+# connections; resolve_ms: the longest time any rank took to resolve).
+# Prints "mesh N=<n> <scheme> run=<i> ms=<t>" per run, then per N the
+# medians, ranges and their ratio, and the paired ratio (the median of each
+# repetition's p2p / lower: see paired()).  With a counting shim
 # (MESH_COUNT_SO), one extra run of each scheme first counts per rank the
 # kernel commands and events (tests/bench/ucma_count.c), not timed.
 #
@@ -136,6 +138,29 @@ stats() { # values on stdin: median min max
 		printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
 }
 
+# paired FILE_A FILE_B: lines "rep ms cpu_ms" of two schemes; the median
+# of the per-repetition ratios A / B, of the time and of the CPU time.
+# The two schemes of one repetition run back to back, so the guest's speed,
+# which drifts by 2x over a run for the same work, cancels out; the ratio
+# of the two medians does not cancel it, and scattered by 0.96-1.10 over
+# four runs of 21 on 2026-11-28 where the paired ratios gave 1.03-1.11.
+paired() {
+	sort -k1,1 "$1" >"$1.sorted"
+	sort -k1,1 "$2" >"$2.sorted"
+	join "$1.sorted" "$2.sorted" | awk '{ t[NR] = $2 / $4; c[NR] = $3 / $5 }
+		function med(v, n,  i, j, x) {
+			for (i = 2; i <= n; i++) {
+				x = v[i]
+				for (j = i - 1; j > 0 && v[j] > x; j--)
+					v[j + 1] = v[j]
+				v[j + 1] = x
+			}
+			return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		}
+		END { if (NR) printf "ratio=%.2f cpu_ratio=%.2f pairs=%d\n",
+			med(t, NR), med(c, NR), NR }'
+}
+
 status=0
 for n in "${ns[@]}"; do
 	if [ -n "${MESH_COUNT_SO:-}" ]; then
@@ -153,6 +178,7 @@ for n in "${ns[@]}"; do
 	for scheme in "${schemes[@]}"; do
 		: >"$out/$scheme.$n"
 		: >"$out/$scheme.cpu.$n"
+		: >"$out/$scheme.rep.$n"
 	done
 	for ((i = 0; i < reps; i++)); do
 		# The order rotates too, so no scheme always goes first.
@@ -170,6 +196,7 @@ for n in "${ns[@]}"; do
 					"cpu_ms=$cpu"
 				echo "$cpu" >>"$out/$scheme.cpu.$n"
 				echo "$ms" >>"$out/$scheme.$n"
+				echo "$i $ms $cpu" >>"$out/$scheme.rep.$n"
 				if [ "$trace" = 1 ]; then
 					echo "=== $scheme rep $i n $n port $port"
 					cat "$out"/rank."$scheme".* | grep '^T '
@@ -195,6 +222,8 @@ for n in "${ns[@]}"; do
 			"lower$suffix median=$lm range=$llo-$lhi" \
 			"ratio=$(awk -v a="$pm" -v b="$lm" \
 				'BEGIN { printf "%.2f", a / b }')"
+		paired "$out/p2p$suffix.rep.$n" "$out/lower$suffix.rep.$n" |
+			sed "s/^/summary N=$n paired p2p$suffix \/ lower$suffix /"
 	done
 done
 exit $status

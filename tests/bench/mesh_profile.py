@@ -49,7 +49,12 @@ def user_class(frames):
     for sym, dso in frames:
         if 'librdmacm' in dso:
             return 'librdmacm ' + sym
-    return frames[0][1].rsplit('/', 1)[-1] if frames else '?'
+    if not frames:
+        return '?'
+    sym, dso = frames[0]
+    dso = dso.rsplit('/', 1)[-1]
+    # libc's share differed most between the schemes: name the function.
+    return f'{dso} {sym}' if dso.startswith('libc.') else dso
 
 
 def classify(lines, start, end):
