@@ -140,10 +140,11 @@ stats() { # values on stdin: median min max
 
 # paired FILE_A FILE_B: lines "rep ms cpu_ms" of two schemes; the median
 # of the per-repetition ratios A / B, of the time and of the CPU time.
-# The two schemes of one repetition run back to back, so the guest's speed,
-# which drifts by 2x over a run for the same work, cancels out; the ratio
-# of the two medians does not cancel it, and scattered by 0.96-1.10 over
-# four runs of 21 on 2026-11-28 where the paired ratios gave 1.03-1.11.
+# The two schemes of one repetition run back to back, so a drift of the
+# guest's speed within a run (2x for the same work) cancels out of each
+# ratio.  What differs from one boot to the next does not: five runs of 21
+# at N = 8 on 2026-11-28 gave paired ratios of 0.93-1.11 (ratios of the
+# medians 0.96-1.10).  Compare builds within one run (MESH_BIN_B).
 paired() {
 	sort -k1,1 "$1" >"$1.sorted"
 	sort -k1,1 "$2" >"$2.sorted"
