@@ -611,6 +611,12 @@ struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 
 /* Registered connects waiting for an answer or the peer's REQ. */
 static unsigned int p2p_waiting;
+/*
+ * The most that waited at once since none did: the size of the mesh being
+ * wired up, which the connects still waiting take their patience from
+ * (cma_p2p_mesh_steps) after most of the others have formed.
+ */
+static unsigned int p2p_waiting_peak;
 
 static bool cma_p2p_conn_waits(const struct cma_p2p_conn *conn)
 {
@@ -623,11 +629,18 @@ void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 	p2p_waiting -= cma_p2p_conn_waits(conn);
 	conn->state = state;
 	p2p_waiting += cma_p2p_conn_waits(conn);
+	if (p2p_waiting > p2p_waiting_peak || !p2p_waiting)
+		p2p_waiting_peak = p2p_waiting;
 }
 
 unsigned int cma_p2p_conns_waiting(void)
 {
 	return p2p_waiting;
+}
+
+unsigned int cma_p2p_conns_waiting_peak(void)
+{
+	return p2p_waiting_peak;
 }
 
 /* The key must not change while the conn is registered (it is hashed). */

@@ -316,6 +316,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
 /* Registered connects waiting for an answer or the peer's REQ (O(1)). */
 unsigned int cma_p2p_conns_waiting(void);
+unsigned int cma_p2p_conns_waiting_peak(void);
 /* Every change of a conn's state goes through here (the count above). */
 void cma_p2p_conn_set_state(struct cma_p2p_conn *conn,
 			    enum cma_p2p_state state);
