@@ -1157,6 +1157,20 @@ static struct timespec connect_to_nine_processes_at(const char *to)
 }
 
 /*
+ * With the first wait at 500 ms: no REQ of ours 700 ms after @t0 (past
+ * one step's wait, short of two), then @n of them.
+ */
+static void reqs_after_two_steps(const struct timespec *t0, int n)
+{
+	long elapsed_ms = unit_ms_since(t0);
+
+	ck_assert_int_lt(elapsed_ms, 700);
+	usleep((useconds_t)(700 - elapsed_ms) * 1000);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	await_cmd(RDMA_USER_CM_CMD_CONNECT, n);
+}
+
+/*
  * A process wiring up a mesh has many connects waiting, and its peers are
  * as busy: the wait is RDMA_CM_P2P_FIRST_WAIT_MS per 8 connects waiting,
  * re-reckoned when it ends (Open #7: at 64 ranks in one guest the 1 s
@@ -1165,16 +1179,9 @@ static struct timespec connect_to_nine_processes_at(const char *to)
  */
 START_TEST(first_contact_wait_grows_with_the_connects_waiting)
 {
-	struct timespec t0;
-	long elapsed_ms;
+	struct timespec t0 = connect_to_nine_processes_at("192.0.2.0");
 
-	t0 = connect_to_nine_processes_at("192.0.2.0");
-	elapsed_ms = unit_ms_since(&t0);
-	ck_assert_int_lt(elapsed_ms, 700);
-	/* Past the 500 ms a single connect waits, short of 2 x 500 ms. */
-	usleep((useconds_t)(700 - elapsed_ms) * 1000);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	await_cmd(RDMA_USER_CM_CMD_CONNECT, 9);
+	reqs_after_two_steps(&t0, 9);
 }
 END_TEST
 
@@ -1218,11 +1225,9 @@ static unsigned int conns_waiting(void)
  */
 START_TEST(first_contact_wait_keeps_the_mesh_patience)
 {
-	struct timespec t0;
-	long elapsed_ms;
+	struct timespec t0 = connect_to_nine_processes_at("192.0.2.0");
 	uint16_t port;
 
-	t0 = connect_to_nine_processes_at("192.0.2.0");
 	for (port = 7001; port < 7009; port++) {
 		req_port = port;
 		peer_request("192.0.2.0", 1, "hers");
@@ -1231,12 +1236,7 @@ START_TEST(first_contact_wait_keeps_the_mesh_patience)
 	expect_nothing(); /* the eight adopted */
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 8);
 	ck_assert_uint_eq(conns_waiting(), 1);
-	elapsed_ms = unit_ms_since(&t0);
-	ck_assert_int_lt(elapsed_ms, 700);
-	/* Past its own 500 ms, short of the mesh's 2 x 500 ms. */
-	usleep((useconds_t)(700 - elapsed_ms) * 1000);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	await_cmd(RDMA_USER_CM_CMD_CONNECT, 1);
+	reqs_after_two_steps(&t0, 1);
 }
 END_TEST
 
