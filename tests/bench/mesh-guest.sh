@@ -132,10 +132,10 @@ profile() {
 	done
 }
 
-stats() { # values on stdin: median min max
-	sort -g | awk '{ v[NR] = $1 } END {
+stats() { # values on stdin: median min max [printf format, %.1f]
+	sort -g | awk -v f="${1:-%.1f}" '{ v[NR] = $1 } END {
 		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.1f %.1f %.1f\n", m, v[1], v[NR] }'
+		printf f " " f " " f "\n", m, v[1], v[NR] }'
 }
 
 # paired FILE_A FILE_B: lines "rep ms cpu_ms" of two schemes; the median
@@ -146,20 +146,15 @@ stats() { # values on stdin: median min max
 # at N = 8 on 2026-11-28 gave paired ratios of 0.93-1.11 (ratios of the
 # medians 0.96-1.10).  Compare builds within one run (MESH_BIN_B).
 paired() {
+	local t c n
 	sort -k1,1 "$1" >"$1.sorted"
 	sort -k1,1 "$2" >"$2.sorted"
-	join "$1.sorted" "$2.sorted" | awk '{ t[NR] = $2 / $4; c[NR] = $3 / $5 }
-		function med(v, n,  i, j, x) {
-			for (i = 2; i <= n; i++) {
-				x = v[i]
-				for (j = i - 1; j > 0 && v[j] > x; j--)
-					v[j + 1] = v[j]
-				v[j + 1] = x
-			}
-			return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-		}
-		END { if (NR) printf "ratio=%.2f cpu_ratio=%.2f pairs=%d\n",
-			med(t, NR), med(c, NR), NR }'
+	join "$1.sorted" "$2.sorted" >"$1.joined"
+	n=$(wc -l <"$1.joined")
+	((n)) || return 0
+	read -r t _ _ <<<"$(awk '{ print $2 / $4 }' "$1.joined" | stats %.2f)"
+	read -r c _ _ <<<"$(awk '{ print $3 / $5 }' "$1.joined" | stats %.2f)"
+	echo "ratio=$t cpu_ratio=$c pairs=$n"
 }
 
 status=0
@@ -177,8 +172,6 @@ for n in "${ns[@]}"; do
 	schemes=(p2p lower)
 	[ -n "${MESH_BIN_B:-}" ] && schemes+=(p2p_b lower_b)
 	for scheme in "${schemes[@]}"; do
-		: >"$out/$scheme.$n"
-		: >"$out/$scheme.cpu.$n"
 		: >"$out/$scheme.rep.$n"
 	done
 	for ((i = 0; i < reps; i++)); do
@@ -195,8 +188,6 @@ for n in "${ns[@]}"; do
 				read -r ms rms cpu <<<"$t"
 				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms" \
 					"cpu_ms=$cpu"
-				echo "$cpu" >>"$out/$scheme.cpu.$n"
-				echo "$ms" >>"$out/$scheme.$n"
 				echo "$i $ms $cpu" >>"$out/$scheme.rep.$n"
 				if [ "$trace" = 1 ]; then
 					echo "=== $scheme rep $i n $n port $port"
@@ -213,17 +204,18 @@ for n in "${ns[@]}"; do
 	done
 	for suffix in '' _b; do
 		[ -z "$suffix" ] || [ -n "${MESH_BIN_B:-}" ] || continue
-		read -r pm plo phi <<<"$(stats <"$out/p2p$suffix.$n")"
-		read -r lm llo lhi <<<"$(stats <"$out/lower$suffix.$n")"
-		read -r pc _ _ <<<"$(stats <"$out/p2p$suffix.cpu.$n")"
-		read -r lc _ _ <<<"$(stats <"$out/lower$suffix.cpu.$n")"
+		p=$out/p2p$suffix.rep.$n l=$out/lower$suffix.rep.$n
+		read -r pm plo phi <<<"$(awk '{ print $2 }' "$p" | stats)"
+		read -r lm llo lhi <<<"$(awk '{ print $2 }' "$l" | stats)"
+		read -r pc _ _ <<<"$(awk '{ print $3 }' "$p" | stats)"
+		read -r lc _ _ <<<"$(awk '{ print $3 }' "$l" | stats)"
 		echo "summary N=$n cpu_ms (all ranks) p2p$suffix median=$pc" \
 			"lower$suffix median=$lc"
 		echo "summary N=$n p2p$suffix median=$pm range=$plo-$phi" \
 			"lower$suffix median=$lm range=$llo-$lhi" \
 			"ratio=$(awk -v a="$pm" -v b="$lm" \
 				'BEGIN { printf "%.2f", a / b }')"
-		paired "$out/p2p$suffix.rep.$n" "$out/lower$suffix.rep.$n" |
+		paired "$p" "$l" |
 			sed "s/^/summary N=$n paired p2p$suffix \/ lower$suffix /"
 	done
 done

@@ -53,7 +53,8 @@ def user_class(frames):
         return '?'
     sym, dso = frames[0]
     dso = dso.rsplit('/', 1)[-1]
-    # libc's share differed most between the schemes: name the function.
+    # libc's functions by name: its system-call wrappers and allocator say
+    # what the time went to, where the other libraries' names add little.
     return f'{dso} {sym}' if dso.startswith('libc.') else dso
 
 
