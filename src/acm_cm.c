@@ -376,7 +376,8 @@ int cma_acm_resolve_route(struct cma_id_private *id_priv)
 			      "source=kernel (ACM's path has other GIDs)");
 		return -1;
 	}
-	if (ucma_cmd_set_option(
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_set_option(
 		    cma_id_fd(id_priv), id_priv->handle, RDMA_OPTION_IB,
 		    RDMA_OPTION_IB_PATH, ans.paths,
 		    (uint32_t)(ans.num_paths * sizeof(ans.paths[0])))) {

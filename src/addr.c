@@ -110,7 +110,8 @@ static int cma_query_ip_route(struct cma_id_private *id_priv)
 {
 	struct rdma_ucm_query_route_resp resp;
 
-	if (ucma_cmd_query_route(cma_id_fd(id_priv), id_priv->handle, &resp))
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_query_route(cma_id_fd(id_priv), id_priv->handle, &resp))
 		return -1;
 	return cma_apply_ip_route(id_priv, &resp);
 }
@@ -121,7 +122,8 @@ static int cma_query_ib_addr(struct cma_id_private *id_priv)
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	const struct sockaddr_ib *sib;
 
-	if (ucma_cmd_query_addr(cma_id_fd(id_priv), id_priv->handle, &resp))
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_query_addr(cma_id_fd(id_priv), id_priv->handle, &resp))
 		return -1;
 	if (cma_adopt_device(id_priv, resp.node_guid))
 		return -1;
@@ -149,7 +151,8 @@ static int cma_query_ib_paths(struct cma_id_private *id_priv)
 	struct ibv_sa_path_rec *paths;
 	uint32_t i, n = 0, count;
 
-	if (ucma_cmd_query_path(cma_id_fd(id_priv), id_priv->handle, &resp.hdr,
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_query_path(cma_id_fd(id_priv), id_priv->handle, &resp.hdr,
 				sizeof(resp)))
 		return -1;
 	count = resp.hdr.num_paths < 6 ? resp.hdr.num_paths : 6;
@@ -198,7 +201,8 @@ CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		return -1;
 	if (!len)
 		return cma_err(addr ? EAFNOSUPPORT : EINVAL);
-	if (ucma_cmd_bind(cma_id_fd(id_priv), id_priv->handle, addr, len))
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_bind(cma_id_fd(id_priv), id_priv->handle, addr, len))
 		return -1;
 	cma_store_addr(&id->route.addr.src_storage, addr, len);
 	return cma_query_addr_info(id_priv);
@@ -220,6 +224,8 @@ static int cma_resolve_addr_cmd(struct cma_id_private *id_priv,
 	struct sockaddr_storage new_src, new_dst, old_src = a->src_storage,
 						  old_dst = a->dst_storage;
 
+	if (cma_id_kernel(id_priv))
+		return -1;
 	cma_store_addr(&new_dst, dst, dst_len);
 	if (src_len)
 		cma_store_addr(&new_src, src, src_len);
@@ -282,6 +288,8 @@ CMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	ret = cma_p2p_resolve_route(id_priv, timeout_ms);
 	if (ret)
 		return ret < 0 ? -1 : 0;
+	if (cma_id_kernel(id_priv))
+		return -1;
 	/* ACM's path makes the kernel report ROUTE_RESOLVED by itself. */
 	if (cma_acm_enabled() && !cma_acm_resolve_route(id_priv))
 		return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;

@@ -155,7 +155,7 @@ struct cma_ep_listen {
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
-	uint32_t handle; /* the kernel's id */
+	uint32_t handle; /* the kernel's id, CMA_NO_KERNEL_ID until made */
 	bool sync; /* created without a channel: calls block */
 	bool connect_error; /* the library failed the connection itself */
 	bool cm_started; /* connect sent or request received: the IB CM owns
@@ -163,6 +163,7 @@ struct cma_id_private {
 	bool owns_cqs; /* rdma_create_qp made the CQs */
 	bool p2p_listening; /* a p2p listener record exists (p2p.c) */
 	bool ai_cancel; /* being destroyed: lookups post no event */
+	bool kernel_lazy; /* created without its kernel id (cma_id_kernel) */
 	uint16_t ai_pending; /* rdma_resolve_addrinfo lookups running */
 
 	pthread_mutex_t mut;
@@ -285,6 +286,16 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 				    enum ibv_qp_type qp_type);
 /* Create the kernel id for an allocated id.  0 or -1/errno. */
 int cma_id_create_kernel(struct cma_id_private *id_priv);
+/*
+ * The handle of an id whose kernel id is not made yet.  The kernel gives
+ * each new id the lowest free number, so it never reaches this one.
+ */
+#define CMA_NO_KERNEL_ID UINT32_MAX
+/*
+ * Before every command on the id's own kernel id: make it if the id was
+ * created without one (id.c).  0, or -1/errno.
+ */
+int cma_id_kernel(struct cma_id_private *id_priv);
 void cma_id_free(struct cma_id_private *id_priv);
 /*
  * Point the id at a device, taking over the caller's reference and dropping
@@ -644,6 +655,8 @@ size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv);
 
 /* RDMA_CM_PEER2PEER=1: every connect and accept of the process is p2p. */
 bool cma_p2p_env(void);
+/* Whether a listener holds requests for p2p connects (p2p mode declared). */
+bool cma_p2p_peer_listening(void);
 /* rdma_connect in p2p mode: adopt a held request or send a tagged REQ. */
 int cma_p2p_connect(struct cma_id_private *id_priv,
 		    const struct rdma_ucm_conn_param *kparam,

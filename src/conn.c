@@ -213,8 +213,10 @@ static int cma_connect(struct rdma_cm_id *id,
 		pthread_mutex_unlock(&id_priv->qp_lock);
 		ret = cma_p2p_connect(id_priv, &kparam, &ece);
 	} else {
-		ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
-				       &kparam, &ece);
+		ret = cma_id_kernel(id_priv);
+		if (!ret)
+			ret = ucma_cmd_connect(cma_id_fd(id_priv),
+					       id_priv->handle, &kparam, &ece);
 	}
 	if (ret)
 		return -1;
@@ -276,7 +278,8 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	struct cma_id_private *id_priv = cma_id_priv(id);
 	bool known, early;
 
-	if (cma_check_id(id) || cma_check_ud_transport(id_priv))
+	if (cma_check_id(id) || cma_check_ud_transport(id_priv) ||
+	    cma_id_kernel(id_priv))
 		return -1;
 	if (backlog < 0)
 		backlog = 0;
@@ -464,7 +467,8 @@ static int cma_accept(struct rdma_cm_id *id,
 		return cma_err(err);
 	}
 	cma_ece_to_kern(id_priv, &ece);
-	if (ucma_cmd_accept(cma_id_fd(id_priv), id_priv->handle,
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_accept(cma_id_fd(id_priv), id_priv->handle,
 			    (uint64_t)(uintptr_t)id_priv, &kparam, &ece)) {
 		int err = errno;
 
@@ -504,7 +508,8 @@ static int cma_reject(struct rdma_cm_id *id, const void *private_data,
 		return -1;
 	if (private_data_len && !private_data)
 		return cma_err(EINVAL);
-	if (cma_check_priv_len(id_priv, private_data_len, CMA_PRIV_REJ))
+	if (cma_check_priv_len(id_priv, private_data_len, CMA_PRIV_REJ) ||
+	    cma_id_kernel(id_priv))
 		return -1;
 	return ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle,
 			       private_data, private_data_len, reason);
@@ -527,7 +532,7 @@ CMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
 
-	if (cma_check_id(id))
+	if (cma_check_id(id) || cma_id_kernel(id_priv))
 		return -1;
 	return ucma_cmd_notify(cma_id_fd(id_priv), id_priv->handle,
 			       (uint32_t)event);
@@ -547,7 +552,8 @@ CMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		ret = cma_qp_to_err(id_priv);
 	if (ret)
 		return -1;
-	if (ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle))
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle))
 		return -1;
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }

@@ -66,14 +66,54 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	return id_priv;
 }
 
+/* Under the id's mut when the id is reachable by other threads. */
+static int cma_id_create_kernel_locked(struct cma_id_private *id_priv)
+{
+	uint32_t handle;
+
+	if (ucma_cmd_create_id(cma_id_fd(id_priv), (uint64_t)(uintptr_t)id_priv,
+			       (uint16_t)id_priv->id.ps,
+			       (uint8_t)id_priv->id.qp_type, &handle))
+		return -1;
+	id_priv->handle = handle;
+	cma_tsan_release(id_priv); /* the handle is written (cma.h) */
+	return 0;
+}
+
 int cma_id_create_kernel(struct cma_id_private *id_priv)
 {
-	int ret = ucma_cmd_create_id(
-		cma_id_fd(id_priv), (uint64_t)(uintptr_t)id_priv,
-		(uint16_t)id_priv->id.ps, (uint8_t)id_priv->id.qp_type,
-		&id_priv->handle);
+	int ret;
 
-	cma_tsan_release(id_priv); /* the handle is written (cma.h) */
+	pthread_mutex_lock(&id_priv->mut);
+	ret = cma_id_create_kernel_locked(id_priv);
+	pthread_mutex_unlock(&id_priv->mut);
+	return ret;
+}
+
+/*
+ * In a process that declared p2p mode on a listener, an id's kernel id is
+ * made by the first command that needs it.  The end of a p2p connection
+ * that adopts the peer's request connects on that request's kernel id
+ * (p2p_connect.c) and resolves nothing itself (p2p_resolve.c): its own
+ * would be made and destroyed unused, two of the costliest commands, once
+ * per adopted connection of a mesh.  Other processes keep rdma-core's
+ * order, the kernel id made by rdma_create_id.
+ */
+static bool cma_id_may_defer_kernel(const struct cma_id_private *id_priv)
+{
+	return !id_priv->sync && cma_p2p_peer_listening();
+}
+
+int cma_id_kernel(struct cma_id_private *id_priv)
+{
+	int ret = 0;
+
+	if (!id_priv->kernel_lazy)
+		return 0; /* made by rdma_create_id, never taken away */
+	pthread_mutex_lock(&id_priv->mut);
+	if (id_priv->handle == CMA_NO_KERNEL_ID)
+		ret = cma_id_create_kernel_locked(id_priv);
+	pthread_mutex_unlock(&id_priv->mut);
 	return ret;
 }
 
@@ -195,7 +235,10 @@ static int cma_create_id_common(struct rdma_event_channel *channel,
 	id_priv = cma_id_alloc(channel, context, ps, qp_type);
 	if (!id_priv)
 		return -1;
-	if (cma_id_create_kernel(id_priv)) {
+	if (cma_id_may_defer_kernel(id_priv)) {
+		id_priv->kernel_lazy = true;
+		id_priv->handle = CMA_NO_KERNEL_ID;
+	} else if (cma_id_create_kernel(id_priv)) {
 		int err = errno;
 
 		cma_id_free(id_priv);
@@ -231,14 +274,15 @@ int cma_create_id_qp_type(struct rdma_event_channel *channel,
 CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
-	uint32_t reported;
+	uint32_t reported = 0;
 
 	if (cma_check_id(id))
 		return -1;
 	cma_mcast_leave_all(id_priv);
 	cma_p2p_detach(id_priv); /* the handle no longer changes after this */
 	cma_sendto_release(id_priv);
-	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
+	if (id_priv->handle != CMA_NO_KERNEL_ID &&
+	    ucma_cmd_destroy_id(cma_id_fd(id_priv), id_priv->handle, &reported))
 		return -1;
 	cma_id_release_sync_event(id_priv);
 	cma_ai_cancel(id_priv); /* its lookups' events are dropped next */
@@ -256,7 +300,7 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	bool sync = !channel;
 	uint32_t reported;
 
-	if (cma_check_id(id))
+	if (cma_check_id(id) || cma_id_kernel(id_priv))
 		return -1;
 	if (sync) {
 		channel = cma_channel_create();

@@ -95,6 +95,8 @@ int cma_mc_join(struct cma_id_private *id_priv,
 
 	if (cma_id_is_iwarp(id_priv))
 		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
+	if (cma_id_kernel(id_priv))
+		return -1;
 	mc = cma_mc_alloc(id_priv, req->addr, req->addr_len, req->join_flags,
 			  req->context);
 	if (!mc)

@@ -28,6 +28,8 @@
 static int cma_kernel_set(struct cma_id_private *id_priv, int level,
 			  int optname, const void *optval, size_t optlen)
 {
+	if (cma_id_kernel(id_priv))
+		return -1;
 	return ucma_cmd_set_option(cma_id_fd(id_priv), id_priv->handle,
 				   (uint32_t)level, (uint32_t)optname,
 				   (void *)optval, (uint32_t)optlen);

@@ -310,6 +310,18 @@ enum cma_p2p_hold_mode cma_p2p_listener_mode(const struct cma_p2p_listener *lis)
 	return cma_p2p_env() ? CMA_P2P_HOLD_PEER : CMA_P2P_HOLD_TIMED;
 }
 
+bool cma_p2p_peer_listening(void)
+{
+	struct cma_p2p_listener *lis;
+	bool any = false;
+
+	cma_p2p_lock();
+	for (lis = p2p_listeners; lis && !any; lis = lis->next)
+		any = cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_PEER;
+	cma_p2p_unlock();
+	return any;
+}
+
 static bool cma_p2p_addr_is_any(const uint8_t a[16])
 {
 	static const uint8_t any6[16], any4[16] = {[10] = 0xff, [11] = 0xff};
@@ -771,16 +783,21 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
+	uint32_t handle;
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
+	/* The application's thread may be making it (cma_id_kernel). */
+	pthread_mutex_lock(&id_priv->mut);
+	handle = id_priv->handle;
+	pthread_mutex_unlock(&id_priv->mut);
 	cma_p2p_lock();
 	cma_p2p_dbg("event %s status %d on %s, handle %u (id's %u), state %d",
 		    rdma_event_str((enum rdma_cm_event_type)resp->event),
 		    (int)resp->status,
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), resp->id,
-		    id_priv->handle, (int)conn->state);
-	if (resp->id != id_priv->handle) {
+		    handle, (int)conn->state);
+	if (resp->id != handle) {
 		drop = true; /* from the kernel id an adoption replaced */
 	} else if (conn->gave_up) {
 		drop = true; /* the application has its UNREACHABLE */

@@ -257,6 +257,35 @@ static void cma_p2p_addressing_restore(struct cma_id_private *id_priv,
 }
 
 /* Back out of a failed adoption: the connect keeps its own kernel id. */
+/*
+ * Make @handle the id's kernel id, under its mut (which cma_id_kernel
+ * makes a missing one under); the id's kernel id before.
+ */
+static uint32_t cma_p2p_set_handle(struct cma_id_private *id_priv,
+				   uint32_t handle)
+{
+	uint32_t old;
+
+	pthread_mutex_lock(&id_priv->mut);
+	old = id_priv->handle;
+	id_priv->handle = handle;
+	pthread_mutex_unlock(&id_priv->mut);
+	return old;
+}
+
+/*
+ * The id gets a kernel id of its own in place of one that is retired: a
+ * fresh one now, or none until a command needs it if the id was created
+ * without one.  0, or -1/errno with the id's kernel id unchanged.
+ */
+static int cma_p2p_renew_kernel_id(struct cma_id_private *id_priv)
+{
+	if (!id_priv->kernel_lazy)
+		return cma_id_create_kernel(id_priv);
+	cma_p2p_set_handle(id_priv, CMA_NO_KERNEL_ID);
+	return 0;
+}
+
 static void cma_p2p_adopt_undo(struct cma_p2p_conn *conn, uint32_t old,
 			       bool qp_moved,
 			       const struct cma_p2p_addressing *saved)
@@ -264,7 +293,7 @@ static void cma_p2p_adopt_undo(struct cma_p2p_conn *conn, uint32_t old,
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
 
-	id_priv->handle = old;
+	cma_p2p_set_handle(id_priv, old);
 	if (qp_moved && !ibv_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE))
 		cma_qp_to_init(id_priv, id_priv->id.qp);
 	if (conn->kernel_unbound && !saved->had_paths)
@@ -279,6 +308,8 @@ static int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv,
 {
 	uint32_t reported;
 
+	if (handle == CMA_NO_KERNEL_ID)
+		return 0; /* it was never made */
 	if (ucma_cmd_destroy_id(cma_id_fd(id_priv), handle, &reported))
 		return -1;
 	pthread_mutex_lock(&id_priv->mut);
@@ -297,6 +328,8 @@ static int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv,
  */
 static void cma_p2p_retire(struct cma_p2p_conn *conn, uint32_t old)
 {
+	if (old == CMA_NO_KERNEL_ID)
+		return;
 	if (conn->nretired == CMA_P2P_MAX_RETIRED) {
 		if (cma_p2p_destroy_kernel_id(conn->id_priv, conn->retired[0]))
 			cma_p2p_dbg("kernel id %u not destroyed: %m",
@@ -399,7 +432,7 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 	const struct rdma_ucm_conn_param *req = &a->resp.param.conn;
 	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP};
 	struct rdma_ucm_conn_param kp = conn->kparam;
-	uint32_t old = id_priv->handle, reported;
+	uint32_t old, reported;
 	struct cma_p2p_addressing saved;
 	bool qp_moved = false;
 	int err;
@@ -414,7 +447,7 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 		return cma_err(err);
 	}
 	cma_p2p_addressing_save(id_priv, &saved);
-	id_priv->handle = a->handle;
+	old = cma_p2p_set_handle(id_priv, a->handle);
 	/* The route the request's ends were learnt from, or a fresh one. */
 	if (a->has_route ? cma_apply_ip_route(id_priv, &a->route)
 			 : cma_query_route_info(id_priv))
@@ -680,8 +713,10 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	cma_p2p_lock();
 	conn->busy++;
 	cma_p2p_unlock();
-	ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle, &conn->req,
-			       &conn->ece);
+	ret = cma_id_kernel(id_priv);
+	if (!ret)
+		ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
+				       &conn->req, &conn->ece);
 	err = errno;
 	cma_p2p_lock();
 	if (!ret) {
@@ -927,7 +962,8 @@ static struct cma_p2p_conn *cma_p2p_timer_conn(struct cma_timer *timer)
  * peer's hold check drops its copy.  (A REJ sent with rdma_reject for an
  * outgoing REQ is not matched by the peer, and leaves the REQ's retries
  * running: destroying the id later would block until the last one.)  The
- * id gets a fresh kernel id, so that the application can still destroy it.
+ * id gets a kernel id of its own again (cma_p2p_renew_kernel_id), so that
+ * the application can still use or destroy it.
  * Under p2p_lock; the QP and the old kernel id are chores, done under the
  * id's qp_lock: destroying a connecting iWARP id waits in the kernel until
  * its connect is answered or the MPA exchange times out (seconds), and
@@ -944,7 +980,7 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 	evt = cma_event_new(id_priv, RDMA_CM_EVENT_UNREACHABLE, status);
 	if (evt)
 		cma_event_post(evt);
-	if (!cma_id_create_kernel(id_priv))
+	if (!cma_p2p_renew_kernel_id(id_priv))
 		cma_p2p_retire(conn, old);
 	else /* no memory: the best we can do without losing the id */
 		ucma_cmd_reject(cma_id_fd(id_priv), old, NULL, 0, 0);
@@ -965,7 +1001,7 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 	uint32_t old = id_priv->handle;
 	char kb[CMA_P2P_KEY_STRLEN];
 
-	if (cma_id_create_kernel(id_priv)) {
+	if (cma_p2p_renew_kernel_id(id_priv)) {
 		cma_timer_start(id_priv->id.channel, &conn->timer,
 				CMA_P2P_RETRY_MS);
 		return false;

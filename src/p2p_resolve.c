@@ -264,7 +264,9 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 	cma_p2p_lock();
 	conn->busy++;
 	cma_p2p_unlock();
-	if (cmd == RDMA_USER_CM_CMD_RESOLVE_ADDR)
+	if (cma_id_kernel(id_priv))
+		ret = -1;
+	else if (cmd == RDMA_USER_CM_CMD_RESOLVE_ADDR)
 		ret = ucma_cmd_resolve_addr(
 			fd, id_priv->handle,
 			conn->kernel_unbound ? &a->src_addr : NULL,

@@ -24,7 +24,8 @@ static int cma_kernel_qp_attr(struct cma_id_private *id_priv,
 {
 	struct ib_uverbs_qp_attr resp;
 
-	if (ucma_cmd_init_qp_attr(cma_id_fd(id_priv), id_priv->handle,
+	if (cma_id_kernel(id_priv) ||
+	    ucma_cmd_init_qp_attr(cma_id_fd(id_priv), id_priv->handle,
 				  (uint32_t)state, &resp))
 		return -1;
 	cma_qp_attr_from_kern(attr, mask, &resp);

@@ -139,12 +139,18 @@ static uint32_t plain_request(void)
 	return child;
 }
 
-/* Another RC id on @c, as a program's connecting id would be. */
+/*
+ * Another RC id on @c, as a program's connecting id would be, with the
+ * kernel id its first command would make (this process declared p2p mode:
+ * id.c leaves it until then), so that the tests can script its events.
+ */
 static struct rdma_cm_id *other_id(struct rdma_event_channel *c)
 {
 	struct rdma_cm_id *id;
 
 	ck_assert_int_eq(rdma_create_id(c, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_uint_eq(cma_id_priv(id)->handle, CMA_NO_KERNEL_ID);
+	ck_assert_int_eq(cma_id_kernel(cma_id_priv(id)), 0);
 	return id;
 }
 

@@ -35,9 +35,17 @@ static uint16_t req_port = P2P_PORT;
 /* The address this process's listener is bound to (a test may widen it). */
 static const char *listen_addr = "192.0.2.1";
 
+/* The id's kernel id (CMA_NO_KERNEL_ID: not made yet). */
 static inline uint32_t kid_of(struct rdma_cm_id *id)
 {
-	return cma_id_priv(id)->handle;
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	uint32_t kid;
+
+	/* The service thread may be making it (cma_id_kernel). */
+	pthread_mutex_lock(&id_priv->mut);
+	kid = id_priv->handle;
+	pthread_mutex_unlock(&id_priv->mut);
+	return kid;
 }
 
 /* The channel and the listener at listen_addr:P2P_PORT. */

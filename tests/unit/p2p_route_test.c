@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +48,158 @@ static struct rdma_cm_id *p2p_id_resolving(const char *to)
 	return id;
 }
 
+/* --- the kernel id, made when a command needs it (id.c) ------------------ */
+
+static struct rdma_cm_id *new_id(void)
+{
+	struct rdma_cm_id *id;
+
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	return id;
+}
+
+static void set_tos(struct rdma_cm_id *id, int expect)
+{
+	uint8_t tos = 32;
+
+	ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+					 &tos, sizeof(tos)),
+			 expect);
+}
+
+/*
+ * A process whose listener holds declared p2p mode: rdma_create_id leaves
+ * the kernel id to the first command that needs one (a kernel option
+ * here; a library option does not), which makes it once, named by the id.
+ */
+START_TEST(kernel_id_is_made_by_the_first_command)
+{
+	int creates, on = 1;
+	struct rdma_cm_id *id;
+	uint32_t kid;
+
+	listener_holds();
+	creates = fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID);
+	id = new_id();
+	ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	ck_assert_uint_eq(kid_of(id), CMA_NO_KERNEL_ID);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID), creates);
+	set_tos(id, 0);
+	kid = kid_of(id);
+	ck_assert_uint_ne(kid, CMA_NO_KERNEL_ID);
+	ck_assert_uint_eq(fake_ucma_kid(kid)->uid, (uintptr_t)cma_id_priv(id));
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_SET_OPTION)->handle,
+			  kid);
+	set_tos(id, 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID),
+			 creates + 1);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	ck_assert(!fake_ucma_kid_live(kid, 0));
+}
+END_TEST
+
+/* Destroyed before any command: the kernel never hears of the id. */
+START_TEST(unused_id_never_reaches_the_kernel)
+{
+	int n;
+
+	listener_holds();
+	n = fake_ucma_ncmds();
+	ck_assert_int_eq(rdma_destroy_id(new_id()), 0);
+	ck_assert_int_eq(fake_ucma_ncmds(), n);
+}
+END_TEST
+
+/*
+ * The kernel id cannot be made: the command fails with the kernel's error
+ * and is not sent, and the next command tries again.
+ */
+START_TEST(kernel_id_not_made_fails_the_command)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0);
+	struct rdma_cm_id *id;
+	int binds;
+
+	listener_holds();
+	id = new_id();
+	binds = fake_ucma_count(RDMA_USER_CM_CMD_BIND);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_CREATE_ID, ENOMEM);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&src), -1);
+	ck_assert_int_eq(errno, ENOMEM);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_BIND), binds);
+	ck_assert_uint_eq(kid_of(id), CMA_NO_KERNEL_ID);
+	ck_assert_int_eq(rdma_bind_addr(id, (struct sockaddr *)&src), 0);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_BIND)->handle,
+			  kid_of(id));
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/* Migrated first: made on its old channel, moved, its events on the new. */
+START_TEST(migrate_makes_the_kernel_id_then_moves_it)
+{
+	struct rdma_event_channel *to = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	ck_assert_ptr_nonnull(to);
+	listener_holds();
+	id = new_id();
+	ck_assert_int_eq(rdma_migrate_id(id, to), 0);
+	ck_assert_uint_ne(kid_of(id), CMA_NO_KERNEL_ID);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_MIGRATE_ID)->handle,
+			  kid_of(id));
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+	ck_assert_int_eq(rdma_get_cm_event(to, &ev), 0);
+	ck_assert_ptr_eq(ev->id, id);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	rdma_destroy_event_channel(to);
+}
+END_TEST
+
+static void *first_command(void *id)
+{
+	set_tos(id, 0);
+	return NULL;
+}
+
+/* Two threads' first commands on one id make one kernel id. */
+START_TEST(concurrent_first_commands_make_one_kernel_id)
+{
+	struct rdma_cm_id *id;
+	pthread_t t;
+	int creates;
+
+	listener_holds();
+	id = new_id();
+	creates = fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID);
+	ck_assert_int_eq(pthread_create(&t, NULL, first_command, id), 0);
+	set_tos(id, 0);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID),
+			 creates + 1);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_SET_OPTION), 2);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/* Without p2p mode declared, rdma_create_id makes it, as rdma-core does. */
+START_TEST(kernel_id_made_at_once_without_p2p_mode)
+{
+	int creates = fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID);
+	struct rdma_cm_id *id = new_id();
+
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID),
+			 creates + 1);
+	ck_assert_uint_ne(kid_of(id), CMA_NO_KERNEL_ID);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
 /*
  * The id is bound to learn its device (a wildcard listener names none) or
  * so that the kernel can give its QP's INIT attributes (InfiniBand); it
@@ -59,8 +212,8 @@ static bool id_bound_expected;
  * reported by the library at once and none reaches the kernel, and the QP
  * is made on the id's device.  With the listener bound to the source
  * address (the fixture's) on RoCE, the id takes the device, port and GID
- * from it, and its own kernel id, which never connects, is neither bound
- * nor queried.
+ * from it, and its own kernel id, which only a REQ of ours would need, is
+ * not even made (the listener declared p2p mode: id.c).
  */
 static struct rdma_cm_id *route_left_for_later(const char *to)
 {
@@ -71,9 +224,7 @@ static struct rdma_cm_id *route_left_for_later(const char *to)
 	if (id_bound_expected) {
 		ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_BIND, kid_of(id)), 0);
 	} else {
-		ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_BIND, kid_of(id)), 0);
-		ck_assert_int_eq(
-			cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, kid_of(id)), 0);
+		ck_assert_uint_eq(kid_of(id), CMA_NO_KERNEL_ID);
 		ck_assert_uint_eq(id->port_num, listener->port_num);
 		ck_assert_mem_eq(id->route.addr.addr.ibaddr.sgid.raw,
 				 listener->route.addr.addr.ibaddr.sgid.raw, 16);
@@ -108,8 +259,10 @@ START_TEST(higher_end_adopts_without_resolving)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 	uint32_t own, req;
+	int creates;
 
 	listener_holds();
+	creates = fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID);
 	id = route_left_for_later("192.0.2.0");
 	own = kid_of(id);
 	ck_assert_int_eq(p2p_connect(id), 0);
@@ -119,6 +272,10 @@ START_TEST(higher_end_adopts_without_resolving)
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	ck_assert_uint_eq(kid_of(id), req);
 	ck_assert(!fake_ucma_kid_live(own, 2000));
+	/* Unbound, it never had a kernel id of its own to make and destroy. */
+	if (!id_bound_expected)
+		ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID),
+				 creates);
 	/* The route the request's ends were read from serves the adoption. */
 	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, req), 1);
 	ck_assert_uint_eq(
@@ -187,6 +344,8 @@ START_TEST(plain_connect_of_a_route_left_for_later_fails)
 	ck_assert_int_eq(rdma_connect(id, &p), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
@@ -199,6 +358,8 @@ START_TEST(second_route_resolution_fails)
 	id = route_left_for_later("192.0.2.0");
 	ck_assert_int_eq(rdma_resolve_route(id, 3000), -1);
 	ck_assert_int_eq(errno, EINVAL);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
 END_TEST
 
@@ -213,9 +374,12 @@ static struct rdma_cm_id *connect_resolving_late(uint32_t *own)
 
 	listener_holds();
 	id = route_left_for_later("192.0.2.0");
-	*own = kid_of(id);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	/* Made now, for the REQ: on the id's channel, named by the id. */
+	*own = kid_of(id);
+	ck_assert_uint_ne(*own, CMA_NO_KERNEL_ID);
+	ck_assert_uint_eq(fake_ucma_kid(*own)->uid, (uintptr_t)cma_id_priv(id));
 	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle,
 			  *own);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
@@ -319,33 +483,34 @@ END_TEST
 
 /*
  * The held request's answer fails (the peer gave up on it meanwhile): the
- * id goes back to its own kernel id, never bound, with the addresses the
- * application resolved, and our REQ is resolved from them (stress
- * p2p_churn: the id had taken the unbound kernel id's empty addresses,
- * and the late RESOLVE_ADDR failed with EINVAL).
+ * id goes back to having no kernel id of its own, with the addresses the
+ * application resolved, and our REQ is resolved from them on one made for
+ * it (stress p2p_churn: the id had taken the unbound kernel id's empty
+ * addresses, and the late RESOLVE_ADDR failed with EINVAL).
  */
 START_TEST(failed_adoption_keeps_the_resolved_addresses)
 {
 	const struct rdma_ucm_resolve_addr *ra;
 	const struct sockaddr_in *sin;
 	struct rdma_cm_id *id;
-	uint32_t own, req;
+	uint32_t req;
 
 	listener_holds();
 	req = peer_request("192.0.2.0", 1, "hers");
 	expect_nothing();
 	id = route_left_for_later("192.0.2.0");
-	own = kid_of(id);
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, req), 0);
-	ck_assert_uint_eq(kid_of(id), own);
+	ck_assert_uint_ne(kid_of(id), req);
 	sin = (const struct sockaddr_in *)rdma_get_local_addr(id);
 	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.1"));
 	sin = (const struct sockaddr_in *)rdma_get_peer_addr(id);
 	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.0"));
 	ck_assert_uint_eq(sin->sin_port, htons(P2P_PORT));
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle,
+			  kid_of(id));
 	ra = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->body;
 	ck_assert_uint_eq(ra->src_size, sizeof(struct sockaddr_in));
 	ck_assert_uint_eq(ra->dst_size, sizeof(struct sockaddr_in));
@@ -429,6 +594,16 @@ static Suite *p2p_route_suite(void)
 	tcase_add_test(tc, request_during_late_resolution_is_adopted);
 	tcase_add_test(tc, failed_adoption_keeps_the_resolved_addresses);
 	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("kernel id when needed");
+	tcase_add_checked_fixture(tc, long_wait_setup, p2p_peer_teardown);
+	tcase_add_test(tc, kernel_id_is_made_by_the_first_command);
+	tcase_add_test(tc, unused_id_never_reaches_the_kernel);
+	tcase_add_test(tc, kernel_id_not_made_fails_the_command);
+	tcase_add_test(tc, migrate_makes_the_kernel_id_then_moves_it);
+	tcase_add_test(tc, concurrent_first_commands_make_one_kernel_id);
+	tcase_add_test(tc, kernel_id_made_at_once_without_p2p_mode);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wildcard listener");
