@@ -251,6 +251,42 @@ static void cma_p2p_route_failed(struct cma_p2p_conn *conn, int err,
 }
 
 /*
+ * The address resolution for our REQ.  An id that was never bound in the
+ * kernel, or whose kernel id was replaced (cma_p2p_send_again), binds the
+ * source address it had.  A port the kernel picked for an earlier
+ * resolution may be another id's too by then: the kernel lets ids towards
+ * different peers share an ephemeral port, and refuses it to an explicit
+ * bind (EADDRINUSE).  The port names nothing in p2p mode (the header
+ * carries the listener's), so any port then does.
+ */
+static int cma_p2p_resolve_addr_cmd(struct cma_p2p_conn *conn, int fd)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	socklen_t dst_len = cma_addr_len(&a->dst_addr), src_len;
+	struct sockaddr_storage src;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&src;
+	int ret;
+
+	if (!conn->kernel_unbound)
+		return ucma_cmd_resolve_addr(fd, id_priv->handle, NULL, 0,
+					     &a->dst_addr, dst_len,
+					     conn->addr_ms);
+	src = a->src_storage;
+	src_len = cma_addr_len((struct sockaddr *)&src);
+	ret = ucma_cmd_resolve_addr(fd, id_priv->handle,
+				    (struct sockaddr *)&src, src_len,
+				    &a->dst_addr, dst_len, conn->addr_ms);
+	if (!ret || errno != EADDRINUSE || !sin->sin_port)
+		return ret;
+	/* sin_port and sin6_port sit at the same offset. */
+	sin->sin_port = 0;
+	return ucma_cmd_resolve_addr(fd, id_priv->handle,
+				     (struct sockaddr *)&src, src_len,
+				     &a->dst_addr, dst_len, conn->addr_ms);
+}
+
+/*
  * Kernel command @cmd for the resolution, without p2p_lock (the conn busy
  * meanwhile); a failure ends the connect as cma_p2p_route_failed does.
  */
@@ -258,7 +294,6 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 			     bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
-	struct rdma_addr *a = &id_priv->id.route.addr;
 	int fd = cma_id_fd(id_priv), ret, err;
 
 	cma_p2p_lock();
@@ -267,12 +302,7 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 	if (cma_id_kernel(id_priv))
 		ret = -1;
 	else if (cmd == RDMA_USER_CM_CMD_RESOLVE_ADDR)
-		ret = ucma_cmd_resolve_addr(
-			fd, id_priv->handle,
-			conn->kernel_unbound ? &a->src_addr : NULL,
-			conn->kernel_unbound ? cma_addr_len(&a->src_addr) : 0,
-			&a->dst_addr, cma_addr_len(&a->dst_addr),
-			conn->addr_ms);
+		ret = cma_p2p_resolve_addr_cmd(conn, fd);
 	else if (cmd == RDMA_USER_CM_CMD_RESOLVE_ROUTE)
 		ret = ucma_cmd_resolve_route(fd, id_priv->handle,
 					     conn->route_ms);

@@ -29,10 +29,13 @@
 #include "unit.h"
 #include "p2p_peer.h"
 
+/* The source port the application asks for (0: any). */
+static uint16_t src_port;
+
 /* An id that says it will connect in p2p mode, resolving towards @to. */
 static struct rdma_cm_id *p2p_id_resolving(const char *to)
 {
-	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", src_port),
 			   dst = unit_ipv4(to, P2P_PORT);
 	struct rdma_cm_id *id;
 	int on = 1;
@@ -459,6 +462,35 @@ START_TEST(late_resolve_command_refused_is_unreachable)
 END_TEST
 
 /*
+ * The source port our REQ's late resolution binds is refused, as the
+ * kernel refuses a port another id shares (one it picked for an earlier
+ * resolution): the resolution goes on with any port, not UNREACHABLE.
+ */
+START_TEST(late_resolution_with_its_port_taken_takes_another)
+{
+	const struct rdma_ucm_resolve_addr *ra;
+	struct rdma_cm_id *id;
+
+	src_port = 7000;
+	listener_holds();
+	id = route_left_for_later("192.0.2.0");
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, EADDRINUSE);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 2);
+	ra = (const void *)fake_ucma_cmd(
+		     cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)))
+		     ->body;
+	ck_assert_uint_eq(((const struct sockaddr_in *)&ra->src_addr)->sin_port,
+			  htons(7000));
+	ra = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->body;
+	ck_assert_uint_eq(((const struct sockaddr_in *)&ra->src_addr)->sin_port,
+			  0);
+	library_event_then(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0,
+			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
+}
+END_TEST
+
+/*
  * The peer's REQ arrives while the kernel resolves for ours: it is
  * adopted, the resolution's event is stale, and no REQ of ours goes out.
  */
@@ -591,6 +623,7 @@ static Suite *p2p_route_suite(void)
 	tcase_add_test(tc, wait_over_resolves_then_sends_our_req);
 	tcase_add_test(tc, late_resolution_failure_is_unreachable);
 	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
+	tcase_add_test(tc, late_resolution_with_its_port_taken_takes_another);
 	tcase_add_test(tc, request_during_late_resolution_is_adopted);
 	tcase_add_test(tc, failed_adoption_keeps_the_resolved_addresses);
 	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
