@@ -256,7 +256,6 @@ static void cma_p2p_addressing_restore(struct cma_id_private *id_priv,
 	cma_store_paths(id_priv, NULL, 0); /* the request's: the id had none */
 }
 
-/* Back out of a failed adoption: the connect keeps its own kernel id. */
 /*
  * Make @handle the id's kernel id, under its mut (which cma_id_kernel
  * makes a missing one under); the id's kernel id before.
@@ -286,6 +285,10 @@ static int cma_p2p_renew_kernel_id(struct cma_id_private *id_priv)
 	return 0;
 }
 
+/*
+ * Back out of a failed adoption: the connect keeps its own kernel id (or
+ * none, if it had none yet).
+ */
 static void cma_p2p_adopt_undo(struct cma_p2p_conn *conn, uint32_t old,
 			       bool qp_moved,
 			       const struct cma_p2p_addressing *saved)
