@@ -263,27 +263,23 @@ static int cma_p2p_resolve_addr_cmd(struct cma_p2p_conn *conn, int fd)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct rdma_addr *a = &id_priv->id.route.addr;
-	socklen_t dst_len = cma_addr_len(&a->dst_addr), src_len;
-	struct sockaddr_storage src;
+	socklen_t src_len =
+		conn->kernel_unbound ? cma_addr_len(&a->src_addr) : 0;
+	struct sockaddr_storage src = a->src_storage;
+	/* sin_port and sin6_port sit at the same offset. */
 	struct sockaddr_in *sin = (struct sockaddr_in *)&src;
 	int ret;
 
-	if (!conn->kernel_unbound)
-		return ucma_cmd_resolve_addr(fd, id_priv->handle, NULL, 0,
-					     &a->dst_addr, dst_len,
-					     conn->addr_ms);
-	src = a->src_storage;
-	src_len = cma_addr_len((struct sockaddr *)&src);
-	ret = ucma_cmd_resolve_addr(fd, id_priv->handle,
-				    (struct sockaddr *)&src, src_len,
-				    &a->dst_addr, dst_len, conn->addr_ms);
-	if (!ret || errno != EADDRINUSE || !sin->sin_port)
-		return ret;
-	/* sin_port and sin6_port sit at the same offset. */
-	sin->sin_port = 0;
-	return ucma_cmd_resolve_addr(fd, id_priv->handle,
-				     (struct sockaddr *)&src, src_len,
-				     &a->dst_addr, dst_len, conn->addr_ms);
+	for (;;) {
+		ret = ucma_cmd_resolve_addr(
+			fd, id_priv->handle,
+			src_len ? (struct sockaddr *)&src : NULL, src_len,
+			&a->dst_addr, cma_addr_len(&a->dst_addr),
+			conn->addr_ms);
+		if (!ret || errno != EADDRINUSE || !src_len || !sin->sin_port)
+			return ret;
+		sin->sin_port = 0; /* once: the next attempt's port is 0 */
+	}
 }
 
 /*
