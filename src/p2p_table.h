@@ -328,7 +328,18 @@ void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote);
 /* The listener whose timer this is, if it is still in the table. */
 struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer);
 
-/* --- p2p_connect.c ---------------------------------------------------- */
+/* --- p2p_kernel_id.c -------------------------------------------------- */
+
+/* Make @handle the id's kernel id (under its mut); the one it had. */
+uint32_t cma_p2p_set_handle(struct cma_id_private *id_priv, uint32_t handle);
+/* A kernel id of its own in place of a retired one (or none: lazy ids). */
+int cma_p2p_renew_kernel_id(struct cma_id_private *id_priv);
+/* Destroy kernel id @handle of @id_priv; its events so far stay counted. */
+int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv, uint32_t handle);
+/* Under p2p_lock: kernel id @old of @conn's id goes with its chores. */
+void cma_p2p_retire(struct cma_p2p_conn *conn, uint32_t old);
+/* Under the id's qp_lock, not p2p_lock: do what is left to do now. */
+void cma_p2p_chores_now(struct cma_p2p_conn *conn);
 
 /* Chores taken out of a conn under p2p_lock, done without it. */
 struct cma_p2p_chores {
@@ -346,6 +357,8 @@ bool cma_p2p_take_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
  * do them; an id the kernel would not destroy goes back to the conn.
  */
 void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
+
+/* --- p2p_connect.c ---------------------------------------------------- */
 
 /*
  * @conn failed before its connection was established: its ordinal goes
