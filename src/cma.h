@@ -703,6 +703,8 @@ void cma_p2p_surfaced(struct cma_event *evt);
 bool cma_p2p_filter_event(struct cma_event *evt,
 			  const struct rdma_ucm_event_resp *resp);
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
+/* The answer to our REQ could not be completed: CONNECT_ERROR ends it. */
+void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv);
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
 /* Whether the id's p2p connect formed by adopting the peer's request. */
 bool cma_p2p_adopted(const struct cma_id_private *id_priv);

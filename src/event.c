@@ -141,6 +141,7 @@ fail:
 	ucma_cmd_reject(cma_id_fd(id_priv), id_priv->handle, NULL, 0, 0);
 	cma_event_fail(evt, RDMA_CM_EVENT_CONNECT_ERROR, err);
 	id_priv->connect_error = true;
+	cma_p2p_conn_resp_failed(id_priv);
 }
 
 static enum cma_event_verdict

@@ -886,6 +886,23 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	conn->reply_p2p = true;
 }
 
+/*
+ * The library turned the answer into CONNECT_ERROR (the QP could not move:
+ * typically the peer destroyed its id after answering).  That is the
+ * connect's one end, as a REJECTED would be: no time bound may report
+ * another, and a retry with the same tag may come.
+ */
+void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
+{
+	struct cma_p2p_conn *conn = id_priv->p2p;
+
+	if (!conn)
+		return;
+	cma_p2p_lock();
+	cma_p2p_conn_unregister(conn);
+	cma_p2p_unlock();
+}
+
 bool cma_p2p_adopted(const struct cma_id_private *id_priv)
 {
 	return id_priv->p2p && id_priv->p2p->adopted;

@@ -19,9 +19,10 @@
  * the connect runs when a REQ of theirs must go out.
  *
  * Checks: every call succeeds; every Y connect ends (ESTABLISHED,
- * REJECTED or UNREACHABLE) within rdma_cm_p2p(7)'s bound, 2 x
- * RDMA_CM_P2P_HOLD_MS + 2 s, plus LOST_MS; an established one hears
- * DISCONNECTED; no event names an id after its destruction (the
+ * REJECTED, UNREACHABLE, or CONNECT_ERROR when X destroyed its id between
+ * its answer and Y's RTU, as with rdma-core) within rdma_cm_p2p(7)'s
+ * bound, 2 x RDMA_CM_P2P_HOLD_MS + 2 s, plus LOST_MS; an established one
+ * hears DISCONNECTED; no event names an id after its destruction (the
  * sanitizers, and a magic number in the id's context); some connections
  * form.  Run with a short RDMA_CM_P2P_HOLD_MS (stress-in-guest.sh: 500).
  */
@@ -68,8 +69,8 @@ struct pc_sender {
 static const char *pc_a1, *pc_a2;
 static atomic_bool pc_stop, pc_readers_stop;
 static _Atomic unsigned long pc_events[RDMA_CM_EVENT_ADDRINFO_ERROR + 1];
-static _Atomic unsigned long pc_x_est, pc_y_est, pc_y_rej, pc_y_unr, pc_y_conns,
-	pc_surfaced;
+static _Atomic unsigned long pc_x_est, pc_y_est, pc_y_rej, pc_y_unr, pc_y_err,
+	pc_y_conns, pc_surfaced;
 static unsigned int pc_bound_ms;
 
 /* The bound on a p2p connect from rdma_cm_p2p(7), plus LOST_MS. */
@@ -217,6 +218,9 @@ static void pc_sender_connect(struct rdma_event_channel *ch, unsigned int *seed)
 	case RDMA_CM_EVENT_UNREACHABLE:
 		atomic_fetch_add(&pc_y_unr, 1);
 		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		atomic_fetch_add(&pc_y_err, 1);
+		break;
 	default:
 		hx_fail("sender: p2p connect ended with %s status %d",
 			rdma_event_str(type), status);
@@ -339,10 +343,12 @@ int run_p2p_churn(int argc, char **argv)
 	rdma_destroy_event_channel(xr.ch);
 	rdma_destroy_event_channel(yr.ch);
 	hx_note("%u X lives; %lu Y connects: %lu established (X saw %lu), "
-		"%lu rejected, %lu unreachable; %lu requests surfaced",
+		"%lu rejected, %lu unreachable, %lu connect errors; "
+		"%lu requests surfaced",
 		rounds, atomic_load(&pc_y_conns), atomic_load(&pc_y_est),
 		atomic_load(&pc_x_est), atomic_load(&pc_y_rej),
-		atomic_load(&pc_y_unr), atomic_load(&pc_surfaced));
+		atomic_load(&pc_y_unr), atomic_load(&pc_y_err),
+		atomic_load(&pc_surfaced));
 	if (!atomic_load(&pc_y_est) && !atomic_load(&pc_x_est))
 		hx_fail("no p2p connection formed");
 	if (atomic_load(&pc_surfaced))

@@ -1016,6 +1016,36 @@ START_TEST(skipped_req_times_out_as_unreachable)
 END_TEST
 
 /*
+ * The peer answered our REQ, then destroyed its id before our RTU (its CM
+ * sent a REJ, ours left the reply state): moving the QP fails, the
+ * application gets CONNECT_ERROR as from rdma-core, and that is the
+ * connect's one end.  Its time bound must not report a second one, nor
+ * the peer's REJ arriving after it.
+ */
+START_TEST(connect_error_on_the_reply_is_the_connect_end)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	uint32_t own = kid_of(id);
+	struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
+			 CMA_P2P_REQ);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_INIT_QP_ATTR, EINVAL);
+	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ev = expect_event(RDMA_CM_EVENT_CONNECT_ERROR);
+	ck_assert_int_eq(ev->status, -EINVAL);
+	rdma_ack_cm_event(ev);
+	/* The connect's bound is about 2 s here: let it pass. */
+	ck_assert_int_eq(poll(&pfd, 1, 3000), 0);
+	fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
+	expect_nothing();
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+}
+END_TEST
+
+/*
  * Issue 18, mesh speed at first contact: a higher end whose own listener
  * holds presumes that the lower peer, never heard from, runs in p2p mode
  * too and sends the REQ.  It sends none and adopts the peer's: one REQ per
@@ -1367,6 +1397,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
 	tcase_add_test(tc, skipped_req_times_out_as_unreachable);
 	tcase_add_test(tc, unanswered_reqs_in_a_mesh_wait_longer);
+	tcase_add_test(tc, connect_error_on_the_reply_is_the_connect_end);
 	tcase_set_timeout(tc, 30); /* its bounds are seconds long */
 	suite_add_tcase(s, tc);
 	tc = tcase_create("one second hold");
