@@ -42,8 +42,8 @@
  * start of an iteration to the last connection carrying data both ways,
  * and the part of it spent until every id was routed (resolve_ms); over
  * the same span the process's CPU time (cpu_ms, all its threads), the
- * user-space part of it (usr_ms) and its voluntary context switches
- * (sleeps).  The loop waits in epoll(7) on the event channel and on every
+ * user-space part of it (usr_ms), its voluntary context switches
+ * (sleeps) and its minor page faults (faults).  The loop waits in epoll(7) on the event channel and on every
  * CQ's completion channel, so that a message counts when it arrives; the
  * wait costs the same with 7 connections as with 31.
  */
@@ -102,6 +102,7 @@ struct mesh {
 	uint64_t cpu_us; /* CPU time of the process over the same span */
 	uint64_t usr_us; /* the part of it spent in user space */
 	uint64_t sleeps; /* voluntary context switches over the same span */
+	uint64_t faults; /* page faults (minor: no I/O) over the same span */
 	unsigned long pumps, empty; /* loop turns, wake-ups with no event */
 };
 
@@ -623,15 +624,17 @@ static uint64_t cpu_now_us(void)
 }
 
 /*
- * The process's user-space CPU time (cpu_now_us less the kernel's part)
- * and its voluntary context switches (each sleep of any of its threads).
+ * The process's user-space CPU time (cpu_now_us less the kernel's part),
+ * its voluntary context switches (each sleep of any of its threads) and
+ * its minor page faults (first touches of code and data pages).
  */
-static uint64_t usr_now_us(uint64_t *sleeps)
+static uint64_t usr_now_us(uint64_t *sleeps, uint64_t *faults)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
 	*sleeps = (uint64_t)ru.ru_nvcsw;
+	*faults = (uint64_t)ru.ru_minflt;
 	return (uint64_t)ru.ru_utime.tv_sec * 1000000 +
 	       (uint64_t)ru.ru_utime.tv_usec;
 }
@@ -723,14 +726,14 @@ static void teardown(struct mesh *m, struct conn *c)
 
 static int run_iteration(struct mesh *m)
 {
-	uint64_t t0, cpu0, usr0, sleeps0, sleeps;
+	uint64_t t0, cpu0, usr0, sleeps0, sleeps, faults0, faults;
 	int p, k;
 
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
 	t0 = now_ms();
 	cpu0 = cpu_now_us();
-	usr0 = usr_now_us(&sleeps0);
+	usr0 = usr_now_us(&sleeps0, &faults0);
 	trace(m, "start", -1);
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -746,8 +749,9 @@ static int run_iteration(struct mesh *m)
 		return -1;
 	m->setup_ms += now_ms() - t0;
 	m->cpu_us += cpu_now_us() - cpu0;
-	m->usr_us += usr_now_us(&sleeps) - usr0;
+	m->usr_us += usr_now_us(&sleeps, &faults) - usr0;
 	m->sleeps += sleeps - sleeps0;
+	m->faults += faults - faults0;
 	/* Both sides got their message: one end of each ends it. */
 	for (p = 0; p < m->n; p++)
 		for (k = 0; p != m->rank && k < m->conns; k++)
@@ -925,14 +929,15 @@ int main(int argc, char **argv)
 	rdma_destroy_event_channel(m.ch);
 	printf("p2pmesh rank %d: OK connections=%d iterations=%lu "
 	       "setup_ms=%.1f resolve_ms=%.1f cpu_ms=%.1f usr_ms=%.1f "
-	       "sleeps=%.1f polls=%lu "
+	       "sleeps=%.1f faults=%.1f polls=%lu "
 	       "empty=%lu proven=%d\n",
 	       m.rank, m.total, m.iterations,
 	       (double)m.setup_ms / (double)m.iterations,
 	       (double)m.resolve_ms / (double)m.iterations,
 	       (double)m.cpu_us / 1000.0 / (double)m.iterations,
 	       (double)m.usr_us / 1000.0 / (double)m.iterations,
-	       (double)m.sleeps / (double)m.iterations, m.pumps, m.empty,
+	       (double)m.sleeps / (double)m.iterations,
+	       (double)m.faults / (double)m.iterations, m.pumps, m.empty,
 	       m.proven_by_disconnect);
 	return EX_OK;
 }

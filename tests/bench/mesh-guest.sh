@@ -5,9 +5,11 @@
 # taking turns, both after the same start barrier (-b).  One run's time is
 # the slowest rank's (start of its iteration to data flowing on all its
 # connections; resolve_ms: the longest time any rank took to resolve).
-# Prints "mesh N=<n> <scheme> run=<i> ms=<t>" per run, then per N the
-# medians, ranges and their ratio, and the paired ratio (the median of each
-# repetition's p2p / lower: see paired()).  With a counting shim
+# Prints "mesh N=<n> <scheme> run=<i> ms=<t>" per run (with the ranks'
+# CPU time, its user part, sleeps, event-loop turns and page faults,
+# summed), then per N the medians, ranges and their ratio, and the paired
+# ratio (the median of each repetition's p2p / lower: see paired()).
+# With a counting shim
 # (MESH_COUNT_SO), one extra run of each scheme first counts per rank the
 # kernel commands and events (tests/bench/ucma_count.c), not timed.
 #
@@ -18,8 +20,9 @@
 #
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
-# rank 0 runs under, e.g. strace), MESH_TRACE=1 (p2pmesh -T; each run's
-# step lines follow "=== SCHEME rep I n N": tests/bench/mesh-trace.sh;
+# one rank runs under, e.g. strace: rank MESH_WRAP_RANK, default 0),
+# MESH_TRACE=1 (p2pmesh -T; each run's step lines follow "=== SCHEME rep
+# I n N": tests/bench/mesh-trace.sh;
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
 # "--- kernel", when tracefs is there), MESH_PROFILE=1 (every rank under
 # perf record, -T for its window; after each run, "profile SCHEME CLASS
@@ -82,7 +85,7 @@ run() {
 	rm -rf "$out/barrier" "$out"/rank."$scheme".* && mkdir -p "$out/barrier"
 	for ((r = 0; r < n; r++)); do
 		wrap=
-		((r == 0)) && wrap=${MESH_WRAP0:-}
+		((r == ${MESH_WRAP_RANK:-0})) && wrap=${MESH_WRAP0:-}
 		[ "${MESH_PROFILE:-0}" = 1 ] &&
 			wrap="$perf_record -o $out/perf.$scheme.$r --"
 		# shellcheck disable=SC2086 # MESH_ARGS, wrap, norand, flag: lists
@@ -101,7 +104,8 @@ run() {
 	fi
 	[ "${MESH_PROFILE:-0}" = 1 ] && profile "$n" "$scheme" >&2
 	# The slowest rank's setup and resolution; the ranks' CPU time over
-	# their setup, summed.
+	# their setup, its user-space part, their sleeps, event-loop turns and
+	# page faults, summed.
 	cat "$out"/rank."$scheme".* | awk '
 		function val(k,  i) {
 			for (i = 1; i <= NF; i++)
@@ -113,8 +117,13 @@ run() {
 			if (val("setup_ms") > max) max = val("setup_ms")
 			if (val("resolve_ms") > rmax) rmax = val("resolve_ms")
 			if (val("cpu_ms") > 0) cpu += val("cpu_ms")
+			usr += val("usr_ms")
+			sleeps += val("sleeps")
+			faults += val("faults")
+			polls += val("polls")
 		}
-		END { printf "%s %s %.1f\n", max + 0, rmax + 0, cpu }'
+		END { printf "%s %s %.1f %.1f %d %d %d\n", max + 0, rmax + 0,
+			cpu, usr, sleeps, polls, faults }'
 }
 
 # profile N SCHEME: each rank's perf samples from its first -T step to its
@@ -173,6 +182,7 @@ for n in "${ns[@]}"; do
 	[ -n "${MESH_BIN_B:-}" ] && schemes+=(p2p_b lower_b)
 	for scheme in "${schemes[@]}"; do
 		: >"$out/$scheme.rep.$n"
+		: >"$out/$scheme.loop.$n"
 	done
 	for ((i = 0; i < reps; i++)); do
 		# The order rotates too, so no scheme always goes first.
@@ -185,10 +195,13 @@ for n in "${ns[@]}"; do
 			port=$((port + n))
 			[ "$trace" = 1 ] && [ -n "$tfs" ] && echo >$tfs/trace
 			if t=$(run "$n" "$scheme" $port); then
-				read -r ms rms cpu <<<"$t"
+				read -r ms rms cpu usr sleeps polls faults <<<"$t"
 				echo "mesh N=$n $scheme run=$i ms=$ms resolve_ms=$rms" \
-					"cpu_ms=$cpu"
+					"cpu_ms=$cpu usr_ms=$usr sleeps=$sleeps" \
+					"polls=$polls faults=$faults"
 				echo "$i $ms $cpu" >>"$out/$scheme.rep.$n"
+				echo "$usr $sleeps $polls $faults" \
+					>>"$out/$scheme.loop.$n"
 				if [ "$trace" = 1 ]; then
 					echo "=== $scheme rep $i n $n port $port"
 					cat "$out"/rank."$scheme".* | grep '^T '
@@ -211,6 +224,14 @@ for n in "${ns[@]}"; do
 		read -r lc _ _ <<<"$(awk '{ print $3 }' "$l" | stats)"
 		echo "summary N=$n cpu_ms (all ranks) p2p$suffix median=$pc" \
 			"lower$suffix median=$lc"
+		for k in 1:usr_ms 2:sleeps 3:polls 4:faults; do
+			read -r pv _ _ <<<"$(awk -v c="${k%%:*}" '{ print $c }' \
+				"$out/p2p$suffix.loop.$n" | stats)"
+			read -r lv _ _ <<<"$(awk -v c="${k%%:*}" '{ print $c }' \
+				"$out/lower$suffix.loop.$n" | stats)"
+			echo "summary N=$n ${k#*:} (all ranks) p2p$suffix" \
+				"median=$pv lower$suffix median=$lv"
+		done
 		echo "summary N=$n p2p$suffix median=$pm range=$plo-$phi" \
 			"lower$suffix median=$lm range=$llo-$lhi" \
 			"ratio=$(awk -v a="$pm" -v b="$lm" \
