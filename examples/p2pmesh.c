@@ -43,9 +43,10 @@
  * and the part of it spent until every id was routed (resolve_ms); over
  * the same span the process's CPU time (cpu_ms, all its threads), the
  * user-space part of it (usr_ms), its voluntary context switches
- * (sleeps) and its minor page faults (faults).  The loop waits in epoll(7) on the event channel and on every
- * CQ's completion channel, so that a message counts when it arrives; the
- * wait costs the same with 7 connections as with 31.
+ * (sleeps) and its minor page faults (faults).  The loop waits in
+ * epoll(7) on the event channel and on every CQ's completion channel, so
+ * that a message counts when it arrives; the wait costs the same with 7
+ * connections as with 31.
  */
 #include <errno.h>
 #include <fcntl.h>
