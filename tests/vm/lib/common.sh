@@ -194,11 +194,22 @@ declare -a VM_NET_EXTRA=()
 # Sets the array VM_QEMU.
 vm_qemu_cmd() {
 	local guest="$1" netdev="$2" mac="$3"
+	local -a accel=(-accel tcg)
+	local smp=${RDMACM_VM_SMP:-$VM_DEFAULT_SMP}
+	# RDMACM_VM_ICOUNT=SHIFT: a guest whose clock counts instructions
+	# (2^SHIFT ns each) and skips idle time, so a time measured in it is
+	# the work done, whatever else the host runs (tests/bench/README.md).
+	# One vCPU: qemu 7.2 with -icount hangs bringing up a second one.
+	if [ -n "${RDMACM_VM_ICOUNT:-}" ]; then
+		accel=(-accel "tcg,thread=single"
+			-icount "shift=$RDMACM_VM_ICOUNT,sleep=off")
+		smp=1
+	fi
 	VM_QEMU=(
 		qemu-system-x86_64
-		-accel tcg
+		"${accel[@]}"
 		-m "${RDMACM_VM_MEM:-1024}"
-		-smp "${RDMACM_VM_SMP:-$VM_DEFAULT_SMP}"
+		-smp "$smp"
 		-nographic -nodefaults -no-user-config -monitor none
 		-serial "file:$VM_OUT/console-$guest.log"
 		# A kernel panic reboots (panic=-1), and -no-reboot turns that into
