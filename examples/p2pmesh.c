@@ -98,8 +98,8 @@ struct mesh {
 	int ep; /* epoll: the event channel (NULL), each completion channel */
 	int total, errors;
 	int proven_by_disconnect; /* sends the peer's disconnect confirmed */
-	uint64_t setup_ms; /* summed over the iterations */
-	uint64_t resolve_ms; /* of it, until every id was routed */
+	uint64_t setup_us; /* summed over the iterations */
+	uint64_t resolve_us; /* of it, until every id was routed */
 	uint64_t cpu_us; /* CPU time of the process over the same span */
 	uint64_t usr_us; /* the part of it spent in user space */
 	uint64_t sleeps; /* voluntary context switches over the same span */
@@ -640,12 +640,17 @@ static uint64_t usr_now_us(uint64_t *sleeps, uint64_t *faults)
 	       (uint64_t)ru.ru_utime.tv_usec;
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t now_ms(void)
+{
+	return now_us() / 1000;
 }
 
 typedef bool (*conn_pred)(const struct conn *c);
@@ -732,7 +737,7 @@ static int run_iteration(struct mesh *m)
 
 	if (m->skew_ms)
 		usleep((useconds_t)(rand() % (int)(m->skew_ms + 1)) * 1000);
-	t0 = now_ms();
+	t0 = now_us();
 	cpu0 = cpu_now_us();
 	usr0 = usr_now_us(&sleeps0, &faults0);
 	trace(m, "start", -1);
@@ -742,13 +747,13 @@ static int run_iteration(struct mesh *m)
 				return -1;
 	if (wait_all(m, routed, "resolved"))
 		return -1;
-	m->resolve_ms += now_ms() - t0;
+	m->resolve_us += now_us() - t0;
 	for (p = 0; p < m->n; p++)
 		if (p != m->rank && connect_routed(m, p))
 			return -1;
 	if (wait_all(m, exchanged, "established with data both ways"))
 		return -1;
-	m->setup_ms += now_ms() - t0;
+	m->setup_us += now_us() - t0;
 	m->cpu_us += cpu_now_us() - cpu0;
 	m->usr_us += usr_now_us(&sleeps, &faults) - usr0;
 	m->sleeps += sleeps - sleeps0;
@@ -933,8 +938,8 @@ int main(int argc, char **argv)
 	       "sleeps=%.1f faults=%.1f polls=%lu "
 	       "empty=%lu proven=%d\n",
 	       m.rank, m.total, m.iterations,
-	       (double)m.setup_ms / (double)m.iterations,
-	       (double)m.resolve_ms / (double)m.iterations,
+	       (double)m.setup_us / 1000.0 / (double)m.iterations,
+	       (double)m.resolve_us / 1000.0 / (double)m.iterations,
 	       (double)m.cpu_us / 1000.0 / (double)m.iterations,
 	       (double)m.usr_us / 1000.0 / (double)m.iterations,
 	       (double)m.sleeps / (double)m.iterations,
