@@ -26,7 +26,8 @@
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
 # "--- kernel", when tracefs is there), MESH_PROFILE=1 (every rank under
 # perf record, -T for its window; after each run, "profile SCHEME CLASS
-# COUNT" lines from tests/bench/mesh_profile.py: tests/bench/mesh-profile.sh),
+# COUNT" lines from tests/bench/mesh_profile.py: tests/bench/mesh-profile.sh;
+# MESH_PERF_FREQ samples per second, default 4000),
 # MESH_ASLR=1 (keep address-space randomization, see below).
 #
 # The ranks run with address-space randomization off (setarch -R).  The
@@ -61,9 +62,14 @@ reps=${MESH_REPS:-7}
 norand="setarch $(uname -m) -R"
 [ "${MESH_ASLR:-0}" = 1 ] && norand=
 # On the same clock as -T; kernel symbols need the two settings.
-perf_record="perf record -q -g -k CLOCK_MONOTONIC -e cpu-clock -F 4000"
+perf_record="perf record -q -g -k CLOCK_MONOTONIC -e cpu-clock
+	-F ${MESH_PERF_FREQ:-4000}"
 if [ "${MESH_PROFILE:-0}" = 1 ]; then
-	sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0
+	# perf lowers the highest rate when its samples take time; an
+	# instruction-counted guest (RDMACM_VM_ICOUNT) wants the rate asked.
+	sysctl -qw kernel.perf_event_paranoid=-1 kernel.kptr_restrict=0 \
+		kernel.perf_cpu_time_max_percent=0 \
+		kernel.perf_event_max_sample_rate=200000
 fi
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null

@@ -17,7 +17,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
 raw=${MESH_PROFILE_OUT:-$(mktemp)}
 RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-2400} \
-	RDMACM_VM_PASS_ENV="MESH_BIN MESH_NS MESH_REPS MESH_ARGS MESH_PROFILE" \
+	RDMACM_VM_PASS_ENV="MESH_BIN MESH_NS MESH_REPS MESH_ARGS MESH_PROFILE MESH_PERF_FREQ" \
 	MESH_BIN=${MESH_BIN:-$build/examples/p2pmesh} MESH_PROFILE=1 \
 	MESH_NS=${MESH_NS:-8} MESH_REPS=${MESH_REPS:-5} \
 	RDMACM_BUILD_DIR=$build "$repo/tests/vm/run-guest.sh" \
