@@ -50,7 +50,7 @@ for ((b = 1; b <= boots; b++)); do
 	boot | sed "s/^mesh /mesh boot=$b /" | tee -a "$log" || status=1
 done
 # Each (boot, run) repetition's p2p / lower, time and CPU, per N; then per
-# N the median of all of them (mesh-guest.sh's paired()).
+# N the median of all of them (as mesh-guest.sh's paired()).
 pairs=$(awk '
 	function val(k,  i) {
 		for (i = 1; i <= NF; i++)
@@ -70,10 +70,9 @@ pairs=$(awk '
 				print key, ms["p2p", key] / ms["lower", key],
 					cpu["p2p", key] / cpu["lower", key]
 	}' "$log")
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f",
-		(NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# shellcheck source=tests/bench/stats.sh
+. "$repo/tests/bench/stats.sh"
+median() { stats %.2f | cut -d' ' -f1; }
 awk '{ print $1 }' <<<"$pairs" | sort -un | while read -r n; do
 	echo "pooled N=$n paired p2p / lower" \
 		"ratio=$(awk -v n="$n" '$1 == n { print $4 }' <<<"$pairs" | median)" \

@@ -37,6 +37,8 @@
 # how much distinct code a scheme runs, not the work it does.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/bench/stats.sh
+. "$here/stats.sh"
 bin=${MESH_BIN:?}
 # The ranks' files (barrier, output, -T lines, perf data) stay in the
 # guest's own tmpfs: on the results share every write is a 9p round trip
@@ -145,12 +147,6 @@ profile() {
 			2>/dev/null | python3 "$here/mesh_profile.py" window "$win" |
 			sed "s/^profile /profile $2 /"
 	done
-}
-
-stats() { # values on stdin: median min max [printf format, %.1f]
-	sort -g | awk -v f="${1:-%.1f}" '{ v[NR] = $1 } END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf f " " f " " f "\n", m, v[1], v[NR] }'
 }
 
 # paired FILE_A FILE_B: lines "rep ms cpu_ms" of two schemes; the median
