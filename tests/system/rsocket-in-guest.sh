@@ -72,13 +72,31 @@ done
 # Debian's library at both ends too (8 of 30 over siw under strace; 9 of 24
 # attempts with our server, 2026-11-25).  Such a run is retried, five times
 # at most, and each retry is shown.
+#
+# Over iWARP, Debian's server resets the connection now and then as it
+# closes: it destroys its QP as soon as its last sends are handed to TCP,
+# and a credit update from the client that arrives after that meets a
+# closed socket, which TCP answers with a reset (counted as TcpExt
+# TCPAbortOnData) that also throws away what the server had not sent yet.
+# The client then misses the end of the transfer (its QP flushed; rstream
+# -T a exits 8, POLLERR).  Our library lingers on close for this reason
+# (tests/system/BUGS.md, fixed #3 and Open #12).  A Debian server's run that
+# failed only on the client while the guest counted such a reset is retried
+# too.
+tcp_resets() {
+	awk '/^TcpExt:/ {
+		if (!n) { for (i = 2; i <= NF; i++) if ($i == "TCPAbortOnData") c = i; n = 1 }
+		else print (c ? $c : 0)
+	}' /proc/net/netstat 2>/dev/null
+}
 port=7470
 run_pair() {
-	local name=$1 slib=$2 clib=$3 prog=$4 try crc src
+	local name=$1 slib=$2 clib=$3 prog=$4 try crc src resets
 	shift 4
 	wanted "$name" || return 0
 	for try in 1 2 3 4 5 6; do
 		port=$((port + 1))
+		resets=$(tcp_resets)
 		LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
 			>"$log/s.out" 2>&1 &
 		local spid=$!
@@ -91,6 +109,11 @@ run_pair() {
 		if [ -z "$clib" ] && [ $crc -eq 16 ] && [ $src -eq 0 ] &&
 			[ $try -lt 6 ] && [[ " $* " == *" -T a "* ]]; then
 			echo "    ($name: Debian's async client saw POLLHUP before the last data; retrying)"
+			continue
+		fi
+		if [ -z "$slib" ] && [ $crc -ne 0 ] && [ $src -eq 0 ] &&
+			[ $try -lt 6 ] && [ "$(tcp_resets)" != "$resets" ]; then
+			echo "    ($name: Debian's server reset the connection as it closed (TCPAbortOnData); retrying)"
 			continue
 		fi
 		break
