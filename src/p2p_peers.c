@@ -29,10 +29,8 @@ static unsigned int nstrangers, npeers;
 static struct cma_p2p_counter **
 cma_p2p_peer_bucket(const struct cma_p2p_ident *p)
 {
-	uint32_t h = cma_p2p_fnv1a(CMA_P2P_FNV_SEED, p->addr, sizeof(p->addr));
-
-	h = cma_p2p_fnv1a(h, &p->port, sizeof(p->port));
-	return &peer_hash[h % CMA_P2P_PEER_BUCKETS];
+	return &peer_hash[cma_p2p_ident_hash(CMA_P2P_HASH_SEED, p) %
+			  CMA_P2P_PEER_BUCKETS];
 }
 
 static void cma_p2p_stranger_unlink(struct cma_p2p_counter *c)

@@ -272,9 +272,9 @@ unsigned int cma_p2p_max_held(void);
 unsigned int cma_p2p_wait_ms(void);
 unsigned int cma_p2p_first_wait_ms(void);
 
-/* FNV-1a: @len bytes at @p into @h (start with CMA_P2P_FNV_SEED). */
-#define CMA_P2P_FNV_SEED 2166136261u
-uint32_t cma_p2p_fnv1a(uint32_t h, const void *p, size_t len);
+/* @id's address and port mixed into @h (start with CMA_P2P_HASH_SEED). */
+#define CMA_P2P_HASH_SEED 0x243f6a8885a308d3ull
+uint64_t cma_p2p_ident_hash(uint64_t h, const struct cma_p2p_ident *id);
 
 /*
  * The peer table (p2p_peers.c), under p2p_lock: the entry for @remote, or
