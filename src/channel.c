@@ -742,17 +742,33 @@ int cma_channel_next(struct rdma_event_channel *channel,
  * holds read_lock from its read to the delivery or queueing, as the
  * thread does, so the order of events stays the kernel's.
  */
+/*
+ * RDMA_CM_SERVE, read once: each p2p connect asks (a getenv walks the
+ * whole environment).  Racing first readers store the same answer.
+ */
+static char cma_serve_setting(void)
+{
+	static char setting; /* 0 unread, else '0', '1' or '-' (other) */
+	char v = __atomic_load_n(&setting, __ATOMIC_RELAXED);
+	const char *env;
+
+	if (v)
+		return v;
+	env = cma_env("RDMA_CM_SERVE");
+	v = env && (!strcmp(env, "0") || !strcmp(env, "1")) ? env[0] : '-';
+	__atomic_store_n(&setting, v, __ATOMIC_RELAXED);
+	return v;
+}
+
 static void cma_channel_serve_locked(struct cma_channel *ch)
 {
-	const char *env;
 	bool ok;
 
 	if (!ch->pollable || ch->direct ||
 	    __atomic_load_n(&ch->served, __ATOMIC_ACQUIRE))
 		return;
 	/* RDMA_CM_SERVE=0: the direct path, held requests wake the fd. */
-	env = cma_env("RDMA_CM_SERVE");
-	if (env && !strcmp(env, "0"))
+	if (cma_serve_setting() == '0')
 		return;
 	/*
 	 * A non-blocking fd's reader takes EAGAIN in its stride (a wake-up
@@ -782,12 +798,11 @@ static void cma_channel_serve_locked(struct cma_channel *ch)
 void cma_channel_may_hold(struct rdma_event_channel *channel)
 {
 	struct cma_channel *ch = cma_chan(channel);
-	const char *env = cma_env("RDMA_CM_SERVE");
 
 	if (!ch->pollable)
 		return;
 	/* RDMA_CM_SERVE=1: served from the first listen, no window left. */
-	if (env && !strcmp(env, "1"))
+	if (cma_serve_setting() == '1')
 		cma_channel_serve_all();
 	pthread_mutex_lock(&chan_list_lock);
 	ch->may_hold = true;
