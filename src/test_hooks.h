@@ -38,6 +38,9 @@ void cma_acm_cache_set_limit(size_t max_entries);
 /* acm_service.c: the owner a Unix service socket must have (root). */
 void cma_acm_service_set_trusted_uid(uid_t uid);
 
+/* timer.c: how often the service thread woke from its epoll set. */
+unsigned long cma_service_wakeups(void);
+
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);
 

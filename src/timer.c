@@ -12,10 +12,14 @@
  *
  * The same thread reads the kernel events of served channels (channel.c:
  * channels with an RC listener, where a peer's p2p request may be held
- * or refused by the library and must not wake the application): an epoll
- * set holds their kernel fds and an eventfd that wakes the thread when
- * the timer list changes.  Until the first channel is served the thread
- * sleeps on a condition variable instead (no fds at all).
+ * or refused by the library and must not wake the application).  It
+ * sleeps in an epoll set: their kernel fds, an eventfd that wakes it
+ * (quit, a served channel added) and a timerfd set to the earliest
+ * deadline.  A thread that arms a timer due before that moves the
+ * timerfd forward itself, one system call, instead of waking the service
+ * thread to do it: a p2p mesh arms a timer with its first connect, and a
+ * wake-up is two context switches.  Should those fds be unavailable the
+ * thread sleeps on a condition variable and is woken for every change.
  *
  * The thread starts with the first timer armed, the first channel
  * served, or a listener that holds p2p requests (cma_timer_prestart:
@@ -35,11 +39,13 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cma.h"
 #include "fd_high.h"
+#include "test_hooks.h"
 
 /* Everything below, and every timer's fields, are under timer_lock. */
 static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,8 +69,14 @@ struct cma_served {
 	struct rdma_event_channel *channel;
 };
 static struct cma_served *served;
-static int svc_epfd = -1; /* kernel fds of served channels + svc_wakefd */
+static int svc_epfd = -1; /* served channels' kernel fds, the two below */
 static int svc_wakefd = -1; /* eventfd: the timer list changed, or quit */
+static int svc_timerfd = -1; /* the earliest deadline, in the epoll set */
+static uint64_t svc_timerfd_at = UINT64_MAX; /* what it is set to */
+static bool timer_in_poll; /* the thread sleeps in the epoll set */
+static unsigned long svc_wakeups; /* how often it woke from there */
+/* The timerfd's tag in the epoll set (the eventfd's is NULL). */
+#define SVC_TIMER_TAG ((void *)&svc_timerfd)
 /* The channel whose events the thread is handling (timer_done signals). */
 static struct rdma_event_channel *svc_busy;
 static bool timer_in_expire; /* the thread is in an expire() */
@@ -130,7 +142,11 @@ static void cma_timer_atfork_child(void)
 		close(svc_epfd);
 	if (svc_wakefd >= 0)
 		close(svc_wakefd);
-	svc_epfd = svc_wakefd = -1;
+	if (svc_timerfd >= 0)
+		close(svc_timerfd);
+	svc_epfd = svc_wakefd = svc_timerfd = -1;
+	svc_timerfd_at = UINT64_MAX;
+	timer_in_poll = false;
 	svc_busy = NULL;
 }
 
@@ -176,7 +192,32 @@ static void cma_timer_unlink(struct cma_timer *timer)
 	timer->armed = false;
 }
 
-/* Sleep until the earliest deadline or a change of the list. */
+/*
+ * Set the timerfd to fire at @when (UINT64_MAX: never), lock held.  An
+ * absolute time already past fires at once.  False if it could not be.
+ */
+static bool cma_timer_set_fd(uint64_t when)
+{
+	struct itimerspec its = {0};
+
+	if (when == svc_timerfd_at)
+		return true;
+	if (when != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(when / 1000000000ull);
+		its.it_value.tv_nsec = (long)(when % 1000000000ull);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1; /* zero would disarm it */
+	}
+	if (timerfd_settime(svc_timerfd, TFD_TIMER_ABSTIME, &its, NULL))
+		return false;
+	svc_timerfd_at = when;
+	return true;
+}
+
+/*
+ * Without the epoll set (its fds could not be had): sleep until the
+ * earliest deadline or a change of the list.
+ */
 static void cma_timer_sleep(void)
 {
 	struct timespec until;
@@ -232,22 +273,28 @@ static void cma_timer_poll(void)
 	int ms = -1, n, i;
 	bool rearm;
 
-	timer_wakes_at = timers ? timers->deadline_ns : UINT64_MAX;
-	if (timers) {
+	when = timers ? timers->deadline_ns : UINT64_MAX;
+	timer_wakes_at = when;
+	/* The timerfd wakes it when due; failing that, epoll_wait times out. */
+	if (!(svc_timerfd >= 0 && cma_timer_set_fd(when)) && timers) {
 		now = cma_now_ns();
-		when = timers->deadline_ns;
 		ms = when <= now ? 0 : (int)((when - now + 999999) / 1000000);
 	}
+	timer_in_poll = true;
 	pthread_mutex_unlock(&timer_lock);
 	n = epoll_wait(svc_epfd, evs, 16, ms);
 	pthread_mutex_lock(&timer_lock);
+	timer_in_poll = false;
 	timer_wakes_at = 0;
+	svc_wakeups++;
 	for (i = 0; i < n && !timer_quit; i++) {
 		struct rdma_event_channel *channel = evs[i].data.ptr;
 
-		if (!channel) {
-			if (read(svc_wakefd, &count, sizeof(count)) < 0)
-				count = 0; /* already drained */
+		if (!channel || channel == SVC_TIMER_TAG) {
+			/* The wake-up eventfd or the timerfd: clear it. */
+			if (read(channel ? svc_timerfd : svc_wakefd, &count,
+				 sizeof(count)) < 0)
+				count = 0; /* already drained, or set anew */
 			continue;
 		}
 		if (!cma_served_has(channel))
@@ -303,6 +350,8 @@ static void *cma_timer_main(void *arg)
 	return NULL;
 }
 
+static int cma_service_open(void);
+
 /* Start the service thread (lock held); signals stay with the program. */
 static void cma_timer_thread_start(void)
 {
@@ -310,6 +359,8 @@ static void cma_timer_thread_start(void)
 
 	if (timer_thread_up)
 		return;
+	/* Without it the thread sleeps on timer_wake (cma_timer_sleep). */
+	cma_service_open();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	/* On failure timers wait for the next start to try again. */
@@ -348,6 +399,12 @@ void cma_timer_start(struct rdma_event_channel *channel,
 	 * once, and would only block on timer_lock if we still held it.
 	 */
 	kick = timer->deadline_ns < timer_wakes_at;
+	if (kick && timer_in_poll && svc_timerfd >= 0 &&
+	    cma_timer_set_fd(timer->deadline_ns)) {
+		/* Its alarm clock moved forward: it wakes only when due. */
+		timer_wakes_at = timer->deadline_ns;
+		kick = false;
+	}
 	wakefd = svc_wakefd;
 	pthread_mutex_unlock(&timer_lock);
 	if (kick)
@@ -431,6 +488,16 @@ void cma_service_stop(void)
 	pthread_mutex_unlock(&timer_lock);
 }
 
+unsigned long cma_service_wakeups(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&timer_lock);
+	n = svc_wakeups;
+	pthread_mutex_unlock(&timer_lock);
+	return n;
+}
+
 static void __attribute__((destructor)) cma_timer_fini(void)
 {
 	cma_service_stop();
@@ -482,11 +549,12 @@ void cma_service_recheck(struct rdma_event_channel *channel)
 	pthread_mutex_unlock(&timer_lock);
 }
 
-/* The epoll set and its wake-up eventfd, made with the first served channel. */
+/* The thread's epoll set with its eventfd and timerfd (lock held). */
 static int cma_service_open(void)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	int epfd, wfd;
+	struct epoll_event tev = {.events = EPOLLIN, .data.ptr = SVC_TIMER_TAG};
+	int epfd, wfd, tfd;
 
 	if (svc_epfd >= 0)
 		return 0;
@@ -502,6 +570,16 @@ static int cma_service_open(void)
 		return -1;
 	}
 	svc_wakefd = wfd;
+	/* Without a timerfd the thread's epoll_wait times out instead. */
+	tfd = cma_fd_move_high(
+		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC),
+		fcntl, close);
+	if (tfd >= 0 && epoll_ctl(epfd, EPOLL_CTL_ADD, tfd, &tev)) {
+		close(tfd);
+		tfd = -1;
+	}
+	svc_timerfd = tfd;
+	svc_timerfd_at = UINT64_MAX;
 	/* Published last: the thread polls it once it is set. */
 	svc_epfd = epfd;
 	return 0;

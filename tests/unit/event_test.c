@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cma.h"
 #include "fake_ucma.h"
+#include "test_hooks.h"
 #include "unit.h"
 
 static struct rdma_event_channel *channel;
@@ -410,6 +412,34 @@ START_TEST(timers_fire_on_time_with_or_without_a_wake_up)
 }
 END_TEST
 
+/*
+ * Arming a timer due before the sleeping service thread's next deadline
+ * sets its timerfd; it does not wake the thread (two context switches for
+ * nothing: a p2p mesh arms one with its first connect).
+ */
+START_TEST(arming_a_timer_leaves_the_service_thread_asleep)
+{
+	struct timespec t0;
+	unsigned long woke;
+
+	first_timer.expire = second_timer.expire = post_which_timer;
+	cma_timer_prestart();
+	cma_service_settle();
+	cma_timer_start(channel, &first_timer, 60000);
+	usleep(50000); /* it sleeps in its epoll set by now */
+	woke = cma_service_wakeups();
+	cma_timer_start(channel, &second_timer, 30000);
+	usleep(50000);
+	ck_assert_uint_eq(cma_service_wakeups(), woke);
+	/* Still on time once moved forward again. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cma_timer_start(channel, &second_timer, 20);
+	ck_assert_int_lt(ms_until_timer_event(&t0, 2), 30000);
+	cma_timer_sync(&first_timer);
+	cma_timer_sync(&second_timer);
+}
+END_TEST
+
 /* A timer with nothing to report (a hold check whose peer still waits). */
 static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiet_cond = PTHREAD_COND_INITIALIZER;
@@ -559,6 +589,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, only_user_events_can_be_written);
 	tcase_add_test(tc, timers_post_from_the_service_thread);
 	tcase_add_test(tc, timers_fire_on_time_with_or_without_a_wake_up);
+	tcase_add_test(tc, arming_a_timer_leaves_the_service_thread_asleep);
 	tcase_add_test(tc, quiet_timers_never_wake_the_channel);
 	tcase_add_test(tc, sync_waits_for_a_running_expire);
 	suite_add_tcase(s, tc);
