@@ -63,11 +63,11 @@ static pthread_cond_t p2p_idle_cond = PTHREAD_COND_INITIALIZER;
 static struct cma_p2p_listener *p2p_listeners; /* creation order */
 static unsigned int p2p_nheld; /* held requests in the process */
 static uint64_t p2p_held_evicted; /* refused to keep within the caps */
-/* Held requests by key, newest first in each bucket. */
-static struct cma_p2p_held *p2p_held_hash[CMA_P2P_HELD_BUCKETS];
-/* Registered conns, newest first; and by key, newest first per bucket. */
+/* Held requests by key. */
+static struct cma_htable p2p_held_table;
+/* Registered conns, newest first; and by key. */
 static struct cma_p2p_conn *p2p_conns;
-static struct cma_p2p_conn *p2p_conn_hash[CMA_P2P_CONN_BUCKETS];
+static struct cma_htable p2p_conn_table;
 
 void cma_p2p_lock(void)
 {
@@ -551,11 +551,8 @@ void cma_p2p_held_unlink(struct cma_p2p_held *h)
 		h->lnext->lprev = h->lprev;
 	else
 		lis->held_tail = h->lprev;
-	*h->hprev = h->hnext;
-	if (h->hnext)
-		h->hnext->hprev = h->hprev;
-	h->lnext = h->lprev = h->hnext = NULL;
-	h->hprev = NULL;
+	cma_htable_del(&p2p_held_table, &h->hnode);
+	h->lnext = h->lprev = NULL;
 	lis->nheld--;
 	p2p_nheld--;
 }
@@ -589,7 +586,6 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 {
 	struct cma_p2p_listener *lis = h->lis;
 	unsigned int max = cma_p2p_max_held();
-	struct cma_p2p_held **bucket;
 	struct cma_p2p_held *old;
 
 	while (lis->nheld >= max && lis->held_head)
@@ -603,13 +599,7 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 	else
 		lis->held_head = h;
 	lis->held_tail = h;
-	bucket = &p2p_held_hash[cma_p2p_key_hash(&h->key) %
-				CMA_P2P_HELD_BUCKETS];
-	h->hnext = *bucket;
-	if (h->hnext)
-		h->hnext->hprev = &h->hnext;
-	h->hprev = bucket;
-	*bucket = h;
+	cma_htable_add(&p2p_held_table, &h->hnode, cma_p2p_key_hash(&h->key));
 	lis->nheld++;
 	p2p_nheld++;
 }
@@ -667,21 +657,14 @@ unsigned int cma_p2p_conns_waiting_peak(void)
 /* The key must not change while the conn is registered (it is hashed). */
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 {
-	struct cma_p2p_conn **bucket;
-
 	if (!conn->registered) {
 		conn->next = p2p_conns;
 		if (p2p_conns)
 			p2p_conns->pprev = &conn->next;
 		conn->pprev = &p2p_conns;
 		p2p_conns = conn;
-		bucket = &p2p_conn_hash[cma_p2p_key_hash(&conn->key) %
-					CMA_P2P_CONN_BUCKETS];
-		conn->hnext = *bucket;
-		if (*bucket)
-			(*bucket)->hprev = &conn->hnext;
-		conn->hprev = bucket;
-		*bucket = conn;
+		cma_htable_add(&p2p_conn_table, &conn->hnode,
+			       cma_p2p_key_hash(&conn->key));
 		conn->registered = true;
 		conn->state = CMA_P2P_NO_MATCH;
 	}
@@ -697,21 +680,22 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 	*conn->pprev = conn->next;
 	if (conn->next)
 		conn->next->pprev = conn->pprev;
-	*conn->hprev = conn->hnext;
-	if (conn->hnext)
-		conn->hnext->hprev = conn->hprev;
+	cma_htable_del(&p2p_conn_table, &conn->hnode);
 	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
 	conn->registered = false;
 }
 
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 {
+	struct cma_hnode *n;
 	struct cma_p2p_conn *conn;
 
-	for (conn = p2p_conn_hash[cma_p2p_key_hash(key) % CMA_P2P_CONN_BUCKETS];
-	     conn; conn = conn->hnext)
+	for (n = cma_htable_first(&p2p_conn_table, cma_p2p_key_hash(key)); n;
+	     n = cma_htable_next(n)) {
+		conn = cma_htable_entry(n, struct cma_p2p_conn, hnode);
 		if (cma_p2p_key_equal(&conn->key, key))
 			return conn;
+	}
 	return NULL;
 }
 
@@ -756,12 +740,15 @@ struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
 
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 {
+	struct cma_hnode *n;
 	struct cma_p2p_held *h;
 
-	for (h = p2p_held_hash[cma_p2p_key_hash(key) % CMA_P2P_HELD_BUCKETS]; h;
-	     h = h->hnext)
+	for (n = cma_htable_first(&p2p_held_table, cma_p2p_key_hash(key)); n;
+	     n = cma_htable_next(n)) {
+		h = cma_htable_entry(n, struct cma_p2p_held, hnode);
 		if (cma_p2p_key_equal(&h->key, key))
 			return h;
+	}
 	return NULL;
 }
 

@@ -18,19 +18,14 @@
 
 #include "p2p_table.h"
 
-/* Half a page, for the reason CMA_P2P_HELD_BUCKETS is small. */
-#define CMA_P2P_PEER_BUCKETS 256
-
-static struct cma_p2p_counter *peer_hash[CMA_P2P_PEER_BUCKETS];
+static struct cma_htable peer_table;
 /* Strangers, the least recently heard from first. */
 static struct cma_p2p_counter *strangers_head, *strangers_tail;
 static unsigned int nstrangers, npeers;
 
-static struct cma_p2p_counter **
-cma_p2p_peer_bucket(const struct cma_p2p_ident *p)
+static uint64_t cma_p2p_peer_hash(const struct cma_p2p_ident *p)
 {
-	return &peer_hash[cma_p2p_ident_hash(CMA_P2P_HASH_SEED, p) %
-			  CMA_P2P_PEER_BUCKETS];
+	return cma_p2p_ident_hash(CMA_P2P_HASH_SEED, p);
 }
 
 static void cma_p2p_stranger_unlink(struct cma_p2p_counter *c)
@@ -62,12 +57,10 @@ static void cma_p2p_stranger_append(struct cma_p2p_counter *c)
 /* Forget the stranger heard from least recently. */
 static void cma_p2p_forget_oldest_stranger(void)
 {
-	struct cma_p2p_counter *c = strangers_head, **pp;
+	struct cma_p2p_counter *c = strangers_head;
 
 	cma_p2p_stranger_unlink(c);
-	for (pp = cma_p2p_peer_bucket(&c->remote); *pp != c; pp = &(*pp)->hnext)
-		;
-	*pp = c->hnext;
+	cma_htable_del(&peer_table, &c->hnode);
 	npeers--;
 	free(c->freed);
 	free(c);
@@ -76,17 +69,21 @@ static void cma_p2p_forget_oldest_stranger(void)
 struct cma_p2p_counter *cma_p2p_counter_of(const struct cma_p2p_ident *remote)
 {
 	struct cma_p2p_counter *c;
+	struct cma_hnode *n;
 
-	for (c = *cma_p2p_peer_bucket(remote); c; c = c->hnext)
+	for (n = cma_htable_first(&peer_table, cma_p2p_peer_hash(remote)); n;
+	     n = cma_htable_next(n)) {
+		c = cma_htable_entry(n, struct cma_p2p_counter, hnode);
 		if (!cma_p2p_ident_cmp(&c->remote, remote))
 			return c;
+	}
 	return NULL;
 }
 
 struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
 					    bool keep)
 {
-	struct cma_p2p_counter *c = cma_p2p_counter_of(remote), **bucket;
+	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
 
 	if (c) {
 		if (!c->kept) { /* heard from again: forgotten last */
@@ -107,9 +104,7 @@ struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
 	}
 	c->remote = *remote;
 	c->kept = keep;
-	bucket = cma_p2p_peer_bucket(remote);
-	c->hnext = *bucket;
-	*bucket = c;
+	cma_htable_add(&peer_table, &c->hnode, cma_p2p_peer_hash(remote));
 	npeers++;
 	if (!keep)
 		cma_p2p_stranger_append(c);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cma.h"
+#include "htable.h"
 #include "p2p.h"
 #include "p2p_wire.h"
 
@@ -41,19 +42,6 @@
  * that per process; past either, the oldest is refused first.
  */
 #define CMA_P2P_DEFAULT_MAX_HELD 1024
-/*
- * Hash of held requests by key.  Small on purpose: every page of a table
- * a process first touches costs it a page fault or two (hashed keys touch
- * them all), which in a VM weighs more than a few more compares in a
- * chain; 512 pointers are one page, and a chain holds 8 requests on
- * average at the process's default cap (4 x 1024).
- */
-#define CMA_P2P_HELD_BUCKETS 512
-/*
- * Hash of registered conns by key (each incoming request looks its key up;
- * formed connections stay registered, thousands in a large job).  One page.
- */
-#define CMA_P2P_CONN_BUCKETS 512
 /* Peers known only from what they sent: at most this many (p2p_peers.c). */
 #define CMA_P2P_MAX_STRANGERS 4096
 #define CMA_P2P_MAX_RETIRED 4 /* replaced kernel ids awaiting DESTROY_ID */
@@ -75,7 +63,7 @@ struct cma_p2p_listener {
 
 struct cma_p2p_held {
 	struct cma_p2p_held *lnext, *lprev; /* the listener's, oldest first */
-	struct cma_p2p_held *hnext, **hprev; /* its hash bucket's */
+	struct cma_hnode hnode; /* in the held requests by key */
 	struct cma_p2p_listener *lis;
 	uint32_t handle; /* the request's kernel id, on the listener's fd */
 	struct cma_p2p_key key;
@@ -98,7 +86,7 @@ enum cma_p2p_bound {
 
 struct cma_p2p_conn {
 	struct cma_p2p_conn *next, **pprev; /* the list of registered conns */
-	struct cma_p2p_conn *hnext, **hprev; /* its hash bucket's chain */
+	struct cma_hnode hnode; /* in the conns by key, while registered */
 	struct cma_id_private *id_priv;
 	enum cma_p2p_state state;
 	bool registered; /* in the table, matchable */
@@ -209,7 +197,7 @@ struct cma_p2p_adoption {
  * in p2p_peers.c's table.
  */
 struct cma_p2p_counter {
-	struct cma_p2p_counter *hnext; /* its hash bucket's chain */
+	struct cma_hnode hnode; /* in the peers by identity */
 	/* Until a connect of ours uses it: known only from what it sent. */
 	struct cma_p2p_counter *snext, *sprev;
 	bool kept; /* a connect of ours used it: never forgotten */
