@@ -734,15 +734,6 @@ int cma_channel_next(struct rdma_event_channel *channel,
 }
 
 /*
- * From now on the service thread reads the channel's kernel fd, and the
- * application's fd is readable only while events are queued.  Kept for
- * the channel's life.  Left unserved (as before) if the thread or its fds
- * cannot be had: correct events, only the empty wake-ups remain.  Under
- * chan_list_lock; a reader of the kernel fd may be at work meanwhile: it
- * holds read_lock from its read to the delivery or queueing, as the
- * thread does, so the order of events stays the kernel's.
- */
-/*
  * RDMA_CM_SERVE, read once: each p2p connect asks (a getenv walks the
  * whole environment).  Racing first readers store the same answer.
  */
@@ -760,6 +751,15 @@ static char cma_serve_setting(void)
 	return v;
 }
 
+/*
+ * From now on the service thread reads the channel's kernel fd, and the
+ * application's fd is readable only while events are queued.  Kept for
+ * the channel's life.  Left unserved (as before) if the thread or its fds
+ * cannot be had: correct events, only the empty wake-ups remain.  Under
+ * chan_list_lock; a reader of the kernel fd may be at work meanwhile: it
+ * holds read_lock from its read to the delivery or queueing, as the
+ * thread does, so the order of events stays the kernel's.
+ */
 static void cma_channel_serve_locked(struct cma_channel *ch)
 {
 	bool ok;

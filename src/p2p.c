@@ -530,7 +530,7 @@ uint64_t cma_p2p_ident_hash(uint64_t h, const struct cma_p2p_ident *id)
 	return cma_p2p_mix(h, id->port);
 }
 
-/* The key's fields (not its padding); callers take it modulo. */
+/* The key's fields, not its padding. */
 static uint64_t cma_p2p_key_hash(const struct cma_p2p_key *key)
 {
 	uint64_t h = cma_p2p_ident_hash(CMA_P2P_HASH_SEED, &key->local);
