@@ -41,6 +41,10 @@ struct cma_hnode *cma_htable_first(const struct cma_htable *t, uint64_t hash);
 /* The next node after @n with the same hash, or NULL. */
 struct cma_hnode *cma_htable_next(const struct cma_hnode *n);
 
+/* Each node of @t with @hash, into @n (a struct cma_hnode pointer). */
+#define cma_htable_for_hash(n, t, hash)                                        \
+	for ((n) = cma_htable_first((t), (hash)); (n); (n) = cma_htable_next(n))
+
 #define cma_htable_entry(node, type, member)                                   \
 	((type *)((char *)(node)-offsetof(type, member)))
 

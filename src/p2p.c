@@ -61,9 +61,8 @@ static pthread_mutex_t p2p_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Signalled when a busy count (conn, listener) drops: detach waits. */
 static pthread_cond_t p2p_idle_cond = PTHREAD_COND_INITIALIZER;
 static struct cma_p2p_listener *p2p_listeners; /* creation order */
-static unsigned int p2p_nheld; /* held requests in the process */
 static uint64_t p2p_held_evicted; /* refused to keep within the caps */
-/* Held requests by key. */
+/* Held requests by key; its count is the process's. */
 static struct cma_htable p2p_held_table;
 /* Registered conns, newest first; and by key. */
 static struct cma_p2p_conn *p2p_conns;
@@ -554,7 +553,6 @@ void cma_p2p_held_unlink(struct cma_p2p_held *h)
 	cma_htable_del(&p2p_held_table, &h->hnode);
 	h->lnext = h->lprev = NULL;
 	lis->nheld--;
-	p2p_nheld--;
 }
 
 /* Refuse a held request to stay within a cap; counted. */
@@ -590,7 +588,8 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 
 	while (lis->nheld >= max && lis->held_head)
 		cma_p2p_held_evict(lis->held_head);
-	while (p2p_nheld >= 4 * max && (old = cma_p2p_held_oldest()))
+	while (p2p_held_table.count >= 4 * (size_t)max &&
+	       (old = cma_p2p_held_oldest()))
 		cma_p2p_held_evict(old);
 	h->lprev = lis->held_tail;
 	h->lnext = NULL;
@@ -601,7 +600,6 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 	lis->held_tail = h;
 	cma_htable_add(&p2p_held_table, &h->hnode, cma_p2p_key_hash(&h->key));
 	lis->nheld++;
-	p2p_nheld++;
 }
 
 /* --- the table of conns and held requests ---------------------------------- */
@@ -690,8 +688,7 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 	struct cma_hnode *n;
 	struct cma_p2p_conn *conn;
 
-	for (n = cma_htable_first(&p2p_conn_table, cma_p2p_key_hash(key)); n;
-	     n = cma_htable_next(n)) {
+	cma_htable_for_hash (n, &p2p_conn_table, cma_p2p_key_hash(key)) {
 		conn = cma_htable_entry(n, struct cma_p2p_conn, hnode);
 		if (cma_p2p_key_equal(&conn->key, key))
 			return conn;
@@ -743,8 +740,7 @@ struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 	struct cma_hnode *n;
 	struct cma_p2p_held *h;
 
-	for (n = cma_htable_first(&p2p_held_table, cma_p2p_key_hash(key)); n;
-	     n = cma_htable_next(n)) {
+	cma_htable_for_hash (n, &p2p_held_table, cma_p2p_key_hash(key)) {
 		h = cma_htable_entry(n, struct cma_p2p_held, hnode);
 		if (cma_p2p_key_equal(&h->key, key))
 			return h;

@@ -21,7 +21,7 @@
 static struct cma_htable peer_table;
 /* Strangers, the least recently heard from first. */
 static struct cma_p2p_counter *strangers_head, *strangers_tail;
-static unsigned int nstrangers, npeers;
+static unsigned int nstrangers;
 
 static uint64_t cma_p2p_peer_hash(const struct cma_p2p_ident *p)
 {
@@ -61,7 +61,6 @@ static void cma_p2p_forget_oldest_stranger(void)
 
 	cma_p2p_stranger_unlink(c);
 	cma_htable_del(&peer_table, &c->hnode);
-	npeers--;
 	free(c->freed);
 	free(c);
 }
@@ -71,8 +70,7 @@ struct cma_p2p_counter *cma_p2p_counter_of(const struct cma_p2p_ident *remote)
 	struct cma_p2p_counter *c;
 	struct cma_hnode *n;
 
-	for (n = cma_htable_first(&peer_table, cma_p2p_peer_hash(remote)); n;
-	     n = cma_htable_next(n)) {
+	cma_htable_for_hash (n, &peer_table, cma_p2p_peer_hash(remote)) {
 		c = cma_htable_entry(n, struct cma_p2p_counter, hnode);
 		if (!cma_p2p_ident_cmp(&c->remote, remote))
 			return c;
@@ -105,7 +103,6 @@ struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
 	c->remote = *remote;
 	c->kept = keep;
 	cma_htable_add(&peer_table, &c->hnode, cma_p2p_peer_hash(remote));
-	npeers++;
 	if (!keep)
 		cma_p2p_stranger_append(c);
 	return c;
@@ -113,5 +110,5 @@ struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
 
 unsigned int cma_p2p_peers_known(void)
 {
-	return npeers;
+	return (unsigned int)peer_table.count;
 }

@@ -28,7 +28,7 @@ static struct item *find(const struct cma_htable *t, int key)
 	struct cma_hnode *n;
 	struct item *it;
 
-	for (n = cma_htable_first(t, hash_of(key)); n; n = cma_htable_next(n)) {
+	cma_htable_for_hash (n, t, hash_of(key)) {
 		it = cma_htable_entry(n, struct item, node);
 		ck_assert_uint_eq(n->hash, hash_of(key));
 		if (it->key == key)
