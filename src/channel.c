@@ -317,6 +317,9 @@ void cma_channel_expect_posts(struct rdma_event_channel *channel)
 	struct cma_channel *ch = cma_chan(channel);
 	int flags;
 
+	/* Set once and for good: asked at every p2p connect and timer. */
+	if (ch->pollable || __atomic_load_n(&ch->posted, __ATOMIC_ACQUIRE))
+		return;
 	pthread_mutex_lock(&ch->lock);
 	if (!ch->pollable && !ch->posted) {
 		flags = fcntl(ch->kfd, F_GETFL);

@@ -350,20 +350,22 @@ static int cma_get_pollable_once(struct rdma_event_channel *channel,
 				 struct cma_event **out, bool *waiting)
 {
 	struct rdma_ucm_event_resp resp;
-	struct cma_event *evt, *queued;
+	struct cma_event *evt;
 	int err;
 
 	for (;;) {
-		evt = calloc(1, sizeof(*evt));
-		if (!evt)
-			return cma_err(ENOMEM);
 		cma_channel_reader_lock(channel);
-		queued = cma_channel_pop_event(channel);
-		if (queued) {
+		evt = cma_channel_pop_event(channel);
+		if (evt) {
 			cma_channel_reader_unlock(channel);
-			free(evt);
-			*out = queued;
+			*out = evt;
 			return 0;
+		}
+		/* Before the read: a kernel event read is never lost. */
+		evt = calloc(1, sizeof(*evt));
+		if (!evt) {
+			cma_channel_reader_unlock(channel);
+			return cma_err(ENOMEM);
 		}
 		if (cma_channel_read_kernel(channel, &resp)) {
 			err = errno;

@@ -75,7 +75,8 @@ static int cma_id_create_kernel_locked(struct cma_id_private *id_priv)
 			       (uint16_t)id_priv->id.ps,
 			       (uint8_t)id_priv->id.qp_type, &handle))
 		return -1;
-	id_priv->handle = handle;
+	/* Atomic: cma_id_kernel looks without the lock. */
+	__atomic_store_n(&id_priv->handle, handle, __ATOMIC_RELEASE);
 	cma_tsan_release(id_priv); /* the handle is written (cma.h) */
 	return 0;
 }
@@ -110,6 +111,10 @@ int cma_id_kernel(struct cma_id_private *id_priv)
 
 	if (!id_priv->kernel_lazy)
 		return 0; /* made by rdma_create_id, never taken away */
+	/* One there is used as it is; only making one takes the lock. */
+	if (__atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE) !=
+	    CMA_NO_KERNEL_ID)
+		return 0;
 	pthread_mutex_lock(&id_priv->mut);
 	if (id_priv->handle == CMA_NO_KERNEL_ID)
 		ret = cma_id_create_kernel_locked(id_priv);

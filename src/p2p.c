@@ -780,9 +780,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
 	/* The application's thread may be making it (cma_id_kernel). */
-	pthread_mutex_lock(&id_priv->mut);
-	handle = id_priv->handle;
-	pthread_mutex_unlock(&id_priv->mut);
+	handle = __atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE);
 	cma_p2p_lock();
 	cma_p2p_dbg("event %s status %d on %s, handle %u (id's %u), state %d",
 		    rdma_event_str((enum rdma_cm_event_type)resp->event),

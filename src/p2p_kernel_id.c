@@ -25,7 +25,7 @@ uint32_t cma_p2p_set_handle(struct cma_id_private *id_priv, uint32_t handle)
 
 	pthread_mutex_lock(&id_priv->mut);
 	old = id_priv->handle;
-	id_priv->handle = handle;
+	__atomic_store_n(&id_priv->handle, handle, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&id_priv->mut);
 	return old;
 }

@@ -189,7 +189,7 @@ static void cma_timer_unlink(struct cma_timer *timer)
 		}
 	}
 	timer->next = NULL;
-	timer->armed = false;
+	__atomic_store_n(&timer->armed, false, __ATOMIC_RELAXED);
 }
 
 /*
@@ -334,7 +334,7 @@ static void *cma_timer_main(void *arg)
 		}
 		timers = timer->next;
 		timer->next = NULL;
-		timer->armed = false;
+		__atomic_store_n(&timer->armed, false, __ATOMIC_RELAXED);
 		timer->running = true;
 		timer->runner = pthread_self();
 		expire = timer->expire;
@@ -388,7 +388,7 @@ void cma_timer_start(struct rdma_event_channel *channel,
 			break;
 	timer->next = *pp;
 	*pp = timer;
-	timer->armed = true;
+	__atomic_store_n(&timer->armed, true, __ATOMIC_RELAXED);
 	cma_timer_thread_start();
 	/*
 	 * Only a deadline before the sleeping thread's own needs it awake
@@ -421,6 +421,14 @@ void cma_timer_prestart(void)
 
 void cma_timer_stop(struct cma_timer *timer)
 {
+	/*
+	 * Most timers stopped were never armed (a p2p conn stops its timer
+	 * at every step): no lock for them.  A start that happened before
+	 * this call, in any thread, is seen (its store preceded the unlock
+	 * of whatever lock ordered the two calls).
+	 */
+	if (!__atomic_load_n(&timer->armed, __ATOMIC_RELAXED))
+		return;
 	pthread_mutex_lock(&timer_lock);
 	if (timer->armed)
 		cma_timer_unlink(timer);
