@@ -6,6 +6,7 @@
  * CMA_P2P_BAD; it never reads past @len.
  */
 /* No <config.h>: the fuzz target builds this file on its own. */
+#include <endian.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -14,33 +15,36 @@
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
 static const uint8_t cma_p2p_ext_magic[3] = {0xC5, 0x70, 0x58};
 
+/*
+ * Big-endian fields at any alignment: memcpy and a byte swap, which the
+ * compiler makes a load or store and a bswap (a byte loop stays a loop).
+ */
 static void put_be16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	v = htobe16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
-	int i;
-
-	for (i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint16_t get_be16(const uint8_t *p)
 {
-	return (uint16_t)((p[0] << 8) | p[1]);
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be16toh(v);
 }
 
 static uint64_t get_be64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	int i;
+	uint64_t v;
 
-	for (i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
 }
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
