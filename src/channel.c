@@ -77,7 +77,8 @@ struct cma_channel {
 	bool pollable; /* pub.fd is an epoll set the application may poll */
 	bool posted; /* private: library events may come from other threads */
 	bool served; /* pollable: kfd is read by the service thread (atomic) */
-	bool may_hold; /* a p2p listener or connect was on it (chan_list_lock) */
+	/* A p2p listener or connect was on it: set under chan_list_lock. */
+	bool may_hold;
 	/* Left direct for good: non-blocking when serving would begin (same). */
 	bool direct;
 	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
@@ -807,8 +808,14 @@ void cma_channel_may_hold(struct rdma_event_channel *channel)
 	/* RDMA_CM_SERVE=1: served from the first listen, no window left. */
 	if (cma_serve_setting() == '1')
 		cma_channel_serve_all();
+	/*
+	 * Said before (every p2p connect says it): serving began then, or
+	 * cma_channel_serve_all serves it when it begins.
+	 */
+	if (__atomic_load_n(&ch->may_hold, __ATOMIC_ACQUIRE))
+		return;
 	pthread_mutex_lock(&chan_list_lock);
-	ch->may_hold = true;
+	__atomic_store_n(&ch->may_hold, true, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&serve_all, __ATOMIC_ACQUIRE))
 		cma_channel_serve_locked(ch);
 	pthread_mutex_unlock(&chan_list_lock);

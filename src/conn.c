@@ -203,14 +203,6 @@ static int cma_connect(struct rdma_cm_id *id,
 		/* Its channel may see requests and replies the library eats. */
 		cma_channel_serve_all();
 		cma_channel_may_hold(id->channel);
-		/*
-		 * The REQ may be answered, and the id adopted (p2p_connect.c,
-		 * under its qp_lock, on the service thread), before the call
-		 * returns: mark it started first, under that lock (TSan).
-		 */
-		pthread_mutex_lock(&id_priv->qp_lock);
-		id_priv->cm_started = true;
-		pthread_mutex_unlock(&id_priv->qp_lock);
 		ret = cma_p2p_connect(id_priv, &kparam, &ece);
 	} else {
 		ret = cma_id_kernel(id_priv);

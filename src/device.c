@@ -239,12 +239,17 @@ bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port)
 
 	if (!port || port > 63)
 		return false;
+	/* Asked for every QP and p2p resolution: once known, no lock. */
+	if (__atomic_load_n(&dev->eth_ports_known, __ATOMIC_ACQUIRE) & bit)
+		return __atomic_load_n(&dev->eth_ports, __ATOMIC_RELAXED) & bit;
 	pthread_mutex_lock(&dev_lock);
 	if (!(dev->eth_ports_known & bit) && dev->verbs &&
 	    !ibv_query_port(dev->verbs, port, &attr)) {
-		dev->eth_ports_known |= bit;
 		if (attr.link_layer == IBV_LINK_LAYER_ETHERNET)
-			dev->eth_ports |= bit;
+			__atomic_or_fetch(&dev->eth_ports, bit,
+					  __ATOMIC_RELAXED);
+		/* After the link layer: a reader that sees this sees it. */
+		__atomic_or_fetch(&dev->eth_ports_known, bit, __ATOMIC_RELEASE);
 	}
 	roce = dev->eth_ports & bit;
 	pthread_mutex_unlock(&dev_lock);

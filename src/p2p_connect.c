@@ -821,6 +821,12 @@ int cma_p2p_connect(struct cma_id_private *id_priv,
 	/* Its events may come from other threads (timers, other channels). */
 	cma_channel_expect_posts(id_priv->id.channel);
 	pthread_mutex_lock(&id_priv->qp_lock);
+	/*
+	 * The REQ may be answered, and the id adopted (under its qp_lock, on
+	 * the service thread), before the call returns: marked started
+	 * first, under that lock (TSan).
+	 */
+	id_priv->cm_started = true;
 	ret = cma_p2p_connect_locked(conn, kparam, ece);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 	return ret;
