@@ -20,7 +20,8 @@
 #
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
-# one rank runs under, e.g. strace: rank MESH_WRAP_RANK, default 0),
+# one rank runs under, e.g. strace: rank MESH_WRAP_RANK, default 0, or
+# "all"),
 # MESH_TRACE=1 (p2pmesh -T; each run's step lines follow "=== SCHEME rep
 # I n N": tests/bench/mesh-trace.sh;
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
@@ -93,7 +94,10 @@ run() {
 	rm -rf "$out/barrier" "$out"/rank."$scheme".* && mkdir -p "$out/barrier"
 	for ((r = 0; r < n; r++)); do
 		wrap=
-		((r == ${MESH_WRAP_RANK:-0})) && wrap=${MESH_WRAP0:-}
+		if [ "${MESH_WRAP_RANK:-0}" = all ] ||
+			((r == ${MESH_WRAP_RANK:-0})); then
+			wrap=${MESH_WRAP0:-}
+		fi
 		[ "${MESH_PROFILE:-0}" = 1 ] &&
 			wrap="$perf_record -o $out/perf.$scheme.$r --"
 		# shellcheck disable=SC2086 # MESH_ARGS, wrap, norand, flag: lists
