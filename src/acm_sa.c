@@ -23,6 +23,7 @@
 #include <infiniband/umad_types.h>
 
 #include "acm.h"
+#include "be_bytes.h"
 #include "cma.h"
 
 #define ACM_SA_MAD_LEN 256
@@ -37,36 +38,20 @@
 #define ACM_PR_NUMBPATH (1ull << 12)
 #define ACM_PR_PKEY (1ull << 13)
 
-static void acm_put16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, 2);
-}
-
-static uint16_t acm_get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return be16toh(v);
-}
-
 void cma_acm_sa_build(uint8_t mad[256], uint64_t tid, const union ibv_gid *sgid,
 		      const union ibv_gid *dgid, uint16_t pkey)
 {
 	struct ibv_path_record pr;
 	uint64_t mask =
 		ACM_PR_DGID | ACM_PR_SGID | ACM_PR_REVERSIBLE | ACM_PR_NUMBPATH;
-	__be64 v;
 
 	memset(mad, 0, ACM_SA_MAD_LEN);
 	mad[0] = 1; /* base version */
 	mad[1] = UMAD_CLASS_SUBN_ADM;
 	mad[2] = UMAD_SA_CLASS_VERSION;
 	mad[3] = UMAD_METHOD_GET;
-	v = htobe64(tid);
-	memcpy(mad + 8, &v, 8);
-	acm_put16(mad + 16, UMAD_SA_ATTR_PATH_REC);
+	cma_put_be64(mad + 8, tid);
+	cma_put_be16(mad + 16, UMAD_SA_ATTR_PATH_REC);
 
 	memset(&pr, 0, sizeof(pr));
 	pr.sgid = *sgid;
@@ -76,8 +61,7 @@ void cma_acm_sa_build(uint8_t mad[256], uint64_t tid, const union ibv_gid *sgid,
 		pr.pkey = htobe16(pkey);
 		mask |= ACM_PR_PKEY;
 	}
-	v = htobe64(mask);
-	memcpy(mad + 48, &v, 8);
+	cma_put_be64(mad + 48, mask);
 	memcpy(mad + ACM_SA_DATA_OFF, &pr, sizeof(pr));
 }
 
@@ -85,15 +69,14 @@ int cma_acm_sa_parse(const uint8_t *mad, size_t len, uint64_t tid,
 		     struct ibv_path_record *path)
 {
 	uint8_t mtu;
-	__be64 v;
 
 	if (len < ACM_SA_DATA_OFF + sizeof(*path))
 		return cma_err(EPROTO);
-	memcpy(&v, mad + 8, 8);
 	if (mad[1] != UMAD_CLASS_SUBN_ADM || mad[3] != UMAD_METHOD_GET_RESP ||
-	    be64toh(v) != tid || acm_get16(mad + 16) != UMAD_SA_ATTR_PATH_REC)
+	    cma_get_be64(mad + 8) != tid ||
+	    cma_get_be16(mad + 16) != UMAD_SA_ATTR_PATH_REC)
 		return cma_err(EPROTO);
-	if (acm_get16(mad + 4))
+	if (cma_get_be16(mad + 4))
 		return cma_err(ENODATA); /* the SA's status: no such path */
 	memcpy(path, mad + ACM_SA_DATA_OFF, sizeof(*path));
 	mtu = path->mtu & 0x3f;

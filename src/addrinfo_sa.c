@@ -27,6 +27,7 @@
 #include <infiniband/umad_types.h>
 
 #include "acm.h"
+#include "be_bytes.h"
 #include "cma.h"
 
 #define SA_SVC_REQ_LEN 256
@@ -44,28 +45,6 @@
 #define SA_SVC_OFF_GID 8
 #define SA_SVC_OFF_PKEY 24
 #define SA_SVC_OFF_NAME 48
-
-static uint16_t sa_get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return be16toh(v);
-}
-
-static uint64_t sa_get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
-static void sa_put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
 
 int cma_sa_svc_parse_service(const char *service, struct cma_sa_svc *svc)
 {
@@ -99,15 +78,15 @@ void cma_sa_svc_build(uint8_t mad[256], uint64_t tid,
 	mad[1] = UMAD_CLASS_SUBN_ADM;
 	mad[2] = UMAD_SA_CLASS_VERSION;
 	mad[3] = UMAD_SA_METHOD_GET_TABLE;
-	sa_put64(mad + 8, tid);
+	cma_put_be64(mad + 8, tid);
 	mad[16] = SA_SVC_ATTR >> 8;
 	mad[17] = SA_SVC_ATTR & 0xff;
 	/* RMPP header left zero: the request is one unsegmented MAD. */
 	if (svc->by_id) {
-		sa_put64(mad + 48, SA_SVC_COMP_ID);
-		sa_put64(rec + SA_SVC_OFF_ID, svc->id);
+		cma_put_be64(mad + 48, SA_SVC_COMP_ID);
+		cma_put_be64(rec + SA_SVC_OFF_ID, svc->id);
 	} else {
-		sa_put64(mad + 48, SA_SVC_COMP_NAME);
+		cma_put_be64(mad + 48, SA_SVC_COMP_NAME);
 		memcpy(rec + SA_SVC_OFF_NAME, svc->name, sizeof(svc->name));
 	}
 }
@@ -185,15 +164,16 @@ int cma_sa_svc_parse(const uint8_t *mad, size_t len, uint64_t tid,
 		return cma_err(EPROTO);
 	if (mad[1] != UMAD_CLASS_SUBN_ADM ||
 	    mad[3] != UMAD_SA_METHOD_GET_TABLE_RESP ||
-	    sa_get64(mad + 8) != tid || sa_get16(mad + 16) != SA_SVC_ATTR)
+	    cma_get_be64(mad + 8) != tid ||
+	    cma_get_be16(mad + 16) != SA_SVC_ATTR)
 		return cma_err(EPROTO);
-	status = sa_get16(mad + 4);
+	status = cma_get_be16(mad + 4);
 	if (status)
 		return cma_err(((status >> 8) & 0x7f) == SA_STATUS_NO_RECORDS
 				       ? ENOENT
 				       : EIO);
 	/* AttributeOffset: the records' spacing, in 8-byte words. */
-	stride = (size_t)sa_get16(mad + 44) * 8;
+	stride = (size_t)cma_get_be16(mad + 44) * 8;
 	if (len - SA_SVC_HDR_LEN >= SA_SVC_REC_LEN && stride < SA_SVC_REC_LEN)
 		return cma_err(EPROTO);
 	for (off = SA_SVC_HDR_LEN; stride && off + SA_SVC_REC_LEN <= len;

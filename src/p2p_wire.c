@@ -6,46 +6,14 @@
  * CMA_P2P_BAD; it never reads past @len.
  */
 /* No <config.h>: the fuzz target builds this file on its own. */
-#include <endian.h>
 #include <stdbool.h>
 #include <string.h>
 
+#include "be_bytes.h"
 #include "p2p_wire.h"
 
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
 static const uint8_t cma_p2p_ext_magic[3] = {0xC5, 0x70, 0x58};
-
-/*
- * Big-endian fields at any alignment: memcpy and a byte swap, which the
- * compiler makes a load or store and a bswap (a byte loop stays a loop).
- */
-static void put_be16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint16_t get_be16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 			  uint8_t out[CMA_P2P_HDR_LEN])
@@ -57,11 +25,11 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 		(uint8_t)((v1 ? 1 : CMA_P2P_VERSION) << 4 | (hdr->kind & 0x0F));
 	out[4] = hdr->flags;
 	out[5] = hdr->data_len;
-	put_be16(out + 6, hdr->port);
-	put_be64(out + 8, hdr->tag);
+	cma_put_be16(out + 6, hdr->port);
+	cma_put_be64(out + 8, hdr->tag);
 	if (v1)
 		return CMA_P2P_HDR_LEN_V1;
-	put_be64(out + 16, hdr->incarnation);
+	cma_put_be64(out + 16, hdr->incarnation);
 	return CMA_P2P_HDR_LEN;
 }
 
@@ -90,7 +58,7 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 		if (len < CMA_P2P_HDR_LEN)
 			return CMA_P2P_BAD;
 		h.len = CMA_P2P_HDR_LEN;
-		h.incarnation = get_be64(p + 16);
+		h.incarnation = cma_get_be64(p + 16);
 		break;
 	default:
 		return CMA_P2P_BAD;
@@ -98,8 +66,8 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	h.kind = p[3] & 0x0F;
 	h.flags = p[4];
 	h.data_len = p[5];
-	h.port = get_be16(p + 6);
-	h.tag = get_be64(p + 8);
+	h.port = cma_get_be16(p + 6);
+	h.tag = cma_get_be64(p + 8);
 	if (!cma_p2p_kind_valid(h.kind) || (h.flags & ~CMA_P2P_F_KNOWN))
 		return CMA_P2P_BAD;
 	if (h.data_len > len - h.len)
