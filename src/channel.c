@@ -340,7 +340,7 @@ void cma_channel_expect_posts(struct rdma_event_channel *channel)
 struct cma_event *cma_event_new(struct cma_id_private *id_priv,
 				enum rdma_cm_event_type type, int status)
 {
-	struct cma_event *evt = calloc(1, sizeof(*evt));
+	struct cma_event *evt = cma_zalloc(sizeof(*evt));
 
 	if (!evt) {
 		errno = ENOMEM;

@@ -70,6 +70,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 #include <infiniband/ib.h>
@@ -227,6 +229,24 @@ struct cma_id_private {
 	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */
 	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
 };
+
+/*
+ * Zeroed memory for what is allocated per event, id or connect.  glibc's
+ * calloc (before 2.41) never reuses a chunk from the thread's cache of
+ * freed ones and, once a process has a second thread (the service
+ * thread), takes the arena's lock each time; malloc takes the chunk the
+ * last free of that size left, about a fifth of the instructions.
+ */
+static inline void *cma_zalloc(size_t size)
+{
+	void *p = malloc(size);
+
+	/* Hidden from the compiler, which would make the pair a calloc. */
+	__asm__("" : "+r"(p));
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)
 {

@@ -315,7 +315,7 @@ bool cma_event_serve(struct rdma_event_channel *channel)
 		 */
 		if (cma_channel_has_waiter(channel))
 			return false;
-		evt = calloc(1, sizeof(*evt));
+		evt = cma_zalloc(sizeof(*evt));
 		if (!evt)
 			return true; /* the fd stays readable: tried again */
 		cma_channel_reader_lock(channel);
@@ -362,7 +362,7 @@ static int cma_get_pollable_once(struct rdma_event_channel *channel,
 			return 0;
 		}
 		/* Before the read: a kernel event read is never lost. */
-		evt = calloc(1, sizeof(*evt));
+		evt = cma_zalloc(sizeof(*evt));
 		if (!evt) {
 			cma_channel_reader_unlock(channel);
 			return cma_err(ENOMEM);

@@ -42,7 +42,7 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 {
 	struct cma_id_private *id_priv;
 
-	id_priv = calloc(1, sizeof(*id_priv));
+	id_priv = cma_zalloc(sizeof(*id_priv));
 	if (!id_priv) {
 		errno = ENOMEM;
 		return NULL;

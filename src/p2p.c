@@ -607,7 +607,7 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 {
 	if (!id_priv->p2p) {
-		id_priv->p2p = calloc(1, sizeof(*id_priv->p2p));
+		id_priv->p2p = cma_zalloc(sizeof(*id_priv->p2p));
 		if (!id_priv->p2p) {
 			errno = ENOMEM;
 			return NULL;

@@ -95,7 +95,7 @@ struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
 	}
 	if (!keep && nstrangers >= CMA_P2P_MAX_STRANGERS)
 		cma_p2p_forget_oldest_stranger();
-	c = calloc(1, sizeof(*c));
+	c = cma_zalloc(sizeof(*c));
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;

@@ -82,7 +82,7 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 			const struct rdma_ucm_event_resp *resp,
 			const struct rdma_ucm_query_route_resp *route)
 {
-	struct cma_p2p_held *h = calloc(1, sizeof(*h));
+	struct cma_p2p_held *h = cma_zalloc(sizeof(*h));
 
 	if (!h)
 		return cma_err(ENOMEM);
