@@ -11,15 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fd_high.h"
 #include "ucma_abi.h"
 #include "test_hooks.h"
 
+/*
+ * GET_EVENT may wait for an event (a private channel's read): it stays a
+ * cancellation point, as with rdma-core.  No other command waits for
+ * anything but the kernel's own work, and write() would bracket each of
+ * them with two cancellation calls once the process has a second thread
+ * (the service thread, addrinfo's resolver); syscall() does not.
+ */
 static ssize_t ucma_write_syscall(int fd, const void *buf, size_t len)
 {
-	return write(fd, buf, len);
+	const struct rdma_ucm_cmd_hdr *hdr = buf;
+
+	if (hdr->cmd == RDMA_USER_CM_CMD_GET_EVENT)
+		return write(fd, buf, len);
+	return syscall(SYS_write, fd, buf, len);
 }
 
 static int ucma_open_kernel(bool hidden)
