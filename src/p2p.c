@@ -771,7 +771,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
-	struct cma_p2p_adoption a = {.conn = NULL};
+	struct cma_p2p_adoption a; /* filled by a claim, if any */
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
@@ -779,6 +779,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
+	a.conn = NULL;
 	/* The application's thread may be making it (cma_id_kernel). */
 	handle = __atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE);
 	cma_p2p_lock();

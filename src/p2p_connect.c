@@ -578,7 +578,44 @@ void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 }
 
 /*
- * Send @conn's REQ (conn->req, header included), PENDING: under the id's
+ * After the header and our data, when the message has room: whether the
+ * listener our REQ announces holds the peer's requests (the peer's higher
+ * end then need not send its own, cma_p2p_expect_req).
+ */
+static void cma_p2p_put_ext(const struct cma_p2p_conn *conn,
+			    struct rdma_ucm_conn_param *req)
+{
+	size_t len = (size_t)req->private_data_len + CMA_P2P_EXT_LEN;
+
+	if (!conn->lis_holds || len > sizeof(req->private_data) ||
+	    cma_check_priv_len(conn->id_priv, len, CMA_PRIV_REQ))
+		return;
+	cma_p2p_ext_encode(CMA_P2P_X_HOLDS,
+			   req->private_data + req->private_data_len);
+	req->private_data_len = (uint8_t)len;
+}
+
+/*
+ * Under the id's qp_lock (which every change of the key and of kparam
+ * holds): @conn's REQ, its header first, made when it goes out (a retry
+ * or the end of a first contact's wait sends the same one again).
+ */
+static void cma_p2p_make_req(const struct cma_p2p_conn *conn,
+			     struct rdma_ucm_conn_param *req)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
+
+	*req = conn->kparam;
+	hdr.port = conn->key.local.port;
+	hdr.tag = conn->key.tag;
+	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	hdr.data_len = req->private_data_len;
+	cma_p2p_put_hdr(req, &hdr);
+	cma_p2p_put_ext(conn, req);
+}
+
+/*
+ * Send @conn's REQ (cma_p2p_make_req), PENDING: under the id's
  * qp_lock (its answer waits for us), without p2p_lock (an iWARP connect
  * is a TCP connect and may wait for the network).  A peer's request that
  * arrives meanwhile finds the conn PENDING, as it should.  0, or -1/errno
@@ -587,6 +624,7 @@ void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
+	struct rdma_ucm_conn_param req;
 	char kb[CMA_P2P_KEY_STRLEN];
 	int ret, err;
 
@@ -594,9 +632,11 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	conn->busy++;
 	cma_p2p_unlock();
 	ret = cma_id_kernel(id_priv);
-	if (!ret)
+	if (!ret) {
+		cma_p2p_make_req(conn, &req);
 		ret = ucma_cmd_connect(cma_id_fd(id_priv), id_priv->handle,
-				       &conn->req, &conn->ece);
+				       &req, &conn->ece);
+	}
 	err = errno;
 	cma_p2p_lock();
 	if (!ret) {
@@ -727,34 +767,16 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	return 0;
 }
 
-/*
- * After the header and our data, when the message has room: whether the
- * listener our REQ announces holds the peer's requests (the peer's higher
- * end then need not send its own, cma_p2p_expect_req).
- */
-static void cma_p2p_put_ext(const struct cma_p2p_conn *conn,
-			    struct rdma_ucm_conn_param *req)
-{
-	size_t len = (size_t)req->private_data_len + CMA_P2P_EXT_LEN;
-
-	if (!conn->lis_holds || len > sizeof(req->private_data) ||
-	    cma_check_priv_len(conn->id_priv, len, CMA_PRIV_REQ))
-		return;
-	cma_p2p_ext_encode(CMA_P2P_X_HOLDS,
-			   req->private_data + req->private_data_len);
-	req->private_data_len = (uint8_t)len;
-}
-
 /* With the id's qp_lock: the connect, once p2p_lock showed what to do. */
 static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_conn_param *kparam,
 				  const struct rdma_ucm_ece *ece)
 {
-	struct rdma_ucm_conn_param req = *kparam;
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ};
-	struct cma_p2p_adoption a = {.conn = NULL};
+	struct cma_p2p_adoption a; /* filled by a claim, if any */
 	bool send, later;
 	int ret;
+
+	a.conn = NULL;
 
 	/* What the last attempt left (a QP to fail, old ids) goes first. */
 	cma_p2p_chores_now(conn);
@@ -789,14 +811,6 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	} else if (!send && !later) {
 		return 0; /* a higher end that waits for the peer's REQ */
 	}
-	hdr.port = conn->key.local.port;
-	hdr.tag = conn->key.tag;
-	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
-	hdr.data_len = req.private_data_len;
-	cma_p2p_put_hdr(&req, &hdr);
-	cma_p2p_put_ext(conn, &req);
-	/* Kept for a later send: a retry, the end of a first contact's wait. */
-	conn->req = req;
 	if (later)
 		return 0; /* sent by the timer (our qp_lock keeps it out) */
 	return cma_p2p_send_or_resolve(conn, false);
@@ -879,7 +893,7 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
  * resolved out of the application's sight like a route left for later
  * (p2p_resolve.c); the old kernel id is retired, and the caller's chores
  * destroy it before the resolution binds the same source address.  True
- * if the caller sends the REQ in conn->req.
+ * if the caller sends the REQ again.
  */
 static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 {

@@ -150,10 +150,11 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	struct rdma_ucm_query_route_resp route;
 	bool has_route;
 	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
-	struct cma_p2p_adoption a = {.conn = NULL};
+	struct cma_p2p_adoption a; /* filled by a claim, if any */
 
 	if (listen_priv->id.qp_type == IBV_QPT_UD)
 		return CMA_P2P_PASS;
+	a.conn = NULL;
 	switch (cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
 				  &hdr)) {
 	case CMA_P2P_NONE:

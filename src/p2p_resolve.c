@@ -50,7 +50,8 @@ static int cma_p2p_post(struct cma_id_private *id_priv,
  */
 static bool cma_p2p_will_wait(const struct cma_id_private *id_priv,
 			      const struct sockaddr *src,
-			      const struct sockaddr *dst)
+			      const struct sockaddr *dst,
+			      struct cma_p2p_listener **lisp)
 {
 	struct cma_p2p_ident local, remote;
 	struct cma_p2p_listener *lis;
@@ -63,6 +64,7 @@ static bool cma_p2p_will_wait(const struct cma_id_private *id_priv,
 	lis = cma_p2p_listener_for(id_priv->id.ps, src);
 	if (!lis)
 		return false;
+	*lisp = lis;
 	local.port = lis->port;
 	/* sin_port and sin6_port sit at the same offset. */
 	remote.port = be16toh(((const struct sockaddr_in *)dst)->sin_port);
@@ -72,11 +74,44 @@ static bool cma_p2p_will_wait(const struct cma_id_private *id_priv,
 	       CMA_P2P_EXPECT_NONE;
 }
 
-/* Whether rdma_resolve_addr may leave the route of @id_priv for later. */
+/* What an id bound to a listener's address has from the kernel. */
+struct cma_p2p_local {
+	bool known; /* the listener is bound to exactly that address */
+	__be64 guid;
+	uint8_t port_num;
+	union ibv_gid sgid;
+	__be16 pkey;
+};
+
+/*
+ * Under p2p_lock: the device, port and GID of @lis when it is bound to
+ * exactly the address an id is resolved from (not a wildcard), which the
+ * id's connect will announce.
+ */
+static void cma_p2p_listener_local(const struct cma_p2p_listener *lis,
+				   struct cma_p2p_local *l)
+{
+	const struct cma_id_private *lp = lis->id_priv;
+
+	l->known = lp && !lis->wildcard && lp->cma_dev;
+	if (!l->known)
+		return;
+	l->guid = lp->cma_dev->guid;
+	l->port_num = lp->id.port_num;
+	l->sgid = lp->id.route.addr.addr.ibaddr.sgid;
+	l->pkey = lp->id.route.addr.addr.ibaddr.pkey;
+}
+
+/*
+ * Whether rdma_resolve_addr may leave the route of @id_priv for later;
+ * if so, @l says what its listener has (one look at the table for both).
+ */
 static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 			      const struct sockaddr *src,
-			      const struct sockaddr *dst)
+			      const struct sockaddr *dst,
+			      struct cma_p2p_local *l)
 {
+	struct cma_p2p_listener *lis = NULL;
 	bool wait;
 
 	if (id_priv->p2p_listen_opt != 1 || id_priv->sync ||
@@ -88,43 +123,11 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 	if (!src)
 		return false;
 	cma_p2p_lock();
-	wait = cma_p2p_will_wait(id_priv, src, dst);
+	wait = cma_p2p_will_wait(id_priv, src, dst, &lis);
+	if (wait)
+		cma_p2p_listener_local(lis, l);
 	cma_p2p_unlock();
 	return wait;
-}
-
-/* What an id bound to a listener's address has from the kernel. */
-struct cma_p2p_local {
-	__be64 guid;
-	uint8_t port_num;
-	union ibv_gid sgid;
-	__be16 pkey;
-};
-
-/*
- * The device, port and GID of the listener bound to exactly @src (not a
- * wildcard), which the id's connect will announce: false if none.
- */
-static bool cma_p2p_listener_local(enum rdma_port_space ps,
-				   const struct sockaddr *src,
-				   struct cma_p2p_local *l)
-{
-	const struct cma_id_private *lp;
-	struct cma_p2p_listener *lis;
-	bool found = false;
-
-	cma_p2p_lock();
-	lis = cma_p2p_listener_for(ps, src);
-	lp = lis ? lis->id_priv : NULL;
-	if (lp && !lis->wildcard && lp->cma_dev) {
-		l->guid = lp->cma_dev->guid;
-		l->port_num = lp->id.port_num;
-		l->sgid = lp->id.route.addr.addr.ibaddr.sgid;
-		l->pkey = lp->id.route.addr.addr.ibaddr.pkey;
-		found = true;
-	}
-	cma_p2p_unlock();
-	return found;
 }
 
 /*
@@ -137,18 +140,18 @@ static bool cma_p2p_listener_local(enum rdma_port_space ps,
  * wildcard listener, InfiniBand) the id is bound.
  */
 static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
-				      const struct sockaddr *src)
+				      const struct sockaddr *src,
+				      const struct cma_p2p_local *l)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	socklen_t len = cma_addr_len(src);
-	struct cma_p2p_local l;
 	struct cma_device *dev;
 
-	if (!cma_p2p_listener_local(id_priv->id.ps, src, &l))
+	if (!l->known)
 		return rdma_bind_addr(&id_priv->id, (struct sockaddr *)src);
-	dev = cma_device_get_by_guid(l.guid);
-	if (dev && !cma_device_port_is_roce(dev, l.port_num)) {
+	dev = cma_device_get_by_guid(l->guid);
+	if (dev && !cma_device_port_is_roce(dev, l->port_num)) {
 		cma_device_put(dev);
 		dev = NULL;
 	}
@@ -158,9 +161,9 @@ static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
 	memset(&a->src_storage, 0, sizeof(a->src_storage));
 	memcpy(&a->src_storage, src, len);
 	pthread_mutex_unlock(&id_priv->mut);
-	id_priv->id.port_num = l.port_num;
-	a->addr.ibaddr.sgid = l.sgid;
-	a->addr.ibaddr.pkey = l.pkey;
+	id_priv->id.port_num = l->port_num;
+	a->addr.ibaddr.sgid = l->sgid;
+	a->addr.ibaddr.pkey = l->pkey;
 	conn->kernel_unbound = true;
 	return 0;
 }
@@ -170,15 +173,16 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 			 socklen_t dst_len, int timeout_ms)
 {
 	struct rdma_addr *a = &id_priv->id.route.addr;
+	struct cma_p2p_local l;
 	struct cma_p2p_conn *conn;
 	bool bound = id_priv->cma_dev;
 
-	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst))
+	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst, &l))
 		return 0;
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return 0; /* resolved as usual */
-	if (!bound && cma_p2p_bind_like_listener(conn, src))
+	if (!bound && cma_p2p_bind_like_listener(conn, src, &l))
 		return -1; /* as the kernel's resolution would fail */
 	if (cma_id_is_iwarp(id_priv))
 		return 0; /* iWARP: the higher end resolves as usual */

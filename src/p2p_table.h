@@ -119,8 +119,6 @@ struct cma_p2p_conn {
 	 */
 	bool unheard;
 	uint64_t unheard_ns;
-	/* The REQ, header included, for a later send (a retry, first_wait). */
-	struct rdma_ucm_conn_param req;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -151,7 +149,7 @@ struct cma_p2p_conn {
 	bool skipped_req;
 	/*
 	 * No REQ sent yet: a first contact whose peer is presumed to send its
-	 * own (cma_p2p_expect_req); @req goes out when the wait ends.
+	 * own (cma_p2p_expect_req); its REQ goes out when the wait ends.
 	 */
 	bool first_wait;
 	/*
@@ -426,8 +424,7 @@ enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 /* The first-contact wait for a connect made now (under p2p_lock). */
 unsigned int cma_p2p_first_wait_now(void);
 /*
- * Under the id's qp_lock, without p2p_lock: send @conn's REQ (conn->req)
- * now (@deferred: rdma_connect has returned, a failure is an event), or
+ * Under the id's qp_lock, without p2p_lock: send @conn's REQ now (@deferred: rdma_connect has returned, a failure is an event), or
  * first resolve the route it left for later (p2p_resolve.c).  0, or
  * -1/errno with the conn out of the table.
  */
@@ -444,7 +441,7 @@ bool cma_p2p_route_later(const struct cma_p2p_conn *conn);
 
 /*
  * Without p2p_lock, under the id's qp_lock: resolve the route left for
- * later; the REQ in conn->req goes out when it is (cma_p2p_route_event).
+ * later; the REQ goes out when it is (cma_p2p_route_event).
  * 0, or -1/errno with the conn out of the table.
  */
 int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred);
