@@ -773,14 +773,21 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_ece *ece)
 {
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
+	struct cma_p2p_chores c;
 	bool send, later;
 	int ret;
 
 	a.conn = NULL;
-
-	/* What the last attempt left (a QP to fail, old ids) goes first. */
-	cma_p2p_chores_now(conn);
 	cma_p2p_lock();
+	/*
+	 * What the last attempt left (a QP to fail, old ids) goes first
+	 * (cma_p2p_chores_now, in the same p2p_lock section when none).
+	 */
+	if (cma_p2p_take_chores(conn, &c)) {
+		cma_p2p_unlock();
+		cma_p2p_do_chores(conn, &c);
+		cma_p2p_lock();
+	}
 	ret = cma_p2p_connect_start(conn, kparam, ece, &a);
 	/*
 	 * Read here: once p2p_lock is dropped, another thread (the service
@@ -1073,18 +1080,19 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 	}
 }
 
-void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
-		       const struct cma_p2p_conn *keep)
+struct cma_p2p_counter *cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
+					  uint64_t incarnation,
+					  const struct cma_p2p_conn *keep)
 {
 	struct cma_p2p_counter *c;
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_key k = {.remote = *remote};
 
 	if (!incarnation)
-		return; /* a version 1 peer: it does not say */
+		return NULL; /* a version 1 peer: it does not say */
 	c = cma_p2p_counter_get(remote, false);
 	if (!c || c->incarnation == incarnation)
-		return;
+		return c;
 	if (c->incarnation) {
 		cma_p2p_dbg("%s: new incarnation %016llx (was %016llx), "
 			    "the peer restarted",
@@ -1097,6 +1105,7 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		c->holds = false; /* the new process says for itself */
 	}
 	c->incarnation = incarnation;
+	return c;
 }
 
 void cma_p2p_peer_answered(const struct cma_p2p_ident *remote)
@@ -1107,14 +1116,8 @@ void cma_p2p_peer_answered(const struct cma_p2p_ident *remote)
 		c->heard = true;
 }
 
-void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
-			uint64_t incarnation, uint8_t ext)
+void cma_p2p_peer_holds(struct cma_p2p_counter *peer, uint8_t ext)
 {
-	struct cma_p2p_counter *c;
-
-	if (!incarnation)
-		return; /* a restart could not be told: never skip a REQ */
-	c = cma_p2p_counter_get(remote, false);
-	if (c && c->incarnation == incarnation)
-		c->holds = ext & CMA_P2P_X_HOLDS;
+	if (peer)
+		peer->holds = ext & CMA_P2P_X_HOLDS;
 }

@@ -145,6 +145,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	int lfd = cma_id_fd(listen_priv);
 	struct cma_p2p_listener *lis;
+	struct cma_p2p_counter *peer;
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	struct rdma_ucm_query_route_resp route;
@@ -201,11 +202,10 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		v = CMA_P2P_SURFACE;
 	} else {
 		key.local.port = lis->port;
-		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		cma_p2p_peer_holds(&key.remote, hdr.incarnation,
-				   cma_p2p_ext_parse(kp->private_data,
-						     kp->private_data_len,
-						     &hdr));
+		peer = cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
+		cma_p2p_peer_holds(peer, cma_p2p_ext_parse(kp->private_data,
+							   kp->private_data_len,
+							   &hdr));
 		cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
 			       has_route ? &route : NULL, &a);
 	}

@@ -357,18 +357,21 @@ void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
  * one means its process was restarted: the held requests of the old one
  * are refused, connections with it disconnected, connects towards it
  * failed (-ECONNRESET), all but @keep (the connect the reply answers), and
- * the ordinal tags towards it start again at 1.  Called with p2p_lock held.
+ * the ordinal tags towards it start again at 1.  Returns the peer's record
+ * (NULL if it states no incarnation, or without memory).  Called with
+ * p2p_lock held.
  */
-void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
-		       const struct cma_p2p_conn *keep);
+struct cma_p2p_counter *cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
+					  uint64_t incarnation,
+					  const struct cma_p2p_conn *keep);
 /*
- * A request from the peer at @remote (after cma_p2p_peer_seen) said
+ * A request from @peer (what cma_p2p_peer_seen returned for it) said
  * whether its listener holds ours (@ext: its CMA_P2P_X_* flags).  Only a
- * peer that states an incarnation is believed: the knowledge must be
- * dropped when its process is replaced.  Called with p2p_lock held.
+ * peer that states an incarnation is believed (cma_p2p_peer_seen returns
+ * NULL for one that does not): the knowledge must be dropped when its
+ * process is replaced.  Called with p2p_lock held.
  */
-void cma_p2p_peer_holds(const struct cma_p2p_ident *remote,
-			uint64_t incarnation, uint8_t ext);
+void cma_p2p_peer_holds(struct cma_p2p_counter *peer, uint8_t ext);
 /*
  * The peer at @remote answered a REQ of ours (an ordinary or a p2p
  * reply): a later connect's first contact with it is over, it never
