@@ -232,10 +232,10 @@ struct cma_id_private {
 
 /*
  * Zeroed memory for what is allocated per event, id or connect.  glibc's
- * calloc (before 2.41) never reuses a chunk from the thread's cache of
- * freed ones and, once a process has a second thread (the service
+ * calloc (2.36, Debian 12's) never reuses a chunk from the thread's cache
+ * of freed ones and, once a process has a second thread (the service
  * thread), takes the arena's lock each time; malloc takes the chunk the
- * last free of that size left, about a fifth of the instructions.
+ * last free of that size left, in about a quarter of the instructions.
  */
 static inline void *cma_zalloc(size_t size)
 {
