@@ -162,6 +162,34 @@ START_TEST(identity_order)
 }
 END_TEST
 
+/*
+ * Compared as words, the addresses keep memcmp's byte order, which both
+ * ends of a pair must agree on: bytes above 0x7f, and pairs that differ
+ * only in the second half.
+ */
+START_TEST(identity_order_is_byte_order)
+{
+	struct cma_p2p_ident a = {.port = 1}, b = {.port = 1};
+	uint32_t seed = 12345;
+	int i, j, want, got;
+
+	for (i = 0; i < 2000; i++) {
+		for (j = 0; j < 16; j++) {
+			seed = seed * 1103515245u + 12345u;
+			a.addr[j] = (uint8_t)(seed >> 16);
+			seed = seed * 1103515245u + 12345u;
+			/* Mostly equal bytes: differences late in the address. */
+			b.addr[j] =
+				seed % 4 ? a.addr[j] : (uint8_t)(seed >> 16);
+		}
+		want = memcmp(a.addr, b.addr, sizeof(a.addr));
+		got = cma_p2p_ident_cmp(&a, &b);
+		ck_assert_int_eq(want < 0, got < 0);
+		ck_assert_int_eq(want > 0, got > 0);
+	}
+}
+END_TEST
+
 START_TEST(addresses_normalised)
 {
 	struct sockaddr_in in4 = {.sin_family = AF_INET,
@@ -548,6 +576,7 @@ static Suite *p2p_suite(void)
 	tcase_add_test(tc, header_rejects_malformed);
 	tcase_add_test(tc, extension_after_the_data);
 	tcase_add_test(tc, identity_order);
+	tcase_add_test(tc, identity_order_is_byte_order);
 	tcase_add_test(tc, addresses_normalised);
 	tcase_add_test(tc, addr16_any_alignment);
 	tcase_add_test(tc, crossing_settled_once);
