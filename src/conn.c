@@ -209,10 +209,12 @@ static int cma_connect(struct rdma_cm_id *id,
 		if (!ret)
 			ret = ucma_cmd_connect(cma_id_fd(id_priv),
 					       id_priv->handle, &kparam, &ece);
+		/* A p2p connect marks it under the id's qp_lock itself. */
+		if (!ret)
+			id_priv->cm_started = true;
 	}
 	if (ret)
 		return -1;
-	id_priv->cm_started = true;
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 
