@@ -16,17 +16,7 @@
 # The guest is instruction-counted (RDMACM_VM_ICOUNT=0) unless the caller
 # set RDMACM_VM_ICOUNT; BUILD_DIR as for the suites.  Needs valgrind.
 set -eu
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD_DIR:-$repo/build}
+here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$(mktemp -d /tmp/mesh-cg.XXXXXX)}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-rm -f "$out"/cg.*
-# The libtool wrapper would put the shell under callgrind too: the binary
-# itself, with this build's library first in its path.
-RDMACM_VM_ICOUNT=${RDMACM_VM_ICOUNT-0} RDMACM_VM_OUT=$out \
-	LD_LIBRARY_PATH=$build/src/.libs \
-	MESH_BIN=$build/examples/.libs/p2pmesh MESH_REPS=1 \
-	MESH_WRAP_RANK=all MESH_WRAP0="$repo/tests/bench/cg-window.sh" \
-	BUILD_DIR=$build "$repo/tests/bench/mesh-bench.sh" >"$out/bench.log"
-python3 "$repo/tests/bench/mesh_callgrind.py" "$out"
+"$here/mesh-wrapped.sh" cg-window.sh cg "$out"
+python3 "$here/mesh_callgrind.py" "$out"
