@@ -773,21 +773,13 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_ece *ece)
 {
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
-	struct cma_p2p_chores c;
 	bool send, later;
 	int ret;
 
 	a.conn = NULL;
 	cma_p2p_lock();
-	/*
-	 * What the last attempt left (a QP to fail, old ids) goes first
-	 * (cma_p2p_chores_now, in the same p2p_lock section when none).
-	 */
-	if (cma_p2p_take_chores(conn, &c)) {
-		cma_p2p_unlock();
-		cma_p2p_do_chores(conn, &c);
-		cma_p2p_lock();
-	}
+	/* What the last attempt left (a QP to fail, old ids) goes first. */
+	cma_p2p_chores_now(conn);
 	ret = cma_p2p_connect_start(conn, kparam, ece, &a);
 	/*
 	 * Read here: once p2p_lock is dropped, another thread (the service

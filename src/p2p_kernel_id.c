@@ -123,15 +123,17 @@ void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c)
 	cma_p2p_unlock();
 }
 
-/* Under the id's qp_lock, not p2p_lock: do what is left to do now. */
+/*
+ * Under the id's qp_lock and p2p_lock: do what is left to do now, with
+ * p2p_lock dropped meanwhile if there is any.
+ */
 void cma_p2p_chores_now(struct cma_p2p_conn *conn)
 {
 	struct cma_p2p_chores c;
-	bool any;
 
-	cma_p2p_lock();
-	any = cma_p2p_take_chores(conn, &c);
+	if (!cma_p2p_take_chores(conn, &c))
+		return;
 	cma_p2p_unlock();
-	if (any)
-		cma_p2p_do_chores(conn, &c);
+	cma_p2p_do_chores(conn, &c);
+	cma_p2p_lock();
 }

@@ -324,7 +324,10 @@ int cma_p2p_renew_kernel_id(struct cma_id_private *id_priv);
 int cma_p2p_destroy_kernel_id(struct cma_id_private *id_priv, uint32_t handle);
 /* Under p2p_lock: kernel id @old of @conn's id goes with its chores. */
 void cma_p2p_retire(struct cma_p2p_conn *conn, uint32_t old);
-/* Under the id's qp_lock, not p2p_lock: do what is left to do now. */
+/*
+ * Under the id's qp_lock and p2p_lock: do what is left to do now, with
+ * p2p_lock dropped meanwhile if there is any.
+ */
 void cma_p2p_chores_now(struct cma_p2p_conn *conn);
 
 /* Chores taken out of a conn under p2p_lock, done without it. */
@@ -427,9 +430,10 @@ enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
 /* The first-contact wait for a connect made now (under p2p_lock). */
 unsigned int cma_p2p_first_wait_now(void);
 /*
- * Under the id's qp_lock, without p2p_lock: send @conn's REQ now (@deferred: rdma_connect has returned, a failure is an event), or
- * first resolve the route it left for later (p2p_resolve.c).  0, or
- * -1/errno with the conn out of the table.
+ * Under the id's qp_lock, without p2p_lock: send @conn's REQ now
+ * (@deferred: rdma_connect has returned, a failure is an event), or first
+ * resolve the route it left for later (p2p_resolve.c).  0, or -1/errno
+ * with the conn out of the table.
  */
 int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn, bool deferred);
 /* Both locks held: a REQ due after rdma_connect returned never went out. */
