@@ -48,20 +48,21 @@ def first_word(text):
     return int.from_bytes(bytes(out[:4]), "little")
 
 
-def span(path):
-    """The lines between the rank's first two getrusage calls."""
+def read_rank(path):
+    """The rank's scheme (lower for p2pmesh -L, from the first line, its
+    execve) and the lines between its first two getrusage calls."""
     with open(path, errors="replace") as f:
         lines = f.read().splitlines()
+    lower = bool(lines) and '"-L"' in lines[0]
     marks = [i for i, line in enumerate(lines) if "getrusage(" in line]
     if len(marks) < 2:
-        return [], lines[:1]
-    return lines[marks[0] + 1:marks[1]], lines[:1]
+        return lower, []
+    return lower, lines[marks[0] + 1:marks[1]]
 
 
-def count(paths):
+def count(spans):
     calls, cmds = collections.Counter(), collections.Counter()
-    for path in paths:
-        lines, _ = span(path)
+    for lines in spans:
         for line in lines:
             m = CALL.match(line)
             if not m:
@@ -90,9 +91,8 @@ def main(args):
         sys.exit("usage: mesh_strace.py DIR")
     schemes = {"p2p": [], "lower": []}
     for path in sorted(glob.glob(args[0] + "/st.*")):
-        _, head = span(path)
-        lower = bool(head) and '"-L"' in head[0]
-        schemes["lower" if lower else "p2p"].append(path)
+        lower, lines = read_rank(path)
+        schemes["lower" if lower else "p2p"].append(lines)
     (pc, pu), (lc, lu) = count(schemes["p2p"]), count(schemes["lower"])
     print("mesh-strace p2p ranks=%d calls=%d lower ranks=%d calls=%d" %
           (len(schemes["p2p"]), sum(pc.values()), len(schemes["lower"]),
