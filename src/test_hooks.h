@@ -16,6 +16,7 @@
 #ifndef CMA_TEST_HOOKS_H
 #define CMA_TEST_HOOKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,6 +41,8 @@ void cma_acm_service_set_trusted_uid(uid_t uid);
 
 /* timer.c: how often the service thread woke from its epoll set. */
 unsigned long cma_service_wakeups(void);
+/* timer.c: the service thread is up and has run (cma_timer_prestart). */
+bool cma_service_thread_ran(void);
 
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);

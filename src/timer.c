@@ -55,6 +55,10 @@ static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
 static struct cma_timer *timers; /* armed, earliest first */
 static pthread_t timer_thread;
 static bool timer_thread_up, timer_quit;
+/* The thread has run: it took the lock in cma_timer_main (prestart). */
+static bool timer_thread_ran;
+/* How long rdma_listen may wait for it (cma_timer_prestart). */
+#define PRESTART_WAIT_MS 1000
 /*
  * When the sleeping thread wakes by itself: its deadline, UINT64_MAX if
  * it sleeps until woken, 0 while it is awake (it looks at the list again
@@ -128,6 +132,7 @@ static void cma_timer_atfork_child(void)
 	pthread_cond_init(&timer_done, NULL);
 	cma_timer_init_wake();
 	timer_thread_up = false;
+	timer_thread_ran = false;
 	timer_quit = false;
 	timer_wakes_at = 0;
 	/*
@@ -323,6 +328,8 @@ static void *cma_timer_main(void *arg)
 
 	(void)arg;
 	pthread_mutex_lock(&timer_lock);
+	timer_thread_ran = true;
+	pthread_cond_broadcast(&timer_done);
 	while (!timer_quit) {
 		timer = timers;
 		if (!timer || timer->deadline_ns > cma_now_ns()) {
@@ -411,11 +418,32 @@ void cma_timer_start(struct rdma_event_channel *channel,
 		cma_timer_kick_via(wakefd);
 }
 
+/*
+ * For a p2p listener: the thread is started and, unlike a start from
+ * cma_timer_start, given the time to run before rdma_listen returns.  A
+ * new thread's first run (the kernel's return from clone, its stack, the
+ * C library's setup) is a few tens of microseconds; done here it is not
+ * paid by the connects that follow (one CPU: they would wait for it).
+ * The wait is bounded, so a thread that cannot run yet (a program that
+ * listens from a constructor, say) delays nothing for long.
+ */
 void cma_timer_prestart(void)
 {
+	struct timespec until; /* timer_done waits on CLOCK_REALTIME */
+
 	pthread_once(&timer_once, cma_timer_init_once);
 	pthread_mutex_lock(&timer_lock);
 	cma_timer_thread_start();
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += PRESTART_WAIT_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (timer_thread_up && !timer_thread_ran &&
+	       !pthread_equal(timer_thread, pthread_self()))
+		if (pthread_cond_timedwait(&timer_done, &timer_lock, &until))
+			break;
 	pthread_mutex_unlock(&timer_lock);
 }
 
@@ -492,8 +520,19 @@ void cma_service_stop(void)
 	pthread_join(timer_thread, NULL);
 	pthread_mutex_lock(&timer_lock);
 	timer_thread_up = false;
+	timer_thread_ran = false;
 	timer_quit = false;
 	pthread_mutex_unlock(&timer_lock);
+}
+
+bool cma_service_thread_ran(void)
+{
+	bool ran;
+
+	pthread_mutex_lock(&timer_lock);
+	ran = timer_thread_up && timer_thread_ran;
+	pthread_mutex_unlock(&timer_lock);
+	return ran;
 }
 
 unsigned long cma_service_wakeups(void)

@@ -413,6 +413,20 @@ START_TEST(timers_fire_on_time_with_or_without_a_wake_up)
 END_TEST
 
 /*
+ * A p2p listener starts the service thread and lets it run before
+ * rdma_listen returns, so that its first run is not paid by the connects
+ * that follow (on one CPU they would wait for it).
+ */
+START_TEST(prestart_returns_once_the_service_thread_ran)
+{
+	cma_service_stop();
+	ck_assert(!cma_service_thread_ran());
+	cma_timer_prestart();
+	ck_assert(cma_service_thread_ran());
+}
+END_TEST
+
+/*
  * Arming a timer due before the sleeping service thread's next deadline
  * sets its timerfd; it does not wake the thread (two context switches for
  * nothing: a p2p mesh arms one with its first connect).
@@ -589,6 +603,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, only_user_events_can_be_written);
 	tcase_add_test(tc, timers_post_from_the_service_thread);
 	tcase_add_test(tc, timers_fire_on_time_with_or_without_a_wake_up);
+	tcase_add_test(tc, prestart_returns_once_the_service_thread_ran);
 	tcase_add_test(tc, arming_a_timer_leaves_the_service_thread_asleep);
 	tcase_add_test(tc, quiet_timers_never_wake_the_channel);
 	tcase_add_test(tc, sync_waits_for_a_running_expire);
