@@ -65,8 +65,10 @@ reps=${MESH_REPS:-7}
 norand="setarch $(uname -m) -R"
 [ "${MESH_ASLR:-0}" = 1 ] && norand=
 # On the same clock as -T; kernel symbols need the two settings.
-perf_record="perf record -q -g -k CLOCK_MONOTONIC -e cpu-clock
-	-F ${MESH_PERF_FREQ:-4000}"
+# MESH_PERF_EVENT replaces the event, e.g. "-e page-faults -c 1" (every
+# fault, with the function that took it).
+perf_record="perf record -q -g -k CLOCK_MONOTONIC
+	${MESH_PERF_EVENT:--e cpu-clock -F ${MESH_PERF_FREQ:-4000}}"
 if [ "${MESH_PROFILE:-0}" = 1 ]; then
 	# perf lowers the highest rate when its samples take time; an
 	# instruction-counted guest (RDMACM_VM_ICOUNT) wants the rate asked.
