@@ -695,6 +695,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
+	enum cma_p2p_expect expect;
 
 	if (conn->registered)
 		return cma_err(EISCONN);
@@ -731,7 +732,8 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
-	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_KNOWN) {
+	expect = cma_p2p_conn_expects(conn);
+	if (expect == CMA_P2P_EXPECT_KNOWN) {
 		cma_p2p_dbg("connect %s: the peer's listener holds, waiting "
 			    "for its REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
@@ -741,7 +743,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
-	if (cma_p2p_conn_expects(conn) == CMA_P2P_EXPECT_PRESUMED) {
+	if (expect == CMA_P2P_EXPECT_PRESUMED) {
 		conn->first_wait = true;
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_FIRST);
