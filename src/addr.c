@@ -271,8 +271,10 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		cma_acm_resolve_addr(id_priv, src_len ? src_addr : NULL,
 				     dst_addr);
 	if (cma_resolve_addr_cmd(id_priv, src_len ? src_addr : NULL, src_len,
-				 dst_addr, dst_len, (uint32_t)timeout_ms))
+				 dst_addr, dst_len, (uint32_t)timeout_ms)) {
+		cma_p2p_preset_undo(id_priv);
 		return -1;
+	}
 	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 

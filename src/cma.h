@@ -203,6 +203,12 @@ struct cma_id_private {
 	int8_t initiator;
 	int8_t p2p_listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
 	bool p2p_tag_set;
+	/*
+	 * The last rdma_resolve_addr took the device, port and GID from the
+	 * id's p2p listener: ADDR_RESOLVED needs no query (p2p_resolve.c).
+	 * Set before the kernel command, read by whoever reads the event.
+	 */
+	bool p2p_addr_preset;
 
 	struct cma_id_opts opts;
 
@@ -691,6 +697,10 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 			 const struct sockaddr *src, const struct sockaddr *dst,
 			 socklen_t dst_len, int timeout_ms);
 int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms);
+/* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
+bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
+/* The kernel refused the resolution: the id gives the device back. */
+void cma_p2p_preset_undo(struct cma_id_private *id_priv);
 /* The id's route was left for later: it can only connect in p2p mode. */
 bool cma_p2p_route_deferred(const struct cma_id_private *id_priv);
 /* rdma_accept in p2p mode of a p2p request: put the reply header in. */

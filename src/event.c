@@ -153,7 +153,8 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		return CMA_EVENT_DROP;
 	switch (resp->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (cma_query_addr_info(id_priv))
+		if (!cma_p2p_addr_preset(id_priv) &&
+		    cma_query_addr_info(id_priv))
 			cma_event_fail(evt, RDMA_CM_EVENT_ADDR_ERROR, errno);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:

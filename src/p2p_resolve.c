@@ -104,7 +104,8 @@ static void cma_p2p_listener_local(const struct cma_p2p_listener *lis,
 
 /*
  * Whether rdma_resolve_addr may leave the route of @id_priv for later;
- * if so, @l says what its listener has (one look at the table for both).
+ * either way @l says what its listener has, if it has one (one look at
+ * the table for both).
  */
 static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 			      const struct sockaddr *src,
@@ -114,6 +115,7 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 	struct cma_p2p_listener *lis = NULL;
 	bool wait;
 
+	l->known = false;
 	if (id_priv->p2p_listen_opt != 1 || id_priv->sync ||
 	    id_priv->p2p_listening || id_priv->id.qp_type != IBV_QPT_RC ||
 	    (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
@@ -124,10 +126,38 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 		return false;
 	cma_p2p_lock();
 	wait = cma_p2p_will_wait(id_priv, src, dst, &lis);
-	if (wait)
+	if (lis)
 		cma_p2p_listener_local(lis, l);
 	cma_p2p_unlock();
 	return wait;
+}
+
+/*
+ * Give the id the device, port, GID and P_Key of its listener, which is
+ * bound to the very address the id resolves from (@l known).  Only on
+ * RoCE, where the QP's INIT attributes need no kernel id (qp.c); on
+ * InfiniBand the kernel id must know its port for them.  0, or -1 when
+ * the id must learn them from the kernel as usual.
+ */
+static int cma_p2p_take_listener_device(struct cma_id_private *id_priv,
+					const struct cma_p2p_local *l)
+{
+	struct rdma_addr *a = &id_priv->id.route.addr;
+	struct cma_device *dev;
+
+	if (!l->known)
+		return -1;
+	dev = cma_device_get_by_guid(l->guid);
+	if (dev && !cma_device_port_is_roce(dev, l->port_num)) {
+		cma_device_put(dev);
+		dev = NULL;
+	}
+	if (!dev || cma_id_set_device(id_priv, dev))
+		return -1;
+	id_priv->id.port_num = l->port_num;
+	a->addr.ibaddr.sgid = l->sgid;
+	a->addr.ibaddr.pkey = l->pkey;
+	return 0;
 }
 
 /*
@@ -135,9 +165,7 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
  * to connect unless our REQ must go out after all, so when its listener
  * is bound to that very address the id takes the device, port and GID
  * from there and the kernel id stays unbound (no BIND, no QUERY_ROUTE).
- * Only on RoCE, where the QP's INIT attributes need no kernel id (qp.c);
- * on InfiniBand the kernel id must know its port for them.  Otherwise (a
- * wildcard listener, InfiniBand) the id is bound.
+ * Otherwise (a wildcard listener, InfiniBand) the id is bound.
  */
 static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
 				      const struct sockaddr *src,
@@ -146,26 +174,49 @@ static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	socklen_t len = cma_addr_len(src);
-	struct cma_device *dev;
 
-	if (!l->known)
-		return rdma_bind_addr(&id_priv->id, (struct sockaddr *)src);
-	dev = cma_device_get_by_guid(l->guid);
-	if (dev && !cma_device_port_is_roce(dev, l->port_num)) {
-		cma_device_put(dev);
-		dev = NULL;
-	}
-	if (!dev || cma_id_set_device(id_priv, dev))
+	if (cma_p2p_take_listener_device(id_priv, l))
 		return rdma_bind_addr(&id_priv->id, (struct sockaddr *)src);
 	pthread_mutex_lock(&id_priv->mut);
 	memset(&a->src_storage, 0, sizeof(a->src_storage));
 	memcpy(&a->src_storage, src, len);
 	pthread_mutex_unlock(&id_priv->mut);
-	id_priv->id.port_num = l->port_num;
-	a->addr.ibaddr.sgid = l->sgid;
-	a->addr.ibaddr.pkey = l->pkey;
 	conn->kernel_unbound = true;
 	return 0;
+}
+
+/*
+ * The end that sends the REQ resolves in the kernel as usual, but when
+ * its listener is bound to the very source address it takes the device
+ * from there now, and its ADDR_RESOLVED needs no QUERY_ROUTE: the source
+ * port the kernel picks and the peer's GID are filled in at
+ * ROUTE_RESOLVED, whose query brings the whole route.  One kernel call
+ * less per REQ of a mesh.
+ */
+static void cma_p2p_preset_addr(struct cma_id_private *id_priv,
+				const struct cma_p2p_local *l)
+{
+	if (!cma_p2p_take_listener_device(id_priv, l))
+		__atomic_store_n(&id_priv->p2p_addr_preset, true,
+				 __ATOMIC_RELEASE);
+}
+
+bool cma_p2p_addr_preset(const struct cma_id_private *id_priv)
+{
+	return __atomic_load_n(&id_priv->p2p_addr_preset, __ATOMIC_ACQUIRE);
+}
+
+void cma_p2p_preset_undo(struct cma_id_private *id_priv)
+{
+	int err;
+
+	if (!__atomic_exchange_n(&id_priv->p2p_addr_preset, false,
+				 __ATOMIC_RELAXED))
+		return;
+	err = errno; /* the kernel's answer, for the caller */
+	/* It had no device before (cma_p2p_resolve_addr): none again. */
+	cma_id_set_device(id_priv, NULL);
+	errno = err;
 }
 
 int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
@@ -177,8 +228,12 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 	struct cma_p2p_conn *conn;
 	bool bound = id_priv->cma_dev;
 
-	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst, &l))
+	__atomic_store_n(&id_priv->p2p_addr_preset, false, __ATOMIC_RELAXED);
+	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst, &l)) {
+		if (!bound)
+			cma_p2p_preset_addr(id_priv, &l);
 		return 0;
+	}
 	conn = cma_p2p_conn_get(id_priv);
 	if (!conn)
 		return 0; /* resolved as usual */

@@ -328,6 +328,76 @@ START_TEST(lower_end_resolves_as_usual)
 }
 END_TEST
 
+/*
+ * The lower end's kernel resolves as usual, but the id takes its device,
+ * port and GID from its listener, bound to the same address on RoCE: no
+ * QUERY_ROUTE at ADDR_RESOLVED.  The source port the kernel picked comes
+ * with the route's query at ROUTE_RESOLVED.  A wildcard listener names no
+ * device, and on InfiniBand the id asks the kernel: queried as usual.
+ */
+START_TEST(lower_end_takes_its_device_from_the_listener)
+{
+	struct rdma_cm_id *id;
+	struct fake_kid *kid;
+	uint32_t k;
+
+	listener_holds();
+	id = p2p_id_resolving("192.0.2.2");
+	k = kid_of(id);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, k), 0);
+	if (id_bound_expected)
+		ck_assert_ptr_null(id->verbs);
+	else
+		ck_assert_ptr_eq(id->verbs, listener->verbs);
+	kid = fake_ucma_kid(k);
+	((struct sockaddr_in *)&kid->src)->sin_port = htobe16(40000);
+	fake_ucma_event(k, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_ptr_eq(id->verbs, listener->verbs);
+	ck_assert_uint_eq(id->port_num, listener->port_num);
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
+			 id_bound_expected ? 1 : 0);
+	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
+	fake_ucma_event(k, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
+			 id_bound_expected ? 2 : 1);
+	ck_assert_int_eq(rdma_get_src_port(id), htobe16(40000));
+}
+END_TEST
+
+/* Refused at once by the kernel, the id has no device, as before. */
+START_TEST(lower_end_refused_resolution_leaves_no_device)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+			   dst = unit_ipv4("192.0.2.2", P2P_PORT);
+	struct rdma_cm_id *id;
+	int on = 1;
+
+	listener_holds();
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &on,
+					 sizeof(on)),
+			 0);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, ENETUNREACH);
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
+					   (struct sockaddr *)&dst, 2000),
+			 -1);
+	ck_assert_int_eq(errno, ENETUNREACH);
+	ck_assert_ptr_null(id->verbs);
+	ck_assert_ptr_null(id->pd);
+	/* Tried again, it resolves and learns its device. */
+	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
+					   (struct sockaddr *)&dst, 2000),
+			 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_ptr_eq(id->verbs, listener->verbs);
+	rdma_destroy_id(id);
+}
+END_TEST
+
 /* A process whose listener does not hold is not known to run in p2p mode. */
 START_TEST(process_not_in_p2p_mode_resolves_as_usual)
 {
@@ -613,6 +683,8 @@ static Suite *p2p_route_suite(void)
 	tcase_add_test(tc, higher_end_adopts_without_resolving);
 	tcase_add_test(tc, request_held_before_the_connect_is_adopted);
 	tcase_add_test(tc, lower_end_resolves_as_usual);
+	tcase_add_test(tc, lower_end_takes_its_device_from_the_listener);
+	tcase_add_test(tc, lower_end_refused_resolution_leaves_no_device);
 	tcase_add_test(tc, process_not_in_p2p_mode_resolves_as_usual);
 	tcase_add_test(tc, plain_connect_of_a_route_left_for_later_fails);
 	tcase_add_test(tc, second_route_resolution_fails);
@@ -642,11 +714,13 @@ static Suite *p2p_route_suite(void)
 	tc = tcase_create("wildcard listener");
 	tcase_add_checked_fixture(tc, wildcard_setup, bound_teardown);
 	tcase_add_test(tc, higher_end_adopts_without_resolving);
+	tcase_add_test(tc, lower_end_takes_its_device_from_the_listener);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("infiniband");
 	tcase_add_checked_fixture(tc, infiniband_setup, bound_teardown);
 	tcase_add_test(tc, higher_end_adopts_without_resolving);
+	tcase_add_test(tc, lower_end_takes_its_device_from_the_listener);
 	suite_add_tcase(s, tc);
 	return s;
 }
