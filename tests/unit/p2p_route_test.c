@@ -32,11 +32,9 @@
 /* The source port the application asks for (0: any). */
 static uint16_t src_port;
 
-/* An id that says it will connect in p2p mode, resolving towards @to. */
-static struct rdma_cm_id *p2p_id_resolving(const char *to)
+/* An id that says it will connect in p2p mode. */
+static struct rdma_cm_id *p2p_id(void)
 {
-	struct sockaddr_in src = unit_ipv4("192.0.2.1", src_port),
-			   dst = unit_ipv4(to, P2P_PORT);
 	struct rdma_cm_id *id;
 	int on = 1;
 
@@ -45,9 +43,25 @@ static struct rdma_cm_id *p2p_id_resolving(const char *to)
 					 RDMA_OPTION_ID_PEER2PEER, &on,
 					 sizeof(on)),
 			 0);
-	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
-					   (struct sockaddr *)&dst, 2000),
-			 0);
+	return id;
+}
+
+/* rdma_resolve_addr from our address (src_port) towards @to's listener. */
+static int resolve_towards(struct rdma_cm_id *id, const char *to)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", src_port),
+			   dst = unit_ipv4(to, P2P_PORT);
+
+	return rdma_resolve_addr(id, (struct sockaddr *)&src,
+				 (struct sockaddr *)&dst, 2000);
+}
+
+/* A p2p id, resolving towards @to. */
+static struct rdma_cm_id *p2p_id_resolving(const char *to)
+{
+	struct rdma_cm_id *id = p2p_id();
+
+	ck_assert_int_eq(resolve_towards(id, to), 0);
 	return id;
 }
 
@@ -369,28 +383,17 @@ END_TEST
 /* Refused at once by the kernel, the id has no device, as before. */
 START_TEST(lower_end_refused_resolution_leaves_no_device)
 {
-	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
-			   dst = unit_ipv4("192.0.2.2", P2P_PORT);
 	struct rdma_cm_id *id;
-	int on = 1;
 
 	listener_holds();
-	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_set_option(id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &on,
-					 sizeof(on)),
-			 0);
+	id = p2p_id();
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, ENETUNREACH);
-	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
-					   (struct sockaddr *)&dst, 2000),
-			 -1);
+	ck_assert_int_eq(resolve_towards(id, "192.0.2.2"), -1);
 	ck_assert_int_eq(errno, ENETUNREACH);
 	ck_assert_ptr_null(id->verbs);
 	ck_assert_ptr_null(id->pd);
 	/* Tried again, it resolves and learns its device. */
-	ck_assert_int_eq(rdma_resolve_addr(id, (struct sockaddr *)&src,
-					   (struct sockaddr *)&dst, 2000),
-			 0);
+	ck_assert_int_eq(resolve_towards(id, "192.0.2.2"), 0);
 	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
 	ck_assert_ptr_eq(id->verbs, listener->verbs);
