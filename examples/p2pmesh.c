@@ -9,7 +9,8 @@
  *
  * Rank r listens on addr_r, port + r, and calls rdma_connect towards every
  * other rank, c times each.  Each connection must end in exactly one
- * ESTABLISHED on the id rdma_connect was called on; then both sides send
+ * ESTABLISHED on the id rdma_connect was called on, with the id's whole
+ * route in place (both ports; both GIDs, but on iWARP); then both sides send
  * one message naming (sender, receiver, connection, iteration) and check
  * the one they receive, so a connection paired with the wrong one of the
  * peer's shows up as a mismatch.  -s sleeps a random 0..skew_ms before the
@@ -50,6 +51,7 @@
  * that a message counts when it arrives; the wait costs the same with 7
  * connections as with 31.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -350,6 +352,32 @@ static int check_recv(struct mesh *m, struct conn *c)
 	return 0;
 }
 
+/*
+ * Once connected, each end's id shows its whole route, whichever end's
+ * request formed the connection and whatever the library left until then
+ * (p2p resolution, rdma_cm_p2p(7)): both ports and, on InfiniBand and
+ * RoCE, both GIDs (iWARP's are the link addresses, none for a peer on
+ * the same host).
+ */
+static int check_route(const struct conn *c)
+{
+	const struct rdma_addr *a = &c->id->route.addr;
+	static const uint8_t zero[16];
+	bool gids = c->id->verbs &&
+		    c->id->verbs->device->transport_type != IBV_TRANSPORT_IWARP;
+
+	if (!rdma_get_src_port(c->id) || !rdma_get_dst_port(c->id) ||
+	    (gids && (!memcmp(a->addr.ibaddr.sgid.raw, zero, sizeof(zero)) ||
+		      !memcmp(a->addr.ibaddr.dgid.raw, zero, sizeof(zero))))) {
+		ex_err("rank %d conn %d: ESTABLISHED with an incomplete route "
+		       "(ports %u, %u)",
+		       c->peer, c->index, be16toh(rdma_get_src_port(c->id)),
+		       be16toh(rdma_get_dst_port(c->id)));
+		return -1;
+	}
+	return 0;
+}
+
 static int on_established(struct mesh *m, struct conn *c,
 			  const struct rdma_conn_param *p)
 {
@@ -381,6 +409,8 @@ static int on_established(struct mesh *m, struct conn *c,
 		return -1;
 	}
 initiator:
+	if (check_route(c))
+		return -1;
 	if (rdma_get_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR,
 			    &c->initiator, sizeof(c->initiator))) {
 		ex_syserr("rdma_get_option(INITIATOR)");
