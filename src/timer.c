@@ -435,7 +435,8 @@ void cma_timer_prestart(void)
 	pthread_mutex_lock(&timer_lock);
 	cma_timer_thread_start();
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += PRESTART_WAIT_MS * 1000000L;
+	until.tv_sec += PRESTART_WAIT_MS / 1000;
+	until.tv_nsec += (PRESTART_WAIT_MS % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
