@@ -2,9 +2,11 @@
 # Sums the callgrind files of tests/bench/mesh-callgrind.sh per scheme
 # (p2p, or lower for p2pmesh -L) over the ranks, and prints the totals,
 # their ratio and the functions whose self cost differs most between the
-# schemes.
+# schemes.  With --callers FUNC: how often each caller called FUNC, per
+# scheme over the ranks (who takes pthread_mutex_lock more often, say).
 #
 # usage: mesh_callgrind.py DIR [TOP]
+#        mesh_callgrind.py DIR --callers FUNC [TOP]
 import collections
 import glob
 import os
@@ -46,19 +48,66 @@ def self_costs(path):
     return total, costs
 
 
+CALLER = re.compile(r"\s*[\d,]+\s+(?:\([^)]*\)\s+)?<\s+\S*?([^:\s]+) "
+                    r"(?:\[[^]]*\] )?\((\d+)x\)")
+
+
+def callers_of(path, func):
+    """Calls to @func by each caller in one callgrind file."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--tree=caller", "--inclusive=yes",
+         "--threshold=100", path],
+        capture_output=True, text=True, check=True).stdout
+    calls = collections.Counter()
+    target = re.compile(r"\*\s+\S*?[:\s]%s(@@\S+)?\s" % re.escape(func))
+    for block in text.split("\n\n"):
+        lines = block.splitlines()
+        star = next((i for i, l in enumerate(lines) if target.search(l)),
+                    None)
+        if star is None:
+            continue
+        for line in lines[:star]:
+            m = CALLER.match(line)
+            if m:
+                calls[m.group(1)] += int(m.group(2))
+    return calls
+
+
+def rank_files(path):
+    """(file, scheme, rank) of each p2pmesh rank's callgrind file."""
+    for f in sorted(glob.glob(os.path.join(path, "cg.*"))):
+        with open(f, errors="replace") as fd:
+            cmd = next((l[5:] for l in fd if l.startswith("cmd:")), "")
+        if "p2pmesh" in cmd:
+            yield (f,) + scheme_and_rank(cmd)
+
+
+def print_callers(path, func, top):
+    calls = {"p2p": collections.Counter(), "lower": collections.Counter()}
+    for f, scheme, _ in rank_files(path):
+        calls[scheme].update(callers_of(f, func))
+    print("calls to %s: p2p %d lower %d" % (
+        func, sum(calls["p2p"].values()), sum(calls["lower"].values())))
+    print("caller p2p-lower p2p lower")
+    names = set(calls["p2p"]) | set(calls["lower"])
+    for k in sorted(names, key=lambda k: -abs(calls["p2p"][k] -
+                                             calls["lower"][k]))[:top]:
+        print("%6d %6d %6d %s" % (calls["p2p"][k] - calls["lower"][k],
+                                  calls["p2p"][k], calls["lower"][k], k))
+
+
 def main(args):
     if not args:
-        sys.exit("usage: mesh_callgrind.py DIR [TOP]")
+        sys.exit("usage: mesh_callgrind.py DIR [TOP] | DIR --callers FUNC "
+                 "[TOP]")
+    if len(args) > 2 and args[1] == "--callers":
+        print_callers(args[0], args[2], int(args[3]) if len(args) > 3 else 25)
+        return
     top = int(args[1]) if len(args) > 1 else 25
     totals = collections.Counter()
     funcs = {"p2p": collections.Counter(), "lower": collections.Counter()}
     ranks = collections.defaultdict(dict)
-    for path in sorted(glob.glob(os.path.join(args[0], "cg.*"))):
-        with open(path, errors="replace") as f:
-            cmd = next((l[5:] for l in f if l.startswith("cmd:")), "")
-        if "p2pmesh" not in cmd:
-            continue
-        scheme, rank = scheme_and_rank(cmd)
+    for path, scheme, rank in rank_files(args[0]):
         total, costs = self_costs(path)
         totals[scheme] += total
         funcs[scheme].update(costs)
