@@ -16,7 +16,10 @@
  * holds, adopts, crosses with its own, or refuses, and whose listener
  * vanishes under them.  Half of those ids set RDMA_OPTION_ID_PEER2PEER
  * before resolving: their route is left for later, and resolved while
- * the connect runs when a REQ of theirs must go out.
+ * the connect runs when a REQ of theirs must go out.  Half of X's do too:
+ * X is the lower end, so they take their device from X's listener and
+ * learn the rest of their route at ROUTE_RESOLVED, then migrate to CX
+ * and meet the reader thread there.
  *
  * Checks: every call succeeds; every Y connect ends (ESTABLISHED,
  * REJECTED, UNREACHABLE, or CONNECT_ERROR when X destroyed its id between
@@ -248,11 +251,16 @@ static struct pc_conn *pc_x_connect(struct rdma_event_channel *rch,
 	struct pc_conn *c = calloc(1, sizeof(*c));
 	struct rdma_conn_param p = conn_param("x", 2, 1);
 	struct sockaddr_storage src, dst;
+	int on = 1;
 
 	if (!c)
 		hx_fail("out of memory");
 	c->magic = PC_MAGIC;
 	c->id = new_id(rch, c);
+	if (rnd(seed, 2) &&
+	    rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
+			    &on, sizeof(on)))
+		hx_fail("set PEER2PEER: %s", strerror(errno));
 	resolve(rch, c->id, sa_port(pc_a1, 0, &src),
 		sa_port(pc_a2, PC_YPORT, &dst));
 	c->cq = make_qp(c->id);
