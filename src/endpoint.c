@@ -94,6 +94,9 @@ static int cma_ep_active(struct cma_id_private *id_priv,
 	} else if (rdma_resolve_route(id, CMA_EP_TIMEOUT_MS)) {
 		return -1;
 	}
+	/* Refused now, not by every rdma_connect the program tries later. */
+	if (cma_check_priv_len(id_priv, id_priv->connect_len, CMA_PRIV_REQ))
+		return -1;
 	if (!attr)
 		return 0;
 	attr->qp_type = id->qp_type;
@@ -127,8 +130,14 @@ CMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 
 	id_priv = cma_id_priv(new_id);
 	if (!passive && res->ai_connect_len) {
+		/*
+		 * connect_len is the kernel's length byte: past 255 it would
+		 * wrap and rdma_connect send none of it.  The transport's
+		 * own room is checked once the route names the device.
+		 */
 		if (!res->ai_connect ||
-		    res->ai_connect_len > RDMA_MAX_PRIVATE_DATA) {
+		    cma_check_priv_len(id_priv, res->ai_connect_len,
+				       CMA_PRIV_REQ)) {
 			rdma_destroy_id(new_id);
 			return cma_err(EINVAL);
 		}

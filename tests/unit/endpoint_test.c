@@ -5,8 +5,9 @@
  * synchronous id, bound (passive) or with address and route resolved and
  * its QP made (active); a passive endpoint gives every request it hands
  * out through rdma_get_request a QP of the attributes it was made with;
- * the connect data of the rdma_addrinfo goes with rdma_connect; a failure
- * leaves nothing behind.  The id is synchronous: the fake kernel answers
+ * the connect data of the rdma_addrinfo goes with rdma_connect, and data
+ * the REQ cannot carry is refused up front; a failure leaves nothing
+ * behind.  The id is synchronous: the fake kernel answers
  * its resolutions at once (unit_kernel_resolves) for rdma_create_ep, which
  * waits for them.
  */
@@ -159,6 +160,54 @@ START_TEST(bad_endpoints_are_refused)
 }
 END_TEST
 
+/*
+ * Connect data is refused with EINVAL by rdma_create_ep when the REQ
+ * cannot carry it: past the kernel's one length byte (256 once wrapped
+ * to 0 and the REQ went out with none of it), and past what the
+ * transport's REQ holds once the route names the device (56 bytes for an
+ * RC id over the IB CM with the kernel's IP header).  Nothing is left.
+ */
+START_TEST(connect_data_the_request_cannot_carry_is_refused)
+{
+	struct rdma_addrinfo res = active_info();
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	static char data[RDMA_MAX_PRIVATE_DATA];
+	struct rdma_conn_param param = {0};
+	const struct rdma_ucm_connect *c;
+	struct rdma_cm_id *id = NULL;
+	uint32_t handle;
+
+	memset(data, 'c', sizeof(data));
+	unit_kernel_resolves(0);
+	res.ai_connect = data;
+	res.ai_connect_len = RDMA_MAX_PRIVATE_DATA;
+	errno = 0;
+	ck_assert_int_eq(rdma_create_ep(&id, &res, NULL, &attr), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(id);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+
+	res.ai_connect_len = 57;
+	errno = 0;
+	ck_assert_int_eq(rdma_create_ep(&id, &res, NULL, &attr), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(id);
+	handle = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle;
+	ck_assert(!fake_ucma_kid(handle)->live);
+	ck_assert_int_eq(fake_verbs_counts().qps, 0);
+
+	/* What fits goes out whole. */
+	res.ai_connect_len = 56;
+	ck_assert_int_eq(rdma_create_ep(&id, &res, NULL, &attr), 0);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_CONNECT, ECONNREFUSED);
+	ck_assert_int_eq(rdma_connect(id, &param), -1);
+	c = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
+	ck_assert_uint_eq(c->conn_param.private_data_len, 56);
+	ck_assert_mem_eq(c->conn_param.private_data, data, 56);
+	rdma_destroy_ep(id);
+}
+END_TEST
+
 static Suite *endpoint_suite(void)
 {
 	Suite *s = suite_create("endpoint");
@@ -169,6 +218,7 @@ static Suite *endpoint_suite(void)
 	tcase_add_test(tc, passive_endpoint_gives_requests_a_qp);
 	tcase_add_test(tc, a_failed_resolution_leaves_nothing);
 	tcase_add_test(tc, bad_endpoints_are_refused);
+	tcase_add_test(tc, connect_data_the_request_cannot_carry_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
