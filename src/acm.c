@@ -111,10 +111,8 @@ static void acm_open_log(void)
 		acm_conf.log_fd = STDERR_FILENO;
 		return;
 	}
-	acm_conf.log_fd = cma_fd_move_high(
-		open(s, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-		     0600),
-		fcntl, close);
+	acm_conf.log_fd = cma_fd_move_high(open(s, CMA_ENV_LOG_FLAGS, 0600),
+					   fcntl, close);
 	acm_conf.log_owned = acm_conf.log_fd >= 0;
 }
 

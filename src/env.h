@@ -9,6 +9,7 @@
 #ifndef CMA_ENV_H
 #define CMA_ENV_H
 
+#include <fcntl.h>
 #include <stdlib.h>
 
 /* @name's value, or NULL when unset, empty or in secure-execution mode. */
@@ -18,5 +19,16 @@ static inline const char *cma_env(const char *name)
 
 	return v && *v ? v : NULL;
 }
+
+/*
+ * How a log file named by the environment is opened: appended to, made if
+ * missing, never followed through a symbolic link in its last component
+ * (ELOOP).  secure_getenv keeps a setuid program's invoker from naming the
+ * file; this keeps anyone who can write the directory from planting a link
+ * that turns the program's log into a write to a file of the link's
+ * choosing.  Close-on-exec, and no controlling terminal from a tty.
+ */
+#define CMA_ENV_LOG_FLAGS                                                      \
+	(O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)
 
 #endif

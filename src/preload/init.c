@@ -145,9 +145,9 @@ static void open_log(void)
 		rsp_config.log_fd = cma_fd_dup_high(2, rsp_real.fcntl);
 		return;
 	}
-	rsp_config.log_fd = cma_fd_move_high(
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644),
-		rsp_real.fcntl, rsp_real.close);
+	rsp_config.log_fd =
+		cma_fd_move_high(open(path, CMA_ENV_LOG_FLAGS, 0644),
+				 rsp_real.fcntl, rsp_real.close);
 	if (rsp_config.log_fd < 0)
 		fprintf(stderr, "librspreload: cannot open %s: %s\n", path,
 			strerror(errno));

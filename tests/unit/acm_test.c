@@ -519,6 +519,39 @@ START_TEST(log_fd_sits_high)
 }
 END_TEST
 
+/*
+ * RDMA_CM_ACM_LOG naming a symbolic link is not followed: someone who can
+ * write the log's directory cannot turn the log into appends to a file of
+ * their choosing.  The link's target is neither opened nor written.
+ */
+START_TEST(log_refuses_a_symlink)
+{
+	char dir[] = "/tmp/acm-log.XXXXXX", target[64], link[64];
+	struct stat st;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(link, sizeof(link), "%s/log", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(symlink(target, link), 0);
+	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
+	setenv("RDMA_CM_ACM_LOG", link, 1);
+	cma_acm_reconfigure();
+	ck_assert_int_eq(fd_of(target), -1);
+	unsetenv("RDMA_CM_ACM_LOG");
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	cma_acm_reconfigure();
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	unlink(link);
+	unlink(target);
+	rmdir(dir);
+}
+END_TEST
+
 /* --- resolution: the sources in order (acm.c) ------------------------------ */
 
 /*
@@ -697,6 +730,7 @@ static Suite *acm_suite(void)
 
 	tc = tcase_create("helpers");
 	tcase_add_test(tc, log_fd_sits_high);
+	tcase_add_test(tc, log_refuses_a_symlink);
 	tcase_add_test(tc, gid_ip_mapping);
 	tcase_add_test(tc, rate_codes);
 	tcase_add_test(tc, ep_from_sockaddr);

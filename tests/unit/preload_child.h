@@ -30,21 +30,18 @@ static inline void unit_exec_preloaded(const char *log, char *const argv[])
 }
 
 /*
- * Run this program again under the preload with @argv: the preload logs
- * to a new file made from the mkstemp template @log (its name written
- * back), the child's first output is read into @out (NUL-terminated, at
- * most @len - 1 bytes, some).  Returns the child's wait status.
+ * Run this program again under the preload with @argv, the preload
+ * logging to the path @log; the child's first output is read into @out
+ * (NUL-terminated, at most @len - 1 bytes, some).  Returns the child's
+ * wait status.
  */
-static inline int unit_run_preloaded(char *log, char *const argv[], char *out,
-				     size_t len)
+static inline int unit_run_preloaded_at(const char *log, char *const argv[],
+					char *out, size_t len)
 {
-	int p[2], fd, status;
+	int p[2], status;
 	ssize_t n;
 	pid_t pid;
 
-	fd = mkstemp(log);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
 	ck_assert_int_eq(pipe(p), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -60,6 +57,17 @@ static inline int unit_run_preloaded(char *log, char *const argv[], char *out,
 	ck_assert_int_gt(n, 0);
 	out[n] = 0;
 	return status;
+}
+
+/* The same, logging to a new file made from the mkstemp template @log. */
+static inline int unit_run_preloaded(char *log, char *const argv[], char *out,
+				     size_t len)
+{
+	int fd = mkstemp(log);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	return unit_run_preloaded_at(log, argv, out, len);
 }
 
 #endif /* PRELOAD_CHILD_H */

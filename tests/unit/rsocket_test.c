@@ -20,6 +20,7 @@
 #include "fd_of.h"
 #include "preload_child.h"
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 START_TEST(msg_fields_round_trip)
@@ -480,6 +481,39 @@ START_TEST(preload_log_fd_sits_high)
 }
 END_TEST
 
+/*
+ * An RDMA_RSOCKET_LOG path that is a symbolic link is not followed (the
+ * preload says so on stderr and logs nothing): whoever can write the log's
+ * directory cannot make the program append to a file of their choosing.
+ * The child's socket() call would log its fallback to TCP.
+ */
+START_TEST(preload_log_refuses_a_symlink)
+{
+	char dir[] = "/tmp/rsp-log.XXXXXX", target[64], link[64], out[64];
+	struct stat st;
+	int fd, status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(link, sizeof(link), "%s/log", dir);
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(symlink(target, link), 0);
+	status = unit_run_preloaded_at(
+		link,
+		(char *[]){"rsocket_test", "--preload-log-child", target, NULL},
+		out, sizeof(out));
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(atoi(out), -1); /* no descriptor on the target */
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	unlink(link);
+	unlink(target);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
@@ -495,6 +529,7 @@ static Suite *rsocket_suite(void)
 	tcase_add_test(tc, recvmsg_fills_every_iovec);
 	tcase_add_test(tc, recvmsg_iovec_count_bounded);
 	tcase_add_test(tc, preload_log_fd_sits_high);
+	tcase_add_test(tc, preload_log_refuses_a_symlink);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("spin");
 	tcase_add_test(tc, spin_window_adapts);
