@@ -57,6 +57,17 @@ struct ds_qp {
  * evicts the least recently used that nothing pins.  Pinned: a resolution
  * in progress, a send in progress or posted and not completed, the
  * rconnect destination.
+ *
+ * What the UDP resolver trusts: a UDP message's source address and port
+ * can be spoofed, so the first QP number a destination hears of is taken
+ * (nothing better exists before a QP number is known), but a later UDP
+ * message never changes it.  One that claims another number puts the
+ * destination in doubt (qpn_doubt): sends go over UDP, to the address,
+ * which a spoofer cannot redirect, until a datagram arrives on our UD QP
+ * from the known QP number itself (the device reports the source QP;
+ * the datagram's header names the destination), which shows that number
+ * is still the peer's.  A peer that restarted behind the same address and
+ * port is thus reached over UDP until the destination is evicted.
  */
 struct ds_dest {
 	union rs_sockaddr addr;
@@ -65,6 +76,12 @@ struct ds_dest {
 	struct ibv_ah *ah; /* NULL until resolved */
 	uint32_t qpn; /* the peer's QP, once it has told us (qpn_known) */
 	bool qpn_known;
+	bool qpn_doubt; /* another QP number was claimed over UDP */
+	/*
+	 * The address did not resolve: sends go over UDP, without trying
+	 * again, until the peer's next UDP message.
+	 */
+	bool route_failed;
 	struct ds_dest *lru_prev, *lru_next; /* rs->dest_lru, newest first */
 	uint32_t pins;
 	/*
@@ -120,10 +137,23 @@ static inline void ds_dest_unpin(struct ds_dest *dest)
  * from a new source costs the receiver a destination, never a resolution.
  * Called with rs->lock held and @dest pinned; drops the lock for the
  * resolution (up to 2 * DS_RESOLVE_MS) and takes it again.  Returns at
- * once if another thread is resolving @dest already.  A failure forgets
- * the QP number: the peer's next datagram brings it again.
+ * once if another thread is resolving @dest already.  A failure marks
+ * @dest route_failed (the QP number stays): the peer's next UDP message
+ * lets a send try again.
  */
 int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest);
+/*
+ * The peer behind @dest says over UDP that its QP number is @qpn: taken
+ * if none is known, else a different one puts @dest in doubt (see
+ * struct ds_dest).  Either way its route may be tried again.
+ */
+void ds_dest_claim_qpn(struct rsocket *rs, struct ds_dest *dest, uint32_t qpn);
+/*
+ * A datagram came over our UD QP from QP @src_qp, its header naming @src:
+ * if that is the QP number of @src's destination in doubt, the doubt ends.
+ */
+void ds_dest_confirm_qpn(struct rsocket *rs, const union rs_sockaddr *src,
+			 uint32_t src_qp);
 void ds_dest_destroy_all(struct rsocket *rs);
 
 /* --- dgram_udp.c --------------------------------------------------------- */

@@ -141,6 +141,18 @@ static void ds_dest_free(void *node)
 	free(dest);
 }
 
+static void ds_dest_set_doubt(struct rsocket *rs, struct ds_dest *dest,
+			      bool doubt)
+{
+	if (dest->qpn_doubt == doubt)
+		return;
+	dest->qpn_doubt = doubt;
+	if (doubt)
+		rs->dest_doubts++;
+	else
+		rs->dest_doubts--;
+}
+
 /* Make room for one more: evict the oldest unpinned destination. */
 static int ds_dest_make_room(struct rsocket *rs)
 {
@@ -154,11 +166,21 @@ static int ds_dest_make_room(struct rsocket *rs)
 	}
 	if (!dest)
 		return cma_err(ENOBUFS);
+	ds_dest_set_doubt(rs, dest, false);
 	ds_lru_unlink(rs, dest);
 	tdelete(dest, &rs->dest_map, ds_dest_cmp);
 	rs->dest_count--;
 	ds_dest_free(dest);
 	return 0;
+}
+
+static struct ds_dest **ds_dest_find(struct rsocket *rs, struct ds_dest *key,
+				     const struct sockaddr *addr)
+{
+	memset(key, 0, sizeof(*key));
+	key->addrlen = ds_addr_size(addr->sa_family);
+	memcpy(&key->addr, addr, key->addrlen);
+	return tfind(key, &rs->dest_map, ds_dest_cmp);
 }
 
 int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
@@ -170,10 +192,7 @@ int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 
 	if (ds_check_addr(rs, addr, len))
 		return -1;
-	memset(&key, 0, sizeof(key));
-	key.addrlen = ds_addr_size(addr->sa_family);
-	memcpy(&key.addr, addr, key.addrlen);
-	found = tfind(&key, &rs->dest_map, ds_dest_cmp);
+	found = ds_dest_find(rs, &key, addr);
 	if (found) {
 		dest = *found;
 		ds_lru_unlink(rs, dest);
@@ -292,7 +311,7 @@ int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest)
 	struct ds_qp *qp = dest->qp; /* QPs live as long as the socket */
 	struct ibv_ah *ah;
 
-	if (dest->resolving || !dest->qpn_known)
+	if (dest->resolving || !dest->qpn_known || dest->route_failed)
 		return 0;
 	dest->resolving = true;
 	ds_dest_pin(dest);
@@ -302,7 +321,7 @@ int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest)
 	dest->resolving = false;
 	ds_dest_unpin(dest);
 	if (!ah) {
-		dest->qpn_known = false;
+		dest->route_failed = true;
 		return -1;
 	}
 	if (dest->ah)
@@ -311,11 +330,35 @@ int ds_dest_resolve(struct rsocket *rs, struct ds_dest *dest)
 	return 0;
 }
 
+void ds_dest_claim_qpn(struct rsocket *rs, struct ds_dest *dest, uint32_t qpn)
+{
+	dest->route_failed = false;
+	if (!dest->qpn_known) {
+		dest->qpn = qpn;
+		dest->qpn_known = true;
+	} else if (qpn != dest->qpn) {
+		ds_dest_set_doubt(rs, dest, true);
+	}
+}
+
+void ds_dest_confirm_qpn(struct rsocket *rs, const union rs_sockaddr *src,
+			 uint32_t src_qp)
+{
+	struct ds_dest key, **found;
+
+	if (!rs->dest_doubts) /* the common case: no lookup per datagram */
+		return;
+	found = ds_dest_find(rs, &key, &src->sa);
+	if (found && (*found)->qpn_doubt && (*found)->qpn == src_qp)
+		ds_dest_set_doubt(rs, *found, false);
+}
+
 void ds_dest_destroy_all(struct rsocket *rs)
 {
 	tdestroy(rs->dest_map, ds_dest_free);
 	rs->dest_map = NULL;
 	rs->dest_lru = rs->dest_lru_tail = NULL;
 	rs->dest_count = 0;
+	rs->dest_doubts = 0;
 	rs->conn_dest = NULL;
 }

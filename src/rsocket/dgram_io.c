@@ -348,8 +348,11 @@ static ssize_t ds_send_to_dest(struct rsocket *rs, struct ds_dest *dest,
 	/* Drops rs->lock while it resolves; @dest is pinned. */
 	if (!dest->ah)
 		ds_dest_resolve(rs, dest);
-	/* Unresolved, or being resolved by another thread: over UDP. */
-	if (!dest->ah || dest->resolving)
+	/*
+	 * Unresolved, being resolved by another thread, or its QP number in
+	 * doubt (struct ds_dest): over UDP.
+	 */
+	if (!dest->ah || dest->resolving || dest->qpn_doubt)
 		return ds_udp_send(rs, dest, RS_OP_DATA, buf, len);
 	return ds_ud_send(rs, dest, buf, len, rs_nonblocking(rs, flags));
 }

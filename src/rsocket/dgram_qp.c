@@ -297,6 +297,8 @@ static void ds_recv_done(struct rsocket *rs, struct ds_qp *qp,
 		ds_post_recv(rs, qp, slot);
 		return;
 	}
+	/* The device, not the payload, names the sending QP. */
+	ds_dest_confirm_qpn(rs, &m.src, wc->src_qp);
 	memset(&r, 0, sizeof(r));
 	r.qp = qp;
 	r.slot = slot;

@@ -10,7 +10,9 @@
  * the sender do the same, and later datagrams take the UD QPs both ways.
  *
  * Everything read here comes from the network: ds_udp_msg_parse() checks it
- * and anything malformed is dropped and counted (rs->ds_dropped).
+ * and anything malformed is dropped and counted (rs->ds_dropped).  Its
+ * source address and port are the kernel's, but anyone able to spoof them
+ * can send it: what that may change is said at struct ds_dest.
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -96,11 +98,10 @@ static void ds_udp_handle(struct rsocket *rs, const uint8_t *buf, size_t len,
 	/*
 	 * Our address handle to the peer is resolved by our first send to
 	 * it (ds_dest_resolve), not here: a datagram from a spoofed source
-	 * costs a bounded destination, no resolution.  A new QP number (the
-	 * peer restarted) reuses the handle: it names the address only.
+	 * costs a bounded destination, no resolution.  Nor does it move a
+	 * known peer to another QP number (see struct ds_dest).
 	 */
-	dest->qpn = m.qpn;
-	dest->qpn_known = true;
+	ds_dest_claim_qpn(rs, dest, m.qpn);
 	if (m.op == RS_OP_DATA && !rs->ds_shut_rd)
 		ds_udp_deliver(rs, buf + m.offset, m.length, from);
 }

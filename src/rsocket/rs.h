@@ -328,6 +328,8 @@ struct rsocket {
 			void *dest_map; /* tsearch tree of struct ds_dest */
 			struct ds_dest *dest_lru, *dest_lru_tail;
 			uint32_t dest_count;
+			/* of which in doubt of their QP number (dgram_dest.c) */
+			uint32_t dest_doubts;
 			struct ds_dest *conn_dest; /* set by rconnect */
 			struct ds_dest **dsslot_dest; /* per send slot */
 			uint8_t *dsbuf; /* sq_size send slots of DS_MSG_SIZE */

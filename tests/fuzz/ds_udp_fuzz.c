@@ -5,8 +5,9 @@
  * ds_udp_drain reads each message from the UDP socket and ds_udp_handle
  * parses it, finds or creates the sender's destination (ds_dest_get, at
  * most rs_def.max_dgram_dest of them: the oldest is evicted), answers a
- * data message with our QP number, records the sender's QP number and
- * queues the payload.  A received datagram resolves nothing; after each
+ * data message with our QP number, takes the sender's QP number if none
+ * is known (another one puts the destination in doubt) and queues the
+ * payload.  A received datagram resolves nothing; after each
  * drain the harness resolves every unresolved destination whose QP number
  * is known (ds_dest_resolve, pinned), as the socket's next send to it
  * would.
@@ -270,7 +271,15 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 static void resolve_known(struct rsocket *rs)
 {
 	struct ds_dest *d, *next;
+	uint32_t doubts = 0;
 
+	for (d = rs->dest_lru; d; d = d->lru_next) {
+		if (d->qpn_doubt && !d->qpn_known)
+			abort(); /* a doubt about no number */
+		doubts += d->qpn_doubt;
+	}
+	if (doubts != rs->dest_doubts)
+		abort(); /* the count the UD receive path trusts */
 	for (d = rs->dest_lru; d; d = next) {
 		next = d->lru_next; /* resolving never evicts */
 		if (d->ah)

@@ -16,7 +16,11 @@
  *  - an address handle is resolved through the rdma_cm only for a peer
  *    that told us its QP number, and only by one thread at a time; on
  *    RoCE it carries the GRH with the kernel's route and the GID index of
- *    its source GID; a failed resolution forgets the QP number;
+ *    its source GID; a failed one is tried again after the peer's next
+ *    message;
+ *  - the first QP number a peer claims is kept: another one claimed later
+ *    only puts the destination in doubt, until a UD datagram from the
+ *    known one;
  *  - rclose frees them all.
  */
 #include <config.h>
@@ -259,7 +263,12 @@ START_TEST(a_peer_with_a_known_qp_is_resolved)
 }
 END_TEST
 
-START_TEST(a_failed_resolution_forgets_the_qp)
+/*
+ * A failed resolution is not tried again by every send, only after the
+ * peer's next UDP message; the QP number stays (forgotten, the next UDP
+ * message from a spoofed source would set it).
+ */
+START_TEST(a_failed_resolution_waits_for_the_peer)
 {
 	struct ds_dest *a = dest_of("192.0.2.2", 7100);
 
@@ -268,9 +277,80 @@ START_TEST(a_failed_resolution_forgets_the_qp)
 	a->qpn_known = true;
 	ck_assert_int_eq(resolve(a), -1);
 	ck_assert_ptr_null(a->ah);
-	ck_assert(!a->qpn_known); /* the peer's next datagram brings it */
+	ck_assert(a->route_failed);
+	ck_assert(a->qpn_known);
+	ck_assert_uint_eq(a->qpn, 0x77);
 	ck_assert_uint_eq(a->pins, 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
+	ck_assert_int_eq(resolve(a), 0); /* not asked again */
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 1);
+	/* The peer's next message: the next send tries again. */
+	pthread_mutex_lock(&rs->lock);
+	ds_dest_claim_qpn(rs, a, 0x77);
+	pthread_mutex_unlock(&rs->lock);
+	ck_assert(!a->route_failed);
+	ck_assert_int_eq(resolve(a), -1);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
+}
+END_TEST
+
+/* What a UDP message from the peer's address claims, as the resolver does. */
+static void claim(struct ds_dest *dest, uint32_t qpn)
+{
+	pthread_mutex_lock(&rs->lock);
+	ds_dest_claim_qpn(rs, dest, qpn);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/* A UD datagram from QP @src_qp, its header naming @ip:@port. */
+static void ud_from(const char *ip, uint16_t port, uint32_t src_qp)
+{
+	union rs_sockaddr src = unit_rs_ipv4(ip, port);
+
+	pthread_mutex_lock(&rs->lock);
+	ds_dest_confirm_qpn(rs, &src, src_qp);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/*
+ * The first QP number a destination hears of is taken; a different one
+ * claimed later (over UDP, whose source anyone can spoof) leaves it and
+ * puts the destination in doubt; only a UD datagram from the known QP
+ * number, naming the destination, ends the doubt.  An evicted destination
+ * takes its doubt with it.
+ */
+START_TEST(a_known_qp_number_is_not_moved_by_a_claim)
+{
+	struct ds_dest *a = dest_of("192.0.2.2", 7100);
+	struct ds_dest *b = dest_of("192.0.2.3", 7100);
+
+	claim(a, 0x77);
+	ck_assert(a->qpn_known);
+	ck_assert_uint_eq(a->qpn, 0x77);
+	claim(a, 0x77); /* the same again: nothing to doubt */
+	ck_assert(!a->qpn_doubt);
+	claim(a, 0x99);
+	ck_assert_uint_eq(a->qpn, 0x77);
+	ck_assert(a->qpn_doubt);
+	ck_assert_uint_eq(rs->dest_doubts, 1);
+	/* The claimed QP, another peer's header, another port: no. */
+	ud_from("192.0.2.2", 7100, 0x99);
+	ud_from("192.0.2.3", 7100, 0x77);
+	ud_from("192.0.2.2", 7101, 0x77);
+	ck_assert(a->qpn_doubt);
+	ud_from("192.0.2.2", 7100, 0x77);
+	ck_assert(!a->qpn_doubt);
+	ck_assert_uint_eq(rs->dest_doubts, 0);
+	ck_assert_uint_eq(a->qpn, 0x77);
+	/* Evicted in doubt: the count goes with it. */
+	claim(b, 0x10);
+	claim(b, 0x11);
+	ck_assert_uint_eq(rs->dest_doubts, 1);
+	dest_of("192.0.2.4", 7100);
+	dest_of("192.0.2.2", 7100); /* b is now the oldest */
+	dest_of("192.0.2.5", 7100);
+	ck_assert(!known("192.0.2.3", 7100));
+	ck_assert_uint_eq(rs->dest_doubts, 0);
 }
 END_TEST
 
@@ -285,7 +365,8 @@ static Suite *dgram_dest_suite(void)
 	tcase_add_test(t, the_least_recently_used_is_evicted);
 	tcase_add_test(t, pinned_and_connected_destinations_stay);
 	tcase_add_test(t, a_peer_with_a_known_qp_is_resolved);
-	tcase_add_test(t, a_failed_resolution_forgets_the_qp);
+	tcase_add_test(t, a_failed_resolution_waits_for_the_peer);
+	tcase_add_test(t, a_known_qp_number_is_not_moved_by_a_claim);
 	suite_add_tcase(s, t);
 	return s;
 }

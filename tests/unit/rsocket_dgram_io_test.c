@@ -13,6 +13,8 @@
  *  - a datagram larger than the port's MTU allows is EMSGSIZE, one with
  *    no destination EDESTADDRREQ, one after SHUT_WR EPIPE; a receive with
  *    nothing waiting is EAGAIN without blocking;
+ *  - a UDP message from a known peer's address and port (which anyone able
+ *    to spoof them can send) never moves the peer to another QP number;
  *  - rconnect names the destination for rsend, and a short buffer gets
  *    the datagram's first bytes (the rest is dropped, as with UDP);
  *  - a blocked receive or rpoll wakes when another call of its socket
@@ -342,6 +344,95 @@ START_TEST(udp_first_then_the_ud_qps)
 }
 END_TEST
 
+/* a's destination for b, found as the send path finds it. */
+static struct ds_dest *a_dest_for_b(void)
+{
+	struct ds_dest *dest;
+
+	pthread_mutex_lock(&ra->lock);
+	ck_assert_int_eq(ds_dest_get(ra, (struct sockaddr *)&addr_b,
+				     sizeof(addr_b), &dest),
+			 0);
+	pthread_mutex_unlock(&ra->lock);
+	return dest;
+}
+
+/*
+ * What an off-path host that can spoof b's UDP address and port sends a:
+ * a resolver message (op @op, a payload if data) claiming QP @qpn.  Sent
+ * from b's own UDP socket: a cannot tell the two apart.
+ */
+static void spoof_from_b(uint8_t op, uint32_t qpn)
+{
+	struct {
+		struct ds_wire_udp_hdr h;
+		char data[8];
+	} msg;
+	union rs_sockaddr src = {.sin = addr_b};
+	size_t len;
+
+	len = ds_udp_hdr_encode(&msg.h, op, qpn, &src);
+	memcpy((char *)&msg + len, "spoofed", 8);
+	if (op == RS_OP_DATA)
+		len += 8;
+	ck_assert_int_eq(sendto(rb->udp_sock, &msg, len, 0,
+				(struct sockaddr *)&addr_a, sizeof(addr_a)),
+			 (ssize_t)len);
+}
+
+/*
+ * A known peer's QP number is not moved by a spoofed UDP message: a's
+ * sends to b never go to the QP the spoofer names.  While in doubt they
+ * travel over UDP to b's address (b receives every one), and a datagram
+ * from b's own QP puts them back on the QPs.  Before, the spoofed number
+ * replaced b's and a's next datagrams went to it, lost.
+ */
+START_TEST(a_spoofed_datagram_cannot_move_a_known_peer)
+{
+	struct sockaddr_in from;
+	struct ds_dest *dest;
+	uint32_t qpn_b;
+	char buf[16];
+	int sent;
+
+	send_to_b("over udp");
+	expect_at_b("over udp");
+	send_to_b("over the qp");
+	expect_at_b("over the qp");
+	sent = ud_sent(ra);
+	ck_assert_int_eq(sent, 1);
+	qpn_b = rb->qp_list->cm_id->qp->qp_num;
+	dest = a_dest_for_b();
+	ck_assert_uint_eq(dest->qpn, qpn_b);
+
+	spoof_from_b(RS_OP_CTRL, 0x4242);
+	spoof_from_b(RS_OP_DATA, 0x4243);
+	/* a reads them (its data as UDP's: from b's address, as claimed). */
+	ck_assert_int_eq(rrecv(a, buf, sizeof(buf), 0), 8);
+	ck_assert_str_eq(buf, "spoofed");
+	ck_assert_uint_eq(dest->qpn, qpn_b);
+	send_to_b("in doubt");
+	ck_assert_int_eq(ud_sent(ra), sent); /* over UDP */
+	expect_at_b("in doubt");
+	send_to_b("still");
+	ck_assert_int_eq(ud_sent(ra), sent);
+	expect_at_b("still");
+
+	/* b's own QP speaks: a's sends take the QPs again, to b's QP. */
+	ck_assert_int_eq(rsendto(b, "from b", 6, 0, (struct sockaddr *)&addr_a,
+				 sizeof(addr_a)),
+			 6);
+	ck_assert_int_eq(ud_sent(rb), 1);
+	ck_assert_int_eq(recv_one(a, buf, sizeof(buf), &from), 6);
+	send_to_b("back on the qp");
+	ck_assert_int_eq(ud_sent(ra), sent + 1);
+	ck_assert_uint_eq(
+		fake_qp_of(ra->qp_list->cm_id->qp)->last_send.remote_qpn,
+		qpn_b);
+	expect_at_b("back on the qp");
+}
+END_TEST
+
 START_TEST(bad_sends_are_refused)
 {
 	static char big[DS_MSG_SIZE];
@@ -391,6 +482,7 @@ static Suite *dgram_io_suite(void)
 
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, udp_first_then_the_ud_qps);
+	tcase_add_test(t, a_spoofed_datagram_cannot_move_a_known_peer);
 	tcase_add_test(t, bad_sends_are_refused);
 	tcase_add_test(t, connected_socket_and_a_short_buffer);
 	tcase_add_test(t, a_call_that_takes_the_datagram_wakes_the_receive);
