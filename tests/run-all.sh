@@ -134,7 +134,7 @@ vm_suite p2p p2p-in-guest.sh RDMACM_VM_TIMEOUT=900
 # The p2p scenarios across two hosts (two guests; ranks alternate between
 # them): 100 mutual connects, issue 18's looped pair (500 + 100
 # iterations, poll then blocking get), the skewed one (one host's connects start up
-# to 2 s before the other's), 4 connections per pair with ordinal and
+# to 2 s before the other's), 4 connections per pair with and without
 # explicit tags, and the 8-rank mesh.  Blocking channel reads (-B) also
 # check that no timer of the library wakes the channel for nothing.
 # The guests' "[1] PASS x" lines become "PASS x [guest 1]".
