@@ -307,6 +307,9 @@ static ssize_t ds_ud_send(struct rsocket *rs, struct ds_dest *dest,
 		return -1;
 	if (rs->ds_shut_wr)
 		return cma_err(EPIPE);
+	/* The wait read the UDP socket: the peer may be in doubt now. */
+	if (dest->qpn_doubt)
+		return ds_udp_send(rs, dest, RS_OP_DATA, buf, len);
 	slot = rs->dsfree[--rs->dsfree_cnt];
 	p = rs->dsbuf + (size_t)slot * DS_MSG_SIZE;
 	memcpy(p, &qp->hdr, qp->hdr_len);

@@ -430,6 +430,12 @@ START_TEST(a_spoofed_datagram_cannot_move_a_known_peer)
 		fake_qp_of(ra->qp_list->cm_id->qp)->last_send.remote_qpn,
 		qpn_b);
 	expect_at_b("back on the qp");
+
+	/* A claim still unread when a sends: read by the send's own wait. */
+	spoof_from_b(RS_OP_CTRL, 0x4244);
+	send_to_b("read by the send");
+	ck_assert_int_eq(ud_sent(ra), sent + 1); /* over UDP */
+	expect_at_b("read by the send");
 }
 END_TEST
 
