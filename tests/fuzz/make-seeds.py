@@ -2,15 +2,20 @@
 # Writes the hand-made seed inputs of the fuzz targets in this directory
 # into corpus/<target>/.  The layouts are the ones each target's header
 # comment describes; sizes are those of the x86_64 kernel ABI structures.
-# Run it again after changing a target's input layout.
+# Run it again after changing a target's input layout; with target names
+# as arguments only those targets' seeds are written.
 import os
 import struct
 import socket
+import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
+only = set(sys.argv[1:])
 
 
 def put(target, name, data):
+    if only and target not in only:
+        return
     d = os.path.join(here, "corpus", target)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), "wb") as f:
@@ -333,3 +338,47 @@ put("p2p", "peer_restarted", b"\x00" + p2p_req(0, dlen=0x10) +
     p2p_connect() + p2p_event(2, 1) + p2p_req(0, dlen=0x20) + p2p_time)
 put("p2p", "duplicate", b"\x00" + p2p_req() + p2p_connect() +
     p2p_event(2, 1) + p2p_req() + p2p_event(3, 3))
+
+
+# --- ds_recv: 4 header bytes, then operations (see ds_recv_fuzz.c) --------
+def dr_hdr(flags=0, rq=8, sq=8, max_wr=16):
+    return bytes([flags, rq, sq, max_wr])
+
+
+def dr_ud(peer=0, qpn_peer=0, length=4, slot=0, status=0):
+    return bytes([0, slot, status, peer, qpn_peer]) + struct.pack("<H", length)
+
+
+def dr_udp(peer=0, ctrl=False, qpn_peer=0, length=5):
+    return bytes([2, peer, 1 if ctrl else 0, qpn_peer]) + \
+        struct.pack("<H", length)
+
+
+def dr_done(n=1):
+    return bytes([3, n])
+
+
+def dr_recv(flags=0, length=64):
+    return bytes([4, flags]) + struct.pack("<H", length)
+
+
+def dr_send(peer=0, length=5):
+    return bytes([5, peer]) + struct.pack("<H", length)
+
+
+put("ds_recv", "udp_then_qp", dr_hdr() + dr_udp() + dr_recv() + dr_send() +
+    dr_done() + dr_ud() + dr_recv())
+# Peer 0 known by its QP; a claim of peer 1's QP from peer 0's address puts
+# it in doubt (over UDP), a datagram from its own QP settles it.
+put("ds_recv", "spoofed_claim", dr_hdr() + dr_udp() + dr_recv() +
+    dr_send() + dr_done() + dr_udp(ctrl=True, qpn_peer=1) + dr_recv() +
+    dr_send() + dr_ud() + dr_recv() + dr_send() + dr_done())
+put("ds_recv", "ipv6_roce", dr_hdr(flags=3) + dr_udp(peer=1, qpn_peer=1) +
+    dr_recv(flags=4) + dr_send(peer=1) + dr_ud(peer=1, qpn_peer=1) +
+    dr_recv(flags=1) + dr_recv(flags=2, length=2))
+put("ds_recv", "connected", dr_hdr(rq=2, sq=2) + bytes([6, 2]) +
+    dr_udp(peer=2, qpn_peer=2) + dr_send(peer=8) + dr_send(peer=8) +
+    dr_send(peer=8) + dr_done(0x80) + dr_ud(peer=2, status=0xff) +
+    dr_recv())
+put("ds_recv", "shut_down", dr_hdr() + dr_udp() + bytes([7, 0x0d]) +
+    dr_ud() + dr_recv() + dr_send() + bytes([7, 0]) + bytes([7, 2]))
