@@ -127,27 +127,24 @@ bool cma_p2p_key_equal(const struct cma_p2p_key *a, const struct cma_p2p_key *b)
 enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 				   enum cma_p2p_state state)
 {
+	/*
+	 * Only the lower end sends (cma_p2p_sends_req): a request from the
+	 * higher one comes from a peer that does not follow that rule.  It
+	 * is refused "for now"; the peer waits, and ours forms the pair.
+	 */
+	if (cma_p2p_ident_cmp(&req->remote, &req->local) > 0)
+		return CMA_P2P_REJECT_RETRY;
 	switch (state) {
 	case CMA_P2P_NO_MATCH:
+	case CMA_P2P_PENDING: /* never ours: we are the higher end */
 		return CMA_P2P_HOLD;
-	case CMA_P2P_PENDING:
-		/*
-		 * Crossing requests: both sides keep the lower one's.  The
-		 * higher end holds it until the peer has refused the
-		 * higher end's own REQ (cma_p2p_filter_event): only then is
-		 * that REQ surely gone from the peer's CM, which would
-		 * otherwise take a REP from the same QP for a stale
-		 * connection (IB CM REJ reason 10).
-		 */
-		return cma_p2p_ident_cmp(&req->remote, &req->local) < 0
-			       ? CMA_P2P_HOLD
-			       : CMA_P2P_REJECT_LOST;
 	case CMA_P2P_WAIT_PEER:
 		return CMA_P2P_ADOPT;
 	case CMA_P2P_CONNECTED:
-	case CMA_P2P_ADOPTING: /* a copy of the request being adopted */
+	case CMA_P2P_ADOPTING:
 		break;
 	}
+	/* An explicit tag already paired (cma_p2p_conn_find). */
 	return CMA_P2P_REJECT_DUP;
 }
 
@@ -191,7 +188,6 @@ static bool p2p_env_on;
 static bool p2p_debug_on;
 static unsigned int p2p_hold_ms = CMA_P2P_DEFAULT_HOLD_MS;
 static unsigned int p2p_max_held = CMA_P2P_DEFAULT_MAX_HELD;
-static unsigned int p2p_first_wait_ms = CMA_P2P_DEFAULT_FIRST_WAIT_MS;
 static pthread_once_t p2p_env_once = PTHREAD_ONCE_INIT;
 
 static void cma_p2p_read_env(void)
@@ -215,12 +211,6 @@ static void cma_p2p_read_env(void)
 		if (!*end && ms >= 1 && ms <= 1000000)
 			p2p_max_held = (unsigned int)ms;
 	}
-	v = cma_env("RDMA_CM_P2P_FIRST_WAIT_MS");
-	if (v && *v) {
-		ms = strtoul(v, &end, 10);
-		if (!*end && ms <= 60000)
-			p2p_first_wait_ms = (unsigned int)ms;
-	}
 }
 
 bool cma_p2p_env(void)
@@ -239,12 +229,6 @@ unsigned int cma_p2p_max_held(void)
 {
 	cma_p2p_env();
 	return p2p_max_held;
-}
-
-unsigned int cma_p2p_first_wait_ms(void)
-{
-	cma_p2p_env();
-	return p2p_first_wait_ms;
 }
 
 uint64_t cma_p2p_now_ns(void)
@@ -510,7 +494,7 @@ void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 
 void cma_p2p_held_drop(struct cma_p2p_held *h)
 {
-	cma_p2p_refuse(cma_id_fd(h->lis->id_priv), h->handle, CMA_P2P_REJ_LOST,
+	cma_p2p_refuse(cma_id_fd(h->lis->id_priv), h->handle, CMA_P2P_REJ_RETRY,
 		       &h->key);
 	free(h);
 }
@@ -584,17 +568,19 @@ static struct cma_p2p_held *cma_p2p_held_oldest(void)
 
 	for (lis = p2p_listeners; lis; lis = lis->next)
 		if (lis->held_head &&
-		    (!oldest || lis->held_head->since_ns < oldest->since_ns))
+		    (!oldest || lis->held_head->seq < oldest->seq))
 			oldest = lis->held_head;
 	return oldest;
 }
 
 void cma_p2p_held_link(struct cma_p2p_held *h)
 {
+	static uint64_t p2p_held_seq;
 	struct cma_p2p_listener *lis = h->lis;
 	unsigned int max = cma_p2p_max_held();
 	struct cma_p2p_held *old;
 
+	h->seq = ++p2p_held_seq;
 	while (lis->nheld >= max && lis->held_head)
 		cma_p2p_held_evict(lis->held_head);
 	while (p2p_held_table.count >= 4 * (size_t)max &&
@@ -664,6 +650,8 @@ unsigned int cma_p2p_conns_waiting_peak(void)
 /* The key must not change while the conn is registered (it is hashed). */
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 {
+	static uint64_t p2p_conn_seq;
+
 	if (!conn->registered) {
 		conn->next = p2p_conns;
 		if (p2p_conns)
@@ -673,6 +661,7 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 		cma_htable_add(&p2p_conn_table, &conn->hnode,
 			       cma_p2p_key_hash(&conn->key));
 		conn->registered = true;
+		conn->seq = ++p2p_conn_seq;
 		conn->state = CMA_P2P_NO_MATCH;
 	}
 	cma_p2p_conn_set_state(conn, state);
@@ -681,7 +670,6 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 {
 	cma_timer_stop(&conn->timer);
-	cma_p2p_ordinal_release(conn);
 	if (!conn->registered)
 		return;
 	*conn->pprev = conn->next;
@@ -694,15 +682,20 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 {
+	struct cma_p2p_conn *conn, *waiting = NULL, *any = NULL;
 	struct cma_hnode *n;
-	struct cma_p2p_conn *conn;
 
 	cma_htable_for_hash (n, &p2p_conn_table, cma_p2p_key_hash(key)) {
 		conn = cma_htable_entry(n, struct cma_p2p_conn, hnode);
-		if (cma_p2p_key_equal(&conn->key, key))
-			return conn;
+		if (!cma_p2p_key_equal(&conn->key, key))
+			continue;
+		any = conn;
+		if (conn->state == CMA_P2P_WAIT_PEER &&
+		    (!waiting || conn->seq < waiting->seq))
+			waiting = conn;
 	}
-	return NULL;
+	/* Without an explicit tag, connects already paired do not count. */
+	return waiting ? waiting : key->explicit_tag ? any : NULL;
 }
 
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
@@ -746,24 +739,26 @@ struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
 
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 {
+	struct cma_p2p_held *h, *oldest = NULL;
 	struct cma_hnode *n;
-	struct cma_p2p_held *h;
 
 	cma_htable_for_hash (n, &p2p_held_table, cma_p2p_key_hash(key)) {
 		h = cma_htable_entry(n, struct cma_p2p_held, hnode);
-		if (cma_p2p_key_equal(&h->key, key))
-			return h;
+		if (cma_p2p_key_equal(&h->key, key) &&
+		    (!oldest || h->seq < oldest->seq))
+			oldest = h;
 	}
-	return NULL;
+	return oldest;
 }
 
 /* --- events on p2p ids ----------------------------------------------------- */
 
 /*
- * A REJ that means "the peer will connect to you": ours lost a crossing,
- * or (IB CM reason 8, invalid service ID) the peer has no listener yet.
+ * A REJ that refuses our REQ for now, so that it may go out again: IB CM
+ * reason 8 (invalid service ID: the peer does not listen yet), or the
+ * peer library's "not now" (it could not hold or adopt it).
  */
-static bool cma_p2p_peer_will_connect(const struct rdma_ucm_event_resp *resp)
+static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 {
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	struct cma_p2p_hdr hdr;
@@ -772,7 +767,7 @@ static bool cma_p2p_peer_will_connect(const struct rdma_ucm_event_resp *resp)
 		return true;
 	return cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
 				 &hdr) == CMA_P2P_OK &&
-	       hdr.kind == CMA_P2P_REJ_LOST;
+	       hdr.kind == CMA_P2P_REJ_RETRY;
 }
 
 bool cma_p2p_filter_event(struct cma_event *evt,
@@ -780,7 +775,6 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = id_priv->p2p;
-	struct cma_p2p_adoption a; /* filled by a claim, if any */
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
@@ -788,7 +782,6 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return false;
-	a.conn = NULL;
 	/* The application's thread may be making it (cma_id_kernel). */
 	handle = __atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE);
 	cma_p2p_lock();
@@ -807,17 +800,9 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* resolving for our REQ (p2p_resolve.c) */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
-		   cma_p2p_peer_will_connect(resp)) {
-		/*
-		 * Crossing (the peer keeps its own request), or the peer
-		 * does not listen yet: either way its REQ is due, and the
-		 * connect adopts it when it comes; in the second case ours
-		 * goes out again meanwhile, the peer may be waiting for it.
-		 */
-		if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID)
-			cma_p2p_wait_unheard(conn, &a);
-		else
-			cma_p2p_wait_for_peer(conn, (int)resp->status, &a);
+		   cma_p2p_refused_for_now(resp)) {
+		/* Ours goes out again: the higher end never sends its own. */
+		cma_p2p_wait_unheard(conn, (int)resp->status);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -826,29 +811,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	}
 	cma_p2p_unlock();
 	/* The event path holds the id's qp_lock (event.c). */
-	if (a.conn)
-		cma_p2p_adopt_finish(&a, true);
 	cma_p2p_route_next(conn, step);
 	return drop;
-}
-
-/*
- * The connection with @key formed on our own REQ: a request of the peer's
- * held for it (it crossed ours, and the peer's application answered ours
- * anyway) is a duplicate now.  Refused, so the peer's connect fails at
- * once rather than at its time bound.
- */
-static void cma_p2p_refuse_held_dups(const struct cma_p2p_key *key)
-{
-	struct cma_p2p_held *h;
-
-	while ((h = cma_p2p_held_find(key))) {
-		cma_p2p_held_unlink(h);
-		cma_p2p_arm(h->lis);
-		cma_p2p_refuse(cma_id_fd(h->lis->id_priv), h->handle,
-			       CMA_P2P_REJ_DUP, key);
-		free(h);
-	}
 }
 
 /* The answer to our REQ: take out a p2p header, note the connection. */
@@ -863,13 +827,8 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 		return;
 	cma_p2p_lock();
 	cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
-	/* Whatever it is, the peer is no stranger now (first contact). */
-	cma_p2p_peer_answered(&conn->key.remote);
-	/* Reported as ESTABLISHED: the ordinal is spent (rdma_establish too). */
-	conn->established = true;
 	if (!conn->peer_gone) /* else the timer still has that to do */
 		cma_timer_stop(&conn->timer);
-	cma_p2p_refuse_held_dups(&conn->key);
 	cma_p2p_unlock();
 	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
 		    CMA_P2P_OK ||
@@ -915,9 +874,6 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 
 	if (!conn)
 		return;
-	cma_p2p_lock();
-	conn->established = true;
-	cma_p2p_unlock();
 	if (conn->adopted) {
 		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
 		p->private_data_len = conn->peer_len;

@@ -25,11 +25,16 @@ struct cma_p2p_key {
 	bool explicit_tag;
 };
 
-/* Where a local connect stands, as far as an incoming request cares. */
+/*
+ * Where a local connect stands (rdma_cm_p2p(7), "STATE MACHINE"): the
+ * lower end goes PENDING (its REQ out) and, if that REQ is refused for
+ * now, WAIT_PEER until it goes out again; the higher end waits in
+ * WAIT_PEER and passes through ADOPTING for each request it answers.
+ */
 enum cma_p2p_state {
 	CMA_P2P_NO_MATCH, /* no local connect with this key */
-	CMA_P2P_PENDING, /* our REQ is out, no answer yet */
-	CMA_P2P_WAIT_PEER, /* our REQ lost the tie-break: the peer's is due */
+	CMA_P2P_PENDING, /* the lower end: our REQ is out, no answer yet */
+	CMA_P2P_WAIT_PEER, /* higher end: the peer's REQ; lower: a resend */
 	CMA_P2P_CONNECTED, /* formed, or forming from an adopted request */
 	CMA_P2P_ADOPTING, /* answering a request of the peer's right now */
 };
@@ -46,7 +51,7 @@ enum cma_p2p_route {
 enum cma_p2p_action {
 	CMA_P2P_HOLD, /* keep it for a local rdma_connect */
 	CMA_P2P_ADOPT, /* it becomes the local connect's connection */
-	CMA_P2P_REJECT_LOST, /* crossing: our own REQ wins */
+	CMA_P2P_REJECT_RETRY, /* from the higher end: ours forms the pair */
 	CMA_P2P_REJECT_DUP, /* stale duplicate of a formed connection */
 };
 
@@ -57,8 +62,8 @@ bool cma_p2p_key_equal(const struct cma_p2p_key *a,
 		       const struct cma_p2p_key *b);
 /*
  * What to do with a request whose key (seen from here: local = receiver,
- * remote = sender) matched a local connect in @state.  The request from
- * the lower identity wins a crossing.
+ * remote = sender) matched a local connect in @state (cma_p2p_conn_find).
+ * Only a request from the lower identity is ever held or adopted.
  */
 enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 				   enum cma_p2p_state state);

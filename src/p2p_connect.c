@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Peer-to-peer mode, the connecting side (rdma_cm_p2p(7)): a p2p
- * rdma_connect draws its key and tag, then adopts a held request of the
- * peer's or sends its own REQ (on iWARP only the lower end does); the
- * connect's timer bounds how long it waits.  Adoption answers a request's
- * kernel id with the connecting id's QP and makes that kernel id the id's
- * own.  The table it works on is p2p.c's (p2p_table.h).
+ * rdma_connect from the lower identity of its pair sends a REQ; one from
+ * the higher identity never does, it adopts the oldest request of the
+ * peer's with its key, held or still to come.  The connect's timer only
+ * bounds how long either waits.  Adoption answers a request's kernel id
+ * with the connecting id's QP and makes that kernel id the id's own.  The
+ * table it works on is p2p.c's (p2p_table.h).
  */
 #include <config.h>
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,68 +21,15 @@
 #include "p2p_wire.h"
 #include "ucma_abi.h"
 
-/* --- keys and tags --------------------------------------------------------- */
-
-/* The lowest ordinal given back, taken out of the list; 0 for none. */
-static uint64_t cma_p2p_take_freed(struct cma_p2p_counter *c)
-{
-	unsigned int i, min = 0;
-	uint64_t tag;
-
-	if (!c->nfreed)
-		return 0;
-	for (i = 1; i < c->nfreed; i++)
-		if (c->freed[i] < c->freed[min])
-			min = i;
-	tag = c->freed[min];
-	c->freed[min] = c->freed[--c->nfreed];
-	return tag;
-}
+/* --- keys --------------------------------------------------------------- */
 
 /*
- * The n-th p2p connect of this process towards @remote gets tag n, so the
- * two ends' n-th connects pair up.  A connect that failed gives its n back
- * (cma_p2p_ordinal_release) and the next connect reuses it: the peer's
- * n-th failed too, or still waits for ours, and either way the pair stays
- * in step.
- */
-static int cma_p2p_next_tag(const struct cma_p2p_ident *remote, uint64_t *tag)
-{
-	struct cma_p2p_counter *c = cma_p2p_counter_get(remote, true);
-
-	if (!c)
-		return -1;
-	*tag = cma_p2p_take_freed(c);
-	if (!*tag)
-		*tag = ++c->count;
-	return 0;
-}
-
-void cma_p2p_ordinal_release(struct cma_p2p_conn *conn)
-{
-	struct cma_p2p_counter *c;
-	uint64_t *grown;
-
-	if (!conn->ordinal || conn->established)
-		return;
-	conn->ordinal = false;
-	c = cma_p2p_counter_of(&conn->key.remote);
-	if (!c)
-		return;
-	/* At most one entry per connect outstanding: bounded by those. */
-	grown = realloc(c->freed, (c->nfreed + 1) * sizeof(*grown));
-	if (!grown)
-		return; /* the ordinal is lost: later connects use explicit tags */
-	c->freed = grown;
-	c->freed[c->nfreed++] = conn->key.tag;
-}
-
-/*
- * This connect's key; the tag is drawn by the caller under the lock.
- * @lis_holds: whether the listener it announces holds p2p requests.
+ * This connect's key.  Without an explicit tag the tag is 0: such
+ * connects and requests pair with any of the peer's in the order they
+ * come, so that no count kept on each side can drift apart.
  */
 static int cma_p2p_connect_key(struct cma_id_private *id_priv,
-			       struct cma_p2p_key *key, bool *lis_holds)
+			       struct cma_p2p_key *key)
 {
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct cma_p2p_listener *lis;
@@ -96,13 +45,12 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 	if (!lis)
 		return cma_err(EADDRNOTAVAIL); /* no listener to announce */
 	key->local.port = lis->port;
-	*lis_holds = cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_PEER;
 	if (id_priv->p2p_tag_set) {
 		key->explicit_tag = true;
 		key->tag = id_priv->p2p_tag;
-		return 0;
 	}
-	return cma_p2p_next_tag(&key->remote, &key->tag);
+	/* Its restarts must be noticed for as long as we connect to it. */
+	return cma_p2p_peer_get(&key->remote, true) ? 0 : -1;
 }
 
 /* --- adoption -------------------------------------------------------------- */
@@ -121,19 +69,16 @@ static void cma_p2p_save_peer_data(struct cma_p2p_conn *conn,
 }
 
 /*
- * Under p2p_lock: how much longer than usual a connect waits for its peer.
- * A process with many p2p connects waiting is wiring up a mesh, and its
- * peers, as busy as itself, come to the REQ or the answer that concerns
- * us later: one step more per CMA_P2P_MESH_STEP connects waiting (this
- * one included), at most CMA_P2P_MESH_MAX_STEPS.  In a 64-rank mesh in
- * one loaded guest, messages took 5 to 15 s, the first-contact waits ran
- * out before the lower ends' REQs came, nearly every pair crossed, and
- * the crossings outlasted the connects' bounds (tests/system/BUGS.md,
- * Open #7).  The count is the most that waited at once since none did,
- * not those waiting now: the last connects of a mesh wait for the peers
- * that are busiest (a lower end sends its REQs one after another), and
- * they would otherwise lose the patience the mesh gave them as the other
- * connects form (at 32 ranks, 20 to 50 pairs crossed per mesh).
+ * Under p2p_lock: how much longer than usual a connect may wait for its
+ * peer.  A process with many p2p connects waiting is wiring up a mesh, and
+ * its peers, as busy as itself, come to the REQ or the answer that
+ * concerns us later: one step more per CMA_P2P_MESH_STEP connects waiting
+ * (this one included), at most CMA_P2P_MESH_MAX_STEPS.  In a 64-rank mesh
+ * in one loaded guest, messages took 5 to 15 s.  The count is the most
+ * that waited at once since none did, not those waiting now: the last
+ * connects of a mesh wait for the peers that are busiest (a lower end
+ * sends its REQs one after another).  This only bounds a wait: which end
+ * sends and which attempts pair never depend on it.
  */
 static unsigned int cma_p2p_mesh_steps(void)
 {
@@ -147,12 +92,13 @@ static unsigned int cma_p2p_mesh_steps(void)
 }
 
 /*
- * How long our REQ may go unanswered.  A peer that holds it answers when
- * its application connects; one that reports it (hold time over) answers
- * when its application accepts.  Give both about a hold time, so that a
- * peer that never does cannot keep us waiting for the kernel's patience
- * (an MRA asks for about 68 s per retry, and the CM retries 15 times);
- * in a mesh, that many times longer.
+ * How long our REQ may go unanswered, and the higher end may wait for
+ * the peer's.  A peer that holds our REQ answers when its application
+ * connects; one that reports it (hold time over) answers when its
+ * application accepts.  Give both about a hold time, so that a peer that
+ * never does cannot keep us waiting for the kernel's patience (an MRA
+ * asks for about 68 s per retry, and the CM retries 15 times); in a mesh,
+ * that many times longer.
  */
 static unsigned int cma_p2p_pending_ms(void)
 {
@@ -168,8 +114,8 @@ static unsigned int cma_p2p_pending_ms(void)
 /* The resolve timeouts of such a REQ's fresh kernel id, if the id had none. */
 #define CMA_P2P_RESOLVE_MS 2000
 
-/* How long the peer's REQ may take once a REJ said it would come. */
-static unsigned int cma_p2p_peer_due_ms(void)
+/* How long a refused REQ goes on being sent again. */
+static unsigned int cma_p2p_refused_ms(void)
 {
 	return cma_p2p_wait_ms() * cma_p2p_mesh_steps();
 }
@@ -177,12 +123,10 @@ static unsigned int cma_p2p_peer_due_ms(void)
 static unsigned int cma_p2p_bound_ms(enum cma_p2p_bound bound)
 {
 	switch (bound) {
-	case CMA_P2P_BOUND_FIRST:
-		return cma_p2p_first_wait_now();
 	case CMA_P2P_BOUND_ANSWER:
 		return cma_p2p_pending_ms();
-	case CMA_P2P_BOUND_PEER:
-		return cma_p2p_peer_due_ms();
+	case CMA_P2P_BOUND_REFUSED:
+		return cma_p2p_refused_ms();
 	case CMA_P2P_BOUND_NONE:
 		break;
 	}
@@ -204,6 +148,25 @@ static uint64_t cma_p2p_bound_due_ns(const struct cma_p2p_conn *conn)
 {
 	return conn->bound_ns +
 	       (uint64_t)cma_p2p_bound_ms(conn->bound) * 1000000;
+}
+
+/*
+ * Under p2p_lock: an adoption failed, the connect waits on: its bound,
+ * begun when it started waiting (or now, if it adopted at once), is
+ * neither restarted nor lost.
+ */
+static void cma_p2p_bound_resume(struct cma_p2p_conn *conn)
+{
+	uint64_t due, now = cma_p2p_now_ns();
+
+	if (conn->bound == CMA_P2P_BOUND_NONE) {
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
+		return;
+	}
+	due = cma_p2p_bound_due_ns(conn);
+	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+			now >= due ? 0
+				   : (unsigned int)((due - now) / 1000000) + 1);
 }
 
 /*
@@ -290,9 +253,8 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 	a->has_route = route;
 	if (route)
 		a->route = *route;
-	/* Registered, so that a duplicate meanwhile is refused (decide). */
+	/* No longer waiting: the peer's next request waits for another. */
 	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
-	conn->first_wait = false; /* the peer's REQ came: ours never goes */
 	cma_timer_stop(&conn->timer);
 	conn->busy++;
 	lis->busy++;
@@ -323,7 +285,7 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 			       CMA_PRIV_REP) ||
 	    (fd != lfd && ucma_cmd_migrate_id(fd, a->handle, lfd, &reported))) {
 		err = id_priv->id.qp ? errno : EINVAL;
-		cma_p2p_refuse(lfd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
+		cma_p2p_refuse(lfd, a->handle, CMA_P2P_REJ_RETRY, &conn->key);
 		return cma_err(err);
 	}
 	cma_p2p_addressing_save(id_priv, &saved);
@@ -352,9 +314,9 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 	kp.initiator_depth = id_priv->initiator_depth;
 
 	/*
-	 * Never while our own REQ is out (cma_p2p_decide holds a crossing
-	 * request until the peer refused ours): the REP goes first, so that
-	 * a failure leaves the id on its own kernel id as before.
+	 * The REP goes first, so that a failure (the peer's CM no longer
+	 * has that request: it gave the attempt up) leaves the id on its
+	 * own kernel id as before.
 	 */
 	if (ucma_cmd_accept(fd, a->handle, (uint64_t)(uintptr_t)id_priv, &kp,
 			    &conn->ece))
@@ -369,36 +331,67 @@ undo:
 	err = errno;
 	cma_p2p_dbg("adopt handle %u failed (%s): request refused", a->handle,
 		    strerror(err));
-	cma_p2p_refuse(fd, a->handle, CMA_P2P_REJ_LOST, &conn->key);
+	cma_p2p_refuse(fd, a->handle, CMA_P2P_REJ_RETRY, &conn->key);
 	cma_p2p_adopt_undo(conn, old, qp_moved, &saved);
 	return cma_err(err);
+}
+
+static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
+			       struct cma_p2p_adoption *a);
+
+/*
+ * Under p2p_lock, an adoption of @a's request failed (@dead: the request
+ * was, EINVAL from the kernel's RTR attributes or ACCEPT; the id still has
+ * its QP): the conn claims the next held request with its key into @a
+ * (true), or waits for the peer's next one, its bound going on.  A dead
+ * request never fails the connect: the peer's next attempt is the one to
+ * pair with.  A failure of ours stops at the first (its peer, refused,
+ * sends again).
+ */
+static bool cma_p2p_adopt_next(struct cma_p2p_adoption *a, bool dead)
+{
+	struct cma_p2p_conn *conn = a->conn;
+
+	a->lis->busy--;
+	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
+	if (dead && !conn->peer_gone && cma_p2p_claim_held(conn, a)) {
+		conn->busy--; /* the claim counted it again */
+		return true;
+	}
+	cma_p2p_bound_resume(conn);
+	return false;
 }
 
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 {
 	struct cma_p2p_conn *conn = a->conn;
 	struct cma_id_private *id_priv = conn->id_priv;
+	bool dead;
 	int ret;
 
 	if (!qp_locked)
 		pthread_mutex_lock(&id_priv->qp_lock);
-	ret = cma_p2p_adopt_answer(a);
-	cma_p2p_lock();
+	for (;;) {
+		ret = cma_p2p_adopt_answer(a);
+		dead = ret && errno == EINVAL && id_priv->id.qp;
+		cma_p2p_lock();
+		if (ret && cma_p2p_adopt_next(a, dead)) {
+			cma_p2p_unlock();
+			continue;
+		}
+		break;
+	}
 	if (!ret) {
 		cma_p2p_save_peer_data(conn, &a->resp.param.conn, &a->hdr);
 		conn->adopted = true;
 		conn->reply_p2p = true;
 		conn->route = CMA_P2P_ROUTE_KERNEL; /* the request's */
 		cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
-	} else {
-		/* The peer may try again: wait for it, bounded as always. */
-		cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
-		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
+		a->lis->busy--;
 	}
 	if (conn->peer_gone) /* it restarted meanwhile: the timer acts */
 		cma_p2p_chores_soon(conn);
 	conn->busy--;
-	a->lis->busy--;
 	cma_p2p_idle();
 	cma_p2p_unlock();
 	if (!qp_locked)
@@ -407,7 +400,7 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 	return ret;
 }
 
-/* Claim the held request with @conn's key into @a: true if there was one. */
+/* Claim the oldest held request with @conn's key into @a: true if any. */
 static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
 			       struct cma_p2p_adoption *a)
 {
@@ -424,43 +417,24 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
 	return true;
 }
 
-void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
-			   struct cma_p2p_adoption *a)
+/*
+ * Under p2p_lock: our REQ was refused for now: by the IB CM with reason 8
+ * (no listener on the service ID: the peer's process does not listen yet,
+ * or did not when our REQ came), or by the peer's library (it could not
+ * hold or adopt it).  The higher end never sends, so nothing comes unless
+ * ours goes out again: every CMA_P2P_RETRY_MS (cma_p2p_send_again) on a
+ * fresh kernel id, until the bound reckoned from the first refusal.  A
+ * peer that never takes it fails the connect then, REJECTED with the
+ * last refusal's status.
+ */
+void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, int status)
 {
 	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 	conn->wait_status = status;
-	/*
-	 * Held: adopted once the caller dropped p2p_lock (a failed adoption
-	 * goes back to waiting).  None held: wait for the peer's REQ,
-	 * bounded as always.
-	 */
-	if (!cma_p2p_claim_held(conn, a))
-		cma_p2p_bound_start(conn, CMA_P2P_BOUND_PEER);
-}
-
-/*
- * Under p2p_lock: the IB CM refused our REQ with reason 8, no listener on
- * the service ID: the peer's process does not listen yet, or did not when
- * our REQ came.  Its REQ is claimed if it crossed ours, as for any "the
- * peer will connect" refusal.  Otherwise ours goes out again every
- * CMA_P2P_RETRY_MS (cma_p2p_send_again) rather than presuming the peer
- * connects: the peer may be waiting for ours, having been told it would
- * come (we refused its crossing REQ as the lower end, or our later REQs
- * said our listener holds, so it skipped its own), and then both ends
- * would wait until their bounds (BUGS.md Open #6).  The bound is the
- * peer's REQ's, reckoned from the first refusal: a peer that never
- * listens fails the connect as late as before, REJECTED with status 8.
- */
-void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a)
-{
-	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
-	conn->wait_status = CMA_IB_REJ_INVALID_SERVICE_ID;
-	if (cma_p2p_claim_held(conn, a))
-		return;
 	conn->unheard = true;
 	if (!conn->unheard_ns)
 		conn->unheard_ns = cma_p2p_now_ns();
-	conn->bound = CMA_P2P_BOUND_PEER;
+	conn->bound = CMA_P2P_BOUND_REFUSED;
 	conn->bound_ns = conn->unheard_ns;
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
 			CMA_P2P_RETRY_MS);
@@ -469,82 +443,22 @@ void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a)
 /* --- sending our REQ ----------------------------------------------------- */
 
 /*
- * iWARP cannot let two requests cross: each side's QP would be tied to
- * its own outgoing connection (siw refuses to accept with such a QP once
- * that connect is withdrawn).  So on iWARP only the end with the lower
- * identity sends a request (the one that would win a crossing anyway);
- * the other end waits for it and adopts it, with a QP no connect ever
- * used.  A connect refused at once (the peer does not listen yet: iWARP
- * connects are TCP connects) is tried again every CMA_P2P_RETRY_MS
- * until the peer's hold time has passed, then fails with REJECTED,
- * -ECONNREFUSED.
+ * Only the lower identity of a pair ever sends a REQ; the higher end
+ * waits for it and adopts it, on every transport.  Requests then never
+ * cross: no tie-break, no REP racing the peer's own REQ in its CM (IB CM
+ * reject reason 10), and on iWARP no QP tied to a withdrawn connect.
+ * Both ends reckon it from the same two identities, so they agree
+ * without a message or a timer.
  */
-static bool cma_p2p_iw_higher_end(const struct cma_p2p_conn *conn)
+bool cma_p2p_sends_req(const struct cma_p2p_ident *local,
+		       const struct cma_p2p_ident *remote)
 {
-	return cma_id_is_iwarp(conn->id_priv) &&
-	       cma_p2p_ident_cmp(&conn->key.local, &conn->key.remote) > 0;
+	return cma_p2p_ident_cmp(local, remote) < 0;
 }
 
-/*
- * On IB and RoCE the higher end sends no REQ either when the peer's
- * requests said its listener holds ours until its application connects
- * (CMA_P2P_X_HOLDS): then a REQ of ours forms a connection only once the
- * peer's application connects too, and the peer, the lower end, sends its
- * own REQ when it does (it holds none of ours to adopt).  Waiting for
- * that REQ saves the crossing (two REQs, a REJ and the round trip the
- * adoption waits for, BUGS.md #5).  A listener that would hand our
- * request to its application (not a p2p listener) never says so: connects
- * to it are not delayed.
- */
-enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
-				       const struct cma_p2p_ident *remote,
-				       bool lis_holds)
+static bool cma_p2p_higher_end(const struct cma_p2p_conn *conn)
 {
-	const struct cma_p2p_counter *c;
-
-	if (cma_p2p_ident_cmp(local, remote) < 0)
-		return CMA_P2P_EXPECT_NONE; /* the lower end sends */
-	c = cma_p2p_counter_of(remote);
-	if (c && c->holds)
-		return CMA_P2P_EXPECT_KNOWN;
-	/*
-	 * At first contact (nothing heard from the peer's process yet) a
-	 * higher end whose own listener holds presumes the peer is a
-	 * program like this one: its application connects to us too, and
-	 * it sends the REQ, being the lower end.  In a mesh whose ranks all
-	 * connect at once, waiting briefly for that REQ saves the crossing
-	 * every pair would otherwise go through.  It is a presumption: if no
-	 * REQ comes within RDMA_CM_P2P_FIRST_WAIT_MS (an ordinary listener,
-	 * or a peer whose first REQ found no listener here and now waits for
-	 * ours), ours goes out and the crossing rules apply as ever.  A
-	 * process whose listener does not hold never waits: it is not known
-	 * to run in p2p mode.
-	 */
-	if (lis_holds && cma_p2p_first_wait_ms() &&
-	    (!c || (!c->incarnation && !c->heard)))
-		return CMA_P2P_EXPECT_PRESUMED;
-	return CMA_P2P_EXPECT_NONE;
-}
-
-/*
- * How long a first contact waits for the peer's REQ (under p2p_lock, the
- * connect registered): RDMA_CM_P2P_FIRST_WAIT_MS per mesh step, at most a
- * minute.
- */
-unsigned int cma_p2p_first_wait_now(void)
-{
-	uint64_t ms = (uint64_t)cma_p2p_first_wait_ms() * cma_p2p_mesh_steps();
-
-	return ms > CMA_P2P_MAX_FIRST_WAIT_MS ? CMA_P2P_MAX_FIRST_WAIT_MS
-					      : (unsigned int)ms;
-}
-
-static enum cma_p2p_expect cma_p2p_conn_expects(const struct cma_p2p_conn *conn)
-{
-	if (cma_id_is_iwarp(conn->id_priv))
-		return CMA_P2P_EXPECT_NONE; /* its own rules: iw_higher_end */
-	return cma_p2p_expect_req(&conn->key.local, &conn->key.remote,
-				  conn->lis_holds);
+	return !cma_p2p_sends_req(&conn->key.local, &conn->key.remote);
 }
 
 /* Both locks held: a refused iWARP connect's time is up. */
@@ -561,7 +475,7 @@ static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
 
 /*
  * Both locks held: a REQ sent after rdma_connect returned (an iWARP
- * retry, the end of a first contact's wait) could not go out.
+ * retry, a REQ refused for now going out again) could not go out.
  */
 void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 {
@@ -578,27 +492,9 @@ void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 }
 
 /*
- * After the header and our data, when the message has room: whether the
- * listener our REQ announces holds the peer's requests (the peer's higher
- * end then need not send its own, cma_p2p_expect_req).
- */
-static void cma_p2p_put_ext(const struct cma_p2p_conn *conn,
-			    struct rdma_ucm_conn_param *req)
-{
-	size_t len = (size_t)req->private_data_len + CMA_P2P_EXT_LEN;
-
-	if (!conn->lis_holds || len > sizeof(req->private_data) ||
-	    cma_check_priv_len(conn->id_priv, len, CMA_PRIV_REQ))
-		return;
-	cma_p2p_ext_encode(CMA_P2P_X_HOLDS,
-			   req->private_data + req->private_data_len);
-	req->private_data_len = (uint8_t)len;
-}
-
-/*
  * Under the id's qp_lock (which every change of the key and of kparam
  * holds): @conn's REQ, its header first, made when it goes out (a retry
- * or the end of a first contact's wait sends the same one again).
+ * sends the same one again).
  */
 static void cma_p2p_make_req(const struct cma_p2p_conn *conn,
 			     struct rdma_ucm_conn_param *req)
@@ -611,7 +507,6 @@ static void cma_p2p_make_req(const struct cma_p2p_conn *conn,
 	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	hdr.data_len = req->private_data_len;
 	cma_p2p_put_hdr(req, &hdr);
-	cma_p2p_put_ext(conn, req);
 }
 
 /*
@@ -684,9 +579,9 @@ int cma_p2p_send_or_resolve(struct cma_p2p_conn *conn, bool deferred)
 /* --- rdma_connect ---------------------------------------------------------- */
 
 /*
- * Under p2p_lock: draw the key and claim a held request into @a (1), or
- * register the conn for its REQ (0: PENDING, or WAIT_PEER for an iWARP
- * higher end and for a higher end whose peer sends), or fail (-1/errno).
+ * Under p2p_lock: take the key, then, the higher end, claim the oldest
+ * held request into @a (1) or wait for one (0, WAIT_PEER); the lower end
+ * registers for its REQ (0, PENDING); or fail (-1/errno).
  */
 static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 				 const struct rdma_ucm_conn_param *kparam,
@@ -695,7 +590,6 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
-	enum cma_p2p_expect expect;
 
 	if (conn->registered)
 		return cma_err(EISCONN);
@@ -703,10 +597,8 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	if (conn->route != CMA_P2P_ROUTE_KERNEL &&
 	    conn->route != CMA_P2P_ROUTE_LATER)
 		return cma_err(EINVAL);
-	if (cma_p2p_connect_key(id_priv, &conn->key, &conn->lis_holds))
+	if (cma_p2p_connect_key(id_priv, &conn->key))
 		return -1;
-	conn->ordinal = !conn->key.explicit_tag;
-	conn->established = false;
 	conn->kparam = *kparam;
 	conn->ece = *ece;
 	conn->gave_up = false;
@@ -714,58 +606,27 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->iw_refused = false;
 	conn->unheard = false;
 	conn->unheard_ns = 0;
-	conn->skipped_req = false;
-	conn->first_wait = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
-	conn->resolve_due = false;
 	conn->wait_status = -ECONNREFUSED;
-	if (cma_p2p_claim_held(conn, a)) {
-		cma_p2p_dbg("connect %s: adopting the held request",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		return 1;
-	}
-	if (cma_p2p_iw_higher_end(conn)) {
-		cma_p2p_dbg("connect %s: iWARP, higher end: waiting for the "
-			    "peer's REQ",
+	if (cma_p2p_higher_end(conn)) {
+		if (cma_p2p_claim_held(conn, a)) {
+			cma_p2p_dbg(
+				"connect %s: adopting the held request",
+				cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+			return 1;
+		}
+		cma_p2p_dbg("connect %s: higher end, waiting for the peer's "
+			    "REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
-	expect = cma_p2p_conn_expects(conn);
-	if (expect == CMA_P2P_EXPECT_KNOWN) {
-		cma_p2p_dbg("connect %s: the peer's listener holds, waiting "
-			    "for its REQ",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		/* Bounded as our REQ would be, and reported the same way. */
-		conn->skipped_req = true;
-		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
-		return 0;
-	}
-	if (expect == CMA_P2P_EXPECT_PRESUMED) {
-		conn->first_wait = true;
-		cma_p2p_conn_register(conn, CMA_P2P_WAIT_PEER);
-		cma_p2p_bound_start(conn, CMA_P2P_BOUND_FIRST);
-		cma_p2p_dbg("connect %s: first contact, waiting up to %u ms "
-			    "for the peer's REQ",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-			    cma_p2p_bound_ms(CMA_P2P_BOUND_FIRST));
-		return 0;
-	}
-	cma_p2p_dbg("connect %s: sending a REQ%s",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    cma_p2p_route_later(conn) ? " once the route is resolved"
-					      : "");
-	/*
-	 * A route left for later is resolved first: meanwhile the peer's
-	 * REQ, should it come, is adopted (WAIT_PEER), and no timer runs
-	 * (the kernel bounds the resolution).
-	 */
-	cma_p2p_conn_register(conn, cma_p2p_route_later(conn)
-					    ? CMA_P2P_WAIT_PEER
-					    : CMA_P2P_PENDING);
-	conn->resolve_due = cma_p2p_route_later(conn);
+	if (cma_p2p_route_later(conn)) /* only the higher end leaves it */
+		return cma_err(EINVAL);
+	cma_p2p_dbg("connect %s: lower end, sending a REQ",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
 	return 0;
 }
 
@@ -775,7 +636,7 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_ece *ece)
 {
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
-	bool send, later;
+	bool send;
 	int ret;
 
 	a.conn = NULL;
@@ -784,37 +645,18 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 	cma_p2p_chores_now(conn);
 	ret = cma_p2p_connect_start(conn, kparam, ece, &a);
 	/*
-	 * Read here: once p2p_lock is dropped, another thread (the service
-	 * thread, with the peer's request) may claim the conn.  Our REQ
-	 * then still goes out, and the adoption's chores withdraw it.
+	 * Read here: once p2p_lock is dropped, the peer's answer may come
+	 * (on the service thread) before our REQ is even out.
 	 */
-	send = !ret && (conn->state == CMA_P2P_PENDING || conn->resolve_due);
-	later = !ret && conn->first_wait;
+	send = !ret && conn->state == CMA_P2P_PENDING;
 	cma_p2p_unlock();
 	if (ret < 0)
 		return -1;
-	if (ret > 0) {
-		if (!cma_p2p_adopt_finish(&a, true))
-			return 0;
-		/*
-		 * Refused (the peer gave that attempt up): wait for its
-		 * next REQ, as a connect that lost a crossing would, unless
-		 * another request was claimed meanwhile.
-		 */
-		cma_p2p_lock();
-		ret = conn->state == CMA_P2P_WAIT_PEER &&
-		      !cma_p2p_iw_higher_end(conn);
-		if (ret && !cma_p2p_route_later(conn))
-			cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
-		cma_p2p_unlock();
-		if (!ret)
-			return 0;
-	} else if (!send && !later) {
-		return 0; /* a higher end that waits for the peer's REQ */
-	}
-	if (later)
-		return 0; /* sent by the timer (our qp_lock keeps it out) */
-	return cma_p2p_send_or_resolve(conn, false);
+	if (ret > 0) /* a failed adoption leaves the connect waiting */
+		cma_p2p_adopt_finish(&a, true);
+	if (!send)
+		return 0;
+	return cma_p2p_send_req(conn, false);
 }
 
 int cma_p2p_connect(struct cma_id_private *id_priv,
@@ -921,32 +763,23 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 }
 
 /*
- * The connect waited long enough: for an answer to its REQ (PENDING), or
- * for the peer's REQ after being told it would come (WAIT_PEER, failed as
- * the REJ said).  Both locks held; true if our REQ is due now (a
- * refused iWARP REQ again, or a first contact's wait is over), sent by
- * the caller without p2p_lock.
+ * The connect waited long enough: for an answer to its REQ (PENDING), for
+ * the peer's REQ (the higher end, WAIT_PEER), or for a REQ refused for now
+ * to be taken (the lower end, WAIT_PEER, unheard since unheard_ns).  Both
+ * locks held; true if our REQ is due again now (refused, on IB or
+ * iWARP), sent by the caller without p2p_lock.
  */
 static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
+	bool refused = conn->unheard_ns != 0, pending;
 
 	if (conn->state == CMA_P2P_WAIT_PEER && conn->unheard &&
 	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn))
 		return cma_p2p_send_again(conn);
 	if (cma_p2p_bound_goes_on(conn))
 		return false;
-	if (conn->state == CMA_P2P_WAIT_PEER && conn->first_wait) {
-		cma_p2p_dbg("connect %s: no REQ from the peer, sending ours",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		conn->first_wait = false;
-		/* A route left for later: the peer's REQ is still welcome. */
-		if (!cma_p2p_route_later(conn))
-			cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
-		return true;
-	}
-
 	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
 		if (cma_p2p_now_ns() < conn->iw_deadline_ns)
 			return true;
@@ -958,22 +791,20 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	}
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    conn->state == CMA_P2P_PENDING
-			    ? "no answer to our REQ, UNREACHABLE"
-			    : "the peer's REQ never came, REJECTED");
-	if (conn->state == CMA_P2P_PENDING) {
-		cma_p2p_conn_unregister(conn);
+		    conn->state == CMA_P2P_PENDING ? "no answer to our REQ"
+		    : refused ? "our REQ still refused, REJECTED"
+			      : "the peer's REQ never came, UNREACHABLE");
+	pending = conn->state == CMA_P2P_PENDING;
+	cma_p2p_conn_unregister(conn);
+	if (pending) {
 		cma_p2p_give_up(conn, -ETIMEDOUT);
 		return false;
 	}
-	cma_p2p_conn_unregister(conn);
 	cma_qp_to_err(conn->id_priv); /* ours: the caller has its qp_lock */
-	/* No REQ went out: the peer never connected, as a REQ would show. */
-	evt = conn->skipped_req
-		      ? cma_event_new(conn->id_priv, RDMA_CM_EVENT_UNREACHABLE,
-				      -ETIMEDOUT)
-		      : cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-				      conn->wait_status);
+	evt = refused ? cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+				      conn->wait_status)
+		      : cma_event_new(conn->id_priv, RDMA_CM_EVENT_UNREACHABLE,
+				      -ETIMEDOUT);
 	if (evt)
 		cma_event_post(evt);
 	return false;
@@ -1027,7 +858,6 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 	struct cma_event *evt = NULL;
 
 	conn->peer_gone = false;
-	conn->ordinal = false; /* the old numbering is over */
 	switch (conn->state) {
 	case CMA_P2P_CONNECTED:
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
@@ -1066,7 +896,6 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 		next = cma_p2p_conn_next_of(conn, remote);
 		if (conn == keep)
 			continue;
-		conn->ordinal = false; /* the old numbering is over */
 		if (conn->busy)
 			conn->peer_gone = true;
 		else
@@ -1074,19 +903,18 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 	}
 }
 
-struct cma_p2p_counter *cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
-					  uint64_t incarnation,
-					  const struct cma_p2p_conn *keep)
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
+		       const struct cma_p2p_conn *keep)
 {
-	struct cma_p2p_counter *c;
+	struct cma_p2p_peer *c;
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_p2p_key k = {.remote = *remote};
 
 	if (!incarnation)
-		return NULL; /* a version 1 peer: it does not say */
-	c = cma_p2p_counter_get(remote, false);
+		return; /* a version 1 peer: it does not say */
+	c = cma_p2p_peer_get(remote, false);
 	if (!c || c->incarnation == incarnation)
-		return c;
+		return;
 	if (c->incarnation) {
 		cma_p2p_dbg("%s: new incarnation %016llx (was %016llx), "
 			    "the peer restarted",
@@ -1094,24 +922,6 @@ struct cma_p2p_counter *cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
 			    (unsigned long long)incarnation,
 			    (unsigned long long)c->incarnation);
 		cma_p2p_forget_peer(remote, keep);
-		c->count = 0;
-		c->nfreed = 0;
-		c->holds = false; /* the new process says for itself */
 	}
 	c->incarnation = incarnation;
-	return c;
-}
-
-void cma_p2p_peer_answered(const struct cma_p2p_ident *remote)
-{
-	struct cma_p2p_counter *c = cma_p2p_counter_of(remote);
-
-	if (c)
-		c->heard = true;
-}
-
-void cma_p2p_peer_holds(struct cma_p2p_counter *peer, uint8_t ext)
-{
-	if (peer)
-		peer->holds = ext & CMA_P2P_X_HOLDS;
 }

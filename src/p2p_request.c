@@ -94,10 +94,9 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 	h->has_route = route;
 	if (route)
 		h->route = *route;
-	h->since_ns = cma_p2p_now_ns();
 	if (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED)
-		h->deadline_ns =
-			h->since_ns + (uint64_t)cma_p2p_hold_ms() * 1000000ull;
+		h->deadline_ns = cma_p2p_now_ns() +
+				 (uint64_t)cma_p2p_hold_ms() * 1000000ull;
 	cma_p2p_held_link(h);
 	cma_p2p_arm(lis);
 	return 0;
@@ -115,7 +114,7 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 	struct cma_p2p_conn *conn = cma_p2p_conn_find(key);
 	enum cma_p2p_state state = conn ? conn->state : CMA_P2P_NO_MATCH;
 	enum cma_p2p_action act = cma_p2p_decide(key, state);
-	static const char *const acts[] = {"hold", "adopt", "refuse (lost)",
+	static const char *const acts[] = {"hold", "adopt", "refuse (not now)",
 					   "refuse (duplicate)"};
 	char kb[CMA_P2P_KEY_STRLEN];
 
@@ -125,13 +124,13 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 	switch (act) {
 	case CMA_P2P_HOLD:
 		if (cma_p2p_hold(lis, handle, key, hdr, resp, route))
-			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
+			cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_RETRY, key);
 		break;
 	case CMA_P2P_ADOPT:
 		cma_p2p_adopt_claim(a, conn, lis, handle, resp, hdr, route);
 		break;
-	case CMA_P2P_REJECT_LOST:
-		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_LOST, key);
+	case CMA_P2P_REJECT_RETRY:
+		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_RETRY, key);
 		break;
 	case CMA_P2P_REJECT_DUP:
 		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_DUP, key);
@@ -145,7 +144,6 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	int lfd = cma_id_fd(listen_priv);
 	struct cma_p2p_listener *lis;
-	struct cma_p2p_counter *peer;
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	struct rdma_ucm_query_route_resp route;
@@ -176,8 +174,9 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	}
 	memset(&key, 0, sizeof(key));
 	key.remote.port = hdr.port;
-	key.tag = hdr.tag;
 	key.explicit_tag = hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
+	/* Without one, any tag pairs (earlier builds sent ordinals). */
+	key.tag = key.explicit_tag ? hdr.tag : 0;
 	if (cma_p2p_query_ends(lfd, resp->id, cma_is_af_ib(listen_priv),
 			       key.local.addr, key.remote.addr, &route,
 			       &has_route)) {
@@ -195,17 +194,14 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		 * read: refuse it as a listener that is not there yet (the
 		 * peer waits for our connect), never surface it.
 		 */
-		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_LOST, NULL);
+		cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_RETRY, NULL);
 	} else if (!lis || cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_NEVER ||
 		   (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED &&
 		    !cma_p2p_hold_ms())) {
 		v = CMA_P2P_SURFACE;
 	} else {
 		key.local.port = lis->port;
-		peer = cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		cma_p2p_peer_holds(peer, cma_p2p_ext_parse(kp->private_data,
-							   kp->private_data_len,
-							   &hdr));
+		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
 		cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
 			       has_route ? &route : NULL, &a);
 	}

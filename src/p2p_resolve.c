@@ -7,17 +7,17 @@
  * resolution is work thrown away (the adopted request brings its route).
  * An application can say before rdma_resolve_addr that an id will connect
  * in p2p mode (RDMA_OPTION_ID_PEER2PEER = 1 on the id).  If that id is the
- * end that waits for the peer's REQ (the higher end, when the peer's
- * listener is known to hold, or at first contact when ours holds:
- * cma_p2p_expect_req), rdma_resolve_addr only binds it to its source
- * address (which gives the device, for the QP) and reports ADDR_RESOLVED
- * itself; rdma_resolve_route reports ROUTE_RESOLVED without a path.
- * rdma_connect then waits for the peer's REQ as any such connect does.
- * Should a REQ of ours have to go out after all (the wait ended, the
- * adoption was refused), the kernel resolves the address and the route
- * first, out of the application's sight, and the REQ follows.  A
- * resolution that fails then is reported as UNREACHABLE.  In a mesh this
- * halves the route resolutions (on InfiniBand, the SA's path queries).
+ * higher end of its pair, which never sends a REQ (cma_p2p_sends_req),
+ * rdma_resolve_addr only binds it to its source address (which gives the
+ * device, for the QP) and reports ADDR_RESOLVED itself;
+ * rdma_resolve_route reports ROUTE_RESOLVED without a path.  rdma_connect
+ * then waits for the peer's REQ as any higher end does.  The late
+ * resolution below serves the lower end's REQ that was refused for now
+ * and goes out again on a fresh kernel id: the kernel resolves its
+ * address and route first, out of the application's sight, and the REQ
+ * follows; a resolution that fails then is reported as UNREACHABLE.  In a
+ * mesh this halves the route resolutions (on InfiniBand, the SA's path
+ * queries).
  *
  * An id whose route was left for later connects in p2p mode only
  * (rdma_connect without peer2peer_mode fails with EINVAL), and its path
@@ -68,10 +68,7 @@ static bool cma_p2p_will_wait(const struct cma_id_private *id_priv,
 	local.port = lis->port;
 	/* sin_port and sin6_port sit at the same offset. */
 	remote.port = be16toh(((const struct sockaddr_in *)dst)->sin_port);
-	return cma_p2p_expect_req(&local, &remote,
-				  cma_p2p_listener_mode(lis) ==
-					  CMA_P2P_HOLD_PEER) !=
-	       CMA_P2P_EXPECT_NONE;
+	return !cma_p2p_sends_req(&local, &remote);
 }
 
 /* What an id bound to a listener's address has from the kernel. */
@@ -382,7 +379,7 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
 	bool start;
 
 	cma_p2p_lock();
-	/* The peer's REQ may have been claimed since: then none of ours. */
+	/* The connect may have ended since: then no REQ of ours. */
 	start = conn->registered && conn->state == CMA_P2P_WAIT_PEER &&
 		conn->route == CMA_P2P_ROUTE_LATER;
 	if (start) {
@@ -390,7 +387,6 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
 		cma_p2p_dbg("connect %s: resolving the route for our REQ",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 	}
-	conn->resolve_due = false;
 	cma_p2p_unlock();
 	if (!start)
 		return 0;
@@ -423,7 +419,7 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 		return false;
 	}
 	if (!conn->registered || conn->state != CMA_P2P_WAIT_PEER) {
-		/* Failed or claimed meanwhile: nothing more to resolve for. */
+		/* Ended meanwhile: nothing more to resolve for. */
 		conn->route = CMA_P2P_ROUTE_LATER;
 		return true;
 	}
@@ -437,7 +433,7 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 		conn->route = CMA_P2P_ROUTE_PATH;
 		*next = CMA_P2P_STEP_ROUTE;
 	} else {
-		/* From now on the crossing rules apply, as for any REQ. */
+		/* Our REQ goes out again: waiting for its answer. */
 		conn->route = CMA_P2P_ROUTE_KERNEL;
 		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		*next = CMA_P2P_STEP_SEND;

@@ -22,12 +22,6 @@
 #define CMA_P2P_PROBE_MS 2000
 #define CMA_P2P_DEFAULT_HOLD_MS 10000
 /*
- * How long a higher end whose own listener holds waits, at first contact,
- * for the peer's REQ before it sends its own (cma_p2p_expect_req).
- */
-#define CMA_P2P_DEFAULT_FIRST_WAIT_MS 1000
-#define CMA_P2P_MAX_FIRST_WAIT_MS 60000
-/*
  * A connect's waits for its peer grow by one step per this many of the
  * process's p2p connects waiting, up to so many steps (p2p_connect.c).
  */
@@ -69,7 +63,7 @@ struct cma_p2p_held {
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	uint64_t deadline_ns; /* 0: until the peer gives up */
-	uint64_t since_ns; /* when it was held: the oldest goes first */
+	uint64_t seq; /* the order requests were held in: oldest first */
 	struct rdma_ucm_event_resp resp; /* the CONNECT_REQUEST as read */
 	/* Its kernel id's QUERY_ROUTE, taken to learn its ends (IP only). */
 	struct rdma_ucm_query_route_resp route;
@@ -79,14 +73,14 @@ struct cma_p2p_held {
 /* The waits a p2p connect's timer bounds (cma_p2p_bound_ms). */
 enum cma_p2p_bound {
 	CMA_P2P_BOUND_NONE, /* chores, iWARP retries: no wait of the peer's */
-	CMA_P2P_BOUND_FIRST, /* first contact: the peer's REQ, presumed */
-	CMA_P2P_BOUND_ANSWER, /* an answer to our REQ, or the REQ we skipped */
-	CMA_P2P_BOUND_PEER, /* the peer's REQ, after a REJ said it would come */
+	CMA_P2P_BOUND_ANSWER, /* the answer to our REQ, or the peer's REQ */
+	CMA_P2P_BOUND_REFUSED, /* our REQ was refused: sent again until then */
 };
 
 struct cma_p2p_conn {
 	struct cma_p2p_conn *next, **pprev; /* the list of registered conns */
 	struct cma_hnode hnode; /* in the conns by key, while registered */
+	uint64_t seq; /* registration order: the oldest waiting pairs first */
 	struct cma_id_private *id_priv;
 	enum cma_p2p_state state;
 	bool registered; /* in the table, matchable */
@@ -105,7 +99,7 @@ struct cma_p2p_conn {
 	 * it never wakes the channel for nothing.
 	 */
 	struct cma_timer timer;
-	int wait_status; /* the REJECTED status reported if it never comes */
+	int wait_status; /* the last refusal's status, reported at the bound */
 	/*
 	 * iWARP (see cma_p2p_iw_connect): our connect was refused because
 	 * the peer does not listen yet; retried until iw_deadline_ns.
@@ -113,9 +107,9 @@ struct cma_p2p_conn {
 	bool iw_refused;
 	uint64_t iw_deadline_ns;
 	/*
-	 * IB: our REQ was refused with CM reason 8 (no listener at the peer)
-	 * since unheard_ns, and goes out again when the timer fires
-	 * (@unheard: due; cma_p2p_wait_unheard).
+	 * IB: our REQ was refused for now (CM reason 8, no listener at the
+	 * peer, or the peer's "not now") since unheard_ns, and goes out
+	 * again when the timer fires (@unheard: due; cma_p2p_wait_unheard).
 	 */
 	bool unheard;
 	uint64_t unheard_ns;
@@ -131,8 +125,6 @@ struct cma_p2p_conn {
 	uint32_t retired[CMA_P2P_MAX_RETIRED];
 	unsigned int nretired;
 	bool qp_err_due;
-	bool ordinal; /* key.tag is an ordinal drawn by this connect */
-	bool established; /* ESTABLISHED was reported: the ordinal is spent */
 	/*
 	 * Kernel work on the id under way without p2p_lock (an adoption,
 	 * dropping a replaced kernel id): rdma_destroy_id waits for 0.
@@ -140,22 +132,11 @@ struct cma_p2p_conn {
 	unsigned int busy;
 	/* The peer restarted: the timer, under the id's qp_lock, acts on it. */
 	bool peer_gone;
-	/* The listener our REQ announces holds p2p requests (HOLD_PEER). */
-	bool lis_holds;
-	/*
-	 * No REQ sent: the peer's listener holds (its requests said so) and
-	 * the peer, the lower end, sends one when its application connects.
-	 */
-	bool skipped_req;
-	/*
-	 * No REQ sent yet: a first contact whose peer is presumed to send its
-	 * own (cma_p2p_expect_req); its REQ goes out when the wait ends.
-	 */
-	bool first_wait;
 	/*
 	 * Which patience the conn's timer measures, and since when: a wait
 	 * that runs out is reckoned again with the process's connects waiting
-	 * now (p2p_connect.c, cma_p2p_mesh_steps).
+	 * now (p2p_connect.c, cma_p2p_mesh_steps).  An adoption that fails
+	 * resumes the same wait: it never restarts it.
 	 */
 	enum cma_p2p_bound bound;
 	uint64_t bound_ns;
@@ -171,7 +152,6 @@ struct cma_p2p_conn {
 	 * source address.
 	 */
 	bool kernel_unbound;
-	bool resolve_due; /* rdma_connect resolves the route, then sends */
 	uint32_t addr_ms, route_ms; /* the application's resolve timeouts */
 };
 
@@ -192,26 +172,16 @@ struct cma_p2p_adoption {
 
 /*
  * What this process keeps about one peer (address and listening port),
- * in p2p_peers.c's table.
+ * in p2p_peers.c's table: the incarnation its messages stated, which
+ * tells a restart.
  */
-struct cma_p2p_counter {
+struct cma_p2p_peer {
 	struct cma_hnode hnode; /* in the peers by identity */
 	/* Until a connect of ours uses it: known only from what it sent. */
-	struct cma_p2p_counter *snext, *sprev;
+	struct cma_p2p_peer *snext, *sprev;
 	bool kept; /* a connect of ours used it: never forgotten */
 	struct cma_p2p_ident remote;
-	uint64_t incarnation; /* the last its requests stated; 0: none yet */
-	/*
-	 * Its requests (of that incarnation) said its listener holds ours
-	 * until its application connects (CMA_P2P_X_HOLDS).
-	 */
-	bool holds;
-	/* Its process sent us a request or answered ours: it is no stranger. */
-	bool heard;
-	uint64_t count;
-	/* Ordinals of connects that failed, given back: drawn first. */
-	uint64_t *freed;
-	unsigned int nfreed;
+	uint64_t incarnation; /* the last its messages stated; 0: none yet */
 };
 
 enum cma_p2p_hold_mode {
@@ -254,9 +224,8 @@ uint64_t cma_p2p_now_ns(void);
 unsigned int cma_p2p_hold_ms(void);
 /* RDMA_CM_P2P_MAX_HELD: held requests per listener (4x per process). */
 unsigned int cma_p2p_max_held(void);
-/* How long a connect waits for the peer's REQ after being told to. */
+/* The hold time a connect's bounds are reckoned from (never 0). */
 unsigned int cma_p2p_wait_ms(void);
-unsigned int cma_p2p_first_wait_ms(void);
 
 /* @id's address and port mixed into @h (start with CMA_P2P_HASH_SEED). */
 #define CMA_P2P_HASH_SEED 0x243f6a8885a308d3ull
@@ -268,9 +237,9 @@ uint64_t cma_p2p_ident_hash(uint64_t h, const struct cma_p2p_ident *id);
  * ours uses it (else it is a stranger, forgotten when too many are
  * known); how many are known (tests).
  */
-struct cma_p2p_counter *cma_p2p_counter_of(const struct cma_p2p_ident *remote);
-struct cma_p2p_counter *cma_p2p_counter_get(const struct cma_p2p_ident *remote,
-					    bool keep);
+struct cma_p2p_peer *cma_p2p_peer_of(const struct cma_p2p_ident *remote);
+struct cma_p2p_peer *cma_p2p_peer_get(const struct cma_p2p_ident *remote,
+				      bool keep);
 unsigned int cma_p2p_peers_known(void);
 
 /* --- p2p.c: the table ------------------------------------------------- */
@@ -293,12 +262,21 @@ void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 void cma_p2p_held_link(struct cma_p2p_held *h);
 void cma_p2p_held_drop(struct cma_p2p_held *h);
 void cma_p2p_held_unlink(struct cma_p2p_held *h);
-/* The newest held request with this key: O(1) through the hash. */
+/*
+ * The oldest held request with this key, through the hash: the peer's
+ * attempts are taken in the order they came.
+ */
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key);
 /* The id's conn state, made on first use (not under the lock). */
 struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
+/*
+ * The connect a request with @key pairs with: the oldest registered
+ * connect with that key waiting for the peer's REQ; for an explicit tag,
+ * else any connect with it (the request is then a duplicate).  NULL if
+ * none.
+ */
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
 /* Registered connects waiting for an answer or the peer's REQ (O(1)). */
 unsigned int cma_p2p_conns_waiting(void);
@@ -350,37 +328,14 @@ void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c);
 /* --- p2p_connect.c ---------------------------------------------------- */
 
 /*
- * @conn failed before its connection was established: its ordinal goes
- * back, to be drawn by the next connect towards that peer (the peer's
- * attempt failed too, or still waits with that ordinal).
- */
-void cma_p2p_ordinal_release(struct cma_p2p_conn *conn);
-/*
  * A request or reply from the peer at @remote stated @incarnation.  A new
  * one means its process was restarted: the held requests of the old one
  * are refused, connections with it disconnected, connects towards it
- * failed (-ECONNRESET), all but @keep (the connect the reply answers), and
- * the ordinal tags towards it start again at 1.  Returns the peer's record
- * (NULL if it states no incarnation, or without memory).  Called with
- * p2p_lock held.
+ * failed (-ECONNRESET), all but @keep (the connect the reply answers).
+ * Called with p2p_lock held.
  */
-struct cma_p2p_counter *cma_p2p_peer_seen(const struct cma_p2p_ident *remote,
-					  uint64_t incarnation,
-					  const struct cma_p2p_conn *keep);
-/*
- * A request from @peer (what cma_p2p_peer_seen returned for it) said
- * whether its listener holds ours (@ext: its CMA_P2P_X_* flags).  Only a
- * peer that states an incarnation is believed (cma_p2p_peer_seen returns
- * NULL for one that does not): the knowledge must be dropped when its
- * process is replaced.  Called with p2p_lock held.
- */
-void cma_p2p_peer_holds(struct cma_p2p_counter *peer, uint8_t ext);
-/*
- * The peer at @remote answered a REQ of ours (an ordinary or a p2p
- * reply): a later connect's first contact with it is over, it never
- * waits for the peer's REQ on presumption.  Called with p2p_lock held.
- */
-void cma_p2p_peer_answered(const struct cma_p2p_ident *remote);
+void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
+		       const struct cma_p2p_conn *keep);
 
 /*
  * Claim request @handle (on @lis's fd) for @conn: under p2p_lock, the
@@ -394,41 +349,27 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 			 const struct rdma_ucm_query_route_resp *route);
 /*
  * Without p2p_lock, with the id's qp_lock if @qp_locked (else taken
- * here).  0: adopted, the conn is CONNECTED; -1: the request was refused
- * and the conn waits for the peer's next one (WAIT_PEER), as before.
+ * here).  0: adopted, the conn is CONNECTED.  -1: the request was dead
+ * (its sender gave that attempt up) or could not be answered; it was
+ * refused, and the conn adopted the next held request with its key, or
+ * waits for the peer's next one (WAIT_PEER), its bound going on.
  */
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
- * @conn's REQ was refused with "the peer will connect to you" (status
- * @status): claim the peer's request into @a if it is held already (it
- * crossed ours), else wait for it.  Called with p2p_lock held.
+ * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, no
+ * listener at the peer, or the peer's "not now" refusal, whose status is
+ * @status): it goes out again every so often until the connect's bound.
  */
-void cma_p2p_wait_for_peer(struct cma_p2p_conn *conn, int status,
-			   struct cma_p2p_adoption *a);
-/*
- * The same for a refusal with IB CM reason 8 (no listener): our REQ goes
- * out again every so often until the peer's REQ comes or the bound is
- * over.  Called with p2p_lock held.
- */
-void cma_p2p_wait_unheard(struct cma_p2p_conn *conn,
-			  struct cma_p2p_adoption *a);
+void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, int status);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
-enum cma_p2p_expect {
-	CMA_P2P_EXPECT_NONE, /* we send our REQ */
-	CMA_P2P_EXPECT_KNOWN, /* the peer's listener holds: it sends */
-	CMA_P2P_EXPECT_PRESUMED, /* first contact: it is presumed to send */
-};
 /*
- * Whether the end @local of a pair (IB, RoCE) waits for the REQ from
- * @remote rather than sending its own; @lis_holds: the listener @local
- * names holds p2p requests.  Under p2p_lock.
+ * Whether the end @local of a pair sends the REQ that forms its
+ * connection: the lower identity does, the higher one only adopts
+ * (rdma_cm_p2p(7), "WHO SENDS").  No other fact decides it.
  */
-enum cma_p2p_expect cma_p2p_expect_req(const struct cma_p2p_ident *local,
-				       const struct cma_p2p_ident *remote,
-				       bool lis_holds);
-/* The first-contact wait for a connect made now (under p2p_lock). */
-unsigned int cma_p2p_first_wait_now(void);
+bool cma_p2p_sends_req(const struct cma_p2p_ident *local,
+		       const struct cma_p2p_ident *remote);
 /*
  * Under the id's qp_lock, without p2p_lock: send @conn's REQ now
  * (@deferred: rdma_connect has returned, a failure is an event), or first

@@ -13,7 +13,6 @@
 #include "p2p_wire.h"
 
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
-static const uint8_t cma_p2p_ext_magic[3] = {0xC5, 0x70, 0x58};
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 			  uint8_t out[CMA_P2P_HDR_LEN])
@@ -76,24 +75,4 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 		return CMA_P2P_BAD;
 	*hdr = h;
 	return CMA_P2P_OK;
-}
-
-size_t cma_p2p_ext_encode(uint8_t flags, uint8_t out[CMA_P2P_EXT_LEN])
-{
-	memcpy(out, cma_p2p_ext_magic, sizeof(cma_p2p_ext_magic));
-	out[3] = flags;
-	return CMA_P2P_EXT_LEN;
-}
-
-/* Unknown flags are dropped, not refused: the extension is only advice. */
-uint8_t cma_p2p_ext_parse(const void *buf, size_t len,
-			  const struct cma_p2p_hdr *hdr)
-{
-	const uint8_t *p = buf;
-	size_t off = (size_t)hdr->len + hdr->data_len;
-
-	if (!p || len < off || len - off < CMA_P2P_EXT_LEN ||
-	    memcmp(p + off, cma_p2p_ext_magic, sizeof(cma_p2p_ext_magic)))
-		return 0;
-	return p[off + 3] & CMA_P2P_X_KNOWN;
 }

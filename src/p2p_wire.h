@@ -15,10 +15,12 @@
  *
  * Version 1 (the first 16 bytes, no incarnation) is still understood.
  *
- * An optional extension may follow the application's data (a REQ's, when
- * there is room): 4 bytes, 0xC5 0x70 0x58 ("X") and a flags byte
- * (CMA_P2P_X_*).  The parser of the header never looks past the data, so
- * peers that do not know the extension ignore it (no new version).
+ * Earlier builds put a 4-byte extension after a REQ's data (0xC5 0x70
+ * 0x58 and a flags byte) to say their listener holds requests; nothing
+ * reads it now, and the parser never looks past the data.
+ *
+ * Without CMA_P2P_F_EXPLICIT_TAG the tag is 0: such a REQ pairs with any
+ * waiting connect of its pair, the oldest first.
  */
 #ifndef CMA_P2P_WIRE_H
 #define CMA_P2P_WIRE_H
@@ -33,7 +35,11 @@
 enum cma_p2p_kind {
 	CMA_P2P_REQ = 1, /* a peer-to-peer connect */
 	CMA_P2P_REP = 2, /* the answer of a peer-to-peer connect or accept */
-	CMA_P2P_REJ_LOST = 3, /* crossing requests: the sender keeps its own */
+	/*
+	 * Refused for now: the sender may send it again (it comes from the
+	 * higher end, which never sends, or could not be held or adopted).
+	 */
+	CMA_P2P_REJ_RETRY = 3,
 	CMA_P2P_REJ_DUP = 4, /* the pair and tag are already connected */
 	CMA_P2P_REJ_BAD = 5, /* a malformed peer-to-peer header */
 };
@@ -41,19 +47,6 @@ enum cma_p2p_kind {
 enum {
 	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
 	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG,
-};
-
-#define CMA_P2P_EXT_LEN 4
-
-enum {
-	/*
-	 * The sender's listener holds p2p requests until its application
-	 * connects (a p2p listener): a request of ours would form nothing
-	 * that the sender's own REQ does not, so the higher end may wait
-	 * for that REQ instead of sending one that crosses it.
-	 */
-	CMA_P2P_X_HOLDS = 0x01,
-	CMA_P2P_X_KNOWN = CMA_P2P_X_HOLDS,
 };
 
 struct cma_p2p_hdr {
@@ -82,14 +75,5 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 /* Parse @len bytes at @buf; fills @hdr only when the result is CMA_P2P_OK. */
 enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 				     struct cma_p2p_hdr *hdr);
-
-/* Write the extension with @flags to @out; returns CMA_P2P_EXT_LEN. */
-size_t cma_p2p_ext_encode(uint8_t flags, uint8_t out[CMA_P2P_EXT_LEN]);
-/*
- * The extension's known flags in the @len bytes at @buf, whose header
- * @hdr parsed as CMA_P2P_OK; 0 when there is none.
- */
-uint8_t cma_p2p_ext_parse(const void *buf, size_t len,
-			  const struct cma_p2p_hdr *hdr);
 
 #endif /* CMA_P2P_WIRE_H */

@@ -465,7 +465,7 @@ static void op_kernel_event(void)
 	};
 	static const uint8_t kinds[] = {0,
 					CMA_P2P_REP,
-					CMA_P2P_REJ_LOST,
+					CMA_P2P_REJ_RETRY,
 					CMA_P2P_REJ_DUP,
 					CMA_P2P_REJ_BAD,
 					CMA_P2P_REQ,

@@ -9,8 +9,9 @@
  * Destroy, migrate, group leave and channel destroy with events the
  * thread read and the application never received must not wait for them.
  *
- * This process is 192.0.2.1, listening on port 7471; the peer is
- * 192.0.2.2.  The kernel is the fake one (fake_ucma), whose fds are
+ * This process is 192.0.2.1, listening on port 7471; it connects to
+ * 192.0.2.2, and p2p requests come from 192.0.2.0 (a lower identity,
+ * whose requests are held, rdma_cm_p2p(7)).  The kernel is the fake one (fake_ucma), whose fds are
  * readable exactly while an event is queued, as the kernel's are.
  */
 #include <config.h>
@@ -109,7 +110,7 @@ static uint32_t held_request(uint64_t tag)
 {
 	struct cma_p2p_hdr hdr = {
 		.kind = CMA_P2P_REQ, .port = PORT, .tag = tag, .data_len = 1};
-	struct sockaddr_in peer = unit_ipv4("192.0.2.2", 40000);
+	struct sockaddr_in peer = unit_ipv4("192.0.2.0", 40000);
 	struct rdma_ucm_event_resp *r;
 	uint32_t child = 0;
 

@@ -28,8 +28,6 @@ static uint8_t req_flags;
 static uint64_t req_incarnation;
 /* The kind the peer's "requests" claim (CMA_P2P_REQ unless a test lies). */
 static uint8_t req_kind = CMA_P2P_REQ;
-/* The extension's flags after the peer's data (0: no extension). */
-static uint8_t req_ext;
 /* The listening port the peer's requests claim. */
 static uint16_t req_port = P2P_PORT;
 /* The address this process's listener is bound to (a test may widen it). */
@@ -165,10 +163,6 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	       strlen(data));
 	r->param.conn.private_data_len =
 		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
-	if (req_ext)
-		r->param.conn.private_data_len += (uint8_t)cma_p2p_ext_encode(
-			req_ext, r->param.conn.private_data +
-					 r->param.conn.private_data_len);
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = 0x99;
@@ -274,10 +268,10 @@ static inline int cmd_at(uint32_t cmd, uint32_t handle)
 	return -1;
 }
 
-/* The peer refuses our REQ on kernel id @own: "your crossing lost". */
-static inline void peer_refuses_crossing(uint32_t own)
+/* The peer's library refuses our REQ on kernel id @own "for now". */
+static inline void peer_refuses_for_now(uint32_t own)
 {
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_LOST, .port = P2P_PORT};
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_RETRY, .port = P2P_PORT};
 	struct rdma_ucm_event_resp *r;
 
 	fake_ucma_hold();

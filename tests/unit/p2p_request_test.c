@@ -72,7 +72,7 @@ static void iwarp_short_hold_setup(void)
 
 START_TEST(unclaimed_request_is_reported_after_its_hold_time)
 {
-	uint32_t req = peer_request("192.0.2.2", 1, "hers");
+	uint32_t req = peer_request("192.0.2.0", 0, "hers");
 	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_conn_param param = {.responder_resources = 1,
 					.initiator_depth = 1,
@@ -107,11 +107,11 @@ START_TEST(held_request_of_a_peer_that_gave_up_is_dropped)
 	uint32_t req;
 
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_INIT_QP_ATTR, EINVAL);
-	req = peer_request("192.0.2.2", 1, "hers");
+	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_REJECT, 1);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
-			 CMA_P2P_REJ_LOST);
+			 CMA_P2P_REJ_RETRY);
 	expect_nothing();
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
 }
@@ -169,50 +169,6 @@ START_TEST(request_with_unknown_ends_is_refused)
 }
 END_TEST
 
-/* Told "crossing lost", the peer's REQ never comes: the rejection. */
-START_TEST(waiting_for_the_peer_ends_in_its_rejection)
-{
-	struct rdma_cm_id *id = connecting_id("192.0.2.0");
-	struct rdma_cm_event *ev;
-
-	ck_assert_int_eq(p2p_connect(id), 0);
-	peer_refuses_crossing(kid_of(id));
-	ev = await_event(RDMA_CM_EVENT_REJECTED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_int_eq(ev->status, 28);
-	rdma_ack_cm_event(ev);
-	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_ERR);
-	rdma_destroy_qp(id);
-	ck_assert_int_eq(rdma_destroy_id(id), 0);
-}
-END_TEST
-
-/*
- * The IB CM refused our REQ for an unknown service ID: the peer does not
- * listen yet.  Not failed: its request, when it comes, is adopted.
- */
-START_TEST(peer_not_listening_yet_then_its_request_is_adopted)
-{
-	struct rdma_cm_id *id = connecting_id("192.0.2.2");
-	uint32_t own = kid_of(id), req;
-	struct rdma_cm_event *ev;
-
-	ck_assert_int_eq(p2p_connect(id), 0);
-	ck_assert(fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 8));
-	expect_nothing();
-	req = peer_request("192.0.2.2", 1, "hers");
-	expect_nothing();
-	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).kind,
-			 CMA_P2P_REP);
-	ck_assert_uint_eq(kid_of(id), req);
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
-	rdma_ack_cm_event(ev);
-}
-END_TEST
-
 /*
  * Neither answered nor refused within twice the hold time plus 2 s: the
  * REQ is withdrawn (its kernel id replaced) and the connect fails.
@@ -239,32 +195,35 @@ END_TEST
 /*
  * The held request cannot be answered any more (its peer gave up between
  * our reading it and our connect; here the ACCEPT fails): it is refused,
- * our QP is back where it was, and the connect sends its own REQ on its
- * own kernel id instead of failing.
+ * our QP is back where it was, and the connect, the higher end, waits for
+ * the peer's next request on its own kernel id instead of failing.
  */
-START_TEST(adoption_that_fails_falls_back_to_our_own_request)
+START_TEST(adoption_that_fails_waits_for_the_next_request)
 {
-	uint32_t req = peer_request("192.0.2.2", 1, "hers");
+	uint32_t req = peer_request("192.0.2.0", 0, "hers"), next;
 	struct rdma_cm_id *id;
 	struct fake_qp *f;
 	uint32_t own;
 
 	expect_nothing();
-	id = connecting_id("192.0.2.2");
+	id = connecting_id("192.0.2.0");
 	own = kid_of(id);
 	f = fake_qp_of(id->qp);
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
-			 CMA_P2P_REJ_LOST);
+			 CMA_P2P_REJ_RETRY);
 	ck_assert_uint_eq(kid_of(id), own);
 	ck_assert(fake_ucma_kid(own)->live);
-	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
-			 CMA_P2P_REQ);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
 	ck_assert_int_eq(f->qp.state, IBV_QPS_INIT);
 	ck_assert_int_eq(f->states[f->nstates - 2], IBV_QPS_RESET);
-	/* The peer answers our REQ: formed on our own kernel id. */
-	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	expect_nothing();
+	/* The peer's next attempt: formed on its kernel id. */
+	next = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	ck_assert_uint_eq(kid_of(id), next);
+	fake_ucma_event(next, RDMA_CM_EVENT_ESTABLISHED, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	expect_nothing();
 }
@@ -315,7 +274,7 @@ START_TEST(iwarp_higher_end_waits_for_the_peer)
 
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	req = peer_request("192.0.2.0", 1, "hers");
+	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).kind,
 			 CMA_P2P_REP);
@@ -365,7 +324,6 @@ static Suite *p2p_request_suite(void)
 	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
 	tcase_add_test(tc, unclaimed_request_is_reported_after_its_hold_time);
 	tcase_add_test(tc, held_request_of_a_peer_that_gave_up_is_dropped);
-	tcase_add_test(tc, waiting_for_the_peer_ends_in_its_rejection);
 	tcase_add_test(tc, unanswered_request_gives_up_unreachable);
 	suite_add_tcase(s, tc);
 
@@ -374,8 +332,7 @@ static Suite *p2p_request_suite(void)
 	tcase_add_test(tc, option_zero_reports_requests_at_once);
 	tcase_add_test(tc, request_claiming_another_kind_is_refused);
 	tcase_add_test(tc, request_with_unknown_ends_is_refused);
-	tcase_add_test(tc, peer_not_listening_yet_then_its_request_is_adopted);
-	tcase_add_test(tc, adoption_that_fails_falls_back_to_our_own_request);
+	tcase_add_test(tc, adoption_that_fails_waits_for_the_next_request);
 	tcase_add_test(tc, p2p_connect_preconditions);
 	suite_add_tcase(s, tc);
 

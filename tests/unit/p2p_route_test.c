@@ -284,7 +284,7 @@ START_TEST(higher_end_adopts_without_resolving)
 	own = kid_of(id);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	req = peer_request("192.0.2.0", 1, "hers");
+	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	ck_assert_uint_eq(kid_of(id), req);
@@ -316,7 +316,7 @@ START_TEST(request_held_before_the_connect_is_adopted)
 	uint32_t req;
 
 	listener_holds();
-	req = peer_request("192.0.2.0", 1, "hers");
+	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	id = route_left_for_later("192.0.2.0");
 	ck_assert_int_eq(p2p_connect(id), 0);
@@ -401,10 +401,19 @@ START_TEST(lower_end_refused_resolution_leaves_no_device)
 }
 END_TEST
 
-/* A process whose listener does not hold is not known to run in p2p mode. */
-START_TEST(process_not_in_p2p_mode_resolves_as_usual)
+/*
+ * The higher end never sends, so it leaves its route for later whatever
+ * its listener does with requests (here: the default, timed hold).
+ */
+START_TEST(higher_end_leaves_its_route_whatever_its_listener)
 {
-	kernel_resolves("192.0.2.0");
+	struct rdma_cm_id *id = p2p_id_resolving("192.0.2.0");
+
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(id, 3000), 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
 }
 END_TEST
 
@@ -440,21 +449,42 @@ START_TEST(second_route_resolution_fails)
 END_TEST
 
 /*
- * A connect whose first-contact wait ends unanswered (the short wait of
- * this fixture): the kernel is asked to resolve the address of kernel id
- * *own for the REQ that is now due.
+ * The lower end's id towards 192.0.2.2, from source port src_port,
+ * resolved by the kernel as usual, with a QP.
+ */
+static struct rdma_cm_id *lower_end_id(void)
+{
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_cm_id *id = new_id();
+
+	ck_assert_int_eq(resolve_towards(id, "192.0.2.2"), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	ck_assert_int_eq(rdma_resolve_route(id, 3000), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	return id;
+}
+
+/*
+ * The lower end's REQ refused for now (IB CM reason 8: the peer does not
+ * listen yet): it goes out again on a fresh kernel id *own, whose
+ * address the kernel is asked to resolve first.
  */
 static struct rdma_cm_id *connect_resolving_late(uint32_t *own)
 {
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = lower_end_id();
+	uint32_t first = kid_of(id);
 
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
 	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_clear_log();
+	fake_ucma_event(first, RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
 	/* Made now, for the REQ: on the id's channel, named by the id. */
 	*own = kid_of(id);
-	ck_assert_uint_ne(*own, CMA_NO_KERNEL_ID);
+	ck_assert_uint_ne(*own, first);
 	ck_assert_uint_eq(fake_ucma_kid(*own)->uid, (uintptr_t)cma_id_priv(id));
 	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle,
 			  *own);
@@ -463,11 +493,11 @@ static struct rdma_cm_id *connect_resolving_late(uint32_t *own)
 }
 
 /*
- * The first-contact wait ends with no REQ from the peer: the kernel
- * resolves the address (the application's timeout) and the route, the
- * application sees neither, and our REQ goes out once it is routed.
+ * The kernel resolves the fresh kernel id's address (from the id's source
+ * address) and route, the application sees neither, and our REQ goes out
+ * again once it is routed.
  */
-START_TEST(wait_over_resolves_then_sends_our_req)
+START_TEST(refused_req_is_resolved_then_sent_again)
 {
 	const struct rdma_ucm_resolve_addr *ra;
 	const struct fake_cmd *c;
@@ -477,23 +507,17 @@ START_TEST(wait_over_resolves_then_sends_our_req)
 	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR);
 	ra = (const struct rdma_ucm_resolve_addr *)c->body;
 	ck_assert_uint_eq(ra->timeout_ms, 2000);
-	/* Never bound: the source address is named, as the application did. */
 	ck_assert_uint_eq(ra->src_size, sizeof(struct sockaddr_in));
 	ck_assert_uint_eq(
 		((const struct sockaddr_in *)&ra->src_addr)->sin_addr.s_addr,
 		inet_addr("192.0.2.1"));
 	library_event_then(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
 			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
-	c = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ROUTE);
-	ck_assert_uint_eq(
-		((const struct rdma_ucm_resolve_route *)c->body)->timeout_ms,
-		3000);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
 	library_event_then(own, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
 			   RDMA_USER_CM_CMD_CONNECT);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, own).kind,
 			 CMA_P2P_REQ);
-	/* an ordinary listener's application accepted it */
 	fake_ucma_event(own, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 }
@@ -521,13 +545,13 @@ END_TEST
 /* A resolve command the kernel refuses: UNREACHABLE with its errno. */
 START_TEST(late_resolve_command_refused_is_unreachable)
 {
+	struct rdma_cm_id *id = lower_end_id();
 	struct rdma_cm_event *ev;
-	struct rdma_cm_id *id;
 
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
-	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, ENODEV);
 	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, ENODEV);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
 	ev = await_event(RDMA_CM_EVENT_UNREACHABLE);
 	ck_assert_int_eq(ev->status, -ENODEV);
 	rdma_ack_cm_event(ev);
@@ -545,10 +569,12 @@ START_TEST(late_resolution_with_its_port_taken_takes_another)
 	struct rdma_cm_id *id;
 
 	src_port = 7000;
-	listener_holds();
-	id = route_left_for_later("192.0.2.0");
-	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, EADDRINUSE);
+	id = lower_end_id();
 	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_clear_log();
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_RESOLVE_ADDR, EADDRINUSE);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 2);
 	ra = (const void *)fake_ucma_cmd(
 		     cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)))
@@ -564,44 +590,39 @@ START_TEST(late_resolution_with_its_port_taken_takes_another)
 END_TEST
 
 /*
- * The peer's REQ arrives while the kernel resolves for ours: it is
- * adopted, the resolution's event is stale, and no REQ of ours goes out.
+ * A request of the higher peer's arrives while the kernel resolves for
+ * our REQ: refused for now (this end sends), and the resolution goes on.
  */
-START_TEST(request_during_late_resolution_is_adopted)
+START_TEST(request_during_late_resolution_is_refused)
 {
-	struct rdma_cm_id *id;
 	uint32_t own, req;
 
-	id = connect_resolving_late(&own);
-	req = peer_request("192.0.2.0", 1, "hers");
+	connect_resolving_late(&own);
+	req = peer_request("192.0.2.2", 0, "hers");
 	expect_nothing();
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
-	ck_assert_uint_eq(kid_of(id), req);
-	fake_ucma_event(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	expect_nothing();
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ROUTE), 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
+			 CMA_P2P_REJ_RETRY);
+	library_event_then(own, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
+			   RDMA_USER_CM_CMD_RESOLVE_ROUTE);
+	library_event_then(own, RDMA_CM_EVENT_ROUTE_RESOLVED, 0,
+			   RDMA_USER_CM_CMD_CONNECT);
 }
 END_TEST
 
 /*
  * The held request's answer fails (the peer gave up on it meanwhile): the
  * id goes back to having no kernel id of its own, with the addresses the
- * application resolved, and our REQ is resolved from them on one made for
- * it (stress p2p_churn: the id had taken the unbound kernel id's empty
- * addresses, and the late RESOLVE_ADDR failed with EINVAL).
+ * application resolved (stress p2p_churn: the id had taken the unbound
+ * kernel id's empty addresses), and adopts the peer's next request.
  */
 START_TEST(failed_adoption_keeps_the_resolved_addresses)
 {
-	const struct rdma_ucm_resolve_addr *ra;
 	const struct sockaddr_in *sin;
 	struct rdma_cm_id *id;
 	uint32_t req;
 
 	listener_holds();
-	req = peer_request("192.0.2.0", 1, "hers");
+	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	id = route_left_for_later("192.0.2.0");
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
@@ -613,15 +634,12 @@ START_TEST(failed_adoption_keeps_the_resolved_addresses)
 	sin = (const struct sockaddr_in *)rdma_get_peer_addr(id);
 	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.0"));
 	ck_assert_uint_eq(sin->sin_port, htons(P2P_PORT));
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
-	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle,
-			  kid_of(id));
-	ra = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->body;
-	ck_assert_uint_eq(ra->src_size, sizeof(struct sockaddr_in));
-	ck_assert_uint_eq(ra->dst_size, sizeof(struct sockaddr_in));
-	sin = (const struct sockaddr_in *)&ra->dst_addr;
-	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.0"));
-	ck_assert_uint_eq(sin->sin_port, htons(P2P_PORT));
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
+	req = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 }
 END_TEST
 
@@ -635,7 +653,7 @@ START_TEST(id_destroyed_with_its_route_left_for_later)
 	ck_assert_int_eq(p2p_connect(id), 0);
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
-	usleep(100 * 1000); /* twice the first wait */
+	usleep(100 * 1000);
 	expect_nothing();
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 0);
 }
@@ -645,14 +663,12 @@ static void wildcard_setup(void)
 {
 	listen_addr = "0.0.0.0";
 	id_bound_expected = true;
-	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
 	p2p_peer_fixture();
 }
 
 static void infiniband_setup(void)
 {
 	id_bound_expected = true;
-	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
 	fake_ucma_install();
 	fake_verbs_install(false);
 	p2p_peer_setup();
@@ -665,47 +681,35 @@ static void bound_teardown(void)
 	id_bound_expected = false;
 }
 
-static void short_wait_setup(void)
-{
-	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "50", 1);
-	p2p_peer_fixture();
-}
-
-static void long_wait_setup(void)
-{
-	setenv("RDMA_CM_P2P_FIRST_WAIT_MS", "60000", 1);
-	p2p_peer_fixture();
-}
-
 static Suite *p2p_route_suite(void)
 {
 	Suite *s = suite_create("p2p_route");
 	TCase *tc = tcase_create("left for later");
 
-	tcase_add_checked_fixture(tc, long_wait_setup, p2p_peer_teardown);
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, higher_end_adopts_without_resolving);
 	tcase_add_test(tc, request_held_before_the_connect_is_adopted);
 	tcase_add_test(tc, lower_end_resolves_as_usual);
 	tcase_add_test(tc, lower_end_takes_its_device_from_the_listener);
 	tcase_add_test(tc, lower_end_refused_resolution_leaves_no_device);
-	tcase_add_test(tc, process_not_in_p2p_mode_resolves_as_usual);
+	tcase_add_test(tc, higher_end_leaves_its_route_whatever_its_listener);
 	tcase_add_test(tc, plain_connect_of_a_route_left_for_later_fails);
 	tcase_add_test(tc, second_route_resolution_fails);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resolved late");
-	tcase_add_checked_fixture(tc, short_wait_setup, p2p_peer_teardown);
-	tcase_add_test(tc, wait_over_resolves_then_sends_our_req);
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
+	tcase_add_test(tc, refused_req_is_resolved_then_sent_again);
 	tcase_add_test(tc, late_resolution_failure_is_unreachable);
 	tcase_add_test(tc, late_resolve_command_refused_is_unreachable);
 	tcase_add_test(tc, late_resolution_with_its_port_taken_takes_another);
-	tcase_add_test(tc, request_during_late_resolution_is_adopted);
+	tcase_add_test(tc, request_during_late_resolution_is_refused);
 	tcase_add_test(tc, failed_adoption_keeps_the_resolved_addresses);
 	tcase_add_test(tc, id_destroyed_with_its_route_left_for_later);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("kernel id when needed");
-	tcase_add_checked_fixture(tc, long_wait_setup, p2p_peer_teardown);
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, kernel_id_is_made_by_the_first_command);
 	tcase_add_test(tc, unused_id_never_reaches_the_kernel);
 	tcase_add_test(tc, kernel_id_not_made_fails_the_command);
