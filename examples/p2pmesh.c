@@ -15,7 +15,9 @@
  * the one they receive, so a connection paired with the wrong one of the
  * peer's shows up as a mismatch.  -s sleeps a random 0..skew_ms before the
  * connects of each iteration; -t gives each connection an explicit tag
- * (RDMA_OPTION_ID_P2P_TAG) instead of the default ordinal; -w bounds each
+ * (RDMA_OPTION_ID_P2P_TAG), so that connection k pairs with the peer's
+ * connection k; without it a pair's connections pair in the order they
+ * come, and each end learns the peer's index from its hello; -w bounds each
  * phase of an iteration (default 120000 ms).  The event channel is read
  * non-blocking after poll(), one event per wake-up (as rping and QEMU
  * do); -D reads every event there is before waiting again (as UCX does);
@@ -74,6 +76,12 @@ struct conn {
 	struct rdma_cm_id *id;
 	struct ibv_mr *mr;
 	int peer, index;
+	/*
+	 * The peer's index of this connection: ours with explicit tags;
+	 * without them, connections of a pair pair in the order they come,
+	 * and the peer's hello says which of its connections this is.
+	 */
+	int peer_index;
 	int established; /* ESTABLISHED events seen */
 	bool passive; /* -L: this rank accepts this connection */
 	struct rdma_cm_id *pending; /* -L: next iteration's early request */
@@ -274,11 +282,7 @@ static int on_route(struct mesh *m, struct conn *c)
 	return 0;
 }
 
-/*
- * Without explicit tags, the n-th connect towards a peer pairs with the
- * peer's n-th connect towards us: connect in connection-index order, so
- * that the pairs agree on which index is which.
- */
+/* Connect @c, its hello naming this rank and the connection's index. */
 static int connect_one(struct mesh *m, struct conn *c)
 {
 	struct rdma_conn_param param = {
@@ -303,8 +307,8 @@ static int connect_one(struct mesh *m, struct conn *c)
 }
 
 /*
- * The routed connections towards @peer not yet connected, in index order
- * (ordinal tags pair the n-th connects), up to the first one not routed.
+ * The routed connections towards @peer not yet connected, in index order,
+ * up to the first one not routed.
  */
 static int connect_routed(struct mesh *m, int peer)
 {
@@ -343,7 +347,7 @@ static int check_recv(struct mesh *m, struct conn *c)
 	char want[MSG_LEN];
 
 	snprintf(want, MSG_LEN, "data %d>%d #%d it %d init %d", c->peer,
-		 m->rank, c->index, m->iter, !c->initiator);
+		 m->rank, c->peer_index, m->iter, !c->initiator);
 	if (strcmp(c->recv_buf, want)) {
 		ex_err("from rank %d conn %d: \"%.*s\", expected \"%s\"",
 		       c->peer, c->index, MSG_LEN, c->recv_buf, want);
@@ -378,6 +382,34 @@ static int check_route(const struct conn *c)
 	return 0;
 }
 
+/*
+ * Which of the peer's connections @c is, from the hello in @p: ours with
+ * explicit tags (or one connection per pair); without, any of the peer's
+ * not yet paired with another of ours this iteration.  -1 if none fits.
+ */
+static int peer_index_of(struct mesh *m, const struct conn *c,
+			 const struct rdma_conn_param *p)
+{
+	char hello[32] = "";
+	int peer, k, j;
+	struct conn *o;
+
+	if (m->explicit_tags || m->conns == 1 || !p->private_data)
+		return c->index;
+	memcpy(hello, p->private_data,
+	       p->private_data_len < sizeof(hello) - 1 ? p->private_data_len
+						       : sizeof(hello) - 1);
+	if (sscanf(hello, "hello %d.%d", &peer, &k) != 2 || peer != c->peer ||
+	    k < 0 || k >= m->conns)
+		return c->index;
+	for (j = 0; j < m->conns; j++) {
+		o = slot(m, c->peer, j);
+		if (o != c && o->established && o->peer_index == k)
+			return -1;
+	}
+	return k;
+}
+
 static int on_established(struct mesh *m, struct conn *c,
 			  const struct rdma_conn_param *p)
 {
@@ -389,7 +421,15 @@ static int on_established(struct mesh *m, struct conn *c,
 		       c->established);
 		return -1;
 	}
-	snprintf(want, sizeof(want), "hello %d.%d", c->peer, c->index);
+	c->peer_index = peer_index_of(m, c, p);
+	if (c->peer_index < 0) {
+		ex_err("rank %d conn %d: paired with a connection of the "
+		       "peer's "
+		       "already paired",
+		       c->peer, c->index);
+		return -1;
+	}
+	snprintf(want, sizeof(want), "hello %d.%d", c->peer, c->peer_index);
 	/*
 	 * peer2peer_mode delivers the peer's private data at its length; an
 	 * ordinary REP's comes padded to the transport's field size, and the

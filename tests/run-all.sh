@@ -14,6 +14,7 @@ trap 'rm -rf "$log"' EXIT
 
 passed=0
 failed=0
+xfails=()
 # Run one suite, stream its output, and count its PASS/FAIL lines.  A suite
 # that exits non-zero without a FAIL line still counts as one failure.
 run_suite() {
@@ -25,6 +26,8 @@ run_suite() {
 	local p f
 	p=$(grep -cE '^PASS[: ]' "$log/$name.out")
 	f=$(grep -cE '^(FAIL|ERROR)[: ]' "$log/$name.out")
+	# Known failures (tests/system/BUGS.md): counted apart, never passed.
+	mapfile -t -O "${#xfails[@]}" xfails < <(sed -n "s|^XFAIL \([^:]*\):.*|$name/\1|p" "$log/$name.out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "FAIL: $name (exit status $rc)"
 		f=1
@@ -270,5 +273,10 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 	fi
 fi
 
-echo "$passed passed, $failed failed"
+if [ "${#xfails[@]}" -gt 0 ]; then
+	echo "known failures (XFAIL, tests/system/BUGS.md): ${xfails[*]}"
+	echo "$passed passed, $failed failed, ${#xfails[@]} skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ]

@@ -17,8 +17,10 @@
 #              REQ finds no listener and is sent again (the library's
 #              log must say so), 2 iterations
 #   skew       the same with 0..2 s between the two rdma_connect calls
-#   pairs4     4 connections between the same pair at once, default tags,
-#              then explicit tags (RDMA_OPTION_ID_P2P_TAG)
+#   pairs4     4 connections between the same pair at once, default tags
+#              (paired in the order they come: each end learns which of
+#              the peer's it got from its hello), then explicit tags
+#              (RDMA_OPTION_ID_P2P_TAG: connection k pairs with k)
 #   mesh8      8 ranks, every pair from both sides: 28 connections,
 #              each connected once routed, the adopting end's route left
 #              for later (RDMA_OPTION_ID_PEER2PEER before resolving);
@@ -154,16 +156,11 @@ mesh() {
 		fail "$name" "rank 0's log lacks: $must_log"
 		show "$log".*
 	elif [ $rc -eq 0 ] && [ "$conns" -eq "$want" ]; then
-		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends${retried:+; $retried}"
+		pass "$name" "$((n * (n - 1) / 2 * per)) connections per iteration, $iters iteration(s); ranks counted $conns ends"
 		[ "${VERBOSE:-0}" = 1 ] && show "$log".*
-	elif why=$(retry_reason "$name" "$log"); then
-		echo "# $name: exit status $rc, $conns connection ends counted, expected $want:"
+	elif lost_ack "$name" "$log"; then
+		xfail "$name" "$LOST_ACK_BUG: a SEND on one rxe device never completed (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
-		echo "# $why: one retry"
-		rm -f "$log".*
-		retried="passed on a retry after $why" \
-			mesh "$name" "$n" $((port + 5)) "$ae" "$ao" "${orig[@]}"
-		return
 	else
 		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
 		show "$log".*
@@ -173,36 +170,16 @@ mesh() {
 
 # The mutual pair in one guest, which waits for every send completion,
 # meets rxe's lost ACK on one device now and then (tests/system/BUGS.md,
-# Open #4; the library's crossing race, fixed #5, had the same retry): it
-# gets one retry, printed, and a second failure fails the test.  Never in
-# two guests (both would have to retry together) nor for a retry itself.
-known_race_retry() {
-	[[ "$1" =~ ^mutual/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
-		[ "$TRANSPORT" != iwarp ]
-}
-
-# pairs4, both ranks started together in one guest, failed once in a full
-# run (2026-11-25): a connect refused with REJ 8 because the peer did not
-# listen yet waited 10 s for the peer's request and failed, while the
-# peer's request for the same pair went unanswered (tests/system/BUGS.md,
-# Open #6; 400 looped runs, the partial REJ 8 mixes included, did not
-# repeat it).  Exactly that signature gets one retry, printed, until it is
-# explained.
-open6_retry() {
-	[[ "$1" =~ ^pairs4/ ]] && [ "$two" = no ] && [ -z "${retried:-}" ] &&
-		grep -q 'RDMA_CM_EVENT_REJECTED (status 8)' "$2".*
-}
-
-# retry_reason NAME LOG: why a failed scenario gets its one retry (printed);
-# false when it gets none.
-retry_reason() {
-	if known_race_retry "$1"; then
-		echo "rxe's lost ACK on one device (tests/system/BUGS.md, Open #4)"
-	elif open6_retry "$1" "$2"; then
-		echo "a connect refused with REJ 8 (no listener yet) never paired (tests/system/BUGS.md, Open #6, not explained)"
-	else
-		return 1
-	fi
+# LOST_ACK_BUG): the lower rank's own SEND never completes, neither with
+# success nor with an error, while the peer received it.  Exactly that
+# signature is an XFAIL, counted apart; anything else fails.  No retry:
+# the library's own failures must show.
+LOST_ACK_BUG="BUGS.md rxe-lost-ack"
+lost_ack() {
+	[[ "$1" =~ ^mutual/ ]] && [ "$two" = no ] &&
+		[ "$TRANSPORT" != iwarp ] &&
+		grep -q 'established 1 sent 0 received 1' "$2".* &&
+		! grep -q 'REJECTED\|UNREACHABLE\|CONNECT_ERROR' "$2".*
 }
 
 # Issue 18's pair, written as an outside program (tests/system/p2p_pair_test.c:
@@ -244,13 +221,6 @@ restart_test() {
 	local fam=$1 port=$2 x=$3 y=$4 name="restart/$1" s p rc=0 ids=-1
 	wanted "$name" || return 0
 	[ $two = no ] || return 0
-	# On iWARP the higher end only waits for the lower end's request, so
-	# a restarted higher end never states its new incarnation to the
-	# survivor, whose ordinals stay ahead (rdma_cm_p2p(7), BUGS).
-	if [ "$TRANSPORT" = iwarp ]; then
-		echo "SKIP $name: a restarted higher end is not recognised on iWARP (rdma_cm_p2p(7) BUGS)"
-		return 0
-	fi
 	rm -f "$out/go" "$out"/rs.*
 	"$PAIR" restart survivor "$x" "$port" "$y" $((port + 1)) "$out/go" \
 		>"$out/rs.survivor" 2>&1 &
@@ -265,7 +235,10 @@ restart_test() {
 			>"$out/rs.peer2" 2>&1 &
 		p=$!
 		if wait_output "$out/rs.survivor" '^REFORMED$' 120; then
-			ids=$(rdma res show cm_id 2>/dev/null | grep -c " pid $s ")
+			# Any of its threads: the library's service thread
+			# makes the kernel id of a REQ sent again.
+			ids=$(rdma res show cm_id 2>/dev/null |
+				grep -cE " pid ($(ls /proc/$s/task | paste -sd'|')) ")
 		else
 			rc=1
 		fi
