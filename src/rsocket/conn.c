@@ -8,6 +8,7 @@
  * socket returns EINPROGRESS and later calls (or rpoll) carry it on.
  * The connection private data is rdma-core's struct rs_conn_data.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,31 @@
  * events the library makes itself (timers, rdma_write_cm_event, p2p), so
  * a pollable channel would only cost a descriptor per socket: with it,
  * a connected rsocket took 3, now 2, as in rdma-core.
+ *
+ * Its fd is non-blocking.  Every wait sleeps in poll() before it reads
+ * (rs_get_cm_event), but what poll() saw may be an event the library
+ * reads and drops (a connection request whose route it could not query):
+ * the read must then send the caller back to its wait, not block a
+ * non-blocking rsocket in the kernel until some other event comes.
  */
+static struct rdma_event_channel *rs_cm_channel(void)
+{
+	struct rdma_event_channel *ch = cma_channel_create();
+	int flags;
+
+	if (!ch)
+		return NULL;
+	flags = fcntl(ch->fd, F_GETFL);
+	if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK)) {
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
 int rs_stream_init(struct rsocket *rs, int domain)
 {
-	rs->channel = cma_channel_create();
+	rs->channel = rs_cm_channel();
 	if (!rs->channel)
 		return -1;
 	if (rdma_create_id(rs->channel, &rs->cm_id, rs, RDMA_PS_TCP))
@@ -64,14 +86,20 @@ static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 {
 	int ret;
 
-	if (nonblock && !rs_cm_event_ready(rs))
-		return cma_err(EAGAIN);
-	do
-		ret = rs_self_wait(rs);
-	while (!ret);
-	if (ret < 0)
-		return -1;
-	return rdma_get_cm_event(rs->channel, event);
+	for (;;) {
+		if (nonblock && !rs_cm_event_ready(rs))
+			return cma_err(EAGAIN);
+		do
+			ret = rs_self_wait(rs);
+		while (!ret);
+		if (ret < 0)
+			return -1;
+		if (!rdma_get_cm_event(rs->channel, event))
+			return 0;
+		/* Nothing after all: the library dropped what it read. */
+		if (errno != EAGAIN)
+			return -1;
+	}
 }
 
 int rs_stream_bind(struct rsocket *rs, const struct sockaddr *addr,
@@ -365,7 +393,7 @@ int rs_accept_one(struct rsocket *rs, bool nonblock)
 		rs_reject(id);
 		return cma_err(ENOMEM);
 	}
-	new_rs->channel = cma_channel_create();
+	new_rs->channel = rs_cm_channel();
 	if (!new_rs->channel || rdma_migrate_id(id, new_rs->channel)) {
 		rs_reject(id);
 		goto err;

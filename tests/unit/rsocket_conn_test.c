@@ -8,7 +8,8 @@
  * joins the two QPs by the fake verbs' wire, after which data flows.  As
  * connect(2)/accept(2) on a non-blocking socket: EINPROGRESS, then
  * EALREADY while it goes on, EISCONN once done; a refused connect is
- * ECONNREFUSED; a request that is not an rsocket's is refused.
+ * ECONNREFUSED; a request that is not an rsocket's is refused, one the
+ * library drops does not block a non-blocking raccept.
  */
 #include <config.h>
 
@@ -208,6 +209,36 @@ START_TEST(a_foreign_request_is_refused)
 }
 END_TEST
 
+/*
+ * A request the library reads and drops (the kernel fails the query of
+ * its route): a non-blocking raccept that polled the listener readable
+ * fails with EAGAIN instead of blocking in the kernel for the next event
+ * (the channel's fd was blocking); the next request is accepted.
+ */
+START_TEST(a_dropped_request_does_not_block_raccept)
+{
+	struct pollfd pfd = {.fd = server, .events = POLLIN};
+	uint32_t child;
+	int s;
+
+	ck_assert_ptr_nonnull(
+		fake_ucma_conn_req(kid_of_socket(server), &child));
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_QUERY_ROUTE, EIO);
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	errno = 0;
+	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_ge(fake_ucma_count(RDMA_USER_CM_CMD_QUERY_ROUTE), 1);
+	/* The next one goes through as usual. */
+	resolve_client();
+	child = carry_request();
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
+	rclose(s);
+}
+END_TEST
+
 /* The server's answer in an unknown protocol version: not connected. */
 START_TEST(an_answer_in_another_version_fails_the_connect)
 {
@@ -283,6 +314,7 @@ static Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_refused_connect_is_econnrefused);
 	tcase_add_test(tc, a_timed_out_resolution_is_retried);
 	tcase_add_test(tc, a_foreign_request_is_refused);
+	tcase_add_test(tc, a_dropped_request_does_not_block_raccept);
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
 	tcase_add_test(tc, the_listener_is_never_served);
