@@ -290,9 +290,14 @@ static void ds_recv_done(struct rsocket *rs, struct ds_qp *qp,
 
 	if (slot >= rs->rq_size || wc->status == IBV_WC_WR_FLUSH_ERR)
 		return; /* the QP is going away */
+	/*
+	 * The header names the sender in its own family: rrecvfrom reports
+	 * it in the socket's, as UDP does (and as the UDP path's senders are).
+	 */
 	if (wc->status != IBV_WC_SUCCESS ||
 	    ds_ud_msg_parse(qp->rbuf + (size_t)slot * DS_RSLOT_SIZE,
-			    wc->byte_len, DS_RSLOT_SIZE, &m)) {
+			    wc->byte_len, DS_RSLOT_SIZE, &m) ||
+	    ds_addr_in_family(&m.src, rs->domain)) {
 		rs->ds_dropped++;
 		ds_post_recv(rs, qp, slot);
 		return;

@@ -166,6 +166,31 @@ size_t ds_hdr_decode(const void *buf, size_t len, union rs_sockaddr *src)
 	return 0;
 }
 
+int ds_addr_in_family(union rs_sockaddr *a, int family)
+{
+	union rs_sockaddr v;
+
+	if (a->sa.sa_family == family)
+		return 0;
+	memset(&v, 0, sizeof(v));
+	if (family == AF_INET6 && a->sa.sa_family == AF_INET) {
+		v.sin6.sin6_family = AF_INET6;
+		v.sin6.sin6_port = a->sin.sin_port;
+		v.sin6.sin6_addr.s6_addr[10] = 0xff;
+		v.sin6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&v.sin6.sin6_addr.s6_addr[12], &a->sin.sin_addr, 4);
+	} else if (family == AF_INET && a->sa.sa_family == AF_INET6 &&
+		   IN6_IS_ADDR_V4MAPPED(&a->sin6.sin6_addr)) {
+		v.sin.sin_family = AF_INET;
+		v.sin.sin_port = a->sin6.sin6_port;
+		memcpy(&v.sin.sin_addr, &a->sin6.sin6_addr.s6_addr[12], 4);
+	} else {
+		return -1;
+	}
+	*a = v;
+	return 0;
+}
+
 size_t ds_udp_hdr_encode(struct ds_wire_udp_hdr *hdr, uint8_t op, uint32_t qpn,
 			 const union rs_sockaddr *src)
 {

@@ -205,6 +205,13 @@ size_t ds_hdr_encode(struct ds_wire_hdr *hdr, const union rs_sockaddr *addr);
  */
 size_t ds_hdr_decode(const void *buf, size_t len, union rs_sockaddr *src);
 
+/*
+ * Write @a in @family, as a socket of that family names a sender: an IPv4
+ * address as IPv4-mapped IPv6, an IPv4-mapped IPv6 one as IPv4.  0, or -1
+ * when it has no such form (IPv6 for an IPv4 socket).
+ */
+int ds_addr_in_family(union rs_sockaddr *a, int family);
+
 /* Build the UDP header for @qpn sending from @src; returns its length. */
 size_t ds_udp_hdr_encode(struct ds_wire_udp_hdr *hdr, uint8_t op, uint32_t qpn,
 			 const union rs_sockaddr *src);

@@ -12,8 +12,10 @@
  *    device owns (ENODEV), and nothing left behind by a failure;
  *  - the queues fit the device and the socket's buffer sizes;
  *  - a receive completion queues the datagram for rrecvfrom, which gives
- *    the slot back; a malformed or failed one is dropped, counted and
- *    reposted; a flushed one is left alone; after SHUT_RD nothing queues;
+ *    the slot back and names the sender in the socket's family; a
+ *    malformed or failed one, or one whose sender the socket's family
+ *    cannot name, is dropped, counted and reposted; a flushed one is left
+ *    alone; after SHUT_RD nothing queues;
  *  - a send completion frees its slot and unpins its destination; a failed
  *    one is counted; completions of unknown slots change nothing;
  *  - CQs are armed once before sleeping and their events taken;
@@ -285,6 +287,39 @@ START_TEST(a_received_datagram_is_read_and_its_slot_reposted)
 }
 END_TEST
 
+/*
+ * The header names the sender in its own family; rrecvfrom names it in
+ * the socket's, as UDP does: an IPv4-mapped sender of an IPv4 socket as
+ * IPv4, an IPv6 one (which the socket could not answer) dropped.
+ */
+START_TEST(a_sender_is_named_in_the_socket_family)
+{
+	union rs_sockaddr mapped, v6;
+	struct sockaddr_in from;
+	socklen_t fromlen = sizeof(from);
+	char buf[8];
+
+	memset(&mapped, 0, sizeof(mapped));
+	mapped.sin6.sin6_family = AF_INET6;
+	mapped.sin6.sin6_port = htons(7100);
+	inet_pton(AF_INET6, "::ffff:192.0.2.2", &mapped.sin6.sin6_addr);
+	v6 = mapped;
+	inet_pton(AF_INET6, "2001:db8::2", &v6.sin6.sin6_addr);
+	complete(DS_WR_RECV | 0, IBV_WC_SUCCESS, fill_slot(0, &v6, 3));
+	complete(DS_WR_RECV | 1, IBV_WC_SUCCESS, fill_slot(1, &mapped, 3));
+	poll_cqs();
+	ck_assert_uint_eq(rs->ds_dropped, 1);
+	ck_assert_int_eq(f->posted_recvs, posted + 1);
+	ck_assert_int_eq(rrecvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
+				   (struct sockaddr *)&from, &fromlen),
+			 3);
+	ck_assert_uint_eq(fromlen, sizeof(from));
+	ck_assert_int_eq(from.sin_family, AF_INET);
+	ck_assert_uint_eq(from.sin_addr.s_addr, peer.sin.sin_addr.s_addr);
+	ck_assert_uint_eq(from.sin_port, peer.sin.sin_port);
+}
+END_TEST
+
 START_TEST(bad_receives_are_dropped_and_reposted)
 {
 
@@ -395,6 +430,7 @@ static Suite *dgram_qp_suite(void)
 	tcase_add_checked_fixture(t, qp_setup, teardown);
 	tcase_add_test(t, a_received_datagram_is_read_and_its_slot_reposted);
 	tcase_add_test(t, bad_receives_are_dropped_and_reposted);
+	tcase_add_test(t, a_sender_is_named_in_the_socket_family);
 	tcase_add_test(t, nothing_queues_after_shut_rd);
 	tcase_add_test(t, a_send_completion_frees_its_slot);
 	tcase_add_test(t, cqs_armed_once_and_their_events_taken);

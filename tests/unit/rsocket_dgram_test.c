@@ -117,6 +117,34 @@ START_TEST(ud_msg_rejects_malformed)
 }
 END_TEST
 
+/*
+ * A sender named in a socket's family: IPv4 as IPv4-mapped IPv6 for an
+ * IPv6 socket and back; an IPv6 address has no IPv4 form.
+ */
+START_TEST(sender_in_the_socket_family)
+{
+	union rs_sockaddr a = sin4(0xc0000201, 7000), v6;
+	uint8_t mapped[16] = {[10] = 0xff, [11] = 0xff, 192, 0, 2, 1};
+
+	ck_assert_int_eq(ds_addr_in_family(&a, AF_INET), 0);
+	ck_assert_int_eq(a.sa.sa_family, AF_INET);
+	ck_assert_int_eq(ds_addr_in_family(&a, AF_INET6), 0);
+	ck_assert_int_eq(a.sa.sa_family, AF_INET6);
+	ck_assert_mem_eq(&a.sin6.sin6_addr, mapped, 16);
+	ck_assert_uint_eq(a.sin6.sin6_port, htons(7000));
+	ck_assert_int_eq(ds_addr_in_family(&a, AF_INET), 0);
+	ck_assert_int_eq(a.sa.sa_family, AF_INET);
+	ck_assert_uint_eq(a.sin.sin_addr.s_addr, htonl(0xc0000201));
+	ck_assert_uint_eq(a.sin.sin_port, htons(7000));
+	memset(&v6, 0, sizeof(v6));
+	v6.sin6.sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::2", &v6.sin6.sin6_addr);
+	a = v6;
+	ck_assert_int_eq(ds_addr_in_family(&a, AF_INET), -1);
+	ck_assert_mem_eq(&a, &v6, sizeof(a)); /* left as it was */
+}
+END_TEST
+
 /* A UDP resolver message: header for QP @qpn, then @len payload bytes. */
 static size_t udp_buf(uint8_t *buf, uint8_t op, uint32_t qpn,
 		      const union rs_sockaddr *src, size_t len)
@@ -414,6 +442,7 @@ static Suite *dgram_suite(void)
 	tcase_add_test(tc, ud_msg_ipv4);
 	tcase_add_test(tc, ud_msg_ipv6);
 	tcase_add_test(tc, ud_msg_rejects_malformed);
+	tcase_add_test(tc, sender_in_the_socket_family);
 	tcase_add_test(tc, udp_msg_data_and_ctrl);
 	tcase_add_test(tc, udp_msg_rejects_malformed);
 	suite_add_tcase(s, tc);
