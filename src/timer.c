@@ -52,6 +52,15 @@ static pthread_mutex_t timer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t timer_wake; /* CLOCK_MONOTONIC: the list changed */
 static pthread_cond_t timer_done = PTHREAD_COND_INITIALIZER;
 static pthread_once_t timer_once = PTHREAD_ONCE_INIT;
+/*
+ * Held by the service thread while it works outside timer_lock (a timer's
+ * expire(), serving a channel), when it takes p2p_lock, ids' locks and
+ * channels' locks; and by fork() from its prepare handler to its parent
+ * one.  So the thread is never in the middle of that work when a process
+ * forks, and the child inherits none of those locks held by a thread it
+ * does not have.
+ */
+static pthread_mutex_t svc_fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cma_timer *timers; /* armed, earliest first */
 static pthread_t timer_thread;
 static bool timer_thread_up, timer_quit;
@@ -124,10 +133,21 @@ static void cma_timer_init_wake(void)
  * parent's thread may have been waiting on the condition variables, a
  * waiter the child does not have: they are made anew.
  */
+static void cma_timer_atfork_prepare(void)
+{
+	pthread_mutex_lock(&svc_fork_lock);
+}
+
+static void cma_timer_atfork_parent(void)
+{
+	pthread_mutex_unlock(&svc_fork_lock);
+}
+
 static void cma_timer_atfork_child(void)
 {
 	struct cma_served *s;
 
+	pthread_mutex_init(&svc_fork_lock, NULL);
 	pthread_mutex_init(&timer_lock, NULL);
 	pthread_cond_init(&timer_done, NULL);
 	cma_timer_init_wake();
@@ -180,7 +200,8 @@ static void cma_timer_kick(void)
 static void cma_timer_init_once(void)
 {
 	cma_timer_init_wake();
-	pthread_atfork(NULL, NULL, cma_timer_atfork_child);
+	pthread_atfork(cma_timer_atfork_prepare, cma_timer_atfork_parent,
+		       cma_timer_atfork_child);
 }
 
 static void cma_timer_unlink(struct cma_timer *timer)
@@ -306,7 +327,9 @@ static void cma_timer_poll(void)
 			continue;
 		svc_busy = channel;
 		pthread_mutex_unlock(&timer_lock);
+		pthread_mutex_lock(&svc_fork_lock);
 		rearm = cma_event_serve(channel);
+		pthread_mutex_unlock(&svc_fork_lock);
 		pthread_mutex_lock(&timer_lock);
 		/* Still ours: a destroy waits while svc_busy names it. */
 		if (rearm && cma_served_has(channel))
@@ -347,7 +370,9 @@ static void *cma_timer_main(void *arg)
 		expire = timer->expire;
 		timer_in_expire = true;
 		pthread_mutex_unlock(&timer_lock);
+		pthread_mutex_lock(&svc_fork_lock);
 		expire(timer);
+		pthread_mutex_unlock(&svc_fork_lock);
 		pthread_mutex_lock(&timer_lock);
 		timer_in_expire = false;
 		timer->running = false;

@@ -185,6 +185,21 @@ static void *rs_ka_run(void *arg)
 	return NULL;
 }
 
+/*
+ * fork() waits until the keepalive thread sleeps (ka_mut is its own while
+ * it looks at sockets under their locks): the child inherits none of those
+ * locks held by a thread it does not have.
+ */
+static void rs_ka_atfork_prepare(void)
+{
+	pthread_mutex_lock(&ka_mut);
+}
+
+static void rs_ka_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ka_mut);
+}
+
 /* A forked child has no service thread and none of the parent's timers. */
 static void rs_ka_atfork_child(void)
 {
@@ -201,7 +216,8 @@ static void rs_ka_init(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ka_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_atfork(NULL, NULL, rs_ka_atfork_child);
+	pthread_atfork(rs_ka_atfork_prepare, rs_ka_atfork_parent,
+		       rs_ka_atfork_child);
 }
 
 /* Under ka_mut: the thread takes none of the application's signals. */

@@ -14,8 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "cma.h"
 #include "fake_ucma.h"
+#include "p2p_table.h"
 #include "test_hooks.h"
 #include "unit.h"
 
@@ -582,6 +585,69 @@ START_TEST(sync_waits_for_a_running_expire)
 }
 END_TEST
 
+/*
+ * A timer's expire() holding p2p_lock (as the p2p timers do) until the
+ * test lets it go.
+ */
+static void p2p_locked_expire(struct cma_timer *timer)
+{
+	(void)timer;
+	cma_p2p_lock();
+	pthread_mutex_lock(&gate_lock);
+	in_expire = true;
+	pthread_cond_broadcast(&gate_cond);
+	while (!let_go)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	cma_p2p_unlock();
+}
+
+static void *let_go_soon(void *arg)
+{
+	(void)arg;
+	usleep(200 * 1000);
+	pthread_mutex_lock(&gate_lock);
+	let_go = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	return NULL;
+}
+
+/*
+ * A process forks while the library's service thread holds p2p_lock in a
+ * timer's expire(): fork waits until the thread has left it, so the child
+ * (which has no such thread) can take it.  Before, the child's first p2p
+ * call hung for ever (here: the child's alarm kills it).
+ */
+START_TEST(fork_never_inherits_a_lock_the_service_thread_holds)
+{
+	pthread_t t;
+	int status;
+	pid_t pid;
+
+	test_timer.expire = p2p_locked_expire;
+	cma_timer_start(channel, &test_timer, 0);
+	pthread_mutex_lock(&gate_lock);
+	while (!in_expire)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	ck_assert_int_eq(pthread_create(&t, NULL, let_go_soon, NULL), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		alarm(5);
+		cma_p2p_lock();
+		cma_p2p_unlock();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child could not take p2p_lock (status %#x)", status);
+	pthread_join(t, NULL);
+	cma_timer_sync(&test_timer);
+}
+END_TEST
+
 static Suite *event_suite(void)
 {
 	Suite *s = suite_create("event");
@@ -604,6 +670,7 @@ static Suite *event_suite(void)
 	tcase_add_test(tc, timers_post_from_the_service_thread);
 	tcase_add_test(tc, timers_fire_on_time_with_or_without_a_wake_up);
 	tcase_add_test(tc, prestart_returns_once_the_service_thread_ran);
+	tcase_add_test(tc, fork_never_inherits_a_lock_the_service_thread_holds);
 	tcase_add_test(tc, arming_a_timer_leaves_the_service_thread_asleep);
 	tcase_add_test(tc, quiet_timers_never_wake_the_channel);
 	tcase_add_test(tc, sync_waits_for_a_running_expire);
