@@ -382,3 +382,47 @@ put("ds_recv", "connected", dr_hdr(rq=2, sq=2) + bytes([6, 2]) +
     dr_recv())
 put("ds_recv", "shut_down", dr_hdr() + dr_udp() + bytes([7, 0x0d]) +
     dr_ud() + dr_recv() + dr_send() + bytes([7, 0]) + bytes([7, 2]))
+
+
+# --- rs_conn: flags [sizes], then operations (see rs_conn_fuzz.c) ---------
+RC_ADDR_OK, RC_ADDR_ERR, RC_ROUTE_OK, RC_ROUTE_ERR, RC_EST, RC_REJ = range(6)
+RC_DISC = 8
+
+
+def rc_event(ev, status=0, data=None):  # data: None, "real" or bytes
+    b = bytes([1, ev, status])
+    if ev in (RC_EST, RC_REJ, 9):
+        b += rc_data(data)
+    return b
+
+
+def rc_data(data):
+    if data == "real":
+        return b"\x01"
+    data = data or b""
+    return bytes([0, len(data)]) + data
+
+
+rc_resolved = bytes([0, 0]) + rc_event(RC_ADDR_OK) + rc_event(RC_ROUTE_OK)
+rc_accept = bytes([4, 28, 1])
+put("rs_conn", "handshake", b"\x00" + rc_resolved + bytes([3, 0x11]) +
+    rc_data("real") + rc_accept + rc_event(RC_EST, data="real") +
+    bytes([5, 0, RC_EST, 0]) + rc_data("real") + bytes([7, 0]))
+put("rs_conn", "ipv6_sizes", b"\x06" + bytes([64, 32, 0]) + rc_resolved +
+    bytes([3, 0]) + rc_data("real") + rc_accept +
+    rc_event(RC_EST, data=bytes(40)))
+put("rs_conn", "refused", b"\x00" + rc_resolved +
+    rc_event(RC_REJ, 28, data=b"go away") + bytes([0, 0]))
+put("rs_conn", "retried", b"\x00" + bytes([0, 0]) +
+    rc_event(RC_ADDR_ERR, 0x80) + rc_event(RC_ADDR_OK) +
+    rc_event(RC_ROUTE_ERR, 0x80) + rc_event(RC_ROUTE_OK) +
+    rc_event(RC_DISC))
+put("rs_conn", "foreign_request", b"\x00" + bytes([3, 0]) +
+    rc_data(b"not an rsocket") + rc_accept + bytes([3, 0]) +
+    rc_data(bytes(40)) + rc_accept)
+put("rs_conn", "kernel_fails", b"\x00" + bytes([6, 1, 0]) + rc_resolved +
+    bytes([3, 0]) + rc_data("real") + bytes([6, 4, 1]) + rc_accept +
+    bytes([6, 7, 2]) + bytes([3, 0]) + rc_data("real") + rc_accept)
+put("rs_conn", "self_connect", b"\x00" + bytes([3, 0]) + rc_data("real") +
+    rc_resolved + bytes([3, 0]) + rc_data("real") +
+    rc_event(RC_EST, data="real") + bytes([7, 0x80]))

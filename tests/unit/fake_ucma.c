@@ -405,9 +405,20 @@ static void fake_forget_events(struct fake_dev *dev, uint32_t handle,
 			       uint32_t mc)
 {
 	struct fake_event **pp = &dev->head, *e;
+	struct fake_kid *child;
 
 	while ((e = *pp)) {
 		if (mc ? e->mc == mc : e->kid == handle) {
+			/*
+			 * A request nobody read dies with its listener, as
+			 * ucma_cleanup_ctx_events destroys its id.
+			 */
+			child = NULL;
+			if (!mc &&
+			    e->resp.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+				child = fake_kid_locked(e->resp.id);
+			if (child && child->handle != handle)
+				child->live = false;
 			*pp = e->next;
 			free(e);
 			dev->queued--;
