@@ -314,7 +314,11 @@ int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
 			errno = EALREADY;
 		return ret;
 	}
-	if (rs_state(rs) & RS_CONNECTED)
+	/*
+	 * A connection that has ended still holds its QP and buffers: a new
+	 * connect would make others over them, as TCP refuses one.
+	 */
+	if (rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR))
 		return cma_err(EISCONN);
 	if (rs_state(rs) == RS_LISTENING)
 		return cma_err(EINVAL);

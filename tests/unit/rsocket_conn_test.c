@@ -7,9 +7,9 @@
  * a CONNECT_REQUEST, carries the server's ACCEPT back as ESTABLISHED, and
  * joins the two QPs by the fake verbs' wire, after which data flows.  As
  * connect(2)/accept(2) on a non-blocking socket: EINPROGRESS, then
- * EALREADY while it goes on, EISCONN once done; a refused connect is
- * ECONNREFUSED; a request that is not an rsocket's is refused, one the
- * library drops does not block a non-blocking raccept.
+ * EALREADY while it goes on, EISCONN once done (and once ended); a
+ * refused connect is ECONNREFUSED; a request that is not an rsocket's is
+ * refused, one the library drops does not block a non-blocking raccept.
  */
 #include <config.h>
 
@@ -191,6 +191,39 @@ START_TEST(a_timed_out_resolution_is_retried)
 }
 END_TEST
 
+/*
+ * A connection that ended (the peer's disconnect) cannot be connected
+ * again: EISCONN, and no second QP is made over the first (which leaked
+ * the first's completion channel and CQ).
+ */
+START_TEST(an_ended_connection_does_not_connect_again)
+{
+	struct pollfd pfd = {.fd = client, .events = POLLIN};
+	uint32_t child;
+	char c;
+	int s;
+
+	resolve_client();
+	child = carry_request();
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	carry_accept(child);
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	ck_assert_int_eq(start_connect(), 0);
+	/* The server's end takes its ESTABLISHED, then closes. */
+	ck_assert_int_eq(rrecv(s, &c, 1, MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	rclose(s);
+	ck_assert_int_eq(rpoll(&pfd, 1, 1000), 1);
+	ck_assert_int_eq(rrecv(client, &c, 1, 0), 0);
+	errno = 0;
+	ck_assert_int_eq(start_connect(), -1);
+	ck_assert_int_eq(errno, EISCONN);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 1);
+	ck_assert_int_eq(fake_verbs_counts().channels, 1); /* the client's */
+}
+END_TEST
+
 /* Private data that is not an rsocket's: refused, the accept fails. */
 START_TEST(a_foreign_request_is_refused)
 {
@@ -315,6 +348,7 @@ static Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_timed_out_resolution_is_retried);
 	tcase_add_test(tc, a_foreign_request_is_refused);
 	tcase_add_test(tc, a_dropped_request_does_not_block_raccept);
+	tcase_add_test(tc, an_ended_connection_does_not_connect_again);
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
 	tcase_add_test(tc, the_listener_is_never_served);
