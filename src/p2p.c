@@ -51,6 +51,7 @@
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
+#include "test_hooks.h"
 #include "ucma_abi.h"
 
 _Static_assert(offsetof(struct rdma_conn_param, peer2peer_mode) == 15,
@@ -231,8 +232,20 @@ unsigned int cma_p2p_max_held(void)
 	return p2p_max_held;
 }
 
+/* A test's frozen time (cma_p2p_set_clock); 0: the real clock. */
+static uint64_t p2p_test_clock_ns;
+
+void cma_p2p_set_clock(uint64_t ns)
+{
+	__atomic_store_n(&p2p_test_clock_ns, ns, __ATOMIC_RELAXED);
+}
+
 uint64_t cma_p2p_now_ns(void)
 {
+	uint64_t t = __atomic_load_n(&p2p_test_clock_ns, __ATOMIC_RELAXED);
+
+	if (t)
+		return t;
 	return cma_now_coarse_ns(); /* deadlines of timers: timer.c says why */
 }
 
@@ -753,17 +766,35 @@ struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 
 /* --- events on p2p ids ----------------------------------------------------- */
 
+/* Private data of nothing but zeros: none was given (IB pads it). */
+static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
+{
+	unsigned int i;
+
+	for (i = 0; i < kp->private_data_len && i < sizeof(kp->private_data);
+	     i++)
+		if (kp->private_data[i])
+			return false;
+	return true;
+}
+
 /*
  * A REJ that refuses our REQ for now, so that it may go out again: IB CM
- * reason 8 (invalid service ID: the peer does not listen yet), or the
- * peer library's "not now" (it could not hold or adopt it).
+ * reason 8 (invalid service ID: the peer does not listen yet); reason 28
+ * with no private data, which is what the kernel's RDMA CM answers when
+ * the service ID has a listener but none for the peer's address (two
+ * addresses of one device on one port, the peer's listener not up yet);
+ * or the peer library's "not now" (it could not hold or adopt it).  The
+ * bound ends the resends if it never changes.
  */
 static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 {
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	struct cma_p2p_hdr hdr;
 
-	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID)
+	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID ||
+	    (resp->status == CMA_IB_REJ_CONSUMER_DEFINED &&
+	     cma_p2p_no_data(kp)))
 		return true;
 	return cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
 				 &hdr) == CMA_P2P_OK &&

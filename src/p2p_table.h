@@ -29,6 +29,8 @@
 #define CMA_P2P_MESH_MAX_STEPS 8
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
+/* Its reason for a consumer's refusal, and the RDMA CM's own (no data). */
+#define CMA_IB_REJ_CONSUMER_DEFINED 28
 #define CMA_P2P_KEY_STRLEN 128
 /*
  * Held requests a remote peer can make us keep (each holds a kernel id):

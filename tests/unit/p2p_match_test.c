@@ -307,6 +307,28 @@ END_TEST
  * goes out again until it is heard (here refused once more first), and
  * forms.  Another connect of the pair is unaffected.
  */
+/*
+ * Reason 28 with no private data is the kernel's own refusal when the
+ * service ID has a listener but none for the address (two addresses of
+ * one device on one port, the peer's listener not up yet): as reason 8,
+ * our REQ goes out again, and forms once the peer listens.
+ */
+START_TEST(kernel_refusal_without_data_is_sent_again)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	uint32_t own = kid_of(id), again;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_clear_log();
+	fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
+	expect_nothing();
+	again = req_sent_again(id, own, 0);
+	fake_ucma_event(again, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	expect_nothing();
+}
+END_TEST
+
 START_TEST(refused_unheard_req_goes_out_until_heard)
 {
 	struct rdma_cm_id *one, *two;
@@ -423,20 +445,25 @@ static uint64_t sent_tag(struct rdma_cm_id *id)
 
 /*
  * An attempt that fails on one side only must not derail the pair: the
- * kernel refused our REQ before the peer's library saw it (CM reason 28
- * with no header: seen with two addresses of one Soft-RoCE device), or
- * the application destroyed a connect before its answer.  Nothing is
+ * peer's application refused our REQ (reason 28 with its private data),
+ * or the application destroyed a connect before its answer.  Nothing is
  * counted, so the next connect's REQ is the same as the first's and pairs
  * with whatever attempt of the peer's waits.
  */
 START_TEST(failed_attempt_never_derails_the_next)
 {
+	struct rdma_ucm_event_resp *r;
 	struct rdma_cm_id *id;
 
 	id = connecting_id("192.0.2.2");
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_uint_eq(sent_tag(id), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_REJECTED, 28);
+	fake_ucma_hold();
+	r = fake_ucma_event(kid_of(id), RDMA_CM_EVENT_REJECTED, 28);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, "no", 2);
+	r->param.conn.private_data_len = 2;
+	fake_ucma_release();
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_REJECTED));
 
 	id = connecting_id("192.0.2.2");
@@ -1076,6 +1103,7 @@ static Suite *p2p_match_suite(void)
 	tcase_add_test(tc, higher_end_sends_no_req_and_adopts);
 	tcase_add_test(tc, refused_for_now_req_goes_out_again);
 	tcase_add_test(tc, refused_unheard_req_goes_out_until_heard);
+	tcase_add_test(tc, kernel_refusal_without_data_is_sent_again);
 	tcase_add_test(tc, attempts_pair_in_the_order_they_come);
 	tcase_add_test(tc, dead_held_request_is_passed_over);
 	tcase_add_test(tc, dead_arriving_request_leaves_the_connect_waiting);
