@@ -426,3 +426,43 @@ put("rs_conn", "kernel_fails", b"\x00" + bytes([6, 1, 0]) + rc_resolved +
 put("rs_conn", "self_connect", b"\x00" + bytes([3, 0]) + rc_data("real") +
     rc_resolved + bytes([3, 0]) + rc_data("real") +
     rc_event(RC_EST, data="real") + bytes([7, 0x80]))
+
+
+# --- acm_cm: flags, the port, then operations (see acm_cm_fuzz.c) --------
+# GIDs by selector: 0 us (RoCE IPv4), 1 roce4, 2 us (RoCE IPv6), 3 roce6,
+# 4 us (InfiniBand), 5 ibnode, 6 nobody.
+def ac_port(lid=0, sm_lid=0, width=1, speed=1, gid0=0, gid1=2):
+    return bytes([lid, sm_lid, 0, width, speed, gid0 | gid1 << 4])
+
+
+def ac_lookup(node=0, hints=0, src=0, service=0):
+    return bytes([0, node, hints, src << 4 | service])
+
+
+def ac_answer(paths):  # paths: list of (sgid, dgid)
+    b = bytes([len(paths)])
+    for s, d in paths:
+        b += bytes([0x0c, 0x07]) + bytes(64) + bytes([s | d << 4])
+    return b
+
+
+def ac_resolve(ipv6=False, peer=True, src=1, sgid=0, dgid=1, fail=False):
+    d = (1 if ipv6 else 0) | (2 if peer else 0) | (4 if fail else 0)
+    return bytes([3, d, src, sgid | dgid << 4])
+
+
+put("acm_cm", "table_roce4", b"\x08" + ac_port() + ac_lookup() +
+    ac_resolve())
+put("acm_cm", "service_ib", b"\x05" +
+    ac_port(1, 2, 2, 1, 4, 4) + ac_lookup(2, 0x30, 0, 1) +
+    ac_answer([(4, 5)]))
+put("acm_cm", "cache_then_hit", b"\x06" + ac_port() + ac_lookup(0) +
+    ac_answer([(0, 1), (0, 1)]) + ac_lookup(0) + ac_resolve() +
+    ac_answer([(0, 1)]))
+put("acm_cm", "numeric_gets_route", b"\x0e" + ac_port() +
+    ac_lookup(4, 0, 1, 1) + ac_answer([(0, 1)]) +
+    ac_resolve(fail=True) + ac_answer([(0, 1)]))
+put("acm_cm", "service_refuses", b"\x1e" + ac_port(gid0=2, gid1=0) +
+    ac_lookup(1, 0x20) + ac_resolve(True, True, 2, 2, 3))
+put("acm_cm", "create_ep", b"\x08" + ac_port() + b"\x02" +
+    ac_lookup()[1:] + b"\x00" + ac_lookup(0, 0x04))
