@@ -373,6 +373,11 @@ void cma_channel_prepare_posts(struct rdma_event_channel *channel);
 uint64_t cma_now_ns(void); /* CLOCK_MONOTONIC */
 /* CLOCK_MONOTONIC_COARSE: timers' deadlines, never ahead of cma_now_ns. */
 uint64_t cma_now_coarse_ns(void);
+/*
+ * fault.c: RDMA_CM_FAULT_DELAY_MS=N, a random 0..N ms wait before each
+ * kernel event is handled and each timer expires (tests under load).
+ */
+void cma_fault_delay(void);
 
 /*
  * Timers run in the library's service thread (timer.c), with no other

@@ -285,6 +285,7 @@ cma_event_from_kernel(struct cma_event *evt,
 {
 	enum cma_event_verdict verdict;
 
+	cma_fault_delay();
 	evt->event.event = (enum rdma_cm_event_type)resp->event;
 	evt->event.status = (int)resp->status;
 	cma_bind_event_subject(evt, resp);

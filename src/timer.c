@@ -371,6 +371,7 @@ static void *cma_timer_main(void *arg)
 		timer_in_expire = true;
 		pthread_mutex_unlock(&timer_lock);
 		pthread_mutex_lock(&svc_fork_lock);
+		cma_fault_delay();
 		expire(timer);
 		pthread_mutex_unlock(&svc_fork_lock);
 		pthread_mutex_lock(&timer_lock);
