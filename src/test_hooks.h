@@ -44,6 +44,13 @@ unsigned long cma_service_wakeups(void);
 /* timer.c: the service thread is up and has run (cma_timer_prestart). */
 bool cma_service_thread_ran(void);
 
+/*
+ * p2p.c: p2p mode's clock (cma_p2p_now_ns) reads @ns from now on, frozen,
+ * so that a test decides when a bound or a hold is over; 0: the real
+ * clock again.  Timers still fire on the real clock (timer.c).
+ */
+void cma_p2p_set_clock(uint64_t ns);
+
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);
 

@@ -654,6 +654,10 @@ static int fake_answer(struct fake_dev *dev, uint32_t cmd, const void *body,
 		return fake_leave(fake_u32(body, fake_handle_offset(cmd)), out);
 	if (!kid)
 		return EINVAL; /* the kernel's answer to an unknown handle */
+	/* A request its sender gave up: no QP attributes, no accept. */
+	if (kid->dead && (cmd == RDMA_USER_CM_CMD_INIT_QP_ATTR ||
+			  cmd == RDMA_USER_CM_CMD_ACCEPT))
+		return EINVAL;
 	switch (cmd) {
 	case RDMA_USER_CM_CMD_DESTROY_ID:
 		return fake_destroy_id(kid, out);
@@ -973,6 +977,14 @@ struct fake_kid *fake_ucma_kid_of(const void *uid)
 			kid = &kids[i];
 	pthread_mutex_unlock(&fake_lock);
 	return kid;
+}
+
+void fake_ucma_kill_kid(uint32_t handle)
+{
+	pthread_mutex_lock(&fake_lock);
+	if (handle && handle <= nkids)
+		kids[handle].dead = true;
+	pthread_mutex_unlock(&fake_lock);
 }
 
 int fake_ucma_ncmds(void)

@@ -48,6 +48,7 @@ struct fake_kid {
 	bool route_resolved;
 	uint32_t events_reported; /* events handed out by GET_EVENT */
 	struct sockaddr_storage src, dst;
+	bool dead; /* fake_ucma_kill_kid: its peer gave the request up */
 };
 
 /* One command the library sent (GET_EVENT is not recorded). */
@@ -79,6 +80,13 @@ struct fake_kid *fake_ucma_kid(uint32_t handle);
 bool fake_ucma_kid_live(uint32_t handle, unsigned int wait_ms);
 /* The kernel id whose uid is this library id (cma_id_private *). */
 struct fake_kid *fake_ucma_kid_of(const void *uid);
+/*
+ * The peer gave up the request behind kernel id @handle (it rejected or
+ * destroyed its side): the CM left the request state, so from now on
+ * INIT_QP_ATTR and ACCEPT on it fail with EINVAL, as the kernel's do.
+ * The id itself lives on until the library destroys it.
+ */
+void fake_ucma_kill_kid(uint32_t handle);
 
 /* --- events: what the kernel reports ------------------------------------ */
 

@@ -1,0 +1,2405 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * An exhaustive interleaving checker of peer-to-peer connection formation
+ * (rdma_cm_p2p(7), src/p2p*.c).
+ *
+ * This process is end A (192.0.2.1, a holding listener on port 7471), run
+ * against the fake kernel; the test plays peer B with a model of B written
+ * after the man page's STATE MACHINE, in two configurations: B lower
+ * (192.0.2.0: B sends REQs, A adopts them) and B higher (192.0.2.2: A
+ * sends, B adopts or refuses).  Each side makes NA / NB attempts.
+ *
+ * A schedule is an order of the actions enabled at each step: A's calls
+ * (a connect on a fresh id, destroying an attempt's id), B's (a connect,
+ * giving an attempt up, sending a refused REQ again, being killed and
+ * started again with a new incarnation), the delivery of each message in
+ * flight in either direction (REQ, REP, RTU, the refusals and the
+ * kernel's own reports), its loss where the IB CM lets the library see
+ * one, and the expiry of each of A's timers.  The explorer enumerates the
+ * choices depth first up to a depth bound; each prefix is replayed from a
+ * fresh state in a fork()ed child and then completed the fair way (every
+ * message delivered, every connect made, timers last), and the outcome
+ * is checked against what rdma_cm_p2p(7) promises (see finish()).
+ *
+ * Two things make a replay deterministic.  p2p's clock is frozen at the
+ * checker's own time (cma_p2p_set_clock), which moves only when a chosen
+ * timer expires.  And the library's service thread is parked inside a
+ * timer of ours for the whole schedule, so that nothing fires on the wall
+ * clock: the checker runs the expire function of a due timer itself, as
+ * the thread would, and reads the served channel's kernel events itself
+ * (cma_event_serve) after each step, as the thread would between the
+ * steps of the peer.  The channel is served, so its fd must be readable
+ * exactly when rdma_get_cm_event has an event, which is checked before
+ * every read.
+ *
+ * P2P_INTERLEAVE_DEPTH sets the depth bound, P2P_INTERLEAVE_FAULTS how many
+ * losses and refusals a schedule may choose (P2P_INTERLEAVE_KILLS the
+ * same for B's restarts).
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cma.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "p2p_table.h"
+#include "p2p_wire.h"
+#include "test_hooks.h"
+#include "unit.h"
+#include "p2p_peer.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+#define NA 3 /* A's connects in a schedule */
+#define NB 3 /* B's connects in a schedule */
+/* The bounds: the library's (p2p_connect.c), with a hold of 10 s. */
+#define HOLD_MS 10000
+#define ANSWER_MS (2 * HOLD_MS + CMA_P2P_PROBE_MS)
+#define REFUSED_MS HOLD_MS
+#define RETRY_MS 200
+/*
+ * The longest a connect may wait: its REQ unanswered for a bound,
+ * refused for now just then, sent again until the refused bound, the
+ * last one unanswered for another bound, then the last resend's timer.
+ */
+#define MAX_END_MS (2 * ANSWER_MS + REFUSED_MS + 2 * RETRY_MS + 100)
+/* The frozen clock never reads 0 (which tells "not set" in p2p.c). */
+#define CLOCK_BASE_NS 1000000000000ull
+#define MAX_FLIGHT 96
+#define MAX_KIDS 2048
+#define MAX_DEPTH 48
+#define MAX_ACTS 64
+#define MAX_HELD_B 16
+#define B_INC(n) (0xb0b0000000000000ull + (uint64_t)(n) + 1)
+/* IB CM REJ reasons the kernel reports as the event's status. */
+#define IB_REJ_TIMEOUT 1
+#define IB_REJ_CONSUMER 28
+
+enum cfg { B_LOWER, B_HIGHER };
+
+/* --- the model's state -------------------------------------------------- */
+
+enum msg_type {
+	M_REQ,
+	M_REP,
+	M_RTU,
+	M_REJ, /* a refusal: @status, @kind the p2p header's (0: none) */
+	M_WITHDRAW, /* A gave up its REQ (its kernel id destroyed) */
+	M_DREQ, /* A's end of a formed or forming connection went away */
+	M_KEV, /* an event A's kernel reports on its own (a CM timeout) */
+};
+
+static const char *const msg_name[] = {"REQ",	   "REP",  "RTU",  "REJ",
+				       "WITHDRAW", "DREQ", "event"};
+
+struct msg {
+	uint8_t type;
+	bool to_b;
+	bool dead; /* a REQ its sender gave up on the way: arrives dead */
+	uint8_t att; /* B's attempt it is of; an A REQ's: A's attempt */
+	uint8_t gen; /* B lower: which REQ of the attempt */
+	uint8_t kind; /* M_REJ */
+	bool app_data; /* M_REJ: an application's refusal, with its data */
+	uint8_t inc; /* the B process that sent it */
+	uint32_t kid; /* A's kernel id it is about (0: a REQ not there yet) */
+	uint32_t chan; /* the connection: its messages keep their order */
+	uint32_t ev; /* M_KEV */
+	int status; /* M_REJ, M_KEV */
+	uint32_t seq;
+};
+
+/* What the checker knows of one of A's kernel ids. */
+enum kid_role { K_NONE, K_BREQ, K_AREQ };
+enum kid_state { KS_NONE, KS_HELD, KS_SENT, KS_ACCEPTED, KS_ESTAB, KS_GONE };
+
+struct kid_info {
+	uint8_t role;
+	uint8_t st;
+	uint8_t att; /* K_BREQ: B's attempt; K_AREQ: A's */
+	uint8_t gen;
+	int8_t a_att; /* K_BREQ: the A attempt that accepted it */
+	bool dead; /* fake_ucma_kill_kid */
+	bool term; /* a final event came: the kernel reports no other */
+	bool disc; /* DISCONNECTED came or is on its way: only once */
+};
+
+enum a_state { AS_IDLE, AS_WAIT, AS_ENDED };
+
+struct a_att {
+	struct rdma_cm_id *id; /* NULL once destroyed */
+	uint8_t st;
+	bool destroyed; /* by the application, before its end */
+	bool established, disconnected;
+	int end_ev, end_status;
+	int b_partner; /* the B attempt its ESTABLISHED came from */
+	int64_t start;
+	int64_t refused_at; /* when we last refused its REQ for now */
+	int epoch; /* how many of B's processes were gone when it began */
+	int reqs; /* B higher: REQs it sent */
+};
+
+enum b_state {
+	BS_NONE,
+	BS_PENDING, /* B lower: its REQ is out */
+	BS_RESEND, /* B lower: refused for now, sent again in 200 ms */
+	BS_WAIT, /* B higher: waits for A's REQ */
+	BS_REPSENT, /* B higher: adopted A's REQ, waits for the RTU */
+	BS_ESTAB,
+	BS_DONE,
+};
+
+static const char *const b_state_name[] = {
+	"none", "pending", "resend", "wait", "rep-sent", "established", "done"};
+
+struct b_att {
+	uint8_t st;
+	uint8_t gen;
+	uint8_t inc;
+	bool formed; /* it was established */
+	const char *end;
+	uint32_t kid; /* lower: its REQ's kernel id at A; higher: A's REQ */
+	int a_partner; /* the A attempt it paired with */
+	int64_t due; /* its bound */
+	int64_t refused_since, refused_at;
+};
+
+/* One action of a schedule. */
+enum act_kind {
+	ACT_A_CONNECT,
+	ACT_A_DESTROY,
+	ACT_B_CONNECT,
+	ACT_B_GIVEUP,
+	ACT_B_BOUND, /* completion only: B's bound ran out */
+	ACT_B_RESEND,
+	ACT_B_KILL,
+	ACT_B_START,
+	ACT_DELIVER,
+	ACT_FIRE_CONN,
+	ACT_FIRE_LIS,
+};
+
+enum variant { V_OK, V_LOSE, V_REFUSE_RETRY, V_REFUSE_OTHER };
+
+struct act {
+	uint8_t kind, arg, var;
+};
+
+/*
+ * What the schedules reached, so that a change of the model or of the
+ * library that makes a path unreachable does not pass unnoticed.
+ */
+enum coverage {
+	COV_ESTABLISHED,
+	COV_ADOPT_HELD, /* a connect adopted a held request */
+	COV_ADOPT_ARRIVING, /* a waiting connect adopted an arriving one */
+	COV_DEAD_PASSED, /* an adoption passed a dead request over */
+	COV_DEAD_DROPPED, /* a hold check dropped a dead request */
+	COV_RESEND, /* a REQ refused for now went out again */
+	COV_WITHDRAW, /* a REQ withdrawn while B had it */
+	COV_BOUND, /* a connect's bound ran out: UNREACHABLE, -ETIMEDOUT */
+	COV_REFUSED_END, /* refused for now until its bound: REJECTED */
+	COV_PEER_REJECTED, /* ended by B's REJ or its CM's report */
+	COV_RESET, /* failed because B restarted (-ECONNRESET) */
+	COV_DISCONNECTED,
+	COV_COUNT
+};
+
+static const char *const cov_name[] = {
+	"established",	 "adopt-held",	  "adopt-arriving", "dead-passed",
+	"dead-dropped",	 "resend",	  "withdraw",	    "bound",
+	"refused-bound", "peer-rejected", "restart",	    "disconnected"};
+
+static struct {
+	enum cfg cfg;
+	int64_t now; /* the checker's clock, ms */
+	struct a_att a[NA];
+	int a_made;
+	struct b_att b[NB];
+	int b_made;
+	bool b_up;
+	uint8_t b_inc;
+	int kills, faults;
+	struct {
+		uint32_t kid;
+		bool dead;
+	} b_held[MAX_HELD_B];
+	int nb_held;
+	struct msg fl[MAX_FLIGHT];
+	int nfl;
+	uint32_t seq;
+	struct kid_info kid[MAX_KIDS];
+	int kfd;
+	int cmds_seen;
+	struct cma_p2p_listener *lis;
+	int64_t lis_armed_at;
+	bool lis_was_armed;
+	bool firing; /* a timer of A's is being fired: its ends are bounded */
+	int fired; /* the connect whose timer that is (-1: the listener's) */
+	uint8_t cur_act; /* the kind of the action being applied */
+	uint32_t cov;
+	char trace[6144];
+	size_t tlen;
+} w;
+
+/* Limits read by the parent, inherited by each schedule's process. */
+static int max_faults = 1, max_kills = 1;
+/* P2P_INTERLEAVE_REPLAY: one schedule, its trace reported in any case. */
+static bool replaying;
+
+/* --- reporting from a schedule's process ------------------------------- */
+
+struct report {
+	int ok;
+	int nact;
+	uint64_t hash;
+	uint64_t kind; /* a violation: which check (its message's format) */
+	uint32_t cov;
+	char msg[8192];
+};
+
+static int report_fd = -1;
+static struct report rep;
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(3);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+violation(const char *fmt, ...)
+{
+	const char *f;
+	va_list ap;
+	int n;
+
+	for (rep.kind = 14695981039346656037ull, f = fmt; *f; f++)
+		rep.kind = (rep.kind ^ (uint8_t)*f) * 1099511628211ull;
+	va_start(ap, fmt);
+	n = vsnprintf(rep.msg, sizeof(rep.msg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(rep.msg))
+		snprintf(rep.msg + n, sizeof(rep.msg) - (size_t)n,
+			 "\n  at V=%lld ms, schedule:%s", (long long)w.now,
+			 w.trace);
+	rep.ok = 0;
+	write_all(report_fd, &rep, sizeof(rep));
+	_exit(1);
+}
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			violation(__VA_ARGS__);                                \
+	} while (0)
+
+static void cover(enum coverage c)
+{
+	w.cov |= 1u << c;
+}
+
+static void __attribute__((format(printf, 1, 2))) note(const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (w.tlen >= sizeof(w.trace) - 64)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(w.trace + w.tlen, sizeof(w.trace) - w.tlen, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		w.tlen += (size_t)n < sizeof(w.trace) - w.tlen
+				  ? (size_t)n
+				  : sizeof(w.trace) - w.tlen - 1;
+}
+
+/* --- A: the library under test ------------------------------------------ */
+
+static const char *peer_addr(void)
+{
+	return w.cfg == B_LOWER ? "192.0.2.0" : "192.0.2.2";
+}
+
+static void set_clock(void)
+{
+	cma_p2p_set_clock(CLOCK_BASE_NS + (uint64_t)w.now * 1000000ull);
+}
+
+static struct kid_info *kinfo(uint32_t kid)
+{
+	CHECK(kid && kid < MAX_KIDS, "kernel id %u out of the checker's range",
+	      kid);
+	return &w.kid[kid];
+}
+
+static struct cma_p2p_conn *conn_of(int j)
+{
+	return w.a[j].id ? cma_id_priv(w.a[j].id)->p2p : NULL;
+}
+
+static bool timer_armed(const struct cma_timer *t)
+{
+	return __atomic_load_n(&t->armed, __ATOMIC_RELAXED);
+}
+
+/* The A attempt whose id is @uid (a kernel id's cookie), or -1. */
+static int a_of_uid(uint64_t uid)
+{
+	int j;
+
+	for (j = 0; j < NA; j++)
+		if (w.a[j].id &&
+		    (uint64_t)(uintptr_t)cma_id_priv(w.a[j].id) == uid)
+			return j;
+	return -1;
+}
+
+static bool a_waits(int j)
+{
+	struct cma_p2p_conn *c = conn_of(j);
+
+	return w.a[j].st == AS_WAIT && c && c->registered &&
+	       (c->state == CMA_P2P_PENDING || c->state == CMA_P2P_WAIT_PEER);
+}
+
+static void a_event(struct rdma_cm_event *ev);
+
+/*
+ * The application's reads: as long as rdma_get_cm_event has an event,
+ * and the fd must say so beforehand every time (the channel is served).
+ */
+static void a_drain(void)
+{
+	struct rdma_cm_event *ev;
+	bool readable;
+	int ret;
+
+	for (;;) {
+		readable = unit_readable(ch->fd);
+		ret = rdma_get_cm_event(ch, &ev);
+		CHECK(readable == !ret,
+		      "the channel's fd is %sreadable but rdma_get_cm_event %s",
+		      readable ? "" : "not ",
+		      ret ? "has no event" : "returned one");
+		if (ret) {
+			CHECK(errno == EAGAIN, "rdma_get_cm_event: %s",
+			      strerror(errno));
+			return;
+		}
+		a_event(ev);
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* What the service thread would do: read and handle the kernel's events. */
+static void serve(void)
+{
+	int guard;
+
+	for (guard = 0; fake_ucma_queued(w.kfd) > 0; guard++) {
+		CHECK(guard < 1000, "the served channel's events stay unread");
+		cma_event_serve(ch);
+	}
+}
+
+static void scan_cmds(void);
+static void check_invariants(void);
+static void prune_flight(void);
+static bool conn_chores_due(int j);
+
+/*
+ * After each step: everything the step caused locally, read and sent.
+ * A conn's timer armed for its chores (kernel ids to destroy, a QP to
+ * fail, a restarted peer to act on) runs at once, as the service thread
+ * runs it "soon": what it sends still travels, and the wire's delays are
+ * the schedule's choices already.
+ */
+static void settle(void)
+{
+	struct cma_timer *t;
+	int guard, j;
+
+	for (guard = 0;; guard++) {
+		CHECK(guard < 100, "the library does not come to rest");
+		serve();
+		scan_cmds();
+		a_drain();
+		scan_cmds();
+		if (fake_ucma_queued(w.kfd))
+			continue;
+		for (j = 0; j < NA && !conn_chores_due(j); j++)
+			;
+		if (j == NA)
+			break;
+		t = &cma_id_priv(w.a[j].id)->p2p->timer;
+		cma_timer_stop(t);
+		t->expire(t);
+	}
+	prune_flight();
+	if (timer_armed(&w.lis->timer) && !w.lis_was_armed)
+		w.lis_armed_at = w.now;
+	w.lis_was_armed = timer_armed(&w.lis->timer);
+	check_invariants();
+}
+
+/* During set-up: the one event the application waits for. */
+static void setup_event(enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+
+	serve();
+	CHECK(unit_readable(ch->fd), "no %s", rdma_event_str(type));
+	CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s",
+	      strerror(errno));
+	CHECK(ev->event == type, "got %s, want %s", rdma_event_str(ev->event),
+	      rdma_event_str(type));
+	rdma_ack_cm_event(ev);
+}
+
+/* A fresh id towards B, resolved, with a QP: as connecting_id() makes. */
+static struct rdma_cm_id *a_new_id(void)
+{
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+			   dst = unit_ipv4(peer_addr(), P2P_PORT);
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_cm_id *id;
+
+	CHECK(!rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "create_id: %s",
+	      strerror(errno));
+	CHECK(!rdma_resolve_addr(id, (struct sockaddr *)&src,
+				 (struct sockaddr *)&dst, 2000),
+	      "resolve_addr: %s", strerror(errno));
+	setup_event(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(!rdma_resolve_route(id, 2000), "resolve_route: %s",
+	      strerror(errno));
+	setup_event(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	CHECK(!rdma_create_qp(id, NULL, &attr), "create_qp: %s",
+	      strerror(errno));
+	return id;
+}
+
+/*
+ * The service thread parks here for the rest of the schedule's process:
+ * from then on no timer fires and no kernel event is read but by the
+ * checker.  It holds no library lock meanwhile (timer.c calls expire()
+ * with none but its fork lock, which only fork() takes).
+ */
+static int park_fds[2], release_fds[2];
+static struct cma_timer park_timer;
+
+static void park(struct cma_timer *timer)
+{
+	char c = 0;
+
+	(void)timer;
+	if (write(park_fds[1], &c, 1) != 1)
+		abort();
+	/* Nothing is ever written: the process ends with the thread here. */
+	while (read(release_fds[0], &c, 1) < 0 && errno == EINTR)
+		;
+}
+
+static void park_service_thread(void)
+{
+	char c;
+
+	CHECK(!pipe(park_fds) && !pipe(release_fds), "pipe: %s",
+	      strerror(errno));
+	park_timer.expire = park;
+	cma_timer_start(ch, &park_timer, 0);
+	CHECK(read(park_fds[0], &c, 1) == 1, "the service thread never ran");
+}
+
+static void world_setup(void)
+{
+	struct sockaddr_in me = unit_ipv4("192.0.2.1", P2P_PORT);
+	int on = 1, flags, j;
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	/* Resolutions are local: the kernel answers them at once. */
+	unit_kernel_resolves(0);
+	set_clock();
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	/* Parked before the listen, whose wait for the thread it then ends. */
+	park_service_thread();
+	CHECK(!rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP),
+	      "create_id: %s", strerror(errno));
+	/* A p2p listener, and a blocking fd: the channel is served. */
+	CHECK(!rdma_set_option(listener, RDMA_OPTION_ID,
+			       RDMA_OPTION_ID_PEER2PEER, &on, sizeof(on)),
+	      "set_option: %s", strerror(errno));
+	CHECK(!rdma_bind_addr(listener, (struct sockaddr *)&me), "bind: %s",
+	      strerror(errno));
+	CHECK(!rdma_listen(listener, 8), "listen: %s", strerror(errno));
+	CHECK(cma_channel_served(ch), "the listener's channel is not served");
+	/* Non-blocking from now on, so that a read that finds none returns. */
+	flags = fcntl(ch->fd, F_GETFL);
+	CHECK(flags >= 0 && !fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK),
+	      "fcntl: %s", strerror(errno));
+	w.kfd = cma_channel_kernel_fd(ch);
+	for (j = 0; j < NA; j++) {
+		w.a[j].id = a_new_id();
+		w.a[j].b_partner = -1;
+		w.a[j].refused_at = -1;
+	}
+	cma_p2p_lock();
+	w.lis = cma_p2p_find_listener(cma_id_priv(listener));
+	cma_p2p_unlock();
+	CHECK(w.lis, "no p2p listener");
+	w.cmds_seen = fake_ucma_ncmds();
+	for (j = 0; j < NB; j++) {
+		w.b[j].a_partner = -1;
+		w.b[j].refused_since = -1;
+	}
+	w.b_up = true;
+}
+
+/* --- messages ------------------------------------------------------------ */
+
+static struct msg *flight_add(uint8_t type, bool to_b, uint32_t chan)
+{
+	struct msg *m;
+
+	CHECK(w.nfl < MAX_FLIGHT, "too many messages in flight");
+	m = &w.fl[w.nfl++];
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->to_b = to_b;
+	m->chan = chan;
+	m->seq = ++w.seq;
+	return m;
+}
+
+static void flight_del(int i)
+{
+	memmove(&w.fl[i], &w.fl[i + 1],
+		sizeof(w.fl[0]) * (size_t)(w.nfl - i - 1));
+	w.nfl--;
+}
+
+/* B lower: the connection of B's attempt @i, its REQ @gen. */
+static uint32_t chan_b(int i, int gen)
+{
+	return 0x10000u + (uint32_t)i * 256 + (uint32_t)gen;
+}
+
+/* The connection a kernel id of A's is part of. */
+static uint32_t chan_of_kid(uint32_t kid)
+{
+	struct kid_info *k = kinfo(kid);
+
+	if (k->role == K_BREQ)
+		return chan_b(k->att, k->gen);
+	return kid;
+}
+
+/* An event A's kernel reports on @kid once the wire has had its say. */
+static void kev(uint32_t kid, uint32_t ev, int status)
+{
+	struct msg *m = flight_add(M_KEV, false, chan_of_kid(kid));
+
+	m->kid = kid;
+	m->ev = ev;
+	m->status = status;
+}
+
+/* A message is deliverable when it is the oldest of its connection. */
+static bool deliverable(int i)
+{
+	int k;
+
+	for (k = 0; k < i; k++)
+		if (w.fl[k].to_b == w.fl[i].to_b &&
+		    w.fl[k].chan == w.fl[i].chan)
+			return false;
+	return true;
+}
+
+/* The REQ in flight on @chan towards @to_b, if any. */
+static struct msg *req_in_flight(bool to_b, uint32_t chan)
+{
+	int i;
+
+	for (i = 0; i < w.nfl; i++)
+		if (w.fl[i].type == M_REQ && w.fl[i].to_b == to_b &&
+		    w.fl[i].chan == chan)
+			return &w.fl[i];
+	return NULL;
+}
+
+static bool rep_in_flight(uint32_t chan)
+{
+	int i;
+
+	for (i = 0; i < w.nfl; i++)
+		if (w.fl[i].type == M_REP && w.fl[i].chan == chan)
+			return true;
+	return false;
+}
+
+static void drop_in_flight(uint8_t type, bool to_b, uint32_t chan)
+{
+	int i;
+
+	for (i = 0; i < w.nfl; i++) {
+		if (w.fl[i].type == type && w.fl[i].to_b == to_b &&
+		    w.fl[i].chan == chan) {
+			flight_del(i);
+			return;
+		}
+	}
+}
+
+/* B higher: B holds A's REQ on @kid, or adopted it and waits for the RTU. */
+static bool b_has_req(uint32_t kid)
+{
+	int i;
+
+	for (i = 0; i < w.nb_held; i++)
+		if (w.b_held[i].kid == kid && !w.b_held[i].dead)
+			return true;
+	for (i = 0; i < NB; i++)
+		if (w.b[i].st == BS_REPSENT && w.b[i].kid == kid)
+			return true;
+	return false;
+}
+
+static bool b_current(int i);
+
+/*
+ * Whether @m can still change anything where it arrives.  Those that
+ * cannot (for an attempt B gave up, a REQ A withdrew on the way to B, an
+ * answer for a kernel id the kernel reports nothing more on) are taken
+ * off the wire: delivering them is no choice.
+ */
+static bool msg_matters(const struct msg *m)
+{
+	const struct kid_info *k = m->kid ? &w.kid[m->kid] : NULL;
+	int i;
+
+	if (m->to_b && w.cfg == B_LOWER)
+		return b_current(m->att) && w.b[m->att].gen == m->gen;
+	if (m->to_b) {
+		switch (m->type) {
+		case M_REQ:
+			return !m->dead;
+		case M_WITHDRAW:
+			return b_has_req(m->kid);
+		case M_RTU:
+		case M_DREQ:
+			for (i = 0; i < NB; i++)
+				if (b_current(i) && w.b[i].kid == m->kid &&
+				    (w.b[i].st == BS_REPSENT ||
+				     w.b[i].st == BS_ESTAB))
+					return true;
+			return false;
+		}
+		return true;
+	}
+	switch (m->type) {
+	case M_REQ:
+	case M_REP: /* to a kernel id A gave up, B hears of it */
+		return true;
+	case M_KEV:
+		if (m->ev == RDMA_CM_EVENT_DISCONNECTED)
+			return k->st == KS_ESTAB;
+		return !k->term && k->st != KS_GONE;
+	}
+	return !k->term && k->st != KS_GONE;
+}
+
+static void prune_flight(void)
+{
+	int i;
+
+	for (i = 0; i < w.nfl;) {
+		if (msg_matters(&w.fl[i]))
+			i++;
+		else
+			flight_del(i);
+	}
+}
+
+/* --- what A sent: its kernel commands, read from the fake's log --------- */
+
+static bool cmd_hdr(const struct fake_cmd *c, struct cma_p2p_hdr *hdr)
+{
+	const uint8_t *data;
+	size_t len;
+
+	if (c->cmd == RDMA_USER_CM_CMD_CONNECT) {
+		const struct rdma_ucm_connect *k = (const void *)c->body;
+
+		data = k->conn_param.private_data;
+		len = k->conn_param.private_data_len;
+	} else if (c->cmd == RDMA_USER_CM_CMD_ACCEPT) {
+		const struct rdma_ucm_accept *k = (const void *)c->body;
+
+		data = k->conn_param.private_data;
+		len = k->conn_param.private_data_len;
+	} else {
+		const struct rdma_ucm_reject *k = (const void *)c->body;
+
+		data = k->private_data;
+		len = k->private_data_len;
+	}
+	return cma_p2p_hdr_parse(data, len, hdr) == CMA_P2P_OK;
+}
+
+/* A's REQ on kernel id @kid (B higher: A is the lower end). */
+static void sent_req(const struct fake_cmd *c)
+{
+	struct fake_kid *fk = fake_ucma_kid(c->handle);
+	struct cma_p2p_hdr hdr;
+	struct kid_info *k = kinfo(c->handle);
+	struct msg *m;
+	int j = fk ? a_of_uid(fk->uid) : -1;
+
+	CHECK(w.cfg == B_HIGHER, "A, the higher end, sent a REQ on %u",
+	      c->handle);
+	CHECK(j >= 0, "a REQ on kernel id %u of no connect", c->handle);
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REQ && !hdr.tag &&
+		      !hdr.flags && hdr.port == P2P_PORT,
+	      "A's REQ has a wrong header");
+	k->role = K_AREQ;
+	k->st = KS_SENT;
+	k->att = (uint8_t)j;
+	if (w.a[j].reqs++)
+		cover(COV_RESEND);
+	m = flight_add(M_REQ, true, c->handle);
+	m->kid = c->handle;
+	m->att = (uint8_t)j;
+}
+
+static void sent_accept(const struct fake_cmd *c)
+{
+	const struct rdma_ucm_accept *acc = (const void *)c->body;
+	struct kid_info *k = kinfo(c->handle);
+	struct cma_p2p_hdr hdr;
+	struct msg *m;
+	int j;
+
+	if (k->dead)
+		return; /* refused by the kernel: nothing was sent */
+	if (k->role == K_AREQ) {
+		/* The RTU that completes A's own REQ. */
+		m = flight_add(M_RTU, true, c->handle);
+		m->kid = c->handle;
+		m->att = k->att;
+		return;
+	}
+	CHECK(k->role == K_BREQ && k->st == KS_HELD,
+	      "ACCEPT on kernel id %u, no request of B's waiting", c->handle);
+	j = a_of_uid(acc->uid);
+	CHECK(j >= 0, "ACCEPT of B's request for no connect of A's");
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REP,
+	      "A's adoption answers without a REP header");
+	k->st = KS_ACCEPTED;
+	k->a_att = (int8_t)j;
+	cover(w.cur_act == ACT_A_CONNECT ? COV_ADOPT_HELD : COV_ADOPT_ARRIVING);
+	m = flight_add(M_REP, true, chan_b(k->att, k->gen));
+	m->kid = c->handle;
+	m->att = k->att;
+	m->gen = k->gen;
+}
+
+static void sent_reject(const struct fake_cmd *c)
+{
+	struct kid_info *k = kinfo(c->handle);
+	struct cma_p2p_hdr hdr;
+	struct msg *m;
+
+	if (k->role == K_AREQ) {
+		/* A withdraws its REQ without destroying the kernel id. */
+		if (k->st == KS_SENT) {
+			m = flight_add(M_WITHDRAW, true, c->handle);
+			m->kid = c->handle;
+		}
+		k->st = KS_GONE;
+		return;
+	}
+	if (k->role != K_BREQ || k->st == KS_GONE)
+		return;
+	if (k->dead) {
+		/* Its sender gave it up: the REJ reaches nobody. */
+		cover(w.cur_act == ACT_FIRE_LIS ? COV_DEAD_DROPPED
+						: COV_DEAD_PASSED);
+		k->st = KS_GONE;
+		return;
+	}
+	m = flight_add(M_REJ, true, chan_b(k->att, k->gen));
+	m->kid = c->handle;
+	m->att = k->att;
+	m->gen = k->gen;
+	m->status = IB_REJ_CONSUMER;
+	m->kind = cmd_hdr(c, &hdr) ? hdr.kind : 0;
+	k->st = KS_GONE;
+}
+
+/* A destroyed, or disconnected, its side of @c's kernel id. */
+static void sent_gone(const struct fake_cmd *c)
+{
+	struct kid_info *k = kinfo(c->handle);
+	bool disconnect = c->cmd == RDMA_USER_CM_CMD_DISCONNECT;
+	struct msg *m, *req;
+	int j;
+
+	switch (k->term || k->dead ? K_NONE : k->role) {
+	case K_AREQ:
+		if (k->st == KS_SENT) {
+			req = req_in_flight(true, c->handle);
+			if (req) {
+				req->dead = true;
+				cover(COV_WITHDRAW);
+			} else if (b_has_req(c->handle)) {
+				m = flight_add(M_WITHDRAW, true, c->handle);
+				m->kid = c->handle;
+				cover(COV_WITHDRAW);
+			}
+		} else if (k->st == KS_ESTAB) {
+			m = flight_add(M_DREQ, true, c->handle);
+			m->kid = c->handle;
+		}
+		break;
+	case K_BREQ:
+		if (k->st == KS_ACCEPTED || k->st == KS_ESTAB) {
+			m = flight_add(M_DREQ, true, chan_b(k->att, k->gen));
+			m->kid = c->handle;
+			m->att = k->att;
+			m->gen = k->gen;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!k->role)
+		return;
+	if (!disconnect) {
+		k->st = KS_GONE;
+		return;
+	}
+	/*
+	 * The kernel reports DISCONNECTED once the DREQ is answered or times
+	 * out; only on a connection that was established.
+	 */
+	j = fake_ucma_kid(c->handle) ? a_of_uid(fake_ucma_kid(c->handle)->uid)
+				     : -1;
+	if (j >= 0 && w.a[j].established && !k->term && !k->disc) {
+		k->disc = true;
+		kev(c->handle, RDMA_CM_EVENT_DISCONNECTED, 0);
+	}
+	k->st = KS_GONE;
+}
+
+static void scan_cmds(void)
+{
+	const struct fake_cmd *c;
+
+	for (; w.cmds_seen < fake_ucma_ncmds(); w.cmds_seen++) {
+		c = fake_ucma_cmd(w.cmds_seen);
+		switch (c->cmd) {
+		case RDMA_USER_CM_CMD_CONNECT:
+			sent_req(c);
+			break;
+		case RDMA_USER_CM_CMD_ACCEPT:
+			sent_accept(c);
+			break;
+		case RDMA_USER_CM_CMD_REJECT:
+			sent_reject(c);
+			break;
+		case RDMA_USER_CM_CMD_DESTROY_ID:
+		case RDMA_USER_CM_CMD_DISCONNECT:
+			if (c->handle < MAX_KIDS && w.kid[c->handle].role)
+				sent_gone(c);
+			break;
+		}
+	}
+}
+
+/* --- what A's application sees ------------------------------------------ */
+
+static void a_end(int j, struct rdma_cm_event *ev)
+{
+	struct a_att *a = &w.a[j];
+
+	CHECK(a->st == AS_WAIT,
+	      "connect %d ends a second time: %s (status %d) after %s", j,
+	      rdma_event_str(ev->event), ev->status,
+	      a->st == AS_ENDED ? rdma_event_str(a->end_ev) : "no connect");
+	a->st = AS_ENDED;
+	a->end_ev = ev->event;
+	a->end_status = ev->status;
+	/* An end a timer of A's reports comes within the connect's bound. */
+	CHECK(!w.firing || w.now - a->start <= MAX_END_MS,
+	      "connect %d ends at %lld ms, past its bound", j,
+	      (long long)(w.now - a->start));
+	/*
+	 * A connect of a peer that restarted is failed as waiting for the
+	 * old process; one made after that process was gone waited for the
+	 * new one, and pairs with it.
+	 */
+	CHECK(ev->status != -ECONNRESET || a->epoch < w.kills,
+	      "connect %d, made after B's restart, fails with -ECONNRESET", j);
+	/*
+	 * A failure has a cause the schedule chose: the connect's own bound
+	 * (its timer), the peer's restart, or an answer of B's or of the
+	 * kernel that ended the kernel id it has now.
+	 */
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		;
+	else if (ev->status == -ECONNRESET)
+		cover(COV_RESET);
+	else if (w.firing && w.fired == j)
+		cover(ev->event == RDMA_CM_EVENT_REJECTED ? COV_REFUSED_END
+							  : COV_BOUND);
+	else if (kinfo(kid_of(ev->id))->term)
+		cover(COV_PEER_REJECTED);
+	else
+		violation("connect %d fails for no reason: %s, status %d", j,
+			  rdma_event_str(ev->event), ev->status);
+	note(" [A%d %s %d]", j, rdma_event_str(ev->event), ev->status);
+}
+
+static void a_event(struct rdma_cm_event *ev)
+{
+	const char *data = ev->param.conn.private_data;
+	int j;
+
+	CHECK(ev->event != RDMA_CM_EVENT_CONNECT_REQUEST,
+	      "a CONNECT_REQUEST surfaced (listener %s)",
+	      ev->listen_id == listener ? "ours" : "other");
+	for (j = 0; j < NA && w.a[j].id != ev->id; j++)
+		;
+	CHECK(j < NA, "an event (%s) on an id that is no connect's",
+	      rdma_event_str(ev->event));
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		a_end(j, ev);
+		w.a[j].established = true;
+		cover(COV_ESTABLISHED);
+		CHECK(ev->param.conn.private_data_len == 2 && data &&
+			      data[0] == 'b' && data[1] >= '0' &&
+			      data[1] < '0' + NB,
+		      "connect %d established without B's data", j);
+		w.a[j].b_partner = data[1] - '0';
+		kinfo(kid_of(ev->id))->st = KS_ESTAB;
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		a_end(j, ev);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		CHECK(w.a[j].established && !w.a[j].disconnected,
+		      "connect %d: DISCONNECTED %s", j,
+		      w.a[j].established ? "twice" : "before ESTABLISHED");
+		w.a[j].disconnected = true;
+		cover(COV_DISCONNECTED);
+		note(" [A%d DISCONNECTED]", j);
+		break;
+	default:
+		violation("connect %d: unexpected %s", j,
+			  rdma_event_str(ev->event));
+	}
+}
+
+/* --- B: the model -------------------------------------------------------- */
+
+static bool b_current(int i)
+{
+	return w.b[i].st != BS_NONE && w.b[i].st != BS_DONE;
+}
+
+static void b_done(int i, const char *why)
+{
+	w.b[i].st = BS_DONE;
+	w.b[i].end = why;
+	note(" [B%d %s]", i, why);
+}
+
+/* B lower: attempt @i's REQ, sent now. */
+static void b_send_req(int i)
+{
+	struct b_att *b = &w.b[i];
+	struct msg *m;
+
+	b->st = BS_PENDING;
+	b->gen++;
+	b->kid = 0;
+	b->due = w.now + ANSWER_MS;
+	m = flight_add(M_REQ, false, chan_b(i, b->gen));
+	m->att = (uint8_t)i;
+	m->gen = b->gen;
+	m->inc = b->inc;
+}
+
+/*
+ * B higher: attempt @i adopts the oldest request it holds that A has not
+ * withdrawn (a withdrawn one: its accept fails, it is passed over).
+ */
+static bool b_adopt_held(int i)
+{
+	struct b_att *b = &w.b[i];
+	struct msg *m;
+	uint32_t kid;
+	bool dead;
+
+	while (w.nb_held) {
+		kid = w.b_held[0].kid;
+		dead = w.b_held[0].dead;
+		memmove(&w.b_held[0], &w.b_held[1],
+			sizeof(w.b_held[0]) * (size_t)--w.nb_held);
+		if (dead)
+			continue;
+		b->st = BS_REPSENT;
+		b->kid = kid;
+		b->a_partner = kinfo(kid)->att;
+		m = flight_add(M_REP, false, kid);
+		m->kid = kid;
+		m->att = (uint8_t)i;
+		m->inc = b->inc;
+		return true;
+	}
+	return false;
+}
+
+static void b_connect(void)
+{
+	int i = w.b_made++;
+	struct b_att *b = &w.b[i];
+
+	b->inc = w.b_inc;
+	if (w.cfg == B_LOWER) {
+		b_send_req(i);
+		return;
+	}
+	if (!b_adopt_held(i)) {
+		b->st = BS_WAIT;
+		b->due = w.now + ANSWER_MS;
+	}
+}
+
+/*
+ * B's attempt @i goes (B's application destroys its id, or B's process
+ * is killed): what its kernel then tells A.
+ */
+static void b_withdraw(int i)
+{
+	struct b_att *b = &w.b[i];
+	struct kid_info *k;
+	struct msg *req;
+
+	if (w.cfg == B_LOWER) {
+		if (b->st != BS_PENDING && b->st != BS_ESTAB)
+			return;
+		req = req_in_flight(false, chan_b(i, b->gen));
+		if (req) {
+			req->dead = true;
+			return;
+		}
+		k = kinfo(b->kid);
+		if (b->st == BS_ESTAB) {
+			/* A DREQ: after the RTU, on the same connection. */
+			if (!k->term && !k->disc) {
+				k->disc = true;
+				kev(b->kid, RDMA_CM_EVENT_DISCONNECTED, 0);
+			}
+		} else if (k->st == KS_HELD) {
+			/* The CM left the request state: the request is dead. */
+			fake_ucma_kill_kid(b->kid);
+			k->dead = true;
+		} else if (k->st == KS_ACCEPTED && !k->term) {
+			/* Its REQ was answered: the CM's REJ reaches A. */
+			drop_in_flight(M_REP, true, chan_b(i, b->gen));
+			kev(b->kid, RDMA_CM_EVENT_REJECTED, IB_REJ_TIMEOUT);
+		}
+		return;
+	}
+	if (b->st == BS_REPSENT && rep_in_flight(b->kid)) {
+		drop_in_flight(M_REP, false, b->kid);
+		if (!kinfo(b->kid)->term)
+			kev(b->kid, RDMA_CM_EVENT_REJECTED, IB_REJ_CONSUMER);
+	} else if (b->st == BS_ESTAB && !kinfo(b->kid)->term &&
+		   !kinfo(b->kid)->disc) {
+		kinfo(b->kid)->disc = true;
+		kev(b->kid, RDMA_CM_EVENT_DISCONNECTED, 0);
+	}
+}
+
+static void b_kill(void)
+{
+	int i;
+
+	for (i = 0; i < NB; i++) {
+		if (!b_current(i))
+			continue;
+		b_withdraw(i);
+		b_done(i, "killed");
+	}
+	/* Its kernel destroys the requests it held: A's CM sees REJs. */
+	for (i = 0; i < w.nb_held; i++)
+		if (!w.b_held[i].dead && !kinfo(w.b_held[i].kid)->term)
+			kev(w.b_held[i].kid, RDMA_CM_EVENT_REJECTED,
+			    IB_REJ_CONSUMER);
+	w.nb_held = 0;
+	w.b_up = false;
+	w.kills++;
+}
+
+/* A message reaches B. */
+static void b_receive(struct msg *m, enum variant var)
+{
+	struct b_att *b;
+	struct msg *r;
+	int i;
+
+	if (w.cfg == B_LOWER) {
+		b = &w.b[m->att];
+		if (!b_current(m->att) || b->gen != m->gen)
+			return; /* for an attempt B gave up: stale */
+		switch (m->type) {
+		case M_REP:
+			if (b->st != BS_PENDING)
+				return;
+			if (var == V_LOSE) {
+				/* Both CMs time out. */
+				b_done(m->att, "unreachable (REP lost)");
+				if (!kinfo(m->kid)->term)
+					kev(m->kid, RDMA_CM_EVENT_UNREACHABLE,
+					    -ETIMEDOUT);
+				return;
+			}
+			b->st = BS_ESTAB;
+			b->formed = true;
+			b->a_partner = kinfo(m->kid)->a_att;
+			r = flight_add(M_RTU, false, m->chan);
+			r->kid = m->kid;
+			r->att = m->att;
+			note(" [B%d established]", m->att);
+			return;
+		case M_REJ:
+			if (b->st != BS_PENDING)
+				return;
+			if (m->kind != CMA_P2P_REJ_RETRY) {
+				b_done(m->att, "rejected");
+				return;
+			}
+			b->st = BS_RESEND;
+			b->refused_at = w.now;
+			if (b->refused_since < 0)
+				b->refused_since = w.now;
+			return;
+		case M_DREQ:
+			b_done(m->att, b->st == BS_ESTAB ? "disconnected"
+							 : "rejected by A");
+			return;
+		}
+		return;
+	}
+	switch (m->type) {
+	case M_REQ:
+		if (m->dead)
+			return; /* A's REJ overtook it: B's CM drops it */
+		if (!w.b_up) {
+			/* Nobody listens: the CM refuses it (reason 8). */
+			r = flight_add(M_REJ, false, m->kid);
+			r->kid = m->kid;
+			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
+			return;
+		}
+		if (var == V_REFUSE_RETRY || var == V_REFUSE_OTHER) {
+			r = flight_add(M_REJ, false, m->kid);
+			r->kid = m->kid;
+			r->status = IB_REJ_CONSUMER;
+			r->kind = var == V_REFUSE_RETRY ? CMA_P2P_REJ_RETRY : 0;
+			/* Final: reason 28 without data is "not yet". */
+			r->app_data = var == V_REFUSE_OTHER;
+			r->inc = w.b_inc;
+			return;
+		}
+		CHECK(w.nb_held < MAX_HELD_B, "B holds too many requests");
+		w.b_held[w.nb_held].kid = m->kid;
+		w.b_held[w.nb_held++].dead = false;
+		/* The oldest waiting connect takes it. */
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_WAIT && b_adopt_held(i))
+				break;
+		return;
+	case M_RTU:
+		for (i = 0; i < NB; i++) {
+			if (w.b[i].st == BS_REPSENT && w.b[i].kid == m->kid) {
+				w.b[i].st = BS_ESTAB;
+				w.b[i].formed = true;
+				note(" [B%d established]", i);
+			}
+		}
+		return;
+	case M_WITHDRAW:
+		for (i = 0; i < w.nb_held; i++)
+			if (w.b_held[i].kid == m->kid)
+				w.b_held[i].dead = true;
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_REPSENT && w.b[i].kid == m->kid)
+				b_done(i, "rejected (A withdrew)");
+		return;
+	case M_DREQ:
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_ESTAB && w.b[i].kid == m->kid)
+				b_done(i, "disconnected");
+		return;
+	}
+}
+
+/* A message reaches A: the kernel event it makes. */
+static void a_receive(struct msg *m, enum variant var)
+{
+	struct rdma_ucm_event_resp *r;
+	struct cma_p2p_hdr hdr = {.port = P2P_PORT};
+	struct kid_info *k;
+	char data[3] = {'b', 0, 0};
+	uint32_t kid;
+	int i;
+
+	if (m->type == M_REQ) {
+		if (var == V_LOSE) {
+			/* Lost for good: B's CM times out, A never hears. */
+			if (!m->dead && b_current(m->att) &&
+			    w.b[m->att].gen == m->gen)
+				b_done(m->att, "unreachable (REQ lost)");
+			return;
+		}
+		data[1] = (char)('0' + m->att);
+		req_incarnation = B_INC(m->inc);
+		kid = peer_request("192.0.2.0", 0, data);
+		k = kinfo(kid);
+		k->role = K_BREQ;
+		k->st = KS_HELD;
+		k->att = m->att;
+		k->gen = m->gen;
+		k->a_att = -1;
+		if (m->dead) {
+			fake_ucma_kill_kid(kid);
+			k->dead = true;
+		} else if (b_current(m->att) && w.b[m->att].gen == m->gen) {
+			w.b[m->att].kid = kid;
+		}
+		return;
+	}
+	k = kinfo(m->kid);
+	if (m->type == M_REP && var == V_LOSE) {
+		/* Both CMs give up: A's REQ times out, B's REP too. */
+		if (!k->term) {
+			k->term = true;
+			fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE,
+					-ETIMEDOUT);
+		}
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_REPSENT && w.b[i].kid == m->kid)
+				b_done(i, "unreachable (REP lost)");
+		return;
+	}
+	if (m->type == M_REP && (k->st == KS_GONE || k->term)) {
+		/* A's side is gone: its CM answers with a REJ. */
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_REPSENT && w.b[i].kid == m->kid)
+				b_done(i, "rejected (A gone)");
+		return;
+	}
+	if (k->term &&
+	    !(m->type == M_KEV && m->ev == RDMA_CM_EVENT_DISCONNECTED &&
+	      k->st == KS_ESTAB))
+		return; /* the kernel reports nothing more on it */
+	fake_ucma_hold();
+	switch (m->type) {
+	case M_REP:
+		r = fake_ucma_event(m->kid, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+		if (r) {
+			hdr.kind = CMA_P2P_REP;
+			hdr.incarnation = B_INC(m->inc);
+			hdr.data_len = 2;
+			cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+			memcpy(r->param.conn.private_data + CMA_P2P_HDR_LEN,
+			       (char[]){'b', (char)('0' + m->att)}, 2);
+			r->param.conn.private_data_len = CMA_P2P_HDR_LEN + 2;
+			r->param.conn.responder_resources = 4;
+			r->param.conn.initiator_depth = 4;
+			r->param.conn.qp_num = 0x99;
+		}
+		break;
+	case M_RTU:
+		fake_ucma_event(m->kid, RDMA_CM_EVENT_ESTABLISHED, 0);
+		break;
+	case M_REJ:
+		k->term = true;
+		r = fake_ucma_event(m->kid, RDMA_CM_EVENT_REJECTED, m->status);
+		if (r && m->kind) {
+			hdr.kind = m->kind;
+			hdr.incarnation = B_INC(m->inc);
+			cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+			r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
+		} else if (r && m->app_data) {
+			memcpy(r->param.conn.private_data, "no", 2);
+			r->param.conn.private_data_len = 2;
+		}
+		/* If it refuses for now, the REQ goes out again from here. */
+		if (k->role == K_AREQ)
+			w.a[k->att].refused_at = w.now;
+		break;
+	case M_KEV:
+		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ)
+			w.a[k->att].refused_at = w.now;
+		if (m->ev != RDMA_CM_EVENT_DISCONNECTED)
+			k->term = true;
+		fake_ucma_event(m->kid, m->ev, m->status);
+		break;
+	}
+	fake_ucma_release();
+}
+
+/* --- A's timers ---------------------------------------------------------- */
+
+enum timer_class { T_CHORES, T_RETRY, T_BOUND };
+
+static enum timer_class conn_class(const struct cma_p2p_conn *c)
+{
+	if (c->peer_gone || c->nretired || c->qp_err_due || !c->registered ||
+	    (c->state != CMA_P2P_PENDING && c->state != CMA_P2P_WAIT_PEER))
+		return T_CHORES;
+	return c->unheard ? T_RETRY : T_BOUND;
+}
+
+/* When the conn's wait runs out, as p2p_connect.c reckons it. */
+static int64_t conn_bound_due(const struct cma_p2p_conn *c)
+{
+	unsigned int peak, steps;
+	int64_t ms = 0;
+
+	cma_p2p_lock();
+	peak = cma_p2p_conns_waiting_peak();
+	cma_p2p_unlock();
+	steps = (peak + CMA_P2P_MESH_STEP - 1) / CMA_P2P_MESH_STEP;
+	if (!steps)
+		steps = 1;
+	if (steps > CMA_P2P_MESH_MAX_STEPS)
+		steps = CMA_P2P_MESH_MAX_STEPS;
+	if (c->bound == CMA_P2P_BOUND_ANSWER)
+		ms = ANSWER_MS;
+	else if (c->bound == CMA_P2P_BOUND_REFUSED)
+		ms = REFUSED_MS;
+	return (int64_t)((c->bound_ns - CLOCK_BASE_NS) / 1000000) + ms * steps;
+}
+
+/* The checker's time when the conn's timer fires. */
+static int64_t conn_due(int j)
+{
+	struct cma_p2p_conn *c = conn_of(j);
+
+	switch (conn_class(c)) {
+	case T_CHORES:
+		break;
+	case T_RETRY:
+		return w.a[j].refused_at + RETRY_MS;
+	case T_BOUND:
+		return conn_bound_due(c);
+	}
+	return w.now;
+}
+
+static bool conn_timer_armed(int j)
+{
+	struct cma_p2p_conn *c = conn_of(j);
+
+	return c && timer_armed(&c->timer);
+}
+
+static bool conn_chores_due(int j)
+{
+	return conn_timer_armed(j) && conn_class(conn_of(j)) == T_CHORES;
+}
+
+/*
+ * The listener's hold check only acts on a held request whose peer gave
+ * it up: on others it only looks and arms again, and is no choice.
+ */
+static bool lis_check_acts(void)
+{
+	struct cma_p2p_held *h;
+	bool dead = false;
+
+	if (!timer_armed(&w.lis->timer))
+		return false;
+	cma_p2p_lock();
+	for (h = w.lis->held_head; h && !dead; h = h->lnext)
+		dead = h->handle < MAX_KIDS && w.kid[h->handle].dead;
+	cma_p2p_unlock();
+	return dead;
+}
+
+/*
+ * Run an armed timer's expiry, as the service thread does: @j's conn
+ * timer, or the listener's (-1).
+ */
+static void fire(struct cma_timer *t, int64_t due, int j)
+{
+	if (due > w.now)
+		w.now = due;
+	set_clock();
+	cma_timer_stop(t);
+	w.firing = true;
+	w.fired = j;
+	t->expire(t);
+	settle();
+	w.firing = false;
+}
+
+/* --- actions ------------------------------------------------------------- */
+
+/* A deadline already past is due now. */
+static int64_t timer_due(int64_t due)
+{
+	return due > w.now ? due : w.now;
+}
+
+static int64_t lis_due(void)
+{
+	return w.lis_armed_at + CMA_P2P_PROBE_MS;
+}
+
+/* When the first of A's timers is due (INT64_MAX: none is armed). */
+static int64_t timers_first(void)
+{
+	int64_t first = INT64_MAX;
+	int j;
+
+	for (j = 0; j < NA; j++)
+		if (conn_timer_armed(j) && timer_due(conn_due(j)) < first)
+			first = timer_due(conn_due(j));
+	if (lis_check_acts() && timer_due(lis_due()) < first)
+		first = timer_due(lis_due());
+	return first;
+}
+
+static int enabled(struct act *acts)
+{
+	int64_t first;
+	int n = 0, i, j;
+	bool faults = w.faults < max_faults;
+
+#define ADD(k, a, v)                                                           \
+	do {                                                                   \
+		acts[n].kind = (k);                                            \
+		acts[n].arg = (uint8_t)(a);                                    \
+		acts[n].var = (v);                                             \
+		n++;                                                           \
+	} while (0)
+	if (w.a_made < NA)
+		ADD(ACT_A_CONNECT, w.a_made, V_OK);
+	for (j = 0; j < w.a_made; j++)
+		if (w.a[j].st == AS_WAIT && w.a[j].id)
+			ADD(ACT_A_DESTROY, j, V_OK);
+	if (w.b_up && w.b_made < NB)
+		ADD(ACT_B_CONNECT, w.b_made, V_OK);
+	for (i = 0; i < w.b_made; i++) {
+		if (w.b[i].st == BS_PENDING || w.b[i].st == BS_RESEND ||
+		    w.b[i].st == BS_WAIT ||
+		    (w.b[i].st == BS_REPSENT && rep_in_flight(w.b[i].kid)))
+			ADD(ACT_B_GIVEUP, i, V_OK);
+		if (w.b[i].st == BS_RESEND)
+			ADD(ACT_B_RESEND, i, V_OK);
+	}
+	if (w.b_up && w.kills < max_kills)
+		ADD(ACT_B_KILL, 0, V_OK);
+	if (!w.b_up)
+		ADD(ACT_B_START, 0, V_OK);
+	for (i = 0; i < w.nfl && n < MAX_ACTS - 4; i++) {
+		struct msg *m = &w.fl[i];
+
+		if (!deliverable(i))
+			continue;
+		ADD(ACT_DELIVER, i, V_OK);
+		if (!faults || m->dead)
+			continue;
+		if (m->type == M_REQ || m->type == M_REP)
+			ADD(ACT_DELIVER, i, V_LOSE);
+		if (m->type == M_REQ && m->to_b && w.b_up) {
+			ADD(ACT_DELIVER, i, V_REFUSE_RETRY);
+			ADD(ACT_DELIVER, i, V_REFUSE_OTHER);
+		}
+	}
+	/* A's timers expire in the order of their deadlines, ties any way. */
+	first = timers_first();
+	for (j = 0; j < NA && n < MAX_ACTS; j++)
+		if (conn_timer_armed(j) && timer_due(conn_due(j)) == first)
+			ADD(ACT_FIRE_CONN, j, V_OK);
+	if (lis_check_acts() && timer_due(lis_due()) == first && n < MAX_ACTS)
+		ADD(ACT_FIRE_LIS, 0, V_OK);
+#undef ADD
+	return n;
+}
+
+static const char *const var_name[] = {"deliver", "lose", "refuse-for-now",
+				       "refuse"};
+
+static void apply(const struct act *x)
+{
+	struct msg m;
+	int j;
+
+	w.cur_act = x->kind;
+	switch (x->kind) {
+	case ACT_A_CONNECT:
+		j = x->arg;
+		note("\n    A.connect%d", j);
+		w.a[j].st = AS_WAIT;
+		w.a[j].start = w.now;
+		w.a[j].epoch = w.kills;
+		w.a_made++;
+		CHECK(!p2p_connect(w.a[j].id), "rdma_connect %d: %s", j,
+		      strerror(errno));
+		break;
+	case ACT_A_DESTROY:
+		j = x->arg;
+		note("\n    A.destroy%d", j);
+		w.a[j].destroyed = true;
+		rdma_destroy_qp(w.a[j].id);
+		CHECK(!rdma_destroy_id(w.a[j].id), "rdma_destroy_id: %s",
+		      strerror(errno));
+		w.a[j].id = NULL;
+		break;
+	case ACT_B_CONNECT:
+		note("\n    B.connect%d", w.b_made);
+		b_connect();
+		break;
+	case ACT_B_GIVEUP:
+	case ACT_B_BOUND:
+		j = x->arg;
+		if (x->kind == ACT_B_BOUND && w.b[j].due > w.now)
+			w.now = w.b[j].due;
+		note("\n    B.%s%d",
+		     x->kind == ACT_B_BOUND ? "bound" : "giveup", j);
+		b_withdraw(j);
+		b_done(j, x->kind == ACT_B_BOUND ? "bound over" : "gave up");
+		break;
+	case ACT_B_RESEND:
+		j = x->arg;
+		if (w.b[j].refused_at + RETRY_MS > w.now)
+			w.now = w.b[j].refused_at + RETRY_MS;
+		note("\n    B.resend%d", j);
+		if (w.now >= w.b[j].refused_since + REFUSED_MS)
+			b_done(j, "rejected (refused too long)");
+		else
+			b_send_req(j);
+		break;
+	case ACT_B_KILL:
+		note("\n    B.kill");
+		b_kill();
+		break;
+	case ACT_B_START:
+		note("\n    B.start");
+		w.b_up = true;
+		w.b_inc++;
+		break;
+	case ACT_DELIVER:
+		m = w.fl[x->arg];
+		flight_del(x->arg);
+		note("\n    %s %s%s %s%d.%d k%u", var_name[x->var],
+		     msg_name[m.type], m.dead ? "(dead)" : "",
+		     m.to_b ? ">B " : ">A ", m.att, m.gen, m.kid);
+		if (x->var != V_OK)
+			w.faults++;
+		if (m.to_b)
+			b_receive(&m, (enum variant)x->var);
+		else
+			a_receive(&m, (enum variant)x->var);
+		break;
+	case ACT_FIRE_CONN:
+		j = x->arg;
+		note("\n    fire conn%d", j);
+		fire(&conn_of(j)->timer, conn_due(j), j);
+		/* A wait the timer let go on stays within the bound. */
+		CHECK(!a_waits(j) || w.now - w.a[j].start < MAX_END_MS,
+		      "connect %d still waits %lld ms after it began", j,
+		      (long long)(w.now - w.a[j].start));
+		return;
+	case ACT_FIRE_LIS:
+		note("\n    fire listener");
+		w.lis_was_armed = false;
+		fire(&w.lis->timer, lis_due(), -1);
+		return;
+	}
+	settle();
+}
+
+/* --- invariants and the end of a schedule ------------------------------- */
+
+static void check_invariants(void)
+{
+	unsigned int held;
+	int j;
+
+	cma_p2p_lock();
+	held = w.lis->nheld;
+	cma_p2p_unlock();
+	for (j = 0; j < NA; j++) {
+		struct cma_p2p_conn *c = conn_of(j);
+
+		if (!c)
+			continue;
+		CHECK(c->state != CMA_P2P_ADOPTING || !c->registered,
+		      "connect %d left ADOPTING", j);
+		/* A wait with no timer to bound it could last for ever. */
+		CHECK(!a_waits(j) || timer_armed(&c->timer),
+		      "connect %d waits (state %d) with no timer armed", j,
+		      c->state);
+		/* No request is held while a connect of its pair waits. */
+		CHECK(!(c->registered && c->state == CMA_P2P_WAIT_PEER &&
+			!c->unheard && held),
+		      "connect %d waits while %u requests are held", j, held);
+	}
+}
+
+/*
+ * Both sides have attempts waiting for the other once nothing else can
+ * happen but a bound running out: they should have paired.
+ */
+static void check_no_missed_pair(void)
+{
+	int i, j;
+
+	for (j = 0; j < NA; j++) {
+		if (!a_waits(j))
+			continue;
+		for (i = 0; i < w.b_made; i++)
+			CHECK(!(w.b[i].st == BS_PENDING ||
+				w.b[i].st == BS_RESEND || w.b[i].st == BS_WAIT),
+			      "connect %d and B's attempt %d (%s) both wait, "
+			      "unpaired",
+			      j, i, b_state_name[w.b[i].st]);
+	}
+}
+
+/* The completion's next step: the fair way on, timers last. */
+static bool next_completion(struct act *x)
+{
+	int64_t best = INT64_MAX, due;
+	int i, j;
+
+	x->var = V_OK;
+	for (i = 0; i < w.nfl; i++) {
+		if (deliverable(i)) {
+			x->kind = ACT_DELIVER;
+			x->arg = (uint8_t)i;
+			return true;
+		}
+	}
+	if (!w.b_up) {
+		x->kind = ACT_B_START;
+		return true;
+	}
+	if (w.b_made < NB) {
+		x->kind = ACT_B_CONNECT;
+		return true;
+	}
+	if (w.a_made < NA) {
+		x->kind = ACT_A_CONNECT;
+		x->arg = (uint8_t)w.a_made;
+		return true;
+	}
+	for (i = 0; i < NB; i++) {
+		if (w.b[i].st == BS_RESEND) {
+			x->kind = ACT_B_RESEND;
+			x->arg = (uint8_t)i;
+			return true;
+		}
+	}
+	for (j = 0; j < NA; j++) {
+		if (conn_timer_armed(j) && conn_class(conn_of(j)) == T_RETRY) {
+			x->kind = ACT_FIRE_CONN;
+			x->arg = (uint8_t)j;
+			return true;
+		}
+	}
+	check_no_missed_pair();
+	if (lis_check_acts()) {
+		best = w.lis_armed_at + CMA_P2P_PROBE_MS;
+		x->kind = ACT_FIRE_LIS;
+	}
+	for (j = 0; j < NA; j++) {
+		if (!conn_timer_armed(j))
+			continue;
+		due = conn_due(j);
+		if (due < best) {
+			best = due;
+			x->kind = ACT_FIRE_CONN;
+			x->arg = (uint8_t)j;
+		}
+	}
+	for (i = 0; i < NB; i++) {
+		if ((w.b[i].st == BS_PENDING || w.b[i].st == BS_WAIT) &&
+		    w.b[i].due < best) {
+			best = w.b[i].due;
+			x->kind = ACT_B_BOUND;
+			x->arg = (uint8_t)i;
+		}
+	}
+	return best != INT64_MAX;
+}
+
+static void complete(void)
+{
+	struct act x;
+	int steps;
+
+	note("\n  completion:");
+	for (steps = 0; next_completion(&x); steps++) {
+		CHECK(steps < 1000, "the schedule never comes to rest");
+		apply(&x);
+	}
+}
+
+/* What rdma_cm_p2p(7) promises, checked once everything came to rest. */
+static void finish(void)
+{
+	bool expected[MAX_KIDS] = {false};
+	struct fake_kid *fk;
+	uint32_t h;
+	int i, j, guard;
+
+	for (j = 0; j < NA; j++) {
+		struct a_att *a = &w.a[j];
+
+		/* Every connect ends exactly once (a_end: never twice). */
+		CHECK(a->destroyed || a->st == AS_ENDED,
+		      "connect %d never ended", j);
+		if (!a->established)
+			continue;
+		/* One connection: ESTABLISHED on both ends, with each other. */
+		i = a->b_partner;
+		CHECK(w.b[i].a_partner == j,
+		      "connect %d formed with B's attempt %d, which paired "
+		      "with %d",
+		      j, i, w.b[i].a_partner);
+		CHECK(w.b[i].formed || !strcmp(w.b[i].end, "killed"),
+		      "connect %d is established, B's attempt %d is not (%s)",
+		      j, i, w.b[i].end ? w.b[i].end : b_state_name[w.b[i].st]);
+	}
+	for (i = 0; i < w.b_made; i++) {
+		j = w.b[i].a_partner;
+		if (!w.b[i].formed)
+			continue;
+		CHECK(j >= 0 && (w.a[j].established || w.a[j].destroyed),
+		      "B's attempt %d is established, connect %d is not", i, j);
+	}
+	/* The application lets go of what did not form. */
+	for (j = 0; j < NA; j++) {
+		if (!w.a[j].id || (w.a[j].established && !w.a[j].disconnected))
+			continue;
+		rdma_destroy_qp(w.a[j].id);
+		CHECK(!rdma_destroy_id(w.a[j].id), "rdma_destroy_id: %s",
+		      strerror(errno));
+		w.a[j].id = NULL;
+	}
+	settle();
+	for (guard = 0; guard < 10; guard++)
+		for (j = 0; j < NA; j++)
+			if (conn_timer_armed(j))
+				fire(&conn_of(j)->timer, w.now, j);
+	for (j = 0; j < NA; j++)
+		CHECK(!conn_timer_armed(j), "connect %d's timer still armed",
+		      j);
+	cma_p2p_lock();
+	h = w.lis->nheld;
+	cma_p2p_unlock();
+	CHECK(!h, "%u requests left held", h);
+	CHECK(!timer_armed(&w.lis->timer), "the listener's timer left armed");
+	/* No kernel id left but the listener's and the connections'. */
+	expected[kid_of(listener)] = true;
+	for (j = 0; j < NA; j++) {
+		if (!w.a[j].id)
+			continue;
+		h = kid_of(w.a[j].id);
+		CHECK(h < MAX_KIDS && fake_ucma_kid_live(h, 0),
+		      "connect %d's kernel id %u is gone", j, h);
+		expected[h] = true;
+	}
+	for (h = 1; (fk = fake_ucma_kid(h)); h++)
+		CHECK(!fk->live || (h < MAX_KIDS && expected[h]),
+		      "kernel id %u (%s) left behind", h,
+		      h < MAX_KIDS && w.kid[h].role == K_BREQ	? "B's request"
+		      : h < MAX_KIDS && w.kid[h].role == K_AREQ ? "A's REQ"
+								: "A's own");
+}
+
+/* --- the state a prefix reached ------------------------------------------ */
+
+static uint64_t hash_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+/* A kernel id by what it is to the schedule, not by its number. */
+static uint64_t kid_label(uint32_t kid)
+{
+	const struct kid_info *k;
+
+	if (!kid || kid >= MAX_KIDS)
+		return kid ? 0xffff : 0;
+	k = &w.kid[kid];
+	return (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
+	       (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
+	       (uint64_t)k->dead << 1 | k->term;
+}
+
+static uint64_t state_hash(void)
+{
+	uint64_t h = hash_mix(0, w.cfg), cm[MAX_FLIGHT], t;
+	struct cma_p2p_held *held;
+	int i, j, n;
+
+	h = hash_mix(h, (uint64_t)w.now);
+	h = hash_mix(h, (uint64_t)w.a_made << 32 | (uint64_t)w.b_made << 24 |
+				(uint64_t)w.b_up << 16 |
+				(uint64_t)w.b_inc << 8 |
+				(uint64_t)w.kills << 4 | (uint64_t)w.faults);
+	for (j = 0; j < NA; j++) {
+		const struct a_att *a = &w.a[j];
+		const struct cma_p2p_conn *c = conn_of(j);
+
+		h = hash_mix(h, (uint64_t)a->st << 40 |
+					(uint64_t)a->destroyed << 32 |
+					(uint64_t)a->established << 24 |
+					(uint64_t)a->disconnected << 16 |
+					(uint64_t)(a->end_ev & 0xff) << 8 |
+					(uint64_t)(a->b_partner + 1));
+		h = hash_mix(h, (uint64_t)(a->refused_at - w.now));
+		if (!c)
+			continue;
+		h = hash_mix(h, (uint64_t)c->state << 40 |
+					(uint64_t)c->registered << 32 |
+					(uint64_t)c->unheard << 24 |
+					(uint64_t)c->bound << 16 |
+					(uint64_t)c->nretired << 8 |
+					(uint64_t)c->qp_err_due << 4 |
+					(uint64_t)c->peer_gone << 2 |
+					(uint64_t)c->gave_up << 1 |
+					timer_armed(&c->timer));
+		h = hash_mix(h, c->bound_ns - CLOCK_BASE_NS -
+					(uint64_t)w.now * 1000000);
+		h = hash_mix(h, kid_label(kid_of(w.a[j].id)));
+	}
+	for (i = 0; i < NB; i++) {
+		const struct b_att *b = &w.b[i];
+
+		h = hash_mix(h, (uint64_t)b->st << 40 | (uint64_t)b->gen << 32 |
+					(uint64_t)b->inc << 24 |
+					(uint64_t)b->formed << 16 |
+					(uint64_t)(b->a_partner + 1));
+		h = hash_mix(h, kid_label(b->kid));
+		h = hash_mix(h, (uint64_t)(b->due - w.now));
+		h = hash_mix(h, (uint64_t)(b->refused_since - w.now));
+		h = hash_mix(h, (uint64_t)(b->refused_at - w.now));
+	}
+	for (i = 0; i < w.nb_held; i++)
+		h = hash_mix(h, kid_label(w.b_held[i].kid) << 1 |
+					w.b_held[i].dead);
+	cma_p2p_lock();
+	for (held = w.lis->held_head; held; held = held->lnext)
+		h = hash_mix(h, kid_label(held->handle));
+	cma_p2p_unlock();
+	h = hash_mix(h, (uint64_t)timer_armed(&w.lis->timer) << 32 |
+				(uint64_t)(w.lis_armed_at - w.now));
+	/*
+	 * The messages in flight as a set of connections, each in its order:
+	 * which connection's message was sent first changes nothing.
+	 */
+	for (i = 0, n = 0; i < w.nfl; i++) {
+		const struct msg *m = &w.fl[i];
+		int pos = 0;
+
+		for (j = 0; j < i; j++)
+			pos += w.fl[j].to_b == m->to_b &&
+			       w.fl[j].chan == m->chan;
+		t = (uint64_t)m->type << 56 | (uint64_t)m->to_b << 55 |
+		    (uint64_t)m->dead << 54 | (uint64_t)m->kind << 46 |
+		    (uint64_t)m->att << 40 | (uint64_t)m->gen << 32 |
+		    (uint64_t)m->inc << 28 | (uint64_t)pos << 24 |
+		    (uint64_t)(m->ev & 0xff) << 16 |
+		    (uint64_t)(m->status & 0xffff);
+		cm[n++] = hash_mix(t, m->kid ? kid_label(m->kid) : m->chan);
+	}
+	/* Sorted, so that the order across connections does not count. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && cm[j - 1] > cm[j]; j--) {
+			t = cm[j];
+			cm[j] = cm[j - 1];
+			cm[j - 1] = t;
+		}
+	for (i = 0; i < n; i++)
+		h = hash_mix(h, cm[i]);
+	return h;
+}
+
+/* --- one schedule, in its own process ------------------------------------ */
+
+static void run_schedule(enum cfg cfg, const uint8_t *choice, int len)
+{
+	struct act acts[MAX_ACTS];
+	int d, n;
+
+	memset(&w, 0, sizeof(w));
+	w.cfg = cfg;
+	world_setup();
+	settle();
+	note("\n  prefix:");
+	for (d = 0; d < len; d++) {
+		n = enabled(acts);
+		CHECK(choice[d] < n,
+		      "replay diverged at step %d: %d actions, choice %d", d, n,
+		      choice[d]);
+		apply(&acts[choice[d]]);
+	}
+	rep.nact = enabled(acts);
+	rep.hash = state_hash();
+	complete();
+	finish();
+	rep.ok = 1;
+	rep.cov = w.cov;
+	if (replaying)
+		snprintf(rep.msg, sizeof(rep.msg), "schedule:%s", w.trace);
+	write_all(report_fd, &rep, sizeof(rep));
+	_exit(0);
+}
+
+/* A schedule's process, its report on the way. */
+struct job {
+	pid_t pid;
+	int fd;
+};
+
+static void start_child(struct job *jb, enum cfg cfg, const uint8_t *choice,
+			int len)
+{
+	int fds[2];
+
+	ck_assert_int_eq(pipe(fds), 0);
+	jb->pid = fork();
+	ck_assert_int_ge(jb->pid, 0);
+	if (!jb->pid) {
+		close(fds[0]);
+		report_fd = fds[1];
+		/* A schedule that hangs is a failure too, not a stuck suite. */
+		alarm(SANITIZED ? 60 : 20);
+		run_schedule(cfg, choice, len);
+	}
+	close(fds[1]);
+	jb->fd = fds[0];
+}
+
+static int finish_child(struct job *jb, struct report *out)
+{
+	size_t got = 0;
+	ssize_t n;
+	int status;
+
+	while (got < sizeof(*out)) {
+		n = read(jb->fd, (char *)out + got, sizeof(*out) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(jb->fd);
+	while (waitpid(jb->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got < sizeof(*out)) {
+		out->ok = 0;
+		out->kind = 1;
+		snprintf(out->msg, sizeof(out->msg),
+			 "the schedule's process died (%s %d) without a report",
+			 WIFSIGNALED(status) ? "signal" : "exit status",
+			 WIFSIGNALED(status) ? WTERMSIG(status)
+					     : WEXITSTATUS(status));
+	} else if (out->ok && (!WIFEXITED(status) || WEXITSTATUS(status))) {
+		/* A sanitizer's report after the checks passed. */
+		out->ok = 0;
+		out->kind = 2;
+		snprintf(out->msg, sizeof(out->msg),
+			 "the schedule's process ended with status 0x%x",
+			 status);
+	}
+	return out->ok;
+}
+
+/* --- the explorer -------------------------------------------------------- */
+
+/*
+ * States met, each with the most steps left when it was expanded: a state
+ * met again with no more steps left is not expanded again.
+ */
+struct seen {
+	uint64_t *key;
+	uint8_t *left;
+	size_t cap, n;
+};
+
+static bool seen_visit(struct seen *s, uint64_t key, int left)
+{
+	size_t i;
+
+	key |= 1; /* 0 marks an empty slot */
+	for (i = key & (s->cap - 1); s->key[i]; i = (i + 1) & (s->cap - 1)) {
+		if (s->key[i] != key)
+			continue;
+		if (s->left[i] >= left)
+			return false;
+		s->left[i] = (uint8_t)left;
+		return true;
+	}
+	ck_assert_uint_lt(s->n, s->cap / 2);
+	s->key[i] = key;
+	s->left[i] = (uint8_t)left;
+	s->n++;
+	return true;
+}
+
+#define MAX_FAILS 8
+
+struct explorer {
+	enum cfg cfg;
+	int depth;
+	unsigned long schedules, failed;
+	uint8_t choice[MAX_DEPTH];
+	struct seen seen;
+	struct report r;
+	uint32_t cov;
+	/* Each kind of violation once, by its shortest schedule. */
+	struct {
+		uint64_t kind;
+		int len;
+		char msg[sizeof(((struct report *)0)->msg)];
+	} fails[MAX_FAILS];
+	int nfails;
+};
+
+static void record_failure(struct explorer *x, int len, const struct report *r)
+{
+	size_t at;
+	int i;
+
+	x->failed++;
+	for (i = 0; i < x->nfails && x->fails[i].kind != r->kind; i++)
+		;
+	if (i == MAX_FAILS || (i < x->nfails && x->fails[i].len <= len))
+		return;
+	if (i == x->nfails)
+		x->nfails++;
+	x->fails[i].kind = r->kind;
+	x->fails[i].len = len;
+	/* The choices too: P2P_INTERLEAVE_REPLAY runs that schedule alone. */
+	at = (size_t)snprintf(x->fails[i].msg, sizeof(x->fails[i].msg),
+			      "P2P_INTERLEAVE_REPLAY=%s:",
+			      x->cfg == B_LOWER ? "lower" : "higher");
+	for (int d = 0; d < len; d++)
+		at += (size_t)snprintf(x->fails[i].msg + at,
+				       sizeof(x->fails[i].msg) - at, "%s%u",
+				       d ? "," : "", x->choice[d]);
+	snprintf(x->fails[i].msg + at, sizeof(x->fails[i].msg) - at, "\n  %s",
+		 r->msg);
+}
+
+/* How many schedules run at once (P2P_INTERLEAVE_JOBS). */
+static int jobs = 2;
+
+/*
+ * Depth first: the prefix x->choice[0..len) ran, its report is @r; each
+ * action it enabled is run next, unless its state was expanded already
+ * with as many steps left.  Siblings run @jobs at a time, and are judged
+ * in order afterwards, so the search is the one a single runner makes.  A
+ * schedule that fails is not extended; the search goes on, to tell every
+ * kind of violation the bound reaches.
+ */
+static void expand(struct explorer *x, int len, const struct report *r)
+{
+	struct report *kids;
+	struct job jb[8];
+	int i, k, n;
+
+	if (!r->ok) {
+		record_failure(x, len, r);
+		return;
+	}
+	x->cov |= r->cov;
+	if (!seen_visit(&x->seen, r->hash, x->depth - len) || len == x->depth)
+		return;
+	n = r->nact;
+	kids = malloc(sizeof(*kids) * (size_t)(n ? n : 1));
+	ck_assert_ptr_nonnull(kids);
+	for (i = 0; i < n; i += jobs) {
+		for (k = i; k < n && k < i + jobs; k++) {
+			x->choice[len] = (uint8_t)k;
+			start_child(&jb[k - i], x->cfg, x->choice, len + 1);
+		}
+		for (k = i; k < n && k < i + jobs; k++)
+			finish_child(&jb[k - i], &kids[k]);
+		x->schedules += (unsigned long)(k - i);
+	}
+	for (i = 0; i < n; i++) {
+		x->choice[len] = (uint8_t)i;
+		expand(x, len + 1, &kids[i]);
+	}
+	free(kids);
+}
+
+static void explore(struct explorer *x)
+{
+	struct job jb;
+
+	start_child(&jb, x->cfg, x->choice, 0);
+	finish_child(&jb, &x->r);
+	x->schedules++;
+	expand(x, 0, &x->r);
+}
+
+static int env_int(const char *name, int dflt, int lo, int hi)
+{
+	const char *v = getenv(name);
+	long n;
+
+	if (!v || !*v)
+		return dflt;
+	n = strtol(v, NULL, 10);
+	return n < lo ? lo : n > hi ? hi : (int)n;
+}
+
+/*
+ * The default depth keeps a plain -O2 build within about half a minute for
+ * both configurations on a loaded two-CPU machine (a schedule is a fork and
+ * a thread's start: 5 to 15 ms there), the sanitizer builds too.  The
+ * floors are what the default depth explores, less a margin, and so is
+ * what it must reach.
+ */
+#define DEPTH_PLAIN 5
+#define DEPTH_SANITIZED 3
+
+/*
+ * P2P_INTERLEAVE_REPLAY=lower:0,3,1 (as a violation prints it): that
+ * schedule of that configuration alone, with its trace.
+ */
+static bool replay(enum cfg cfg)
+{
+	const char *v = getenv("P2P_INTERLEAVE_REPLAY");
+	const char *name = cfg == B_LOWER ? "lower:" : "higher:";
+	uint8_t choice[MAX_DEPTH];
+	struct report *r;
+	struct job jb;
+	int len = 0;
+	char *end;
+
+	if (!v || !*v)
+		return false;
+	if (strncmp(v, name, strlen(name)))
+		return true; /* the other configuration's */
+	for (v += strlen(name); *v && len < MAX_DEPTH; v = end) {
+		choice[len++] = (uint8_t)strtoul(v, &end, 10);
+		if (*end == ',')
+			end++;
+		else if (*end)
+			break;
+	}
+	r = calloc(1, sizeof(*r));
+	ck_assert_ptr_nonnull(r);
+	replaying = true;
+	setenv("RDMA_CM_P2P_HOLD_MS", "10000", 1);
+	start_child(&jb, cfg, choice, len);
+	finish_child(&jb, r);
+	printf("p2p interleave (B %s), replay: %s\n",
+	       cfg == B_LOWER ? "lower" : "higher", r->msg);
+	fflush(stdout);
+	ck_assert_msg(r->ok, "the schedule fails");
+	free(r);
+	return true;
+}
+
+static void explore_cfg(enum cfg cfg, unsigned long floor_plain,
+			unsigned long floor_sanitized, uint32_t must_cover)
+{
+	struct explorer *x = calloc(1, sizeof(*x));
+	struct timespec t0;
+	int dflt = SANITIZED ? DEPTH_SANITIZED : DEPTH_PLAIN;
+	char missed[256] = "";
+	int c;
+
+	if (replay(cfg)) {
+		free(x);
+		return;
+	}
+	ck_assert_ptr_nonnull(x);
+	x->cfg = cfg;
+	x->depth = env_int("P2P_INTERLEAVE_DEPTH", dflt, 0, MAX_DEPTH);
+	max_faults = env_int("P2P_INTERLEAVE_FAULTS", 1, 0, 8);
+	max_kills = env_int("P2P_INTERLEAVE_KILLS", 1, 0, 4);
+	jobs = env_int("P2P_INTERLEAVE_JOBS", 2, 1, 8);
+	x->seen.cap = 1u << 21;
+	x->seen.key = calloc(x->seen.cap, sizeof(*x->seen.key));
+	x->seen.left = calloc(x->seen.cap, 1);
+	ck_assert(x->seen.key && x->seen.left);
+	setenv("RDMA_CM_P2P_HOLD_MS", "10000", 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	explore(x);
+	printf("p2p interleave (B %s): %lu schedules, %zu states, depth %d, "
+	       "%d faults, %d kills, %.1f s, %lu failed\n",
+	       cfg == B_LOWER ? "lower" : "higher", x->schedules, x->seen.n,
+	       x->depth, max_faults, max_kills, unit_ms_since(&t0) / 1000.0,
+	       x->failed);
+	printf("  reached:");
+	for (c = 0; c < COV_COUNT; c++)
+		if (x->cov & 1u << c)
+			printf(" %s", cov_name[c]);
+	printf("\n");
+	for (c = 0; c < COV_COUNT; c++)
+		if (!(x->cov & 1u << c) && (must_cover & 1u << c))
+			snprintf(missed + strlen(missed),
+				 sizeof(missed) - strlen(missed), " %s",
+				 cov_name[c]);
+	fflush(stdout);
+	for (c = 0; c < x->nfails; c++)
+		printf("VIOLATION (B %s, %d steps chosen): %s\n",
+		       cfg == B_LOWER ? "lower" : "higher", x->fails[c].len,
+		       x->fails[c].msg);
+	fflush(stdout);
+	ck_assert_msg(!x->failed, "B %s: %lu schedules fail, %d kinds",
+		      cfg == B_LOWER ? "lower" : "higher", x->failed,
+		      x->nfails);
+	if (x->depth >= dflt && max_faults >= 1 && max_kills >= 1) {
+		ck_assert_uint_ge(x->schedules,
+				  SANITIZED ? floor_sanitized : floor_plain);
+		if (!SANITIZED)
+			ck_assert_msg(!missed[0], "never reached:%s", missed);
+	}
+	free(x->seen.key);
+	free(x->seen.left);
+	free(x);
+}
+
+START_TEST(b_lower_every_interleaving)
+{
+	explore_cfg(B_LOWER, 800, 50,
+		    1u << COV_ESTABLISHED | 1u << COV_ADOPT_HELD |
+			    1u << COV_ADOPT_ARRIVING | 1u << COV_DEAD_PASSED |
+			    1u << COV_DEAD_DROPPED | 1u << COV_BOUND |
+			    1u << COV_PEER_REJECTED | 1u << COV_RESET);
+}
+END_TEST
+
+START_TEST(b_higher_every_interleaving)
+{
+	explore_cfg(B_HIGHER, 1500, 70,
+		    1u << COV_ESTABLISHED | 1u << COV_RESEND |
+			    1u << COV_WITHDRAW | 1u << COV_BOUND |
+			    1u << COV_PEER_REJECTED);
+}
+END_TEST
+
+/* --- what the checker found, as deterministic tests -------------------- */
+
+/*
+ * LIBRARY BUG found by the checker (B lower; schedule: B.connect0,
+ * B.kill, A.connect0, then B's dead REQ arrives, B starts again and the
+ * new process's first REQ arrives).  A connect made after the peer's old
+ * process died can only be waiting for the new one, yet that process's
+ * first REQ fails it (REJECTED, -ECONNRESET, as if it waited for the old
+ * one) and is held for a later connect instead: a live attempt on each
+ * side, and no connection between them.  rdma_cm_p2p(7) promises that an
+ * attempt that failed on one side never makes a later attempt fail.
+ * This test says what should happen; it fails until the library does.
+ */
+START_TEST(connect_made_after_a_peer_restart_pairs_with_the_new_process)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint32_t old, req;
+
+	/* The old process's REQ, held, then given up as the process died. */
+	req_incarnation = 0xaaaa;
+	old = peer_request("192.0.2.0", 0, "old");
+	expect_nothing();
+	fake_ucma_kill_kid(old);
+	/* Our connect, made after that, passes the dead request over. */
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	expect_nothing();
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, old), 0);
+	/* The new process's first REQ is the one it waits for. */
+	req_incarnation = 0xbbbb;
+	req = peer_request("192.0.2.0", 0, "new");
+	if (!rdma_get_cm_event(ch, &ev))
+		ck_abort_msg("the connect ends: %s, status %d",
+			     rdma_event_str(ev->event), ev->status);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_uint_eq(kid_of(id), req);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 3);
+	ck_assert_mem_eq(ev->param.conn.private_data, "new", 3);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+static Suite *p2p_interleave_suite(void)
+{
+	Suite *s = suite_create("p2p_interleave");
+	TCase *tc = tcase_create("found");
+
+	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
+	tcase_add_test(
+		tc,
+		connect_made_after_a_peer_restart_pairs_with_the_new_process);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("explore");
+
+	/* Bounded by the depth, not by Check's clock; the default is short. */
+	tcase_set_timeout(tc, 3600);
+	tcase_add_test(tc, b_lower_every_interleaving);
+	tcase_add_test(tc, b_higher_every_interleaving);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+UNIT_MAIN(p2p_interleave_suite)
