@@ -174,13 +174,13 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 }
 
 /*
- * An id from this process's address to the peer listening at @to:@port,
- * with a QP, resolved.
+ * An id from this process's address (port @src_port; 0: the kernel's
+ * pick) to the peer listening at @to:@port, with a QP, resolved.
  */
-static inline struct rdma_cm_id *connecting_id_port(const char *to,
-						    uint16_t port)
+static inline struct rdma_cm_id *
+connecting_id_from(uint16_t src_port, const char *to, uint16_t port)
 {
-	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
+	struct sockaddr_in src = unit_ipv4("192.0.2.1", src_port),
 			   dst = unit_ipv4(to, port);
 	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
 	struct rdma_cm_id *id;
@@ -196,6 +196,13 @@ static inline struct rdma_cm_id *connecting_id_port(const char *to,
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
 	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
 	return id;
+}
+
+/* The same from any source port. */
+static inline struct rdma_cm_id *connecting_id_port(const char *to,
+						    uint16_t port)
+{
+	return connecting_id_from(0, to, port);
 }
 
 /* The same towards the peer's usual port. */

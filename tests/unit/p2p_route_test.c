@@ -448,23 +448,10 @@ START_TEST(second_route_resolution_fails)
 }
 END_TEST
 
-/*
- * The lower end's id towards 192.0.2.2, from source port src_port,
- * resolved by the kernel as usual, with a QP.
- */
+/* The lower end's id towards 192.0.2.2, from source port src_port. */
 static struct rdma_cm_id *lower_end_id(void)
 {
-	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
-	struct rdma_cm_id *id = new_id();
-
-	ck_assert_int_eq(resolve_towards(id, "192.0.2.2"), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
-	ck_assert_int_eq(rdma_resolve_route(id, 3000), 0);
-	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
-	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
-	return id;
+	return connecting_id_from(src_port, "192.0.2.2", P2P_PORT);
 }
 
 /*
