@@ -866,10 +866,17 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 		cma_p2p_give_up(conn, -ECONNRESET);
 		break;
 	case CMA_P2P_WAIT_PEER:
-		evt = cma_event_new(id_priv, RDMA_CM_EVENT_REJECTED,
-				    -ECONNRESET);
-		conn->qp_err_due = true;
-		break;
+		/*
+		 * Tied to no process of the peer's (an adoption of the old
+		 * one's request failed meanwhile): it waits on, for the new
+		 * one, its timer back on its bound or its resend.
+		 */
+		if (conn->unheard)
+			cma_timer_start(id_priv->id.channel, &conn->timer,
+					CMA_P2P_RETRY_MS);
+		else
+			cma_p2p_bound_resume(conn);
+		return;
 	case CMA_P2P_NO_MATCH:
 	case CMA_P2P_ADOPTING: /* busy: never called then */
 		break;
@@ -882,9 +889,12 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 }
 
 /*
- * Drop what the peer at @remote's previous process left here (but @keep).
- * A conn someone is busy with (an adoption, a REQ going out) is marked:
- * its timer acts once the work is done.
+ * Drop what the peer at @remote's previous process left here (but @keep):
+ * its held requests, connections formed with it, REQs of ours it had.  A
+ * connect waiting for the peer's REQ, or to send ours again, is tied to no
+ * process of the peer's and waits on for the new one.  A conn someone is
+ * busy with (an adoption, a REQ going out) is marked: its timer acts once
+ * the work is done.
  */
 static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 				const struct cma_p2p_conn *keep)
@@ -894,7 +904,8 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 	cma_p2p_held_drop_from(remote);
 	for (conn = cma_p2p_conn_next_of(NULL, remote); conn; conn = next) {
 		next = cma_p2p_conn_next_of(conn, remote);
-		if (conn == keep)
+		if (conn == keep ||
+		    (conn->state == CMA_P2P_WAIT_PEER && !conn->busy))
 			continue;
 		if (conn->busy)
 			conn->peer_gone = true;
