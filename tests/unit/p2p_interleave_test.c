@@ -1642,6 +1642,26 @@ static int enabled(struct act *acts)
 static const char *const var_name[] = {"deliver", "lose", "refuse-for-now",
 				       "refuse"};
 
+/* What @x is, for a replay's list of the actions it may take next. */
+static void act_label(const struct act *x, char *buf, size_t len)
+{
+	static const char *const kind[] = {
+		"A.connect", "A.destroy", "B.connect",	  "B.giveup",
+		"B.bound",   "B.resend",  "B.kill",	  "B.start",
+		"",	     "fire conn", "fire listener"};
+	const struct msg *m = &w.fl[x->arg];
+
+	if (x->kind == ACT_DELIVER)
+		snprintf(buf, len, "%s %s%s %s%d.%d k%u", var_name[x->var],
+			 msg_name[m->type], m->dead ? "(dead)" : "",
+			 m->to_b ? ">B" : ">A", m->att, m->gen, m->kid);
+	else if (x->kind == ACT_B_KILL || x->kind == ACT_B_START ||
+		 x->kind == ACT_FIRE_LIS)
+		snprintf(buf, len, "%s", kind[x->kind]);
+	else
+		snprintf(buf, len, "%s%d", kind[x->kind], x->arg);
+}
+
 static void apply(const struct act *x)
 {
 	struct msg m;
@@ -1793,14 +1813,12 @@ static bool next_completion(struct act *x)
 	int64_t best = INT64_MAX, due;
 	int i, j;
 
+	/*
+	 * The applications first, so that what is left of the schedule runs
+	 * with as much under way at once as it can: every connect made, B up
+	 * again; then the wire, then the timers.
+	 */
 	x->var = V_OK;
-	for (i = 0; i < w.nfl; i++) {
-		if (deliverable(i)) {
-			x->kind = ACT_DELIVER;
-			x->arg = (uint8_t)i;
-			return true;
-		}
-	}
 	if (!w.b_up) {
 		x->kind = ACT_B_START;
 		return true;
@@ -1813,6 +1831,13 @@ static bool next_completion(struct act *x)
 		x->kind = ACT_A_CONNECT;
 		x->arg = (uint8_t)w.a_made;
 		return true;
+	}
+	for (i = 0; i < w.nfl; i++) {
+		if (deliverable(i)) {
+			x->kind = ACT_DELIVER;
+			x->arg = (uint8_t)i;
+			return true;
+		}
 	}
 	for (i = 0; i < NB; i++) {
 		if (w.b[i].st == BS_RESEND) {
@@ -2070,6 +2095,12 @@ static void run_schedule(enum cfg cfg, const uint8_t *choice, int len)
 	}
 	rep.nact = enabled(acts);
 	rep.hash = state_hash();
+	for (d = 0; replaying && d < rep.nact; d++) {
+		char label[64];
+
+		act_label(&acts[d], label, sizeof(label));
+		note("%s %d: %s", d ? "," : "\n  enabled then:", d, label);
+	}
 	complete();
 	finish();
 	rep.ok = 1;
@@ -2340,6 +2371,9 @@ static void explore_cfg(enum cfg cfg, unsigned long floor_plain,
 	char missed[256] = "";
 	int c;
 
+	max_faults = env_int("P2P_INTERLEAVE_FAULTS", 1, 0, 8);
+	max_kills = env_int("P2P_INTERLEAVE_KILLS", 1, 0, 4);
+	jobs = env_int("P2P_INTERLEAVE_JOBS", 2, 1, 8);
 	if (replay(cfg)) {
 		free(x);
 		return;
@@ -2347,9 +2381,6 @@ static void explore_cfg(enum cfg cfg, unsigned long floor_plain,
 	ck_assert_ptr_nonnull(x);
 	x->cfg = cfg;
 	x->depth = env_int("P2P_INTERLEAVE_DEPTH", dflt, 0, MAX_DEPTH);
-	max_faults = env_int("P2P_INTERLEAVE_FAULTS", 1, 0, 8);
-	max_kills = env_int("P2P_INTERLEAVE_KILLS", 1, 0, 4);
-	jobs = env_int("P2P_INTERLEAVE_JOBS", 2, 1, 8);
 	x->seen.cap = 1u << 21;
 	x->seen.key = calloc(x->seen.cap, sizeof(*x->seen.key));
 	x->seen.left = calloc(x->seen.cap, 1);
@@ -2456,6 +2487,73 @@ START_TEST(connect_made_after_a_peer_restart_pairs_with_the_new_process)
 }
 END_TEST
 
+/* The peer's REP for our REQ on @kid, from its process @inc, with @data. */
+static void peer_answers(uint32_t kid, uint64_t inc, const char *data)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REP,
+				  .port = P2P_PORT,
+				  .incarnation = inc,
+				  .data_len = (uint8_t)strlen(data)};
+	struct rdma_ucm_event_resp *r;
+
+	fake_ucma_hold();
+	r = fake_ucma_event(kid, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ck_assert_ptr_nonnull(r);
+	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
+	memcpy(r->param.conn.private_data + CMA_P2P_HDR_LEN, data,
+	       strlen(data));
+	r->param.conn.private_data_len =
+		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
+	r->param.conn.responder_resources = 4;
+	r->param.conn.initiator_depth = 4;
+	fake_ucma_release();
+}
+
+/*
+ * LIBRARY BUG found by the checker (B higher, P2P_INTERLEAVE_REPLAY=
+ * higher:0,2,5,5,2: A.connect0, B.connect0, REQ and REP delivered,
+ * B.kill; then B starts again, both remaining connects of each side are
+ * made, and the new process adopts A's REQs in order).  The
+ * new process's REP for one of our REQs tells of the restart, and every
+ * other connect of ours whose REQ is out is failed (UNREACHABLE,
+ * -ECONNRESET) as if the old process had that REQ: here the new process
+ * holds it and is about to adopt it.  Nothing says which process has a
+ * REQ; a REQ the old one had is refused by its kernel when it dies (a
+ * refusal for now) or runs into the bound, so none needs failing here.
+ * This test says what should happen; it fails until the library does.
+ */
+START_TEST(req_sent_to_the_new_process_survives_the_restart)
+{
+	struct rdma_cm_id *old, *one, *two;
+	struct rdma_cm_event *ev;
+
+	old = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(old), 0);
+	peer_answers(kid_of(old), 0xaaaa, "old");
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	/* The peer restarts; both REQs reach and are held by the new one. */
+	one = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(one), 0);
+	two = connecting_id("192.0.2.2");
+	ck_assert_int_eq(p2p_connect(two), 0);
+	/* It adopts the first: the old connection goes, the second waits. */
+	peer_answers(kid_of(one), 0xbbbb, "one");
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, one);
+	rdma_ack_cm_event(ev);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)), 0);
+	if (!rdma_get_cm_event(ch, &ev))
+		ck_abort_msg("%s %s, status %d", ev->id == two ? "two" : "?",
+			     rdma_event_str(ev->event), ev->status);
+	ck_assert_int_eq(errno, EAGAIN);
+	/* Then the second. */
+	peer_answers(kid_of(two), 0xbbbb, "two");
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, two);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
 static Suite *p2p_interleave_suite(void)
 {
 	Suite *s = suite_create("p2p_interleave");
@@ -2465,6 +2563,7 @@ static Suite *p2p_interleave_suite(void)
 	tcase_add_test(
 		tc,
 		connect_made_after_a_peer_restart_pairs_with_the_new_process);
+	tcase_add_test(tc, req_sent_to_the_new_process_survives_the_restart);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("explore");
 
