@@ -466,3 +466,59 @@ put("acm_cm", "service_refuses", b"\x1e" + ac_port(gid0=2, gid1=0) +
     ac_lookup(1, 0x20) + ac_resolve(True, True, 2, 2, 3))
 put("acm_cm", "create_ep", b"\x08" + ac_port() + b"\x02" +
     ac_lookup()[1:] + b"\x00" + ac_lookup(0, 0x04))
+
+
+# --- preload: flags [ports] [sizes] [rules], operations (preload_fuzz.c) --
+PL_OPEN, PL_CLOSED, PL_V6, PL_ANY = 1, 2, 4, 8
+
+
+def pl_flags(disable=False, fork=False, ports=None, sizes=None, rules=None,
+             log=0):
+    b = bytes([(1 if disable else 0) | (2 if fork else 0) |
+               (4 if ports is not None else 0) |
+               (8 if sizes is not None else 0) |
+               (16 if rules is not None else 0) | log << 5])
+    if ports is not None:
+        b += bytes([len(ports)]) + ports
+    if sizes is not None:
+        b += bytes(sizes)
+    if rules is not None:
+        b += bytes([len(rules)]) + rules
+    return b
+
+
+def pl_peer(first=b"RSFK", port=0):
+    return bytes([len(first) + (2 if port else 0)]) + struct.pack("<H", port)
+
+
+def pl_io(sel, fd=0, length=4):
+    return bytes([6, sel, length, fd])
+
+
+pl_tcp = b"\x00\x00"  # socket: IPv4 TCP, non-blocking
+pl_tcp_blocking = b"\x00\x10"
+put("preload", "listen_accept", pl_flags() + pl_tcp + bytes([2, 0, 0]) +
+    bytes([3, 0, 4]) + bytes([5, 0, 0]) + bytes([8, 3]) + bytes([11, 0]))
+put("preload", "connect_falls_back", pl_flags() + pl_tcp +
+    bytes([4, 0, PL_OPEN]) + pl_peer(b"hi") + pl_io(0) + pl_io(1) +
+    bytes([8, 3]))
+put("preload", "fork_active", pl_flags(fork=True) + pl_tcp_blocking +
+    bytes([4, 0, PL_OPEN]) + pl_peer(b"RSFK", 7470) + pl_io(0) +
+    pl_io(3))
+put("preload", "fork_passive", pl_flags(fork=True) + pl_tcp +
+    bytes([2, 0, 0]) + bytes([3, 0, 4]) + bytes([5, 0]) + pl_peer(b"RSFK") +
+    b"\x01" + pl_io(0, fd=1))
+put("preload", "udp", pl_flags() + b"\x00\x04" +
+    bytes([7, 6, 4, 0, PL_CLOSED]) + pl_io(7) + bytes([9, 0, 0x1f]))
+put("preload", "settings_log_link", pl_flags(
+    ports=b"7471,1-1000", sizes=[4, 4, 2, 8, 8],
+    rules=b"fuzz INET STREAM TCP\n* INET6 DGRAM UDP\nbad line\n", log=3) +
+    pl_tcp + b"\x00\x05")
+put("preload", "log_file", pl_flags(log=1) + pl_tcp + bytes([11, 0]))
+put("preload", "log_dangling", pl_flags(log=4) + pl_tcp)
+put("preload", "descriptors", pl_flags() + pl_tcp + b"\x00\x01" +
+    bytes([10, 0, 0]) + bytes([10, 1 | 0x10, 0]) + bytes([10, 3 | 0x10, 1]) +
+    bytes([10, 4, 0]) + bytes([10, 5 | 0x50, 0, 1]) + bytes([10, 6, 1, 16]) +
+    bytes([9, 1, 1, 0, 1]) + bytes([10, 7 | 0x20, 0]) + bytes([11, 1]))
+put("preload", "disabled", pl_flags(disable=True) + pl_tcp +
+    bytes([4, 0, PL_OPEN]) + pl_peer(b"x"))
