@@ -845,32 +845,29 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 /* --- a restarted peer --------------------------------------------------------- */
 
 /*
- * @conn was formed, or was forming, with a process of the peer's that is
- * gone: a formed connection is disconnected (the kernel reports
- * DISCONNECTED once the old peer's CM answered the DREQ or it timed out);
- * a connect still waiting fails now, with -ECONNRESET, its REQ withdrawn.
- * Under p2p_lock, on a conn nobody is busy with: the QP and the old
- * kernel id are left to its chores (another id's qp_lock is not ours).
+ * The peer's process that @conn may have been formed with is gone: a
+ * formed connection is disconnected (the kernel reports DISCONNECTED once
+ * the old peer's CM answered the DREQ or it timed out).  A connect still
+ * under way is tied to no process of the peer's: a REQ of ours reaches the
+ * new one, or the old one's kernel refused it (reason 28 without data:
+ * sent again), or its bound ends it; a connect waiting for the peer's REQ
+ * adopts the new one's.  Its timer goes back to its bound or its resend
+ * (the mark that brought us here used it).  Under p2p_lock, on a conn
+ * nobody is busy with: a QP and old kernel ids are left to its chores
+ * (another id's qp_lock is not ours).
  */
 static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
-	struct cma_event *evt = NULL;
 
 	conn->peer_gone = false;
 	switch (conn->state) {
 	case CMA_P2P_CONNECTED:
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
+		cma_p2p_conn_unregister(conn);
 		break;
 	case CMA_P2P_PENDING:
-		cma_p2p_give_up(conn, -ECONNRESET);
-		break;
 	case CMA_P2P_WAIT_PEER:
-		/*
-		 * Tied to no process of the peer's (an adoption of the old
-		 * one's request failed meanwhile): it waits on, for the new
-		 * one, its timer back on its bound or its resend.
-		 */
 		if (conn->unheard)
 			cma_timer_start(id_priv->id.channel, &conn->timer,
 					CMA_P2P_RETRY_MS);
@@ -881,20 +878,16 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 	case CMA_P2P_ADOPTING: /* busy: never called then */
 		break;
 	}
-	cma_p2p_conn_unregister(conn);
-	if (evt)
-		cma_event_post(evt);
 	if (conn->nretired || conn->qp_err_due)
 		cma_p2p_chores_soon(conn);
 }
 
 /*
  * Drop what the peer at @remote's previous process left here (but @keep):
- * its held requests, connections formed with it, REQs of ours it had.  A
- * connect waiting for the peer's REQ, or to send ours again, is tied to no
- * process of the peer's and waits on for the new one.  A conn someone is
- * busy with (an adoption, a REQ going out) is marked: its timer acts once
- * the work is done.
+ * its held requests and the connections formed with it.  A connect under
+ * way, sending or waiting, is tied to no process of the peer's and goes
+ * on with the new one.  A conn someone is busy with (an adoption, a REQ
+ * going out) is marked: its timer acts once the work is done.
  */
 static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 				const struct cma_p2p_conn *keep)
@@ -904,8 +897,9 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 	cma_p2p_held_drop_from(remote);
 	for (conn = cma_p2p_conn_next_of(NULL, remote); conn; conn = next) {
 		next = cma_p2p_conn_next_of(conn, remote);
-		if (conn == keep ||
-		    (conn->state == CMA_P2P_WAIT_PEER && !conn->busy))
+		if (conn == keep || ((conn->state == CMA_P2P_WAIT_PEER ||
+				      conn->state == CMA_P2P_PENDING) &&
+				     !conn->busy))
 			continue;
 		if (conn->busy)
 			conn->peer_gone = true;
@@ -913,7 +907,6 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 			cma_p2p_peer_gone(conn);
 	}
 }
-
 void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		       const struct cma_p2p_conn *keep)
 {
