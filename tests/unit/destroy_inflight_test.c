@@ -52,8 +52,14 @@ static void setup(void)
 
 static void teardown(void)
 {
+	struct fake_verbs_counts c;
+
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
+	c = fake_verbs_counts();
+	ck_assert_int_eq(c.qps, 0);
+	ck_assert_int_eq(c.cqs, 0);
+	ck_assert_int_eq(c.channels, 0);
 	fake_ucma_uninstall();
 }
 
@@ -107,6 +113,7 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 	struct rdma_conn_param param = {.responder_resources = 1,
 					.initiator_depth = 1,
 					.peer2peer_mode = 1};
+	struct rdma_cm_id held;
 	struct cma_id_private *id_priv;
 	struct rdma_cm_id *id;
 	uint32_t kid;
@@ -115,6 +122,12 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 
 	id = connecting_id(&peer);
 	ck_assert_int_eq(rdma_create_qp(id, NULL, &attr), 0);
+	/*
+	 * rdma_destroy_qp takes the id's qp_lock, which the test holds while
+	 * the id is destroyed: its QP and CQs are freed after, as the
+	 * library would.
+	 */
+	held = *id;
 	ck_assert_msg(!rdma_connect(id, &param), "connect: %s",
 		      strerror(errno));
 	id_priv = cma_id_priv(id);
@@ -138,6 +151,13 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 	ck_assert_int_eq(pthread_join(t, &ret), 0);
 	ck_assert_ptr_null(ret);
 	cma_service_settle();
+	ck_assert_int_eq(ibv_destroy_qp(held.qp), 0);
+	ck_assert_int_eq(ibv_destroy_cq(held.send_cq), 0);
+	ck_assert_int_eq(ibv_destroy_cq(held.recv_cq), 0);
+	ck_assert_int_eq(ibv_destroy_comp_channel(held.send_cq_channel), 0);
+	if (held.recv_cq_channel != held.send_cq_channel)
+		ck_assert_int_eq(ibv_destroy_comp_channel(held.recv_cq_channel),
+				 0);
 }
 END_TEST
 
