@@ -22,7 +22,7 @@
 #   BUILD_DIR    the configured build tree (default <repo>/build): config.h
 #                comes from there, binaries go to $BUILD_DIR/fuzz/
 #   FUZZ_TIME    seconds per target (default 10: the test-suite run; with
-#                16 targets and their builds about 4 minutes of CPU).  The
+#                20 targets and their builds about 6 minutes of CPU).  The
 #                long run is e.g. FUZZ_TIME=3600 tests/fuzz/run.sh
 #   FUZZ_ONLY    a regular expression: only targets whose name matches
 #   FUZZ_JOBS    parallel fuzzing processes per target (default 1)
