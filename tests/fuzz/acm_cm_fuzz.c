@@ -58,37 +58,12 @@
 #include "cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "fuzz_input.h"
 #include "test_hooks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define SERVICE_PATH "/nonexistent/rdma-acm-fuzz.sock"
-
-static struct {
-	const uint8_t *p;
-	size_t left;
-} in;
-
-static uint8_t take8(void)
-{
-	uint8_t v = 0;
-
-	if (in.left) {
-		v = *in.p++;
-		in.left--;
-	}
-	return v;
-}
-
-static void take(void *out, size_t n)
-{
-	size_t k = n < in.left ? n : in.left;
-
-	memset(out, 0, n);
-	memcpy(out, in.p, k);
-	in.p += k;
-	in.left -= k;
-}
 
 static uint8_t flags;
 static unsigned long sink;
@@ -498,8 +473,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	setup_once();
-	in.p = data;
-	in.left = size;
+	fuzz_input(data, size);
 	flags = take8();
 	n = snprintf(sources, sizeof(sources), "%s%s%s",
 		     flags & 2 ? "cache," : "", flags & 4 ? "service," : "",
@@ -533,7 +507,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		strcpy(last_sources, sources);
 	}
 
-	while (in.left && ops++ < 16) {
+	while (fuzz_in.left && ops++ < 16) {
 		switch (take8() % 4) {
 		case 0:
 		case 1:

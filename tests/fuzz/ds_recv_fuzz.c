@@ -44,6 +44,8 @@
 #include <sys/eventfd.h>
 
 #include "rsocket/dgram.h"
+#include "fuzz_input.h"
+#include "fuzz_verbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -52,39 +54,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_QPS 1 /* a socket bound to one address has one QP */
 #define UDP_PENDING 8
 #define QPN_BASE 0x100 /* peer i's QP is QPN_BASE + i */
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static struct input in;
-
-static bool take(void *out, size_t n)
-{
-	if (in.left < n)
-		return false;
-	memcpy(out, in.p, n);
-	in.p += n;
-	in.left -= n;
-	return true;
-}
-
-static uint8_t take8(void)
-{
-	uint8_t v = 0;
-
-	take(&v, 1);
-	return v;
-}
-
-static uint16_t take16(void)
-{
-	uint8_t b[2] = {0, 0};
-
-	take(b, 2);
-	return (uint16_t)(b[0] | b[1] << 8);
-}
 
 /* --- the device ------------------------------------------------------------ */
 
@@ -115,7 +84,6 @@ static struct {
 	/* completions not yet polled */
 	struct ibv_wc wc[128];
 	uint32_t nwc;
-	int mrs, ahs;
 	unsigned long sink;
 	/* UDP datagrams waiting for the socket's next drain */
 	uint8_t udp[UDP_PENDING][DS_UDP_IPV6_HDR_LEN + DS_MSG_SIZE + 8];
@@ -266,60 +234,6 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	h.cq_made = false;
-	return 0;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-		     void **cq_context)
-{
-	errno = EAGAIN;
-	return -1;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
-			    int access)
-{
-	struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-	if (!mr)
-		return NULL;
-	h.mrs++;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	return mr;
-}
-
-struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-				uint64_t iova, unsigned int access)
-{
-	return (ibv_reg_mr)(pd, addr, length, (int)access);
-}
-
-int ibv_dereg_mr(struct ibv_mr *mr)
-{
-	h.mrs--;
-	free(mr);
-	return 0;
-}
-
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	struct ibv_ah *ah = calloc(1, sizeof(*ah));
-
-	if (ah)
-		h.ahs++;
-	return ah;
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	h.ahs--;
-	free(ah);
 	return 0;
 }
 
@@ -546,6 +460,16 @@ static uint32_t take_qpn(void)
 	return (uint32_t)(b[0] | b[1] << 8 | b[2] << 16);
 }
 
+/* A header of the input's instead of a peer's: a length, then its bytes. */
+static size_t take_hdr(void *hdr, size_t size)
+{
+	size_t len = take8() % (size + 1);
+
+	memset(hdr, 0, size);
+	take(hdr, len);
+	return len;
+}
+
 /* A UD receive completes: the peer's header and payload in its slot. */
 static void op_ud_receive(void)
 {
@@ -565,13 +489,10 @@ static void op_ud_receive(void)
 	h.nrecvs--;
 	/* The GRH, present or not on the wire, then what the peer sent. */
 	memset(r.addr, 0, DS_WIRE_GRH_LEN);
-	if (sel & 8) {
-		hlen = take8() % (sizeof(hdr) + 1); /* the input's header */
-		memset(&hdr, 0, sizeof(hdr));
-		take(&hdr, hlen);
-	} else {
+	if (sel & 8)
+		hlen = take_hdr(&hdr, sizeof(hdr));
+	else
 		hlen = ds_hdr_encode(&hdr, &from);
-	}
 	n = DS_WIRE_GRH_LEN + hlen + len;
 	if (n > r.length)
 		n = r.length; /* the device writes no more than the buffer */
@@ -609,14 +530,11 @@ static void op_udp_message(void)
 	if (h.udp_cnt == UDP_PENDING)
 		return;
 	i = (h.udp_head + h.udp_cnt++) % UDP_PENDING;
-	if (sel & 8) {
-		hlen = take8() % (sizeof(hdr) + 1); /* the input's header */
-		memset(&hdr, 0, sizeof(hdr));
-		take(&hdr, hlen);
-	} else {
+	if (sel & 8)
+		hlen = take_hdr(&hdr, sizeof(hdr));
+	else
 		hlen = ds_udp_hdr_encode(&hdr, op & 1 ? RS_OP_CTRL : RS_OP_DATA,
 					 qpn, &from);
-	}
 	if (op & 2)
 		len = 0;
 	memcpy(h.udp[i], &hdr, hlen);
@@ -830,7 +748,7 @@ static void free_socket(struct rsocket *rs)
 	pthread_mutex_unlock(&rs->lock);
 	pthread_mutex_destroy(&rs->lock);
 	pthread_mutex_destroy(&rs->wait_lock);
-	if (h.mrs || h.ahs || h.qp_made || h.cq_made || h.chan_made ||
+	if (fuzz_mrs || fuzz_ahs || h.qp_made || h.cq_made || h.chan_made ||
 	    h.qp_id_used || h.res_id_used)
 		abort(); /* the socket left something of its QP behind */
 }
@@ -849,9 +767,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	make_socket(&rs, data);
-	in.p = data + 4;
-	in.left = size - 4;
-	while (in.left && ops++ < 256) {
+	fuzz_input(data + 4, size - 4);
+	while (fuzz_in.left && ops++ < 256) {
 		switch (take8() % 8) {
 		case 0:
 		case 1:

@@ -66,6 +66,7 @@
 
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "fuzz_input.h"
 #include "rsocket/rs.h"
 
 /* The preload's entry points, renamed (the C library's are declared). */
@@ -171,33 +172,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_FDS 8
 
-static struct {
-	const uint8_t *p;
-	size_t left;
-} in;
-
-static uint8_t take8(void)
-{
-	uint8_t v = 0;
-
-	if (in.left) {
-		v = *in.p++;
-		in.left--;
-	}
-	return v;
-}
-
 /* A length byte and that many bytes (at most @size - 1), NUL-terminated. */
 static void take_str(char *out, size_t size)
 {
 	size_t n = take8(), k;
 
 	k = n < size - 1 ? n : size - 1;
-	k = k < in.left ? k : in.left;
-	memcpy(out, in.p, k);
+	k = k < fuzz_in.left ? k : fuzz_in.left;
+	memcpy(out, fuzz_in.p, k);
 	out[k] = 0;
-	in.p += k;
-	in.left -= k;
+	fuzz_in.p += k;
+	fuzz_in.left -= k;
 }
 
 /* --- the environment and the files the preload reads ---------------------------- */
@@ -929,8 +914,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	setup_once();
-	in.p = data;
-	in.left = size;
+	fuzz_input(data, size);
 	fake_ucma_install();
 	fake_verbs_install(true);
 	fake_ucma_set_hook(fuzz_hook);
@@ -942,7 +926,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_ucma_answer(RDMA_USER_CM_CMD_CONNECT, RDMA_CM_EVENT_REJECTED, 28);
 	read_settings(take8());
 
-	while (in.left && ops++ < 48) {
+	while (fuzz_in.left && ops++ < 48) {
 		switch (take8() % 12) {
 		case 0:
 		case 1:

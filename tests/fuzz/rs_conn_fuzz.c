@@ -50,37 +50,12 @@
 #include "rsocket/wire.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_ACCEPTED 4
 #define MAX_KIDS 16
-
-static struct {
-	const uint8_t *p;
-	size_t left;
-} in;
-
-static uint8_t take8(void)
-{
-	uint8_t v = 0;
-
-	if (in.left) {
-		v = *in.p++;
-		in.left--;
-	}
-	return v;
-}
-
-static void take(void *out, size_t n)
-{
-	size_t k = n < in.left ? n : in.left;
-
-	memset(out, 0, n);
-	memcpy(out, in.p, k);
-	in.p += k;
-	in.left -= k;
-}
 
 static int server = -1, client = -1;
 static int accepted[MAX_ACCEPTED];
@@ -453,8 +428,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	setup_once();
-	in.p = data;
-	in.left = size;
+	fuzz_input(data, size);
 	flags = take8();
 	fake_ucma_install();
 	fake_verbs_install(true);
@@ -475,7 +449,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (client < 0)
 		abort();
 
-	while (in.left && ops++ < 64) {
+	while (fuzz_in.left && ops++ < 64) {
 		switch (take8() % 8) {
 		case 0:
 			op_connect();

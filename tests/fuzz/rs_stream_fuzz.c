@@ -58,6 +58,7 @@
 #include <sys/mman.h>
 
 #include "rsocket/rs.h"
+#include "fuzz_verbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -243,43 +244,6 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	return 0;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-		     void **cq_context)
-{
-	errno = EAGAIN;
-	return -1;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
-			    int access)
-{
-	struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-	if (!mr)
-		return NULL;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = length;
-	mr->lkey = mr->rkey = 0x1234;
-	return mr;
-}
-
-struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-				uint64_t iova, unsigned int access)
-{
-	return (ibv_reg_mr)(pd, addr, length, (int)access);
-}
-
-int ibv_dereg_mr(struct ibv_mr *mr)
-{
-	free(mr);
 	return 0;
 }
 

@@ -526,29 +526,17 @@ END_TEST
  */
 START_TEST(log_refuses_a_symlink)
 {
-	char dir[] = "/tmp/acm-log.XXXXXX", target[64], link[64];
-	struct stat st;
-	int fd;
+	struct planted_link p;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(target, sizeof(target), "%s/target", dir);
-	snprintf(link, sizeof(link), "%s/log", dir);
-	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(plant_link(&p, "/tmp/acm-log.XXXXXX"), 0);
 	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
-	setenv("RDMA_CM_ACM_LOG", link, 1);
+	setenv("RDMA_CM_ACM_LOG", p.link, 1);
 	cma_acm_reconfigure();
-	ck_assert_int_eq(fd_of(target), -1);
+	ck_assert_int_eq(fd_of(p.target), -1);
 	unsetenv("RDMA_CM_ACM_LOG");
 	unsetenv("RDMA_CM_USE_IB_ACM");
 	cma_acm_reconfigure();
-	ck_assert_int_eq(stat(target, &st), 0);
-	ck_assert_int_eq(st.st_size, 0);
-	unlink(link);
-	unlink(target);
-	rmdir(dir);
+	ck_assert(planted_link_remove(&p));
 }
 END_TEST
 

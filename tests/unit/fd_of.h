@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
-/* Unit-test helper: which descriptor of this process is open on a file. */
+/*
+ * Unit-test helpers about the files behind descriptors: which descriptor
+ * of this process is open on a file, and a symbolic link planted where a
+ * program is told to write (a log), to see whether it is followed.
+ */
 #ifndef TESTS_UNIT_FD_OF_H
 #define TESTS_UNIT_FD_OF_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 /* The highest descriptor open on @path (from /proc/self/fd), or -1. */
 static inline int fd_of(const char *path)
@@ -36,6 +42,40 @@ static inline int fd_of(const char *path)
 	}
 	closedir(d);
 	return fd;
+}
+
+/* An empty file and a symbolic link to it, in a directory of their own. */
+struct planted_link {
+	char dir[32], target[64], link[64];
+};
+
+/* Plant it in a new directory from @tmpl (mkdtemp's).  0, or -1. */
+static inline int plant_link(struct planted_link *p, const char *tmpl)
+{
+	int fd;
+
+	snprintf(p->dir, sizeof(p->dir), "%s", tmpl);
+	if (!mkdtemp(p->dir))
+		return -1;
+	snprintf(p->target, sizeof(p->target), "%s/target", p->dir);
+	snprintf(p->link, sizeof(p->link), "%s/log", p->dir);
+	fd = open(p->target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return symlink(p->target, p->link);
+}
+
+/* Remove it all; whether the target was still empty (never written). */
+static inline bool planted_link_remove(struct planted_link *p)
+{
+	struct stat st;
+	bool untouched = !stat(p->target, &st) && !st.st_size;
+
+	unlink(p->link);
+	unlink(p->target);
+	rmdir(p->dir);
+	return untouched;
 }
 
 #endif

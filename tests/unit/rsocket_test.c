@@ -20,7 +20,6 @@
 #include "fd_of.h"
 #include "preload_child.h"
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 START_TEST(msg_fields_round_trip)
@@ -489,28 +488,19 @@ END_TEST
  */
 START_TEST(preload_log_refuses_a_symlink)
 {
-	char dir[] = "/tmp/rsp-log.XXXXXX", target[64], link[64], out[64];
-	struct stat st;
-	int fd, status;
+	struct planted_link p;
+	char out[64];
+	int status;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(target, sizeof(target), "%s/target", dir);
-	snprintf(link, sizeof(link), "%s/log", dir);
-	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(symlink(target, link), 0);
-	status = unit_run_preloaded_at(
-		link,
-		(char *[]){"rsocket_test", "--preload-log-child", target, NULL},
-		out, sizeof(out));
+	ck_assert_int_eq(plant_link(&p, "/tmp/rsp-log.XXXXXX"), 0);
+	status = unit_run_preloaded_at(p.link,
+				       (char *[]){"rsocket_test",
+						  "--preload-log-child",
+						  p.target, NULL},
+				       out, sizeof(out));
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ck_assert_int_eq(atoi(out), -1); /* no descriptor on the target */
-	ck_assert_int_eq(stat(target, &st), 0);
-	ck_assert_int_eq(st.st_size, 0);
-	unlink(link);
-	unlink(target);
-	rmdir(dir);
+	ck_assert(planted_link_remove(&p));
 }
 END_TEST
 
