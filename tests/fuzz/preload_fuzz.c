@@ -886,6 +886,7 @@ static void setup_once(void)
 		abort();
 	close(fd);
 	net_setup();
+	fake_verbs_reuse_cqs(true); /* a CQ per connection: kept, not freed */
 	rsp_init(); /* resolves the C library's calls; settings per input */
 	rs_configure();
 	rs_def.polling_time = rs_def.polling_max = 0;

@@ -411,6 +411,7 @@ static void setup_once(void)
 	if (done)
 		return;
 	done = true;
+	fake_verbs_reuse_cqs(true); /* a CQ per connection: kept, not freed */
 	rs_configure();
 	/* Small buffers and no spinning: set-up is what is fuzzed here. */
 	rs_def.sqsize = rs_def.rqsize = 16;

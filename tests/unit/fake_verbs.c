@@ -453,11 +453,50 @@ void fake_verbs_cq_event(struct ibv_cq *cq)
 		abort();
 }
 
+/*
+ * CQs destroyed while fake_verbs_reuse_cqs is on, kept for the next
+ * create (linked through their cq_context): a CQ is large (its ring holds
+ * FAKE_CQ_DEPTH completions), and making and freeing one per connection
+ * cost the fuzz targets more than the connection.
+ */
+static bool reuse_cqs;
+static struct fake_cq *spare_cqs;
+
+void fake_verbs_reuse_cqs(bool on)
+{
+	struct fake_cq *f;
+
+	pthread_mutex_lock(&fake_lock);
+	reuse_cqs = on;
+	while (!on && (f = spare_cqs)) {
+		spare_cqs = f->cq.cq_context;
+		free(f);
+	}
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* A new CQ: a spare one as new (an empty ring need not be zeroed). */
+static struct fake_cq *fake_cq_new(void)
+{
+	struct fake_cq *f;
+
+	pthread_mutex_lock(&fake_lock);
+	f = spare_cqs;
+	if (f) {
+		spare_cqs = f->cq.cq_context;
+		memset(&f->cq, 0, sizeof(f->cq));
+		f->head = f->n = 0;
+		f->armed = false;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return f ? f : calloc(1, sizeof(*f));
+}
+
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 			     void *cq_context, struct ibv_comp_channel *channel,
 			     int comp_vector)
 {
-	struct fake_cq *f = calloc(1, sizeof(*f));
+	struct fake_cq *f = fake_cq_new();
 	struct ibv_cq *cq = &f->cq;
 
 	(void)comp_vector;
@@ -475,8 +514,15 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
-	free(cq);
+	pthread_mutex_lock(&fake_lock);
 	counts.cqs--;
+	if (reuse_cqs) {
+		cq->cq_context = spare_cqs;
+		spare_cqs = fake_cq_of(cq);
+		cq = NULL;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	free(cq);
 	return 0;
 }
 

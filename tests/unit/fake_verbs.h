@@ -154,6 +154,12 @@ void fake_verbs_ud_fabric(bool on);
  */
 void fake_verbs_hold(struct ibv_qp *qp, bool hold);
 int fake_verbs_release(struct ibv_qp *qp, int n);
+/*
+ * Keep destroyed CQs for reuse (on), or free them (off, the default): for
+ * fuzz targets that make a CQ per connection.  A use after destroy is then
+ * no longer caught by AddressSanitizer.
+ */
+void fake_verbs_reuse_cqs(bool on);
 /* Put a completion on @cq directly (raising its event if armed). */
 void fake_verbs_complete(struct ibv_cq *cq, const struct ibv_wc *wc);
 /* Completions on @cq not yet polled. */
