@@ -118,7 +118,7 @@ vm_suite preload-apps preload-apps-in-guest.sh
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
 vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
-# Flows other people's programs use (issue 15: external QPs moved with
+# Flows other people's programs use (external QPs moved with
 # rdma_init_qp_attr + rdma_establish, UD accepted on the child id), each
 # pair on our library and on Debian's (fetched above) as the reference.
 vm_suite stranger stranger-in-guest.sh
@@ -132,7 +132,7 @@ vm_suite ucx ucx-in-guest.sh RDMACM_VM_TIMEOUT=1200
 vm_suite fields fields-in-guest.sh
 # The ACM resolver (RDMA_CM_USE_IB_ACM) against the kernel stack.
 vm_suite acm acm-in-guest.sh
-# Peer-to-peer mode (issue 4), one guest.
+# Peer-to-peer mode, one guest.
 vm_suite p2p p2p-in-guest.sh RDMACM_VM_TIMEOUT=2400
 # The p2p scenarios across two hosts (two guests; ranks alternate between
 # them): 100 mutual connects, the looped pair (100 + 20 iterations, poll
@@ -153,7 +153,7 @@ p2p_two_guests() {
 	return "${PIPESTATUS[0]}"
 }
 # Multicast through IP_ADD_MEMBERSHIP and rdma_sendto between two hosts
-# (issue 5): guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
+# (rdma_set_option(3)): guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
 mcast_two_guests() {
 	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=600 \
 		"$repo/tests/vm/run-two-guests.sh" \
@@ -163,15 +163,14 @@ mcast_two_guests() {
 	return "${PIPESTATUS[0]}"
 }
 # A multicast sender that polls each completion and must finish, with a
-# receiver that leaves (issue 15, item 3): our library both ways, and the
+# receiver that leaves: our library both ways, and the
 # same pair on Debian's library as the reference.
 vm_suite mc-sender mc-sender-in-guest.sh
 # Debian's perftest (ib_send_bw, ib_write_bw, ib_read_bw) with rdma_cm
-# connections (-R) on our library, and on Debian's as the reference
-# (issue 15, item 6).
+# connections (-R) on our library, and on Debian's as the reference.
 vm_suite perftest perftest-in-guest.sh
 # The multicast sender that must finish, across two hosts: guest 1
-# receives, guest 2 sends (issue 15, item 3).
+# receives, guest 2 sends.
 mc_sender_two_guests() {
 	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=400 \
 		"$repo/tests/vm/run-two-guests.sh" \
@@ -185,7 +184,7 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	run_suite mcast-2guests mcast_two_guests
 	run_suite mc-sender-2guests mc_sender_two_guests
 fi
-# Issue 8 (see tests/system/README.md): faults (peer death, device removal,
+# Robustness (see tests/system/README.md): faults (peer death, device removal,
 # threads, connect/disconnect cycles); the system tests on the ASan/UBSan
 # build; the examples under valgrind memcheck.
 vm_suite fault run-fault.sh
@@ -198,7 +197,7 @@ vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite memcheck run-memcheck.sh
-# Issue 16: rsockets closed (rclose, and close(2) through librspreload)
+# rsocket stress: rsockets closed (rclose, and close(2) through librspreload)
 # while other threads block in rrecv, rsend, raccept, rpoll and
 # repoll_wait, stream and datagram; a flood of spoofed UDP resolver
 # datagrams whose memory must stay flat.  On the builds the asan and tsan
@@ -208,7 +207,7 @@ vm_suite stress-rs stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite stress-rs-tsan stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
 	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
-# Issue 16: connection-manager stress (tests/system/stress-in-guest.sh):
+# Connection-manager stress (tests/system/stress-in-guest.sh):
 # p2p ids destroyed under their events and timers, rdma_migrate_id between
 # busy channels, 8 threads x connect/accept/destroy, a flood of p2p-tagged
 # requests at an ordinary listener; on the ASan/UBSan build the asan suite
@@ -225,7 +224,7 @@ vm_suite stress stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 vm_suite stress-tsan stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
 	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:history_size=0} \
 	RDMACM_STRESS_FLOOD=${RDMACM_STRESS_FLOOD:-5000}
-# Issue 9: the same system tests over Soft-iWARP (siw.ko built out of tree
+# iWARP: the same system tests over Soft-iWARP (siw.ko built out of tree
 # by tests/vm/build-siw.sh, cached in the VM cache).  UD, multicast,
 # udaddy, mckey and udpong are SKIPped there with the reason; iwarp_errors
 # checks the library's EOPNOTSUPP for them instead.  Natively these run
@@ -251,7 +250,7 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the
 	# connecting side right after the connection is made, the pattern
-	# siw's accept race (BUGS.md, Open #3 A) hangs: 1 of 55 runs here did,
+	# siw's accept race (BUGS.md siw-accept-race) hangs: 1 of 55 runs here did,
 	# on Debian's library, so in the VM it runs on the driver with that
 	# window closed.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
@@ -262,8 +261,8 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		vm_suite perftest-iwarp perftest-in-guest.sh \
 			RDMA_TEST_TRANSPORT=iwarp
 	fi
-	# The p2p scenarios that meet siw's accept or listen race (BUGS.md,
-	# Open #3 A and C) often enough to fail the suite, on the driver with
+	# The p2p scenarios that meet siw's accept or listen race (BUGS.md
+	# siw-accept-race, siw-listen-race) often enough to fail the suite, on the driver with
 	# those windows closed (tests/vm/siw-accept-drain.py).  Natively: the
 	# real device.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A multicast sender that must finish (issue 15, item 3), in the Soft-RoCE
+# A multicast sender that must finish (one that polls each completion), in the Soft-RoCE
 # guest or natively:
 #   tests/vm/run-guest.sh tests/system/mc-sender-in-guest.sh
 #   tests/vm/run-two-guests.sh tests/system/mc-sender-in-guest.sh two -- \

@@ -91,7 +91,7 @@ mine() {
 # mesh NAME N PORT ADDR_EVEN ADDR_ODD [p2pmesh options]: run the ranks of
 # an N-process mesh that live here and check their accounting.
 # The unmodified siw leaves a first message unread now and then
-# (tests/system/BUGS.md, "Open #3", race A): the scenarios with the most
+# (tests/system/BUGS.md siw-accept-race): the scenarios with the most
 # connections, skew (hit once in a full run on 2026-11-24: the first
 # receive flushed), the looped pair and pairs4 (one connection of four
 # without data in 2 of 2 runs on 2026-11-25; 12/12 on the test-bed
@@ -108,9 +108,9 @@ siw_race_skip() {
 	[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] || return 1
 	case "$1" in
 	mutual/* | late/* | skew/* | lower8/* | pair/* | pair-load*/* | pairs4/* | pairs4-tags/*)
-		race="accept race (tests/system/BUGS.md, Open #3 A)" ;;
+		race="accept race (tests/system/BUGS.md siw-accept-race)" ;;
 	mesh8/* | mesh8-resolve-all/* | mesh8-drain/* | mesh64/*)
-		race="listen race (tests/system/BUGS.md, Open #3 C)" ;;
+		race="listen race (tests/system/BUGS.md siw-listen-race)" ;;
 	*) return 1 ;;
 	esac
 	echo "SKIP $1: siw's $race; runs in p2p-iwarp-testbed"
@@ -273,7 +273,7 @@ pair_load() {
 		"pair-load-one-port-skew/$fam"
 }
 
-# Issue 18: one end killed (SIGKILL) and restarted on the same address and
+# A peer restart: one end killed (SIGKILL) and restarted on the same address and
 # port; the pair forms again, once, and the survivor holds no kernel
 # cm_id beyond its listener and its connection (rdma res show cm_id).
 # One guest: the script kills and starts both ends.
@@ -382,7 +382,7 @@ for fam in ipv4 ipv6; do
 	# 64 ranks (2,016 connections on the guest's two CPUs), with the
 	# default settings: a message may wait seconds in a queue here, and
 	# only the bounds may grow with that, never who sends.  Not yet
-	# formed in this guest (tests/system/BUGS.md, Open #7): run on
+	# formed in this guest (tests/system/BUGS.md p2p-mesh64): run on
 	# request (RDMACM_P2P_MESH64=1).
 	[ $fam = ipv4 ] && [ "${RDMACM_P2P_MESH64:-0}" = 1 ] &&
 		mesh "mesh64/$fam" 64 $((base + 300)) "$x" "$y"
@@ -413,7 +413,7 @@ done
 
 # The test-bed siw of RDMACM_VM_SIW_DRAIN=1 logs each time it saved a
 # connection from siw_accept's window, and any accept that still found its
-# listener not ready (tests/system/BUGS.md, "Open #3" A and C).
+# listener not ready (tests/system/BUGS.md siw-accept-race, siw-listen-race).
 if [ "$TRANSPORT" = iwarp ] && dmesg 2>/dev/null | grep -q siw-testbed; then
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"

@@ -1,6 +1,6 @@
 #!/bin/bash
-# perftest's bandwidth tests over rdma_cm (-R), in the test guest or natively
-# (issue 15, item 6):
+# perftest's bandwidth tests over rdma_cm (-R), as programs outside this
+# project use the library, in the test guest or natively:
 #   tests/vm/run-guest.sh tests/system/perftest-in-guest.sh               # rxe
 #   RDMACM_VM_TRANSPORT=siw tests/vm/run-guest.sh tests/system/perftest-in-guest.sh
 #
@@ -128,7 +128,7 @@ for lib in ours debian; do
 	done
 done
 # On the test-bed siw (RDMACM_VM_SIW_DRAIN=1), how often the accept race of
-# BUGS.md Open #3 A came up: each of these would have been a hung run.
+# BUGS.md siw-accept-race came up: each of these would have been a hung run.
 if [ "$TRANSPORT" = iwarp ]; then
 	n="$(dmesg 2>/dev/null | grep -c 'siw-testbed: accept:')"
 	echo "# siw-testbed: $n accepts with data queued before the QP took the socket"

@@ -80,7 +80,7 @@ done
 # TCPAbortOnData) that also throws away what the server had not sent yet.
 # The client then misses the end of the transfer (its QP flushed; rstream
 # -T a exits 8, POLLERR).  Our library lingers on close for this reason
-# (tests/system/BUGS.md, fixed #3 and Open #12).  A Debian server's run that
+# (tests/system/BUGS.md iwarp-close-reset and debian-rsocket-iwarp-reset).  A Debian server's run that
 # failed only on the client while the guest counted such a reset is retried
 # too.
 tcp_resets() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Flows other people's programs use (issue 15), as an outside program
+# Flows other people's programs use (UCX, storage stacks), as an outside program
 # writes them: tests/system/stranger_test, each scenario a pair of
 # processes, run with OUR library and with Debian's (the reference; a
 # reference failure means the test is wrong), over IPv4 and IPv6.

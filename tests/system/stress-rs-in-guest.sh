@@ -1,6 +1,6 @@
 #!/bin/bash
 # rsockets closed while other threads use them, and a flood of spoofed
-# UDP resolver datagrams (issue 16): tests/system/stress_rs_test, run on a
+# UDP resolver datagrams: tests/system/stress_rs_test, run on a
 # sanitizer build in the Soft-RoCE guest.
 #
 #   RDMACM_BUILD_DIR=$PWD/build-asan tests/vm/run-guest.sh tests/system/stress-rs-in-guest.sh

@@ -18,7 +18,7 @@
 # Environment: RDMACM_VM_CACHE (see prepare.sh); RDMACM_VM_SIW_DRAIN=1
 # builds the test-bed variant of siw-accept-drain.py instead (cached apart,
 # per version of that change), with the accept and listen races of
-# tests/system/BUGS.md "Open #3" (A and C) closed.
+# tests/system/BUGS.md (siw-accept-race, siw-listen-race) closed.
 set -eu
 
 VM_PROG=build-siw
@@ -85,7 +85,7 @@ dpkg-deb --fsys-tarfile "$deb" |
 rm -f "$deb"
 [ -e "$work/siw/Makefile" ] || vm_die "no siw Makefile unpacked"
 if [ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ]; then
-	vm_say "test-bed variant: races A and C of BUGS.md Open #3 closed"
+	vm_say "test-bed variant: BUGS.md siw-accept-race and siw-listen-race closed"
 	"$VM_DIR/siw-accept-drain.py" "$work/siw/siw_cm.c" ||
 		vm_die "cannot apply the test-bed change to siw_cm.c"
 fi

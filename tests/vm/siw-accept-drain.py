@@ -5,8 +5,8 @@ Race A: siw_accept (6.1) sends the MPA reply while the socket's data-ready
 upcall is still the connection manager's, and only then hands the socket to
 the QP. The CM upcall ignores data in RDMA mode, so an FPDU the initiator
 sends in that window stays in the socket until the next segment arrives: a
-ping-pong whose initiator sends first then hangs (tests/system/BUGS.md,
-"Open #3"). This adds, right after the hand-over, a check of the receive
+ping-pong whose initiator sends first then hangs (tests/system/BUGS.md
+siw-accept-race). This adds, right after the hand-over, a check of the receive
 queue: if something is there, the kernel logs "siw-testbed: accept: N bytes
 queued ..." and runs the QP's data-ready upcall for it.
 
