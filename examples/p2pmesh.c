@@ -478,7 +478,7 @@ static bool ends_connection(const struct mesh *m, const struct conn *c)
  * disconnect can overtake our SEND's completion: rxe completes a receive
  * before it sends the ACK, and a sender that never gets the ACK may never
  * complete its SEND; siw fails a SEND that went out whole if the peer's FIN
- * arrives first (tests/system/BUGS.md, "Open #4" and "Open #3" B).  So on
+ * arrives first (tests/system/BUGS.md rxe-lost-ack, siw-send-error).  So on
  * that end a failed or missing send completion is not the verdict; the
  * peer's DISCONNECTED proves delivery.
  */

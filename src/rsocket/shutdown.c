@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Ending a stream connection: rshutdown and rclose's disconnect, the
- * linger bound on the sends still in flight (BUGS #6), and iWARP's
+ * linger bound on the sends still in flight (BUGS.md rclose-unbounded-wait),
+ * and iWARP's
  * graceful close.  Split from stream.c, whose waits it uses.
  */
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static bool rs_can_send_ctrl(struct rsocket *rs)
  * DISCONNECT arrives, its close flushes our QP, or the CM reports it), for
  * RS_IWARP_LINGER_MS at most, or as long as SO_LINGER says when it is set.
  * Our own DISCONNECT's completion already marks us disconnected: only
- * peer_closed says the peer is done (BUGS.md #3).  rs->lock held.
+ * peer_closed says the peer is done (BUGS.md iwarp-close-reset).  rs->lock
+ * held.
  */
 static void rs_iwarp_linger(struct rsocket *rs, uint64_t close_deadline)
 {

@@ -66,10 +66,10 @@ elif ! ref_root=$("$here/fetch-reference.sh" "$tag" 2>"$work/fetch.log"); then
 fi
 ref_inc=$ref_root/usr/include
 
-# rsocket.h belongs to the rsocket work (issue 3); it is compared once ours
+# rsocket.h is compared only once ours
 # has it and abi_headers.py's HEADERS lists it.
 if [ -f "$ref_inc/rdma/rsocket.h" ] && [ ! -f "$ours_inc/rdma/rsocket.h" ]; then
-	echo "  deferred (issue 3): rdma/rsocket.h (reference only)"
+	echo "  deferred: rdma/rsocket.h (reference only)"
 fi
 
 # --- declarations ------------------------------------------------------------

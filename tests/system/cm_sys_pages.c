@@ -5,7 +5,7 @@
  *
  * The connection is the library's; the data path is the driver's.  The
  * scenario exists because Soft-iWARP (Linux 6.1) returns wrong bytes for an
- * RDMA READ whose source crosses a page (BUGS.md, Open #5): rc_async met
+ * RDMA READ whose source crosses a page (BUGS.md siw-read-page-cross): rc_async met
  * it whenever the test's stack happened to put its buffer across a page.
  * Each case is tried on its own, in both directions, so a failure names
  * the side and the buffer that crossed.
@@ -166,8 +166,8 @@ int cmd_page_cross(int argc, char **argv)
 	rc_teardown(&p);
 	if (failed == siw_read_bug && iwarp)
 		hx_skip("Soft-iWARP returns wrong bytes for a small RDMA READ "
-			"whose "
-			"source crosses a page (kernel, BUGS.md Open #5)");
+			"whose source crosses a page "
+			"(kernel, BUGS.md siw-read-page-cross)");
 	CHECK(!failed,
 	      "%u of %zu page-crossing cases brought wrong bytes "
 	      "(mask 0x%x; notes above)",

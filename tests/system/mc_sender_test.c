@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * A multicast sender and receiver written the way an outside program
- * would write them (issue 15, item 3): the sender joins a group, sends
+ * would write them: the sender joins a group, sends
  * 64-byte datagrams every 20 ms, each signalled and its completion polled
  * before the next send, keeps sending for 4 s after the 50th, prints a
  * summary and returns from main.  The receiver (another process) must get

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * System test of multicast through socket-style options (issue 5):
+ * System test of multicast through socket-style options:
  * IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP / IB_ADD_MEMBERSHIP through
  * rdma_set_option, rdma_get_option's MCMember record, rdma_sendto to a
  * group and to a resolved UD peer, and the errno of every bad input.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * One end of a peer-to-peer pair, written the way an outside program is
- * (issue 18): one event channel; poll(2) on channel->fd with a 100 ms
+ * One end of a peer-to-peer pair, written the way an outside program is:
+ * one event channel; poll(2) on channel->fd with a 100 ms
  * timeout, then a BLOCKING rdma_get_cm_event; a listener on the same port
  * on each address; per iteration: create id, resolve address and route,
  * create QP, post a receive, rdma_connect with peer2peer_mode = 1, wait for
@@ -169,7 +169,7 @@ static void exchange(struct conn *c, int i)
 	 * The initiator's message arrived: the peer replies only after it.
 	 * Its send completion is not waited for, only the peer's is: on
 	 * Soft-RoCE (Linux 6.1) an ACK lost now and then is never made up
-	 * for (tests/system/BUGS.md, Open #4), with or without p2p mode.
+	 * for (tests/system/BUGS.md rxe-lost-ack), with or without p2p mode.
 	 */
 	await_completions(c->cq, c->initiator ? 0 : 1, c->initiator ? 1 : 0, i,
 			  c->initiator);
@@ -350,7 +350,7 @@ static void say(const char *word)
 }
 
 /*
- * A peer restarted on the same address and port (issue 18):
+ * A peer restarted on the same address and port:
  *
  *   restart survivor MY_ADDR MY_PORT PEER_ADDR PEER_PORT GO_FILE
  *   restart peer     MY_ADDR MY_PORT PEER_ADDR PEER_PORT

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Flows other people's programs use, written the way such a program would
- * (issue 15, items 1 and 2): its own poll loop (poll(2) on channel->fd,
+ * (UCX, storage stacks): its own poll loop (poll(2) on channel->fd,
  * then a blocking rdma_get_cm_event), its own PD, CQs and QPs, its own
  * error handling.  Each scenario is a pair of processes: the program forks
  * before it touches librdmacm or libibverbs, the parent is the passive

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Connection-manager stress (issue 16), meant to run under ThreadSanitizer
+ * Connection-manager stress, meant to run under ThreadSanitizer
  * and under AddressSanitizer: ids destroyed, migrated and re-created by
  * one thread while other threads read their channels, and a flood of
  * p2p-tagged requests at an ordinary listener.  Written as an outside

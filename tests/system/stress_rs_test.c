@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * rsockets under a program that closes sockets while its other threads
- * use them, and under a hostile peer (issue 16), written as an outside
+ * use them, and under a hostile peer, written as an outside
  * program would be: public calls only, its own threads and checks.
  *
  *   stress_rs_test stream ADDR PORT [ITER]

@@ -133,7 +133,7 @@ static void destroy_external_qp(struct ibv_qp *qp)
 	ibv_destroy_cq(cq);
 }
 
-/* rdma-core binds the device's PD to the id with the device (issue 15). */
+/* rdma-core binds the device's PD to the id with the device (UCX needs it). */
 START_TEST(pd_comes_with_the_device)
 {
 	struct rdma_cm_id *a, *b;
@@ -223,7 +223,7 @@ START_TEST(active_connect_with_library_qp)
 END_TEST
 
 /*
- * Issue 16 (stress suite, p2p_churn under ThreadSanitizer): one thread
+ * Found by the stress suite (p2p_churn under ThreadSanitizer): one thread
  * destroys an id's QP while another, in rdma_get_cm_event, moves that QP
  * for the id's CONNECT_RESPONSE.  The fake holds the move to RTR and
  * starts rdma_destroy_qp in a thread: it must not finish while the move
@@ -301,7 +301,7 @@ START_TEST(destroy_qp_waits_for_an_event_moving_it)
 END_TEST
 
 /*
- * Issue 15, item 1, active side: an external QP, moved by the
+ * Active side of an external QP (as UCX uses it): moved by the
  * application; CONNECT_RESPONSE reaches it, rdma_establish sends the RTU.
  */
 START_TEST(active_connect_with_external_qp)

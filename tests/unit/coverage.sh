@@ -1,5 +1,5 @@
 #!/bin/bash
-# Line coverage of the library from the unit suite alone (issue 17): builds
+# Line coverage of the library from the unit suite alone: builds
 # $BUILD_DIR-cov with --enable-coverage, runs every unit test, and prints
 # "COVERAGE file: N% of M lines" for each library source, then the total.
 # Not part of tests/run-all.sh (it measures, it does not judge); the

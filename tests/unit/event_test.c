@@ -472,7 +472,7 @@ static void quiet_expire(struct cma_timer *timer)
 }
 
 /*
- * Issue 18: a readable channel fd means an event is there (programs poll,
+ * A readable channel fd means an event is there (programs poll,
  * then block in rdma_get_cm_event).  A timer that posts nothing runs
  * without the application's thread and leaves the fd quiet.
  */
@@ -496,7 +496,7 @@ START_TEST(quiet_timers_never_wake_the_channel)
 END_TEST
 
 /*
- * Issue 16, finding 1: a due timer's expire() runs after the channel's lock
+ * A due timer's expire() runs after the channel's lock
  * is dropped, and the timer lives in the object it serves.  Its owner may
  * only be freed once cma_timer_sync() says expire() has returned.  The test
  * holds expire() in the service thread and checks that the sync waits for

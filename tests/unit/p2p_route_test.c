@@ -9,7 +9,7 @@
  * must go out after all, the kernel resolves first, unseen by the
  * application.
  *
- * Issue 18, mesh speed: the higher end of each pair resolved towards its
+ * Mesh speed: the higher end of each pair resolved towards its
  * peers only to throw the route away when it adopted the lower end's REQ.
  */
 #include <config.h>

@@ -456,7 +456,7 @@ START_TEST(private_data_ib_limits)
 END_TEST
 
 /*
- * Issue 16 (stress suite, p2p_churn): a request another thread reads the
+ * Found by the stress suite (p2p_churn): a request another thread reads the
  * moment the kernel listens must find the listener's p2p record, or a p2p
  * listener reports a p2p request.  The record exists when the LISTEN
  * command reaches the kernel; a listen the kernel refuses leaves none.
@@ -500,7 +500,7 @@ START_TEST(p2p_listener_recorded_before_the_kernel_listens)
 END_TEST
 
 /*
- * Issue 16 (stress suite, p2p_churn): a p2p request read for a listener
+ * Found by the stress suite (p2p_churn): a p2p request read for a listener
  * that rdma_destroy_id is detaching is refused (p2p REJ "lost": the peer
  * waits for our connect), not reported to the application.
  */

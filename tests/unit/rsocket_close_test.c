@@ -349,7 +349,7 @@ static int sleepers(struct rsocket *rs)
 }
 
 /*
- * Issue 19: the wake fd costs a descriptor only while a thread sleeps on
+ * The wake fd costs a descriptor only while a thread sleeps on
  * the socket; sleepers (a receiver, an rpoll) share one, and the last to
  * leave closes it.
  */
@@ -465,7 +465,8 @@ START_TEST(sleeper_without_a_wake_fd_still_wakes)
 END_TEST
 
 /*
- * A connected stream socket whose sends never complete (BUGS.md #6: on
+ * A connected stream socket whose sends never complete (BUGS.md
+ * rclose-unbounded-wait: on
  * one rxe device a send whose ACK is lost is neither retried nor failed):
  * the fake CQs never hold a completion.  It has a QP, so the close posts
  * its DISCONNECT and then waits for it.

@@ -336,7 +336,7 @@ static void count_dest(const void *node, VISIT which, int depth)
 }
 
 /*
- * Issue 16: every UDP datagram with a well-formed header from an address
+ * Every UDP datagram with a well-formed header from an address
  * the socket has not seen creates a destination (struct ds_dest, kept in
  * rs->dest_map).  They used to be kept until rclose, so spoofed source
  * addresses grew the map without bound (this test asserted one
