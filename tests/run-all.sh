@@ -152,8 +152,8 @@ p2p_two_guests() {
 		sed -E 's/^\[([12])\] (PASS|FAIL|XFAIL)(.*)$/\2\3 [guest \1]/'
 	return "${PIPESTATUS[0]}"
 }
-# Multicast through IP_ADD_MEMBERSHIP and rdma_sendto between two hosts
-# (rdma_set_option(3)): guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
+# Multicast through IP_ADD_MEMBERSHIP and rdma_sendto between two hosts:
+# guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
 mcast_two_guests() {
 	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=600 \
 		"$repo/tests/vm/run-two-guests.sh" \
@@ -250,8 +250,8 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the
 	# connecting side right after the connection is made, the pattern
-	# siw's accept race (BUGS.md siw-accept-race) hangs: 1 of 55 runs here did,
-	# on Debian's library, so in the VM it runs on the driver with that
+	# siw's accept race (BUGS.md siw-accept-race) hangs: 1 of 55 runs here
+	# did, on Debian's library, so in the VM it runs on the driver with that
 	# window closed.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 		vm_suite perftest-iwarp perftest-in-guest.sh \
@@ -262,8 +262,8 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 			RDMA_TEST_TRANSPORT=iwarp
 	fi
 	# The p2p scenarios that meet siw's accept or listen race (BUGS.md
-	# siw-accept-race, siw-listen-race) often enough to fail the suite, on the driver with
-	# those windows closed (tests/vm/siw-accept-drain.py).  Natively: the
+	# siw-accept-race, siw-listen-race) often enough to fail the suite, on
+	# the driver with those windows closed (tests/vm/siw-accept-drain.py).  Natively: the
 	# real device.
 	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 		vm_suite p2p-iwarp-testbed p2p-in-guest.sh \

@@ -281,8 +281,8 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	 * A bound listener's p2p record exists before the kernel listens:
 	 * another thread may read a request the moment the listen is done,
 	 * and without the record a p2p listener would report a p2p request
-	 * (found by stress_cm_test p2p_churn).  An unbound one gets its port from the
-	 * listen, so nobody can have sent it a request before.
+	 * (found by stress_cm_test p2p_churn).  An unbound one gets its port
+	 * from the listen, so nobody can have sent it a request before.
 	 */
 	known = id_priv->p2p_listening;
 	early = rdma_get_src_port(id) != 0;

@@ -5,8 +5,9 @@
  *
  * The connection is the library's; the data path is the driver's.  The
  * scenario exists because Soft-iWARP (Linux 6.1) returns wrong bytes for an
- * RDMA READ whose source crosses a page (BUGS.md siw-read-page-cross): rc_async met
- * it whenever the test's stack happened to put its buffer across a page.
+ * RDMA READ whose source crosses a page (BUGS.md siw-read-page-cross):
+ * rc_async met it whenever the test's stack happened to put its buffer
+ * across a page.
  * Each case is tried on its own, in both directions, so a failure names
  * the side and the buffer that crossed.
  */

@@ -1,6 +1,6 @@
 #!/bin/bash
-# A multicast sender that must finish (one that polls each completion), in the Soft-RoCE
-# guest or natively:
+# A multicast sender that polls each completion and must finish, in the
+# Soft-RoCE guest or natively:
 #   tests/vm/run-guest.sh tests/system/mc-sender-in-guest.sh
 #   tests/vm/run-two-guests.sh tests/system/mc-sender-in-guest.sh two -- \
 #                              tests/system/mc-sender-in-guest.sh two

@@ -403,7 +403,8 @@ sockperf-udp_run() {
 	fi
 	if [ $c2 != 0 ] || [ "${sent:-0}" -le 0 ] || [ "${rcvd:-0}" -le 0 ] ||
 		grep -qi "ERROR" "$W/sul.$mode"; then
-		# BUGS.md dgram-sleeper-wakeup: if it comes back, everything either side said.
+		# BUGS.md dgram-sleeper-wakeup: if it comes back, everything
+		# either side said.
 		res[sockperf-udp.$mode.why]="under-load exit $c2: $(tail -c 400 "$W/sul.$mode")
 --- server: $(tail -c 600 "$W/sus.$mode")
 --- preload log: $(tail -c 600 "$W/rsp.log" 2>/dev/null)"

@@ -80,9 +80,9 @@ done
 # TCPAbortOnData) that also throws away what the server had not sent yet.
 # The client then misses the end of the transfer (its QP flushed; rstream
 # -T a exits 8, POLLERR).  Our library lingers on close for this reason
-# (tests/system/BUGS.md iwarp-close-reset and debian-rsocket-iwarp-reset).  A Debian server's run that
-# failed only on the client while the guest counted such a reset is retried
-# too.
+# (tests/system/BUGS.md iwarp-close-reset and debian-rsocket-iwarp-reset).
+# A Debian server's run that failed only on the client while the guest
+# counted such a reset is retried too.
 tcp_resets() {
 	awk '/^TcpExt:/ {
 		if (!n) { for (i = 2; i <= NF; i++) if ($i == "TCPAbortOnData") c = i; n = 1 }

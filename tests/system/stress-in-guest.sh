@@ -1,6 +1,6 @@
 #!/bin/bash
-# Connection-manager stress (races between threads): tests/system/stress_cm_test's
-# scenarios, one process each, meant for a sanitizer build
+# Connection-manager stress (races between threads):
+# tests/system/stress_cm_test's scenarios, one process each, meant for a sanitizer build
 # (tests/run-all.sh: suite `stress` on the ASan build, `stress-tsan` on
 # the ThreadSanitizer build; any build works):
 #

@@ -427,8 +427,8 @@ static bool disconnected_within(int s, int ms)
 }
 
 /*
- * BUGS.md iwarp-close-reset: over iWARP the closing end must keep reading until the peer
- * has closed too, or a credit update crossing the close makes TCP reset
+ * BUGS.md iwarp-close-reset: over iWARP the closing end must keep reading
+ * until the peer has closed too, or a credit update crossing the close makes TCP reset
  * the connection and the peer loses the last data.  Its own DISCONNECT's
  * completion marked it disconnected at once, and the wait meant to cover
  * the crossing ended before it began: rstream failed in CI with
