@@ -3,68 +3,14 @@
  * State shared by the library's modules.  Public names are rdma_*; internal
  * ones are cma_* (library logic) or ucma_* (the kernel ABI, ucma_abi.h).
  *
- * Which file holds which concern: the README's "Layout" table (kept in
- * one place).  Each section below names the file whose functions it lists.
+ * Which file holds which concern: the Layout table of docs/architecture.md
+ * (kept in one place).  Each section below names the file whose functions it
+ * lists.
  */
 #ifndef CMA_H
 #define CMA_H
 
-/*
- * Ownership and locks (issue 16).  Rule: no pointer is used after the
- * lock that found it is dropped unless something below keeps its object.
- *
- *  - An id (struct cma_id_private) lives until rdma_destroy_id, which
- *    detaches it from the p2p table, destroys its kernel id, drops its
- *    queued library events and waits until every event the kernel or the
- *    library reported for it is acked; only then it is freed.  Events in
- *    the application's hands therefore always name a live id.
- *  - A p2p listener or connect record (p2p_table.h) lives in or beside its
- *    id; its timer is synced (cma_timer_sync) before it is freed, so an
- *    expiry always sees its record and the record's id alive.
- *  - A channel must outlive the ids on it (the application's contract, as
- *    with rdma-core); its queued events name ids that are alive (above).
- *  - rsockets have their own rules: src/rsocket/rs.h.
- *
- *  - A served channel (channel.c) is in the service thread's set until
- *    rdma_destroy_event_channel takes it out and waits until the thread
- *    handles none of its events (timer.c, svc_busy); the thread only
- *    compares channel pointers it got from epoll until it finds them in
- *    its list under the timer lock.  Kernel events the thread queued
- *    count in their id's events_held until delivered or dropped; a dying
- *    id (or leaving group) gets nothing more queued.
- *
- * Lock order (take left before right; release in any order):
- *
- *   channel read_lock -> listener's qp_lock -> connect's qp_lock
- *                     -> p2p_lock -> id->mut -> channel lock
- *                                   p2p_lock -> timer lock (timer.c)
- *   channel read_lock -> chan_list_lock (channel.c) -> channel lock
- *                                                   -> timer lock
- *
- * A channel's read_lock is held from reading a kernel event to its
- * delivery or queueing (rdma_get_cm_event on an application channel, the
- * service thread); nothing waits for another thread under it except the
- * qp_locks and p2p locks the handling takes.  chan_list_lock orders the
- * changes to served (cma_channel_may_hold, cma_channel_serve_all), which
- * are never made under a qp_lock or p2p_lock.
- *
- * qp_lock is held around the handling of each event of its id, around
- * rdma_destroy_qp, around a p2p rdma_connect and by a p2p connect's timer
- * expiry.  Two qp_locks are held together only when a request arriving at
- * a p2p listener is adopted for a waiting connect (p2p_request.c): the
- * listener's (its event) and then the connect's; a listener has no QP and
- * a connect never takes a listener's.  p2p_lock guards the p2p table
- * (p2p_table.h); only kernel commands that never wait for the network run
- * under it.  Work on an id found through the table (an adoption, a REQ
- * going out, destroying a replaced kernel id, moving its QP) is done after
- * p2p_lock is dropped, under that id's qp_lock, with the id's p2p record
- * marked busy: rdma_destroy_id waits until it is not.  The channel lock
- * and the timer lock are leaves.  dev_lock (device.c) and the ACM locks
- * (acm_*.c) are leaves: nothing else is taken under them.  No lock is held
- * across a wait for another thread except id->mut (the condition variable
- * of cma_id_wait_locked), p2p_lock (rdma_destroy_id waiting for a busy
- * record) and the timer lock (cma_timer_sync's).
- */
+/* Ownership rules and lock order: docs/architecture.md. */
 
 #include <errno.h>
 #include <pthread.h>

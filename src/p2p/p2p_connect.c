@@ -815,7 +815,7 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn);
 /*
  * Neither the conn nor its id is freed before the timer is synced
  * (cma_p2p_free), so both may be used before p2p_lock is taken.  The id's
- * qp_lock comes first (lock order, cma.h): an expiry moves the QP the
+ * qp_lock comes first (the lock order): an expiry moves the QP the
  * application may be destroying.  Besides the connect's time bounds, the
  * timer does the conn's chores (armed at 0 for them).
  */

@@ -208,7 +208,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	cma_p2p_unlock();
 	/*
 	 * With the listener's qp_lock (event.c); the connecting id's is
-	 * taken next, which the lock order allows (cma.h).
+	 * taken next, which the lock order allows.
 	 */
 	if (a.conn)
 		cma_p2p_adopt_finish(&a, false);

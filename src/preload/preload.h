@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * librspreload: carries an unmodified program's TCP and UDP sockets over
- * rsockets.  Which file holds which concern: the README's "Layout" table.
+ * rsockets.  Which file holds which concern: the Layout table of
+ * docs/architecture.md.
  *
  * Every descriptor the program sees is a real kernel socket created with
  * the program's own arguments.  When it carries an rsocket the table maps

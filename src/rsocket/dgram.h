@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Datagram rsockets: state shared by the dgram*.c files (what each holds:
- * the README's "Layout" table).
+ * the Layout table of docs/architecture.md).
  *
  * The design is rdma-core's, so the two libraries interoperate.  Each
  * rsocket owns a kernel UDP socket bound to its address and port: the

@@ -1,63 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * rsockets: state shared by the modules of src/rsocket/ (which file holds
- * which concern: the README's "Layout" table).  From the core they use only
+ * which concern: the Layout table of docs/architecture.md).  From the core they use only
  * src/cma_rs.h.
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
  * other descriptors and rpoll can tell the two kinds apart.
  *
- * Ownership (issue 16):
- *  - A struct rsocket is reference-counted (refs).  The table holds one
- *    while the number is published; every public call holds one from its
- *    rs_get to its rs_put; rpoll (and so repoll_wait) holds one per
- *    rsocket for the whole call.  Nothing else keeps a pointer to a socket
- *    across calls (the CM id's context names its own socket, reached only
- *    by a thread that holds it).  The last rs_put frees, closing the
- *    number's descriptor last, so a number is never reused while any
- *    thread still uses the socket it named.
- *  - rclose takes the number out of the table (later lookups: EBADF),
- *    sets closing and, under wake_lock, writes wake_fd if it exists: an
- *    eventfd that then stays readable.  Every sleep takes the wake fd
- *    with rs_wake_hold (which makes it if none, and writes it at once if
- *    closing is already set), polls it beside its kernel fd (CQ channel,
- *    CM channel, the datagram epoll set, a UDP socket waiting for room),
- *    after waking checks rs_closed_under() and gives it back with
- *    rs_wake_release: the sleeper returns -1/EBADF (rpoll: POLLNVAL).  A
- *    look that cannot sleep (timeout 0) needs none.  The closing thread's
- *    own waits (a stream close drains its sends) are exempt.  No sleep
- *    may leave the wake fd out; one that could not get it (no descriptor
- *    left) sleeps in slices of RS_WAKE_SLICE_MS and checks closing.
- *  - wake_fd exists exactly while sleepers > 0 (both under wake_lock):
- *    the last sleeper closes it, so a socket at rest costs no descriptor
- *    for it (issue 19: as many as Debian's).  A sleeper uses only the fd
- *    rs_wake_hold returned, which stays open until its own release.
- *  - rs_put may free, and freeing takes rs->lock and calls into verbs and
- *    the core: never call it with one of the socket's own locks held.
- *  - type, domain and index do not change once published.
- *  - Datagram destinations (dgram.h) live under rs->lock; one used across
- *    a drop of the lock is pinned (pins > 0) and never evicted then.
- *
- * Lock order (take in this order, release in any):
- *   repoll instance lock (epoll.c)
- *   -> rs->slock or rs->rlock (one sender, one receiver at a time)
- *   -> rs->lock (state, queues, credits, the CQ, datagram destinations)
- *   -> rs->map_lock (iomap lists)
- *   -> the core library's locks (src/cma.h)
- * rs->wait_lock (one reader of the CQ channel; for a datagram socket, one
- * thread asleep on its epoll set) is taken with rs->lock NOT held; only a
- * datagram sleeper takes rs->lock under it (dgram_io.c).  rs->wake_lock
- * (wake_fd and sleepers) is a leaf, taken under any of the others.  The
- * table's rs_table_mut (insert and removal) and its stripe locks (a lookup
- * against a removal of the same slot) are leaves: held for a few
- * instructions, nothing else taken inside except the stripe under
- * rs_table_mut.  rep_mut (the repoll list) is a leaf.  A datagram
- * address resolution (up to 2 * DS_RESOLVE_MS) runs with no rsocket lock
- * held.  The keepalive thread's ka_mut (keepalive.c) comes before
- * rs->lock: a socket on its list is only looked at under ka_mut, and
- * leaves the list (rs_ka_stop, with no socket lock held) before it is
- * freed.
+ * Ownership rules and lock order: docs/architecture.md.
  */
 #ifndef RS_H
 #define RS_H

@@ -1,15 +1,16 @@
 #!/bin/bash
-# Layout gate: the README's "Layout" table is the one map of the tree, so
-# every file under src/ must be named in the first cell of one of its rows.
-# A cell's first name sets the directory (`src/rsocket/stream.c` or
-# `src/rsocket/`); the names after it are in that directory, and `x.[ch]`
-# stands for x.c and x.h.  A new file that fails this gets its mention in
-# that table, not a map in a header.
+# Layout gate: the "Layout" table of docs/architecture.md is the one map of
+# the tree, so every file under src/ must be named in the first cell of one
+# of its rows.  A cell's first name sets the directory
+# (`src/rsocket/stream.c` or `src/rsocket/`); the names after it are in that
+# directory, and `x.[ch]` stands for x.c and x.h.  A new file that fails
+# this gets its mention in that table, not a map in a header.
 set -u
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
-named=$(sed -n '/^## Layout$/,/^## /p' README.md | awk -F'|' '
+map=docs/architecture.md
+named=$(sed -n '/^## Layout$/,/^## /p' "$map" | awk -F'|' '
 	/^\| *`/ {
 		cell = $2; dir = ""
 		while (match(cell, /`[^`]*`/)) {
@@ -30,7 +31,7 @@ named=$(sed -n '/^## Layout$/,/^## /p' README.md | awk -F'|' '
 		}
 	}')
 if [ -z "$named" ]; then
-	echo "FAIL: style/layout: README.md has no \"## Layout\" table"
+	echo "FAIL: style/layout: $map has no \"## Layout\" table"
 	exit 1
 fi
 missing=
@@ -42,7 +43,7 @@ done
 if [ -z "$missing" ]; then
 	echo "PASS: style/layout"
 else
-	echo "  not in README.md's Layout table:$missing"
+	echo "  not in $map's Layout table:$missing"
 	echo "FAIL: style/layout"
 	exit 1
 fi
