@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * rsockets: state shared by the modules of src/rsocket/ (which file holds
- * which concern: the Layout table of docs/architecture.md).  From the core they use only
- * src/cma_rs.h.
+ * which concern: the Layout table of docs/architecture.md).
+ * From the core they use only src/cma_rs.h.
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
