@@ -6,7 +6,7 @@
 # or natively on a host whose RDMA device carries the test addresses.
 #
 # Runs every cm_sys_test scenario over IPv4 and IPv6, then the example
-# programs found in the build tree (a missing one is a SKIP), each under
+# programs of the build tree (a missing one is a FAIL), each under
 # `timeout`, and prints one "PASS name" / "FAIL name" line per test (SKIP
 # lines are not counted), then exactly one summary line
 # "N passed, N failed".  Exits non-zero if anything failed.
@@ -61,8 +61,7 @@ if [ ! -e "$libdir/librdmacm.so.1" ]; then
 		;;
 	esac
 	fail setup "no built library"
-	echo "$passed passed, $failed failed"
-	exit 1
+	finish
 fi
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 libdir_real="$(realpath "$libdir")"
@@ -70,20 +69,6 @@ libdir_real="$(realpath "$libdir")"
 # tree; like libtool's wrapper scripts, point the loader at the build.  What
 # each program really loads is still checked below, not assumed.
 export LD_LIBRARY_PATH="$libdir_real${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-# A libtool-built program is a wrapper script; the real binary is in .libs.
-# Prints the binary for program $1 (a path without the .libs part), or
-# nothing when there is none.
-real_prog() {
-	local p="$1" d b
-	d="$(dirname "$p")" b="$(basename "$p")"
-	for c in "$d/.libs/$b" "$d/.libs/lt-$b" "$p"; do
-		if [ -f "$c" ] && [ -x "$c" ] && ! head -c 2 "$c" | grep -q '#!'; then
-			echo "$c"
-			return
-		fi
-	done
-}
 
 SYS="${RDMACM_SYS_TEST:-}"
 if [ -z "$SYS" ]; then
@@ -111,8 +96,7 @@ else
 	else
 		fail whichlib "cm_sys_test loads '$got', not the library in $libdir_real"
 		# Testing some other librdmacm proves nothing.
-		echo "$passed passed, $failed failed"
-		exit 1
+		finish
 	fi
 fi
 command -v rdma >/dev/null && rdma link show 2>/dev/null | sed 's/^/# /'
@@ -286,10 +270,7 @@ run_mcopt() {
 	wanted "$name" || return 0
 	iwarp_skip "$IWARP_NO_MCAST" "$name" && return 0
 	prog="$(real_prog "$BUILD/tests/system/mcast_sys_test")"
-	if [ -z "$prog" ]; then
-		skip "$name" "mcast_sys_test not built (make check builds it)"
-		return 0
-	fi
+	built "$name" "$BUILD/tests/system/mcast_sys_test" || return 0
 	if [ "$(dirname "$(lib_of "$prog")")" != "$libdir_real" ]; then
 		fail "$name" "$prog loads '$(lib_of "$prog")', not our library"
 		return 0
@@ -315,19 +296,16 @@ done
 EX="$BUILD/examples"
 port=7470
 
-# pair NAME PROG "SERVER ARGS" "CLIENT ARGS" [PROG2]: the server in the
-# background, then the client (retried while the server may not be
-# listening yet); both must exit 0.  PROG2 is the client's program if it
-# differs from the server's.
+# pair NAME PROG "SERVER ARGS" "CLIENT ARGS" [PROG2]: the server, then
+# once it says "listening" (every server example does once rdma_listen is
+# done; a client started earlier is refused) the client; both must exit 0.
+# PROG2 is the client's program if it differs from the server's.
 pair() {
-	local name="$1" sprog cprog sargs="$3" cargs="$4" spid rc=0 try lib
+	local name="$1" sprog cprog sargs="$3" cargs="$4" lib port
 	wanted "$name" || return 0
 	sprog="$(real_prog "$EX/$2")"
 	cprog="$(real_prog "$EX/${5:-$2}")"
-	if [ -z "$sprog" ] || [ -z "$cprog" ]; then
-		skip "$name" "$EX/$2${5:+ or $EX/$5} not built"
-		return 0
-	fi
+	built "$name" "$EX/$2" "$EX/${5:-$2}" || return 0
 	for p in "$sprog" "$cprog"; do
 		lib="$(lib_of "$p")"
 		if [ "$(dirname "$lib")" != "$libdir_real" ]; then
@@ -335,32 +313,10 @@ pair() {
 			return 0
 		fi
 	done
-	: >"$log.s"
-	: >"$log.c"
+	port=$(sed -n 's/.*-p \([0-9]*\).*/\1/p' <<<"$sargs")
 	# shellcheck disable=SC2086
-	timeout -k 5 "$T" "$sprog" $sargs >"$log.s" 2>&1 &
-	spid=$!
-	# Every server example says "listening" once rdma_listen is done; a
-	# client started earlier is refused (cmtime then counts failures).
-	for try in $(seq 100); do
-		grep -q listening "$log.s" 2>/dev/null && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		rc=0
-		# shellcheck disable=SC2086
-		timeout -k 5 "$T" "$cprog" $cargs >>"$log.c" 2>&1 || rc=$?
-		[ "$rc" = 0 ] && break
-		# Retry only while the server is still there to talk to.
-		kill -0 "$spid" 2>/dev/null || break
-		[ "$rc" = 124 ] && break
-		echo "(client attempt $try: exit $rc; retrying)" >>"$log.c"
-		sleep 0.5
-	done
-	local src=0
-	wait "$spid" || src=$?
-	if [ "$rc" = 0 ] && [ "$src" = 0 ]; then
+	if PAIR_READY=listening launch_pair "$port" "$log.s" "$log.c" "$T" \
+		"$sprog" $sargs -- "$cprog" $cargs; then
 		if [ "${VERBOSE:-0}" = 1 ]; then
 			echo "    server: $sprog $sargs"
 			show "$log.s"
@@ -369,16 +325,16 @@ pair() {
 		fi
 		pass "$name"
 	else
-		echo "    server: $sprog $sargs (exit $src)"
+		echo "    server: $sprog $sargs (exit $server_rc)"
 		show "$log.s"
-		echo "    client: $cprog $cargs (exit $rc)"
+		echo "    client: $cprog $cargs (exit $client_rc)"
 		show "$log.c"
-		fail "$name" "server exit $src, client exit $rc"
+		fail "$name" "server exit $server_rc, client exit $client_rc"
 	fi
 }
 
-# mcast_pair NAME GROUP BIND_RECV BIND_SEND: mckey receiver, then a sender
-# (again if it fails quickly while the receiver still waits).
+# mcast_pair NAME GROUP BIND_RECV BIND_SEND [PROG]: mckey receiver, then
+# once it says "joined" a sender; both must exit 0.
 # The sender gets more time than the other tests: where the NIC holds rxe's
 # multicast frames (the single guest's hub before it had a sink, BUGS.md),
 # destroying a QP that sent multicast datagrams stalls for about 50 s in the
@@ -386,7 +342,7 @@ pair() {
 # with Debian's librdmacm and mckey too.
 MCAST_SEND_T=100
 mcast_pair() {
-	local name="$1" grp="$2" rb="$3" sb="$4" ex="${5:-mckey}" prog rpid rc=0 src=0 try
+	local name="$1" grp="$2" rb="$3" sb="$4" ex="${5:-mckey}" prog rc=0 src=0
 	wanted "$name" || return 0
 	iwarp_skip "$IWARP_NO_MCAST" "$name" && return 0
 	case "$skipped" in
@@ -396,30 +352,17 @@ mcast_pair() {
 		;;
 	esac
 	prog="$(real_prog "$EX/$ex")"
-	if [ -z "$prog" ]; then
-		skip "$name" "$EX/$ex not built"
-		return 0
-	fi
+	built "$name" "$EX/$ex" || return 0
 	if [ "$(dirname "$(lib_of "$prog")")" != "$libdir_real" ]; then
 		fail "$name" "$prog loads '$(lib_of "$prog")', not our library"
 		return 0
 	fi
-	: >"$log.s"
 	: >"$log.c"
-	timeout -k 5 "$MCAST_SEND_T" "$prog" -m "$grp" -b "$rb" -C 4 -t 30 \
-		>"$log.s" 2>&1 &
-	rpid=$!
-	sleep 1
-	for try in 1 2 3 4 5 6 7 8; do
-		kill -0 "$rpid" 2>/dev/null || break
-		rc=0
-		timeout -k 5 "$MCAST_SEND_T" "$prog" -m "$grp" -b "$sb" -s -C 4 \
-			>>"$log.c" 2>&1 || rc=$?
-		[ "$rc" = 0 ] && break
-		[ "$rc" = 124 ] && break
-		sleep 1
-	done
-	wait "$rpid" || src=$?
+	server_start "$log.s" "$MCAST_SEND_T" "$prog" -m "$grp" -b "$rb" -C 4 -t 30
+	wait_output "$log.s" joined 30 "$server_pid"
+	timeout -k 5 "$MCAST_SEND_T" "$prog" -m "$grp" -b "$sb" -s -C 4 \
+		>"$log.c" 2>&1 || rc=$?
+	server_wait || src=$?
 	if [ "$rc" = 0 ] && [ "$src" = 0 ]; then
 		[ "${VERBOSE:-0}" = 1 ] && { show "$log.s"; show "$log.c"; }
 		pass "$name"
@@ -452,5 +395,4 @@ for f in "${families[@]}"; do
 		"-s $srv -p $port" rdma_client
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

@@ -1,12 +1,73 @@
 # shellcheck shell=bash
-# The verdict every system-test script gives, sourced by the *-in-guest.sh
-# scripts: one PASS/FAIL/XFAIL/SKIP/INFO line per test (tests/run-all.sh
-# counts the PASS and FAIL lines, and the XFAIL lines apart: a known
-# failure, tied to its entry in tests/system/BUGS.md, is never a pass), a
-# filter by test name (ONLY: a regular expression), and the closing
-# "N passed, N failed" line (", N skipped" with XFAILs) with the exit
-# status.  A script that wants another filter redefines wanted() after
-# sourcing this.
+# The system-test harness: every script under tests/system/ sources it for
+# its verdicts, its filter and its client/server launches, so that each test
+# is judged by the same rules.  The rules (tests/system/README.md, "Writing
+# a test"): one line per test, PASS only for a check that ran and held; a
+# known failure is an XFAIL naming its tests/system/BUGS.md id, never a
+# PASS; a test that cannot run because a program of this project was not
+# built is a FAIL; a SKIP only for what is outside the project, with the
+# reason; no retry but client_run's.
+#
+# pass NAME [DETAIL], fail NAME [REASON]: the verdict lines "PASS NAME
+# (DETAIL)" and "FAIL NAME: REASON", counted in $passed and $failed.
+# tests/run-all.sh counts the same lines in each suite's output.
+#
+# xfail NAME "BUGS.md ID: what was seen": a known failure, printed as
+# "XFAIL NAME: BUGS.md ID: ..." and counted in $xfailed.  Only for exactly
+# the signature the BUGS.md entry describes; anything else is a fail.
+# run-all.sh lists the XFAILs by name and counts them among the skipped.
+#
+# skip NAME REASON: "SKIP NAME: REASON", not counted.  Only for something
+# outside this project (a transport without the feature, a Debian package
+# or address the host lacks).  info NAME TEXT: an "INFO" line, a number
+# worth printing that is no verdict.
+#
+# wanted NAME: whether the ONLY filter (a regular expression, unset: every
+# test) selects test NAME.  A script with a filter of its own redefines it
+# after sourcing this file.
+#
+# show FILE...: a program's output, indented so that its own PASS/FAIL
+# lines are not taken for the script's.
+#
+# real_prog PATH: the binary behind the libtool wrapper PATH (its .libs/
+# copy) or PATH itself, or nothing when there is none.  built NAME PATH...:
+# each PATH (a program of this project's build tree) has a binary; if one
+# has not, FAIL NAME "PATH not built" and return 1.
+#
+# finish: the closing line "N passed, N failed" (", N skipped" when there
+# were XFAILs) and the exit status, non-zero when anything failed.
+#
+# port_bound PORT, wait_bound PORT [PID]: whether something is bound to
+# PORT (an RDMA CM id, "rdma res show cm_id", or a UDP socket, "ss": a
+# datagram rsocket keeps its port in one); wait_bound waits for it, at most
+# 30 s, and gives up as soon as PID (the server's) has exited.  Without
+# the rdma and ss tools it sleeps 1 s.  The caller starts its client
+# either way and judges what happens.
+#
+# wait_output FILE PATTERN SECONDS [PID [COUNT]]: waits until FILE has COUNT
+# (default 1) lines matching the grep pattern, e.g. a server's "listening"
+# line; gives up after SECONDS, or as soon as PID has exited.
+#
+# server_start LOG SECONDS CMD...: starts CMD in the background under
+# "timeout SECONDS", its output in LOG, and sets $server_pid.
+# server_wait: waits for it; its exit status.  server_stop: for a server
+# that never exits by itself: stops it; 0 if it was still running, else
+# its exit status (1 for 0: a server that should still serve has ended).
+#
+# client_run PORT LOG SECONDS CMD...: runs the client CMD under "timeout
+# SECONDS", its output appended to LOG, and returns its exit status.  The
+# one client-start retry: a client that failed while nothing was bound to
+# PORT yet (its server, $server_pid, still starting: a refused connection
+# says nothing about the library) is started again once the port is
+# bound, at most CLIENT_TRIES (5) times, each retry noted in LOG.  A
+# client that failed while the port was bound (the library's own
+# failure), timed out, or whose server has ended is not retried, nor any
+# client where the rdma and ss tools are missing.
+#
+# launch_pair PORT SLOG CLOG SECONDS SERVER_CMD... -- CLIENT_CMD...: a pair:
+# server_start, wait_bound PORT (and, when $PAIR_READY is set, a line of
+# the server's matching it), client_run, server_wait.  Sets $client_rc
+# and $server_rc; returns 0 when both are 0.
 passed=0
 failed=0
 xfailed=0
@@ -18,7 +79,6 @@ fail() {
 	echo "FAIL $1${2:+: $2}"
 	failed=$((failed + 1))
 }
-# xfail NAME "BUGS.md id: what was seen"
 xfail() {
 	echo "XFAIL $1${2:+: $2}"
 	xfailed=$((xfailed + 1))
@@ -26,7 +86,6 @@ xfail() {
 skip() { echo "SKIP $1${2:+: $2}"; }
 info() { echo "INFO $1${2:+: $2}"; }
 wanted() { [ -z "${ONLY:-}" ] || [[ "$1" =~ $ONLY ]]; }
-# A test's own output, indented so that its PASS/FAIL lines are not ours.
 show() { sed 's/^/    /' "$@"; }
 finish() {
 	local tail=
@@ -35,14 +94,28 @@ finish() {
 	[ "$failed" = 0 ]
 	exit
 }
-# wait_bound PORT [PID]: waits until something can be reached at PORT: the
-# kernel shows an RDMA CM id bound to it (a listener: rdma res show cm_id)
-# or a UDP socket (a datagram rsocket keeps its port in one: ss).  A client
-# then starts only once its server is there; a fixed "sleep 1" was too
-# short on a loaded host.  Gives up after 30 s, or as soon as PID (the
-# server's, when given) has exited; without the rdma and ss tools it sleeps
-# 1 s as before.  The caller starts the client either way and judges what
-# happens.
+
+real_prog() {
+	local d b c
+	d=$(dirname "$1") b=$(basename "$1")
+	for c in "$d/.libs/$b" "$d/.libs/lt-$b" "$1"; do
+		if [ -f "$c" ] && [ -x "$c" ] && ! head -c 2 "$c" | grep -q '#!'; then
+			echo "$c"
+			return
+		fi
+	done
+}
+built() {
+	local name=$1 p
+	shift
+	for p in "$@"; do
+		if [ -z "$(real_prog "$p")" ]; then
+			fail "$name" "$p not built (make check builds the test programs)"
+			return 1
+		fi
+	done
+}
+
 port_bound() {
 	rdma res show cm_id 2>/dev/null |
 		grep -Eq "src-addr [^ ]*:$1( |$)" && return 0
@@ -61,10 +134,6 @@ wait_bound() {
 	done
 	return 1
 }
-# wait_output FILE PATTERN SECONDS [PID [COUNT]]: waits until FILE has
-# COUNT (default 1) lines matching the grep pattern PATTERN, e.g. a
-# server's "listening" line.  Gives up after SECONDS, or as soon as PID
-# (when given) has exited.
 wait_output() {
 	local file=$1 pat=$2 secs=$3 pid=${4:-} want=${5:-1} i n
 	for ((i = 0; i < secs * 10; i++)); do
@@ -74,4 +143,76 @@ wait_output() {
 		sleep 0.1
 	done
 	return 1
+}
+
+server_pid=
+server_start() {
+	local log=$1 secs=$2
+	shift 2
+	timeout -k 5 "$secs" "$@" >"$log" 2>&1 &
+	server_pid=$!
+}
+server_wait() {
+	local rc=0
+	wait "$server_pid" || rc=$?
+	return "$rc"
+}
+# Running, not a zombie waiting to be reaped.
+running() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+server_stop() {
+	local rc=0
+	if running "$server_pid"; then
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+		return 0
+	fi
+	wait "$server_pid" || rc=$?
+	[ "$rc" = 0 ] && rc=1
+	return "$rc"
+}
+client_run() {
+	local port=$1 log=$2 secs=$3 try rc bound
+	shift 3
+	for ((try = 1; ; try++)); do
+		# Without the tools nothing tells a starting server from a
+		# failing library: no retry then.
+		bound=yes
+		if command -v rdma >/dev/null && command -v ss >/dev/null &&
+			! port_bound "$port"; then
+			bound=no
+		fi
+		rc=0
+		timeout -k 5 "$secs" "$@" >>"$log" 2>&1 || rc=$?
+		# 124 and up: timed out, killed, or could not be run.
+		if [ "$rc" = 0 ] || [ "$rc" -ge 124 ] || [ "$bound" = yes ] ||
+			[ "$try" -ge "${CLIENT_TRIES:-5}" ] || [ -z "$server_pid" ] ||
+			! running "$server_pid"; then
+			return "$rc"
+		fi
+		echo "(client attempt $try: exit $rc before anything was bound to port $port; again once it is)" >>"$log"
+		wait_bound "$port" "$server_pid" || sleep 0.5
+	done
+}
+client_rc=0
+server_rc=0
+launch_pair() {
+	local port=$1 slog=$2 clog=$3 secs=$4 n
+	shift 4
+	for ((n = 1; n <= $#; n++)); do
+		[ "${!n}" = -- ] && break
+	done
+	: >"$slog"
+	: >"$clog"
+	server_start "$slog" "$secs" "${@:1:n-1}"
+	wait_bound "$port" "$server_pid"
+	[ -z "${PAIR_READY:-}" ] || wait_output "$slog" "$PAIR_READY" 30 "$server_pid"
+	client_rc=0
+	client_run "$port" "$clog" "$secs" "${@:n+1}" || client_rc=$?
+	server_rc=0
+	server_wait || server_rc=$?
+	[ "$client_rc" = 0 ] && [ "$server_rc" = 0 ]
 }

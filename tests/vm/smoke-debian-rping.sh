@@ -6,7 +6,9 @@
 #
 # Run:  tests/vm/run-guest.sh tests/vm/smoke-debian-rping.sh
 #  or:  tests/vm/run-native.sh tests/vm/smoke-debian-rping.sh  (on RDMA hardware)
-set -eu
+set -u
+# shellcheck source=../system/verdict.sh
+. "$(dirname "$0")/../system/verdict.sh"
 
 # Debian's library, whatever the caller points the loader at.
 unset LD_LIBRARY_PATH LD_PRELOAD
@@ -19,35 +21,24 @@ ibv_devices
 rdma link show
 echo "== rping uses: $(ldd "$(command -v rping)" | grep -o 'librdmacm[^ ]* => [^ ]*')"
 
-# One rping exchange over address $1: server in the background, then the
-# client. The client retries because it may start before the server listens
-# (it then gets a reject and exits non-zero, which costs the server nothing).
+log=$(mktemp -d "${TMPDIR:-/tmp}/smoke.XXXXXX")
+trap 'rm -rf "$log"' EXIT
+
+# One rping exchange over address $2 (test $1) on rping's default port,
+# 7174: the server, then the client once the port is bound.
 rping_pair() {
-	local addr="$1" server client_ok=0 try
-	echo "== rping over $addr"
-	timeout 60 rping -s -a "$addr" -C 3 -v &
-	server=$!
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		if timeout 30 rping -c -a "$addr" -C 3 -v; then
-			client_ok=1
-			break
-		fi
-		echo "(client attempt $try failed; retrying)"
-		sleep 0.5
-	done
-	if ! wait "$server"; then
-		echo "FAIL: rping server over $addr"
-		return 1
+	local name=$1 addr=$2
+	if launch_pair 7174 "$log/s" "$log/c" 60 rping -s -a "$addr" -C 3 -v -- \
+		rping -c -a "$addr" -C 3 -v; then
+		pass "$name"
+	else
+		show "$log/s" "$log/c"
+		fail "$name" "server exit $server_rc, client exit $client_rc"
 	fi
-	if [ "$client_ok" != 1 ]; then
-		echo "FAIL: rping client over $addr"
-		return 1
-	fi
-	echo "ok: rping over $addr"
 }
 
-rping_pair "$addr4"
+rping_pair smoke/rping/ipv4 "$addr4"
 if [ -n "$addr6" ]; then
-	rping_pair "$addr6"
+	rping_pair smoke/rping/ipv6 "$addr6"
 fi
-echo "smoke-debian-rping: all passed"
+finish
