@@ -586,6 +586,25 @@ static void op_connect(void)
 	peers_accept();
 }
 
+/*
+ * Whether kernel socket @fd is a listener that takes one more connection.
+ * Not when its accept queue is full: Linux drops the SYN, and the connect
+ * would wait its 100 ms for nothing.  Nor when it does not listen: its
+ * port (an accepted connection's is its listener's) may be another
+ * socket's, full or not.
+ */
+static bool has_room(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	    ti.tcpi_state != TCP_LISTEN)
+		return false;
+	/* A listener's: the accept queue's length, and its bound. */
+	return ti.tcpi_unacked <= ti.tcpi_sacked;
+}
+
 /* A non-blocking connect of @c to @sin, done within 100 ms. */
 static bool connected(int c, const struct sockaddr_in *sin)
 {
@@ -614,8 +633,8 @@ static void op_accept(void)
 		return;
 	len = sizeof(sin);
 	if (!rsp_get(fd) && !getsockname(fd, (struct sockaddr *)&sin, &len) &&
-	    sin.sin_family == AF_INET && sin.sin_port) {
-		/* Not for long: the listener's backlog may be full. */
+	    sin.sin_family == AF_INET && sin.sin_port && has_room(fd)) {
+		/* Not for long, should the kernel still drop its SYN. */
 		c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			   0);
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
