@@ -261,7 +261,7 @@ static int run_sender(struct ep *e, bool by_option)
 	ep_leave(e, by_option);
 	if (e->ah)
 		ibv_destroy_ah(e->ah);
-	/* Like the program of the issue: return from main, no more clean-up. */
+	/* Like the program that found the stall: return from main, no clean-up. */
 	return 0;
 }
 

@@ -156,7 +156,7 @@ static struct rdma_cm_id *other_id(struct rdma_event_channel *c)
 }
 
 /*
- * The issue: a held p2p request made the fd readable and the program's
+ * The bug: a held p2p request made the fd readable and the program's
  * blocking get then blocked.  Now the fd stays quiet, and the next real
  * event wakes it and is what the get returns.
  */
