@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * rclose while other threads are inside calls on the same rsocket.  A call holds a reference from its lookup to its
- * return; rclose takes the number away at once and wakes every thread
+ * rclose while other threads are inside calls on the same rsocket.  A call
+ * holds a reference from its lookup to its return; rclose takes the number
+ * away at once and wakes every thread
  * asleep on the socket, which then fails with EBADF (rpoll reports
  * POLLNVAL); the socket is freed by whoever drops the last reference.
  *
