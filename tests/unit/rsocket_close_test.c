@@ -2,9 +2,9 @@
 /*
  * rclose while other threads are inside calls on the same rsocket.  A call
  * holds a reference from its lookup to its return; rclose takes the number
- * away at once and wakes every thread
- * asleep on the socket, which then fails with EBADF (rpoll reports
- * POLLNVAL); the socket is freed by whoever drops the last reference.
+ * away at once and wakes every thread asleep on the socket, which then
+ * fails with EBADF (rpoll reports POLLNVAL); the socket is freed by
+ * whoever drops the last reference.
  *
  * Stream sockets come from the fake rdma_cm device (fake_ucma) with a
  * completion queue and channel from the fake verbs device (fake_verbs),
