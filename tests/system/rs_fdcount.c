@@ -2,7 +2,7 @@
 /*
  * How many descriptors one connected stream rsocket costs, measured as an
  * outside program would (/proc/self/fd before and after), on whichever
- * librdmacm is loaded, for the README's comparison with Debian's:
+ * librdmacm is loaded, for rsocket(7)'s comparison with Debian's:
  *
  *   rs_fdcount server PORT     prints "ACCEPTED n" (the accepted socket's
  *                              cost; the listener's is not counted)
