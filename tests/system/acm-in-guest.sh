@@ -32,6 +32,10 @@ trap 'kill $fake_pid 2>/dev/null; rm -rf "$work"' EXIT
 fake_pid=
 . "$(dirname "$0")/verdict.sh"
 port=7600
+built acm/setup "$BUILD/examples/rdma_acme" "$BUILD/examples/rping" \
+	"$BUILD/examples/ucmatose" "$BUILD/examples/rdma_server" \
+	"$BUILD/examples/rdma_client" "$BUILD/tests/system/acm_fake_service" ||
+	finish
 
 ulimit -l unlimited 2>/dev/null
 
@@ -51,27 +55,17 @@ acm_env() {
 }
 
 # run_pair NAME SERVER_CMD CLIENT_CMD: the server without ACM, the client
-# with it (retried while the server is still up).  0 when both succeed.
+# with it (launch_pair).  0 when both succeed.
 run_pair() {
-	local name=$1 scmd=$2 ccmd=$3 spid rc=0 src=0 try
+	local name=$1 scmd=$2 ccmd=$3 port
 	: >"$log"
-	# shellcheck disable=SC2086
-	timeout -k 5 $T $scmd >"$work/s.out" 2>&1 &
-	spid=$!
-	sleep 0.5
-	for try in 1 2 3 4 5; do
-		rc=0
-		# shellcheck disable=SC2046,SC2086
-		env $(acm_env) timeout -k 5 $T $ccmd >"$work/c.out" 2>&1 || rc=$?
-		[ $rc = 0 ] && break
-		kill -0 $spid 2>/dev/null || break
-		sleep 0.5
-	done
-	wait $spid || src=$?
-	if [ $rc != 0 ] || [ $src != 0 ]; then
-		echo "    server: $scmd (exit $src)"
+	port=$(sed -n 's/.*-p \([0-9]*\).*/\1/p' <<<"$scmd")
+	# shellcheck disable=SC2046,SC2086
+	if ! launch_pair "$port" "$work/s.out" "$work/c.out" "$T" $scmd -- \
+		env $(acm_env) $ccmd; then
+		echo "    server: $scmd (exit $server_rc)"
 		show "$work/s.out"
-		echo "    client: $ccmd (exit $rc)"
+		echo "    client: $ccmd (exit $client_rc)"
 		show "$work/c.out"
 		echo "    resolution log:"
 		show "$log"
@@ -204,7 +198,7 @@ service_case() {
 start_service "${mtu:-3}" "svc-peer=$A2"
 rm -f "$table"
 if [ "$(id -u)" != 0 ]; then
-	echo "SKIP acm/service_default_socket: /run/ibacm.sock must be root's"
+	skip acm/service_default_socket "/run/ibacm.sock must be root's"
 else
 	service_case acm/service_default_socket "" svc-peer answered \
 		"resolve svc-peer from .*source=service" \
@@ -226,9 +220,9 @@ rm -f /run/ibacm.sock
 # --- Debian's rping on our library --------------------------------------------------------------
 printf '%s %s\n' "$A2" "$(gid4 "$A2")" >"$table"
 if ! nm -D "$LIB/librdmacm.so.1" 2>/dev/null | grep -q ' T rpoll'; then
-	echo "SKIP acm/debian_rping: this library has no rsockets yet (Debian's rping imports rpoll)"
+	fail acm/debian_rping "$LIB/librdmacm.so.1 has no rpoll (Debian's rping imports it)"
 elif [ ! -x /usr/bin/rping ]; then
-	echo "SKIP acm/debian_rping: /usr/bin/rping not installed"
+	skip acm/debian_rping "/usr/bin/rping not installed"
 elif run_pair acm/debian_rping "/usr/bin/rping -s -a $A2 -p $((port += 1)) -C 5 -V" \
 	"/usr/bin/rping -c -a $A2 -I $A1 -p $port -C 5 -V"; then
 	expect_log acm/debian_rping "route $(gid4 "$A1") -> $(gid4 "$A2"): source=(table|cache)"
@@ -236,5 +230,4 @@ else
 	fail acm/debian_rping "no connection"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
