@@ -31,10 +31,10 @@
 #include <unistd.h>
 
 #include "acm.h"
-#include "cma.h"
-#include "test_hooks.h"
-#include "env.h"
-#include "fd_high.h"
+#include "cm/cma.h"
+#include "cm/test_hooks.h"
+#include "util/env.h"
+#include "util/fd_high.h"
 
 #define ACM_USE_CACHE (1u << 0)
 #define ACM_USE_SERVICE (1u << 1)

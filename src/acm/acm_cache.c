@@ -18,8 +18,8 @@
 #include <time.h>
 
 #include "acm.h"
-#include "cma.h"
-#include "test_hooks.h"
+#include "cm/cma.h"
+#include "cm/test_hooks.h"
 
 #define ACM_CACHE_BUCKETS 1024 /* a power of two */
 #define ACM_CACHE_DEFAULT_LIMIT 65536

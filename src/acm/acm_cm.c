@@ -34,8 +34,8 @@
 #include <string.h>
 
 #include "acm.h"
-#include "cma.h"
-#include "ucma_abi.h"
+#include "cm/cma.h"
+#include "cm/ucma_abi.h"
 
 static bool acm_is_numeric(const char *node)
 {

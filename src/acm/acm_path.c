@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "acm.h"
-#include "cma.h"
+#include "cm/cma.h"
 
 #define ACM_PORTS_MAX_AGE_MS 5000
 #define ACM_PORTS_MISS_RETRY_MS 1000

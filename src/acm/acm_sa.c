@@ -23,8 +23,8 @@
 #include <infiniband/umad_types.h>
 
 #include "acm.h"
-#include "be_bytes.h"
-#include "cma.h"
+#include "util/be_bytes.h"
+#include "cm/cma.h"
 
 #define ACM_SA_MAD_LEN 256
 #define ACM_SA_DATA_OFF 56 /* MAD header 24 + RMPP 12 + SA header 20 */

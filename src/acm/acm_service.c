@@ -33,9 +33,9 @@
 #include <unistd.h>
 
 #include "acm.h"
-#include "cma.h"
-#include "test_hooks.h"
-#include "env.h"
+#include "cm/cma.h"
+#include "cm/test_hooks.h"
+#include "util/env.h"
 
 /* Where ibacm listens and publishes its port (a fuzz target moves them). */
 #ifndef ACM_UNIX_PATH

@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "acm.h"
-#include "cma.h"
-#include "env.h"
+#include "cm/cma.h"
+#include "util/env.h"
 
 #define ACM_TABLE_DEFAULT_PATH "/etc/rdma/ibacm_hosts.data"
 #define ACM_TABLE_MAX_BYTES (16u << 20)

@@ -27,8 +27,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "acm.h"
-#include "cma.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
 
 /*
  * errno for a getaddrinfo() failure:

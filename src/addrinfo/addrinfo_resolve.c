@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 int (*cma_ai_resolver)(const char *node, const char *service,
 		       const struct rdma_addrinfo *hints,

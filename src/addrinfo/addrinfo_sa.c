@@ -26,9 +26,9 @@
 #include <infiniband/umad_sa.h>
 #include <infiniband/umad_types.h>
 
-#include "acm.h"
-#include "be_bytes.h"
-#include "cma.h"
+#include "acm/acm.h"
+#include "util/be_bytes.h"
+#include "cm/cma.h"
 
 #define SA_SVC_REQ_LEN 256
 #define SA_SVC_HDR_LEN 56 /* MAD header 24 + RMPP 12 + SA header 20 */

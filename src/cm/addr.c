@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "abi_convert.h"
-#include "acm.h"
+#include "acm/acm.h"
 #include "cma.h"
 #include "ucma_abi.h"
 

@@ -65,8 +65,8 @@
 #include <unistd.h>
 
 #include "cma.h"
-#include "env.h"
-#include "fd_high.h"
+#include "util/env.h"
+#include "util/fd_high.h"
 #include "ucma_abi.h"
 
 struct cma_channel {

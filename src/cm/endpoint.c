@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 #include "cma.h"
 
 /* Time allowed for each of address and route resolution, as documented. */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cma.h"
-#include "env.h"
+#include "util/env.h"
 
 #define CMA_FAULT_MAX_DELAY_MS 10000
 

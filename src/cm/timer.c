@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "cma.h"
-#include "fd_high.h"
+#include "util/fd_high.h"
 #include "test_hooks.h"
 
 /* Everything below, and every timer's fields, are under timer_lock. */

@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fd_high.h"
+#include "util/fd_high.h"
 #include "ucma_abi.h"
 #include "test_hooks.h"
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
-#include "ucma_abi.h"
+#include "cm/cma.h"
+#include "cm/ucma_abi.h"
 
 static struct cma_multicast *cma_mc_alloc(struct cma_id_private *id_priv,
 					  const struct sockaddr *addr,

@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 /* --- option values --------------------------------------------------------- */
 

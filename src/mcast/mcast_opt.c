@@ -14,7 +14,7 @@
 #include <net/if.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 /* --- which interface --------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 void cma_ud_dest_drop_ah(struct cma_ud_dest *dest)
 {

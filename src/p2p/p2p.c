@@ -45,14 +45,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "be_bytes.h"
-#include "cma.h"
-#include "env.h"
+#include "util/be_bytes.h"
+#include "cm/cma.h"
+#include "util/env.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
-#include "test_hooks.h"
-#include "ucma_abi.h"
+#include "cm/test_hooks.h"
+#include "cm/ucma_abi.h"
 
 _Static_assert(offsetof(struct rdma_conn_param, peer2peer_mode) == 15,
 	       "peer2peer_mode must sit in the old padding byte");

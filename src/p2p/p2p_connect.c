@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
-#include "ucma_abi.h"
+#include "cm/ucma_abi.h"
 
 /* --- keys --------------------------------------------------------------- */
 

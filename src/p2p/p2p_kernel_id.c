@@ -10,10 +10,10 @@
 
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "p2p.h"
 #include "p2p_table.h"
-#include "ucma_abi.h"
+#include "cm/ucma_abi.h"
 
 /*
  * Make @handle the id's kernel id, under its mut (which cma_id_kernel

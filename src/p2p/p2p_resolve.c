@@ -28,10 +28,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "p2p.h"
 #include "p2p_table.h"
-#include "ucma_abi.h"
+#include "cm/ucma_abi.h"
 
 static int cma_p2p_post(struct cma_id_private *id_priv,
 			enum rdma_cm_event_type type)

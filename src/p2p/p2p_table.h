@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cma.h"
-#include "htable.h"
+#include "cm/cma.h"
+#include "util/htable.h"
 #include "p2p.h"
 #include "p2p_wire.h"
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "be_bytes.h"
+#include "util/be_bytes.h"
 #include "p2p_wire.h"
 
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};

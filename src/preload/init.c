@@ -18,8 +18,8 @@
 #include <rdma/rsocket.h>
 
 #include "preload.h"
-#include "env.h"
-#include "fd_high.h"
+#include "util/env.h"
+#include "util/fd_high.h"
 
 struct rsp_real rsp_real;
 struct rsp_config rsp_config = {.log_fd = -1};

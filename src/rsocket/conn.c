@@ -126,7 +126,7 @@ int rs_stream_listen(struct rsocket *rs, int backlog)
 		return cma_err(EINVAL);
 	/*
 	 * rsockets never speak p2p: their listener holds nothing, so its
-	 * channel is never served (src/channel.c) and accept pays no hop.
+	 * channel is never served (src/cm/channel.c) and accept pays no hop.
 	 */
 	if (rdma_set_option(rs->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER,
 			    &(int){0}, sizeof(int)))

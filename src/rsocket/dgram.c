@@ -13,7 +13,7 @@
 #include <sys/epoll.h>
 
 #include "dgram.h"
-#include "fd_high.h"
+#include "util/fd_high.h"
 
 /* How long rclose waits for datagrams still being sent. */
 #define DS_CLOSE_DRAIN_MS 200

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "dgram.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 
 static socklen_t ds_addr_size(int family)
 {

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "dgram.h"
-#include "fd_high.h"
+#include "util/fd_high.h"
 
 static const uint64_t ds_one = 1;
 

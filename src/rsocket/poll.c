@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "rs.h"
-#include "fd_high.h"
+#include "util/fd_high.h"
 
 static short rs_stream_revents(struct rsocket *rs, short events)
 {

@@ -2,7 +2,7 @@
 /*
  * rsockets: state shared by the modules of src/rsocket/ (which file holds
  * which concern: the Layout table of docs/architecture.md).
- * From the core they use only src/cma_rs.h.
+ * From the core they use only src/cm/cma_rs.h.
  *
  * An rsocket's number is a kernel file descriptor it owns (its CM event
  * channel, or its UDP socket), so numbers never collide with the process's
@@ -24,7 +24,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
-#include "cma_rs.h"
+#include "cm/cma_rs.h"
 #include "wire.h"
 #include "opts.h"
 

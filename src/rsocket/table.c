@@ -19,7 +19,7 @@
 #include <sys/eventfd.h>
 
 #include "rs.h"
-#include "env.h"
+#include "util/env.h"
 
 #define RS_PAGE_SHIFT 10
 #define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)

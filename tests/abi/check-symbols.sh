@@ -28,8 +28,8 @@
 #   exports-marked     the core's objects (src/.libs/libcma_core.a beside the
 #                      library) give default visibility (CMA_EXPORT) to
 #                      exactly the names the library exports, besides the
-#                      implementations src/*.c binds with .symver
-#   test-hooks         no function src/test_hooks.h declares is in the
+#                      implementations src/*/*.c binds with .symver
+#   test-hooks         no function src/cm/test_hooks.h declares is in the
 #                      library, not even as a local symbol (--gc-sections)
 #                      (both only against the first reference: they do not
 #                      depend on it; SKIP without the objects or symbols)
@@ -242,7 +242,7 @@ else
 	readelf -sW "$core" | awk '$5 == "GLOBAL" && $6 == "DEFAULT" && $7 != "UND" &&
 		($4 == "FUNC" || $4 == "OBJECT") { s = $8; sub(/@.*/, "", s); print s }' |
 		sort -u >"$work/marked.all"
-	sed -n 's/.*\.symver[ \t]*\([A-Za-z0-9_]*\)[ \t]*,.*/\1/p' "$top"/src/*.c \
+	sed -n 's/.*\.symver[ \t]*\([A-Za-z0-9_]*\)[ \t]*,.*/\1/p' "$top"/src/*/*.c \
 		"$top"/src/rsocket/*.c | sort -u >"$work/symver.impl"
 	comm -23 "$work/marked.all" "$work/symver.impl" >"$work/marked"
 	sed 's/@.*//' "$work/ours.syms" | cut -d' ' -f1 | sort -u >"$work/exported"
@@ -264,7 +264,7 @@ if [ -n "$tag" ]; then
 	:
 elif [ ! -f "$hooks" ] || ! nm "$ours" >"$work/all.syms" 2>/dev/null ||
 	[ ! -s "$work/all.syms" ]; then
-	echo "SKIP: test-hooks: no src/test_hooks.h or no symbol table in $ours"
+	echo "SKIP: test-hooks: no src/cm/test_hooks.h or no symbol table in $ours"
 else
 	# The name before the first "(" of each declaration line.
 	sed -n 's/^[a-z][^(]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' "$hooks" |

@@ -2,7 +2,7 @@
 // FUZZ_SOURCES: @library tests/unit/fake_ucma.c tests/unit/fake_verbs.c
 /*
  * The CM calls with the ACM resolver on (RDMA_CM_USE_IB_ACM=1), where
- * src/acm_cm.c puts its answers to use and src/acm_path.c builds paths
+ * src/acm/acm_cm.c puts its answers to use and src/acm/acm_path.c builds paths
  * from the local ports: rdma_getaddrinfo of names, numeric addresses and
  * services with any hints, rdma_create_ep on its answer, and
  * rdma_resolve_addr / rdma_resolve_route of ids (which hand ACM's path to
@@ -54,12 +54,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "acm.h"
-#include "cma.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "fuzz_input.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

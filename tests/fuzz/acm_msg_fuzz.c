@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/acm_service.c src/acm_sa.c
+// FUZZ_SOURCES: src/acm/acm_service.c src/acm/acm_sa.c
 /*
  * The ACM answers the library reads from other processes and the fabric:
  * an ibacm service answer (cma_acm_msg_parse) and an SA PathRecord
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 
 /* What the two parsers need from the rest of the library. */
 void cma_acm_log(const char *fmt, ...)

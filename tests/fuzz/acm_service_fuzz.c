@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/acm_sa.c
+// FUZZ_SOURCES: src/acm/acm_sa.c
 /*
  * How the library finds and reads the ibacm service, beyond the answer
  * parser the acm_msg target covers: the RDMA_CM_ACM_SERVICE string, the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/acm_table.c
+// FUZZ_SOURCES: src/acm/acm_table.c
 /*
  * The ACM address file (ibacm's hosts format): any bytes must parse into
  * a table of well-formed entries (or fail with ENOMEM), and every entry
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 
 void cma_acm_log(const char *fmt, ...)
 {

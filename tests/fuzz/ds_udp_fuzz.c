@@ -38,7 +38,7 @@
 
 #include "rsocket/dgram.h"
 #include "fuzz_verbs.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/rsocket/wire.c src/rsocket/spin.c src/acm_cache.c src/acm_table.c src/preload/config.c
+// FUZZ_SOURCES: src/rsocket/wire.c src/rsocket/spin.c src/acm/acm_cache.c src/acm/acm_table.c src/preload/config.c
 /*
  * Every parser of settings the process's environment and configuration
  * files hand the libraries: the rsockets' tunables (RDMA_RS_* and the
  * files of /etc/rdma/rsocket/), the preload's RDMA_RSOCKET_* variables,
  * and the ACM resolver's RDMA_CM_ACM_* and RDMA_CM_USE_IB_ACM.  (The p2p
- * ones are read by src/p2p.c, RDMA_CM_ACM_SERVICE by the acm_service
+ * ones are read by src/p2p/p2p.c, RDMA_CM_ACM_SERVICE by the acm_service
  * target, RDMA_CM_ACM_HOSTS's file by acm_table.)
  *
  * The parsers are static: this file includes their sources and calls the

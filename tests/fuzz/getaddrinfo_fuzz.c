@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 struct input {
 	const uint8_t *p;

@@ -1,8 +1,8 @@
-// FUZZ_SOURCES: src/mcast_mreq.c
+// FUZZ_SOURCES: src/mcast/mcast_mreq.c
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * libFuzzer target for the multicast option values rdma_set_option parses
- * (src/mcast_mreq.c): struct ip_mreq / ip_mreqn / ipv6_mreq / ib_mreq of
+ * (src/mcast/mcast_mreq.c): struct ip_mreq / ip_mreqn / ipv6_mreq / ib_mreq of
  * any length and content, then, for what parses, the MGID mapping and the
  * component-mask check against a record built from the rest of the input.
  *
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 
 static const struct {
 	int level, optname;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 
 static struct rdma_ucm_set_option last_cmd;

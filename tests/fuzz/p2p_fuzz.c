@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: @library !src/timer.c tests/unit/fake_ucma.c tests/unit/fake_verbs.c
+// FUZZ_SOURCES: @library !src/cm/timer.c tests/unit/fake_ucma.c tests/unit/fake_verbs.c
 /*
  * The peer-to-peer state machine (rdma_cm_p2p(7)) on both sides, driven
  * by fuzzer-chosen sequences through the fake kernel device
@@ -16,7 +16,7 @@
  * knows, with readable private data; every event is acked, every id
  * destroyed at the end, and nothing may hang or leak.
  *
- * Timers: the library runs them in a service thread (src/timer.c), which
+ * Timers: the library runs them in a service thread (src/cm/timer.c), which
  * would make runs depend on scheduling.  This target is built without
  * timer.c and serves its interface itself: armed timers sit in a list by
  * deadline, and due ones are expired one at a time, with no lock held,
@@ -41,11 +41,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_table.h"
-#include "p2p_wire.h"
+#include "p2p/p2p_table.h"
+#include "p2p/p2p_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -91,7 +91,7 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 	return 0;
 }
 
-/* --- the timer service (src/timer.c's interface), run from this thread --- */
+/* --- the timer service (src/cm/timer.c's interface), run from this thread --- */
 
 static struct cma_timer *timers; /* armed, earliest first */
 

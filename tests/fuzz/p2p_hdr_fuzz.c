@@ -1,4 +1,4 @@
-// FUZZ_SOURCES: src/p2p_wire.c
+// FUZZ_SOURCES: src/p2p/p2p_wire.c
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * The peer-to-peer header parser takes private data straight from the
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "p2p_wire.h"
+#include "p2p/p2p_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

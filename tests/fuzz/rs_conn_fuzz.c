@@ -45,7 +45,7 @@
 
 #include <rdma/rsocket.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"

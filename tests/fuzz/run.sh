@@ -9,7 +9,7 @@
 # drive the id/event machinery, which reaches every module); those add
 # tests/unit/fake_ucma.c, the fake kernel device the unit tests use.  A
 # word "!src/x.c" leaves that source out (the target replaces it, e.g.
-# p2p's own timer service for src/timer.c).
+# p2p's own timer service for src/cm/timer.c).
 # Its seed inputs live in tests/fuzz/corpus/<name>/ (optional).  Each target
 # is compiled with clang -fsanitize=fuzzer,address,undefined against
 # include/, src/ and the build tree's config.h, then run for FUZZ_TIME
@@ -68,7 +68,7 @@ fuzz_sources() {
 	done
 	for word in $line; do
 		if [ "$word" = @library ]; then
-			(cd "$repo" && ls src/*.c src/rsocket/*.c)
+			(cd "$repo" && ls src/*/*.c | grep -v "^src/preload/")
 		elif [ "${word#!}" = "$word" ]; then
 			echo "$word"
 		fi

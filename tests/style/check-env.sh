@@ -1,6 +1,6 @@
 #!/bin/bash
 # Privileged-program gate: the library and the preload read the environment
-# only through cma_env() (src/env.h, secure_getenv), so a setuid program's
+# only through cma_env() (src/util/env.h, secure_getenv), so a setuid program's
 # invoker cannot choose their files or settings.  A plain getenv() call in
 # src/ fails this check.
 set -u

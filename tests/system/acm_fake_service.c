@@ -24,7 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 
 static char **names;
 static int num_names;

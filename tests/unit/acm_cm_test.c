@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Where the CM calls use ACM's answers (src/acm_cm.c), with
+ * Where the CM calls use ACM's answers (src/acm/acm_cm.c), with
  * RDMA_CM_USE_IB_ACM=1 and the answers put in ACM's cache by the test (the
  * only source enabled, so nothing else is asked):
  *
@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "acm.h"
-#include "cma.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 #include "unit.h"
 
 #define TTL_MS 600000

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The ACM resolver's local ports and locally built paths (src/acm_path.c)
+ * The ACM resolver's local ports and locally built paths (src/acm/acm_path.c)
  * on the fake verbs devices, whose ports and GID tables the tests set:
  *
  *  - a GID is found on the active port that carries it, with the port's
@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The ACM resolver's PathRecord query (src/acm_sa.c) against the fake
+ * The ACM resolver's PathRecord query (src/acm/acm_sa.c) against the fake
  * libibumad's subnet administrator (fake_umad): the query goes to the
  * port's SM with the SA's Q_Key through an agent of the SA class, and
  * comes back as the path with the flags of a bidirectional primary path;
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <infiniband/umad_sa.h>
 
-#include "acm.h"
+#include "acm/acm.h"
 #include "fake_umad.h"
 #include "unit.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests of src/acm_service.c, the ibacm client, against a fake
+ * Unit tests of src/acm/acm_service.c, the ibacm client, against a fake
  * service: a thread that accepts one connection on a Unix (or loopback
  * TCP) socket and answers as told: correctly, with an error status, with
  * garbage, with half an answer, too late, not at all, or from a socket
@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "acm.h"
-#include "cma.h"
-#include "test_hooks.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
+#include "cm/test_hooks.h"
 #include "unit.h"
 
 #if __has_include(<infiniband/acm.h>)

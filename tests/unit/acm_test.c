@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests of the ACM resolver's pure parts: the address-file parser
- * and the process's table (src/acm_table.c), the cache (src/acm_cache.c),
- * the SA PathRecord MAD codec (src/acm_sa.c), rate codes (src/acm_path.c)
- * and the endpoint helpers (src/acm.c); then src/acm.c's resolution, the
+ * and the process's table (src/acm/acm_table.c), the cache (src/acm/acm_cache.c),
+ * the SA PathRecord MAD codec (src/acm/acm_sa.c), rate codes (src/acm/acm_path.c)
+ * and the endpoint helpers (src/acm/acm.c); then src/acm/acm.c's resolution, the
  * sources asked in order, on the fake device's RoCE port.
  */
 #include <config.h>
@@ -18,9 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "acm.h"
-#include "cma.h"
-#include "test_hooks.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
+#include "cm/test_hooks.h"
 #include "fd_of.h"
 #include "fake_ucma.h"
 #include "fake_umad.h"

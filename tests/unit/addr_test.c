@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Binding and address/route resolution (src/addr.c) against the fake
+ * Binding and address/route resolution (src/cm/addr.c) against the fake
  * kernel, as rdma_bind_addr(3), rdma_resolve_addr(3),
  * rdma_resolve_route(3), rdma_get_src_port(3) and rdma_get_local_addr(3)
  * describe them: what the kernel resolved (device, port, addresses, GIDs,
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * RAI_SA's ServiceRecord query (src/addrinfo_sa.c) against constructed
+ * RAI_SA's ServiceRecord query (src/addrinfo/addrinfo_sa.c) against constructed
  * MADs: no InfiniBand fabric is needed.  The request is checked byte by
  * byte where the SA reads it, and answers are built here the way an SA
  * lays out a SubnAdmGetTableResp (IBA 15.2.5.14 ServiceRecord, 176 bytes
@@ -17,8 +17,8 @@
 
 #include <infiniband/ib.h>
 
-#include "acm.h"
-#include "cma.h"
+#include "acm/acm.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_umad.h"
 #include "fake_verbs.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests of src/addrinfo.c (rdma_getaddrinfo and friends) and of the
- * argument checks of src/endpoint.c.
+ * Unit tests of src/addrinfo/addrinfo.c (rdma_getaddrinfo and friends) and of the
+ * argument checks of src/cm/endpoint.c.
  *
  * Nothing here needs RDMA hardware or the rdma_cm kernel module: lookups
  * use numeric addresses, the wildcard and loopback addresses getaddrinfo()
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "unit.h"
 

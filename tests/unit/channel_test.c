@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for served channels (src/channel.c, src/timer.c, src/event.c):
+ * Unit tests for served channels (src/cm/channel.c, src/cm/timer.c, src/cm/event.c):
  * an application channel with an RC listener is read by the library's
  * service thread, so that its fd is readable only when rdma_get_cm_event
  * has an event to return (rdma-core's contract), also when a peer's p2p
@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_wire.h"
+#include "p2p/p2p_wire.h"
 #include "unit.h"
 /* ch, listener, kid_of and the scripted peer's connecting_id */
 #include "p2p_peer.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for connection establishment (src/conn.c, src/qp.c and the
- * device binding of src/id.c) against the fake kernel (fake_ucma) and the
+ * Unit tests for connection establishment (src/cm/conn.c, src/cm/qp.c and the
+ * device binding of src/cm/id.c) against the fake kernel (fake_ucma) and the
  * fake device (fake_verbs).  The tests use the public API the way an
  * outside program does: poll(2) on channel->fd, then a blocking
  * rdma_get_cm_event; the test plays the kernel and the remote peer.
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests for the pure parts of the library that need no kernel:
- * structure conversions (src/abi_convert.c), option validation
- * (src/options.c), event names and bad-input handling of public calls.
+ * structure conversions (src/cm/abi_convert.c), option validation
+ * (src/cm/options.c), event names and bad-input handling of public calls.
  */
 #include <config.h>
 
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi_convert.h"
-#include "cma.h"
+#include "cm/abi_convert.h"
+#include "cm/cma.h"
 #include "unit.h"
 
 START_TEST(qp_attr_fields_and_mask)

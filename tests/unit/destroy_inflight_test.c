@@ -10,7 +10,7 @@
  * record gone and delivered a p2p event as a plain one.
  *
  * The kernel is the fake one (fake_ucma); the channel holds a p2p
- * listener, so the library's service thread reads it (src/channel.c).
+ * listener, so the library's service thread reads it (src/cm/channel.c).
  */
 #include <config.h>
 
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The library's device table (src/device.c) on the fake devices, as
+ * The library's device table (src/cm/device.c) on the fake devices, as
  * rdma_get_devices(3), rdma_free_devices(3) and rdma_cm(7) describe it:
  * rdma_get_devices returns the opened contexts of the devices present,
  * NULL-terminated, the same contexts the ids bind to; rdma_free_devices
@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * rdma_create_ep / rdma_destroy_ep (src/endpoint.c) on the fake kernel and
+ * rdma_create_ep / rdma_destroy_ep (src/cm/endpoint.c) on the fake kernel and
  * device, as rdma_create_ep(3) and rdma_get_request(3) describe them: a
  * synchronous id, bound (passive) or with address and route resolved and
  * its QP made (active); a passive endpoint gives every request it hands
@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

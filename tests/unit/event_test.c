@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for src/event.c: kernel events queued on the fake kernel
+ * Unit tests for src/cm/event.c: kernel events queued on the fake kernel
  * device (fake_ucma) become rdma_cm_events with the right id, parameters and private data,
  * events the library consumes are accounted for, and acks reach the right
  * counters.  No kernel and no RDMA device are needed.
@@ -16,10 +16,10 @@
 
 #include <sys/wait.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
-#include "p2p_table.h"
-#include "test_hooks.h"
+#include "p2p/p2p_table.h"
+#include "cm/test_hooks.h"
 #include "unit.h"
 
 static struct rdma_event_channel *channel;

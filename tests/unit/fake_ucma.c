@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 
 #define FAKE_MAX_IDS 32768
 #define FAKE_MAX_FDS 64

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "ucma_abi.h"
+#include "cm/ucma_abi.h"
 
 /* The fake's answer to QUERY_ROUTE / QUERY: the device the ids bind to. */
 struct fake_ucma_route {
@@ -115,7 +115,7 @@ uint32_t fake_ucma_last_mc(void);
  * fake_ucma_release.  A test that fills an event after queueing it does
  * so between the two when another thread may read the fd at once: the
  * library's service thread reads the channels of RC listeners
- * (src/channel.c, "served" channels).
+ * (src/cm/channel.c, "served" channels).
  */
 void fake_ucma_hold(void);
 void fake_ucma_release(void);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * A fake libibumad with a subnet administrator behind it, for unit tests
- * of the SA queries (src/acm_sa.c, src/addrinfo_sa.c).  Linking
+ * of the SA queries (src/acm/acm_sa.c, src/addrinfo/addrinfo_sa.c).  Linking
  * fake_umad.o into a test program interposes the umad_* calls the library
  * makes, as fake_verbs does for ibv_*.  The test answers each MAD sent
  * (fake_umad_set_sa) or leaves it unanswered, and can make the device

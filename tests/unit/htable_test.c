@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The growing hash table (src/htable.c): nodes are found by hash through
+ * The growing hash table (src/util/htable.c): nodes are found by hash through
  * growth, removals and shared hashes, and a table that grew keeps chains
  * short.
  */
@@ -9,7 +9,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "htable.h"
+#include "util/htable.h"
 #include "unit.h"
 
 struct item {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for the id life cycle (src/id.c, src/channel.c): destroy and
+ * Unit tests for the id life cycle (src/cm/id.c, src/cm/channel.c): destroy and
  * migrate while events are in flight, and synchronous ids, against the
  * fake kernel (fake_ucma).  Where a call must wait for another thread, the
  * test runs it in a thread of its own and plays the other thread itself.
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "unit.h"
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests for the multicast options: parsing of the option values
- * (src/mcast_mreq.c), MGID to group address mapping, MCMember record
+ * (src/mcast/mcast_mreq.c), MGID to group address mapping, MCMember record
  * building and component-mask checking, and the errno of every bad call to
  * rdma_set_option / rdma_get_option / rdma_sendto on ids that never reach
  * a kernel (a fake device answers the few commands that get through),
- * including the datagram calls an iWARP device refuses; then (src/mcast_opt.c)
+ * including the datagram calls an iWARP device refuses; then (src/mcast/mcast_opt.c)
  * memberships joined, refused, read back and dropped through the options
  * on an id bound to the fake device.
  */
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

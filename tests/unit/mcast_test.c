@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Multicast joins and leaves (src/mcast.c) against the fake kernel and
+ * Multicast joins and leaves (src/mcast/mcast.c) against the fake kernel and
  * the fake device, as rdma_join_multicast(3) and rdma_leave_multicast(3)
  * describe them: the join completes with a MULTICAST_JOIN event carrying
  * the group's UD parameters and the caller's context in private_data; the
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

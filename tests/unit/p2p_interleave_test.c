@@ -58,12 +58,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_table.h"
-#include "p2p_wire.h"
-#include "test_hooks.h"
+#include "p2p/p2p_table.h"
+#include "p2p/p2p_wire.h"
+#include "cm/test_hooks.h"
 #include "unit.h"
 #include "p2p_peer.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests for peer-to-peer connection formation on both sides
- * (src/p2p_connect.c, src/p2p_request.c) against the fake kernel and the
+ * (src/p2p/p2p_connect.c, src/p2p/p2p_request.c) against the fake kernel and the
  * fake device: the test plays the peer, whose requests, answers and
  * refusals arrive as kernel events in an order it chooses, so each
  * interleaving the VM meets by chance is a deterministic case here.
@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_table.h"
-#include "p2p_wire.h"
+#include "p2p/p2p_table.h"
+#include "p2p/p2p_wire.h"
 #include "unit.h"
 #include "p2p_peer.h"
 
@@ -675,7 +675,7 @@ END_TEST
 /*
  * Enough formed connections to one peer, each with its explicit tag, that
  * the table of conns grows
- * several times (src/htable.h) and chains are shared: a duplicate of any
+ * several times (src/util/htable.h) and chains are shared: a duplicate of any
  * of them is found and refused.  Destroyed in two rounds (every other
  * one, then the rest: unlinked from inside chains, beside live ones), a
  * destroyed one's key matches nothing and its request is held, while the

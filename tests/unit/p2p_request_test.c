@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Peer-to-peer requests and connects over time (src/p2p_request.c,
- * src/p2p_connect.c): what rdma_cm_p2p(7) promises under HOLD TIMES and
+ * Peer-to-peer requests and connects over time (src/p2p/p2p_request.c,
+ * src/p2p/p2p_connect.c): what rdma_cm_p2p(7) promises under HOLD TIMES and
  * for iWARP, each checked against the scripted peer of p2p_peer.h.  The
  * matching rules themselves (crossing, adoption, duplicates, restarts,
  * caps) are in p2p_match_test.
@@ -30,10 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_wire.h"
+#include "p2p/p2p_wire.h"
 #include "unit.h"
 #include "p2p_peer.h"
 

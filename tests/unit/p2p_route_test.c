@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * A p2p connect's route left until a REQ needs it (src/p2p_resolve.c),
+ * A p2p connect's route left until a REQ needs it (src/p2p/p2p_resolve.c),
  * against the scripted peer of p2p_peer.h: an id that sets
  * RDMA_OPTION_ID_PEER2PEER = 1 before rdma_resolve_addr, in a process
  * whose listener holds, and that is the end waiting for the peer's REQ,
@@ -22,10 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
-#include "p2p_wire.h"
+#include "p2p/p2p_wire.h"
 #include "unit.h"
 #include "p2p_peer.h"
 

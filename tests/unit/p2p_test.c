@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests for peer-to-peer mode's pure parts: the header codec
- * (src/p2p_wire.c), identity order, key matching and the decision taken
- * for an incoming request (src/p2p.c), and the library-only options.
+ * (src/p2p/p2p_wire.c), identity order, key matching and the decision taken
+ * for an incoming request (src/p2p/p2p.c), and the library-only options.
  */
 #include <config.h>
 
@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
-#include "p2p.h"
-#include "p2p_table.h"
-#include "p2p_wire.h"
-#include "ucma_abi.h"
+#include "p2p/p2p.h"
+#include "p2p/p2p_table.h"
+#include "p2p/p2p_wire.h"
+#include "cm/ucma_abi.h"
 #include "unit.h"
 
 START_TEST(header_round_trip)

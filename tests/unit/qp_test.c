@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * QPs and SRQs made through the CM (src/qp.c), against the fake kernel and
+ * QPs and SRQs made through the CM (src/cm/qp.c), against the fake kernel and
  * the fake device, as rdma_create_qp(3), rdma_create_srq(3),
  * rdma_destroy_qp(3) and rdma_init_qp_attr(3) describe them: a connected
  * QP is ready for the CM (INIT) when created, a datagram QP ready to send
@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

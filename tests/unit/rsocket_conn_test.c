@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"
@@ -323,7 +323,7 @@ END_TEST
 /*
  * An rsocket listener holds no p2p request (RDMA_OPTION_ID_PEER2PEER 0),
  * so its channel is never served, even in a process doing p2p: accept
- * pays no hop through the library's service thread (src/channel.c).
+ * pays no hop through the library's service thread (src/cm/channel.c).
  */
 START_TEST(the_listener_is_never_served)
 {

@@ -34,7 +34,7 @@
 #include "fake_verbs.h"
 #include "unit.h"
 #include "rs_dgram.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 
 static struct rdma_event_channel *ch;
 static int fd;

@@ -19,7 +19,7 @@
 
 #include "rsocket/rs.h"
 #include "rsocket/dgram.h"
-#include "test_hooks.h"
+#include "cm/test_hooks.h"
 #include "unit.h"
 
 static union rs_sockaddr sin4(uint32_t host, uint16_t port)

@@ -15,7 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "rsocket/rs.h"
 #include "fake_ucma.h"
 #include "unit.h"

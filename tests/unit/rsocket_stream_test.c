@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"

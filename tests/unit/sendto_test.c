@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * rdma_sendto's address-handle cache (src/sendto.c), as rdma_sendto(3)
+ * rdma_sendto's address-handle cache (src/mcast/sendto.c), as rdma_sendto(3)
  * states it: the AH of a destination is created on first use on the QP's
  * PD and reused; it is freed when the group is left, when the QP is
  * destroyed and when the id is destroyed; each request gets the group's
@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for the kernel command marshalling (src/ucma_abi.c): the fake
+ * Unit tests for the kernel command marshalling (src/cm/ucma_abi.c): the fake
  * kernel device (fake_ucma) records each command and answers it as the
  * kernel would, so every byte the library would send to
  * /dev/infiniband/rdma_cm is checked without a kernel.
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cma.h"
+#include "cm/cma.h"
 #include "fake_ucma.h"
 #include "unit.h"
 
