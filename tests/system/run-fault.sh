@@ -7,7 +7,7 @@
 # when RDMA_TEST_DEV is an rxe device (the guest's rxe0).
 #
 # Prints "PASS fault/<name>" / "FAIL fault/<name>" per test and a summary
-# line "N passed, N failed".
+# line "N passed, N failed" (tests/system/verdict.sh).
 #
 # Environment:
 #   RDMACM_BUILD_DIR       the build tree (as for run-in-guest.sh)
@@ -28,37 +28,25 @@ DEV=${RDMA_TEST_DEV:-}
 NETDEV=${RDMA_TEST_NETDEV:-}
 CYCLES=${RDMACM_FAULT_CYCLES:-1000}
 ONLY=${RDMACM_FAULT_ONLY:-}
-passed=0
-failed=0
+# shellcheck source=verdict.sh
+. "$(dirname "$0")/verdict.sh"
 log=$(mktemp "${TMPDIR:-/tmp}/fault.XXXXXX")
 trap 'rm -f "$log"' EXIT
 ulimit -l unlimited 2>/dev/null
 
 libdir=$(realpath "$BUILD/src/.libs" 2>/dev/null)
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# The real binary behind a libtool wrapper.
-real_prog() {
-	local c
-	for c in "$(dirname "$1")/.libs/$(basename "$1")" "$1"; do
-		if [ -x "$c" ] && ! head -c 2 "$c" | grep -q '#!'; then
-			echo "$c"
-			return
-		fi
-	done
-}
 FAULT=$(real_prog "$BUILD/tests/system/fault_test")
 SYS=$(real_prog "$BUILD/tests/system/cm_sys_test")
 
 result() {
 	local name=$1 rc=$2 secs=$3
 	if [ "$rc" = 0 ] && grep -q '^PASS' "$log"; then
-		[ "${VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
-		echo "PASS fault/$name (${secs}s)"
-		passed=$((passed + 1))
+		[ "${VERBOSE:-0}" = 1 ] && show "$log"
+		pass "fault/$name" "${secs}s"
 	else
-		sed 's/^/    /' "$log"
-		echo "FAIL fault/$name (exit $rc after ${secs}s)"
-		failed=$((failed + 1))
+		show "$log"
+		fail "fault/$name" "exit $rc after ${secs}s"
 	fi
 }
 
@@ -66,22 +54,18 @@ result() {
 run() {
 	local name=$1 limit=$2 rc=0 t0=$SECONDS
 	shift 2
-	[ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || return 0
+	wanted "$name" || return 0
 	RDMACM_HX_TIMEOUT=$((limit - 5)) \
 		timeout -k 5 "$limit" "$@" >"$log" 2>&1 || rc=$?
 	result "$name" "$rc" $((SECONDS - t0))
 }
 
-if [ -z "$FAULT" ] || [ -z "$SYS" ]; then
-	echo "FAIL fault/setup: no fault_test or cm_sys_test under $BUILD"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+built fault/setup "$BUILD/tests/system/fault_test" \
+	"$BUILD/tests/system/cm_sys_test" || finish
 lib=$("$SYS" whichlib 2>&1)
 if [ "$(dirname "$(realpath "$lib")")" != "$libdir" ]; then
-	echo "FAIL fault/whichlib: the tests load '$lib', not $libdir"
-	echo "0 passed, 1 failed"
-	exit 1
+	fail fault/whichlib "the tests load '$lib', not $libdir"
+	finish
 fi
 
 run kill_server 120 "$FAULT" kill_server "$A1"
@@ -104,8 +88,8 @@ if [ -n "$DEV" ] && [ -n "$NETDEV" ] &&
 	fi
 	run device_removal 180 "$FAULT" device_removal "$A1" "$DEV" "$NETDEV" $decoy
 else
-	echo "SKIP fault/device_removal: needs RDMA_TEST_DEV, an rxe device on RDMA_TEST_NETDEV"
+	wanted device_removal &&
+		skip fault/device_removal "needs RDMA_TEST_DEV, an rxe device on RDMA_TEST_NETDEV"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

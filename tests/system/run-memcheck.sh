@@ -6,7 +6,7 @@
 # frees and definite leaks all count (--error-exitcode).  The only
 # suppressions, in valgrind.supp, are for libibverbs and provider
 # internals.  Prints "PASS memcheck/<pair>" / "FAIL memcheck/<pair>" and a
-# summary line.
+# summary line (tests/system/verdict.sh).
 #
 # (cmtime is left out: it adds nothing ucmatose does not cover, and each pair
 # takes about 45 s under valgrind and TCG.)
@@ -21,8 +21,8 @@ A2=${RDMA_TEST_ADDR2:-$A1}
 ONLY=${RDMACM_MEMCHECK_ONLY:-}
 here=$(cd "$(dirname "$0")" && pwd)
 T=240 # valgrind under TCG is slow: generous limits
-passed=0
-failed=0
+# shellcheck source=verdict.sh
+. "$here/verdict.sh"
 log=$(mktemp -d "${TMPDIR:-/tmp}/memcheck.XXXXXX")
 trap 'rm -rf "$log"' EXIT
 ulimit -l unlimited 2>/dev/null
@@ -34,50 +34,32 @@ vg=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
 	--track-origins=yes --suppressions="$here/valgrind.supp" -q)
 
 if ! command -v valgrind >/dev/null; then
-	echo "FAIL memcheck/setup: valgrind is not installed (tests/setup.sh)"
-	exit 1
+	fail memcheck/setup "valgrind is not installed (tests/setup.sh)"
+	finish
 fi
-
-prog() {
-	local p=$BUILD/examples/.libs/$1
-	[ -x "$p" ] || p=$BUILD/examples/$1
-	echo "$p"
-}
 
 # pair NAME SERVER "SERVER ARGS" "CLIENT ARGS" [CLIENT]
 pair() {
-	local name=$1 s c spid src=0 rc=0 try t0=$SECONDS
-	[ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || return 0
-	s=$(prog "$2")
-	c=$(prog "${5:-$2}")
-	: >"$log/s"
-	: >"$log/c"
+	local name=$1 s c t0=$SECONDS port
+	wanted "$name" || return 0
+	s=$(real_prog "$BUILD/examples/$2")
+	c=$(real_prog "$BUILD/examples/${5:-$2}")
+	built "memcheck/$name" "$BUILD/examples/$2" \
+		"$BUILD/examples/${5:-$2}" || return 0
+	port=$(sed -n 's/.*-p \([0-9]*\).*/\1/p' <<<"$3")
+	# The server starts slowly under valgrind: launch_pair waits for its
+	# port.
 	# shellcheck disable=SC2086
-	timeout -k 5 $T "${vg[@]}" "$s" $3 >"$log/s" 2>&1 &
-	spid=$!
-	sleep 8 # the server starts slowly under valgrind
-	for try in 1 2 3 4 5; do
-		rc=0
-		# shellcheck disable=SC2086
-		timeout -k 5 $T "${vg[@]}" "$c" $4 >>"$log/c" 2>&1 || rc=$?
-		[ "$rc" = 0 ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		[ "$rc" = 99 ] || [ "$rc" = 124 ] && break
-		echo "(client attempt $try: exit $rc; retrying)" >>"$log/c"
-		sleep 3
-	done
-	wait "$spid" || src=$?
-	if [ "$rc" = 0 ] && [ "$src" = 0 ]; then
-		[ "${VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log/s" "$log/c"
-		echo "PASS memcheck/$name ($((SECONDS - t0))s)"
-		passed=$((passed + 1))
+	if launch_pair "$port" "$log/s" "$log/c" $T "${vg[@]}" "$s" $3 -- \
+		"${vg[@]}" "$c" $4; then
+		[ "${VERBOSE:-0}" = 1 ] && show "$log/s" "$log/c"
+		pass "memcheck/$name" "$((SECONDS - t0))s"
 	else
-		echo "    server: $2 $3 (exit $src)"
-		sed 's/^/    /' "$log/s"
-		echo "    client: ${5:-$2} $4 (exit $rc)"
-		sed 's/^/    /' "$log/c"
-		echo "FAIL memcheck/$name (server exit $src, client exit $rc; 99 = memcheck errors)"
-		failed=$((failed + 1))
+		echo "    server: $2 $3 (exit $server_rc)"
+		show "$log/s"
+		echo "    client: ${5:-$2} $4 (exit $client_rc)"
+		show "$log/c"
+		fail "memcheck/$name" "server exit $server_rc, client exit $client_rc; 99 = memcheck errors"
 	fi
 }
 
@@ -89,5 +71,4 @@ pair rdma_server_client rdma_server "-s $A1 -p $((port += 1))" "-s $A1 -p $port"
 # Datagram rsockets: QPs, the UDP resolver, destinations and queues.
 pair rudping rudping "-b $A1 -p $((port += 1)) -T a" "-s $A1 -b $A2 -p $port -C 20 -T a"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
