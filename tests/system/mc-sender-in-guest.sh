@@ -133,7 +133,7 @@ if wanted debian; then
 	if [ -e "$REF/librdmacm.so.1" ]; then
 		run_case debian "$REF" recv-join send-join 239.255.1.43
 	else
-		echo "SKIP mc-sender/debian: no Debian librdmacm under $REF (tests/abi/fetch-reference.sh)"
+		skip mc-sender/debian "no Debian librdmacm under $REF (tests/abi/fetch-reference.sh)"
 	fi
 fi
 finish

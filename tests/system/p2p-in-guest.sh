@@ -113,7 +113,7 @@ siw_race_skip() {
 		race="listen race (tests/system/BUGS.md siw-listen-race)" ;;
 	*) return 1 ;;
 	esac
-	echo "SKIP $1: siw's $race; runs in p2p-iwarp-testbed"
+	skip "$1" "siw's $race; runs in p2p-iwarp-testbed"
 }
 
 mesh() {
@@ -352,7 +352,10 @@ for fam in ipv4 ipv6; do
 	if [ $fam = ipv4 ]; then
 		x=$A1 y=$A2 base=7600
 	else
-		[ -n "$A6_1" ] || { echo "SKIP */ipv6: no IPv6 test addresses"; continue; }
+		[ -n "$A6_1" ] || {
+			skip "*/ipv6" "no IPv6 test addresses"
+			continue
+		}
 		x=$A6_1 y=$A6_2 base=7700
 	fi
 	it=$ITER
@@ -418,5 +421,4 @@ if [ "$TRANSPORT" = iwarp ] && dmesg 2>/dev/null | grep -q siw-testbed; then
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"
 fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -110,7 +110,7 @@ for lib in ours debian; do
 	if [ $lib = debian ]; then
 		libdir=$REF
 		if [ ! -e "$REF/librdmacm.so.1" ]; then
-			echo "SKIP perftest/*/debian: no Debian librdmacm under $REF"
+			skip "perftest/*/debian" "no Debian librdmacm under $REF"
 			continue
 		fi
 	fi
