@@ -7,7 +7,8 @@
  * The destroy may destroy the kernel id and detach the record, but must
  * wait for that event before it frees the record: freed first (as
  * rdma_destroy_id once did), the filter read freed memory, or found the
- * record gone and delivered a p2p event as a plain one.
+ * record gone and delivered a p2p event as a plain one.  Likewise the
+ * listener's timer: its expire() running, the destroy waits for it.
  *
  * The kernel is the fake one (fake_ucma); the channel holds a p2p
  * listener, so the library's service thread reads it (src/cm/channel.c).
@@ -24,6 +25,7 @@
 #include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "p2p/p2p_table.h"
 #include "unit.h"
 
 #define PORT 7471
@@ -54,7 +56,8 @@ static void teardown(void)
 {
 	struct fake_verbs_counts c;
 
-	ck_assert_int_eq(rdma_destroy_id(listener), 0);
+	if (listener)
+		ck_assert_int_eq(rdma_destroy_id(listener), 0);
 	rdma_destroy_event_channel(ch);
 	c = fake_verbs_counts();
 	ck_assert_int_eq(c.qps, 0);
@@ -161,6 +164,68 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 }
 END_TEST
 
+/*
+ * The p2p listener's timer (the one that surfaces or drops held requests)
+ * is due: the service thread runs its expire() with no lock held, and
+ * rdma_destroy_id of the listener meanwhile must wait for it before it
+ * frees the timer's owner, the listener's p2p record.  Freed first (as
+ * rdma_destroy_id once did), the destroy returned at once and the service
+ * thread then marked the timer done inside freed memory.  The expire()
+ * here is the test's, held until the test lets it go.
+ */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool in_expire, let_go;
+
+static void held_expire(struct cma_timer *timer)
+{
+	(void)timer;
+	pthread_mutex_lock(&gate_lock);
+	in_expire = true;
+	pthread_cond_broadcast(&gate_cond);
+	while (!let_go)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+START_TEST(p2p_listener_outlives_its_running_timer)
+{
+	struct cma_p2p_listener *lis;
+	pthread_t t;
+	void *ret;
+
+	destroy_done = in_expire = let_go = false; /* also without fork */
+	cma_p2p_lock();
+	lis = cma_p2p_find_listener(cma_id_priv(listener));
+	ck_assert_ptr_nonnull(lis);
+	lis->timer.expire = held_expire;
+	cma_p2p_unlock();
+	cma_timer_start(ch, &lis->timer, 0);
+	pthread_mutex_lock(&gate_lock);
+	while (!in_expire)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+
+	ck_assert_int_eq(pthread_create(&t, NULL, destroyer, listener), 0);
+	/*
+	 * A destroy that does not wait returns at once: give it the chance
+	 * (a correct one cannot return before let_go, so how long this
+	 * waits only decides how surely a broken one is caught).
+	 */
+	usleep(200 * 1000);
+	ck_assert_msg(
+		!destroyed(),
+		"rdma_destroy_id returned while the listener's timer ran");
+	pthread_mutex_lock(&gate_lock);
+	let_go = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	ck_assert_int_eq(pthread_join(t, &ret), 0);
+	ck_assert_ptr_null(ret);
+	listener = NULL; /* destroyed: not again in the teardown */
+}
+END_TEST
+
 static Suite *destroy_inflight_suite(void)
 {
 	Suite *s = suite_create("destroy_inflight");
@@ -168,6 +233,7 @@ static Suite *destroy_inflight_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, p2p_record_outlives_an_event_in_flight);
+	tcase_add_test(tc, p2p_listener_outlives_its_running_timer);
 	suite_add_tcase(s, tc);
 	return s;
 }
