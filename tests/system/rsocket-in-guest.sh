@@ -3,9 +3,7 @@
 #   tests/vm/run-guest.sh tests/system/rsocket-in-guest.sh
 # (or natively where an RDMA device carries the test addresses).
 #
-# 1. tests/system/rsocket_sys_test (ours on both sides): stream and
-#    datagram, blocking and non-blocking, rpoll, iomap, data verified.
-# 2. Debian's rstream and riostream (rdmacm-utils) with OUR library on both
+# 1-2. Debian's rstream and riostream (rdmacm-utils) with OUR library on both
 #    sides (loaded through LD_LIBRARY_PATH, checked with ldd).
 # 3. Interop: one side on our library, the other on Debian's, both
 #    directions, stream (-T s... default blocking and async) and iomap.
@@ -47,8 +45,7 @@ whichlib() {
 
 if [ ! -e "$ours/librdmacm.so.1" ]; then
 	fail setup "no library in $ours"
-	echo "$passed passed, $failed failed"
-	exit 1
+	finish
 fi
 ours_real=$(realpath "$ours/librdmacm.so.1")
 for prog in /usr/bin/rstream /usr/bin/riostream; do
@@ -70,8 +67,8 @@ done
 # takes any POLLHUP as failure (exit 16).  A server that closes right after
 # its last send therefore fails a Debian async client now and then, on
 # Debian's library at both ends too (8 of 30 over siw under strace; 9 of 24
-# attempts with our server, 2026-11-25).  Such a run is retried, five times
-# at most, and each retry is shown.
+# attempts with our server, 2026-11-25).  Such a run is an XFAIL
+# (BUGS.md debian-rstream-pollhup).
 #
 # Over iWARP, Debian's server resets the connection now and then as it
 # closes: it destroys its QP as soon as its last sends are handed to TCP,
@@ -82,7 +79,7 @@ done
 # -T a exits 8, POLLERR).  Our library lingers on close for this reason
 # (tests/system/BUGS.md iwarp-close-reset and debian-rsocket-iwarp-reset).
 # A Debian server's run that failed only on the client while the guest
-# counted such a reset is retried too.
+# counted such a reset is an XFAIL too (debian-rsocket-iwarp-reset).
 tcp_resets() {
 	awk '/^TcpExt:/ {
 		if (!n) { for (i = 2; i <= NF; i++) if ($i == "TCPAbortOnData") c = i; n = 1 }
@@ -91,43 +88,33 @@ tcp_resets() {
 }
 port=7470
 run_pair() {
-	local name=$1 slib=$2 clib=$3 prog=$4 try crc src resets
+	local name=$1 slib=$2 clib=$3 prog=$4 crc src resets
 	shift 4
 	wanted "$name" || return 0
-	for try in 1 2 3 4 5 6; do
-		port=$((port + 1))
-		resets=$(tcp_resets)
-		LD_LIBRARY_PATH="$slib" timeout $T "$prog" -p $port -b "$A1" "$@" \
-			>"$log/s.out" 2>&1 &
-		local spid=$!
-		wait_bound $port $spid
-		LD_LIBRARY_PATH="$clib" timeout $T "$prog" -p $port -s "$A1" \
-			-b "$A2" "$@" >"$log/c.out" 2>&1
-		crc=$?
-		wait $spid
-		src=$?
-		if [ -z "$clib" ] && [ $crc -eq 16 ] && [ $src -eq 0 ] &&
-			[ $try -lt 6 ] && [[ " $* " == *" -T a "* ]]; then
-			echo "    ($name: Debian's async client saw POLLHUP before the last data; retrying)"
-			continue
-		fi
-		if [ -z "$slib" ] && [ $crc -ne 0 ] && [ $src -eq 0 ] &&
-			[ $try -lt 6 ] && [ "$(tcp_resets)" != "$resets" ]; then
-			echo "    ($name: Debian's server reset the connection as it closed (TCPAbortOnData); retrying)"
-			continue
-		fi
-		break
-	done
+	port=$((port + 1))
+	resets=$(tcp_resets)
+	launch_pair $port "$log/s.out" "$log/c.out" $T \
+		env LD_LIBRARY_PATH="$slib" "$prog" -p $port -b "$A1" "$@" -- \
+		env LD_LIBRARY_PATH="$clib" "$prog" -p $port -s "$A1" -b "$A2" "$@"
+	crc=$client_rc src=$server_rc
 	if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
 		pass "$name"
 		[ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log/c.out"
+		return
+	fi
+	if [ -z "$clib" ] && [ $crc -eq 16 ] && [ $src -eq 0 ] &&
+		[[ " $* " == *" -T a "* ]]; then
+		xfail "$name" "BUGS.md debian-rstream-pollhup: Debian's async client saw POLLHUP before the last data"
+	elif [ -z "$slib" ] && [ $crc -ne 0 ] && [ $src -eq 0 ] &&
+		[ "$(tcp_resets)" != "$resets" ]; then
+		xfail "$name" "BUGS.md debian-rsocket-iwarp-reset: Debian's server reset the connection as it closed (TCPAbortOnData)"
 	else
 		fail "$name" "server rc=$src client rc=$crc"
-		echo "    --- server"
-		sed 's/^/    /' "$log/s.out" | tail -15
-		echo "    --- client"
-		sed 's/^/    /' "$log/c.out" | tail -15
 	fi
+	echo "    --- server"
+	sed 's/^/    /' "$log/s.out" | tail -15
+	echo "    --- client"
+	sed 's/^/    /' "$log/c.out" | tail -15
 }
 
 # Small, quick transfers: every size class, data verified (-T v).
@@ -150,21 +137,6 @@ run_pair "riostream/debian-ours" "" "$ours" /usr/bin/riostream \
 	-S 4096 -C 200 -T v
 run_pair "riostream/ours-ours/all-sizes" "$ours" "$ours" /usr/bin/riostream \
 	-S all -C 10 -T v
-
-# Our own scenario program, when built.
-sys="$BUILD/tests/system/rsocket_sys_test"
-if [ -x "$sys" ]; then
-	for t in $("$sys" -l); do
-		wanted "sys/$t" || continue
-		if LD_LIBRARY_PATH="$ours" timeout $T "$sys" -a "$A1" -b "$A2" \
-			"$t" >"$log/t.out" 2>&1; then
-			pass "sys/$t"
-		else
-			fail "sys/$t"
-			sed 's/^/    /' "$log/t.out" | tail -20
-		fi
-	done
-fi
 
 # --- 4. datagram sockets ------------------------------------------------------
 # iWARP has no UD QPs, so no datagram rsockets (they fail with ENOTSUP).
@@ -398,5 +370,4 @@ else
 	datagram_tests
 fi
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

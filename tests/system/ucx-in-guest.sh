@@ -224,25 +224,19 @@ for lib in ours debian; do
 		[ "${c#*/}" = alltls ] && tls=all
 		why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"
 		ok=$?
-		# Should the example's own race still lose the am mode's last
-		# message (the server saw the client's reset first; 1 in 20
-		# under load on either library, tests/system/BUGS.md), one
-		# retry, shown: a library that loses messages fails it again.
-		if [ $ok != 0 ] && [ "${c%/*}" = am ] &&
-			grep -q "Connection reset by remote peer" \
-				"$WORK/${name//\//_}/server.out"; then
-			echo "    ($name: $why, after the client's reset; retrying)"
-			port=$((port + 1))
-			why="$(UCX_TLS=$tls run_case "$name" "$dir" $port "${c%/*}" $v6)"
-			ok=$?
-		fi
 		if [ $ok = 0 ]; then
 			pass "$name"
 			[ "${VERBOSE:-0}" = 1 ] && show "$WORK/${name//\//_}"/*.out
 			continue
 		fi
 		show "$WORK/${name//\//_}"/*.out
-		if [ $lib = debian ]; then
+		# The example's own race, which loses the am mode's last
+		# message (the server saw the client's reset first; 1 in 20
+		# under load on either library): known, never a pass.
+		if [ "${c%/*}" = am ] && grep -q "Connection reset by remote peer" \
+			"$WORK/${name//\//_}/server.out"; then
+			xfail "$name" "BUGS.md ucx-am-force-close: $why, after the client's reset"
+		elif [ $lib = debian ]; then
 			skip "$name" "fails on Debian's library too: $why"
 		else
 			fail "$name" "$why"
