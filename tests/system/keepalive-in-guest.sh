@@ -32,6 +32,7 @@ IDLE=2 INTVL=1 CNT=2
 BOUND=$((IDLE + INTVL * CNT))
 . "$(dirname "$0")/verdict.sh"
 prog="$BUILD/tests/system/rs_keepalive_test"
+built setup "$prog" "$BUILD/tests/system/rs_fdcount" || finish
 log="$(mktemp -d "${TMPDIR:-/tmp}/ka.XXXXXX")"
 trap 'rm -rf "$log"' EXIT
 ulimit -l unlimited 2>/dev/null

@@ -75,18 +75,6 @@ esac
 echo "# library under test: $testlib ($MODE)"
 echo "# Debian's library:   $reflib"
 
-# A libtool-built program is a wrapper script; the real binary is in .libs.
-real_prog() {
-	local d b c
-	d="$(dirname "$1")" b="$(basename "$1")"
-	for c in "$d/.libs/$b" "$d/.libs/lt-$b" "$1"; do
-		if [ -f "$c" ] && [ -x "$c" ] && ! head -c 2 "$c" | grep -q '#!'; then
-			echo "$c"
-			return
-		fi
-	done
-}
-
 # lib_of DIR PROG: the librdmacm.so.1 PROG loads with DIR first on the path.
 lib_of() {
 	local l
@@ -110,48 +98,39 @@ check_lib() {
 
 # --- running pairs -----------------------------------------------------------------
 port=7600
-# run_pair NAME SLIB "SERVER CMD" CLIB "CLIENT CMD" [background]: the server
-# on library dir SLIB in the background, then the client on CLIB, retried
-# while the server may not be listening yet; both must exit 0.  A server
-# command starting with "forever:" never exits by itself: it is stopped once
-# the client is done.  Sets $pair_rc (0 when both passed); output stays in
-# $WORK/NAME.{s,c}.
+# run_pair NAME SLIB "SERVER CMD" CLIB "CLIENT CMD": the server on library
+# dir SLIB in the background, then, once its output has a line matching
+# PAIR_READY when that is set, else once its port (-p, else Debian's
+# default 7174) is bound, the client on CLIB (client_run); both must exit 0.  A
+# server command starting with "forever:" never exits by itself: it is
+# stopped once the client is done.  Sets $pair_rc (0 when both passed);
+# output stays in $WORK/NAME.{s,c}.
 run_pair() {
-	local name="$1" slib="$2" scmd="$3" clib="$4" ccmd="$5" spid rc=0 src=0 try
+	local name="$1" slib="$2" scmd="$3" clib="$4" ccmd="$5" rc=0 src=0 port
 	local forever=0 f="$WORK/${1//\//_}"
 	case "$scmd" in forever:*)
 		forever=1
 		scmd="${scmd#forever:}"
 		;;
 	esac
-	: >"$f.s"
+	port=$(sed -n 's/.*-p \([0-9]*\).*/\1/p' <<<"$scmd")
+	port=${port:-7174}
 	: >"$f.c"
 	# shellcheck disable=SC2086
-	LD_LIBRARY_PATH="$slib" timeout -k 5 "$T" $scmd >"$f.s" 2>&1 &
-	spid=$!
-	sleep 0.5
-	for try in $(seq "${PAIR_TRIES:-8}"); do
-		rc=0
-		# shellcheck disable=SC2086
-		LD_LIBRARY_PATH="$clib" timeout -k 5 "$T" $ccmd >>"$f.c" 2>&1 || rc=$?
-		[ "$rc" = 0 ] && break
-		kill -0 "$spid" 2>/dev/null || break
-		[ "$rc" = 124 ] && break
-		echo "(client attempt $try: exit $rc; retrying)" >>"$f.c"
-		sleep 0.5
-	done
+	server_start "$f.s" "$T" env LD_LIBRARY_PATH="$slib" $scmd
+	if [ -n "${PAIR_READY:-}" ]; then
+		wait_output "$f.s" "$PAIR_READY" 30 "$server_pid"
+	else
+		wait_bound "$port" "$server_pid"
+	fi
+	# shellcheck disable=SC2086
+	client_run "$port" "$f.c" "$T" env LD_LIBRARY_PATH="$clib" $ccmd || rc=$?
 	if [ "$forever" = 1 ]; then
 		# Still serving is success; having exited on its own is not.
 		sleep 0.2
-		if kill "$spid" 2>/dev/null; then
-			wait "$spid" 2>/dev/null
-		else
-			wait "$spid"
-			src=$?
-			[ "$src" = 0 ] && src=1
-		fi
+		server_stop || src=$?
 	else
-		wait "$spid" || src=$?
+		server_wait || src=$?
 	fi
 	pair_rc=$((rc || src))
 	pair_out="    server: $scmd (exit $src, lib $slib)
@@ -202,7 +181,10 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 		:
 	elif wanted "$mckey_name"; then
 		(
-			T=100 run_pair "$mckey_name" "$testlib" "$U/mckey -m 239.255.0.43 -b $A1 -C 4" \
+			# The sender starts once the receiver says it joined
+			# (line-buffered: its output goes to a file).
+			PAIR_READY=joined T=100 run_pair "$mckey_name" "$testlib" \
+				"stdbuf -oL $U/mckey -m 239.255.0.43 -b $A1 -C 4" \
 				"$testlib" "$U/mckey -m 239.255.0.43 -b $A2 -s -C 4"
 			echo "$pair_rc" >"$WORK/mckey.rc"
 			echo "$pair_out" >"$WORK/mckey.out"
@@ -254,7 +236,7 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 		pair utils/udpong-echo "forever:$U/udpong -b $A1 -p $((port += 1))" \
 			"$U/udpong -s $A1 -b $A2 -p $port -C 50 -S 256 -T e"
 	elif wanted utils/udpong; then
-		PAIR_TRIES=1 T=20 run_pair utils/udpong "$testlib" "$U/udpong -b $A1 -p $((port += 1))" \
+		CLIENT_TRIES=1 T=20 run_pair utils/udpong "$testlib" "$U/udpong -b $A1 -p $((port += 1))" \
 			"$testlib" "$U/udpong -s $A1 -b $A2 -p $port -C 10"
 		info utils/udpong "exit $pair_rc (not counted: Debian's library cannot open a datagram rsocket on Soft-RoCE)"
 		echo "$pair_out" | head -20
@@ -282,37 +264,30 @@ elif wanted examples/rdma_xserver_xclient; then
 	xhost=$(getent hosts "$A1" | awk '{ print $2; exit }')
 	xf="$WORK/examples_rdma_xserver_xclient"
 	xs="$OURS_XSERVER -s $A1 -p $((port += 1)) -n 2"
+	: >"$xf.c"
 	# shellcheck disable=SC2086
-	LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" $xs >"$xf.s" 2>&1 &
-	xspid=$!
-	sleep 0.5
+	server_start "$xf.s" "$T" env LD_LIBRARY_PATH="$testlib" $xs
+	wait_bound "$port" "$server_pid"
+	# Only the first client may come before the server listens.
+	xc="-s ${xhost:-$A1} -p $port -C 20"
+	echo "client: $OURS_XCLIENT $xc" >>"$xf.c"
 	xrc=0
-	for xc in "-s ${xhost:-$A1} -p $port -C 20" "-s $A1 -p $port -C 5"; do
-		for try in $(seq 8); do
-			xrc=0
-			echo "client: $OURS_XCLIENT $xc" >>"$xf.c"
-			# shellcheck disable=SC2086
-			LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" "$OURS_XCLIENT" $xc \
-				>"$xf.t" 2>&1 || xrc=$?
-			cat "$xf.t" >>"$xf.c"
-			# only the first client may come before the server listens,
-			# and only one that never got through is tried again
-			[ "$xrc" = 0 ] || [ "$try" = 8 ] || ! kill -0 "$xspid" 2>/dev/null ||
-				[ "$xc" != "-s ${xhost:-$A1} -p $port -C 20" ] ||
-				grep -q "connected to" "$xf.t" || {
-				sleep 0.5
-				continue
-			}
-			break
-		done
-		[ "$xrc" = 0 ] || break
-	done
+	# shellcheck disable=SC2086
+	client_run "$port" "$xf.c" "$T" env LD_LIBRARY_PATH="$testlib" \
+		"$OURS_XCLIENT" $xc || xrc=$?
+	if [ "$xrc" = 0 ]; then
+		xc="-s $A1 -p $port -C 5"
+		echo "client: $OURS_XCLIENT $xc" >>"$xf.c"
+		# shellcheck disable=SC2086
+		LD_LIBRARY_PATH="$testlib" timeout -k 5 "$T" "$OURS_XCLIENT" $xc \
+			>>"$xf.c" 2>&1 || xrc=$?
+	fi
 	xsrc=0
 	if [ "$xrc" = 0 ]; then
-		wait "$xspid" || xsrc=$?
+		server_wait || xsrc=$?
 	else
-		kill "$xspid" 2>/dev/null
-		wait "$xspid" 2>/dev/null
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
 		xsrc=1
 	fi
 	pair_rc=$((xrc || xsrc))

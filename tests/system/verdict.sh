@@ -65,8 +65,9 @@
 # client where the rdma and ss tools are missing.
 #
 # launch_pair PORT SLOG CLOG SECONDS SERVER_CMD... -- CLIENT_CMD...: a pair:
-# server_start, wait_bound PORT (and, when $PAIR_READY is set, a line of
-# the server's matching it), client_run, server_wait.  Sets $client_rc
+# server_start, wait_bound PORT (or, when $PAIR_READY is set, a line of
+# the server's output matching it, e.g. "listening"), client_run,
+# server_wait.  Sets $client_rc
 # and $server_rc; returns 0 when both are 0.
 passed=0
 failed=0
@@ -208,8 +209,11 @@ launch_pair() {
 	: >"$slog"
 	: >"$clog"
 	server_start "$slog" "$secs" "${@:1:n-1}"
-	wait_bound "$port" "$server_pid"
-	[ -z "${PAIR_READY:-}" ] || wait_output "$slog" "$PAIR_READY" 30 "$server_pid"
+	if [ -n "${PAIR_READY:-}" ]; then
+		wait_output "$slog" "$PAIR_READY" 30 "$server_pid"
+	else
+		wait_bound "$port" "$server_pid"
+	fi
 	client_rc=0
 	client_run "$port" "$clog" "$secs" "${@:n+1}" || client_rc=$?
 	server_rc=0
