@@ -16,6 +16,7 @@
 #include "abi_convert.h"
 #include "acm/acm.h"
 #include "cma.h"
+#include "p2p/p2p_hooks.h"
 #include "ucma_abi.h"
 
 socklen_t cma_addr_len(const struct sockaddr *addr)

@@ -398,8 +398,6 @@ void cma_channel_may_hold(struct rdma_event_channel *channel);
 void cma_listen_may_hold(struct cma_id_private *id_priv);
 /* p2p activity: serve every channel that may hold, now and from now on. */
 void cma_channel_serve_all(void);
-/* For tests: whether the service thread reads the channel's kernel fd. */
-bool cma_channel_served(const struct rdma_event_channel *channel);
 /* Around a read of the kernel fd and the delivery or queueing of it. */
 void cma_channel_reader_lock(struct rdma_event_channel *channel);
 void cma_channel_reader_unlock(struct rdma_event_channel *channel);
@@ -424,8 +422,6 @@ void cma_service_remove(struct rdma_event_channel *channel, int kfd);
 void cma_service_recheck(struct rdma_event_channel *channel);
 /* Stop the service thread and wait for it; it restarts when needed. */
 void cma_service_stop(void);
-/* For tests: wait until the service thread has done what is due now. */
-void cma_service_settle(void);
 /*
  * event.c: the service thread's handling of a readable served channel;
  * false if an application thread waits on its kernel fd (it reads it).
@@ -596,6 +592,7 @@ struct cma_option_table {
 
 /* Each module's options; options.c lists the tables it searches. */
 extern const struct cma_option_table cma_mcast_option_table;
+extern const struct cma_option_table cma_p2p_option_table;
 
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);
@@ -619,88 +616,6 @@ enum cma_priv_msg {
  */
 int cma_check_priv_len(const struct cma_id_private *id_priv, size_t len,
 		       enum cma_priv_msg msg);
-
-/* --- p2p.c, p2p_connect.c, p2p_request.c ------------------------------- */
-
-struct rdma_ucm_conn_param;
-struct rdma_ucm_ece;
-
-/* Bytes p2p mode puts in front of a connect's private data (its header). */
-size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv);
-/* Bytes it puts in front of an accept's (a reply to a p2p request). */
-size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv);
-
-/* RDMA_CM_PEER2PEER=1: every connect and accept of the process is p2p. */
-bool cma_p2p_env(void);
-/* Whether a listener holds requests for p2p connects (p2p mode declared). */
-bool cma_p2p_peer_listening(void);
-/* rdma_connect in p2p mode: adopt a held request or send a tagged REQ. */
-int cma_p2p_connect(struct cma_id_private *id_priv,
-		    const struct rdma_ucm_conn_param *kparam,
-		    const struct rdma_ucm_ece *ece);
-/*
- * rdma_resolve_addr / rdma_resolve_route of an id that asked for p2p
- * before resolving (p2p_resolve.c): 1 when the library answered (the
- * route is left until a REQ needs it), 0 when the kernel resolves as
- * usual, -1/errno.  @src: the caller's source address or NULL.
- */
-int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
-			 const struct sockaddr *src, const struct sockaddr *dst,
-			 socklen_t dst_len, int timeout_ms);
-int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms);
-/* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
-bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
-/* The kernel refused the resolution: the id gives the device back. */
-void cma_p2p_preset_undo(struct cma_id_private *id_priv);
-/* The id's route was left for later: it can only connect in p2p mode. */
-bool cma_p2p_route_deferred(const struct cma_id_private *id_priv);
-/* rdma_accept in p2p mode of a p2p request: put the reply header in. */
-int cma_p2p_accept(struct cma_id_private *id_priv,
-		   struct rdma_ucm_conn_param *kparam);
-/* A listen (about to be) made: its port is what p2p connects from its
- * address send. */
-void cma_p2p_listen(struct cma_id_private *id_priv);
-/* The kernel refused the listen cma_p2p_listen was called for. */
-void cma_p2p_unlisten(struct cma_id_private *id_priv);
-/*
- * A listener that holds p2p requests listens on @channel: its process is
- * about to connect in p2p mode.  What the first p2p connect would set up
- * inside the connection's time is set up now: the service thread, the
- * channel's wake-up fd, the process's incarnation.
- */
-void cma_p2p_prepare(struct rdma_event_channel *channel);
-
-enum cma_p2p_verdict {
-	CMA_P2P_PASS, /* not a p2p request: as always */
-	CMA_P2P_SURFACE, /* p2p, but for the application now: strip, report */
-	CMA_P2P_TAKEN, /* held, adopted or refused: the application never sees it */
-};
-/* A CONNECT_REQUEST on a listener, before anything else is done with it. */
-enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
-				      const struct rdma_ucm_event_resp *resp);
-/* A surfaced p2p CONNECT_REQUEST: strip the header, set peer2peer_mode. */
-void cma_p2p_surfaced(struct cma_event *evt);
-/* True when an event of a p2p id is the library's business only. */
-bool cma_p2p_filter_event(struct cma_event *evt,
-			  const struct rdma_ucm_event_resp *resp);
-void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
-/* The answer to our REQ could not be completed: CONNECT_ERROR ends it. */
-void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv);
-void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
-/* Whether the id's p2p connect formed by adopting the peer's request. */
-bool cma_p2p_adopted(const struct cma_id_private *id_priv);
-/* RDMA_OPTION_ID_PEER2PEER / _P2P_TAG; -1/ENOPROTOOPT for other names. */
-int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
-		       const void *optval, size_t optlen);
-/*
- * The id is going away.  Detach (under p2p_lock, never waiting): nothing
- * is matched against it or held for it any more, its held requests are
- * refused, its timers stopped, and its kernel id no longer changes.  Free
- * (with no lock held, after the id's last event was acked): waits for a
- * timer of its that is running in another thread, then frees.
- */
-void cma_p2p_detach(struct cma_id_private *id_priv);
-void cma_p2p_free(struct cma_id_private *id_priv);
 
 /* --- mcast.c ----------------------------------------------------------- */
 

@@ -10,6 +10,7 @@
 
 #include "abi_convert.h"
 #include "cma.h"
+#include "p2p/p2p_hooks.h"
 #include "ucma_abi.h"
 
 static uint8_t cma_min_u8(uint8_t a, uint8_t b)

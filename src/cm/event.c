@@ -17,6 +17,7 @@
 
 #include "abi_convert.h"
 #include "cma.h"
+#include "p2p/p2p_hooks.h"
 #include "ucma_abi.h"
 
 static void cma_copy_conn_param(struct cma_event *evt,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cma.h"
+#include "p2p/p2p_hooks.h"
 #include "ucma_abi.h"
 
 int cma_check_id(const struct rdma_cm_id *id)

@@ -124,45 +124,6 @@ static int cma_check_ib_path(int level, int optname, const void *optval,
 	return 0;
 }
 
-/*
- * Peer-to-peer options live in the library (p2p.c) and never reach the
- * kernel.  Reading one that was never set gives ENODATA.
- */
-static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
-			   int optname, const void *optval, size_t optlen)
-{
-	(void)level;
-	if (cma_p2p_set_option(id_priv, optname, optval, optlen))
-		return -1;
-	/* Peer-to-peer listening asked for: p2p activity (channel.c). */
-	if (optname == RDMA_OPTION_ID_PEER2PEER &&
-	    id_priv->p2p_listen_opt > 0) {
-		cma_channel_serve_all();
-		cma_listen_may_hold(id_priv);
-	}
-	return 0;
-}
-
-static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
-			   int optname, void *optval, size_t optlen)
-{
-	int mode;
-
-	(void)level;
-	(void)optlen;
-	if (optname == RDMA_OPTION_ID_PEER2PEER) {
-		mode = id_priv->p2p_listen_opt;
-		if (mode < 0)
-			return cma_err(ENODATA);
-		memcpy(optval, &mode, sizeof(mode));
-		return 0;
-	}
-	if (!id_priv->p2p_tag_set)
-		return cma_err(ENODATA);
-	memcpy(optval, &id_priv->p2p_tag, sizeof(id_priv->p2p_tag));
-	return 0;
-}
-
 /* RDMA_OPTION_ID_INITIATOR: read-only, known from ESTABLISHED on. */
 static int cma_initiator_get(struct cma_id_private *id_priv, int level,
 			     int optname, void *optval, size_t optlen)
@@ -182,10 +143,6 @@ static int cma_initiator_get(struct cma_id_private *id_priv, int level,
 }
 
 static const struct cma_option cma_core_options[] = {
-	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int), NULL,
-	 cma_p2p_opt_set, cma_p2p_opt_get},
-	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t), NULL,
-	 cma_p2p_opt_set, cma_p2p_opt_get},
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_INITIATOR, sizeof(int), NULL, NULL,
 	 cma_initiator_get},
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, sizeof(uint8_t), NULL,
@@ -211,6 +168,7 @@ static const struct cma_option_table cma_core_option_table = {
 static const struct cma_option_table *const cma_option_tables[] = {
 	&cma_core_option_table,
 	&cma_mcast_option_table,
+	&cma_p2p_option_table,
 };
 
 /* The entry for (level, optname) that can be set (or read): NULL/errno. */

@@ -47,6 +47,7 @@
 
 #include "util/be_bytes.h"
 #include "cm/cma.h"
+#include "p2p_hooks.h"
 #include "util/env.h"
 #include "p2p.h"
 #include "p2p_table.h"
@@ -948,32 +949,7 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 	return 0;
 }
 
-/* --- options and teardown -------------------------------------------------- */
-
-int cma_p2p_set_option(struct cma_id_private *id_priv, int optname,
-		       const void *optval, size_t optlen)
-{
-	switch (optname) {
-	case RDMA_OPTION_ID_PEER2PEER: {
-		int v;
-
-		if (optlen != sizeof(int))
-			return cma_err(EINVAL);
-		memcpy(&v, optval, sizeof(v));
-		if (v != 0 && v != 1)
-			return cma_err(EINVAL);
-		id_priv->p2p_listen_opt = (int8_t)v;
-		return 0;
-	}
-	case RDMA_OPTION_ID_P2P_TAG:
-		if (optlen != sizeof(uint64_t))
-			return cma_err(EINVAL);
-		memcpy(&id_priv->p2p_tag, optval, sizeof(uint64_t));
-		id_priv->p2p_tag_set = true;
-		return 0;
-	}
-	return cma_err(ENOPROTOOPT);
-}
+/* --- teardown ------------------------------------------------------------- */
 
 /* Listeners whose id is being destroyed: unmatchable, not yet freed. */
 static struct cma_p2p_listener *p2p_closing;

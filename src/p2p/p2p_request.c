@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "p2p_hooks.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"

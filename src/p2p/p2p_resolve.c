@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "p2p_hooks.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "cm/ucma_abi.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "p2p/p2p_hooks.h"
 #include "fake_ucma.h"
 #include "p2p/p2p.h"
 #include "p2p/p2p_table.h"
@@ -291,32 +292,61 @@ START_TEST(keys_match_exactly)
 }
 END_TEST
 
+/* The options through the public calls: values checked, never-set unread. */
 START_TEST(options_validated)
 {
-	struct cma_id_private id_priv;
-	uint64_t tag = 77;
-	int v = 1;
+	struct rdma_event_channel *ch;
+	struct cma_id_private *id_priv;
+	uint64_t tag = 77, got_tag = 0;
+	int v = 1, got = -1;
 
-	memset(&id_priv, 0, sizeof(id_priv));
-	id_priv.p2p_listen_opt = -1;
-	ck_assert_int_eq(cma_p2p_set_option(&id_priv, RDMA_OPTION_ID_PEER2PEER,
-					    &v, sizeof(v)),
+	fake_ucma_install();
+	ch = cma_channel_create();
+	ck_assert_ptr_nonnull(ch);
+	id_priv = cma_id_alloc(ch, NULL, RDMA_PS_TCP, IBV_QPT_RC);
+	ck_assert_ptr_nonnull(id_priv);
+	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &got,
+					 sizeof(got)),
+			 -1);
+	ck_assert_int_eq(errno, ENODATA);
+	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &v,
+					 sizeof(v)),
 			 0);
-	ck_assert_int_eq(id_priv.p2p_listen_opt, 1);
+	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &got,
+					 sizeof(got)),
+			 0);
+	ck_assert_int_eq(got, 1);
 	v = 2;
-	ck_assert_int_eq(cma_p2p_set_option(&id_priv, RDMA_OPTION_ID_PEER2PEER,
-					    &v, sizeof(v)),
+	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &v,
+					 sizeof(v)),
 			 -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(cma_p2p_set_option(&id_priv, RDMA_OPTION_ID_P2P_TAG,
-					    &tag, sizeof(tag)),
+	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_P2P_TAG, &got_tag,
+					 sizeof(got_tag)),
+			 -1);
+	ck_assert_int_eq(errno, ENODATA);
+	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_P2P_TAG, &tag,
+					 sizeof(tag)),
 			 0);
-	ck_assert(id_priv.p2p_tag_set && id_priv.p2p_tag == 77);
-	ck_assert_int_eq(
-		cma_p2p_set_option(&id_priv, RDMA_OPTION_ID_P2P_TAG, &tag, 4),
-		-1);
+	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_P2P_TAG, &got_tag,
+					 sizeof(got_tag)),
+			 0);
+	ck_assert(got_tag == 77);
+	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_P2P_TAG, &tag, 4),
+			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(offsetof(struct rdma_conn_param, peer2peer_mode), 15);
+	cma_id_free(id_priv);
+	cma_channel_destroy(ch);
+	fake_ucma_uninstall();
 }
 END_TEST
 

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode's options, RDMA_OPTION_ID_PEER2PEER and
+ * RDMA_OPTION_ID_P2P_TAG (rdma_cm_p2p(7)): they live in the library and
+ * never reach the kernel.  options.c finds them through
+ * cma_p2p_option_table; reading one that was never set gives ENODATA.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "cm/cma.h"
+
+/* RDMA_OPTION_ID_PEER2PEER takes 0 or 1; the sizes the table checks. */
+static int cma_p2p_opt_check(int level, int optname, const void *optval,
+			     size_t optlen)
+{
+	int v;
+
+	(void)level;
+	(void)optlen;
+	if (optname != RDMA_OPTION_ID_PEER2PEER)
+		return 0;
+	memcpy(&v, optval, sizeof(v));
+	return v == 0 || v == 1 ? 0 : cma_err(EINVAL);
+}
+
+static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
+			   int optname, const void *optval, size_t optlen)
+{
+	int v;
+
+	(void)level;
+	if (optname == RDMA_OPTION_ID_P2P_TAG) {
+		memcpy(&id_priv->p2p_tag, optval, optlen);
+		id_priv->p2p_tag_set = true;
+		return 0;
+	}
+	memcpy(&v, optval, sizeof(v));
+	id_priv->p2p_listen_opt = (int8_t)v;
+	/* Peer-to-peer listening asked for: p2p activity (channel.c). */
+	if (v) {
+		cma_channel_serve_all();
+		cma_listen_may_hold(id_priv);
+	}
+	return 0;
+}
+
+static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
+			   int optname, void *optval, size_t optlen)
+{
+	int mode;
+
+	(void)level;
+	(void)optlen;
+	if (optname == RDMA_OPTION_ID_PEER2PEER) {
+		mode = id_priv->p2p_listen_opt;
+		if (mode < 0)
+			return cma_err(ENODATA);
+		memcpy(optval, &mode, sizeof(mode));
+		return 0;
+	}
+	if (!id_priv->p2p_tag_set)
+		return cma_err(ENODATA);
+	memcpy(optval, &id_priv->p2p_tag, sizeof(id_priv->p2p_tag));
+	return 0;
+}
+
+static const struct cma_option cma_p2p_options[] = {
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+};
+
+const struct cma_option_table cma_p2p_option_table = {
+	.opts = cma_p2p_options,
+	.count = sizeof(cma_p2p_options) / sizeof(cma_p2p_options[0]),
+};
