@@ -68,6 +68,7 @@
 #include "util/env.h"
 #include "util/fd_high.h"
 #include "ucma_abi.h"
+#include "test_hooks.h"
 
 struct cma_channel {
 	struct rdma_event_channel pub; /* must stay first: the public handle */

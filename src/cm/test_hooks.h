@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct rdma_event_channel;
 struct ucma_backend;
 struct rsocket;
 
@@ -43,6 +44,10 @@ void cma_acm_service_set_trusted_uid(uid_t uid);
 unsigned long cma_service_wakeups(void);
 /* timer.c: the service thread is up and has run (cma_timer_prestart). */
 bool cma_service_thread_ran(void);
+/* timer.c: wait until the service thread has done what is due now. */
+void cma_service_settle(void);
+/* channel.c: whether the service thread reads the channel's kernel fd. */
+bool cma_channel_served(const struct rdma_event_channel *channel);
 
 /*
  * p2p.c: p2p mode's clock (cma_p2p_now_ns) reads @ns from now on, frozen,

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "cm/cma.h"
+#include "cm/test_hooks.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "p2p/p2p_table.h"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "cm/test_hooks.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "p2p/p2p_wire.h"
