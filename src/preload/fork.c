@@ -6,27 +6,28 @@
  * RDMA resources cannot be handed to a forked child, yet servers accept in
  * the parent and serve in a child.  So, as rdma-core does with this
  * variable, a TCP socket's connect or accept runs on the kernel socket,
- * and the rsocket is made only when the connection is first used:
- *   passive side (accepted): listen on an rsocket at the TCP socket's own
- *     address with an ephemeral port, tell the peer over TCP (an 8-byte
- *     message: "RSFK", the port, two zero bytes; port 0: "stay on TCP"),
- *     and accept the peer's rsocket;
- *   active side (connected): wait for that message (peeked first: a peer
- *     that says something else is not converting, and keeps the bytes),
- *     consume it and rconnect to the peer's address at that port.
- * The TCP connection then is shut down; its descriptor keeps the number,
- * as every rsocket descriptor of the preload does.  Unlike rdma-core, the
- * passive side needs no named semaphore (its listener's port is its own).
+ * and the rsocket is made only when the connection is first used.  Each
+ * end then sends an offer over TCP (forkstep.c): the end that speaks first
+ * at once, the other when it finds the peer's offer where its first bytes
+ * would be (a server in poll/epoll/select wakes for it).  With both
+ * offers ready, the passive (accepted) end listens on an rsocket at the
+ * TCP socket's own address with an ephemeral port, named in its offer,
+ * and the active end connects to it.  The TCP connection then is shut
+ * down; its descriptor keeps the number, as every rsocket descriptor of
+ * the preload does.  Unlike rdma-core, the passive side needs no named
+ * semaphore (its listener's port is its own).
  *
- * Limits, as in rdma-core: both ends must run the preload in this mode; a
- * side whose first act is to wait in poll/epoll for its peer's data, while
- * the peer waits for it too, never converts; dup'ed descriptors stay TCP.
+ * Limits: the end that speaks first sends its 8-byte offer to a peer
+ * without the preload too (a peer that speaks first is recognised and
+ * keeps plain TCP); the handshake blocks the call that makes it, even on
+ * a non-blocking socket; dup'ed descriptors stay TCP.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@
 static uint8_t lazy[RSP_LAZY_MAX];
 static int nlazy; /* descriptors with a state, for the fast path */
 
-static const char magic[4] = {'R', 'S', 'F', 'K'};
+struct rsp_file rsp_again = {.rs = -1};
 
 enum rsp_lazy rsp_lazy_get(int fd)
 {
@@ -63,16 +64,15 @@ bool rsp_lazy_set(int fd, enum rsp_lazy state)
 	return true;
 }
 
-/* Blocking I/O of exactly @len bytes on the kernel socket. */
-static int tcp_exact(int fd, void *buf, size_t len, bool out)
+/* Blocking send of exactly @len bytes on the kernel socket. */
+static int tcp_send(int fd, const void *buf, size_t len)
 {
 	size_t done = 0;
 	ssize_t n;
 
 	while (done < len) {
-		n = out ? rsp_real.send(fd, (char *)buf + done, len - done,
-					MSG_NOSIGNAL)
-			: rsp_real.recv(fd, (char *)buf + done, len - done, 0);
+		n = rsp_real.send(fd, (const char *)buf + done, len - done,
+				  MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -80,6 +80,33 @@ static int tcp_exact(int fd, void *buf, size_t len, bool out)
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+/* The peer's first bytes, up to an offer's length; -1 (errno) if none. */
+static ssize_t tcp_peek(int fd, uint8_t *buf, int flags)
+{
+	ssize_t n;
+
+	do
+		n = rsp_real.recv(fd, buf, RSP_FK_LEN, MSG_PEEK | flags);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/* Reads the peer's offer (all of it there, or waited for); -1: none. */
+static int take_offer(int fd, struct rsp_fk_msg *peer)
+{
+	uint8_t buf[RSP_FK_LEN];
+
+	if (tcp_peek(fd, buf, MSG_WAITALL) != RSP_FK_LEN ||
+	    rsp_fk_decode(buf, peer))
+		return -1; /* not an offer: its bytes stay for the program */
+	do
+		if (rsp_real.recv(fd, buf, RSP_FK_LEN, MSG_WAITALL) ==
+		    RSP_FK_LEN)
+			return 0;
+	while (errno == EINTR);
+	return -1;
 }
 
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
@@ -97,90 +124,182 @@ static uint16_t get_port(const struct sockaddr_storage *ss)
 		       : ((const struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-/* Passive side: an rsocket listener of our own, its port to the peer. */
-static int convert_passive(int fd)
+/* Passive end: an rsocket listener of our own at the connection's address. */
+static int make_listener(int fd, uint16_t *port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	uint8_t msg[8] = {0};
-	int l = -1, rs;
+	int l;
 
-	memcpy(msg, magic, sizeof(magic));
+	*port = 0;
 	if (rsp_real.getsockname(fd, (struct sockaddr *)&ss, &len))
-		goto tell;
+		return -1;
 	set_port(&ss, 0);
 	l = rsocket(ss.ss_family, SOCK_STREAM, 0);
-	if (l < 0 || rbind(l, (struct sockaddr *)&ss, len) || rlisten(l, 1))
-		goto tell;
+	if (l < 0)
+		return -1;
+	if (rbind(l, (struct sockaddr *)&ss, len) || rlisten(l, 1))
+		goto fail;
 	len = sizeof(ss);
 	if (rgetsockname(l, (struct sockaddr *)&ss, &len))
-		goto tell;
-	memcpy(msg + 4, &(uint16_t){get_port(&ss)}, 2);
-tell:
-	/* port 0 (we could not listen) tells the peer to stay on TCP */
-	if (tcp_exact(fd, msg, sizeof(msg), true) || !(msg[4] | msg[5])) {
-		if (l >= 0)
-			rclose(l);
-		return -1;
-	}
-	rs = raccept(l, NULL, NULL);
+		goto fail;
+	*port = get_port(&ss);
+	return l;
+fail:
 	rclose(l);
-	return rs;
+	return -1;
 }
 
-/* Active side: the peer's port, then our rconnect to it. */
-static int convert_active(int fd)
+/*
+ * Passive end, offers agreed: accept the peer's rsocket, unless the peer
+ * says over TCP that its connect failed (or closes) first.
+ */
+static int accept_peer(int fd, int l)
+{
+	struct pollfd p[2] = {{.fd = l, .events = POLLIN},
+			      {.fd = fd, .events = POLLIN}};
+	struct rsp_fk_msg notice;
+
+	if (rfcntl(l, F_SETFL, O_NONBLOCK))
+		return raccept(l, NULL, NULL);
+	for (;;) {
+		int rs = raccept(l, NULL, NULL);
+
+		if (rs >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return rs;
+		p[0].revents = p[1].revents = 0;
+		if (rpoll(p, 2, -1) < 0 && errno != EINTR)
+			return -1;
+		if (p[1].revents && !(p[0].revents & POLLIN)) {
+			take_offer(fd, &notice); /* its connect failed */
+			return -1;
+		}
+	}
+}
+
+/* Active end, offers agreed: connect to the peer's listener. */
+static int connect_peer(int fd, int rs, uint16_t port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	uint8_t msg[8];
-	uint16_t port;
-	ssize_t n;
-	int rs;
+	struct rsp_fk_msg notice = {.role = RSP_FK_ACTIVE};
+	uint8_t msg[RSP_FK_LEN];
 
-	do
-		n = rsp_real.recv(fd, msg, sizeof(msg), MSG_PEEK | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	if (n != sizeof(msg) || memcmp(msg, magic, sizeof(magic)))
-		return -1; /* not a converting peer: its bytes stay */
-	if (tcp_exact(fd, msg, sizeof(msg), false))
-		return -1;
-	memcpy(&port, msg + 4, 2);
-	if (!port || rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len))
-		return -1;
-	set_port(&ss, port);
-	rs = rsocket(ss.ss_family, SOCK_STREAM, 0);
-	if (rs < 0)
-		return -1;
-	rsp_apply_config(rs);
-	if (rconnect(rs, (struct sockaddr *)&ss, len)) {
-		rclose(rs);
-		return -1;
+	if (!rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len)) {
+		set_port(&ss, port);
+		if (!rconnect(rs, (struct sockaddr *)&ss, len))
+			return 0;
 	}
-	return rs;
+	/* the passive end waits in accept: tell it to stay on TCP */
+	rsp_fk_encode(msg, &notice);
+	tcp_send(fd, msg, sizeof(msg));
+	return -1;
+}
+
+/*
+ * The handshake (@act: RSP_FK_OFFER or RSP_FK_ANSWER).  Returns the
+ * connected rsocket, or -1: the connection stays on TCP.
+ */
+static int handshake(int fd, bool passive, enum rsp_fk_act act)
+{
+	struct rsp_fk_msg mine = {0}, peer;
+	uint8_t msg[RSP_FK_LEN];
+	int rs, ret = -1;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	mine.role = passive ? RSP_FK_PASSIVE : RSP_FK_ACTIVE;
+	if (passive) {
+		rs = make_listener(fd, &mine.port);
+	} else {
+		rs = -1;
+		if (!rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len))
+			rs = rsocket(ss.ss_family, SOCK_STREAM, 0);
+		if (rs >= 0)
+			rsp_apply_config(rs);
+	}
+	mine.ready = rs >= 0;
+	/* An answer takes the peer's offer first: nothing else is read. */
+	if (act == RSP_FK_ANSWER && take_offer(fd, &peer))
+		goto out;
+	rsp_fk_encode(msg, &mine);
+	if (tcp_send(fd, msg, sizeof(msg)))
+		goto out;
+	if (act == RSP_FK_OFFER && take_offer(fd, &peer))
+		goto out; /* a peer without the preload, or it closed */
+	if (!rsp_fk_agree(&mine, &peer))
+		goto out;
+	if (passive) {
+		ret = accept_peer(fd, rs);
+	} else if (!connect_peer(fd, rs, peer.port)) {
+		ret = rs;
+		rs = -1;
+	}
+out:
+	if (rs >= 0)
+		rclose(rs);
+	return ret;
+}
+
+/* Waits for the peer's first bytes (a blocking read that comes first). */
+static void wait_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	while (rsp_real.poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
 }
 
 /*
  * The first use of a lazy connection: move it to an rsocket, or leave it
- * on TCP for good.  Returns the new file, or NULL (TCP).
+ * on TCP for good.  Returns the new file, NULL (TCP), or RSP_AGAIN: a
+ * non-blocking read found nothing from the peer yet (EAGAIN).
  */
-static struct rsp_file *convert(int fd, enum rsp_lazy state)
+static struct rsp_file *convert(int fd, enum rsp_lazy state, bool writing,
+				int flags)
 {
 	struct rsp_file *f;
 	int fl, rs, one = 1, nodelay = 0;
 	socklen_t len = sizeof(nodelay);
+	enum rsp_fk_act act;
+	uint8_t peek[RSP_FK_LEN];
+	bool nonblock;
+	ssize_t n;
 
 	fl = rsp_real.fcntl(fd, F_GETFL);
+	nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (flags & MSG_DONTWAIT);
+	for (;;) {
+		n = tcp_peek(fd, peek, MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return NULL; /* the call itself reports it */
+		act = rsp_fk_step(writing, peek, n);
+		if (act == RSP_FK_TCP || act == RSP_FK_OFFER ||
+		    act == RSP_FK_ANSWER)
+			break;
+		if (act == RSP_FK_WAIT && nonblock) {
+			errno = EAGAIN;
+			return RSP_AGAIN;
+		}
+		if (act == RSP_FK_WAIT)
+			wait_readable(fd);
+		else if (tcp_peek(fd, peek, MSG_WAITALL) < 0)
+			return NULL;
+	}
+	rsp_lazy_set(fd, RSP_LAZY_NONE);
+	if (act == RSP_FK_TCP) {
+		rsp_log("fd %d: stays on TCP (the peer sent data first)", fd);
+		rsp_epoll_forget(fd);
+		return NULL;
+	}
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		rsp_real.fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	rs = state == RSP_LAZY_PASSIVE ? convert_passive(fd)
-				       : convert_active(fd);
+	rs = handshake(fd, state == RSP_LAZY_PASSIVE, act);
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		rsp_real.fcntl(fd, F_SETFL, fl);
-	rsp_lazy_set(fd, RSP_LAZY_NONE);
 	if (rs < 0) {
 		rsp_log("fd %d: stays on TCP (no fork-mode peer or rsocket)",
 			fd);
+		rsp_epoll_forget(fd);
 		return NULL;
 	}
 	f = rsp_file_new(rs, 0);
@@ -196,12 +315,13 @@ static struct rsp_file *convert(int fd, enum rsp_lazy state)
 		rsetsockopt(rs, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	rsp_real.shutdown(fd, SHUT_RDWR);
 	rsp_set(fd, f);
+	rsp_epoll_converted(fd);
 	rsp_log("fd %d: %s rsocket %d after fork-safe TCP set-up", fd,
 		state == RSP_LAZY_PASSIVE ? "accepted" : "connected over", rs);
 	return f;
 }
 
-struct rsp_file *rsp_get_io(int fd)
+struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 {
 	struct rsp_file *f = rsp_get(fd);
 	enum rsp_lazy state;
@@ -211,5 +331,5 @@ struct rsp_file *rsp_get_io(int fd)
 	state = rsp_lazy_get(fd);
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE)
 		return NULL;
-	return convert(fd, state);
+	return convert(fd, state, writing, flags);
 }

@@ -19,7 +19,9 @@ RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, false, 0);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rread(f->rs, buf, len) : rsp_real.read(fd, buf, len);
 }
 
@@ -35,7 +37,9 @@ RSP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, false, 0);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rreadv(f->rs, iov, n) : rsp_real.readv(fd, iov, n);
 }
 
@@ -44,7 +48,9 @@ RSP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, true, 0);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rwrite(f->rs, buf, len) : rsp_real.write(fd, buf, len);
 }
 
@@ -53,7 +59,9 @@ RSP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, true, 0);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rwritev(f->rs, iov, n) : rsp_real.writev(fd, iov, n);
 }
 
@@ -62,7 +70,9 @@ RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, false, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rrecv(f->rs, buf, len, flags)
 		 : rsp_real.recv(fd, buf, len, flags);
 }
@@ -81,7 +91,9 @@ RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, false, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rrecvfrom(f->rs, buf, len, flags, sa, salen)
 		 : rsp_real.recvfrom(fd, buf, len, flags, sa, salen);
 }
@@ -118,7 +130,9 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, false, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	if (f && f->dgram && msg)
 		return recvmsg_dgram(f, msg, flags);
 	return f ? rrecvmsg(f->rs, msg, flags)
@@ -130,7 +144,9 @@ RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, true, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? rsend(f->rs, buf, len, flags)
 		 : rsp_real.send(fd, buf, len, flags);
 }
@@ -156,7 +172,9 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 	int err;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, true, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	if (f && f->dgram) {
 		f = dgram_dest(fd, f, sa, salen, &err);
 		if (err)
@@ -181,7 +199,9 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	int err;
 
 	rsp_init();
-	f = rsp_get_io(fd);
+	f = rsp_get_io(fd, true, flags);
+	if (f == RSP_AGAIN)
+		return -1;
 	if (!f || !msg)
 		return f ? rsendmsg(f->rs, msg, flags)
 			 : rsp_real.sendmsg(fd, msg, flags);
@@ -246,7 +266,9 @@ RSP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 	struct rsp_file *f;
 
 	rsp_init();
-	f = rsp_get_io(out);
+	f = rsp_get_io(out, true, 0);
+	if (f == RSP_AGAIN)
+		return -1;
 	return f ? sendfile_rs(f, in, off, n)
 		 : rsp_real.sendfile(out, in, off, n);
 }

@@ -338,6 +338,28 @@ static int ctl_rs(int epfd, int op, int fd, struct epoll_event *ev)
 	return ret;
 }
 
+static bool is_lazy(int fd)
+{
+	enum rsp_lazy state = rsp_lazy_get(fd);
+
+	return state == RSP_LAZY_ACTIVE || state == RSP_LAZY_PASSIVE;
+}
+
+/*
+ * A RDMAV_FORK_SAFE connection not yet used: a kernel member for now,
+ * remembered here too, so that when its first read or write moves it to
+ * an rsocket the set hears of the rsocket (rsp_epoll_converted).
+ */
+static int ctl_lazy(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	int ret = rsp_real.epoll_ctl(epfd, op, fd, ev);
+
+	if (!ret && ctl_rs(epfd, op, fd, ev))
+		rsp_log("fd %d: epoll set %d will not follow it to RDMA: %s",
+			fd, epfd, strerror(errno));
+	return ret;
+}
+
 RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	bool ours = false;
@@ -345,6 +367,8 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	rsp_init();
 	if (rsp_get(fd))
 		return ctl_rs(epfd, op, fd, ev);
+	if (is_lazy(fd))
+		return ctl_lazy(epfd, op, fd, ev);
 	/* A member that fell back to TCP since it was added. */
 	if (op != EPOLL_CTL_ADD && __atomic_load_n(&sets, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&ep_lock);
@@ -429,6 +453,26 @@ void rsp_epoll_fell_back(int fd)
 				s->epfd, strerror(errno));
 		s->m[i] = s->m[--s->n];
 	}
+	pthread_mutex_unlock(&ep_lock);
+}
+
+/*
+ * A lazy connection is now an rsocket: its kernel memberships end (the
+ * shut-down TCP socket would report an end forever), the ones remembered
+ * here take over.
+ */
+void rsp_epoll_converted(int fd)
+{
+	struct ep_set *s;
+
+	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ep_lock);
+	for (s = sets; s; s = s->next)
+		if (find_member(s, fd) >= 0 &&
+		    rsp_real.epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL))
+			rsp_log("fd %d: cannot leave epoll set %d: %s", fd,
+				s->epfd, strerror(errno));
 	pthread_mutex_unlock(&ep_lock);
 }
 

@@ -17,6 +17,7 @@
 
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -172,11 +173,49 @@ enum rsp_lazy {
 	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
 };
 
+/* forkstep.c: the handshake's decisions (no I/O) */
+#define RSP_FK_LEN 8 /* an offer's size */
+#define RSP_FK_ACTIVE 'A'
+#define RSP_FK_PASSIVE 'P'
+
+struct rsp_fk_msg {
+	uint16_t port; /* network order; the passive end's listener */
+	uint8_t role; /* RSP_FK_ACTIVE or RSP_FK_PASSIVE */
+	uint8_t ready; /* 1: it can go on over RDMA */
+};
+
+enum rsp_fk_act {
+	RSP_FK_WAIT, /* nothing from the peer: wait for it (or EAGAIN) */
+	RSP_FK_MORE, /* the start of an offer: wait for all of it */
+	RSP_FK_TCP, /* the peer sent data (or closed): stays on TCP */
+	RSP_FK_OFFER, /* this end speaks first: send its offer, then wait */
+	RSP_FK_ANSWER, /* the peer's offer is here: send ours */
+};
+
+/*
+ * A lazy connection's first read (@writing false) or write, given the
+ * first @n bytes the peer sent (@peek; n < 0: none yet, 0: it closed).
+ */
+enum rsp_fk_act rsp_fk_step(bool writing, const uint8_t *peek, ssize_t n);
+void rsp_fk_encode(uint8_t out[RSP_FK_LEN], const struct rsp_fk_msg *m);
+/* 0, or -1 when @in is no offer. */
+int rsp_fk_decode(const uint8_t in[RSP_FK_LEN], struct rsp_fk_msg *m);
+/* Whether the two ends go on over RDMA. */
+bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer);
+
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
 bool rsp_lazy_set(int fd, enum rsp_lazy state);
-/* rsp_get for the data calls: first converts a lazy connection. */
-struct rsp_file *rsp_get_io(int fd);
+/*
+ * rsp_get for the data calls: first converts a lazy connection
+ * (@writing: a write; @flags: the call's MSG_DONTWAIT).  RSP_AGAIN: the
+ * call fails with errno as set (EAGAIN: the handshake has not begun).
+ */
+struct rsp_file *rsp_get_io(int fd, bool writing, int flags);
+extern struct rsp_file rsp_again;
+#define RSP_AGAIN (&rsp_again)
+/* A lazy member of an epoll set became an rsocket: move its membership. */
+void rsp_epoll_converted(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);

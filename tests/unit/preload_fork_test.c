@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * librspreload's RDMAV_FORK_SAFE handshake: the decisions of
+ * src/preload/forkstep.c (compiled in), then loopback TCP connections
+ * under this build's preload in that mode, with no RDMA device (so both
+ * ends offer, one cannot go on, and the connection stays on TCP): whoever
+ * speaks first, the peer waiting in epoll, poll or select wakes up, and
+ * every byte arrives as sent; a peer without the preload keeps TCP.
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+#include "preload_child.h"
+
+static const uint8_t offer_p[RSP_FK_LEN] = {'R',  'S',	'F', 'K',
+					    0x1f, 0x90, 'P', 1};
+
+START_TEST(first_speaker_offers_and_reader_waits)
+{
+	ck_assert_int_eq(rsp_fk_step(true, NULL, -1), RSP_FK_OFFER);
+	ck_assert_int_eq(rsp_fk_step(false, NULL, -1), RSP_FK_WAIT);
+	/* the peer closed before a word */
+	ck_assert_int_eq(rsp_fk_step(false, offer_p, 0), RSP_FK_TCP);
+	ck_assert_int_eq(rsp_fk_step(true, offer_p, 0), RSP_FK_TCP);
+}
+END_TEST
+
+START_TEST(peer_offer_is_answered_and_data_keeps_tcp)
+{
+	ck_assert_int_eq(rsp_fk_step(false, offer_p, 8), RSP_FK_ANSWER);
+	ck_assert_int_eq(rsp_fk_step(true, offer_p, 8), RSP_FK_ANSWER);
+	/* a partial offer: wait for the rest */
+	ck_assert_int_eq(rsp_fk_step(false, offer_p, 2), RSP_FK_MORE);
+	ck_assert_int_eq(rsp_fk_step(true, offer_p, 5), RSP_FK_MORE);
+	/* a peer without the preload: its data, left for the program */
+	ck_assert_int_eq(rsp_fk_step(false, (const uint8_t *)"GET / H", 7),
+			 RSP_FK_TCP);
+	ck_assert_int_eq(rsp_fk_step(true, (const uint8_t *)"R", 1),
+			 RSP_FK_MORE);
+	ck_assert_int_eq(rsp_fk_step(true, (const uint8_t *)"RSFX", 4),
+			 RSP_FK_TCP);
+}
+END_TEST
+
+START_TEST(offers_encode_and_decode)
+{
+	struct rsp_fk_msg m = {.port = htons(4242),
+			       .role = RSP_FK_PASSIVE,
+			       .ready = 1},
+			  d;
+	uint8_t buf[RSP_FK_LEN];
+
+	rsp_fk_encode(buf, &m);
+	ck_assert(!memcmp(buf, "RSFK", 4));
+	ck_assert_int_eq(rsp_fk_decode(buf, &d), 0);
+	ck_assert_int_eq(d.port, htons(4242));
+	ck_assert_int_eq(d.role, RSP_FK_PASSIVE);
+	ck_assert_int_eq(d.ready, 1);
+	buf[6] = 'X'; /* no such role */
+	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
+	buf[6] = RSP_FK_ACTIVE;
+	buf[7] = 2;
+	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
+	buf[7] = 0;
+	buf[0] = 'r';
+	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
+}
+END_TEST
+
+START_TEST(both_ready_opposite_roles_and_a_port_agree)
+{
+	struct rsp_fk_msg p = {.port = htons(7),
+			       .role = RSP_FK_PASSIVE,
+			       .ready = 1},
+			  a = {.role = RSP_FK_ACTIVE, .ready = 1};
+
+	ck_assert(rsp_fk_agree(&p, &a));
+	ck_assert(rsp_fk_agree(&a, &p));
+	a.ready = 0;
+	ck_assert(!rsp_fk_agree(&p, &a));
+	ck_assert(!rsp_fk_agree(&a, &p));
+	a.ready = 1;
+	p.port = 0; /* it could not listen */
+	ck_assert(!rsp_fk_agree(&a, &p));
+	p.port = htons(7);
+	a.role = RSP_FK_PASSIVE; /* two accepted ends: no one connects */
+	ck_assert(!rsp_fk_agree(&a, &p));
+}
+END_TEST
+
+/* --- under the preload (the child) --------------------------------------- */
+
+#define REQ "GET / HTTP/1.0\r\n\r\n"
+#define REPLY "HTTP/1.0 200 OK\r\n\r\nhello"
+
+/* A loopback connection: *srv accepted, *cli connected (raw: no preload). */
+static int pair(int *srv, int *cli, bool raw_client)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(l, 4) || getsockname(l, (struct sockaddr *)&sin, &len))
+		return -1;
+	*cli = raw_client ? (int)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0)
+			  : socket(AF_INET, SOCK_STREAM, 0);
+	if (*cli < 0)
+		return -1;
+	if (raw_client ? syscall(SYS_connect, *cli, &sin, sizeof(sin))
+		       : connect(*cli, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	*srv = accept(l, NULL, NULL);
+	close(l);
+	return *srv < 0 ? -1 : 0;
+}
+
+/* All of @want from fd (raw: the kernel's read, past the preload). */
+static int expect(int fd, const char *want, bool raw)
+{
+	char buf[256];
+	size_t got = 0, len = strlen(want);
+	ssize_t n;
+
+	while (got < len) {
+		n = raw ? syscall(SYS_read, fd, buf + got, len - got)
+			: read(fd, buf + got, len - got);
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return memcmp(buf, want, len) ? -1 : 0;
+}
+
+static int say(int fd, const char *what, bool raw)
+{
+	size_t len = strlen(what);
+
+	return (raw ? syscall(SYS_write, fd, what, len)
+		    : write(fd, what, len)) == (ssize_t)len
+		       ? 0
+		       : -1;
+}
+
+/* Waits up to 10 s for fd to be readable: in epoll, poll or select. */
+static int wait_in(const char *how, int fd)
+{
+	if (!strcmp(how, "epoll")) {
+		struct epoll_event ev = {.events = EPOLLIN}, out;
+		int ep = epoll_create1(0), n;
+
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return -1;
+		n = epoll_wait(ep, &out, 1, 10000);
+		close(ep);
+		return n == 1 ? 0 : -1;
+	}
+	if (!strcmp(how, "poll")) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		return poll(&p, 1, 10000) == 1 ? 0 : -1;
+	} else {
+		struct timeval tv = {.tv_sec = 10};
+		fd_set r;
+
+		FD_ZERO(&r);
+		FD_SET(fd, &r);
+		return select(fd + 1, &r, NULL, NULL, &tv) == 1 ? 0 : -1;
+	}
+}
+
+/*
+ * @who speaks first ("client" or "server"); the other end waits in @how
+ * for it, in a forked child, then replies.  Prints "ok" or "FAIL why".
+ */
+static int child(const char *who, const char *how, bool raw_client)
+{
+	bool client_first = !strcmp(who, "client");
+	int s, c, status;
+	pid_t pid;
+
+	if (pair(&s, &c, raw_client)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) { /* the server, in a child as a forking server does */
+		close(c);
+		if (client_first) {
+			if (wait_in(how, s))
+				_exit(2); /* the old deadlock */
+			if (expect(s, REQ, false) || say(s, REPLY, false))
+				_exit(3);
+		} else if (say(s, REPLY, false) || expect(s, REQ, false)) {
+			_exit(3);
+		}
+		_exit(0);
+	}
+	close(s);
+	if (client_first) {
+		if (say(c, REQ, raw_client) || expect(c, REPLY, raw_client)) {
+			printf("FAIL client: %s\n", strerror(errno));
+			return 1;
+		}
+	} else if (wait_in(how, c) || expect(c, REPLY, raw_client) ||
+		   say(c, REQ, raw_client)) {
+		printf("FAIL client waiting in %s\n", how);
+		return 1;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL server: status %d\n", status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+static void run(const char *who, const char *how, const char *raw,
+		const char *log_has)
+{
+	char path[] = "/tmp/rsp-fork-log.XXXXXX", out[256];
+	int status;
+
+	setenv("RDMAV_FORK_SAFE", "1", 1);
+	status = unit_run_preloaded(path,
+				    (char *[]){"preload_fork_test", "--child",
+					       (char *)who, (char *)how,
+					       (char *)raw, NULL},
+				    out, sizeof(out));
+	ck_assert_msg(!strncmp(out, "ok", 2), "%s first, %s: %s; log: %s", who,
+		      how, out, slurp(path));
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_msg(strstr(slurp(path), log_has), "log: %s", slurp(path));
+	unlink(path);
+}
+
+/* No RDMA device here: the passive end offers "not ready". */
+#define NO_PEER "stays on TCP (no fork-mode peer or rsocket)"
+
+START_TEST(client_first_server_in_epoll)
+{
+	run("client", "epoll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(client_first_server_in_poll)
+{
+	run("client", "poll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(client_first_server_in_select)
+{
+	run("client", "select", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(server_first_client_in_poll)
+{
+	run("server", "poll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(plain_client_keeps_tcp)
+{
+	run("client", "epoll", "raw",
+	    "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("preload_fork");
+	TCase *tc = tcase_create("handshake");
+	SRunner *sr;
+	int failed;
+
+	if (argc == 5 && !strcmp(argv[1], "--child"))
+		return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
+	tcase_add_test(tc, first_speaker_offers_and_reader_waits);
+	tcase_add_test(tc, peer_offer_is_answered_and_data_keeps_tcp);
+	tcase_add_test(tc, offers_encode_and_decode);
+	tcase_add_test(tc, both_ready_opposite_roles_and_a_port_agree);
+	tcase_add_test(tc, client_first_server_in_epoll);
+	tcase_add_test(tc, client_first_server_in_poll);
+	tcase_add_test(tc, client_first_server_in_select);
+	tcase_add_test(tc, server_first_client_in_poll);
+	tcase_add_test(tc, plain_client_keeps_tcp);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
