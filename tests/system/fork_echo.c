@@ -3,9 +3,13 @@
  * A plain TCP program for the preload's fork tests
  * (tests/system/preload-apps-in-guest.sh); it knows nothing of RDMA:
  *
- *   fork_echo server PORT N fork|nofork
+ *   fork_echo server PORT N fork|nofork|fork-poll|fork-setid
  *       accept N connections; echo each until EOF, in a forked child
- *       (the parent closes its copy at once) or in the process itself
+ *       (the parent closes its copy at once) or in the process itself;
+ *       fork-poll: the child waits in poll() for each chunk before it
+ *       reads; fork-setid: after the first chunk went back, the child
+ *       sets the group list, group and user ids it already has (as the
+ *       rsync daemon does for a module) and goes on
  *   fork_echo client ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it
@@ -16,6 +20,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
+#include <poll.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -35,22 +41,49 @@ static int fail(const char *what)
 	return 1;
 }
 
-static int echo(int c)
+enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID };
+
+/* The ids it has, set again: new credentials, the same ids. */
+static int same_ids(void)
+{
+	gid_t groups[64];
+	int n = getgroups(64, groups);
+
+	if (n < 0 || setgroups((size_t)n, groups) || setgid(getgid()) ||
+	    setuid(getuid()))
+		return -1;
+	return 0;
+}
+
+static ssize_t next_chunk(int c, char *buf, size_t len, enum mode mode)
+{
+	struct pollfd p = {.fd = c, .events = POLLIN};
+
+	if (mode == FORK_POLL && poll(&p, 1, 30000) != 1)
+		return -1;
+	return read(c, buf, len);
+}
+
+static int echo(int c, enum mode mode)
 {
 	char buf[CHUNK];
 	ssize_t n, w, off;
+	bool first = true;
 
-	while ((n = read(c, buf, sizeof(buf))) > 0) {
+	while ((n = next_chunk(c, buf, sizeof(buf), mode)) > 0) {
 		for (off = 0; off < n; off += w) {
 			w = write(c, buf + off, (size_t)(n - off));
 			if (w <= 0)
 				return 1;
 		}
+		if (first && mode == FORK_SETID && same_ids())
+			return 1;
+		first = false;
 	}
 	return n < 0;
 }
 
-static int server(const char *port, int n, bool do_fork)
+static int server(const char *port, int n, enum mode mode)
 {
 	struct sockaddr_in sin;
 	int l = socket(AF_INET, SOCK_STREAM, 0), c, i, one = 1, bad = 0, st;
@@ -69,8 +102,8 @@ static int server(const char *port, int n, bool do_fork)
 		c = accept(l, NULL, NULL);
 		if (c < 0)
 			return fail("accept");
-		if (!do_fork) {
-			bad |= echo(c);
+		if (mode == NOFORK) {
+			bad |= echo(c, mode);
 			close(c);
 			continue;
 		}
@@ -79,7 +112,7 @@ static int server(const char *port, int n, bool do_fork)
 			return fail("fork");
 		if (!pid) {
 			close(l);
-			_exit(echo(c));
+			_exit(echo(c, mode));
 		}
 		close(c); /* the child's connection must survive this */
 	}
@@ -154,8 +187,13 @@ static int client(const char *addr, const char *port, long bytes,
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	if (argc == 5 && !strcmp(argv[1], "server"))
-		return server(argv[2], atoi(argv[3]), !strcmp(argv[4], "fork"));
+	static const char *const modes[] = {"nofork", "fork", "fork-poll",
+					    "fork-setid"};
+	unsigned int m;
+
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 4; m++)
+		if (!strcmp(argv[4], modes[m]))
+			return server(argv[2], atoi(argv[3]), (enum mode)m);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(argv[2], argv[3], atol(argv[4]), false);
 	if (argc == 5 && !strcmp(argv[1], "client-forkclose"))

@@ -24,6 +24,10 @@
 #              RDMAV_FORK_SAFE=1 on both sides: connections accepted on
 #              TCP by the parent move to RDMA in the child that serves
 #              them; three clients, 1 MiB each, echoes compared
+#   fork-poll    the same, each child waiting in poll() for the client's
+#              bytes before it reads (the client speaks first)
+#   fork-setid   the same, each child setting the ids it already has
+#              after the first echo (as the rsync daemon does)
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared; iperf3's are
@@ -455,6 +459,10 @@ forkrun() {
 }
 # RDMAV_FORK_SAFE=1: accepted on TCP, served over RDMA by forked children.
 fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
+# The client speaks first while the child waits in poll for its bytes.
+fork-poll_run() { forkrun fork-poll "$1" fork-poll client 1 RDMAV_FORK_SAFE=1; }
+# The child sets its own ids again once the connection is on RDMA.
+fork-setid_run() { forkrun fork-setid "$1" fork-setid client 1 RDMAV_FORK_SAFE=1; }
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 
@@ -469,7 +477,8 @@ fi
 
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
-	fork-server:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
+	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
+	fork-setid:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do
