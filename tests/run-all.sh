@@ -42,19 +42,18 @@ if ! "$repo/tests/setup.sh"; then
 	exit 1
 fi
 
-# Each Check program prints its own summary ("100%: Checks: 9, ...").
+# The unit tests: `make check` in $BUILD_DIR, which runs the unit runner
+# (tests/unit/suites.h).  Its log has Check's line for every test
+# ("file:line:P:case:test:0: Passed"): one PASS or FAIL here each.
 unit_tests() {
-	local rc=0 t out
-	for t in "$BUILD_DIR"/tests/unit/*_test; do
-		[ -x "$t" ] || continue
-		if out=$("$t" 2>&1); then
-			echo "PASS: unit/${t##*/}: $(grep -o '[0-9]*%: Checks.*' <<<"$out")"
-		else
-			echo "$out"
-			echo "FAIL: unit/${t##*/}"
-			rc=1
-		fi
-	done
+	local rc=0 out=$BUILD_DIR/unit-check.out
+	rm -f "$BUILD_DIR"/tests/unit/*.log "$BUILD_DIR"/tests/unit/*.trs
+	make -C "$BUILD_DIR" -s -j"$(nproc)" check >"$out" 2>&1 || rc=1
+	cat "$BUILD_DIR"/tests/unit/*.log 2>/dev/null | sed -nE \
+		-e 's/^.*:[0-9]+:P:([^:]*):([^:]*):[0-9]+: .*$/PASS: unit\/\1\/\2/p' \
+		-e 's/^(.*:[0-9]+):[FE]:([^:]*):([^:]*):[0-9]+: (.*)$/FAIL: unit\/\2\/\3: \1: \4/p' \
+		-e '/^p2p interleave|^[0-9]+%: Checks/p'
+	[ "$rc" -eq 0 ] || tail -40 "$out"
 	return $rc
 }
 
@@ -65,8 +64,8 @@ run_suite unit unit_tests
 sanitizer_unit_tests() {
 	local name=$1 dir=$BUILD_DIR-$1
 	mkdir -p "$dir" || return 1
-	(cd "$dir" && { [ -f Makefile ] || "$repo/configure" -q "--enable-$name"; } &&
-		make -s -j"$(nproc)" check TESTS= >/dev/null) || return 1
+	(cd "$dir" && { [ -f Makefile ] || "$repo/configure" -q "--enable-$name"; }) ||
+		return 1
 	BUILD_DIR=$dir TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} unit_tests |
 		sed "s|unit/|$name/|"
 	return "${PIPESTATUS[0]}"
@@ -134,6 +133,18 @@ vm_suite fields fields-in-guest.sh
 vm_suite acm acm-in-guest.sh
 # Peer-to-peer mode, one guest.
 vm_suite p2p p2p-in-guest.sh RDMACM_VM_TIMEOUT=2400
+# two_guests SECONDS SCRIPT [ARGS...]: tests/system/SCRIPT with ARGS in
+# both guests of run-two-guests.sh (the script picks its role from
+# RDMACM_VM_GUEST), at most SECONDS; the guests' "[1] PASS x" lines become
+# "PASS x [guest 1]" (FAIL, XFAIL and SKIP likewise).
+two_guests() {
+	local secs=$1 script=$repo/tests/system/$2
+	shift 2
+	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT="$secs" \
+		"$repo/tests/vm/run-two-guests.sh" "$script" "$@" -- "$script" "$@" |
+		sed -E 's/^\[([12])\] (PASS|FAIL|XFAIL|SKIP)(.*)$/\2\3 [guest \1]/'
+	return "${PIPESTATUS[0]}"
+}
 # The p2p scenarios across two hosts (two guests; ranks alternate between
 # them): 100 mutual connects, the looped pair (100 + 20 iterations, poll
 # then blocking get) and the same 2,000 times under load (pair-load*), the
@@ -141,27 +152,14 @@ vm_suite p2p p2p-in-guest.sh RDMACM_VM_TIMEOUT=2400
 # connections per pair with and without explicit tags, and the 8-rank
 # mesh.  Blocking channel reads (-B) also
 # check that no timer of the library wakes the channel for nothing.
-# The guests' "[1] PASS x" lines become "PASS x [guest 1]".
 p2p_two_guests() {
-	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=2400 \
-		RDMACM_P2P_ONLY='^(mutual|late|pair|pair-load|pair-load-skew|pair-load-one-port|pair-load-one-port-skew|skew|pairs4|pairs4-tags|mesh8)/' RDMACM_P2P_TIMEOUT=200 \
-		RDMACM_P2P_MESH_ARGS=-B \
-		"$repo/tests/vm/run-two-guests.sh" \
-		"$repo/tests/system/p2p-in-guest.sh" -- \
-		"$repo/tests/system/p2p-in-guest.sh" |
-		sed -E 's/^\[([12])\] (PASS|FAIL|XFAIL)(.*)$/\2\3 [guest \1]/'
-	return "${PIPESTATUS[0]}"
+	RDMACM_P2P_ONLY='^(mutual|late|pair|pair-load|pair-load-skew|pair-load-one-port|pair-load-one-port-skew|skew|pairs4|pairs4-tags|mesh8)/' \
+		RDMACM_P2P_TIMEOUT=200 RDMACM_P2P_MESH_ARGS=-B \
+		two_guests 2400 p2p-in-guest.sh
 }
 # Multicast through IP_ADD_MEMBERSHIP and rdma_sendto between two hosts:
 # guest 1 joins and receives, guest 2 sends; IPv4 and IPv6.
-mcast_two_guests() {
-	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=600 \
-		"$repo/tests/vm/run-two-guests.sh" \
-		"$repo/tests/system/mckey2-two-guests.sh" -- \
-		"$repo/tests/system/mckey2-two-guests.sh" |
-		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
-	return "${PIPESTATUS[0]}"
-}
+mcast_two_guests() { two_guests 600 mckey2-two-guests.sh; }
 # A multicast sender that polls each completion and must finish, with a
 # receiver that leaves: our library both ways, and the
 # same pair on Debian's library as the reference.
@@ -171,14 +169,7 @@ vm_suite mc-sender mc-sender-in-guest.sh
 vm_suite perftest perftest-in-guest.sh
 # The multicast sender that must finish, across two hosts: guest 1
 # receives, guest 2 sends.
-mc_sender_two_guests() {
-	env RDMACM_BUILD_DIR="$BUILD_DIR" RDMACM_VM_TIMEOUT=400 \
-		"$repo/tests/vm/run-two-guests.sh" \
-		"$repo/tests/system/mc-sender-in-guest.sh" two -- \
-		"$repo/tests/system/mc-sender-in-guest.sh" two |
-		sed -E 's/^\[([12])\] (PASS|FAIL|SKIP)(.*)$/\2\3 [guest \1]/'
-	return "${PIPESTATUS[0]}"
-}
+mc_sender_two_guests() { two_guests 400 mc-sender-in-guest.sh two; }
 if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
 	run_suite p2p-2guests p2p_two_guests
 	run_suite mcast-2guests mcast_two_guests

@@ -12,13 +12,15 @@ out="${RDMACM_VM_OUT:?}"
 build="${RDMACM_BUILD_DIR:?set RDMACM_BUILD_DIR to the build tree}"
 libdir="$(realpath "$build/src/.libs")"
 export LD_LIBRARY_PATH="$libdir"
-prog="$build/examples/.libs/mckey2"
 count=20
-[ -x "$prog" ] || { echo "FAIL: no $prog"; exit 1; }
+# shellcheck source=verdict.sh
+. "$(dirname "$0")/verdict.sh"
+built mckey2-two-guests/setup "$build/examples/mckey2" || finish
+prog=$(real_prog "$build/examples/mckey2")
 lib="$(ldd "$prog" | sed -n 's/^[[:space:]]*librdmacm\.so\.1 => \([^ ]*\).*/\1/p')"
 if [ "$(dirname "$(realpath "$lib")")" != "$libdir" ]; then
-	echo "FAIL: mckey2 loads '$lib', not $libdir"
-	exit 1
+	fail mckey2-two-guests/setup "mckey2 loads '$lib', not $libdir"
+	finish
 fi
 
 # Waits (up to 60 s) for the other guest to create file $1 in the shared
@@ -33,37 +35,30 @@ wait_for() {
 	return 1
 }
 
-status=0
 for f in "ipv4 239.255.0.77 $RDMA_TEST_ADDR1 $RDMA_TEST_ADDR2" \
 	"ipv6 ff0e::db8:77 ${RDMA_TEST_ADDR6_1:-} ${RDMA_TEST_ADDR6_2:-}"; do
 	read -r fam grp a1 a2 <<<"$f"
-	[ -n "$a2" ] || { echo "SKIP mckey2-two-guests/$fam: no addresses"; continue; }
+	[ -n "$a2" ] || {
+		skip "mckey2-two-guests/$fam" "no $fam test addresses"
+		continue
+	}
 	if [ "$RDMACM_VM_GUEST" = 1 ]; then
 		log="$out/recv-$fam.log"
-		timeout 120 "$prog" -m "$grp" -b "$a1" -C "$count" -t 60 >"$log" 2>&1 &
-		pid=$!
-		for _ in $(seq 300); do
-			grep -q "joined" "$log" && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if grep -q "joined" "$log"; then
+		server_start "$log" 120 "$prog" -m "$grp" -b "$a1" -C "$count" -t 60
+		rc=0
+		if wait_output "$log" joined 30 "$server_pid"; then
 			touch "$out/joined-$fam"
-			rc=0
-			wait "$pid" || rc=$?
 		else
-			wait "$pid"
-			rc=$?
 			touch "$out/nojoin-$fam"
 		fi
-		sed 's/^/    /' "$log"
+		server_wait || rc=$?
+		show "$log"
 		if [ "$rc" = 0 ]; then
-			echo "PASS mckey2-two-guests/$fam: received $count datagrams from the other host"
+			pass "mckey2-two-guests/$fam" "received $count datagrams from the other host"
 		elif grep -q "refuses this group" "$log"; then
-			echo "SKIP mckey2-two-guests/$fam: the kernel refuses IPv6 multicast on RoCE v2 (errno 524)"
+			skip "mckey2-two-guests/$fam" "the kernel refuses IPv6 multicast on RoCE v2 (errno 524)"
 		else
-			echo "FAIL mckey2-two-guests/$fam: receiver exit $rc"
-			status=1
+			fail "mckey2-two-guests/$fam" "receiver exit $rc"
 		fi
 	else
 		while [ ! -e "$out/joined-$fam" ] && [ ! -e "$out/nojoin-$fam" ]; do
@@ -76,12 +71,11 @@ for f in "ipv4 239.255.0.77 $RDMA_TEST_ADDR1 $RDMA_TEST_ADDR2" \
 		# One sender per family (its teardown took ~50 s while the
 		# NIC held rxe's frames, BUGS.md).
 		if timeout 150 "$prog" -m "$grp" -b "$a2" -C "$count" -d 5 -s 2>&1 |
-			sed 's/^/    /'; then
+			show; then
 			echo "sender: sent $count datagrams over $fam"
 		else
-			echo "FAIL mckey2-two-guests/$fam: sender"
-			status=1
+			fail "mckey2-two-guests/$fam" "sender"
 		fi
 	fi
 done
-exit $status
+finish
