@@ -182,7 +182,7 @@ fi
 vm_suite fault run-fault.sh
 # The IPv4 half of the system tests on the --enable-asan build the asan
 # suite made, without mckey (it stalled ~50 s in rxe while the guest's NIC
-# held its frames, BUGS.md) and cycles (its VmRSS
+# held its frames, BUGS.md rxe-mcast-hub-stall) and cycles (its VmRSS
 # check measures ASan's allocator; LeakSanitizer checks every program).
 vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
 	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|srq|sync_|timewait|connect_error|addr_change|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \

@@ -452,7 +452,7 @@ void rdma_comp(struct end *e, enum ibv_wc_opcode want, const char *what)
 	      what, wc.opcode, want);
 }
 
-/* Where @p lies in its page: siw misplaces data crossing a page (BUGS.md). */
+/* Where @p lies in its page (BUGS.md siw-read-page-cross). */
 static unsigned long page_offset(const void *p)
 {
 	return (uintptr_t)p % 4096;

@@ -10,7 +10,7 @@
  *   (addr1) joins it as a send-only member with IB_ADD_MEMBERSHIP and
  *   sends with rdma_sendto.  Everything runs in this one process, with one
  *   sending QP: where the NIC holds rxe's multicast frames, rxe takes about
- *   50 s to destroy a QP that sent to a group (tests/system/BUGS.md), so
+ *   50 s to destroy a QP that sent to a group (BUGS.md rxe-mcast-hub-stall), so
  *   the sender is destroyed once, at the end.
  * Prints "PASS mcast_opt", "FAIL mcast_opt: why" or "SKIP mcast_opt: why"
  * (exit 0, 1, 77) through the system-test harness (harness.h), whose

@@ -69,7 +69,7 @@ for f in "ipv4 239.255.0.77 $RDMA_TEST_ADDR1 $RDMA_TEST_ADDR2" \
 			continue
 		fi
 		# One sender per family (its teardown took ~50 s while the
-		# NIC held rxe's frames, BUGS.md).
+		# NIC held rxe's frames, BUGS.md rxe-mcast-hub-stall).
 		if timeout 150 "$prog" -m "$grp" -b "$a2" -C "$count" -d 5 -s 2>&1 |
 			show; then
 			echo "sender: sent $count datagrams over $fam"

@@ -174,7 +174,8 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 	iwarp_skip "$IWARP_NO_UD" utils/udaddy ||
 		pair utils/udaddy "$U/udaddy -b $A1" "$U/udaddy -s $A1 -b $A2"
 	# mckey's sender stalled ~50 s in the kernel when its QP was destroyed
-	# while the NIC held its frames (BUGS.md; any library): run it
+	# while the NIC held its frames (BUGS.md rxe-mcast-hub-stall; any
+	# library): run it
 	# alongside the others, with more time than the rest.
 	mckey_name="utils/mckey"
 	if iwarp_skip "$IWARP_NO_MCAST" "$mckey_name"; then

@@ -7,7 +7,7 @@
  * rdma-core gives every datagram QP an address handle to itself, built from
  * the port's LID alone.  RoCE ports have no LIDs and every packet needs a
  * GRH, so the kernel refuses that handle (EINVAL) and the library's rconnect
- * and rbind-then-receive paths fail (tests/system/BUGS.md).  This wrapper
+ * and rbind-then-receive paths fail (BUGS.md debian-udpong-grh).  This wrapper
  * gives such a handle a GRH aimed at one of the port's own RoCE v2 IPv4
  * GIDs: rxe loops the packet back to the device, where the QP number alone
  * picks the QP, which is all a handle to oneself needs.  Handles that already

@@ -261,7 +261,7 @@ run_unreachable
 
 # --- multicast through options (mcast_sys_test) -----------------------------------
 # A longer limit than the others: where the NIC holds rxe's multicast frames
-# (the single guest's hub before it had a sink, BUGS.md), destroying a QP
+# (BUGS.md rxe-mcast-hub-stall), destroying a QP
 # that sent to a group waits about 50 s in the kernel.
 MCOPT_T=130
 run_mcopt() {
@@ -336,7 +336,7 @@ pair() {
 # mcast_pair NAME GROUP BIND_RECV BIND_SEND [PROG]: mckey receiver, then
 # once it says "joined" a sender; both must exit 0.
 # The sender gets more time than the other tests: where the NIC holds rxe's
-# multicast frames (the single guest's hub before it had a sink, BUGS.md),
+# multicast frames (BUGS.md rxe-mcast-hub-stall),
 # destroying a QP that sent multicast datagrams stalls for about 50 s in the
 # kernel (__rxe_cleanup waits for the frames' references and warns in dmesg),
 # with Debian's librdmacm and mckey too.
