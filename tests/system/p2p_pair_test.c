@@ -213,8 +213,9 @@ static void skew(void)
 /*
  * With two listeners on one port, on two addresses of one device, the
  * kernel refuses now and then a request before any library sees it (IB CM
- * reason 28, BUGS.md rxe-two-listeners-rej28): that attempt may fail, on the end that
- * sent it, but never two in a row: the pair's next attempt must form.
+ * reason 28, BUGS.md rxe-two-listeners-rej28): that attempt may fail, on
+ * the end that sent it, but never two in a row: the pair's next attempt
+ * must form.
  */
 static bool refused_by_the_kernel(const struct rdma_cm_event *ev)
 {

@@ -61,8 +61,8 @@ vm_trap_signals
 # complete: qemu holds them, the guest's transmit ring never drains, and rxe,
 # which lets a QP have at most 64 datagrams in the network stack, stops
 # sending after the 65th multicast datagram (and holds the QP for 50 s
-# when it is destroyed; BUGS.md rxe-mcast-hub-stall).  So the hub's other member is
-# a sink: a UDP socket that sends every frame to the discard port of this
+# when it is destroyed; BUGS.md rxe-mcast-hub-stall).  So the hub's other
+# member is a sink: a UDP socket that sends every frame to the discard port of this
 # machine's loopback address, where nothing listens.  No frame leaves this
 # machine, and nothing comes back.
 VM_NET_EXTRA=(
