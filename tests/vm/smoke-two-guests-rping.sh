@@ -6,10 +6,14 @@
 #
 # Run:  tests/vm/run-two-guests.sh tests/vm/smoke-two-guests-rping.sh -- \
 #           tests/vm/smoke-two-guests-rping.sh
-set -eu
+set -u
+# shellcheck source=../system/verdict.sh
+. "$(dirname "$0")/../system/verdict.sh"
 
 unset LD_LIBRARY_PATH LD_PRELOAD
 out="${RDMACM_VM_OUT:?}"
+log=$(mktemp "${TMPDIR:-/tmp}/smoke.XXXXXX")
+trap 'rm -f "$log"' EXIT
 
 # Waits (up to 30 s) for the other guest to create file $1 in the shared
 # results directory.
@@ -25,25 +29,29 @@ wait_for() {
 
 for addr in "$RDMA_TEST_ADDR1" "$RDMA_TEST_ADDR6_1"; do
 	if [ "$RDMACM_VM_GUEST" = 1 ]; then
-		timeout 60 rping -s -a "$addr" -C 3 &
-		server=$!
-		# rping gives no sign that it listens; half a second is plenty
-		# for the bind and listen to happen, and the client retries too.
-		sleep 0.5
+		# rping says nothing when it listens: its port (7174) shows
+		# it.  The other guest's client starts once it is bound.
+		server_start "$log" 60 rping -s -a "$addr" -C 3
+		wait_bound 7174 "$server_pid"
 		touch "$out/listening-$addr"
-		wait "$server"
-		echo "ok: served rping over $addr"
+		rc=0
+		server_wait || rc=$?
+		if [ "$rc" = 0 ]; then
+			pass "smoke/rping-server/$addr"
+		else
+			show "$log"
+			fail "smoke/rping-server/$addr" "exit status $rc"
+		fi
 	else
 		wait_for "listening-$addr"
-		ok=0
-		for _ in 1 2 3 4 5; do
-			if timeout 30 rping -c -a "$addr" -C 3; then
-				ok=1
-				break
-			fi
-			sleep 1
-		done
-		[ "$ok" = 1 ] || { echo "FAIL: rping client over $addr"; exit 1; }
-		echo "ok: rping from $RDMA_TEST_ADDR2 side to $addr"
+		rc=0
+		timeout 30 rping -c -a "$addr" -C 3 >"$log" 2>&1 || rc=$?
+		if [ "$rc" = 0 ]; then
+			pass "smoke/rping-client/$addr"
+		else
+			show "$log"
+			fail "smoke/rping-client/$addr" "exit status $rc"
+		fi
 	fi
 done
+finish
