@@ -20,6 +20,7 @@
 #include <sys/un.h>
 
 #include "cm/cma.h"
+#include "cm/test_hooks.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"
