@@ -45,7 +45,8 @@ IWARP_NO_UD="iWARP has no UD QPs (RDMA_PS_UDP, SIDR, rdma_sendto)"
 IWARP_NO_MCAST="iWARP has no multicast"
 
 # iwarp_skip REASON NAME...: on iWARP, print "SKIP NAME: REASON" for each
-# name (those the caller's filter wants) and succeed; elsewhere fail.
+# name (those the caller's filter wants; verdict.sh's skip) and succeed;
+# elsewhere fail.
 iwarp_skip() {
 	local why="$1" n
 	shift
@@ -54,7 +55,7 @@ iwarp_skip() {
 		if declare -F wanted >/dev/null && ! wanted "$n"; then
 			continue
 		fi
-		echo "SKIP $n: $why"
+		skip "$n" "$why"
 	done
 	return 0
 }
