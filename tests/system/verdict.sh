@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# The system-test harness: every script under tests/system/ sources it for
-# its verdicts, its filter and its client/server launches, so that each test
-# is judged by the same rules.  The rules (tests/system/README.md, "Writing
+# The system-test harness: every script under tests/system/ (and the test
+# bed's smoke tests in tests/vm/) sources it for its verdicts, its filter
+# and its client/server launches, so that each test is judged by the same
+# rules.  The rules (tests/system/README.md, "Writing
 # a test"): one line per test, PASS only for a check that ran and held; a
 # known failure is an XFAIL naming its tests/system/BUGS.md id, never a
 # PASS; a test that cannot run because a program of this project was not
@@ -67,8 +68,7 @@
 # launch_pair PORT SLOG CLOG SECONDS SERVER_CMD... -- CLIENT_CMD...: a pair:
 # server_start, wait_bound PORT (or, when $PAIR_READY is set, a line of
 # the server's output matching it, e.g. "listening"), client_run,
-# server_wait.  Sets $client_rc
-# and $server_rc; returns 0 when both are 0.
+# server_wait.  Sets $client_rc and $server_rc; returns 0 when both are 0.
 passed=0
 failed=0
 xfailed=0
