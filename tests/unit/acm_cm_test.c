@@ -384,7 +384,7 @@ START_TEST(answer_asked_for_the_resolved_addresses)
 }
 END_TEST
 
-static Suite *acm_cm_suite(void)
+Suite *acm_cm_suite(void)
 {
 	Suite *s = suite_create("acm_cm");
 	TCase *t = tcase_create("getaddrinfo");
@@ -405,5 +405,3 @@ static Suite *acm_cm_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(acm_cm_suite)

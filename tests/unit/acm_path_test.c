@@ -263,7 +263,7 @@ START_TEST(ib_path_only_to_a_local_port)
 }
 END_TEST
 
-static Suite *acm_path_suite(void)
+Suite *acm_path_suite(void)
 {
 	Suite *s = suite_create("acm_path");
 	TCase *t = tcase_create("ports");
@@ -283,5 +283,3 @@ static Suite *acm_path_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(acm_path_suite)

@@ -143,7 +143,7 @@ START_TEST(only_infiniband_ports_with_an_sm_are_asked)
 }
 END_TEST
 
-static Suite *acm_sa_suite(void)
+Suite *acm_sa_suite(void)
 {
 	Suite *s = suite_create("acm_sa");
 	TCase *t = tcase_create("query");
@@ -156,5 +156,3 @@ static Suite *acm_sa_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(acm_sa_suite)

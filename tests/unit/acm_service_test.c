@@ -691,7 +691,7 @@ START_TEST(build_rejects_empty_query)
 }
 END_TEST
 
-static Suite *acm_service_suite(void)
+Suite *acm_service_suite(void)
 {
 	Suite *s = suite_create("acm_service");
 	TCase *tc = tcase_create("service");
@@ -717,5 +717,3 @@ static Suite *acm_service_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(acm_service_suite)

@@ -676,7 +676,7 @@ START_TEST(a_remote_ib_gid_is_asked_of_the_sa)
 }
 END_TEST
 
-static Suite *acm_suite(void)
+Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
 	TCase *tc;
@@ -725,5 +725,3 @@ static Suite *acm_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(acm_suite)

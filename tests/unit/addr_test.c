@@ -240,7 +240,7 @@ START_TEST(ports_of_no_id)
 }
 END_TEST
 
-static Suite *addr_suite(void)
+Suite *addr_suite(void)
 {
 	Suite *s = suite_create("addr");
 	TCase *tc = tcase_create("addr");
@@ -259,5 +259,3 @@ static Suite *addr_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(addr_suite)

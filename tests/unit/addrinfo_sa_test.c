@@ -423,7 +423,7 @@ START_TEST(query_failures)
 }
 END_TEST
 
-static Suite *addrinfo_sa_suite(void)
+Suite *addrinfo_sa_suite(void)
 {
 	Suite *s = suite_create("addrinfo_sa");
 	TCase *tc = tcase_create("service_record");
@@ -444,5 +444,3 @@ static Suite *addrinfo_sa_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(addrinfo_sa_suite)

@@ -1114,7 +1114,7 @@ START_TEST(test_create_ep_bad_args)
 }
 END_TEST
 
-static Suite *addrinfo_suite(void)
+Suite *addrinfo_suite(void)
 {
 	Suite *s = suite_create("addrinfo");
 	TCase *tc;
@@ -1164,5 +1164,3 @@ static Suite *addrinfo_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(addrinfo_suite)

@@ -791,7 +791,7 @@ START_TEST(serve_env_zero_opts_out)
 }
 END_TEST
 
-static Suite *channel_suite(void)
+Suite *channel_suite(void)
 {
 	Suite *s = suite_create("channel");
 	TCase *tc = tcase_create("served");
@@ -825,5 +825,3 @@ static Suite *channel_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(channel_suite)

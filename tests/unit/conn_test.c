@@ -538,7 +538,7 @@ START_TEST(disconnect_touches_no_external_qp)
 }
 END_TEST
 
-static Suite *conn_suite(void)
+Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
 	TCase *tc = tcase_create("core");
@@ -563,5 +563,3 @@ static Suite *conn_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(conn_suite)

@@ -318,7 +318,7 @@ START_TEST(address_lengths)
 }
 END_TEST
 
-static Suite *convert_suite(void)
+Suite *convert_suite(void)
 {
 	Suite *s = suite_create("convert");
 	TCase *tc = tcase_create("pure");
@@ -336,5 +336,3 @@ static Suite *convert_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(convert_suite)

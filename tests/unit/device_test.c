@@ -166,7 +166,7 @@ START_TEST(device_removal_takes_the_device_out)
 }
 END_TEST
 
-static Suite *device_suite(void)
+Suite *device_suite(void)
 {
 	Suite *s = suite_create("device");
 	TCase *tc = tcase_create("devices");
@@ -180,5 +180,3 @@ static Suite *device_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(device_suite)

@@ -208,7 +208,7 @@ START_TEST(connect_data_the_request_cannot_carry_is_refused)
 }
 END_TEST
 
-static Suite *endpoint_suite(void)
+Suite *endpoint_suite(void)
 {
 	Suite *s = suite_create("endpoint");
 	TCase *tc = tcase_create("endpoint");
@@ -222,5 +222,3 @@ static Suite *endpoint_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(endpoint_suite)

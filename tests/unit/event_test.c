@@ -648,7 +648,7 @@ START_TEST(fork_never_inherits_a_lock_the_service_thread_holds)
 }
 END_TEST
 
-static Suite *event_suite(void)
+Suite *event_suite(void)
 {
 	Suite *s = suite_create("event");
 	TCase *tc = tcase_create("translation");
@@ -677,5 +677,3 @@ static Suite *event_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(event_suite)

@@ -293,7 +293,7 @@ START_TEST(unbinding_clears_verbs_and_pd)
 }
 END_TEST
 
-static Suite *id_suite(void)
+Suite *id_suite(void)
 {
 	Suite *s = suite_create("id");
 	TCase *tc = tcase_create("life cycle");
@@ -315,5 +315,3 @@ static Suite *id_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(id_suite)

@@ -846,7 +846,7 @@ START_TEST(ib_membership_by_mgid)
 }
 END_TEST
 
-static Suite *mcast_opt_suite(void)
+Suite *mcast_opt_suite(void)
 {
 	Suite *s = suite_create("mcast_opt");
 	TCase *t = tcase_create("values");
@@ -884,5 +884,3 @@ static Suite *mcast_opt_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(mcast_opt_suite)

@@ -216,7 +216,7 @@ START_TEST(destroy_leaves_every_group)
 }
 END_TEST
 
-static Suite *mcast_suite(void)
+Suite *mcast_suite(void)
 {
 	Suite *s = suite_create("mcast");
 	TCase *tc = tcase_create("join_leave");
@@ -232,5 +232,3 @@ static Suite *mcast_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(mcast_suite)

@@ -103,7 +103,7 @@ START_TEST(files_load_skipping_bad_lines)
 }
 END_TEST
 
-static Suite *config_suite(void)
+Suite *preload_config_suite(void)
 {
 	Suite *s = suite_create("preload_config");
 	TCase *tc = tcase_create("rules");
@@ -114,5 +114,3 @@ static Suite *config_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(config_suite)

@@ -264,7 +264,7 @@ START_TEST(srq_on_the_id_serves_its_qp)
 }
 END_TEST
 
-static Suite *qp_suite(void)
+Suite *qp_suite(void)
 {
 	Suite *s = suite_create("qp");
 	TCase *tc = tcase_create("roce");
@@ -287,5 +287,3 @@ static Suite *qp_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(qp_suite)

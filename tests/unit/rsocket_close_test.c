@@ -610,7 +610,7 @@ START_TEST(send_after_the_close_ended_writing_fails_with_ebadf)
 }
 END_TEST
 
-static Suite *rsocket_close_suite(void)
+Suite *rsocket_close_suite(void)
 {
 	Suite *s = suite_create("rsocket_close");
 	TCase *tc = tcase_create("close while in use");
@@ -638,5 +638,3 @@ static Suite *rsocket_close_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(rsocket_close_suite)

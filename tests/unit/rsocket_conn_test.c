@@ -338,7 +338,7 @@ START_TEST(the_listener_is_never_served)
 }
 END_TEST
 
-static Suite *rsocket_conn_suite(void)
+Suite *rsocket_conn_suite(void)
 {
 	Suite *s = suite_create("rsocket_conn");
 	TCase *tc = tcase_create("handshake");
@@ -356,5 +356,3 @@ static Suite *rsocket_conn_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(rsocket_conn_suite)

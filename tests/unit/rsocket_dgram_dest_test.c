@@ -354,7 +354,7 @@ START_TEST(a_known_qp_number_is_not_moved_by_a_claim)
 }
 END_TEST
 
-static Suite *dgram_dest_suite(void)
+Suite *rsocket_dgram_dest_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram_dest");
 	TCase *t = tcase_create("dests");
@@ -370,5 +370,3 @@ static Suite *dgram_dest_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(dgram_dest_suite)

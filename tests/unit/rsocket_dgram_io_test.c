@@ -481,7 +481,7 @@ START_TEST(connected_socket_and_a_short_buffer)
 }
 END_TEST
 
-static Suite *dgram_io_suite(void)
+Suite *rsocket_dgram_io_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram_io");
 	TCase *t = tcase_create("datagrams");
@@ -499,5 +499,3 @@ static Suite *dgram_io_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(dgram_io_suite)

@@ -413,7 +413,7 @@ START_TEST(cqs_armed_once_and_their_events_taken)
 }
 END_TEST
 
-static Suite *dgram_qp_suite(void)
+Suite *rsocket_dgram_qp_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram_qp");
 	TCase *t = tcase_create("qps");
@@ -437,5 +437,3 @@ static Suite *dgram_qp_suite(void)
 	suite_add_tcase(s, t);
 	return s;
 }
-
-UNIT_MAIN(dgram_qp_suite)

@@ -434,7 +434,7 @@ START_TEST(internal_epoll_fd_sits_high)
 }
 END_TEST
 
-static Suite *dgram_suite(void)
+Suite *rsocket_dgram_suite(void)
 {
 	Suite *s = suite_create("rsocket_dgram");
 	TCase *tc = tcase_create("wire");
@@ -454,5 +454,3 @@ static Suite *dgram_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(dgram_suite)

@@ -285,7 +285,7 @@ START_TEST(ka_long_interval)
 }
 END_TEST
 
-static Suite *opts_suite(void)
+Suite *rsocket_opts_suite(void)
 {
 	Suite *su = suite_create("rsocket_opts");
 	TCase *tc = tcase_create("options");
@@ -307,5 +307,3 @@ static Suite *opts_suite(void)
 	suite_add_tcase(su, tc);
 	return su;
 }
-
-UNIT_MAIN(opts_suite)

@@ -544,7 +544,7 @@ START_TEST(riowrite_lands_in_the_mapped_buffer)
 }
 END_TEST
 
-static Suite *stream_suite(void)
+Suite *rsocket_stream_suite(void)
 {
 	Suite *s = suite_create("rsocket_stream");
 	TCase *tc = tcase_create("stream");
@@ -585,5 +585,3 @@ static Suite *stream_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(stream_suite)

@@ -19,6 +19,7 @@
 #include "rsocket/rs.h"
 #include "fd_of.h"
 #include "preload_child.h"
+#include "unit.h"
 #include <fcntl.h>
 #include <sys/wait.h>
 
@@ -504,7 +505,7 @@ START_TEST(preload_log_refuses_a_symlink)
 }
 END_TEST
 
-static Suite *rsocket_suite(void)
+Suite *rsocket_suite(void)
 {
 	Suite *s = suite_create("rsocket");
 	TCase *tc = tcase_create("wire");
@@ -533,16 +534,10 @@ static Suite *rsocket_suite(void)
 	return s;
 }
 
-int main(int argc, char **argv)
+/* The runner's --preload-log-child PATH mode, run under the preload. */
+int rsocket_preload_log_child(int argc, char **argv)
 {
-	SRunner *sr;
-	int failed;
-
-	if (argc == 3 && !strcmp(argv[1], "--preload-log-child"))
-		return preload_log_child(argv[2]);
-	sr = srunner_create(rsocket_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	if (argc != 3)
+		return 2;
+	return preload_log_child(argv[2]);
 }

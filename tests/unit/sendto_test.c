@@ -220,7 +220,7 @@ START_TEST(post_errors_are_passed_on)
 }
 END_TEST
 
-static Suite *sendto_suite(void)
+Suite *sendto_suite(void)
 {
 	Suite *s = suite_create("sendto");
 	TCase *tc = tcase_create("ah_cache");
@@ -237,5 +237,3 @@ static Suite *sendto_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(sendto_suite)

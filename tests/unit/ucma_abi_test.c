@@ -324,7 +324,7 @@ START_TEST(every_command_fits_the_message_buffer)
 }
 END_TEST
 
-static Suite *ucma_abi_suite(void)
+Suite *ucma_abi_suite(void)
 {
 	Suite *s = suite_create("ucma_abi");
 	TCase *tc = tcase_create("commands");
@@ -349,5 +349,3 @@ static Suite *ucma_abi_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(ucma_abi_suite)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * What every unit test program shares: its main(), and the few helpers
- * that tests driving the public API through the fakes all need.
+ * What every unit test file shares: its suite's declaration (suites.h,
+ * run by unit_runner.c), and the few helpers that tests driving the
+ * public API through the fakes all need.
  */
 #ifndef UNIT_H
 #define UNIT_H
@@ -14,6 +15,13 @@
 #include <time.h>
 #include <rdma/rdma_cma.h>
 
+/* Each suite's constructor, and each mode the runner runs again in. */
+#define UNIT_SUITE(name) Suite *name##_suite(void);
+#define UNIT_CHILD(flag, fn) int fn(int argc, char **argv);
+#include "suites.h"
+#undef UNIT_SUITE
+#undef UNIT_CHILD
+
 /* main(): run one suite; the exit status says whether anything failed. */
 #define UNIT_MAIN(make_suite)                                                  \
 	int main(void)                                                         \
@@ -21,7 +29,7 @@
 		SRunner *sr = srunner_create(make_suite());                    \
 		int failed;                                                    \
                                                                                \
-		srunner_run_all(sr, CK_NORMAL);                                \
+		srunner_run_all(sr, CK_VERBOSE);                               \
 		failed = srunner_ntests_failed(sr);                            \
 		srunner_free(sr);                                              \
 		return failed ? EXIT_FAILURE : EXIT_SUCCESS;                   \
