@@ -241,7 +241,7 @@ START_TEST(valid_calls_still_reach_the_provider)
 }
 END_TEST
 
-static Suite *header_suite(void)
+Suite *header_suite(void)
 {
 	Suite *s = suite_create("header");
 	TCase *tc = tcase_create("inlines");
@@ -255,5 +255,3 @@ static Suite *header_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(header_suite)

@@ -100,7 +100,7 @@ START_TEST(a_small_table_allocates_nothing)
 }
 END_TEST
 
-static Suite *htable_suite(void)
+Suite *htable_suite(void)
 {
 	Suite *s = suite_create("htable");
 	TCase *tc = tcase_create("table");
@@ -111,5 +111,3 @@ static Suite *htable_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(htable_suite)
