@@ -55,6 +55,12 @@ bool cma_channel_served(const struct rdma_event_channel *channel);
  * clock again.  Timers still fire on the real clock (timer.c).
  */
 void cma_p2p_set_clock(uint64_t ns);
+/* p2p.c: whether p2p_lock is held (by anyone). */
+bool cma_p2p_locked(void);
+/* p2p.c: registered connects waiting for an answer or the peer's REQ. */
+unsigned int cma_p2p_conns_waiting(void);
+/* p2p_peers.c: how many peers are known. */
+unsigned int cma_p2p_peers_known(void);
 
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "p2p_table.h"
+#include "cm/test_hooks.h"
 
 static struct cma_htable peer_table;
 /* Strangers, the least recently heard from first. */

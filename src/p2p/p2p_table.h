@@ -201,8 +201,6 @@ enum cma_p2p_hold_mode {
  */
 void cma_p2p_lock(void);
 void cma_p2p_unlock(void);
-/* True if p2p_lock is held (by anyone): for tests and assertions. */
-bool cma_p2p_locked(void);
 /* Under p2p_lock: wait until some busy count dropped (cma_p2p_idle). */
 void cma_p2p_wait_idle(void);
 /* Under p2p_lock: a busy count dropped; wake the waiters. */
@@ -237,12 +235,11 @@ uint64_t cma_p2p_ident_hash(uint64_t h, const struct cma_p2p_ident *id);
  * The peer table (p2p_peers.c), under p2p_lock: the entry for @remote, or
  * NULL; the entry made if missing (NULL/ENOMEM), @keep when a connect of
  * ours uses it (else it is a stranger, forgotten when too many are
- * known); how many are known (tests).
+ * known).
  */
 struct cma_p2p_peer *cma_p2p_peer_of(const struct cma_p2p_ident *remote);
 struct cma_p2p_peer *cma_p2p_peer_get(const struct cma_p2p_ident *remote,
 				      bool keep);
-unsigned int cma_p2p_peers_known(void);
 
 /* --- p2p.c: the table ------------------------------------------------- */
 
@@ -280,8 +277,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn);
  * none.
  */
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key);
-/* Registered connects waiting for an answer or the peer's REQ (O(1)). */
-unsigned int cma_p2p_conns_waiting(void);
+/* The most connects waiting at once (their count: test_hooks.h). */
 unsigned int cma_p2p_conns_waiting_peak(void);
 /* Every change of a conn's state goes through here (the count above). */
 void cma_p2p_conn_set_state(struct cma_p2p_conn *conn,

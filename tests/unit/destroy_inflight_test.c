@@ -228,7 +228,7 @@ START_TEST(p2p_listener_outlives_its_running_timer)
 }
 END_TEST
 
-static Suite *destroy_inflight_suite(void)
+Suite *destroy_inflight_suite(void)
 {
 	Suite *s = suite_create("destroy_inflight");
 	TCase *tc = tcase_create("destroy");
@@ -239,5 +239,3 @@ static Suite *destroy_inflight_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(destroy_inflight_suite)

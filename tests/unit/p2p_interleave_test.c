@@ -2555,7 +2555,7 @@ START_TEST(req_sent_to_the_new_process_survives_the_restart)
 }
 END_TEST
 
-static Suite *p2p_interleave_suite(void)
+Suite *p2p_interleave_suite(void)
 {
 	Suite *s = suite_create("p2p_interleave");
 	TCase *tc = tcase_create("explore");
@@ -2579,5 +2579,3 @@ static Suite *p2p_interleave_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(p2p_interleave_suite)

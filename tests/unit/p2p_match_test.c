@@ -27,6 +27,7 @@
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "p2p/p2p_table.h"
+#include "cm/test_hooks.h"
 #include "p2p/p2p_wire.h"
 #include "unit.h"
 #include "p2p_peer.h"
@@ -1079,7 +1080,7 @@ static void short_hold_setup(void)
 	p2p_peer_fixture();
 }
 
-static Suite *p2p_match_suite(void)
+Suite *p2p_match_suite(void)
 {
 	Suite *s = suite_create("p2p_match");
 	TCase *tc = tcase_create("both sides");
@@ -1134,5 +1135,3 @@ static Suite *p2p_match_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(p2p_match_suite)

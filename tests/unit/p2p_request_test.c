@@ -316,7 +316,7 @@ START_TEST(iwarp_connect_refused_past_the_hold_time_fails)
 }
 END_TEST
 
-static Suite *p2p_request_suite(void)
+Suite *p2p_request_suite(void)
 {
 	Suite *s = suite_create("p2p_request");
 	TCase *tc = tcase_create("short_hold");
@@ -349,5 +349,3 @@ static Suite *p2p_request_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(p2p_request_suite)

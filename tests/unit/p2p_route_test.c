@@ -668,7 +668,7 @@ static void bound_teardown(void)
 	id_bound_expected = false;
 }
 
-static Suite *p2p_route_suite(void)
+Suite *p2p_route_suite(void)
 {
 	Suite *s = suite_create("p2p_route");
 	TCase *tc = tcase_create("left for later");
@@ -718,5 +718,3 @@ static Suite *p2p_route_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
-UNIT_MAIN(p2p_route_suite)

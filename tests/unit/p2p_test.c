@@ -588,7 +588,7 @@ START_TEST(request_at_a_detached_p2p_listener_refused)
 }
 END_TEST
 
-static Suite *p2p_suite(void)
+Suite *p2p_suite(void)
 {
 	Suite *s = suite_create("p2p");
 	TCase *tc = tcase_create("pure");
@@ -615,5 +615,3 @@ static Suite *p2p_suite(void)
 	suite_add_tcase(s, pd);
 	return s;
 }
-
-UNIT_MAIN(p2p_suite)

@@ -28,6 +28,7 @@
 
 #include "preload/preload.h"
 #include "preload_child.h"
+#include "unit.h"
 
 static const uint8_t offer_p[RSP_FK_LEN] = {'R',  'S',	'F', 'K',
 					    0x1f, 0x90, 'P', 1};
@@ -257,9 +258,9 @@ static void run(const char *who, const char *how, const char *raw,
 
 	setenv("RDMAV_FORK_SAFE", "1", 1);
 	status = unit_run_preloaded(path,
-				    (char *[]){"preload_fork_test", "--child",
-					       (char *)who, (char *)how,
-					       (char *)raw, NULL},
+				    (char *[]){"preload_fork_test",
+					       "--fork-child", (char *)who,
+					       (char *)how, (char *)raw, NULL},
 				    out, sizeof(out));
 	ck_assert_msg(!strncmp(out, "ok", 2), "%s first, %s: %s; log: %s", who,
 		      how, out, slurp(path));
@@ -302,15 +303,19 @@ START_TEST(plain_client_keeps_tcp)
 }
 END_TEST
 
-int main(int argc, char **argv)
+/* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
+int preload_fork_child(int argc, char **argv)
+{
+	if (argc != 5)
+		return 2;
+	return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
+}
+
+Suite *preload_fork_suite(void)
 {
 	Suite *s = suite_create("preload_fork");
 	TCase *tc = tcase_create("handshake");
-	SRunner *sr;
-	int failed;
 
-	if (argc == 5 && !strcmp(argv[1], "--child"))
-		return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
 	tcase_add_test(tc, first_speaker_offers_and_reader_waits);
 	tcase_add_test(tc, peer_offer_is_answered_and_data_keeps_tcp);
 	tcase_add_test(tc, offers_encode_and_decode);
@@ -322,9 +327,5 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, plain_client_keeps_tcp);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }

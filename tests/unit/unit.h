@@ -22,19 +22,6 @@
 #undef UNIT_SUITE
 #undef UNIT_CHILD
 
-/* main(): run one suite; the exit status says whether anything failed. */
-#define UNIT_MAIN(make_suite)                                                  \
-	int main(void)                                                         \
-	{                                                                      \
-		SRunner *sr = srunner_create(make_suite());                    \
-		int failed;                                                    \
-                                                                               \
-		srunner_run_all(sr, CK_VERBOSE);                               \
-		failed = srunner_ntests_failed(sr);                            \
-		srunner_free(sr);                                              \
-		return failed ? EXIT_FAILURE : EXIT_SUCCESS;                   \
-	}
-
 /* Whether @fd is readable right now (an outside program's poll). */
 static inline bool unit_readable(int fd)
 {
