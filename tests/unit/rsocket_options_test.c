@@ -285,9 +285,9 @@ START_TEST(ka_long_interval)
 }
 END_TEST
 
-Suite *rsocket_opts_suite(void)
+Suite *rsocket_options_suite(void)
 {
-	Suite *su = suite_create("rsocket_opts");
+	Suite *su = suite_create("rsocket_options");
 	TCase *tc = tcase_create("options");
 
 	tcase_add_checked_fixture(tc, sock_setup, sock_teardown);
