@@ -82,6 +82,9 @@ trap 'rm -rf "$out"' EXIT
 
 . "$(dirname "$0")/verdict.sh"
 
+# Programs of ours that were not built fail the suite, never skip it.
+built p2p/programs "$MESH" "$API" "$PAIR" || finish
+
 # Which guest rank r lives on when there are two (alternating).
 mine() {
 	[ $two = no ] && return 0
