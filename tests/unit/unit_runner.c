@@ -32,7 +32,7 @@ static const struct {
 int main(int argc, char **argv)
 {
 	enum print_output mode = getenv("CK_VERBOSITY") ? CK_ENV : CK_VERBOSE;
-	SRunner *sr = srunner_create(NULL);
+	SRunner *sr;
 	size_t i;
 	int ran, failed;
 
@@ -45,6 +45,7 @@ int main(int argc, char **argv)
 	}
 	/* Line-buffered: no half-printed line is copied into a test's fork. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	sr = srunner_create(NULL);
 #define UNIT_SUITE(name) srunner_add_suite(sr, name##_suite());
 #define UNIT_CHILD(flag, fn)
 #include "suites.h"
