@@ -45,6 +45,7 @@ UNIT_SUITE(rsocket_dgram_qp)
 UNIT_SUITE(rsocket_options)
 UNIT_SUITE(rsocket_stream)
 UNIT_SUITE(sendto)
+UNIT_SUITE(timer)
 UNIT_SUITE(ucma_abi)
 
 UNIT_CHILD("--echo-child", preload_udp_echo_child)
