@@ -4,7 +4,7 @@
  * src/p2p/p2p_connect.c): what rdma_cm_p2p(7) promises under HOLD TIMES and
  * for iWARP, each checked against the scripted peer of p2p_peer.h.  The
  * matching rules themselves (crossing, adoption, duplicates, restarts,
- * caps) are in p2p_match_test.
+ * caps) are in p2p_connect_test.
  *
  *  - a held request nobody claims is reported once its hold time is over,
  *    as an ordinary CONNECT_REQUEST with peer2peer_mode set and the header
