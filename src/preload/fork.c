@@ -29,6 +29,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/rsocket.h>
@@ -251,6 +252,42 @@ static void wait_readable(int fd)
 }
 
 /*
+ * How long the start of an offer may wait for the rest.  An offer is one
+ * 8-byte write, so from a peer in fork mode it arrives whole; bytes that
+ * stay a strict prefix of one this long come from a peer without the
+ * preload that sent them and now waits for an answer, which must not hang
+ * on us: the connection stays on TCP and the bytes are the program's.
+ */
+#define RSP_FK_REST_MS 1000
+
+/* Milliseconds on the monotonic clock. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * The start of an offer is there: whether the rest came (true), after a
+ * pause of at most 10 ms (the bytes there keep the socket readable, so
+ * poll cannot wait for more), or the bound ran out (false).
+ */
+static bool rest_may_come(uint64_t *deadline)
+{
+	struct timespec pause = {.tv_nsec = 10 * 1000000};
+	uint64_t now = now_ms();
+
+	if (!*deadline)
+		*deadline = now + RSP_FK_REST_MS;
+	if (now >= *deadline)
+		return false;
+	nanosleep(&pause, NULL);
+	return true;
+}
+
+/*
  * The first use of a lazy connection: move it to an rsocket, or leave it
  * on TCP for good.  Returns the new file, NULL (TCP), or RSP_AGAIN: a
  * non-blocking read found nothing from the peer yet (EAGAIN).
@@ -264,6 +301,7 @@ static struct rsp_file *convert(int fd, enum rsp_lazy state, bool writing,
 	enum rsp_fk_act act;
 	uint8_t peek[RSP_FK_LEN];
 	bool nonblock;
+	uint64_t deadline = 0;
 	ssize_t n;
 
 	fl = rsp_real.fcntl(fd, F_GETFL);
@@ -282,8 +320,10 @@ static struct rsp_file *convert(int fd, enum rsp_lazy state, bool writing,
 		}
 		if (act == RSP_FK_WAIT)
 			wait_readable(fd);
-		else if (tcp_peek(fd, peek, MSG_WAITALL) < 0)
-			return NULL;
+		else if (!rest_may_come(&deadline)) {
+			act = RSP_FK_TCP; /* a prefix that stays one */
+			break;
+		}
 	}
 	rsp_lazy_set(fd, RSP_LAZY_NONE);
 	if (act == RSP_FK_TCP) {

@@ -20,7 +20,7 @@
 static char fuzz_port_file[64], fuzz_unix_path[64];
 #define ACM_PORT_FILE fuzz_port_file
 #define ACM_UNIX_PATH fuzz_unix_path
-#include "../../src/acm_service.c"
+#include "../../src/acm/acm_service.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

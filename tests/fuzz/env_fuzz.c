@@ -26,7 +26,7 @@
 #include "../../src/rsocket/table.c"
 #undef fopen
 #include "../../src/preload/init.c"
-#include "../../src/acm.c"
+#include "../../src/acm/acm.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

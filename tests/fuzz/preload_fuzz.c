@@ -122,6 +122,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/dgram.c"
 #include "../../src/preload/fdtab.c"
 #include "../../src/preload/fork.c"
+#include "../../src/preload/forkstep.c"
 #include "../../src/preload/init.c"
 #include "../../src/preload/io.c"
 #include "../../src/preload/poll.c"

@@ -194,7 +194,10 @@ static int wait_in(const char *how, int fd)
  */
 static int child(const char *who, const char *how, bool raw_client)
 {
-	bool client_first = !strcmp(who, "client");
+	/* "prefix": the client's request is the start of an offer, no more */
+	bool prefix = !strcmp(who, "prefix");
+	bool client_first = prefix || !strcmp(who, "client");
+	const char *req = prefix ? "RS" : REQ;
 	int s, c, status;
 	pid_t pid;
 
@@ -209,21 +212,21 @@ static int child(const char *who, const char *how, bool raw_client)
 		if (client_first) {
 			if (wait_in(how, s))
 				_exit(2); /* the old deadlock */
-			if (expect(s, REQ, false) || say(s, REPLY, false))
+			if (expect(s, req, false) || say(s, REPLY, false))
 				_exit(3);
-		} else if (say(s, REPLY, false) || expect(s, REQ, false)) {
+		} else if (say(s, REPLY, false) || expect(s, req, false)) {
 			_exit(3);
 		}
 		_exit(0);
 	}
 	close(s);
 	if (client_first) {
-		if (say(c, REQ, raw_client) || expect(c, REPLY, raw_client)) {
+		if (say(c, req, raw_client) || expect(c, REPLY, raw_client)) {
 			printf("FAIL client: %s\n", strerror(errno));
 			return 1;
 		}
 	} else if (wait_in(how, c) || expect(c, REPLY, raw_client) ||
-		   say(c, REQ, raw_client)) {
+		   say(c, req, raw_client)) {
 		printf("FAIL client waiting in %s\n", how);
 		return 1;
 	}
@@ -303,6 +306,17 @@ START_TEST(plain_client_keeps_tcp)
 }
 END_TEST
 
+/*
+ * A peer without the preload whose request is the start of an offer
+ * ("RS") and that then waits for the reply: the server's read gives it
+ * those bytes after the bound on the rest of an offer, never hangs.
+ */
+START_TEST(plain_client_sending_an_offers_start_keeps_tcp)
+{
+	run("prefix", "poll", "raw", "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
@@ -325,6 +339,7 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, client_first_server_in_select);
 	tcase_add_test(tc, server_first_client_in_poll);
 	tcase_add_test(tc, plain_client_keeps_tcp);
+	tcase_add_test(tc, plain_client_sending_an_offers_start_keeps_tcp);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
