@@ -100,8 +100,8 @@ check_lib() {
 port=7600
 # run_pair NAME SLIB "SERVER CMD" CLIB "CLIENT CMD": the server on library
 # dir SLIB in the background, then, once its output has a line matching
-# PAIR_READY when that is set, else once its port (-p, else Debian's
-# default 7174) is bound, the client on CLIB (client_run); both must exit 0.  A
+# PAIR_READY when that is set, else once its port (-p, socat's
+# TCP-LISTEN:, else Debian's default 7174) is bound, the client on CLIB (client_run); both must exit 0.  A
 # server command starting with "forever:" never exits by itself: it is
 # stopped once the client is done.  Sets $pair_rc (0 when both passed);
 # output stays in $WORK/NAME.{s,c}.
@@ -113,7 +113,8 @@ run_pair() {
 		scmd="${scmd#forever:}"
 		;;
 	esac
-	port=$(sed -n 's/.*-p \([0-9]*\).*/\1/p' <<<"$scmd")
+	port=$(sed -n -e 's/.*-p \([0-9]*\).*/\1/p' \
+		-e 's/.*TCP-LISTEN:\([0-9]*\).*/\1/p' <<<"$scmd")
 	port=${port:-7174}
 	: >"$f.c"
 	# shellcheck disable=SC2086

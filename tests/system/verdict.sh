@@ -38,9 +38,9 @@
 # finish: the closing line "N passed, N failed" (", N skipped" when there
 # were XFAILs) and the exit status, non-zero when anything failed.
 #
-# port_bound PORT, wait_bound PORT [PID]: whether something is bound to
-# PORT (an RDMA CM id, "rdma res show cm_id", or a UDP socket, "ss": a
-# datagram rsocket keeps its port in one); wait_bound waits for it, at most
+# port_bound PORT, wait_bound PORT [PID]: whether something is there to
+# take a client on PORT (an RDMA CM id that listens, "rdma res show
+# cm_id", or a UDP socket, "ss": a datagram rsocket keeps its port in one); wait_bound waits for it, at most
 # 30 s, and gives up as soon as PID (the server's) has exited.  Without
 # the rdma and ss tools it sleeps 1 s.  The caller starts its client
 # either way and judges what happens.
@@ -117,9 +117,11 @@ built() {
 	done
 }
 
+# An RDMA id counts once it listens: one only bound (a program's bind()
+# under the preload, before its listen()) still refuses connections.
 port_bound() {
 	rdma res show cm_id 2>/dev/null |
-		grep -Eq "src-addr [^ ]*:$1( |$)" && return 0
+		grep -Eq "state LISTEN .*src-addr [^ ]*:$1( |$)" && return 0
 	[ -n "$(ss -Hlnu "sport = :$1" 2>/dev/null)" ]
 }
 wait_bound() {
