@@ -57,11 +57,11 @@
 #
 # client_run PORT LOG SECONDS CMD...: runs the client CMD under "timeout
 # SECONDS", its output appended to LOG, and returns its exit status.  The
-# one client-start retry: a client that failed while nothing was bound to
+# one client-start retry: a client that failed while nothing listened on
 # PORT yet (its server, $server_pid, still starting: a refused connection
-# says nothing about the library) is started again once the port is
-# bound, at most CLIENT_TRIES (5) times, each retry noted in LOG.  A
-# client that failed while the port was bound (the library's own
+# says nothing about the library) is started again once something
+# listens there, at most CLIENT_TRIES (5) times, each retry noted in LOG.  A
+# client that failed while something listened on the port (the library's own
 # failure), timed out, or whose server has ended is not retried, nor any
 # client where the rdma and ss tools are missing.
 #
@@ -196,7 +196,7 @@ client_run() {
 			! running "$server_pid"; then
 			return "$rc"
 		fi
-		echo "(client attempt $try: exit $rc before anything was bound to port $port; again once it is)" >>"$log"
+		echo "(client attempt $try: exit $rc before anything listened on port $port; again once something does)" >>"$log"
 		wait_bound "$port" "$server_pid" || sleep 0.5
 	done
 }
