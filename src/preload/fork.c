@@ -269,16 +269,30 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Whether the peer has shut its side down: no more bytes can come. */
+static bool peer_done(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+
+	return rsp_real.poll(&p, 1, 0) > 0 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /*
- * The start of an offer is there: whether the rest came (true), after a
- * pause of at most 10 ms (the bytes there keep the socket readable, so
- * poll cannot wait for more), or the bound ran out (false).
+ * The start of an offer is there: whether the rest may still come (true,
+ * after a pause of at most 10 ms: the bytes there keep the socket
+ * readable, so poll cannot wait for more), or not (false): the peer shut
+ * its side down after them, or the bound ran out.
  */
-static bool rest_may_come(uint64_t *deadline)
+static bool rest_may_come(int fd, uint64_t *deadline)
 {
 	struct timespec pause = {.tv_nsec = 10 * 1000000};
 	uint64_t now = now_ms();
 
+	if (peer_done(fd)) {
+		rsp_log("fd %d: the peer shut down after an offer's start", fd);
+		return false;
+	}
 	if (!*deadline)
 		*deadline = now + RSP_FK_REST_MS;
 	if (now >= *deadline)
@@ -320,7 +334,7 @@ static struct rsp_file *convert(int fd, enum rsp_lazy state, bool writing,
 		}
 		if (act == RSP_FK_WAIT)
 			wait_readable(fd);
-		else if (!rest_may_come(&deadline)) {
+		else if (!rest_may_come(fd, &deadline)) {
 			act = RSP_FK_TCP; /* a prefix that stays one */
 			break;
 		}

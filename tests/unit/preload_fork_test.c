@@ -194,8 +194,12 @@ static int wait_in(const char *how, int fd)
  */
 static int child(const char *who, const char *how, bool raw_client)
 {
-	/* "prefix": the client's request is the start of an offer, no more */
-	bool prefix = !strcmp(who, "prefix");
+	/*
+	 * "prefix": the client's request is the start of an offer, no more;
+	 * "prefix-fin": the same, then the client shuts its side down
+	 */
+	bool fin = !strcmp(who, "prefix-fin");
+	bool prefix = fin || !strcmp(who, "prefix");
 	bool client_first = prefix || !strcmp(who, "client");
 	const char *req = prefix ? "RS" : REQ;
 	int s, c, status;
@@ -221,7 +225,8 @@ static int child(const char *who, const char *how, bool raw_client)
 	}
 	close(s);
 	if (client_first) {
-		if (say(c, req, raw_client) || expect(c, REPLY, raw_client)) {
+		if (say(c, req, raw_client) || (fin && shutdown(c, SHUT_WR)) ||
+		    expect(c, REPLY, raw_client)) {
 			printf("FAIL client: %s\n", strerror(errno));
 			return 1;
 		}
@@ -317,6 +322,17 @@ START_TEST(plain_client_sending_an_offers_start_keeps_tcp)
 }
 END_TEST
 
+/*
+ * The same peer shuts its side down after "RS": no more can come, so the
+ * server's read has them at once, not after the bound.
+ */
+START_TEST(plain_client_closing_after_an_offers_start_keeps_tcp)
+{
+	run("prefix-fin", "poll", "raw",
+	    "the peer shut down after an offer's start");
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
@@ -340,6 +356,8 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, server_first_client_in_poll);
 	tcase_add_test(tc, plain_client_keeps_tcp);
 	tcase_add_test(tc, plain_client_sending_an_offers_start_keeps_tcp);
+	tcase_add_test(tc,
+		       plain_client_closing_after_an_offers_start_keeps_tcp);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
