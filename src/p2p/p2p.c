@@ -785,8 +785,11 @@ static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
  * with no private data, which is what the kernel's RDMA CM answers when
  * the service ID has a listener but none for the peer's address (two
  * addresses of one device on one port, the peer's listener not up yet);
- * or the peer library's "not now" (it could not hold or adopt it).  The
- * bound ends the resends if it never changes.
+ * reason 10 (stale connection: the peer's CM still holds an earlier REQ
+ * from our QP: a copy our CM retransmitted, which arrived after the
+ * first copy was refused and is held or being answered there; it
+ * refuses every REQ from our QP until that copy's kernel id is gone); or the peer library's "not now" (it could not
+ * hold or adopt it).  The bound ends the resends if it never changes.
  */
 static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 {
@@ -794,7 +797,8 @@ static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 	struct cma_p2p_hdr hdr;
 
 	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID ||
-	    (resp->status == CMA_IB_REJ_CONSUMER_DEFINED &&
+	    ((resp->status == CMA_IB_REJ_CONSUMER_DEFINED ||
+	      resp->status == CMA_IB_REJ_STALE_CONN) &&
 	     cma_p2p_no_data(kp)))
 		return true;
 	return cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,

@@ -29,6 +29,11 @@
 #define CMA_P2P_MESH_MAX_STEPS 8
 /* The IB CM's REJ reason when nobody listens on the service ID. */
 #define CMA_IB_REJ_INVALID_SERVICE_ID 8
+/*
+ * Its reason when a REQ comes from a QP it still holds another REQ or a
+ * connection from (p2p_connect.c: cma_p2p_refused_for_now).
+ */
+#define CMA_IB_REJ_STALE_CONN 10
 /* Its reason for a consumer's refusal, and the RDMA CM's own (no data). */
 #define CMA_IB_REJ_CONSUMER_DEFINED 28
 #define CMA_P2P_KEY_STRLEN 128

@@ -304,11 +304,6 @@ START_TEST(refused_for_now_req_goes_out_again)
 END_TEST
 
 /*
- * Our REQ reached the higher peer before it listened (IB CM reason 8): it
- * goes out again until it is heard (here refused once more first), and
- * forms.  Another connect of the pair is unaffected.
- */
-/*
  * Reason 28 with no private data is the kernel's own refusal when the
  * service ID has a listener but none for the address (two addresses of
  * one device on one port, the peer's listener not up yet): as reason 8,
@@ -330,6 +325,38 @@ START_TEST(kernel_refusal_without_data_is_sent_again)
 }
 END_TEST
 
+/*
+ * Reason 10 (stale connection) is the peer's CM refusing a REQ from a QP
+ * it still holds another REQ from: a retransmitted copy of our earlier
+ * REQ that reached the peer after the first copy was refused.  That copy
+ * goes when the peer's library refuses or adopts it, so ours goes out
+ * again, as for reason 8, and forms once it is heard.
+ */
+START_TEST(stale_connection_refusal_is_sent_again)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	uint32_t own = kid_of(id), again, third;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	refused_unheard(own);
+	again = req_sent_again(id, own, 0);
+	fake_ucma_clear_log();
+	fake_ucma_event(again, RDMA_CM_EVENT_REJECTED, 10);
+	expect_nothing();
+	third = req_sent_again(id, again, 0);
+	fake_ucma_event(third, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	expect_nothing();
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/*
+ * Our REQ reached the higher peer before it listened (IB CM reason 8): it
+ * goes out again until it is heard (here refused once more first), and
+ * forms.  Another connect of the pair is unaffected.
+ */
 START_TEST(refused_unheard_req_goes_out_until_heard)
 {
 	struct rdma_cm_id *one, *two;
@@ -1098,6 +1125,7 @@ Suite *p2p_connect_suite(void)
 	tcase_add_test(tc, refused_for_now_req_goes_out_again);
 	tcase_add_test(tc, refused_unheard_req_goes_out_until_heard);
 	tcase_add_test(tc, kernel_refusal_without_data_is_sent_again);
+	tcase_add_test(tc, stale_connection_refusal_is_sent_again);
 	tcase_add_test(tc, attempts_pair_in_the_order_they_come);
 	tcase_add_test(tc, dead_held_request_is_passed_over);
 	tcase_add_test(tc, dead_arriving_request_leaves_the_connect_waiting);
