@@ -36,7 +36,7 @@
  * adopts the peer's request need not resolve a route of its own; -R
  * resolves every route, as programs that do not say so.  -T prints a
  * line per step ("T rank R STEP peer P at MS", CLOCK_MONOTONIC) on stderr
- * for tests/bench/mesh-trace.sh.
+ * for tests/bench/run.sh mesh-trace.
  *
  * -L forms the same mesh the way programs must without peer2peer_mode
  * (the baseline the benchmark compares with): each rank connects to the

@@ -14,7 +14,7 @@
  * its own unless the caller set one.
  *
  * With -C N every step runs N times and the average time is printed: a
- * rough measure of what the cache saves (tests/bench/acm-bench.sh).
+ * rough measure of what the cache saves (tests/bench/run.sh acm).
  */
 #include <arpa/inet.h>
 #include <errno.h>

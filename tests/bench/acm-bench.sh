@@ -1,8 +1,9 @@
 #!/bin/bash
 # ACM resolver benchmark (a measurement, not a test: nothing here fails on
-# a number).  Run it in the Soft-RoCE VM:
-#   tests/vm/run-guest.sh tests/bench/acm-bench.sh
-# tests/bench/run.sh also runs it (guest.d/acm.sh) and tabulates the result.
+# a number), in the Soft-RoCE VM:
+#   tests/bench/run.sh acm
+# The benchmark (tests/bench/run.sh) also runs it (guest.d/acm.sh) and
+# tabulates the result.
 # It resolves a destination R times each way, with examples/rdma_acme (one
 # untimed resolution first, so device opening and cache filling are left
 # out, and with the resolution log off):

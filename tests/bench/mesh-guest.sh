@@ -1,5 +1,6 @@
 #!/bin/bash
-# Guest side of tests/bench/mesh-bench.sh: N p2pmesh processes in one
+# Guest side of the mesh modes of tests/bench/run.sh (mesh, mesh-trace,
+# mesh-profile, mesh-callgrind, mesh-strace): N p2pmesh processes in one
 # guest form a full mesh, with peer2peer_mode ("p2p") and the hand-rolled
 # scheme (p2pmesh -L: connect to higher ranks, accept lower ones, "lower"),
 # taking turns, both after the same start barrier (-b).  One run's time is
@@ -20,16 +21,21 @@
 #
 # Environment: MESH_BIN (p2pmesh), MESH_NS ("8"), MESH_REPS (7),
 # MESH_COUNT_SO, MESH_ARGS (more p2pmesh options), MESH_WRAP0 (a command
-# one rank runs under, e.g. strace: rank MESH_WRAP_RANK, default 0, or
-# "all"),
+# one rank runs under, e.g. strace, split into words, "%r" in it replaced
+# by a name of the rank's own run: rank MESH_WRAP_RANK, default 0, or
+# "all"; run.sh mesh-callgrind and mesh-strace),
 # MESH_TRACE=1 (p2pmesh -T; each run's step lines follow "=== SCHEME rep
-# I n N": tests/bench/mesh-trace.sh;
+# I n N": run.sh mesh-trace;
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
 # "--- kernel", when tracefs is there), MESH_PROFILE=1 (every rank under
 # perf record, -T for its window; after each run, "profile SCHEME CLASS
-# COUNT" lines from tests/bench/mesh_profile.py: tests/bench/mesh-profile.sh;
+# COUNT" lines from tests/bench/mesh_profile.py: run.sh mesh-profile;
 # MESH_PERF_FREQ samples per second, default 4000),
 # MESH_ASLR=1 (keep address-space randomization, see below).
+#
+#   tests/bench/mesh-guest.sh pool BOOTS LOG
+# on the host (run.sh mesh with MESH_BOOTS): the paired ratios of every
+# boot's repetitions in LOG pooled, per N.
 #
 # The ranks run with address-space randomization off (setarch -R).  The
 # guest's emulator (QEMU 7.2's TCG) keys the code it translates by virtual
@@ -38,8 +44,52 @@
 # how much distinct code a scheme runs, not the work it does.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/bench/stats.sh
-. "$here/stats.sh"
+
+stats() { # values on stdin: median min max [printf format, %.1f]
+	sort -g | awk -v f="${1:-%.1f}" '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf f " " f " " f "\n", m, v[1], v[NR] }'
+}
+
+# pool BOOTS LOG: each (boot, run) repetition's p2p / lower, time and CPU,
+# per N; then per N the median of all of them (as paired() below).
+pool() {
+	local boots=$1 pairs n
+	pairs=$(awk '
+		function val(k,  i) {
+			for (i = 1; i <= NF; i++)
+				if (index($i, k "=") == 1)
+					return substr($i, length(k) + 2)
+			return ""
+		}
+		$1 == "mesh" && val("ms") != "" {
+			key = val("N") " " val("boot") " " val("run")
+			ms[$4, key] = val("ms")
+			cpu[$4, key] = val("cpu_ms")
+			keys[key] = 1
+		}
+		END {
+			for (key in keys)
+				if (ms["p2p", key] > 0 && ms["lower", key] > 0)
+					print key, ms["p2p", key] / ms["lower", key],
+						cpu["p2p", key] / cpu["lower", key]
+		}' "$2")
+	awk '{ print $1 }' <<<"$pairs" | sort -un | while read -r n; do
+		echo "pooled N=$n paired p2p / lower" \
+			"ratio=$(awk -v n="$n" '$1 == n { print $4 }' <<<"$pairs" |
+				stats %.2f | cut -d' ' -f1)" \
+			"cpu_ratio=$(awk -v n="$n" '$1 == n { print $5 }' <<<"$pairs" |
+				stats %.2f | cut -d' ' -f1)" \
+			"pairs=$(awk -v n="$n" '$1 == n' <<<"$pairs" | wc -l)" \
+			"boots=$boots"
+	done
+}
+
+if [ "${1:-}" = pool ] && [ $# = 3 ]; then
+	pool "$2" "$3"
+	exit
+fi
+
 bin=${MESH_BIN:?}
 # The ranks' files (barrier, output, -T lines, perf data) stay in the
 # guest's own tmpfs: on the results share every write is a 9p round trip
@@ -99,6 +149,7 @@ run() {
 		if [ "${MESH_WRAP_RANK:-0}" = all ] ||
 			((r == ${MESH_WRAP_RANK:-0})); then
 			wrap=${MESH_WRAP0:-}
+			wrap=${wrap//%r/$scheme.$port.$r}
 		fi
 		[ "${MESH_PROFILE:-0}" = 1 ] &&
 			wrap="$perf_record -o $out/perf.$scheme.$r --"

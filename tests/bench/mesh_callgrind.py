@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Sums the callgrind files of tests/bench/mesh-callgrind.sh per scheme
+# Sums the callgrind files of tests/bench/run.sh mesh-callgrind per scheme
 # (p2p, or lower for p2pmesh -L) over the ranks, and prints the totals,
 # their ratio and the functions whose self cost differs most between the
 # schemes.  With --callers FUNC: how often each caller called FUNC, per

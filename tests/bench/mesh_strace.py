@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Counts the system calls of tests/bench/mesh-strace.sh per scheme (p2p,
+# Counts the system calls of tests/bench/run.sh mesh-strace per scheme (p2p,
 # or lower for p2pmesh -L) over the ranks, within each rank's measured
 # span (between its first two getrusage calls, around form_mesh): by call
 # and the file behind its first descriptor, and the rdma_cm commands by

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-"""Step medians of traced meshes (tests/bench/mesh-trace.sh).
+"""Step medians of traced meshes (tests/bench/run.sh mesh-trace).
 
 Reads the output of mesh-guest.sh with MESH_TRACE=1: blocks that start
 with "=== SCHEME rep I n N", each followed by p2pmesh -T lines

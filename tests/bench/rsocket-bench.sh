@@ -1,30 +1,21 @@
 #!/bin/bash
-# rsocket benchmark (not a test: it only measures).  One VM run compares
+# rsocket benchmark (not a test: it only measures), in the guest.  Compares
 # this build's librdmacm with Debian's on the same rstream binary (Debian's
 # /usr/bin/rstream, both ends on the library being measured), and prints
 # throughput and small-message latency as a ratio table against the
 # targets (throughput >= 1.2x Debian's, latency <= 0.8x).
 #
-#   tests/bench/rsocket-bench.sh            boots the Soft-RoCE guest
-#   RDMACM_BENCH_RUNS=5 tests/bench/rsocket-bench.sh
+#   tests/bench/run.sh rsocket            boots the Soft-RoCE guest for it
+#   RDMACM_BENCH_RUNS=5 tests/bench/run.sh rsocket
 #
-# Environment: BUILD_DIR / RDMACM_BUILD_DIR (default build/),
-# RDMACM_BENCH_RUNS (repetitions, best kept; default 3),
-# RDMACM_REF_LIBDIR (Debian's unpacked library), RDMA_TEST_ADDR1/2;
-# RDMACM_BENCH_RESULTS=FILE appends "<library> rsocket.<metric> <value>
-# <unit>" lines to FILE (tests/bench/run.sh's guest.d/rsocket.sh does).
-# Under TCG emulation absolute numbers are low and noisy; the ratio is
-# what to read.
+# Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
+# (repetitions, best kept; default 3), RDMACM_REF_LIBDIR (Debian's
+# unpacked library), RDMA_TEST_ADDR1/2; RDMACM_BENCH_RESULTS=FILE appends
+# "<library> rsocket.<metric> <value> <unit>" lines to FILE (run.sh's
+# guest.d/rsocket.sh does).  Under TCG emulation absolute numbers are low
+# and noisy; the ratio is what to read.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-if [ -z "${RDMACM_VM_GUEST:-}" ] && [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
-	export RDMACM_BUILD_DIR="${RDMACM_BUILD_DIR:-${BUILD_DIR:-$repo/build}}"
-	[ -e "$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu/librdmacm.so.1" ] ||
-		"$repo/tests/abi/fetch-reference.sh" >/dev/null
-	export RDMACM_VM_TIMEOUT="${RDMACM_VM_TIMEOUT:-1200}"
-	exec "$repo/tests/vm/run-guest.sh" "$0" "$@"
-fi
-
 BUILD="${RDMACM_BUILD_DIR:-$repo/build}"
 REF="${RDMACM_REF_LIBDIR:-$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu}"
 A1="${RDMA_TEST_ADDR1:-192.0.2.1}"
@@ -63,9 +54,9 @@ one() {
 
 # best LIB FIELD(1 Gb/s, 2 usec) BETTER(max|min) ARGS...
 best() {
-	local lib=$1 field=$2 dir=$3 i v b=
+	local lib=$1 field=$2 dir=$3 v b=
 	shift 3
-	for i in $(seq "$RUNS"); do
+	for _ in $(seq "$RUNS"); do
 		v=$(one "$lib" "$@" | cut -d' ' -f"$field")
 		[ -z "$v" ] && continue
 		if [ -z "$b" ] || awk -v v="$v" -v b="$b" -v d="$dir" \
@@ -76,13 +67,13 @@ best() {
 	echo "${b:-nan}"
 }
 
-BW_ARGS="-S 65536 -C 1000 -I 1 -T b"
-LAT_ARGS="-S 64 -C 1 -I 2000 -T b"
-echo "# rstream $BW_ARGS (throughput) and $LAT_ARGS (latency), best of $RUNS"
-bw_ours=$(best "$ours" 1 max $BW_ARGS)
-bw_ref=$(best "$ref" 1 max $BW_ARGS)
-lat_ours=$(best "$ours" 2 min $LAT_ARGS)
-lat_ref=$(best "$ref" 2 min $LAT_ARGS)
+BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
+LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
+echo "# rstream ${BW_ARGS[*]} (throughput) and ${LAT_ARGS[*]} (latency), best of $RUNS"
+bw_ours=$(best "$ours" 1 max "${BW_ARGS[@]}")
+bw_ref=$(best "$ref" 1 max "${BW_ARGS[@]}")
+lat_ours=$(best "$ours" 2 min "${LAT_ARGS[@]}")
+lat_ref=$(best "$ref" 2 min "${LAT_ARGS[@]}")
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 verdict() { awk -v r="$1" -v t="$2" -v d="$3" 'BEGIN { if (r == "n/a") print "?"; else if ((d == "ge") ? r >= t : r <= t) print "met"; else print "NOT met" }'; }

@@ -1,52 +1,230 @@
 #!/bin/bash
-# The benchmark: this build's librdmacm against Debian's, in the same run,
-# in the Soft-RoCE VM.  Not a test: nothing here passes or fails on a
-# number.  One command:
+# The benchmarks, one command.  Not a test: nothing here passes or fails
+# on a number.
 #
-#   tests/bench/run.sh [OUTDIR]
+#   tests/bench/run.sh [MODE] [OUTDIR]
 #
-# Prints the ratio table (ours / Debian's) and leaves in OUTDIR (default
-# $BUILD_DIR/bench/<date>): results.txt (raw "<library> <metric> <value>
-# <unit>" lines), table.md (the table, as pasted into README.md),
-# ratios.png (the plot), callgrind.* (the profiles).  See
-# tests/bench/README.md for what is measured and how.
+# MODE (default bench):
+#   bench           this build's librdmacm against Debian's, in the same
+#                   Soft-RoCE guest run (~10 min under TCG): cm_bench's
+#                   steps, writes, memory and callgrind counts, then every
+#                   guest.d/*.sh hook (rsocket, ACM, p2p mesh); prints the
+#                   ratio table and leaves in OUTDIR results.txt (raw
+#                   "<library> <metric> <value> <unit>" lines), table.md
+#                   (as pasted into RESULTS.md), ratios.png, callgrind.*
+#   rsocket         rsocket-bench.sh alone: Debian's rstream on both
+#                   libraries, throughput and 64-byte latency, against the
+#                   targets
+#   acm             acm-bench.sh alone: resolutions through ACM's table and
+#                   cache against the kernel's
+#   mesh            the p2p full mesh alone (mesh-guest.sh): peer2peer_mode
+#                   against connect-higher/accept-lower, medians, ranges,
+#                   paired ratios; MESH_BOOTS=K boots K times and pools them
+#   mesh-trace      the mesh with p2pmesh -T (and the guest kernel's
+#                   rdma_cma tracepoints): step medians (mesh_trace.py)
+#   mesh-profile    every rank under perf record, its setup window only:
+#                   samples per scheme by class (mesh_profile.py)
+#   mesh-callgrind  one mesh of each scheme, every rank under callgrind,
+#                   form_mesh only: user-space instructions per scheme and
+#                   the functions that differ (mesh_callgrind.py)
+#   mesh-strace     the same under strace -f: the span's system calls and
+#                   rdma_cm commands per scheme (mesh_strace.py)
+#   help            this text
 #
-# Environment: BUILD_DIR; RDMACM_BENCH_NS (default "1 100 1000"),
-# RDMACM_BENCH_REPS ("15 5 2"), RDMACM_BENCH_CG ("2 12"; "" skips
-# callgrind), RDMACM_BENCH_MEM_IDS (1000); RDMACM_TEST_NATIVE=1 runs on
-# this machine's RDMA device instead of the VM.
-set -eu
+# OUTDIR (default $BUILD_DIR/bench/<date>, or <mode>-<date> there) is also
+# the guest's results directory; the mesh modes keep the guest's output in
+# OUTDIR/mesh.log.  tests/bench/README.md says what is measured and how.
+#
+# Environment: BUILD_DIR (default build/); RDMACM_TEST_NATIVE=1 runs the
+# guest side on this machine's RDMA device instead (tests/vm/run-native.sh);
+# RDMACM_VM_TIMEOUT, RDMACM_VM_ICOUNT (tests/vm/README.md; mesh-callgrind
+# and mesh-strace default to an instruction-counted guest, 0).
+# bench: RDMACM_BENCH_NS ("1 100 1000"), RDMACM_BENCH_REPS ("15 5 2"),
+# RDMACM_BENCH_CG ("2 12"; "" skips callgrind), RDMACM_BENCH_MEM_IDS
+# (1000), RDMACM_BENCH_P2P_REPS (5), RDMACM_BENCH_RUNS (rsocket, 3).
+# acm: RDMACM_ACM_BENCH_REPS (200).
+# mesh modes: MESH_NS ("8"), MESH_REPS (7; 5 for mesh-trace and
+# mesh-profile; mesh-callgrind and mesh-strace run one mesh of each scheme),
+# MESH_ARGS (more p2pmesh options, e.g. -D), MESH_BIN, MESH_BIN_B,
+# MESH_COUNT=1 (ucma_count.c), MESH_ASLR=1, MESH_PERF_FREQ, MESH_PERF_EVENT,
+# MESH_WRAP0 and MESH_WRAP_RANK: see mesh-guest.sh.
+set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
-out=${1:-$build/bench/$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$out" "$build/bench"
-out=$(cd "$out" && pwd)
+modes=" bench rsocket acm mesh mesh-trace mesh-profile mesh-callgrind mesh-strace "
 
-[ -f "$build/src/.libs/librdmacm.so.1" ] || "$repo/tests/setup.sh"
-# One binary for both libraries: our headers, linked by soname only (no
-# run path), so LD_LIBRARY_PATH decides which librdmacm.so.1 it gets.
-bin=$build/bench/cm_bench
-# shellcheck disable=SC2046
-gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-	-I"$repo/include" $(pkg-config --cflags libibverbs) \
-	"$repo/tests/bench/cm_bench.c" "$repo/tests/system/harness.c" \
-	-L"$build/src/.libs" -lrdmacm \
-	$(pkg-config --libs libibverbs) -o "$bin"
-
-ref=$("$repo/tests/abi/fetch-reference.sh")/usr/lib/x86_64-linux-gnu
-[ -e "$ref/librdmacm.so.1" ] || {
-	echo "bench: no Debian librdmacm under $ref" >&2
-	exit 1
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+die() {
+	echo "bench: $*" >&2
+	exit 2
 }
 
-launcher=$repo/tests/vm/run-guest.sh
-[ "${RDMACM_TEST_NATIVE:-0}" = 1 ] && launcher=$repo/tests/vm/run-native.sh
-echo "bench: results in $out"
-RDMACM_VM_OUT=$out RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} \
-	RDMACM_BENCH_BIN=$bin RDMACM_BENCH_OURS=$build/src/.libs \
-	RDMACM_BENCH_REF=$ref "$launcher" "$repo/tests/bench/guest.sh"
+mode=bench
+case ${1:-} in
+help | -h | --help)
+	usage
+	exit 0
+	;;
+"" | */*) ;; # no mode, or an OUTDIR for bench
+*)
+	if [[ $modes == *" $1 "* ]]; then
+		mode=$1
+		shift
+	elif [ ! -d "$1" ]; then
+		die "no mode '$1' (tests/bench/run.sh help); a new OUTDIR: ./$1"
+	fi
+	;;
+esac
+[ $# -le 1 ] || die "usage: tests/bench/run.sh [MODE] [OUTDIR]"
 
-python3 "$repo/tests/bench/report.py" "$out/results.txt" \
-	--markdown "$out/table.md" --plot "$out/ratios.png"
-echo "bench: table in $out/table.md, plot in $out/ratios.png"
+stamp=$(date +%Y%m%d-%H%M%S)
+[ "$mode" = bench ] || stamp=$mode-$stamp
+out=${1:-$build/bench/$stamp}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[ -f "$build/src/.libs/librdmacm.so.1" ] || "$repo/tests/setup.sh"
+
+# --- steps the modes share ---------------------------------------------------
+
+# launch SCRIPT [ARGS...]: run SCRIPT in the guest (or natively), its
+# results directory OUTDIR.
+launch() {
+	local launcher=$repo/tests/vm/run-guest.sh
+	[ "${RDMACM_TEST_NATIVE:-0}" = 1 ] && launcher=$repo/tests/vm/run-native.sh
+	RDMACM_VM_OUT=$out "$launcher" "$@"
+}
+
+# fetch_ref: ref=Debian's library directory (unpacked in ~/.cache).
+fetch_ref() {
+	ref=$("$repo/tests/abi/fetch-reference.sh")/usr/lib/x86_64-linux-gnu
+	[ -e "$ref/librdmacm.so.1" ] || {
+		echo "bench: no Debian librdmacm under $ref" >&2
+		exit 1
+	}
+}
+
+# mesh_boot TIMEOUT: one guest run of mesh-guest.sh with the MESH_*
+# settings (the caller's, or the mode's), its output on stdout.
+count_so=
+mesh_boot() {
+	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-$1} \
+		RDMACM_VM_PASS_ENV="MESH_BIN MESH_BIN_B MESH_NS MESH_REPS MESH_COUNT_SO MESH_ARGS MESH_WRAP0 MESH_WRAP_RANK MESH_ASLR MESH_TRACE MESH_PROFILE MESH_PERF_FREQ MESH_PERF_EVENT" \
+		MESH_BIN=${MESH_BIN:-$build/examples/p2pmesh} MESH_COUNT_SO=$count_so \
+		MESH_NS=${MESH_NS:-8} MESH_REPS=${MESH_REPS:-7} \
+		RDMACM_BUILD_DIR=$build launch "$here/mesh-guest.sh"
+}
+
+# mesh_logged TIMEOUT: mesh_boot into OUTDIR/mesh.log, for an analyser;
+# its end on the terminal if the run fails.
+mesh_logged() {
+	echo "bench: guest output in $out/mesh.log"
+	mesh_boot "$1" >"$out/mesh.log" 2>&1 || {
+		tail -20 "$out/mesh.log" >&2
+		exit 1
+	}
+}
+
+# mesh_wrapped COMMAND: one mesh of each scheme with every rank under
+# COMMAND (split into words in the guest), which writes its files into
+# OUTDIR.  The guest is instruction-counted unless RDMACM_VM_ICOUNT says
+# otherwise.  The libtool wrapper would put its shell under the tool too:
+# the binary itself, with this build's library first in its path.
+mesh_wrapped() {
+	[[ $out != *[[:space:]]* ]] || die "OUTDIR '$out' has blanks"
+	RDMACM_VM_ICOUNT=${RDMACM_VM_ICOUNT-0} \
+		LD_LIBRARY_PATH=$build/src/.libs \
+		MESH_BIN=$build/examples/.libs/p2pmesh MESH_REPS=1 \
+		MESH_WRAP_RANK=all MESH_WRAP0="$1" mesh_logged 3000
+}
+
+# --- the modes ---------------------------------------------------------------
+
+mode_bench() {
+	# One binary for both libraries: our headers, linked by soname only
+	# (no run path), so LD_LIBRARY_PATH decides which librdmacm.so.1 it
+	# gets.
+	mkdir -p "$build/bench"
+	local bin=$build/bench/cm_bench
+	# shellcheck disable=SC2046
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+		-I"$repo/include" $(pkg-config --cflags libibverbs) \
+		"$here/cm_bench.c" "$repo/tests/system/harness.c" \
+		-L"$build/src/.libs" -lrdmacm \
+		$(pkg-config --libs libibverbs) -o "$bin"
+	fetch_ref
+	echo "bench: results in $out"
+	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} \
+		RDMACM_BENCH_BIN=$bin RDMACM_BENCH_OURS=$build/src/.libs \
+		RDMACM_BENCH_REF=$ref launch "$here/guest.sh"
+	python3 "$here/report.py" "$out/results.txt" \
+		--markdown "$out/table.md" --plot "$out/ratios.png"
+	echo "bench: table in $out/table.md, plot in $out/ratios.png"
+}
+
+mode_rsocket() {
+	fetch_ref
+	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-1200} RDMACM_BUILD_DIR=$build \
+		RDMACM_REF_LIBDIR=$ref launch "$here/rsocket-bench.sh"
+}
+
+mode_acm() {
+	fetch_ref
+	RDMACM_BUILD_DIR=$build RDMACM_BENCH_REF=$ref launch "$here/acm-bench.sh"
+}
+
+# MESH_BOOTS=K boots the guest K times and ends with the paired ratios of
+# all K boots' repetitions pooled: one boot's paired ratio moves by about
+# 0.1 from one boot to the next, more than the differences it is asked to
+# show.
+mode_mesh() {
+	local boots=${MESH_BOOTS:-1} b status=0
+	if [ "$boots" = 1 ]; then
+		mesh_boot 3000 | tee "$out/mesh.log"
+		return
+	fi
+	: >"$out/mesh.log"
+	for ((b = 1; b <= boots; b++)); do
+		echo "=== boot $b of $boots"
+		mesh_boot 3000 | sed "s/^mesh /mesh boot=$b /" |
+			tee -a "$out/mesh.log" || status=1
+	done
+	"$here/mesh-guest.sh" pool "$boots" "$out/mesh.log"
+	return $status
+}
+
+mode_mesh_trace() {
+	MESH_TRACE=1 MESH_REPS=${MESH_REPS:-5} mesh_logged 1200
+	grep '^summary' "$out/mesh.log" || true
+	python3 "$here/mesh_trace.py" "$out/mesh.log"
+}
+
+mode_mesh_profile() {
+	MESH_PROFILE=1 MESH_REPS=${MESH_REPS:-5} mesh_logged 2400
+	grep '^summary' "$out/mesh.log" || true
+	python3 "$here/mesh_profile.py" sum "$out/mesh.log"
+}
+
+# --trace-children: setarch comes first on the rank's command line.
+mode_mesh_callgrind() {
+	rm -f "$out"/cg.*
+	local cg="valgrind -q --tool=callgrind --trace-children=yes"
+	mesh_wrapped "$cg --toggle-collect=form_mesh --callgrind-out-file=$out/cg.%p --"
+	python3 "$here/mesh_callgrind.py" "$out"
+}
+
+# mesh-guest.sh turns %r into a name of the rank's own.
+mode_mesh_strace() {
+	rm -f "$out"/st.*
+	mesh_wrapped "strace -f -y -o $out/st.%r --"
+	python3 "$here/mesh_strace.py" "$out"
+}
+
+if [ "${mode#mesh}" != "$mode" ] && [ "${MESH_COUNT:-0}" = 1 ]; then
+	mkdir -p "$build/bench"
+	count_so=$build/bench/ucma_count.so
+	gcc -O2 -g -Wall -Wextra -Werror -shared -fPIC \
+		"$here/ucma_count.c" -ldl -o "$count_so"
+fi
+"mode_${mode//-/_}"
