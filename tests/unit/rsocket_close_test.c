@@ -32,125 +32,7 @@
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
-
-static struct ibv_context *verbs;
-
-static void setup(void)
-{
-	struct ibv_device **list;
-
-	fake_ucma_install();
-	fake_verbs_install(false);
-	list = ibv_get_device_list(NULL);
-	verbs = ibv_open_device(list[0]);
-	ibv_free_device_list(list);
-}
-
-static void teardown(void)
-{
-	ibv_close_device(verbs);
-	fake_ucma_uninstall();
-}
-
-/*
- * A stream rsocket in the connected state with an empty CQ: receives find
- * no data and sends no room (it waits for the peer's first message, as an
- * iWARP passive side does), so both sleep on the CQ's channel.
- */
-static int connected_stream(void)
-{
-	int s = rsocket(AF_INET, SOCK_STREAM, 0);
-	struct rsocket *rs;
-
-	ck_assert_int_ge(s, 0);
-	rs = rs_get(s);
-	ck_assert_ptr_nonnull(rs);
-	rs->comp_channel = ibv_create_comp_channel(verbs);
-	ck_assert_ptr_nonnull(rs->comp_channel);
-	rs->cq = ibv_create_cq(verbs, 8, rs, rs->comp_channel, 0);
-	ck_assert_ptr_nonnull(rs->cq);
-	rs->rmsg = calloc(4, sizeof(*rs->rmsg));
-	rs->await_peer = true;
-	rs->state = RS_CONNECT_RDWR;
-	rs_put(rs);
-	return s;
-}
-
-static int bound_dgram(void)
-{
-	struct sockaddr_in sin = unit_ipv4("127.0.0.1", 0);
-	int s = rsocket(AF_INET, SOCK_DGRAM, 0);
-
-	ck_assert_int_ge(s, 0);
-	ck_assert_int_eq(rbind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	return s;
-}
-
-/* One call in another thread, and how it ended. */
-struct call {
-	int s;
-	int what;
-	pthread_t thread;
-	long ret;
-	int err;
-	struct pollfd pfd;
-	int epfd;
-	struct epoll_event ev[4];
-};
-
-enum { DO_RECV, DO_SEND, DO_ACCEPT, DO_POLL, DO_EPOLL };
-
-static void *call_run(void *arg)
-{
-	struct call *c = arg;
-	char b[16] = "x";
-
-	switch (c->what) {
-	case DO_RECV:
-		c->ret = rrecv(c->s, b, sizeof(b), 0);
-		break;
-	case DO_SEND:
-		c->ret = rsend(c->s, b, 1, 0);
-		break;
-	case DO_ACCEPT:
-		c->ret = raccept(c->s, NULL, NULL);
-		break;
-	case DO_POLL:
-		c->pfd.fd = c->s;
-		c->pfd.events = POLLIN;
-		c->ret = rpoll(&c->pfd, 1, -1);
-		break;
-	case DO_EPOLL:
-		c->ret = repoll_wait(c->epfd, c->ev, 4, -1);
-		break;
-	}
-	c->err = errno;
-	return NULL;
-}
-
-/*
- * Start @what on @s and return once the thread holds the socket (its
- * reference is counted): whether it is asleep yet or about to sleep, the
- * close must end its call.
- */
-static void call_start(struct call *c, int s, int what, int holders)
-{
-	struct rsocket *rs = rs_get(s);
-
-	ck_assert_ptr_nonnull(rs);
-	c->s = s;
-	c->what = what;
-	ck_assert_int_eq(pthread_create(&c->thread, NULL, call_run, c), 0);
-	/* The table's reference, ours, and one per thread inside a call. */
-	while (__atomic_load_n(&rs->refs, __ATOMIC_ACQUIRE) < 2 + holders)
-		sched_yield();
-	rs_put(rs);
-}
-
-static void call_join(struct call *c)
-{
-	ck_assert_int_eq(pthread_join(c->thread, NULL), 0);
-}
+#include "rs_call.h"
 
 START_TEST(blocked_rrecv_fails_with_ebadf_on_rclose)
 {
@@ -256,66 +138,6 @@ START_TEST(blocked_rpoll_reports_pollnval_on_rclose)
 	ck_assert_int_eq(b.ret, 1);
 	ck_assert_int_eq(b.pfd.revents, POLLNVAL);
 	ck_assert_int_eq(fake_verbs_counts().cqs, 0);
-}
-END_TEST
-
-/*
- * repoll_wait forgets a closed rsocket, as epoll forgets a closed file:
- * the close does not end the wait with a spurious event, the set's other
- * members still report.
- */
-START_TEST(repoll_wait_forgets_a_closed_rsocket)
-{
-	int s = bound_dgram(), p[2], epfd = repoll_create(0);
-	struct epoll_event ev = {.events = EPOLLIN};
-	struct rsocket *rs;
-	struct call c;
-
-	ck_assert_int_ge(epfd, 0);
-	ck_assert_int_eq(pipe(p), 0);
-	ev.data.u32 = 1;
-	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev), 0);
-	ev.data.u32 = 2;
-	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, p[0], &ev), 0);
-	memset(&c, 0, sizeof(c));
-	c.epfd = epfd;
-	call_start(&c, s, DO_EPOLL, 1);
-	/* Let the wait's rpoll be the only holder besides the table. */
-	rs = rs_get(s);
-	rs_put(rs);
-	ck_assert_int_eq(rclose(s), 0);
-	ck_assert_int_eq(write(p[1], "x", 1), 1);
-	call_join(&c);
-	ck_assert_int_eq(c.ret, 1);
-	ck_assert_uint_eq(c.ev[0].data.u32, 2);
-	/* Gone from the set: adding the number again is not EEXIST. */
-	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL), -1);
-	close(epfd);
-	close(p[0]);
-	close(p[1]);
-}
-END_TEST
-
-/*
- * An instance is closed with close(2), which the library never sees: the
- * next instance given the same number starts empty, so an rsocket the
- * closed one held is not in it.
- */
-START_TEST(repoll_number_reused_after_close_starts_empty)
-{
-	int s = bound_dgram(), epfd = repoll_create(0), again;
-	struct epoll_event ev = {.events = EPOLLIN};
-
-	ck_assert_int_ge(epfd, 0);
-	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev), 0);
-	close(epfd);
-	again = repoll_create(0);
-	ck_assert_int_eq(again, epfd);
-	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_DEL, s, NULL), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_ADD, s, &ev), 0);
-	close(again);
-	ck_assert_int_eq(rclose(s), 0);
 }
 END_TEST
 
@@ -615,15 +437,13 @@ Suite *rsocket_close_suite(void)
 	Suite *s = suite_create("rsocket_close");
 	TCase *tc = tcase_create("close while in use");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, rs_call_setup, rs_call_teardown);
 	tcase_add_test(tc, blocked_rrecv_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_rrecv_and_rsend_both_wake);
 	tcase_add_test(tc, cq_event_without_data_keeps_rrecv_asleep);
 	tcase_add_test(tc, blocked_raccept_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_datagram_rrecv_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_rpoll_reports_pollnval_on_rclose);
-	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
-	tcase_add_test(tc, repoll_number_reused_after_close_starts_empty);
 	tcase_add_test(tc, reference_outlives_the_number);
 	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
 	tcase_add_test(tc, datagram_at_rest_holds_two_descriptors);

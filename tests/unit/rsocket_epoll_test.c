@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * repoll_create, repoll_ctl and repoll_wait (src/rsocket/epoll.c) on the fake
+ * kernel and device: an instance forgets a closed rsocket as epoll forgets
+ * a closed file, and an instance number used again after close(2) starts
+ * empty.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+
+#include "rsocket/rs.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "unit.h"
+#include "rs_call.h"
+
+/*
+ * repoll_wait forgets a closed rsocket, as epoll forgets a closed file:
+ * the close does not end the wait with a spurious event, the set's other
+ * members still report.
+ */
+START_TEST(repoll_wait_forgets_a_closed_rsocket)
+{
+	int s = bound_dgram(), p[2], epfd = repoll_create(0);
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct rsocket *rs;
+	struct call c;
+
+	ck_assert_int_ge(epfd, 0);
+	ck_assert_int_eq(pipe(p), 0);
+	ev.data.u32 = 1;
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev), 0);
+	ev.data.u32 = 2;
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, p[0], &ev), 0);
+	memset(&c, 0, sizeof(c));
+	c.epfd = epfd;
+	call_start(&c, s, DO_EPOLL, 1);
+	/* Let the wait's rpoll be the only holder besides the table. */
+	rs = rs_get(s);
+	rs_put(rs);
+	ck_assert_int_eq(rclose(s), 0);
+	ck_assert_int_eq(write(p[1], "x", 1), 1);
+	call_join(&c);
+	ck_assert_int_eq(c.ret, 1);
+	ck_assert_uint_eq(c.ev[0].data.u32, 2);
+	/* Gone from the set: adding the number again is not EEXIST. */
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL), -1);
+	close(epfd);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/*
+ * An instance is closed with close(2), which the library never sees: the
+ * next instance given the same number starts empty, so an rsocket the
+ * closed one held is not in it.
+ */
+START_TEST(repoll_number_reused_after_close_starts_empty)
+{
+	int s = bound_dgram(), epfd = repoll_create(0), again;
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	ck_assert_int_ge(epfd, 0);
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev), 0);
+	close(epfd);
+	again = repoll_create(0);
+	ck_assert_int_eq(again, epfd);
+	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_DEL, s, NULL), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(repoll_ctl(again, EPOLL_CTL_ADD, s, &ev), 0);
+	close(again);
+	ck_assert_int_eq(rclose(s), 0);
+}
+END_TEST
+
+Suite *rsocket_epoll_suite(void)
+{
+	Suite *s = suite_create("rsocket_epoll");
+	TCase *tc = tcase_create("epoll");
+
+	tcase_add_checked_fixture(tc, rs_call_setup, rs_call_teardown);
+	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
+	tcase_add_test(tc, repoll_number_reused_after_close_starts_empty);
+	suite_add_tcase(s, tc);
+	return s;
+}
