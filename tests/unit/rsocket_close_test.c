@@ -141,68 +141,6 @@ START_TEST(blocked_rpoll_reports_pollnval_on_rclose)
 }
 END_TEST
 
-/* The memory stays while a reference is held, the number goes at once. */
-START_TEST(reference_outlives_the_number)
-{
-	int s = connected_stream();
-	struct rsocket *rs = rs_get(s);
-
-	ck_assert_ptr_nonnull(rs);
-	ck_assert_int_eq(rclose(s), 0);
-	ck_assert_ptr_null(rs_get(s));
-	ck_assert_int_eq(errno, EBADF);
-	ck_assert_int_eq(rclose(s), -1);
-	ck_assert_int_eq(errno, EBADF);
-	ck_assert_int_eq(fake_verbs_counts().cqs, 1);
-	ck_assert(rs->closing);
-	rs_put(rs);
-	ck_assert_int_eq(fake_verbs_counts().cqs, 0);
-}
-END_TEST
-
-static int sleepers(struct rsocket *rs)
-{
-	int n;
-
-	pthread_mutex_lock(&rs->wake_lock);
-	n = rs->sleepers;
-	pthread_mutex_unlock(&rs->wake_lock);
-	return n;
-}
-
-/*
- * The wake fd costs a descriptor only while a thread sleeps on
- * the socket; sleepers (a receiver, an rpoll) share one, and the last to
- * leave closes it.
- */
-START_TEST(wake_fd_only_while_a_thread_sleeps)
-{
-	int s = connected_stream();
-	struct rsocket *rs = rs_get(s);
-	struct pollfd pfd = {.fd = s, .events = POLLIN};
-	struct call r, p;
-
-	ck_assert(rs_wake_idle(rs));
-	/* An rpoll that slept and timed out gives it back. */
-	ck_assert_int_eq(rpoll(&pfd, 1, 1), 0);
-	ck_assert(rs_wake_idle(rs));
-	/* Our reference counts as one more holder. */
-	call_start(&r, s, DO_RECV, 2);
-	call_start(&p, s, DO_POLL, 3);
-	while (sleepers(rs) < 2)
-		sched_yield();
-	ck_assert(!rs_wake_idle(rs));
-	ck_assert_int_ge(rs->wake_fd, 0);
-	ck_assert_int_eq(rclose(s), 0);
-	call_join(&r);
-	call_join(&p);
-	ck_assert_int_eq(r.err, EBADF);
-	ck_assert_int_eq(p.pfd.revents, POLLNVAL);
-	ck_assert(rs_wake_idle(rs));
-	rs_put(rs);
-}
-END_TEST
-
 static int open_fds(void)
 {
 	struct dirent *d;
@@ -231,58 +169,6 @@ START_TEST(datagram_at_rest_holds_two_descriptors)
 	rs_put(rs);
 	ck_assert_int_eq(rclose(s), 0);
 	ck_assert_int_eq(open_fds(), before);
-}
-END_TEST
-
-/* The highest descriptor open now. */
-static int highest_fd(void)
-{
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/fd");
-	int fd, top = -1;
-
-	ck_assert_ptr_nonnull(dir);
-	while ((d = readdir(dir))) {
-		fd = d->d_name[0] == '.' ? -1 : atoi(d->d_name);
-		if (fd > top)
-			top = fd;
-	}
-	closedir(dir);
-	return top;
-}
-
-/*
- * No descriptor left for a wake fd: the sleeper sleeps in slices and
- * still ends with EBADF when the socket is closed.
- */
-START_TEST(sleeper_without_a_wake_fd_still_wakes)
-{
-	int s = connected_stream();
-	struct rsocket *rs = rs_get(s);
-	struct rlimit old, low;
-	int fds[1024], n = 0, fd;
-	struct call c;
-
-	/* Every number below the limit taken: eventfd fails (EMFILE). */
-	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
-	low = old;
-	low.rlim_cur = (rlim_t)highest_fd() + 1;
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
-	while (n < 1024 && (fd = dup(0)) >= 0)
-		fds[n++] = fd;
-	ck_assert_int_eq(eventfd(0, 0), -1);
-	call_start(&c, s, DO_RECV, 2);
-	while (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE))
-		sched_yield();
-	ck_assert(rs_wake_idle(rs));
-	ck_assert_int_eq(rclose(s), 0);
-	call_join(&c);
-	while (n)
-		close(fds[--n]);
-	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
-	ck_assert_int_eq(c.ret, -1);
-	ck_assert_int_eq(c.err, EBADF);
-	rs_put(rs);
 }
 END_TEST
 
@@ -444,10 +330,7 @@ Suite *rsocket_close_suite(void)
 	tcase_add_test(tc, blocked_raccept_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_datagram_rrecv_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_rpoll_reports_pollnval_on_rclose);
-	tcase_add_test(tc, reference_outlives_the_number);
-	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
 	tcase_add_test(tc, datagram_at_rest_holds_two_descriptors);
-	tcase_add_test(tc, sleeper_without_a_wake_fd_still_wakes);
 	tcase_add_test(tc,
 		       rclose_bounds_its_wait_for_sends_that_never_complete);
 	tcase_add_test(tc, rclose_with_zero_linger_does_not_wait);
