@@ -12,7 +12,10 @@
  * as it would on the kernel's.  Before the reference count, rclose freed
  * the socket under the sleeper, which never woke (Check's timeout failed
  * the test) or woke into freed memory.  Datagram sockets use a real UDP
- * socket on loopback and need no fake.
+ * socket on loopback and need no fake.  The tests of this kind that are
+ * about one module are in that module's file (rsocket_poll_test,
+ * rsocket_epoll_test, rsocket_table_test, rsocket_shutdown_test), and the
+ * helpers they share in rs_call.h.
  */
 #include <config.h>
 
@@ -121,26 +124,6 @@ START_TEST(blocked_datagram_rrecv_fails_with_ebadf_on_rclose)
 }
 END_TEST
 
-/* rpoll ends, reporting the closed socket as poll(2) reports a bad fd. */
-START_TEST(blocked_rpoll_reports_pollnval_on_rclose)
-{
-	int stream = connected_stream(), dgram = bound_dgram();
-	struct call a, b;
-
-	call_start(&a, stream, DO_POLL, 1);
-	call_start(&b, dgram, DO_POLL, 1);
-	ck_assert_int_eq(rclose(stream), 0);
-	ck_assert_int_eq(rclose(dgram), 0);
-	call_join(&a);
-	call_join(&b);
-	ck_assert_int_eq(a.ret, 1);
-	ck_assert_int_eq(a.pfd.revents, POLLNVAL);
-	ck_assert_int_eq(b.ret, 1);
-	ck_assert_int_eq(b.pfd.revents, POLLNVAL);
-	ck_assert_int_eq(fake_verbs_counts().cqs, 0);
-}
-END_TEST
-
 static int open_fds(void)
 {
 	struct dirent *d;
@@ -226,7 +209,6 @@ Suite *rsocket_close_suite(void)
 	tcase_add_test(tc, cq_event_without_data_keeps_rrecv_asleep);
 	tcase_add_test(tc, blocked_raccept_fails_with_ebadf_on_rclose);
 	tcase_add_test(tc, blocked_datagram_rrecv_fails_with_ebadf_on_rclose);
-	tcase_add_test(tc, blocked_rpoll_reports_pollnval_on_rclose);
 	tcase_add_test(tc, datagram_at_rest_holds_two_descriptors);
 	tcase_add_test(tc,
 		       send_entered_before_a_finished_close_fails_with_ebadf);
