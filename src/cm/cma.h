@@ -109,7 +109,6 @@ struct cma_id_private {
 	bool cm_started; /* connect sent or request received: the IB CM owns
 			    the QP attributes from now on */
 	bool owns_cqs; /* rdma_create_qp made the CQs */
-	bool p2p_listening; /* a p2p listener record exists (p2p.c) */
 	bool ai_cancel; /* being destroyed: lookups post no event */
 	bool kernel_lazy; /* created without its kernel id (cma_id_kernel) */
 	uint16_t ai_pending; /* rdma_resolve_addrinfo lookups running */
@@ -147,14 +146,6 @@ struct cma_id_private {
 	 * 0 when it answered the peer's; -1 until ESTABLISHED.
 	 */
 	int8_t initiator;
-	int8_t p2p_listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
-	bool p2p_tag_set;
-	/*
-	 * The last rdma_resolve_addr took the device, port and GID from the
-	 * id's p2p listener: ADDR_RESOLVED needs no query (p2p_resolve.c).
-	 * Set before the kernel command, read by whoever reads the event.
-	 */
-	bool p2p_addr_preset;
 
 	struct cma_id_opts opts;
 
@@ -177,9 +168,11 @@ struct cma_id_private {
 	 */
 	uint8_t *connect_data;
 
-	/* Peer-to-peer mode (p2p*.c) */
-	struct cma_p2p_conn *p2p; /* p2p connect, or id of a p2p request */
-	uint64_t p2p_tag; /* RDMA_OPTION_ID_P2P_TAG */
+	/*
+	 * Peer-to-peer mode's state (src/p2p), opaque here: made by the
+	 * first p2p option, listen or connect on the id, freed with it.
+	 */
+	struct cma_p2p_id *p2p;
 };
 
 /*
@@ -394,8 +387,6 @@ bool cma_channel_pollable(const struct rdma_event_channel *channel);
  * activity (cma_channel_serve_all); channel.c says why.
  */
 void cma_channel_may_hold(struct rdma_event_channel *channel);
-/* conn.c: rdma_listen's (and a migrated listener's) cma_channel_may_hold. */
-void cma_listen_may_hold(struct cma_id_private *id_priv);
 /* p2p activity: serve every channel that may hold, now and from now on. */
 void cma_channel_serve_all(void);
 /* Around a read of the kernel fd and the delivery or queueing of it. */

@@ -250,24 +250,6 @@ CMA_EXPORT int cma_connect_fork(struct rdma_cm_id *id,
 }
 __asm__(".symver cma_connect_fork, rdma_connect@@RDMACM_FORK_1.0");
 
-/*
- * A listener that may hold p2p requests (RDMA_OPTION_ID_PEER2PEER not 0)
- * makes its channel one the library serves once the process shows p2p
- * activity, so that a held request never wakes the application's fd
- * (channel.c).  RDMA_CM_PEER2PEER=1 is such activity from the start.
- */
-void cma_listen_may_hold(struct cma_id_private *id_priv)
-{
-	if (!id_priv->p2p_listening || !id_priv->p2p_listen_opt)
-		return;
-	if (cma_p2p_env())
-		cma_channel_serve_all();
-	cma_channel_may_hold(id_priv->id.channel);
-	/* Held until the peer gives up: this process runs in p2p mode. */
-	if (id_priv->p2p_listen_opt > 0 || cma_p2p_env())
-		cma_p2p_prepare(id_priv->id.channel);
-}
-
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
@@ -285,11 +267,11 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	 * (found by stress_cm_test p2p_churn).  An unbound one gets its port
 	 * from the listen, so nobody can have sent it a request before.
 	 */
-	known = id_priv->p2p_listening;
+	known = cma_p2p_listening(id_priv);
 	early = rdma_get_src_port(id) != 0;
 	if (early) {
 		cma_p2p_listen(id_priv);
-		cma_listen_may_hold(id_priv);
+		cma_p2p_listen_may_hold(id_priv);
 	}
 	if (ucma_cmd_listen(cma_id_fd(id_priv), id_priv->handle,
 			    (uint32_t)backlog)) {
@@ -301,7 +283,7 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	}
 	if (!early) {
 		cma_p2p_listen(id_priv);
-		cma_listen_may_hold(id_priv);
+		cma_p2p_listen_may_hold(id_priv);
 	}
 	return 0;
 }

@@ -60,7 +60,6 @@ struct cma_id_private *cma_id_alloc(struct rdma_event_channel *channel,
 	id_priv->id.context = context;
 	id_priv->id.ps = ps;
 	id_priv->id.qp_type = qp_type;
-	id_priv->p2p_listen_opt = -1;
 	id_priv->initiator = -1;
 	pthread_mutex_init(&id_priv->mut, NULL);
 	pthread_mutex_init(&id_priv->qp_lock, NULL);
@@ -125,7 +124,7 @@ int cma_id_kernel(struct cma_id_private *id_priv)
 
 void cma_id_free(struct cma_id_private *id_priv)
 {
-	if (id_priv->p2p || id_priv->p2p_listening)
+	if (id_priv->p2p)
 		cma_p2p_free(id_priv);
 	if (id_priv->sync)
 		cma_channel_destroy(id_priv->id.channel);
@@ -345,7 +344,7 @@ CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		cma_channel_destroy(old);
 	}
 	/* A p2p listener's channel must not wake for what it holds. */
-	cma_listen_may_hold(id_priv);
+	cma_p2p_listen_may_hold(id_priv);
 	pthread_mutex_lock(&id_priv->mut);
 	id_priv->sync = sync;
 	/*

@@ -309,7 +309,7 @@ unsigned int cma_p2p_wait_ms(void)
 
 enum cma_p2p_hold_mode cma_p2p_listener_mode(const struct cma_p2p_listener *lis)
 {
-	int8_t opt = lis->id_priv->p2p_listen_opt;
+	int opt = cma_p2p_listen_opt(lis->id_priv);
 
 	if (opt >= 0)
 		return opt ? CMA_P2P_HOLD_PEER : CMA_P2P_HOLD_NEVER;
@@ -375,10 +375,12 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 {
 	const struct sockaddr *src = &id_priv->id.route.addr.src_addr;
 	struct cma_p2p_listener *lis, **pp;
+	struct cma_p2p_id *p;
 
 	if (id_priv->id.qp_type == IBV_QPT_UD)
 		return;
-	lis = calloc(1, sizeof(*lis));
+	p = cma_p2p_id_make(id_priv);
+	lis = p ? calloc(1, sizeof(*lis)) : NULL;
 	if (!lis)
 		return; /* requests then reach the application unheld */
 	lis->id_priv = id_priv;
@@ -400,8 +402,35 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	for (pp = &p2p_listeners; *pp; pp = &(*pp)->next)
 		;
 	*pp = lis;
-	id_priv->p2p_listening = true;
+	p->listening = true;
 	cma_p2p_unlock();
+}
+
+bool cma_p2p_listening(const struct cma_id_private *id_priv)
+{
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
+
+	return p && p->listening;
+}
+
+/*
+ * Held requests must never wake the application's fd (channel.c), so
+ * the channel of a listener that may hold them is one the library
+ * serves once the process shows p2p activity; RDMA_CM_PEER2PEER=1 is
+ * such activity from the start.
+ */
+void cma_p2p_listen_may_hold(struct cma_id_private *id_priv)
+{
+	int opt = cma_p2p_listen_opt(id_priv);
+
+	if (!cma_p2p_listening(id_priv) || !opt)
+		return;
+	if (cma_p2p_env())
+		cma_channel_serve_all();
+	cma_channel_may_hold(id_priv->id.channel);
+	/* Held until the peer gives up: this process runs in p2p mode. */
+	if (opt > 0 || cma_p2p_env())
+		cma_p2p_prepare(id_priv->id.channel);
 }
 
 void cma_p2p_unlisten(struct cma_id_private *id_priv)
@@ -412,7 +441,7 @@ void cma_p2p_unlisten(struct cma_id_private *id_priv)
 	for (pp = &p2p_listeners; (lis = *pp); pp = &lis->next) {
 		if (lis->id_priv == id_priv) {
 			*pp = lis->next;
-			id_priv->p2p_listening = false;
+			cma_p2p_id_of(id_priv)->listening = false;
 			break;
 		}
 	}
@@ -613,18 +642,45 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 
 /* --- the table of conns and held requests ---------------------------------- */
 
+struct cma_p2p_id *cma_p2p_id_make(struct cma_id_private *id_priv)
+{
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
+
+	if (p)
+		return p;
+	pthread_mutex_lock(&id_priv->mut);
+	p = id_priv->p2p;
+	if (!p) {
+		p = cma_zalloc(sizeof(*p));
+		if (p) {
+			p->listen_opt = -1;
+			__atomic_store_n(&id_priv->p2p, p, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&id_priv->mut);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
 struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv)
 {
-	if (!id_priv->p2p) {
-		id_priv->p2p = cma_zalloc(sizeof(*id_priv->p2p));
-		if (!id_priv->p2p) {
+	struct cma_p2p_id *p = cma_p2p_id_make(id_priv);
+	struct cma_p2p_conn *conn;
+
+	if (!p)
+		return NULL;
+	if (!p->conn) {
+		conn = cma_zalloc(sizeof(*conn));
+		if (!conn) {
 			errno = ENOMEM;
 			return NULL;
 		}
-		id_priv->p2p->id_priv = id_priv;
-		id_priv->p2p->timer.expire = cma_p2p_conn_timer_expire;
+		conn->id_priv = id_priv;
+		conn->timer.expire = cma_p2p_conn_timer_expire;
+		p->conn = conn;
 	}
-	return id_priv->p2p;
+	return p->conn;
 }
 
 /* Registered connects waiting for an answer or the peer's REQ. */
@@ -810,7 +866,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 			  const struct rdma_ucm_event_resp *resp)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
@@ -855,7 +911,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 {
 	struct rdma_conn_param *p = &evt->event.param.conn;
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	struct cma_p2p_hdr hdr;
 
 	/* An adopted request's data is the request's (cma_p2p_established). */
@@ -889,7 +945,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
  */
 void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
 {
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 
 	if (!conn)
 		return;
@@ -900,13 +956,15 @@ void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
 
 bool cma_p2p_adopted(const struct cma_id_private *id_priv)
 {
-	return id_priv->p2p && id_priv->p2p->adopted;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
+
+	return conn && conn->adopted;
 }
 
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 {
 	struct rdma_conn_param *p = &evt->event.param.conn;
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 
 	if (!conn)
 		return;
@@ -927,7 +985,7 @@ size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv)
 
 size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv)
 {
-	const struct cma_p2p_conn *conn = id_priv->p2p;
+	const struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 
 	return conn && conn->from_request ? CMA_P2P_HDR_LEN : 0;
 }
@@ -935,7 +993,7 @@ size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv)
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam)
 {
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP};
 
 	if (!conn || !conn->from_request)
@@ -960,23 +1018,25 @@ static struct cma_p2p_listener *p2p_closing;
 
 void cma_p2p_detach(struct cma_id_private *id_priv)
 {
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	struct cma_p2p_listener *lis = NULL, **pp;
 	struct cma_p2p_chores c = {.n = 0};
+	struct cma_p2p_conn *conn;
 	bool chores = false;
 	struct cma_p2p_held *h;
 
-	if (!id_priv->p2p && !id_priv->p2p_listening)
+	if (!p || (!p->conn && !p->listening))
 		return;
+	conn = p->conn;
 	cma_p2p_lock();
 	/*
 	 * Kernel work on the id (or on its listener's fd) that runs without
 	 * p2p_lock finishes first: it uses the id's handle and fd.
 	 */
-	while ((id_priv->p2p && id_priv->p2p->busy) ||
+	while ((conn && conn->busy) ||
 	       ((lis = cma_p2p_find_listener(id_priv)) && lis->busy))
 		cma_p2p_wait_idle();
-	for (pp = &p2p_listeners; id_priv->p2p_listening && (lis = *pp);
-	     pp = &lis->next)
+	for (pp = &p2p_listeners; p->listening && (lis = *pp); pp = &lis->next)
 		if (lis->id_priv == id_priv)
 			break;
 	if (lis) {
@@ -989,9 +1049,9 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 			cma_p2p_held_drop(h);
 		}
 	}
-	if (id_priv->p2p) {
-		cma_p2p_conn_unregister(id_priv->p2p);
-		chores = cma_p2p_take_chores(id_priv->p2p, &c);
+	if (conn) {
+		cma_p2p_conn_unregister(conn);
+		chores = cma_p2p_take_chores(conn, &c);
 	}
 	cma_p2p_unlock();
 	/*
@@ -1000,15 +1060,18 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 	 */
 	c.qp_err = false;
 	if (chores)
-		cma_p2p_do_chores(id_priv->p2p, &c);
+		cma_p2p_do_chores(conn, &c);
 }
 
 void cma_p2p_free(struct cma_id_private *id_priv)
 {
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	struct cma_p2p_listener *lis = NULL, **pp;
 
+	if (!p)
+		return;
 	cma_p2p_detach(id_priv); /* a no-op after rdma_destroy_id's */
-	if (id_priv->p2p_listening) {
+	if (p->listening) {
 		cma_p2p_lock();
 		for (pp = &p2p_closing; (lis = *pp); pp = &lis->next) {
 			if (lis->id_priv == id_priv) {
@@ -1023,9 +1086,10 @@ void cma_p2p_free(struct cma_id_private *id_priv)
 		cma_timer_sync(&lis->timer);
 		free(lis);
 	}
-	if (id_priv->p2p) {
-		cma_timer_sync(&id_priv->p2p->timer);
-		free(id_priv->p2p);
-		id_priv->p2p = NULL;
+	if (p->conn) {
+		cma_timer_sync(&p->conn->timer);
+		free(p->conn);
 	}
+	free(p);
+	id_priv->p2p = NULL;
 }

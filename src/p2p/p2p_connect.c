@@ -34,6 +34,7 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 {
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct cma_p2p_listener *lis;
+	struct cma_p2p_id *p;
 
 	memset(key, 0, sizeof(*key));
 	if (cma_p2p_addr16(&a->src_storage, sizeof(a->src_storage),
@@ -46,9 +47,10 @@ static int cma_p2p_connect_key(struct cma_id_private *id_priv,
 	if (!lis)
 		return cma_err(EADDRNOTAVAIL); /* no listener to announce */
 	key->local.port = lis->port;
-	if (id_priv->p2p_tag_set) {
+	p = cma_p2p_id_of(id_priv);
+	if (p && p->tag_set) {
 		key->explicit_tag = true;
-		key->tag = id_priv->p2p_tag;
+		key->tag = p->tag;
 	}
 	/* Its restarts must be noticed for as long as we connect to it. */
 	return cma_p2p_peer_get(&key->remote, true) ? 0 : -1;

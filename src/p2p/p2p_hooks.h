@@ -60,13 +60,14 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 void cma_p2p_listen(struct cma_id_private *id_priv);
 /* The kernel refused the listen cma_p2p_listen was called for. */
 void cma_p2p_unlisten(struct cma_id_private *id_priv);
+/* Whether the id has a p2p listener record (cma_p2p_listen made one). */
+bool cma_p2p_listening(const struct cma_id_private *id_priv);
 /*
- * A listener that holds p2p requests listens on @channel: its process is
- * about to connect in p2p mode.  What the first p2p connect would set up
- * inside the connection's time is set up now: the service thread, the
- * channel's wake-up fd, the process's incarnation.
+ * A listener that may hold p2p requests (RDMA_OPTION_ID_PEER2PEER not 0)
+ * makes its channel one the library serves: after rdma_listen, when the
+ * option changes, and when the listener moves to another channel.
  */
-void cma_p2p_prepare(struct rdma_event_channel *channel);
+void cma_p2p_listen_may_hold(struct cma_id_private *id_priv);
 
 enum cma_p2p_verdict {
 	CMA_P2P_PASS, /* not a p2p request: as always */

@@ -14,6 +14,8 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/cma.h"
+#include "p2p_hooks.h"
+#include "p2p_table.h"
 
 /* RDMA_OPTION_ID_PEER2PEER takes 0 or 1; the sizes the table checks. */
 static int cma_p2p_opt_check(int level, int optname, const void *optval,
@@ -32,20 +34,23 @@ static int cma_p2p_opt_check(int level, int optname, const void *optval,
 static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
 			   int optname, const void *optval, size_t optlen)
 {
+	struct cma_p2p_id *p = cma_p2p_id_make(id_priv);
 	int v;
 
 	(void)level;
+	if (!p)
+		return -1;
 	if (optname == RDMA_OPTION_ID_P2P_TAG) {
-		memcpy(&id_priv->p2p_tag, optval, optlen);
-		id_priv->p2p_tag_set = true;
+		memcpy(&p->tag, optval, optlen);
+		p->tag_set = true;
 		return 0;
 	}
 	memcpy(&v, optval, sizeof(v));
-	id_priv->p2p_listen_opt = (int8_t)v;
+	p->listen_opt = (int8_t)v;
 	/* Peer-to-peer listening asked for: p2p activity (channel.c). */
 	if (v) {
 		cma_channel_serve_all();
-		cma_listen_may_hold(id_priv);
+		cma_p2p_listen_may_hold(id_priv);
 	}
 	return 0;
 }
@@ -53,20 +58,21 @@ static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
 static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
 			   int optname, void *optval, size_t optlen)
 {
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	int mode;
 
 	(void)level;
 	(void)optlen;
 	if (optname == RDMA_OPTION_ID_PEER2PEER) {
-		mode = id_priv->p2p_listen_opt;
+		mode = cma_p2p_listen_opt(id_priv);
 		if (mode < 0)
 			return cma_err(ENODATA);
 		memcpy(optval, &mode, sizeof(mode));
 		return 0;
 	}
-	if (!id_priv->p2p_tag_set)
+	if (!p || !p->tag_set)
 		return cma_err(ENODATA);
-	memcpy(optval, &id_priv->p2p_tag, sizeof(id_priv->p2p_tag));
+	memcpy(optval, &p->tag, sizeof(p->tag));
 	return 0;
 }
 

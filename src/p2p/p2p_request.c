@@ -189,7 +189,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 
 	cma_p2p_lock();
 	lis = cma_p2p_find_listener(listen_priv);
-	if (!lis && listen_priv->p2p_listening) {
+	if (!lis && cma_p2p_listening(listen_priv)) {
 		/*
 		 * rdma_destroy_id detached the listener after this request was
 		 * read: refuse it as a listener that is not there yet (the

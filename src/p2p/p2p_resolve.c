@@ -110,14 +110,15 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 			      const struct sockaddr *dst,
 			      struct cma_p2p_local *l)
 {
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	struct cma_p2p_listener *lis = NULL;
 	bool wait;
 
 	l->known = false;
-	if (id_priv->p2p_listen_opt != 1 || id_priv->sync ||
-	    id_priv->p2p_listening || id_priv->id.qp_type != IBV_QPT_RC ||
+	if (cma_p2p_listen_opt(id_priv) != 1 || id_priv->sync ||
+	    cma_p2p_listening(id_priv) || id_priv->id.qp_type != IBV_QPT_RC ||
 	    (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
-	    (id_priv->p2p && id_priv->p2p->registered))
+	    (conn && conn->registered))
 		return false;
 	/* Without a source address the kernel picks one when it resolves. */
 	if (!src)
@@ -194,22 +195,27 @@ static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
 static void cma_p2p_preset_addr(struct cma_id_private *id_priv,
 				const struct cma_p2p_local *l)
 {
-	if (!cma_p2p_take_listener_device(id_priv, l))
-		__atomic_store_n(&id_priv->p2p_addr_preset, true,
-				 __ATOMIC_RELEASE);
+	struct cma_p2p_id *p = cma_p2p_id_make(id_priv);
+
+	/* Without the record the kernel's ADDR_RESOLVED is queried as usual. */
+	if (p && !cma_p2p_take_listener_device(id_priv, l))
+		__atomic_store_n(&p->addr_preset, true, __ATOMIC_RELEASE);
 }
 
 bool cma_p2p_addr_preset(const struct cma_id_private *id_priv)
 {
-	return __atomic_load_n(&id_priv->p2p_addr_preset, __ATOMIC_ACQUIRE);
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
+
+	return p && __atomic_load_n(&p->addr_preset, __ATOMIC_ACQUIRE);
 }
 
 void cma_p2p_preset_undo(struct cma_id_private *id_priv)
 {
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	int err;
 
-	if (!__atomic_exchange_n(&id_priv->p2p_addr_preset, false,
-				 __ATOMIC_RELAXED))
+	if (!p ||
+	    !__atomic_exchange_n(&p->addr_preset, false, __ATOMIC_RELAXED))
 		return;
 	err = errno; /* the kernel's answer, for the caller */
 	/* It had no device before (cma_p2p_resolve_addr): none again. */
@@ -224,9 +230,11 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct cma_p2p_local l;
 	struct cma_p2p_conn *conn;
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	bool bound = id_priv->cma_dev;
 
-	__atomic_store_n(&id_priv->p2p_addr_preset, false, __ATOMIC_RELAXED);
+	if (p)
+		__atomic_store_n(&p->addr_preset, false, __ATOMIC_RELAXED);
 	if (!cma_p2p_may_defer(id_priv, bound ? &a->src_addr : src, dst, &l)) {
 		if (!bound)
 			cma_p2p_preset_addr(id_priv, &l);
@@ -253,7 +261,7 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 
 int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms)
 {
-	struct cma_p2p_conn *conn = id_priv->p2p;
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	enum cma_p2p_route route;
 
 	if (!conn)
@@ -274,12 +282,13 @@ int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms)
 
 bool cma_p2p_route_deferred(const struct cma_id_private *id_priv)
 {
+	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	bool deferred;
 
-	if (!id_priv->p2p)
+	if (!conn)
 		return false;
 	cma_p2p_lock();
-	deferred = id_priv->p2p->route != CMA_P2P_ROUTE_KERNEL;
+	deferred = conn->route != CMA_P2P_ROUTE_KERNEL;
 	cma_p2p_unlock();
 	return deferred;
 }

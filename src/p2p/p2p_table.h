@@ -77,6 +77,50 @@ struct cma_p2p_held {
 	bool has_route;
 };
 
+/*
+ * An id's peer-to-peer state: what the core's cma_id_private points to
+ * (its p2p), made by the first p2p option, listen or connect on the id
+ * (cma_p2p_id_make) and freed with the id (cma_p2p_free).  The pointer
+ * is published with release order and read with acquire order: the
+ * service thread reads it for the id's events.
+ */
+struct cma_p2p_id {
+	struct cma_p2p_conn *conn; /* p2p connect, or id of a p2p request */
+	uint64_t tag; /* RDMA_OPTION_ID_P2P_TAG */
+	bool tag_set;
+	int8_t listen_opt; /* RDMA_OPTION_ID_PEER2PEER; -1: not set */
+	bool listening; /* a p2p listener record exists (p2p.c) */
+	/*
+	 * The last rdma_resolve_addr took the device, port and GID from the
+	 * id's p2p listener: ADDR_RESOLVED needs no query (p2p_resolve.c).
+	 * Set before the kernel command, read by whoever reads the event.
+	 */
+	bool addr_preset;
+};
+
+static inline struct cma_p2p_id *
+cma_p2p_id_of(const struct cma_id_private *id_priv)
+{
+	return __atomic_load_n(&id_priv->p2p, __ATOMIC_ACQUIRE);
+}
+
+/* The id's p2p connect (or p2p request) state, or NULL. */
+static inline struct cma_p2p_conn *
+cma_p2p_conn_of(const struct cma_id_private *id_priv)
+{
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
+
+	return p ? p->conn : NULL;
+}
+
+/* RDMA_OPTION_ID_PEER2PEER as set on the id, -1 if it was not. */
+static inline int cma_p2p_listen_opt(const struct cma_id_private *id_priv)
+{
+	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
+
+	return p ? p->listen_opt : -1;
+}
+
 /* The waits a p2p connect's timer bounds (cma_p2p_bound_ms). */
 enum cma_p2p_bound {
 	CMA_P2P_BOUND_NONE, /* chores, iWARP retries: no wait of the peer's */
@@ -271,6 +315,18 @@ void cma_p2p_held_unlink(struct cma_p2p_held *h);
  * attempts are taken in the order they came.
  */
 struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key);
+/*
+ * A listener that holds p2p requests listens on @channel: its process is
+ * about to connect in p2p mode.  What the first p2p connect would set up
+ * inside the connection's time is set up now: the service thread, the
+ * channel's wake-up fd, the process's incarnation.
+ */
+void cma_p2p_prepare(struct rdma_event_channel *channel);
+/*
+ * The id's p2p state, made on first use (under the id's mut, so with
+ * p2p_lock or without it): NULL/ENOMEM.
+ */
+struct cma_p2p_id *cma_p2p_id_make(struct cma_id_private *id_priv);
 /* The id's conn state, made on first use (not under the lock). */
 struct cma_p2p_conn *cma_p2p_conn_get(struct cma_id_private *id_priv);
 void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state);

@@ -136,7 +136,7 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 	ck_assert_msg(!rdma_connect(id, &param), "connect: %s",
 		      strerror(errno));
 	id_priv = cma_id_priv(id);
-	ck_assert_ptr_nonnull(id_priv->p2p);
+	ck_assert_ptr_nonnull(cma_p2p_conn_of(id_priv));
 	kid = fake_ucma_kid_of(id)->handle;
 
 	/* The service thread reads the peer's answer, then waits for us. */
@@ -150,7 +150,7 @@ START_TEST(p2p_record_outlives_an_event_in_flight)
 	ck_assert(!fake_ucma_kid_live(kid, 10000));
 	usleep(50 * 1000);
 	ck_assert(!destroyed());
-	ck_assert_msg(id_priv->p2p != NULL,
+	ck_assert_msg(cma_p2p_conn_of(id_priv) != NULL,
 		      "the p2p record went while its event was in flight");
 	pthread_mutex_unlock(&id_priv->qp_lock);
 	ck_assert_int_eq(pthread_join(t, &ret), 0);

@@ -404,7 +404,7 @@ static struct kid_info *kinfo(uint32_t kid)
 
 static struct cma_p2p_conn *conn_of(int j)
 {
-	return w.a[j].id ? cma_id_priv(w.a[j].id)->p2p : NULL;
+	return w.a[j].id ? cma_p2p_conn_of(cma_id_priv(w.a[j].id)) : NULL;
 }
 
 static bool timer_armed(const struct cma_timer *t)
@@ -501,7 +501,7 @@ static void settle(void)
 			;
 		if (j == NA)
 			break;
-		t = &cma_id_priv(w.a[j].id)->p2p->timer;
+		t = &conn_of(j)->timer;
 		cma_timer_stop(t);
 		t->expire(t);
 	}

@@ -416,11 +416,11 @@ static int pd_accept(size_t len, bool p2p)
 				     .peer2peer_mode = p2p};
 
 	pd_id->id.qp = NULL; /* no QP to move to RTS: qp_num above */
-	if (p2p && !pd_id->p2p) {
-		pd_id->p2p = calloc(1, sizeof(*pd_id->p2p));
-		ck_assert_ptr_nonnull(pd_id->p2p);
-		pd_id->p2p->id_priv = pd_id;
-		pd_id->p2p->from_request = true;
+	if (p2p && !cma_p2p_conn_of(pd_id)) {
+		struct cma_p2p_conn *conn = cma_p2p_conn_get(pd_id);
+
+		ck_assert_ptr_nonnull(conn);
+		conn->from_request = true;
 	}
 	return rdma_accept(&pd_id->id, &cp) ? errno : 0;
 }
@@ -499,7 +499,7 @@ static int listen_kernel(const struct fake_cmd *cmd, void *resp, size_t len)
 	(void)len;
 	if (cmd->cmd != RDMA_USER_CM_CMD_LISTEN)
 		return EIO;
-	recorded_at_listen = pd_id->p2p_listening;
+	recorded_at_listen = cma_p2p_listening(pd_id);
 	return listen_err;
 }
 
@@ -520,12 +520,12 @@ START_TEST(p2p_listener_recorded_before_the_kernel_listens)
 	ck_assert_int_eq(rdma_listen(&pd_id->id, 4), -1);
 	ck_assert_int_eq(errno, EADDRINUSE);
 	ck_assert_int_eq(recorded_at_listen, 1);
-	ck_assert(!pd_id->p2p_listening);
+	ck_assert(!cma_p2p_listening(pd_id));
 	listen_err = 0;
 	recorded_at_listen = -1;
 	ck_assert_int_eq(rdma_listen(&pd_id->id, 4), 0);
 	ck_assert_int_eq(recorded_at_listen, 1);
-	ck_assert(pd_id->p2p_listening);
+	ck_assert(cma_p2p_listening(pd_id));
 }
 END_TEST
 

@@ -329,9 +329,14 @@ END_TEST
 START_TEST(the_listener_is_never_served)
 {
 	struct rsocket *rs = rs_get(server);
+	int opt = -1;
 
 	ck_assert_ptr_nonnull(rs);
-	ck_assert_int_eq(cma_id_priv(rs->cm_id)->p2p_listen_opt, 0);
+	ck_assert_int_eq(rdma_get_option(rs->cm_id, RDMA_OPTION_ID,
+					 RDMA_OPTION_ID_PEER2PEER, &opt,
+					 sizeof(opt)),
+			 0);
+	ck_assert_int_eq(opt, 0);
 	cma_channel_serve_all(); /* as a p2p connect elsewhere would */
 	ck_assert(!cma_channel_served(rs->cm_id->channel));
 	rs_put(rs);
