@@ -2,8 +2,9 @@
 /*
  * For unit tests of datagram rsockets on the fakes (include fake_ucma.h,
  * fake_verbs.h and unit.h first): a socket made with rsocket(3) as a
- * program makes it, the library's record of it at hand, and the check that
- * rclose left nothing of its QPs behind.
+ * program makes it, the library's record of it at hand, one bound to the
+ * loopback address, and the check that rclose left nothing of its QPs
+ * behind.
  */
 #ifndef RS_DGRAM_H_UNIT
 #define RS_DGRAM_H_UNIT
@@ -47,6 +48,21 @@ static inline union rs_sockaddr unit_rs_ipv4(const char *ip, uint16_t port)
 	memset(&a, 0, sizeof(a));
 	a.sin = unit_ipv4(ip, port);
 	return a;
+}
+
+/* A datagram rsocket bound to a port of 127.0.0.1, its address in *addr. */
+static inline int unit_dgram_bound(union rs_sockaddr *addr)
+{
+	socklen_t len = sizeof(*addr);
+	union rs_sockaddr lo = unit_rs_ipv4("127.0.0.1", 0);
+	int s = rsocket(AF_INET, SOCK_DGRAM, 0);
+
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(rbind(s, &lo.sa, sizeof(lo.sin)), 0);
+	ck_assert_int_eq(rgetsockname(s, &addr->sa, &len), 0);
+	ck_assert_uint_eq(len, sizeof(addr->sin));
+	ck_assert_uint_ne(addr->sin.sin_port, 0);
+	return s;
 }
 
 #endif /* RS_DGRAM_H_UNIT */
