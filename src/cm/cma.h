@@ -562,8 +562,10 @@ int cma_create_ep_qp(struct cma_id_private *id_priv, struct ibv_pd *pd,
  * One option of rdma_set_option / rdma_get_option.  len is the exact size
  * of the value, or 0 when check() judges the size.  check() validates a
  * value for set without touching any id (it must be pure: the unit tests
- * and fuzz targets call it); set/get are NULL when the option cannot be
- * set / read.
+ * and fuzz targets call it, through cma_check_option).  set() validates
+ * what it applies itself (calling its check(), or parsing the value into
+ * what it applies), so that rdma_set_option reads a value once.  set/get
+ * are NULL when the option cannot be set / read.
  */
 struct cma_option {
 	int level;

@@ -124,6 +124,14 @@ static int cma_check_ib_path(int level, int optname, const void *optval,
 	return 0;
 }
 
+static int cma_ib_path_set(struct cma_id_private *id_priv, int level,
+			   int optname, const void *optval, size_t optlen)
+{
+	if (cma_check_ib_path(level, optname, optval, optlen))
+		return -1;
+	return cma_kernel_set(id_priv, level, optname, optval, optlen);
+}
+
 /* RDMA_OPTION_ID_INITIATOR: read-only, known from ESTABLISHED on. */
 static int cma_initiator_get(struct cma_id_private *id_priv, int level,
 			     int optname, void *optval, size_t optlen)
@@ -154,7 +162,7 @@ static const struct cma_option cma_core_options[] = {
 	{RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, sizeof(uint8_t), NULL,
 	 cma_id_opt_set, cma_id_opt_get},
 	{RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, 0, cma_check_ib_path,
-	 cma_kernel_set, NULL},
+	 cma_ib_path_set, NULL},
 };
 
 static const struct cma_option_table cma_core_option_table = {
@@ -219,9 +227,10 @@ CMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 
 	if (cma_check_id(id))
 		return -1;
-	if (cma_check_option(level, optname, optval, optlen))
-		return -1;
 	opt = cma_option_find(level, optname, true);
+	if (!opt || cma_option_check_buf(opt, optval, optlen))
+		return -1;
+	/* set() validates the value as it reads it (struct cma_option). */
 	return opt->set(cma_id_priv(id), level, optname, optval, optlen);
 }
 

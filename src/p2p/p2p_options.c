@@ -34,10 +34,12 @@ static int cma_p2p_opt_check(int level, int optname, const void *optval,
 static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
 			   int optname, const void *optval, size_t optlen)
 {
-	struct cma_p2p_id *p = cma_p2p_id_make(id_priv);
+	struct cma_p2p_id *p;
 	int v;
 
-	(void)level;
+	if (cma_p2p_opt_check(level, optname, optval, optlen))
+		return -1;
+	p = cma_p2p_id_make(id_priv);
 	if (!p)
 		return -1;
 	if (optname == RDMA_OPTION_ID_P2P_TAG) {
