@@ -27,9 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 
 #include "rsocket/rs.h"
 #include "fake_ucma.h"

@@ -23,9 +23,8 @@
 #include <sys/wait.h>
 
 /*
- * Adaptive polling (spin.c): a short wait that slept grows the window to
- * cover it, a long one halves it, a wait caught spinning leaves it, and
- * the window stays within [floor, ceiling].
+ * A stream rsocket whose connection has ended with @len bytes (1, 2, 3...)
+ * still queued in one received message.
  */
 static struct rsocket *queued_stream(uint32_t len)
 {
