@@ -844,8 +844,9 @@ static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
  * reason 10 (stale connection: the peer's CM still holds an earlier REQ
  * from our QP: a copy our CM retransmitted, which arrived after the
  * first copy was refused and is held or being answered there; it
- * refuses every REQ from our QP until that copy's kernel id is gone); or the peer library's "not now" (it could not
- * hold or adopt it).  The bound ends the resends if it never changes.
+ * refuses every REQ from our QP until that copy's kernel id is gone); or
+ * the peer library's "not now" (it could not hold or adopt it).  The
+ * bound ends the resends if it never changes.
  */
 static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 {
