@@ -220,7 +220,13 @@ enum act_kind {
 	ACT_FIRE_LIS,
 };
 
-enum variant { V_OK, V_LOSE, V_REFUSE_RETRY, V_REFUSE_OTHER };
+/*
+ * How a message is delivered: as sent, lost, or (a REQ to B) refused for
+ * now by B's library, refused for good by its application, or refused by
+ * B's CM as a stale connection (reason 10: it still held an earlier REQ
+ * from A's QP, a late copy of one A had moved on from).
+ */
+enum variant { V_OK, V_LOSE, V_REFUSE_RETRY, V_REFUSE_OTHER, V_REFUSE_STALE };
 
 struct act {
 	uint8_t kind, arg, var;
@@ -1039,6 +1045,13 @@ static void a_end(int j, struct rdma_cm_event *ev)
 	      j);
 	CHECK(ev->status != -ECONNRESET || a->epoch < w.kills,
 	      "connect %d, made after B's restart, fails with -ECONNRESET", j);
+	/* A refusal for now (reason 8 or 10) ends no connect: its bound may. */
+	CHECK(ev->event != RDMA_CM_EVENT_REJECTED ||
+		      (w.firing && w.fired == j) ||
+		      (ev->status != CMA_IB_REJ_INVALID_SERVICE_ID &&
+		       ev->status != CMA_IB_REJ_STALE_CONN),
+	      "connect %d ends on a refusal for now (status %d)", j,
+	      ev->status);
 	/*
 	 * A failure has a cause the schedule chose: the connect's own bound
 	 * (its timer), the peer's restart, or an answer of B's or of the
@@ -1306,6 +1319,12 @@ static void b_receive(struct msg *m, enum variant var)
 			r = flight_add(M_REJ, false, m->kid);
 			r->kid = m->kid;
 			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
+			return;
+		}
+		if (var == V_REFUSE_STALE) {
+			r = flight_add(M_REJ, false, m->kid);
+			r->kid = m->kid;
+			r->status = CMA_IB_REJ_STALE_CONN;
 			return;
 		}
 		if (var == V_REFUSE_RETRY || var == V_REFUSE_OTHER) {
@@ -1612,7 +1631,7 @@ static int enabled(struct act *acts)
 		ADD(ACT_B_KILL, 0, V_OK);
 	if (!w.b_up)
 		ADD(ACT_B_START, 0, V_OK);
-	for (i = 0; i < w.nfl && n < MAX_ACTS - 4; i++) {
+	for (i = 0; i < w.nfl && n < MAX_ACTS - 5; i++) {
 		struct msg *m = &w.fl[i];
 
 		if (!deliverable(i))
@@ -1625,6 +1644,7 @@ static int enabled(struct act *acts)
 		if (m->type == M_REQ && m->to_b && w.b_up) {
 			ADD(ACT_DELIVER, i, V_REFUSE_RETRY);
 			ADD(ACT_DELIVER, i, V_REFUSE_OTHER);
+			ADD(ACT_DELIVER, i, V_REFUSE_STALE);
 		}
 	}
 	/* A's timers expire in the order of their deadlines, ties any way. */
@@ -1639,7 +1659,7 @@ static int enabled(struct act *acts)
 }
 
 static const char *const var_name[] = {"deliver", "lose", "refuse-for-now",
-				       "refuse"};
+				       "refuse", "refuse-stale"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
