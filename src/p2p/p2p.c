@@ -139,6 +139,7 @@ enum cma_p2p_action cma_p2p_decide(const struct cma_p2p_key *req,
 	switch (state) {
 	case CMA_P2P_NO_MATCH:
 	case CMA_P2P_PENDING: /* never ours: we are the higher end */
+	case CMA_P2P_RESEND:
 		return CMA_P2P_HOLD;
 	case CMA_P2P_WAIT_PEER:
 		return CMA_P2P_ADOPT;
@@ -695,7 +696,8 @@ static unsigned int p2p_waiting_peak;
 static bool cma_p2p_conn_waits(const struct cma_p2p_conn *conn)
 {
 	return conn->registered && (conn->state == CMA_P2P_PENDING ||
-				    conn->state == CMA_P2P_WAIT_PEER);
+				    conn->state == CMA_P2P_WAIT_PEER ||
+				    conn->state == CMA_P2P_RESEND);
 }
 
 void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
@@ -895,7 +897,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		   conn->state == CMA_P2P_PENDING &&
 		   cma_p2p_refused_for_now(resp)) {
 		/* Ours goes out again: the higher end never sends its own. */
-		cma_p2p_wait_unheard(conn, (int)resp->status);
+		cma_p2p_wait_resend(conn, (int)resp->status);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||

@@ -28,15 +28,20 @@ struct cma_p2p_key {
 /*
  * Where a local connect stands (rdma_cm_p2p(7), "STATE MACHINE"): the
  * lower end goes PENDING (its REQ out) and, if that REQ is refused for
- * now, WAIT_PEER until it goes out again; the higher end waits in
+ * now, RESEND until it goes out again; the higher end waits in
  * WAIT_PEER and passes through ADOPTING for each request it answers.
  */
 enum cma_p2p_state {
 	CMA_P2P_NO_MATCH, /* no local connect with this key */
 	CMA_P2P_PENDING, /* the lower end: our REQ is out, no answer yet */
-	CMA_P2P_WAIT_PEER, /* higher end: the peer's REQ; lower: a resend */
+	CMA_P2P_WAIT_PEER, /* the higher end: waiting for the peer's REQ */
 	CMA_P2P_CONNECTED, /* formed, or forming from an adopted request */
 	CMA_P2P_ADOPTING, /* answering a request of the peer's right now */
+	/*
+	 * The lower end: our REQ was refused for now; the next goes out when
+	 * the timer fires, on a fresh kernel id resolved first.
+	 */
+	CMA_P2P_RESEND,
 };
 
 /* Where a p2p connect's route comes from (p2p_resolve.c). */

@@ -430,15 +430,14 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
  * peer that never takes it fails the connect then, REJECTED with the
  * last refusal's status.
  */
-void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, int status)
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status)
 {
-	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
+	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 	conn->wait_status = status;
-	conn->unheard = true;
-	if (!conn->unheard_ns)
-		conn->unheard_ns = cma_p2p_now_ns();
+	if (!conn->refused_ns)
+		conn->refused_ns = cma_p2p_now_ns();
 	conn->bound = CMA_P2P_BOUND_REFUSED;
-	conn->bound_ns = conn->unheard_ns;
+	conn->bound_ns = conn->refused_ns;
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
 			CMA_P2P_RETRY_MS);
 }
@@ -607,8 +606,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->gave_up = false;
 	conn->peer_gone = false;
 	conn->iw_refused = false;
-	conn->unheard = false;
-	conn->unheard_ns = 0;
+	conn->refused_ns = 0;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_higher_end(conn)) {
@@ -734,7 +732,7 @@ static void cma_p2p_give_up(struct cma_p2p_conn *conn, int status)
 
 /*
  * Both locks held, the timer fired: our REQ, refused for want of a
- * listener (cma_p2p_wait_unheard), goes out again while the bound lasts.
+ * listener (cma_p2p_wait_resend), goes out again while the bound lasts.
  * On a fresh kernel id (one whose REQ was refused cannot send another),
  * resolved out of the application's sight like a route left for later
  * (p2p_resolve.c); the old kernel id is retired, and the caller's chores
@@ -755,7 +753,6 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 	cma_p2p_dbg("connect %s: our REQ found no listener, sending it again",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 	cma_p2p_retire(conn, old);
-	conn->unheard = false;
 	conn->kernel_unbound = true;
 	conn->route = CMA_P2P_ROUTE_LATER;
 	if (!conn->addr_ms)
@@ -768,7 +765,7 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 /*
  * The connect waited long enough: for an answer to its REQ (PENDING), for
  * the peer's REQ (the higher end, WAIT_PEER), or for a REQ refused for now
- * to be taken (the lower end, WAIT_PEER, unheard since unheard_ns).  Both
+ * to be taken (the lower end, RESEND, refused since refused_ns).  Both
  * locks held; true if our REQ is due again now (refused, on IB or
  * iWARP), sent by the caller without p2p_lock.
  */
@@ -776,9 +773,9 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
-	bool refused = conn->unheard_ns != 0, pending;
+	bool refused = conn->refused_ns != 0, pending;
 
-	if (conn->state == CMA_P2P_WAIT_PEER && conn->unheard &&
+	if (conn->state == CMA_P2P_RESEND && !cma_p2p_resolving(conn) &&
 	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn))
 		return cma_p2p_send_again(conn);
 	if (cma_p2p_bound_goes_on(conn))
@@ -834,7 +831,8 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	if (conn->peer_gone)
 		cma_p2p_peer_gone(conn);
 	else if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
-				      conn->state == CMA_P2P_PENDING))
+				      conn->state == CMA_P2P_PENDING ||
+				      conn->state == CMA_P2P_RESEND))
 		resend = cma_p2p_conn_timeout(conn);
 	chores = cma_p2p_take_chores(conn, &c);
 	cma_p2p_unlock();
@@ -869,13 +867,17 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
 		cma_p2p_conn_unregister(conn);
 		break;
-	case CMA_P2P_PENDING:
-	case CMA_P2P_WAIT_PEER:
-		if (conn->unheard)
+	case CMA_P2P_RESEND:
+		/* Resolving for the next REQ: that waits within the bound. */
+		if (!cma_p2p_resolving(conn)) {
 			cma_timer_start(id_priv->id.channel, &conn->timer,
 					CMA_P2P_RETRY_MS);
-		else
-			cma_p2p_bound_resume(conn);
+			return;
+		}
+		/* fall through */
+	case CMA_P2P_PENDING:
+	case CMA_P2P_WAIT_PEER:
+		cma_p2p_bound_resume(conn);
 		return;
 	case CMA_P2P_NO_MATCH:
 	case CMA_P2P_ADOPTING: /* busy: never called then */
@@ -901,7 +903,8 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 	for (conn = cma_p2p_conn_next_of(NULL, remote); conn; conn = next) {
 		next = cma_p2p_conn_next_of(conn, remote);
 		if (conn == keep || ((conn->state == CMA_P2P_WAIT_PEER ||
-				      conn->state == CMA_P2P_PENDING) &&
+				      conn->state == CMA_P2P_PENDING ||
+				      conn->state == CMA_P2P_RESEND) &&
 				     !conn->busy))
 			continue;
 		if (conn->busy)

@@ -293,6 +293,12 @@ bool cma_p2p_route_deferred(const struct cma_id_private *id_priv)
 	return deferred;
 }
 
+bool cma_p2p_resolving(const struct cma_p2p_conn *conn)
+{
+	return conn->route == CMA_P2P_ROUTE_ADDR ||
+	       conn->route == CMA_P2P_ROUTE_PATH;
+}
+
 bool cma_p2p_route_later(const struct cma_p2p_conn *conn)
 {
 	return conn->route == CMA_P2P_ROUTE_LATER;
@@ -390,7 +396,7 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
 
 	cma_p2p_lock();
 	/* The connect may have ended since: then no REQ of ours. */
-	start = conn->registered && conn->state == CMA_P2P_WAIT_PEER &&
+	start = conn->registered && conn->state == CMA_P2P_RESEND &&
 		conn->route == CMA_P2P_ROUTE_LATER;
 	if (start) {
 		conn->route = CMA_P2P_ROUTE_ADDR;
@@ -428,7 +434,7 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 	default:
 		return false;
 	}
-	if (!conn->registered || conn->state != CMA_P2P_WAIT_PEER) {
+	if (!conn->registered || conn->state != CMA_P2P_RESEND) {
 		/* Ended meanwhile: nothing more to resolve for. */
 		conn->route = CMA_P2P_ROUTE_LATER;
 		return true;

@@ -158,12 +158,10 @@ struct cma_p2p_conn {
 	bool iw_refused;
 	uint64_t iw_deadline_ns;
 	/*
-	 * IB: our REQ was refused for now (CM reason 8, no listener at the
-	 * peer, or the peer's "not now") since unheard_ns, and goes out
-	 * again when the timer fires (@unheard: due; cma_p2p_wait_unheard).
+	 * IB: since when our REQ is refused for now (RESEND, see
+	 * cma_p2p_wait_resend); 0 if it never was in this connect.
 	 */
-	bool unheard;
-	uint64_t unheard_ns;
+	uint64_t refused_ns;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -415,11 +413,11 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
  */
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
- * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, no
- * listener at the peer, or the peer's "not now" refusal, whose status is
- * @status): it goes out again every so often until the connect's bound.
+ * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, 10 or
+ * 28 without data, or the peer's "not now" refusal; @status): RESEND,
+ * it goes out again every so often until the connect's bound.
  */
-void cma_p2p_wait_unheard(struct cma_p2p_conn *conn, int status);
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 /*
@@ -445,6 +443,8 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred);
 
 /* The route of @conn's id is left for later and not resolved yet. */
 bool cma_p2p_route_later(const struct cma_p2p_conn *conn);
+/* Whether the conn is resolving for a REQ of ours that goes out again. */
+bool cma_p2p_resolving(const struct cma_p2p_conn *conn);
 
 /*
  * Without p2p_lock, under the id's qp_lock: resolve the route left for

@@ -435,7 +435,8 @@ static bool a_waits(int j)
 	struct cma_p2p_conn *c = conn_of(j);
 
 	return w.a[j].st == AS_WAIT && c && c->registered &&
-	       (c->state == CMA_P2P_PENDING || c->state == CMA_P2P_WAIT_PEER);
+	       (c->state == CMA_P2P_PENDING || c->state == CMA_P2P_WAIT_PEER ||
+		c->state == CMA_P2P_RESEND);
 }
 
 static void a_event(struct rdma_cm_event *ev);
@@ -1483,9 +1484,11 @@ enum timer_class { T_CHORES, T_RETRY, T_BOUND };
 static enum timer_class conn_class(const struct cma_p2p_conn *c)
 {
 	if (c->peer_gone || c->nretired || c->qp_err_due || !c->registered ||
-	    (c->state != CMA_P2P_PENDING && c->state != CMA_P2P_WAIT_PEER))
+	    (c->state != CMA_P2P_PENDING && c->state != CMA_P2P_WAIT_PEER &&
+	     c->state != CMA_P2P_RESEND))
 		return T_CHORES;
-	return c->unheard ? T_RETRY : T_BOUND;
+	return c->state == CMA_P2P_RESEND && !cma_p2p_resolving(c) ? T_RETRY
+								   : T_BOUND;
 }
 
 /* When the conn's wait runs out, as p2p_connect.c reckons it. */
@@ -1800,8 +1803,7 @@ static void check_invariants(void)
 		      "connect %d waits (state %d) with no timer armed", j,
 		      c->state);
 		/* No request is held while a connect of its pair waits. */
-		CHECK(!(c->registered && c->state == CMA_P2P_WAIT_PEER &&
-			!c->unheard && held),
+		CHECK(!(c->registered && c->state == CMA_P2P_WAIT_PEER && held),
 		      "connect %d waits while %u requests are held", j, held);
 	}
 }
@@ -2030,7 +2032,7 @@ static uint64_t state_hash(void)
 			continue;
 		h = hash_mix(h, (uint64_t)c->state << 40 |
 					(uint64_t)c->registered << 32 |
-					(uint64_t)c->unheard << 24 |
+					(uint64_t)c->route << 24 |
 					(uint64_t)c->bound << 16 |
 					(uint64_t)c->nretired << 8 |
 					(uint64_t)c->qp_err_due << 4 |
