@@ -463,32 +463,21 @@ static bool cma_p2p_higher_end(const struct cma_p2p_conn *conn)
 	return !cma_p2p_sends_req(&conn->key.local, &conn->key.remote);
 }
 
-/* Both locks held: a refused iWARP connect's time is up. */
-static void cma_p2p_iw_refused_for_good(struct cma_p2p_conn *conn)
-{
-	struct cma_event *evt;
-
-	cma_qp_to_err(conn->id_priv);
-	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
-			    -ECONNREFUSED);
-	if (evt)
-		cma_event_post(evt);
-}
-
 /*
  * Both locks held: a REQ sent after rdma_connect returned (an iWARP
- * retry, a REQ refused for now going out again) could not go out.
+ * retry, a REQ refused for now going out again) could not go out.  An
+ * iWARP connect refused before reports that refusal.
  */
 void cma_p2p_deferred_failed(struct cma_p2p_conn *conn, int err)
 {
+	bool iw_refused = cma_id_is_iwarp(conn->id_priv) && conn->refused_ns;
 	struct cma_event *evt;
 
-	if (conn->iw_refused) {
-		cma_p2p_iw_refused_for_good(conn);
-		return;
-	}
 	cma_qp_to_err(conn->id_priv);
-	evt = cma_event_new(conn->id_priv, RDMA_CM_EVENT_UNREACHABLE, -err);
+	evt = iw_refused ? cma_event_new(conn->id_priv, RDMA_CM_EVENT_REJECTED,
+					 -ECONNREFUSED)
+			 : cma_event_new(conn->id_priv,
+					 RDMA_CM_EVENT_UNREACHABLE, -err);
 	if (evt)
 		cma_event_post(evt);
 }
@@ -537,22 +526,13 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	err = errno;
 	cma_p2p_lock();
 	if (!ret) {
-		conn->iw_refused = false;
+		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
-	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv) &&
-		   (!conn->iw_refused ||
-		    cma_p2p_now_ns() < conn->iw_deadline_ns)) {
+	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv)) {
+		/* No listener yet: iWARP's refusal for now, on the spot. */
 		cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		if (!conn->iw_refused) {
-			conn->iw_refused = true;
-			conn->iw_deadline_ns =
-				cma_p2p_now_ns() +
-				(uint64_t)cma_p2p_wait_ms() * 1000000;
-		}
-		conn->bound = CMA_P2P_BOUND_NONE; /* iw_deadline_ns bounds it */
-		cma_timer_start(id_priv->id.channel, &conn->timer,
-				CMA_P2P_RETRY_MS);
+		cma_p2p_wait_resend(conn, -ECONNREFUSED);
 		ret = 0;
 	} else {
 		cma_p2p_dbg("connect %s: REQ failed: %s",
@@ -605,7 +585,6 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->ece = *ece;
 	conn->gave_up = false;
 	conn->peer_gone = false;
-	conn->iw_refused = false;
 	conn->refused_ns = 0;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
@@ -775,20 +754,13 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	struct cma_event *evt;
 	bool refused = conn->refused_ns != 0, pending;
 
+	/* iWARP's refused connect goes out again on its own kernel id. */
 	if (conn->state == CMA_P2P_RESEND && !cma_p2p_resolving(conn) &&
 	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn))
-		return cma_p2p_send_again(conn);
+		return cma_id_is_iwarp(conn->id_priv) ||
+		       cma_p2p_send_again(conn);
 	if (cma_p2p_bound_goes_on(conn))
 		return false;
-	if (conn->state == CMA_P2P_PENDING && conn->iw_refused) {
-		if (cma_p2p_now_ns() < conn->iw_deadline_ns)
-			return true;
-		cma_p2p_dbg("connect %s: still refused, REJECTED",
-			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		cma_p2p_conn_unregister(conn);
-		cma_p2p_iw_refused_for_good(conn);
-		return false;
-	}
 	cma_p2p_dbg("connect %s: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 		    conn->state == CMA_P2P_PENDING ? "no answer to our REQ"

@@ -152,14 +152,9 @@ struct cma_p2p_conn {
 	struct cma_timer timer;
 	int wait_status; /* the last refusal's status, reported at the bound */
 	/*
-	 * iWARP (see cma_p2p_iw_connect): our connect was refused because
-	 * the peer does not listen yet; retried until iw_deadline_ns.
-	 */
-	bool iw_refused;
-	uint64_t iw_deadline_ns;
-	/*
-	 * IB: since when our REQ is refused for now (RESEND, see
-	 * cma_p2p_wait_resend); 0 if it never was in this connect.
+	 * Since when our REQ is refused for now (RESEND, see
+	 * cma_p2p_wait_resend; on iWARP our connect, refused at once while
+	 * the peer does not listen); 0 if it never was in this connect.
 	 */
 	uint64_t refused_ns;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
