@@ -29,7 +29,9 @@ struct cma_p2p_key {
  * Where a local connect stands (rdma_cm_p2p(7), "STATE MACHINE"): the
  * lower end goes PENDING (its REQ out) and, if that REQ is refused for
  * now, RESEND until it goes out again; the higher end waits in
- * WAIT_PEER and passes through ADOPTING for each request it answers.
+ * WAIT_PEER (the page's WAITING) and passes through ADOPTING for each
+ * request it answers.  Both end CONNECTED, or in NO_MATCH (the page's
+ * "ended", also where a connect starts).
  */
 enum cma_p2p_state {
 	CMA_P2P_NO_MATCH, /* no local connect with this key */
