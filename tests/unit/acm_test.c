@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests of the ACM resolver's pure parts: the address-file parser
- * and the process's table (src/acm/acm_table.c), the cache (src/acm/acm_cache.c),
- * the SA PathRecord MAD codec (src/acm/acm_sa.c), rate codes (src/acm/acm_path.c)
- * and the endpoint helpers (src/acm/acm.c); then src/acm/acm.c's resolution, the
- * sources asked in order, on the fake device's RoCE port.
+ * and the process's table (src/acm/acm_table.c), the SA PathRecord MAD
+ * codec (src/acm/acm_sa.c), rate codes (src/acm/acm_path.c) and the
+ * endpoint helpers (src/acm/acm.c); then src/acm/acm.c's resolution, the
+ * sources asked in order, on the fake device's RoCE port.  The cache's
+ * tests are in acm_cache_test.c.
  */
 #include <config.h>
 
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "acm/acm.h"
+#include "acm_ep.h"
 #include "cm/cma.h"
 #include "cm/test_hooks.h"
 #include "fd_of.h"
@@ -26,38 +28,6 @@
 #include "fake_umad.h"
 #include "fake_verbs.h"
 #include "unit.h"
-
-static struct cma_acm_ep ep_name(const char *name)
-{
-	struct cma_acm_ep ep;
-
-	memset(&ep, 0, sizeof(ep));
-	ep.type = CMA_ACM_EP_NAME;
-	strcpy(ep.name, name);
-	return ep;
-}
-
-static struct cma_acm_ep ep_ip(const char *ip)
-{
-	struct cma_acm_ep ep;
-
-	memset(&ep, 0, sizeof(ep));
-	if (inet_pton(AF_INET, ip, ep.ip4) == 1) {
-		ep.type = CMA_ACM_EP_IP4;
-	} else {
-		ck_assert_int_eq(inet_pton(AF_INET6, ip, ep.ip6), 1);
-		ep.type = CMA_ACM_EP_IP6;
-	}
-	return ep;
-}
-
-static void assert_gid(const union ibv_gid *gid, const char *want)
-{
-	uint8_t raw[16];
-
-	ck_assert_int_eq(inet_pton(AF_INET6, want, raw), 1);
-	ck_assert_mem_eq(gid->raw, raw, 16);
-}
 
 /* --- the address-file parser --------------------------------------------- */
 
@@ -281,87 +251,6 @@ START_TEST(table_file_writable_by_anyone_is_ignored)
 
 	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0666);
 	ck_assert_int_eq(cma_acm_table_lookup(&ep, &gid), -1);
-}
-END_TEST
-
-/* --- the cache ------------------------------------------------------------------- */
-
-static struct cma_acm_query make_query(const char *dst)
-{
-	struct cma_acm_query q;
-
-	memset(&q, 0, sizeof(q));
-	q.dst = ep_name(dst);
-	return q;
-}
-
-static void cache_setup(void)
-{
-	cma_acm_cache_flush();
-	cma_acm_cache_set_limit(65536);
-}
-
-START_TEST(cache_hit_miss_negative)
-{
-	struct cma_acm_query a = make_query("a"), b = make_query("b");
-	struct cma_acm_answer ans, got;
-
-	memset(&ans, 0, sizeof(ans));
-	ans.num_paths = 1;
-	ans.source = CMA_ACM_SRC_TABLE;
-	ans.dgid.raw[15] = 7;
-	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 0);
-	cma_acm_cache_put(&a, &ans, 60000);
-	cma_acm_cache_put(&b, NULL, 60000);
-	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 1);
-	ck_assert_mem_eq(&got, &ans, sizeof(ans));
-	ck_assert_int_eq(cma_acm_cache_get(&b, &got), -1);
-	ck_assert_uint_eq(cma_acm_cache_count(), 2);
-	/* A put for a known key replaces it. */
-	cma_acm_cache_put(&b, &ans, 60000);
-	ck_assert_int_eq(cma_acm_cache_get(&b, &got), 1);
-	ck_assert_uint_eq(cma_acm_cache_count(), 2);
-	cma_acm_cache_flush();
-	ck_assert_uint_eq(cma_acm_cache_count(), 0);
-}
-END_TEST
-
-START_TEST(cache_entries_expire)
-{
-	struct cma_acm_query a = make_query("a");
-	struct cma_acm_answer ans, got;
-
-	memset(&ans, 0, sizeof(ans));
-	cma_acm_cache_put(&a, &ans, 20);
-	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 1);
-	usleep(60000);
-	ck_assert_int_eq(cma_acm_cache_get(&a, &got), 0);
-	ck_assert_uint_eq(cma_acm_cache_count(), 0);
-	cma_acm_cache_put(&a, &ans, 0); /* a TTL of 0 caches nothing */
-	ck_assert_uint_eq(cma_acm_cache_count(), 0);
-}
-END_TEST
-
-START_TEST(cache_limit_drops_oldest)
-{
-	struct cma_acm_answer ans, got;
-	struct cma_acm_query q;
-	char name[16];
-	int i;
-
-	memset(&ans, 0, sizeof(ans));
-	cma_acm_cache_set_limit(8);
-	for (i = 0; i < 20; i++) {
-		snprintf(name, sizeof(name), "h%d", i);
-		q = make_query(name);
-		cma_acm_cache_put(&q, &ans, 60000);
-		usleep(1000); /* distinct insertion times */
-	}
-	ck_assert_uint_le(cma_acm_cache_count(), 8);
-	q = make_query("h19");
-	ck_assert_int_eq(cma_acm_cache_get(&q, &got), 1);
-	q = make_query("h0");
-	ck_assert_int_eq(cma_acm_cache_get(&q, &got), 0);
 }
 END_TEST
 
@@ -694,13 +583,6 @@ Suite *acm_suite(void)
 	tcase_add_checked_fixture(tc, table_setup, table_teardown);
 	tcase_add_test(tc, table_file_lookup_and_reload);
 	tcase_add_test(tc, table_file_writable_by_anyone_is_ignored);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("cache");
-	tcase_add_checked_fixture(tc, cache_setup, NULL);
-	tcase_add_test(tc, cache_hit_miss_negative);
-	tcase_add_test(tc, cache_entries_expire);
-	tcase_add_test(tc, cache_limit_drops_oldest);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sa");

@@ -7,6 +7,7 @@
  * unit_runner.c includes this list with its own definitions of both.
  */
 UNIT_SUITE(acm)
+UNIT_SUITE(acm_cache)
 UNIT_SUITE(acm_cm)
 UNIT_SUITE(acm_path)
 UNIT_SUITE(acm_sa)
