@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * librspreload's descriptor table (src/preload/fdtab.c, compiled in):
+ * which descriptors stand for an rsocket, shared by dup'ed descriptors
+ * and closed with the last of them, and an rsocket another process made
+ * (the parent's, after fork) neither seen nor closed.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <unistd.h>
+#include <rdma/rsocket.h>
+
+#include "preload/preload.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "unit.h"
+
+/* init.c's, which the runner does not compile: this process's id. */
+int rsp_pid;
+
+static void fdtab_setup(void)
+{
+	fake_ucma_install();
+	fake_verbs_install(false);
+	rsp_pid = (int)getpid();
+}
+
+static void fdtab_teardown(void)
+{
+	fake_ucma_uninstall();
+}
+
+/* A file for a new stream rsocket, as socket.c makes one. */
+static struct rsp_file *new_file(void)
+{
+	int rs = rsocket(AF_INET, SOCK_STREAM, 0);
+	struct rsp_file *f;
+
+	ck_assert_int_ge(rs, 0);
+	f = rsp_file_new(rs, AF_INET);
+	ck_assert_ptr_nonnull(f);
+	return f;
+}
+
+/* Whether rsocket @rs is still open (closing it if so). */
+static bool still_open(int rs)
+{
+	if (!rclose(rs))
+		return true;
+	ck_assert_int_eq(errno, EBADF);
+	return false;
+}
+
+START_TEST(mapped_until_cleared)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	ck_assert(!rsp_any());
+	ck_assert_ptr_null(rsp_get(5));
+	rsp_set(5, f);
+	ck_assert(rsp_any());
+	ck_assert_ptr_eq(rsp_get(5), f);
+	ck_assert_ptr_null(rsp_get(6));
+	ck_assert_ptr_null(rsp_get(5 + 1024)); /* another page, never made */
+	ck_assert_ptr_null(rsp_get(-1));
+	rsp_clear(5);
+	ck_assert_ptr_null(rsp_get(5));
+	ck_assert(!rsp_any());
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
+/* dup'ed descriptors share one file; the last one's close closes it. */
+START_TEST(dup_shares_until_the_last)
+{
+	struct rsp_file *f = new_file(), *g = new_file();
+	int rs = f->rs, rs2 = g->rs;
+
+	rsp_set(7, f);
+	rsp_set(3000, f);
+	ck_assert_int_eq(f->refs, 2);
+	rsp_clear(7);
+	ck_assert_ptr_eq(rsp_get(3000), f);
+	ck_assert(rsp_any());
+	/* dup2 over a mapped descriptor: the old file's reference goes. */
+	rsp_set(3000, g);
+	ck_assert_ptr_eq(rsp_get(3000), g);
+	ck_assert(!still_open(rs));
+	rsp_clear(3000);
+	ck_assert(!rsp_any());
+	ck_assert(!still_open(rs2));
+}
+END_TEST
+
+/* A descriptor beyond the table is not mapped, and its file is let go. */
+START_TEST(beyond_the_table_is_dropped)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	rsp_set(1 << 20, f);
+	ck_assert_ptr_null(rsp_get(1 << 20));
+	ck_assert(!rsp_any());
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
+/*
+ * In another process (a forked child) the parent's rsocket is no rsocket:
+ * not found, and clearing its descriptor leaves the rsocket alone.
+ */
+START_TEST(another_process_file_is_left_alone)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	rsp_set(9, f);
+	rsp_pid = (int)getpid() + 1;
+	ck_assert_ptr_null(rsp_get(9));
+	rsp_clear(9);
+	rsp_pid = (int)getpid();
+	ck_assert(still_open(rs));
+}
+END_TEST
+
+Suite *preload_fdtab_suite(void)
+{
+	Suite *s = suite_create("preload_fdtab");
+	TCase *tc;
+
+	tc = tcase_create("fdtab");
+	tcase_add_checked_fixture(tc, fdtab_setup, fdtab_teardown);
+	tcase_add_test(tc, mapped_until_cleared);
+	tcase_add_test(tc, dup_shares_until_the_last);
+	tcase_add_test(tc, beyond_the_table_is_dropped);
+	tcase_add_test(tc, another_process_file_is_left_alone);
+	suite_add_tcase(s, tc);
+	return s;
+}
