@@ -70,4 +70,19 @@ static inline int unit_run_preloaded(char *log, char *const argv[], char *out,
 	return unit_run_preloaded_at(log, argv, out, len);
 }
 
+/* The start of the file @path (the child's log), NUL-terminated. */
+static inline char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return buf;
+}
+
 #endif /* PRELOAD_CHILD_H */

@@ -244,20 +244,6 @@ static int child(const char *who, const char *how, bool raw_client)
 	return 0;
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[8192];
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-
-	if (f) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	return buf;
-}
-
 static void run(const char *who, const char *how, const char *raw,
 		const char *log_has)
 {

@@ -142,20 +142,6 @@ static int echo_child(void)
 	return 0;
 }
 
-static char *slurp(const char *path)
-{
-	static char buf[8192];
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-
-	if (f) {
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-	}
-	buf[n] = 0;
-	return buf;
-}
-
 START_TEST(loopback_udp_falls_back_and_delivers)
 {
 	char path[] = "/tmp/rsp-udp-log.XXXXXX", out[256];
