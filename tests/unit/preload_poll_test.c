@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * librspreload's readiness calls (src/preload/poll.c), run under this
+ * build's librspreload.so: poll, select and epoll over a set that mixes a
+ * UDP socket carried by a datagram rsocket with a pipe report both under
+ * the program's descriptor numbers, and a one-shot rsocket member of an
+ * epoll set is disarmed after its first report.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "preload_child.h"
+#include "unit.h"
+
+/* poll: the number ready, then the socket's and the pipe's revents. */
+static void try_poll(int u, int r)
+{
+	struct pollfd fds[2] = {{.fd = u, .events = POLLIN | POLLOUT},
+				{.fd = r, .events = POLLIN}};
+	int n = poll(fds, 2, 1000);
+
+	printf("poll %d %d %d", n, fds[0].revents, fds[1].revents);
+}
+
+/* select: the count, then the socket readable, writable, the pipe readable. */
+static void try_select(int u, int r)
+{
+	struct timeval tv = {.tv_sec = 1};
+	fd_set rd, wr;
+	int n;
+
+	FD_ZERO(&rd);
+	FD_ZERO(&wr);
+	FD_SET(u, &rd);
+	FD_SET(r, &rd);
+	FD_SET(u, &wr);
+	n = select((u > r ? u : r) + 1, &rd, &wr, NULL, &tv);
+	printf(" select %d %d %d %d", n, FD_ISSET(u, &rd) != 0,
+	       FD_ISSET(u, &wr) != 0, FD_ISSET(r, &rd) != 0);
+}
+
+/* epoll: the events of two waits, the socket a one-shot member. */
+static void try_epoll(int u, int r)
+{
+	struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT}, out[4];
+	int ep = epoll_create1(0), first, second;
+
+	ev.data.fd = u;
+	epoll_ctl(ep, EPOLL_CTL_ADD, u, &ev);
+	ev.events = EPOLLIN;
+	ev.data.fd = r;
+	epoll_ctl(ep, EPOLL_CTL_ADD, r, &ev);
+	first = epoll_wait(ep, out, 4, 1000);
+	second = epoll_wait(ep, out, 4, 0);
+	printf(" epoll %d %d %d\n", first, second,
+	       second == 1 && out[0].data.fd == r);
+	close(ep);
+}
+
+/*
+ * The runner's --poll-child mode, run under the preload: a UDP socket
+ * (a datagram rsocket, writable, nothing to read) and a pipe with a byte
+ * in it, asked of each call in turn; one line, written at once.
+ */
+int preload_poll_child(int argc, char **argv)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), p[2];
+
+	(void)argc;
+	(void)argv;
+	if (u < 0 || pipe(p) || write(p[1], "x", 1) != 1) {
+		printf("bad setup\n");
+		return 1;
+	}
+	try_poll(u, p[0]);
+	try_select(u, p[0]);
+	try_epoll(u, p[0]);
+	fflush(stdout);
+	return 0;
+}
+
+START_TEST(mixed_sets_report_both_kinds)
+{
+	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256], want[128];
+	int status;
+
+	status = unit_run_preloaded(
+		path, (char *[]){"preload_poll_test", "--poll-child", NULL},
+		out, sizeof(out));
+	ck_assert_msg(strstr(slurp(path), "datagram rsocket"), "log: %s",
+		      slurp(path));
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child: %s", out);
+	snprintf(want, sizeof(want),
+		 "poll 2 %d %d select 2 0 1 1 epoll 2 1 1\n", POLLOUT, POLLIN);
+	ck_assert_str_eq(out, want);
+}
+END_TEST
+
+Suite *preload_poll_suite(void)
+{
+	Suite *s = suite_create("preload_poll");
+	TCase *tc = tcase_create("poll");
+
+	tcase_add_test(tc, mixed_sets_report_both_kinds);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
