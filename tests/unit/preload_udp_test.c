@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * librspreload's UDP sockets: which addresses are loopback, wildcard or
- * other (src/preload/addr.c, compiled in), which sockets are UDP, and a
- * loopback UDP echo run under this build's librspreload.so, which must
- * fall back to the kernel's UDP (no RDMA device carries loopback) and
- * still deliver every byte, also to an epoll set joined before the first
- * sendto, with SO_REUSEADDR set before the fallback still in force.
+ * librspreload's UDP sockets: a loopback UDP echo run under this build's
+ * librspreload.so, which must fall back to the kernel's UDP (no RDMA
+ * device carries loopback) and still deliver every byte, also to an epoll
+ * set joined before the first sendto, with SO_REUSEADDR set before the
+ * fallback still in force.  Which addresses and sockets are UDP's
+ * concern is tested in preload_addr_test.c.
  */
 #define _GNU_SOURCE
 #include <config.h>
@@ -24,60 +24,6 @@
 #include "preload/preload.h"
 #include "unit.h"
 #include "preload_child.h"
-
-static enum rsp_addr_kind v4(const char *a)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-
-	ck_assert_int_eq(inet_pton(AF_INET, a, &sin.sin_addr), 1);
-	return rsp_addr_kind((struct sockaddr *)&sin, sizeof(sin));
-}
-
-static enum rsp_addr_kind v6(const char *a)
-{
-	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
-
-	ck_assert_int_eq(inet_pton(AF_INET6, a, &sin6.sin6_addr), 1);
-	return rsp_addr_kind((struct sockaddr *)&sin6, sizeof(sin6));
-}
-
-START_TEST(addresses_are_classified)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	struct sockaddr un = {.sa_family = AF_UNIX};
-
-	ck_assert_int_eq(v4("0.0.0.0"), RSP_ADDR_ANY);
-	ck_assert_int_eq(v4("127.0.0.1"), RSP_ADDR_LOOPBACK);
-	ck_assert_int_eq(v4("127.255.3.4"), RSP_ADDR_LOOPBACK);
-	ck_assert_int_eq(v4("192.0.2.1"), RSP_ADDR_OTHER);
-	ck_assert_int_eq(v4("128.0.0.1"), RSP_ADDR_OTHER);
-	ck_assert_int_eq(v6("::"), RSP_ADDR_ANY);
-	ck_assert_int_eq(v6("::1"), RSP_ADDR_LOOPBACK);
-	ck_assert_int_eq(v6("::ffff:127.0.0.1"), RSP_ADDR_LOOPBACK);
-	ck_assert_int_eq(v6("::ffff:0.0.0.0"), RSP_ADDR_ANY);
-	ck_assert_int_eq(v6("::ffff:192.0.2.1"), RSP_ADDR_OTHER);
-	ck_assert_int_eq(v6("fe80::1"), RSP_ADDR_OTHER);
-	ck_assert_int_eq(v6("2001:db8::1"), RSP_ADDR_OTHER);
-	/* too short, not IP, absent */
-	ck_assert_int_eq(rsp_addr_kind((struct sockaddr *)&sin, 4),
-			 RSP_ADDR_BAD);
-	ck_assert_int_eq(rsp_addr_kind(&un, sizeof(un)), RSP_ADDR_BAD);
-	ck_assert_int_eq(rsp_addr_kind(NULL, 16), RSP_ADDR_BAD);
-}
-END_TEST
-
-START_TEST(udp_sockets_are_recognised)
-{
-	ck_assert(rsp_is_udp(AF_INET, SOCK_DGRAM, 0));
-	ck_assert(rsp_is_udp(AF_INET6, SOCK_DGRAM, IPPROTO_UDP));
-	ck_assert(rsp_is_udp(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			     0));
-	ck_assert(!rsp_is_udp(AF_INET, SOCK_STREAM, 0));
-	ck_assert(!rsp_is_udp(AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
-	ck_assert(!rsp_is_udp(AF_UNIX, SOCK_DGRAM, 0));
-	ck_assert(!rsp_is_udp(AF_INET, SOCK_RAW, IPPROTO_UDP));
-}
-END_TEST
 
 /*
  * Run as "preload_udp_test --echo-child" under librspreload.so: a client
@@ -175,8 +121,6 @@ Suite *preload_udp_suite(void)
 	Suite *s = suite_create("preload_udp");
 	TCase *tc = tcase_create("udp");
 
-	tcase_add_test(tc, addresses_are_classified);
-	tcase_add_test(tc, udp_sockets_are_recognised);
 	tcase_add_test(tc, loopback_udp_falls_back_and_delivers);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
