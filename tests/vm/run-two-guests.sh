@@ -54,12 +54,18 @@ vm_write_env 1 "192.0.2.1/24 2001:db8::1/64" "$cwd" "${cmd1[@]}"
 vm_write_env 2 "192.0.2.2/24 2001:db8::2/64" "$cwd" "${cmd2[@]}"
 
 # A free port on the loopback for the link: guest 1's qemu listens on it,
-# guest 2's connects. (Another program could take it between this check and
-# qemu's bind; qemu then fails to start and we report that.)
-port_free() { [ -z "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+# guest 2's connects.  Free means no socket of any state has it (a
+# connection's local port blocks the bind as a listener does), and it is
+# below the kernel's ephemeral range, so that no connection made meanwhile
+# takes it.  (A program could still bind it between this check and qemu's
+# bind; qemu then fails to start and we report that.)
+eph_lo=32768
+read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+((eph_lo > 11000)) || eph_lo=32768
+port_free() { [ -z "$(ss -Htan "sport = :$1" 2>/dev/null)" ]; }
 port=""
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-	p=$((20000 + RANDOM % 40000))
+	p=$((10000 + RANDOM % (eph_lo - 10000)))
 	if port_free "$p"; then
 		port="$p"
 		break
