@@ -243,18 +243,19 @@ START_TEST(dead_arriving_request_leaves_the_connect_waiting)
 END_TEST
 
 /*
- * Kernel id @kid's REQ refused with IB CM reason 8 (no listener), the
- * command log cleared first for req_sent_again.
+ * Kernel id @kid's REQ refused with IB CM reason @status and no data (8:
+ * no listener; 10: stale connection; 28: no listener for the address),
+ * the command log cleared first for req_sent_again.
  */
-static void refused_unheard(uint32_t kid)
+static void refused_for_now(uint32_t kid, int status)
 {
 	fake_ucma_clear_log();
-	fake_ucma_event(kid, RDMA_CM_EVENT_REJECTED, 8);
+	fake_ucma_event(kid, RDMA_CM_EVENT_REJECTED, status);
 	expect_nothing();
 }
 
 /*
- * After refused_unheard, the library's timer sent our REQ again: on a
+ * After refused_for_now, the library's timer sent our REQ again: on a
  * fresh kernel id, whose address and route it resolves first, once the
  * refused one is gone (its source address is taken again).  The new
  * kernel id, its REQ sent.
@@ -315,9 +316,7 @@ START_TEST(kernel_refusal_without_data_is_sent_again)
 	uint32_t own = kid_of(id), again;
 
 	ck_assert_int_eq(p2p_connect(id), 0);
-	fake_ucma_clear_log();
-	fake_ucma_event(own, RDMA_CM_EVENT_REJECTED, 28);
-	expect_nothing();
+	refused_for_now(own, 28);
 	again = req_sent_again(id, own, 0);
 	fake_ucma_event(again, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
@@ -338,11 +337,9 @@ START_TEST(stale_connection_refusal_is_sent_again)
 	uint32_t own = kid_of(id), again, third;
 
 	ck_assert_int_eq(p2p_connect(id), 0);
-	refused_unheard(own);
+	refused_for_now(own, 8);
 	again = req_sent_again(id, own, 0);
-	fake_ucma_clear_log();
-	fake_ucma_event(again, RDMA_CM_EVENT_REJECTED, 10);
-	expect_nothing();
+	refused_for_now(again, 10);
 	third = req_sent_again(id, again, 0);
 	fake_ucma_event(third, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
@@ -371,9 +368,9 @@ START_TEST(refused_unheard_req_goes_out_until_heard)
 	ck_assert_int_eq(p2p_connect(two), 0);
 	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid_of(two)).tag,
 			  0);
-	refused_unheard(own);
+	refused_for_now(own, 8);
 	again = req_sent_again(one, own, 0);
-	refused_unheard(again);
+	refused_for_now(again, 8);
 	third = req_sent_again(one, again, 0);
 	fake_ucma_event(kid_of(two), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
@@ -1067,7 +1064,7 @@ START_TEST(peer_that_never_listens_fails_the_connect_at_the_bound)
 	ck_assert_int_eq(p2p_connect(id), 0);
 	kids[n++] = kid_of(id);
 	for (;;) {
-		refused_unheard(kids[n - 1]);
+		refused_for_now(kids[n - 1], 8);
 		for (tries = 0; tries < 500; tries++) {
 			if (fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR) ||
 			    (poll(&pfd, 1, 10) > 0 &&
