@@ -235,8 +235,18 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		RDMA_TEST_TRANSPORT=iwarp
 	vm_suite rdmacm-utils-iwarp rdmacm-utils-in-guest.sh \
 		RDMACM_VM_TRANSPORT=siw RDMA_TEST_TRANSPORT=iwarp
-	vm_suite stranger-iwarp stranger-in-guest.sh RDMACM_VM_TRANSPORT=siw \
-		RDMA_TEST_TRANSPORT=iwarp
+	# stranger's clients send first as soon as they are connected, the
+	# pattern siw's accept race (BUGS.md siw-accept-race) hangs: Debian's
+	# library hung so in a full run here, so in the VM it runs on the
+	# driver with that window closed, as perftest does.
+	if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ]; then
+		vm_suite stranger-iwarp stranger-in-guest.sh \
+			RDMACM_VM_TRANSPORT=siw RDMACM_VM_SIW_DRAIN=1 \
+			RDMA_TEST_TRANSPORT=iwarp
+	else
+		vm_suite stranger-iwarp stranger-in-guest.sh \
+			RDMA_TEST_TRANSPORT=iwarp
+	fi
 	vm_suite p2p-iwarp p2p-in-guest.sh RDMACM_VM_TRANSPORT=siw \
 		RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900
 	# perftest over Soft-iWARP.  Its first message goes from the

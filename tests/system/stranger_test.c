@@ -468,7 +468,12 @@ static void end_ids_free(struct end *e)
 	rdma_destroy_event_channel(e->ch);
 }
 
-/* Both ends see DISCONNECTED; the client starts it. */
+/*
+ * Both ends see DISCONNECTED.  The end that sent the last message starts
+ * it, once that send has completed: a peer that disconnected as soon as the
+ * message arrived could make siw complete the delivered send with an error
+ * (tests/system/BUGS.md siw-send-error).
+ */
 static void ext_disconnect(struct end *e, bool initiate)
 {
 	struct rdma_cm_event *ev;
@@ -518,7 +523,7 @@ static int extqp_server(struct pair *p, const struct flow *f)
 	rdma_ack_cm_event(ev);
 
 	exchange(&e, false, "server");
-	ext_disconnect(&e, false);
+	ext_disconnect(&e, true);
 	end_verbs_free(&e);
 	end_ids_free(&e);
 	end_cq_pd_free(&e);
@@ -563,7 +568,7 @@ static int extqp_client(struct pair *p, const struct flow *f)
 	}
 
 	exchange(&e, true, "client");
-	ext_disconnect(&e, true);
+	ext_disconnect(&e, false);
 	end_verbs_free(&e);
 	end_ids_free(&e);
 	end_cq_pd_free(&e);
