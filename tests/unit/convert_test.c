@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests for the pure parts of the library that need no kernel:
- * structure conversions (src/cm/abi_convert.c), option validation
- * (src/cm/options.c), event names and bad-input handling of public calls.
+ * structure conversions (src/cm/abi_convert.c), event names and bad-input
+ * handling of public calls.
  */
 #include <config.h>
 
@@ -149,108 +149,6 @@ START_TEST(conn_param_defaults_and_private_data)
 }
 END_TEST
 
-START_TEST(options_are_validated)
-{
-	uint8_t u8 = 0;
-	int i = 1;
-	struct ibv_path_data paths[2];
-
-	ck_assert_int_eq(
-		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &u8, 1),
-		0);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
-					  &i, sizeof(i)),
-			 -1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID,
-					  RDMA_OPTION_ID_REUSEADDR, &i,
-					  sizeof(i)),
-			 0);
-	ck_assert_int_eq(
-		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &u8, 1),
-		-1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID,
-					  RDMA_OPTION_ID_ACK_TIMEOUT, &u8, 1),
-			 0);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_ID, 99, &i, sizeof(i)),
-			 -1);
-	ck_assert_int_eq(errno, ENOPROTOOPT);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
-					  paths, sizeof(paths)),
-			 0);
-	ck_assert_int_eq(cma_check_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH,
-					  paths, sizeof(paths[0]) + 1),
-			 -1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(
-		cma_check_option(RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, paths, 0),
-		-1);
-	ck_assert_int_eq(
-		cma_check_option(RDMA_OPTION_IB, 7, paths, sizeof(paths)), -1);
-	ck_assert_int_eq(errno, ENOPROTOOPT);
-	ck_assert_int_eq(cma_check_option(12345, 0, &i, sizeof(i)), -1);
-	ck_assert_int_eq(errno, ENOPROTOOPT);
-	ck_assert_int_eq(
-		cma_check_option(RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, NULL, 1),
-		-1);
-	ck_assert_int_eq(errno, EFAULT);
-}
-END_TEST
-
-/*
- * rdma_set_option refuses every value cma_check_option refuses, with the
- * same errno, and the kernel hears nothing: set() validates what it
- * applies, reading the value once (struct cma_option).
- */
-START_TEST(set_refuses_what_check_refuses)
-{
-	struct ip_mreqn not_a_group = {.imr_multiaddr.s_addr =
-					       htonl(0x0a000001)};
-	struct ibv_path_data path[2];
-	struct {
-		int level, optname;
-		const void *val;
-		size_t len;
-	} bad[] = {
-		{RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, path,
-		 sizeof(path[0]) + 1},
-		{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, &(int){2},
-		 sizeof(int)},
-		{RDMA_OPTION_IP, IP_ADD_MEMBERSHIP, &not_a_group,
-		 sizeof(not_a_group)},
-	};
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	int want;
-	size_t i;
-
-	fake_ucma_install();
-	ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(ch);
-	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), 0);
-	memset(path, 0, sizeof(path));
-	fake_ucma_clear_log();
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(cma_check_option(bad[i].level, bad[i].optname,
-						  bad[i].val, bad[i].len),
-				 -1);
-		want = errno;
-		errno = 0;
-		ck_assert_int_eq(
-			rdma_set_option(id, bad[i].level, bad[i].optname,
-					(void *)bad[i].val, bad[i].len),
-			-1);
-		ck_assert_int_eq(errno, want);
-	}
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_SET_OPTION), 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_JOIN_MCAST), 0);
-	ck_assert_int_eq(rdma_destroy_id(id), 0);
-	rdma_destroy_event_channel(ch);
-	fake_ucma_uninstall();
-}
-END_TEST
-
 START_TEST(event_names)
 {
 	ck_assert_str_eq(rdma_event_str(RDMA_CM_EVENT_ADDR_RESOLVED),
@@ -383,14 +281,12 @@ Suite *convert_suite(void)
 	tcase_add_test(tc, wire_path_unpacks_bit_fields);
 	tcase_add_test(tc, user_path_record_copies);
 	tcase_add_test(tc, conn_param_defaults_and_private_data);
-	tcase_add_test(tc, options_are_validated);
 	tcase_add_test(tc, event_names);
 	tcase_add_test(tc, null_arguments_are_refused);
 	tcase_add_test(tc, bad_port_space_is_refused);
 	tcase_add_test(tc, ece_is_kept_out_of_line);
 	tcase_add_test(tc, address_lengths);
 	suite_add_tcase(s, tc);
-	tcase_add_test(on_id, set_refuses_what_check_refuses);
 	suite_add_tcase(s, on_id);
 	return s;
 }
