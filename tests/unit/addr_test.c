@@ -6,7 +6,7 @@
  * describe them: what the kernel resolved (device, port, addresses, GIDs,
  * P_Key, path) is in the id once the call returns (bind) or its event is
  * read (resolve); bad arguments are refused before the kernel is asked;
- * the kernel's refusals are passed on.
+ * the kernel's refusals are passed on; every family has its length.
  */
 #include <config.h>
 
@@ -240,6 +240,18 @@ START_TEST(ports_of_no_id)
 }
 END_TEST
 
+START_TEST(address_lengths)
+{
+	struct sockaddr sa = {.sa_family = AF_UNIX};
+	struct sockaddr_ib sib = {.sib_family = AF_IB};
+
+	ck_assert_uint_eq(cma_addr_len(NULL), 0);
+	ck_assert_uint_eq(cma_addr_len(&sa), 0);
+	ck_assert_uint_eq(cma_addr_len((struct sockaddr *)&sib),
+			  sizeof(struct sockaddr_ib));
+}
+END_TEST
+
 Suite *addr_suite(void)
 {
 	Suite *s = suite_create("addr");
@@ -256,6 +268,9 @@ Suite *addr_suite(void)
 	tcase_add_test(tc, an_address_error_is_reported);
 	tcase_add_test(tc, af_ib_ports_come_from_the_service_id);
 	tcase_add_test(tc, ports_of_no_id);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("lengths");
+	tcase_add_test(tc, address_lengths);
 	suite_add_tcase(s, tc);
 	return s;
 }

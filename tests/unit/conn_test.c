@@ -2,7 +2,7 @@
 /*
  * Unit tests for connection establishment (src/cm/conn.c, src/cm/qp.c and the
  * device binding of src/cm/id.c) against the fake kernel (fake_ucma) and the
- * fake device (fake_verbs).  The tests use the public API the way an
+ * fake device (fake_verbs); and ECE values, kept out of line.  The tests use the public API the way an
  * outside program does: poll(2) on channel->fd, then a blocking
  * rdma_get_cm_event; the test plays the kernel and the remote peer.
  */
@@ -538,6 +538,42 @@ START_TEST(disconnect_touches_no_external_qp)
 }
 END_TEST
 
+/* ECE lives out of line: nothing is allocated until a value is set or
+ * arrives, and reading back before that gives zeros. */
+START_TEST(ece_is_kept_out_of_line)
+{
+	struct cma_id_private *id_priv = calloc(1, sizeof(*id_priv));
+	struct ibv_ece ece = {.vendor_id = 1},
+		       local = {.vendor_id = 0x15b3, .options = 9};
+
+	ck_assert_ptr_nonnull(id_priv);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0);
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0, 0), 0);
+	ck_assert_ptr_null(id_priv->ece);
+
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0x15b3, 7), 0);
+	ck_assert_ptr_nonnull(id_priv->ece);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0x15b3);
+	ck_assert_uint_eq(ece.options, 7);
+	ck_assert_uint_eq(ece.comp_mask, 0);
+
+	ck_assert_int_eq(rdma_set_local_ece(&id_priv->id, &local), 0);
+	ck_assert_uint_eq(id_priv->ece->local.vendor_id, 0x15b3);
+	ck_assert_uint_eq(id_priv->ece->local.options, 9);
+	/* A later all-zero ECE from the peer replaces the stored one. */
+	ck_assert_int_eq(cma_store_remote_ece(id_priv, 0, 0), 0);
+	ck_assert_int_eq(rdma_get_remote_ece(&id_priv->id, &ece), 0);
+	ck_assert_uint_eq(ece.vendor_id, 0);
+	local.comp_mask = 1;
+	ck_assert_int_eq(rdma_set_local_ece(&id_priv->id, &local), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	free(id_priv->ece);
+	free(id_priv);
+}
+END_TEST
+
 Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
@@ -560,6 +596,9 @@ Suite *conn_suite(void)
 	tcase_add_test(tc, a_library_qp_wins_over_the_parameter);
 	tcase_add_test(tc, accept_without_qp_or_param_is_refused);
 	tcase_add_test(tc, disconnect_touches_no_external_qp);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("ece");
+	tcase_add_test(tc, ece_is_kept_out_of_line);
 	suite_add_tcase(s, tc);
 	return s;
 }

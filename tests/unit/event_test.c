@@ -3,7 +3,8 @@
  * Unit tests for src/cm/event.c: kernel events queued on the fake kernel
  * device (fake_ucma) become rdma_cm_events with the right id, parameters and private data,
  * events the library consumes are accounted for, and acks reach the right
- * counters.  No kernel and no RDMA device are needed.
+ * counters; every event has its name.  No kernel and no RDMA device are
+ * needed.
  */
 #include <config.h>
 
@@ -327,6 +328,21 @@ START_TEST(only_user_events_can_be_written)
 }
 END_TEST
 
+START_TEST(event_names)
+{
+	ck_assert_str_eq(rdma_event_str(RDMA_CM_EVENT_ADDR_RESOLVED),
+			 "RDMA_CM_EVENT_ADDR_RESOLVED");
+	ck_assert_str_eq(rdma_event_str(RDMA_CM_EVENT_TIMEWAIT_EXIT),
+			 "RDMA_CM_EVENT_TIMEWAIT_EXIT");
+	ck_assert_str_eq(rdma_event_str(RDMA_CM_EVENT_USER),
+			 "RDMA_CM_EVENT_USER");
+	ck_assert_str_eq(rdma_event_str((enum rdma_cm_event_type)1000),
+			 "UNKNOWN EVENT");
+	ck_assert_str_eq(rdma_event_str((enum rdma_cm_event_type) - 1),
+			 "UNKNOWN EVENT");
+}
+END_TEST
+
 Suite *event_suite(void)
 {
 	Suite *s = suite_create("event");
@@ -346,6 +362,9 @@ Suite *event_suite(void)
 	tcase_add_test(tc, library_events_come_first_and_are_counted_apart);
 	tcase_add_test(tc, undelivered_library_events_are_dropped);
 	tcase_add_test(tc, only_user_events_can_be_written);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("names");
+	tcase_add_test(tc, event_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

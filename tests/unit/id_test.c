@@ -2,7 +2,8 @@
 /*
  * Unit tests for the id life cycle (src/cm/id.c, src/cm/channel.c): destroy and
  * migrate while events are in flight, and synchronous ids, against the
- * fake kernel (fake_ucma).  Where a call must wait for another thread, the
+ * fake kernel (fake_ucma); and the refusal of NULL ids and bad port spaces
+ * by every public call.  Where a call must wait for another thread, the
  * test runs it in a thread of its own and plays the other thread itself.
  */
 #include <config.h>
@@ -293,6 +294,65 @@ START_TEST(unbinding_clears_verbs_and_pd)
 }
 END_TEST
 
+/* Every public call refuses NULL arguments with EINVAL and no crash. */
+START_TEST(null_arguments_are_refused)
+{
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	ck_assert_int_eq(rdma_create_id(NULL, NULL, NULL, RDMA_PS_TCP), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rdma_destroy_id(NULL), -1);
+	ck_assert_int_eq(rdma_bind_addr(NULL, (struct sockaddr *)&sin), -1);
+	ck_assert_int_eq(
+		rdma_resolve_addr(NULL, NULL, (struct sockaddr *)&sin, 10), -1);
+	ck_assert_int_eq(rdma_resolve_route(NULL, 10), -1);
+	ck_assert_int_eq(rdma_connect(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_listen(NULL, 1), -1);
+	ck_assert_int_eq(rdma_accept(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_reject(NULL, NULL, 0), -1);
+	ck_assert_int_eq(rdma_disconnect(NULL), -1);
+	ck_assert_int_eq(rdma_notify(NULL, IBV_EVENT_COMM_EST), -1);
+	ck_assert_int_eq(rdma_get_cm_event(NULL, &ev), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(rdma_ack_cm_event(NULL), -1);
+	ck_assert_int_eq(rdma_set_option(NULL, 0, 0, NULL, 0), -1);
+	ck_assert_int_eq(rdma_migrate_id(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_join_multicast(NULL, NULL, NULL), -1);
+	ck_assert_int_eq(rdma_leave_multicast(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_create_qp(NULL, NULL, NULL), -1);
+	ck_assert_int_eq(rdma_establish(NULL), -1);
+	ck_assert_int_eq(rdma_init_qp_attr(NULL, NULL, NULL), -1);
+	ck_assert_int_eq(rdma_set_local_ece(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_get_remote_ece(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_get_request(NULL, NULL), -1);
+	ck_assert_int_eq(rdma_write_cm_event(NULL, RDMA_CM_EVENT_USER, 0, 0),
+			 -1);
+	errno = 0;
+	ck_assert_uint_eq(rdma_get_src_port(NULL), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_uint_eq(rdma_get_dst_port(NULL), 0);
+	ck_assert_int_eq(errno, EINVAL);
+	rdma_destroy_qp(NULL);
+	rdma_destroy_srq(NULL);
+	rdma_destroy_event_channel(NULL);
+	rdma_free_devices(NULL);
+}
+END_TEST
+
+START_TEST(bad_port_space_is_refused)
+{
+	struct rdma_cm_id *id = NULL;
+
+	ck_assert_int_eq(
+		rdma_create_id(NULL, &id, NULL, (enum rdma_port_space)0x7777),
+		-1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(id);
+}
+END_TEST
+
 Suite *id_suite(void)
 {
 	Suite *s = suite_create("id");
@@ -312,6 +372,10 @@ Suite *id_suite(void)
 	tcase_add_test(tc, a_new_device_brings_its_own_pd);
 	tcase_add_test(tc, a_pd_in_use_is_kept);
 	tcase_add_test(tc, unbinding_clears_verbs_and_pd);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad input");
+	tcase_add_test(tc, null_arguments_are_refused);
+	tcase_add_test(tc, bad_port_space_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,7 @@
  * the preload): `unit_runner FLAG ...` returns FN(argc, argv).
  * unit_runner.c includes this list with its own definitions of both.
  */
+UNIT_SUITE(abi_convert)
 UNIT_SUITE(acm)
 UNIT_SUITE(acm_cache)
 UNIT_SUITE(acm_cm)
@@ -18,7 +19,6 @@ UNIT_SUITE(addrinfo)
 UNIT_SUITE(addrinfo_sa)
 UNIT_SUITE(channel)
 UNIT_SUITE(conn)
-UNIT_SUITE(convert)
 UNIT_SUITE(destroy_inflight)
 UNIT_SUITE(device)
 UNIT_SUITE(endpoint)
