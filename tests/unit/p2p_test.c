@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Unit tests for peer-to-peer mode's pure parts: the header codec
- * (src/p2p/p2p_wire.c), identity order, key matching and the decision taken
- * for an incoming request (src/p2p/p2p.c), and the library-only options.
+ * Unit tests for peer-to-peer mode's table (src/p2p/p2p.c): identity
+ * order, key matching and the decision taken for an incoming request; the
+ * private data a p2p connect leaves room for; p2p listeners as the kernel
+ * sees them.  The header codec is tested in p2p_wire_test.c, the options
+ * in p2p_options_test.c.
  */
 #include <config.h>
 
@@ -21,91 +23,6 @@
 #include "cm/ucma_abi.h"
 #include "unit.h"
 
-START_TEST(header_round_trip)
-{
-	struct cma_p2p_hdr in = {.kind = CMA_P2P_REQ,
-				 .flags = CMA_P2P_F_EXPLICIT_TAG,
-				 .data_len = 4,
-				 .port = 7471,
-				 .tag = 0x0102030405060708ull,
-				 .incarnation = 0x1112131415161718ull},
-			   out;
-	uint8_t buf[CMA_P2P_HDR_LEN + 4] = {0};
-
-	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN);
-	ck_assert_uint_eq(buf[0], 0xC5);
-	ck_assert_uint_eq(buf[3], 0x21); /* version 2, REQ */
-	ck_assert_uint_eq(buf[6], 7471 >> 8);
-	ck_assert_uint_eq(buf[15], 0x08);
-	ck_assert_uint_eq(buf[16], 0x11);
-	ck_assert_uint_eq(buf[23], 0x18);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &out), CMA_P2P_OK);
-	ck_assert_uint_eq(out.kind, in.kind);
-	ck_assert_uint_eq(out.flags, in.flags);
-	ck_assert_uint_eq(out.data_len, 4);
-	ck_assert_uint_eq(out.len, CMA_P2P_HDR_LEN);
-	ck_assert_uint_eq(out.port, 7471);
-	ck_assert(out.tag == in.tag);
-	ck_assert(out.incarnation == in.incarnation);
-}
-END_TEST
-
-/* Version 1 headers (16 bytes, no incarnation) are still understood. */
-START_TEST(header_version_1_understood)
-{
-	struct cma_p2p_hdr in = {.kind = CMA_P2P_REQ,
-				 .data_len = 2,
-				 .len = CMA_P2P_HDR_LEN_V1,
-				 .port = 7471,
-				 .tag = 3},
-			   out;
-	uint8_t buf[CMA_P2P_HDR_LEN] = {0};
-	size_t len = CMA_P2P_HDR_LEN_V1 + 2;
-
-	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN_V1);
-	ck_assert_uint_eq(buf[3], 0x11);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, len, &out), CMA_P2P_OK);
-	ck_assert_uint_eq(out.len, CMA_P2P_HDR_LEN_V1);
-	ck_assert(out.incarnation == 0);
-	ck_assert(out.tag == 3);
-	/* cut short of a version 2 header */
-	buf[3] = 0x21;
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, len, &out), CMA_P2P_BAD);
-}
-END_TEST
-
-START_TEST(header_rejects_malformed)
-{
-	struct cma_p2p_hdr h = {.kind = CMA_P2P_REQ, .port = 1, .tag = 1};
-	uint8_t good[CMA_P2P_HDR_LEN], buf[CMA_P2P_HDR_LEN];
-
-	cma_p2p_hdr_encode(&h, good);
-	/* Not ours at all: ordinary private data. */
-	ck_assert_int_eq(cma_p2p_hdr_parse("hello", 6, &h), CMA_P2P_NONE);
-	ck_assert_int_eq(cma_p2p_hdr_parse(NULL, 0, &h), CMA_P2P_NONE);
-	ck_assert_int_eq(cma_p2p_hdr_parse(good, 2, &h), CMA_P2P_NONE);
-	/* Ours, but cut short. */
-	ck_assert_int_eq(cma_p2p_hdr_parse(good, 15, &h), CMA_P2P_BAD);
-	ck_assert_int_eq(cma_p2p_hdr_parse(good, CMA_P2P_HDR_LEN - 1, &h),
-			 CMA_P2P_BAD);
-	memcpy(buf, good, sizeof(buf));
-	buf[3] = 0x31; /* version 3 */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
-	memcpy(buf, good, sizeof(buf));
-	buf[3] = 0x1f; /* unknown kind */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
-	memcpy(buf, good, sizeof(buf));
-	buf[4] = 0x80; /* unknown flag */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
-	memcpy(buf, good, sizeof(buf));
-	buf[5] = 1; /* claims data that is not there */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
-	memcpy(buf, good, sizeof(buf));
-	buf[6] = buf[7] = 0; /* a REQ from no listener */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
-}
-END_TEST
-
 static struct cma_p2p_ident ident(uint8_t last, uint16_t port)
 {
 	struct cma_p2p_ident id = {.port = port};
@@ -114,28 +31,6 @@ static struct cma_p2p_ident ident(uint8_t last, uint16_t port)
 	id.addr[15] = last;
 	return id;
 }
-
-/*
- * The 4 bytes earlier builds put after a REQ's data: invisible to the
- * header's parser, so such a request reads as any other.
- */
-START_TEST(bytes_after_the_data_are_ignored)
-{
-	static const uint8_t old_ext[4] = {0xC5, 0x70, 0x58, 0x01};
-	struct cma_p2p_hdr hdr = {
-		.kind = CMA_P2P_REQ, .port = 7471, .tag = 1, .data_len = 3};
-	struct cma_p2p_hdr got;
-	uint8_t buf[64] = {0};
-	size_t n = cma_p2p_hdr_encode(&hdr, buf);
-
-	memcpy(buf + n, "abc", 3);
-	memcpy(buf + n + 3, old_ext, sizeof(old_ext));
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, n + 3 + sizeof(old_ext), &got),
-			 CMA_P2P_OK);
-	ck_assert_uint_eq(got.data_len, 3);
-	ck_assert_uint_eq(got.tag, 1);
-}
-END_TEST
 
 START_TEST(identity_order)
 {
@@ -289,64 +184,6 @@ START_TEST(keys_match_exactly)
 	b = a;
 	b.remote.port = 3;
 	ck_assert(!cma_p2p_key_equal(&a, &b));
-}
-END_TEST
-
-/* The options through the public calls: values checked, never-set unread. */
-START_TEST(options_validated)
-{
-	struct rdma_event_channel *ch;
-	struct cma_id_private *id_priv;
-	uint64_t tag = 77, got_tag = 0;
-	int v = 1, got = -1;
-
-	fake_ucma_install();
-	ch = cma_channel_create();
-	ck_assert_ptr_nonnull(ch);
-	id_priv = cma_id_alloc(ch, NULL, RDMA_PS_TCP, IBV_QPT_RC);
-	ck_assert_ptr_nonnull(id_priv);
-	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &got,
-					 sizeof(got)),
-			 -1);
-	ck_assert_int_eq(errno, ENODATA);
-	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &v,
-					 sizeof(v)),
-			 0);
-	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &got,
-					 sizeof(got)),
-			 0);
-	ck_assert_int_eq(got, 1);
-	v = 2;
-	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_PEER2PEER, &v,
-					 sizeof(v)),
-			 -1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_P2P_TAG, &got_tag,
-					 sizeof(got_tag)),
-			 -1);
-	ck_assert_int_eq(errno, ENODATA);
-	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_P2P_TAG, &tag,
-					 sizeof(tag)),
-			 0);
-	ck_assert_int_eq(rdma_get_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_P2P_TAG, &got_tag,
-					 sizeof(got_tag)),
-			 0);
-	ck_assert(got_tag == 77);
-	ck_assert_int_eq(rdma_set_option(&id_priv->id, RDMA_OPTION_ID,
-					 RDMA_OPTION_ID_P2P_TAG, &tag, 4),
-			 -1);
-	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(offsetof(struct rdma_conn_param, peer2peer_mode), 15);
-	cma_id_free(id_priv);
-	cma_channel_destroy(ch);
-	fake_ucma_uninstall();
 }
 END_TEST
 
@@ -594,10 +431,6 @@ Suite *p2p_suite(void)
 	TCase *tc = tcase_create("pure");
 	TCase *pd = tcase_create("private data");
 
-	tcase_add_test(tc, header_round_trip);
-	tcase_add_test(tc, header_version_1_understood);
-	tcase_add_test(tc, header_rejects_malformed);
-	tcase_add_test(tc, bytes_after_the_data_are_ignored);
 	tcase_add_test(tc, identity_order);
 	tcase_add_test(tc, identity_order_is_byte_order);
 	tcase_add_test(tc, addresses_normalised);
@@ -605,7 +438,6 @@ Suite *p2p_suite(void)
 	tcase_add_test(tc, only_the_lower_end_is_heard);
 	tcase_add_test(tc, decisions_by_state);
 	tcase_add_test(tc, keys_match_exactly);
-	tcase_add_test(tc, options_validated);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(pd, pd_setup, pd_teardown);
 	tcase_add_test(pd, private_data_wrap_refused);
