@@ -185,7 +185,7 @@ static void vec_rdma(struct end *a, struct end *b)
  * ESTABLISHED event.  Once established the kernel answers EISCONN; a
  * listener has nothing to establish: EINVAL (Linux 6.1, both libraries).
  * On iWARP the kernel accepts and ignores it.
- * (A NULL id is convert_test's: rdma-core's library crashes on it.)
+ * (A NULL id is id_test's: rdma-core's library crashes on it.)
  */
 static void notify_checks(struct rc_pair *p)
 {
