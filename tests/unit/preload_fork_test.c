@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * librspreload's RDMAV_FORK_SAFE handshake: the decisions of
- * src/preload/forkstep.c (compiled in), then loopback TCP connections
- * under this build's preload in that mode, with no RDMA device (so both
- * ends offer, one cannot go on, and the connection stays on TCP): whoever
- * speaks first, the peer waiting in epoll, poll or select wakes up, and
- * every byte arrives as sent; a peer without the preload keeps TCP.
+ * librspreload's RDMAV_FORK_SAFE handshake (src/preload/fork.c): loopback
+ * TCP connections under this build's preload in that mode, with no RDMA
+ * device (so both ends offer, one cannot go on, and the connection stays
+ * on TCP): whoever speaks first, the peer waiting in epoll, poll or select
+ * wakes up, and every byte arrives as sent; a peer without the preload
+ * keeps TCP.  The handshake's decisions are preload_forkstep_test.c's.
  */
 #define _GNU_SOURCE
 #include <config.h>
@@ -26,87 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "preload/preload.h"
 #include "preload_child.h"
 #include "unit.h"
-
-static const uint8_t offer_p[RSP_FK_LEN] = {'R',  'S',	'F', 'K',
-					    0x1f, 0x90, 'P', 1};
-
-START_TEST(first_speaker_offers_and_reader_waits)
-{
-	ck_assert_int_eq(rsp_fk_step(true, NULL, -1), RSP_FK_OFFER);
-	ck_assert_int_eq(rsp_fk_step(false, NULL, -1), RSP_FK_WAIT);
-	/* the peer closed before a word */
-	ck_assert_int_eq(rsp_fk_step(false, offer_p, 0), RSP_FK_TCP);
-	ck_assert_int_eq(rsp_fk_step(true, offer_p, 0), RSP_FK_TCP);
-}
-END_TEST
-
-START_TEST(peer_offer_is_answered_and_data_keeps_tcp)
-{
-	ck_assert_int_eq(rsp_fk_step(false, offer_p, 8), RSP_FK_ANSWER);
-	ck_assert_int_eq(rsp_fk_step(true, offer_p, 8), RSP_FK_ANSWER);
-	/* a partial offer: wait for the rest */
-	ck_assert_int_eq(rsp_fk_step(false, offer_p, 2), RSP_FK_MORE);
-	ck_assert_int_eq(rsp_fk_step(true, offer_p, 5), RSP_FK_MORE);
-	/* a peer without the preload: its data, left for the program */
-	ck_assert_int_eq(rsp_fk_step(false, (const uint8_t *)"GET / H", 7),
-			 RSP_FK_TCP);
-	ck_assert_int_eq(rsp_fk_step(true, (const uint8_t *)"R", 1),
-			 RSP_FK_MORE);
-	ck_assert_int_eq(rsp_fk_step(true, (const uint8_t *)"RSFX", 4),
-			 RSP_FK_TCP);
-}
-END_TEST
-
-START_TEST(offers_encode_and_decode)
-{
-	struct rsp_fk_msg m = {.port = htons(4242),
-			       .role = RSP_FK_PASSIVE,
-			       .ready = 1},
-			  d;
-	uint8_t buf[RSP_FK_LEN];
-
-	rsp_fk_encode(buf, &m);
-	ck_assert(!memcmp(buf, "RSFK", 4));
-	ck_assert_int_eq(rsp_fk_decode(buf, &d), 0);
-	ck_assert_int_eq(d.port, htons(4242));
-	ck_assert_int_eq(d.role, RSP_FK_PASSIVE);
-	ck_assert_int_eq(d.ready, 1);
-	buf[6] = 'X'; /* no such role */
-	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
-	buf[6] = RSP_FK_ACTIVE;
-	buf[7] = 2;
-	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
-	buf[7] = 0;
-	buf[0] = 'r';
-	ck_assert_int_eq(rsp_fk_decode(buf, &d), -1);
-}
-END_TEST
-
-START_TEST(both_ready_opposite_roles_and_a_port_agree)
-{
-	struct rsp_fk_msg p = {.port = htons(7),
-			       .role = RSP_FK_PASSIVE,
-			       .ready = 1},
-			  a = {.role = RSP_FK_ACTIVE, .ready = 1};
-
-	ck_assert(rsp_fk_agree(&p, &a));
-	ck_assert(rsp_fk_agree(&a, &p));
-	a.ready = 0;
-	ck_assert(!rsp_fk_agree(&p, &a));
-	ck_assert(!rsp_fk_agree(&a, &p));
-	a.ready = 1;
-	p.port = 0; /* it could not listen */
-	ck_assert(!rsp_fk_agree(&a, &p));
-	p.port = htons(7);
-	a.role = RSP_FK_PASSIVE; /* two accepted ends: no one connects */
-	ck_assert(!rsp_fk_agree(&a, &p));
-}
-END_TEST
-
-/* --- under the preload (the child) --------------------------------------- */
 
 #define REQ "GET / HTTP/1.0\r\n\r\n"
 #define REPLY "HTTP/1.0 200 OK\r\n\r\nhello"
@@ -332,10 +253,6 @@ Suite *preload_fork_suite(void)
 	Suite *s = suite_create("preload_fork");
 	TCase *tc = tcase_create("handshake");
 
-	tcase_add_test(tc, first_speaker_offers_and_reader_waits);
-	tcase_add_test(tc, peer_offer_is_answered_and_data_keeps_tcp);
-	tcase_add_test(tc, offers_encode_and_decode);
-	tcase_add_test(tc, both_ready_opposite_roles_and_a_port_agree);
 	tcase_add_test(tc, client_first_server_in_epoll);
 	tcase_add_test(tc, client_first_server_in_poll);
 	tcase_add_test(tc, client_first_server_in_select);
