@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * librspreload's settings and log (src/preload/init.c), run under this
+ * build's librspreload.so with no RDMA device: RDMA_RSOCKET_PORTS's ports
+ * and ranges choose which sockets an rsocket may carry; a setting out of
+ * range is ignored and said so on stderr, rdma-core's name for it read
+ * only when ours is unset; RDMA_RSOCKET_DISABLE keeps every socket the
+ * kernel's; the log goes where RDMA_RSOCKET_LOG says, each line naming
+ * its process.
+ */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "preload_child.h"
+#include "unit.h"
+
+/*
+ * The runner's --init-child mode, run under the preload: a UDP socket for
+ * each port in argv[2..], each sending one datagram to 192.0.2.1 at that
+ * port; prints its pid, then "fd:port" for each.
+ */
+int preload_init_child(int argc, char **argv)
+{
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	int i, fd;
+
+	dst.sin_addr.s_addr = htonl(0xc0000201);
+	printf("%d", (int)getpid());
+	for (i = 2; i < argc; i++) {
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		dst.sin_port = htons((uint16_t)atoi(argv[i]));
+		/* what the send returns is the network's business */
+		sendto(fd, "x", 1, 0, (struct sockaddr *)&dst, sizeof(dst));
+		printf(" %d:%s", fd, argv[i]);
+	}
+	printf("\n");
+	return 0;
+}
+
+/*
+ * Run the --init-child for @ports under the preload, logging to @log;
+ * everything it writes to stdout and stderr into @out (NUL-terminated).
+ * Returns its pid; the child must exit 0.
+ */
+static int run_child(const char *log, const char *ports, char *out, size_t len)
+{
+	char *argv[16] = {"preload_init_test", "--init-child"}, buf[64], *p;
+	size_t got = 0;
+	int fds[2], status, argc = 2;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(buf, sizeof(buf), "%s", ports);
+	for (p = strtok(buf, " "); p && argc < 15; p = strtok(NULL, " "))
+		argv[argc++] = p;
+	argv[argc] = NULL;
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		unit_exec_preloaded(log, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (got < len - 1 &&
+	       (n = read(fds[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = 0;
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "child: %s",
+		      out);
+	return (int)pid;
+}
+
+/* The descriptor the child used for @port, from its "fd:port" list. */
+static int fd_for(const char *out, const char *port)
+{
+	char want[16];
+	const char *p;
+
+	snprintf(want, sizeof(want), ":%s", port);
+	for (p = strstr(out, want); p; p = strstr(p + 1, want))
+		if (p[strlen(want)] == ' ' || p[strlen(want)] == '\n')
+			break;
+	ck_assert_msg(p, "no socket for port %s in: %s", port, out);
+	while (p > out && p[-1] != ' ')
+		p--;
+	return atoi(p);
+}
+
+/* Whether the log says the socket for @port fell back for reason @why. */
+static bool fell_back_for(const char *log, const char *out, const char *port,
+			  const char *why)
+{
+	char line[128];
+
+	snprintf(line, sizeof(line),
+		 "fd %d: %s: falling back to the kernel's UDP",
+		 fd_for(out, port), why);
+	return strstr(log, line) != NULL;
+}
+
+static void clear_settings(void)
+{
+	static const char *const names[] = {
+		"RDMA_RSOCKET_PORTS",  "RDMA_RSOCKET_DISABLE",
+		"RDMA_RSOCKET_SQSIZE", "RS_SQ_SIZE",
+		"RDMA_RSOCKET_RQSIZE", "RS_RQ_SIZE",
+		"RDMA_RSOCKET_INLINE", "RS_INLINE",
+		"RDMA_RSOCKET_SNDBUF", "RDMA_RSOCKET_RCVBUF",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
+/* Each port and each range, ends included; a port outside them is not. */
+START_TEST(ports_and_ranges_choose_the_sockets)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX", out[512], *log;
+	static const char *const in[] = {"5201", "5210", "7471"},
+				 *const out_of[] = {"5200", "5211", "7470"};
+	int fd = mkstemp(path);
+	size_t i;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	clear_settings();
+	setenv("RDMA_RSOCKET_PORTS", "5201-5210,7471", 1);
+	run_child(path, "5200 5201 5210 5211 7470 7471", out, sizeof(out));
+	log = slurp(path);
+	for (i = 0; i < 3; i++) {
+		ck_assert_msg(
+			fell_back_for(log, out, in[i], "not reached over RDMA"),
+			"port %s: %s", in[i], log);
+		ck_assert_msg(
+			fell_back_for(log, out, out_of[i], "not an RDMA port"),
+			"port %s: %s", out_of[i], log);
+	}
+	unlink(path);
+}
+END_TEST
+
+/*
+ * A value that is not a positive whole number (up to 2^30) is ignored
+ * and named on stderr; rdma-core's name is read only when ours is unset.
+ * A bad port list keeps what came before the bad part.
+ */
+START_TEST(bad_settings_are_said_and_ignored)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX", out[2048], *log;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	clear_settings();
+	setenv("RDMA_RSOCKET_SQSIZE", "abc", 1);
+	setenv("RS_SQ_SIZE", "also-bad", 1); /* ours is set: never read */
+	setenv("RS_RQ_SIZE", "0", 1);
+	setenv("RDMA_RSOCKET_INLINE", "2000000000", 1);
+	setenv("RDMA_RSOCKET_SNDBUF", "-5", 1);
+	setenv("RDMA_RSOCKET_PORTS", "7471,x", 1);
+	run_child(path, "7471 5201", out, sizeof(out));
+	ck_assert_msg(strstr(out, "ignoring RDMA_RSOCKET_SQSIZE='abc'"), "%s",
+		      out);
+	ck_assert_msg(!strstr(out, "RS_SQ_SIZE"), "%s", out);
+	ck_assert_msg(strstr(out, "ignoring RS_RQ_SIZE='0'"), "%s", out);
+	ck_assert_msg(strstr(out, "ignoring RDMA_RSOCKET_INLINE='2000000000'"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "ignoring RDMA_RSOCKET_SNDBUF='-5'"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "bad RDMA_RSOCKET_PORTS at 'x'"), "%s", out);
+	log = slurp(path);
+	ck_assert_msg(fell_back_for(log, out, "7471", "not reached over RDMA"),
+		      "%s", log);
+	ck_assert_msg(fell_back_for(log, out, "5201", "not an RDMA port"), "%s",
+		      log);
+	unlink(path);
+}
+END_TEST
+
+/* RDMA_RSOCKET_DISABLE=1 offers no socket to rsockets; 0 is not "disable". */
+START_TEST(disable_keeps_every_socket_the_kernels)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX", out[512];
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	clear_settings();
+	setenv("RDMA_RSOCKET_DISABLE", "1", 1);
+	run_child(path, "7471", out, sizeof(out));
+	ck_assert_msg(!strstr(slurp(path), "rsocket"), "%s", slurp(path));
+	setenv("RDMA_RSOCKET_DISABLE", "0", 1);
+	run_child(path, "7471", out, sizeof(out));
+	ck_assert_msg(strstr(slurp(path), "datagram rsocket"), "%s",
+		      slurp(path));
+	unlink(path);
+}
+END_TEST
+
+/* RDMA_RSOCKET_LOG=stderr: the log on stderr, each line with its pid. */
+START_TEST(the_log_goes_to_stderr_with_the_pid)
+{
+	char out[1024], want[64];
+	int pid;
+
+	clear_settings();
+	pid = run_child("stderr", "7471", out, sizeof(out));
+	snprintf(want, sizeof(want), "rspreload[%d]: fd %d: datagram rsocket",
+		 pid, fd_for(out, "7471"));
+	ck_assert_msg(strstr(out, want), "want '%s' in: %s", want, out);
+}
+END_TEST
+
+Suite *preload_init_suite(void)
+{
+	Suite *s = suite_create("preload_init");
+	TCase *tc = tcase_create("settings");
+
+	tcase_add_test(tc, ports_and_ranges_choose_the_sockets);
+	tcase_add_test(tc, bad_settings_are_said_and_ignored);
+	tcase_add_test(tc, disable_keeps_every_socket_the_kernels);
+	tcase_add_test(tc, the_log_goes_to_stderr_with_the_pid);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	return s;
+}
