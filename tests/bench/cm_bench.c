@@ -9,17 +9,22 @@
  *	all n before the next (like cmtime): create id, resolve address,
  *	resolve route, create QP, connect (until both ends are ESTABLISHED;
  *	the passive side runs in this process too), disconnect (until both
- *	ends saw DISCONNECTED), destroy (QPs and ids).  Repeated <reps> times
+ *	ends saw DISCONNECTED), destroy (QPs and ids).  Connects and
+ *	disconnects go out WINDOW at a time, each batch finished before the
+ *	next.  Repeated <reps> times
  *	(default 1); per step the median wall time per connection, and the
  *	rdma_cm write(2) calls per connection on the active side's channel and
- *	on the passive side's.
+ *	on the passive side's; and what the process grew by per connection
+ *	once all n are ESTABLISHED in the first repetition (both ends of each
+ *	connection live here): heap bytes (mallinfo2), resident bytes (VmRSS,
+ *	the QPs' rings included) and open file descriptors.
  *   cm_bench bsteps <addr> <n> [<reps>]
  *	the same steps by a blocking-style program: each side has a thread
  *	that blocks in rdma_get_cm_event (no poll(2) first), as many
  *	programs and rdma-core's examples do.
  *   cm_bench memory <addr> <n>
- *	heap bytes (mallinfo2) per id: created; then with address and route
- *	resolved.
+ *	heap bytes (mallinfo2) per id: created (n of them); then with address
+ *	and route resolved (at most 10,000: each takes a port).
  *
  * Output: one line per measurement, "<metric> <value> <unit>", for
  * tests/bench/report.py, then the harness's PASS line (failures, the
@@ -32,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
@@ -77,7 +83,16 @@ struct bench {
 	struct ibv_cq *ccq, *scq;
 	uint16_t port;
 	int srv_count;
+	int batch; /* the connections run_both waits for */
 };
+
+/*
+ * Connections in flight at once in the connect and disconnect steps.  The
+ * CM gives up on a REQ or REP unanswered for about a minute; one thread
+ * that had all of 10,000 in flight on a slow machine (qemu TCG) would
+ * answer the last ones later than that, with either library.
+ */
+#define WINDOW 256
 
 /* Wait for @n events of @type on @ch (TIMEWAIT_EXIT passed over). */
 static void collect(struct rdma_event_channel *ch, int n,
@@ -277,7 +292,7 @@ static void *passive_blocking(void *arg)
 	struct rdma_cm_id *id;
 	int done = 0;
 
-	while (done < b->n) {
+	while (done < b->batch) {
 		if (rdma_get_cm_event(b->sch, &ev))
 			hx_fail("rdma_get_cm_event: %s", strerror(errno));
 		id = ev->id;
@@ -306,7 +321,7 @@ static void run_both_blocking(struct bench *b, enum rdma_cm_event_type want)
 
 	if (pthread_create(&t, NULL, passive_blocking, &p))
 		hx_fail("pthread_create failed");
-	while (cdone < b->n) {
+	while (cdone < b->batch) {
 		if (rdma_get_cm_event(b->cch, &ev))
 			hx_fail("rdma_get_cm_event: %s", strerror(errno));
 		if (ev->event == want && !ev->status)
@@ -331,9 +346,10 @@ static void run_both(struct bench *b, enum rdma_cm_event_type want)
 		run_both_blocking(b, want);
 		return;
 	}
-	while (cdone < b->n || sdone < b->n) {
+	while (cdone < b->batch || sdone < b->batch) {
 		hx_stage("%s: %d/%d active, %d/%d passive",
-			 rdma_event_str(want), cdone, b->n, sdone, b->n);
+			 rdma_event_str(want), cdone, b->batch, sdone,
+			 b->batch);
 		if (poll(pfd, 2, hx_event_timeout_ms()) < 1)
 			hx_fail("no CM event within %d ms",
 				hx_event_timeout_ms());
@@ -358,23 +374,29 @@ static void step_connect(struct bench *b)
 				     .initiator_depth = 1,
 				     .retry_count = 7,
 				     .rnr_retry_count = 7};
-	int i;
+	int i, j;
 
 	b->srv_count = 0;
-	for (i = 0; i < b->n; i++)
-		if (rdma_connect(b->cli[i], &cp))
-			hx_fail("rdma_connect: %s", strerror(errno));
-	run_both(b, RDMA_CM_EVENT_ESTABLISHED);
+	for (i = 0; i < b->n; i += b->batch) {
+		b->batch = b->n - i < WINDOW ? b->n - i : WINDOW;
+		for (j = i; j < i + b->batch; j++)
+			if (rdma_connect(b->cli[j], &cp))
+				hx_fail("rdma_connect: %s", strerror(errno));
+		run_both(b, RDMA_CM_EVENT_ESTABLISHED);
+	}
 }
 
 static void step_disconnect(struct bench *b)
 {
-	int i;
+	int i, j;
 
-	for (i = 0; i < b->n; i++)
-		if (rdma_disconnect(b->cli[i]))
-			hx_fail("rdma_disconnect: %s", strerror(errno));
-	run_both(b, RDMA_CM_EVENT_DISCONNECTED);
+	for (i = 0; i < b->n; i += b->batch) {
+		b->batch = b->n - i < WINDOW ? b->n - i : WINDOW;
+		for (j = i; j < i + b->batch; j++)
+			if (rdma_disconnect(b->cli[j]))
+				hx_fail("rdma_disconnect: %s", strerror(errno));
+		run_both(b, RDMA_CM_EVENT_DISCONNECTED);
+	}
 }
 
 static void step_destroy(struct bench *b)
@@ -412,12 +434,65 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* What the process holds: heap in use, resident memory, open fds. */
+struct footprint {
+	double heap, rss, fds;
+};
+
+static double resident_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		hx_fail("/proc/self/status: %s", strerror(errno));
+	while (kb < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) != 1)
+			kb = -1;
+	fclose(f);
+	return (double)kb * 1024;
+}
+
+static double open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	double n = 0;
+
+	if (!d)
+		hx_fail("/proc/self/fd: %s", strerror(errno));
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static struct footprint footprint_now(void)
+{
+	struct footprint f = {
+		.heap = (double)mallinfo2().uordblks,
+		.rss = resident_bytes(),
+		.fds = open_fds(),
+	};
+
+	return f;
+}
+
+static void print_growth(int n, struct footprint a, struct footprint b)
+{
+	printf("conn.n%d.heap_per_conn %.1f bytes\n", n, (b.heap - a.heap) / n);
+	printf("conn.n%d.rss_per_conn %.1f bytes\n", n, (b.rss - a.rss) / n);
+	printf("conn.n%d.fds_per_conn %.3f fds\n", n, (b.fds - a.fds) / n);
+}
+
 static int cmd_steps(const char *addr, int n, int reps)
 {
 	double(*us)[NSTEPS] = calloc((size_t)reps, sizeof(*us));
 	unsigned long cw[NSTEPS] = {0}, sw[NSTEPS] = {0}, c0, s0;
 	double t0, col[64], total = 0;
 	struct bench b = {.addr = addr, .n = n};
+	struct footprint before = {0}, connected = {0};
 	size_t s;
 	int r;
 
@@ -428,6 +503,8 @@ static int cmd_steps(const char *addr, int n, int reps)
 		hx_fail("out of memory");
 	setup(&b);
 	for (r = 0; r < reps; r++) {
+		if (r == 0)
+			before = footprint_now();
 		for (s = 0; s < NSTEPS; s++) {
 			c0 = writes_on_fd[b.cfd];
 			s0 = writes_on_fd[b.sfd];
@@ -436,6 +513,8 @@ static int cmd_steps(const char *addr, int n, int reps)
 			us[r][s] = ((hx_now_s() * 1e6) - t0) / n;
 			cw[s] += writes_on_fd[b.cfd] - c0;
 			sw[s] += writes_on_fd[b.sfd] - s0;
+			if (r == 0 && steps[s].run == step_connect)
+				connected = footprint_now();
 		}
 	}
 	for (s = 0; s < NSTEPS; s++) {
@@ -458,6 +537,7 @@ static int cmd_steps(const char *addr, int n, int reps)
 	       (double)c0 / ((double)n * reps));
 	printf("writes.n%d.passive_total %.2f calls\n", n,
 	       (double)s0 / ((double)n * reps));
+	print_growth(n, before, connected);
 	teardown(&b);
 	free(us);
 	return 0;
@@ -473,6 +553,8 @@ static int cmd_memory(const char *addr, int n)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id **ids = calloc((size_t)n, sizeof(*ids));
 	struct sockaddr_storage dst;
+	/* Each resolved id holds a port of the ephemeral range (28,232). */
+	int resolved = n < 10000 ? n : 10000;
 	size_t h0, h1, h2;
 	int i;
 
@@ -493,18 +575,19 @@ static int cmd_memory(const char *addr, int n)
 		if (rdma_create_id(ch, &ids[i], NULL, RDMA_PS_TCP))
 			hx_fail("rdma_create_id: %s", strerror(errno));
 	h1 = heap_in_use();
-	for (i = 0; i < n; i++)
+	for (i = 0; i < resolved; i++)
 		if (rdma_resolve_addr(ids[i], NULL, (struct sockaddr *)&dst,
 				      2000))
 			hx_fail("rdma_resolve_addr: %s", strerror(errno));
-	collect(ch, n, RDMA_CM_EVENT_ADDR_RESOLVED);
-	for (i = 0; i < n; i++)
+	collect(ch, resolved, RDMA_CM_EVENT_ADDR_RESOLVED);
+	for (i = 0; i < resolved; i++)
 		if (rdma_resolve_route(ids[i], 2000))
 			hx_fail("rdma_resolve_route: %s", strerror(errno));
-	collect(ch, n, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	collect(ch, resolved, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	h2 = heap_in_use();
 	printf("memory.id_created %.1f bytes\n", (double)(h1 - h0) / n);
-	printf("memory.id_resolved %.1f bytes\n", (double)(h2 - h0) / n);
+	printf("memory.id_resolved %.1f bytes\n",
+	       (double)(h1 - h0) / n + (double)(h2 - h1) / resolved);
 	for (i = 0; i < n; i++)
 		rdma_destroy_id(ids[i]);
 	rdma_destroy_event_channel(ch);

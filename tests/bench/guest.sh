@@ -10,7 +10,8 @@
 # and RDMACM_BENCH_REF (the two library directories), RDMACM_BENCH_NS
 # (connection counts), RDMACM_BENCH_REPS (repetitions per count, same
 # order), RDMACM_BENCH_CG ("N1 N2": connection counts of the two callgrind
-# runs; empty to skip), RDMACM_BENCH_MEM_IDS.
+# runs; empty to skip), RDMACM_BENCH_MEM_IDS, RDMACM_BENCH_HOOKS (0 skips
+# the guest.d hooks).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -121,6 +122,7 @@ fi
 # setup -- each adds its own metrics, which report.py tabulates like the
 # rest.  A hook that measures something only our library has emits for
 # "ours" alone (no ratio is printed then).
+[ "${RDMACM_BENCH_HOOKS:-1}" = 0 ] && exit $status
 for hook in "$here"/guest.d/*.sh; do
 	[ -f "$hook" ] || continue
 	echo "# hook: ${hook##*/}"

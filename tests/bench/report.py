@@ -7,7 +7,9 @@
 # Metrics: steps.n<N>.<step> (microseconds per connection),
 # writes.n<N>.<step|active_total|passive_total> (rdma_cm write calls per
 # connection), instr.per_conn (librdmacm's own instructions per connection),
-# memory.<what> (heap bytes per id), and whatever the guest.d hooks emit;
+# memory.<what> (heap bytes per id), conn.n<N>.<heap|rss|fds>_per_conn (what
+# the process grew by per established connection), and whatever the
+# guest.d hooks emit;
 # those without a known target are listed with their ratio only.
 import argparse
 import os
@@ -27,6 +29,7 @@ TARGETS = [
     (r"^writes\.n\d+\.active_total$", "<=", 0.7),
     (r"^instr\.per_conn$", "<=", 0.7),
     (r"^memory\.", "<=", 1.0),
+    (r"^conn\.", "<=", 1.0),
     (r"^rsocket\.throughput$", ">=", 1.2),
     (r"^rsocket\.latency", "<=", 0.8),
 ]
@@ -122,6 +125,32 @@ def comparisons(data, units):
     return rows
 
 
+# Per-connection figures whose growth with the connection count is shown.
+GROWTH = [("setup time (total of the steps)", "steps.n%d.total"),
+          ("heap", "conn.n%d.heap_per_conn"),
+          ("resident memory", "conn.n%d.rss_per_conn"),
+          ("open fds", "conn.n%d.fds_per_conn")]
+
+
+def growth(data, ns):
+    """Per-connection value at the largest count over the one before it."""
+    if len(ns) < 2:
+        return []
+    a, b = ns[-2], ns[-1]
+    out = ["Growth from %d to %d connections: the per-connection value at "
+           "%d over the one at %d (flat = 1.00)\n" % (a, b, b, a),
+           "| figure | ours | Debian |", "|---|---|---|"]
+    for what, pattern in GROWTH:
+        da, db = data.get(pattern % a, {}), data.get(pattern % b, {})
+        cells = []
+        for lib in ("ours", "debian"):
+            va, vb = da.get(lib), db.get(lib)
+            cells.append(fmt(vb / va) if va and vb is not None else "—")
+        out.append("| %s | %s |" % (what, " | ".join(cells)))
+    out.append("")
+    return out
+
+
 def tables(data, units):
     ns = sorted({int(m.split(".")[1][1:]) for m in data
                  if re.match(r"^steps\.n\d+\.", m)})
@@ -142,6 +171,7 @@ def tables(data, units):
                     fmt(d.get("ours")), fmt(d.get("debian")), fmt(r), mark))
             out.append("| %s | %s |" % (step, " | ".join(cells)))
         out.append("")
+        out.extend(growth(data, ns))
     compared = {m for c in COMPARISONS for m in c[1:3]}
     rows = [m for m in data if not m.startswith("steps.") and
             not (m.startswith("writes.") and not m.endswith("_total")) and

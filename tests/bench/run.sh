@@ -12,6 +12,12 @@
 #                   ratio table and leaves in OUTDIR results.txt (raw
 #                   "<library> <metric> <value> <unit>" lines), table.md
 #                   (as pasted into RESULTS.md), ratios.png, callgrind.*
+#   scale           connection setup at scale: cm_bench's steps at 100,
+#                   1,000 and 10,000 connections (both ends in one
+#                   process) and 100,000 ids, no callgrind, no hooks; the
+#                   table adds the growth from the second-largest count to
+#                   the largest (per-connection time, heap, resident
+#                   memory and fds: flat is 1.00)
 #   rsocket         rsocket-bench.sh alone: Debian's rstream on both
 #                   libraries, throughput and 64-byte latency, against the
 #                   targets
@@ -41,7 +47,9 @@
 # and mesh-strace default to an instruction-counted guest, 0).
 # bench: RDMACM_BENCH_NS ("1 100 1000"), RDMACM_BENCH_REPS ("15 5 2"),
 # RDMACM_BENCH_CG ("2 12"; "" skips callgrind), RDMACM_BENCH_MEM_IDS
-# (1000), RDMACM_BENCH_P2P_REPS (5), RDMACM_BENCH_RUNS (rsocket, 3).
+# (1000), RDMACM_BENCH_P2P_REPS (5), RDMACM_BENCH_RUNS (rsocket, 3),
+# RDMACM_BENCH_HOOKS (1; 0 skips guest.d).  scale sets NS, REPS, CG,
+# MEM_IDS and HOOKS for itself unless they are given.
 # acm: RDMACM_ACM_BENCH_REPS (200).
 # mesh modes: MESH_NS ("8"), MESH_REPS (7; 5 for mesh-trace and
 # mesh-profile; mesh-callgrind and mesh-strace run one mesh of each scheme),
@@ -53,7 +61,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
-modes=" bench rsocket acm mesh mesh-trace mesh-profile mesh-callgrind mesh-strace "
+modes=" bench scale rsocket acm mesh mesh-trace mesh-profile mesh-callgrind mesh-strace "
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 die() {
@@ -161,6 +169,14 @@ mode_bench() {
 	python3 "$here/report.py" "$out/results.txt" \
 		--markdown "$out/table.md" --plot "$out/ratios.png"
 	echo "bench: table in $out/table.md, plot in $out/ratios.png"
+}
+
+mode_scale() {
+	RDMACM_BENCH_NS=${RDMACM_BENCH_NS:-100 1000 10000} \
+		RDMACM_BENCH_REPS=${RDMACM_BENCH_REPS:-3 2 1} \
+		RDMACM_BENCH_CG=${RDMACM_BENCH_CG-} \
+		RDMACM_BENCH_MEM_IDS=${RDMACM_BENCH_MEM_IDS:-100000} \
+		RDMACM_BENCH_HOOKS=${RDMACM_BENCH_HOOKS:-0} mode_bench
 }
 
 mode_rsocket() {
