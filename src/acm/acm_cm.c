@@ -303,13 +303,18 @@ struct rdma_addrinfo *cma_acm_ai_lookup(const char *node, const char *service,
 static void acm_id_keep(struct cma_id_private *id_priv,
 			const struct cma_acm_answer *ans)
 {
-	free(id_priv->acm_answer);
-	id_priv->acm_answer = NULL;
+	struct cma_id_rare *rare =
+		ans ? cma_id_rare(id_priv) : cma_id_rare_of(id_priv);
+
+	if (!rare)
+		return; /* nothing kept: the route is asked for again */
+	free(rare->acm_answer);
+	rare->acm_answer = NULL;
 	if (!ans)
 		return;
-	id_priv->acm_answer = malloc(sizeof(*ans));
-	if (id_priv->acm_answer)
-		memcpy(id_priv->acm_answer, ans, sizeof(*ans));
+	rare->acm_answer = malloc(sizeof(*ans));
+	if (rare->acm_answer)
+		memcpy(rare->acm_answer, ans, sizeof(*ans));
 }
 
 void cma_acm_resolve_addr(struct cma_id_private *id_priv,
@@ -343,11 +348,12 @@ static void acm_log_route(const struct cma_id_private *id_priv,
 static int acm_id_answer(struct cma_id_private *id_priv,
 			 struct cma_acm_answer *ans)
 {
+	const struct cma_id_rare *rare = cma_id_rare_of(id_priv);
 	struct rdma_addr *a = &id_priv->id.route.addr;
 	struct cma_acm_query q;
 
-	if (id_priv->acm_answer) {
-		*ans = *id_priv->acm_answer;
+	if (rare && rare->acm_answer) {
+		*ans = *rare->acm_answer;
 		return 0;
 	}
 	memset(&q, 0, sizeof(q));

@@ -497,14 +497,18 @@ CMA_EXPORT int rdma_query_addrinfo(struct rdma_cm_id *id,
 				   struct rdma_addrinfo **info)
 {
 	struct cma_id_private *id_priv = cma_id_priv(id);
+	struct cma_id_rare *rare;
 	struct rdma_addrinfo *list;
 
 	if (cma_check_id(id) || !info)
 		return cma_err(EINVAL);
 
+	rare = cma_id_rare_of(id_priv);
+	if (!rare)
+		return cma_err(ENOENT);
 	pthread_mutex_lock(&id_priv->mut);
-	list = id_priv->resolved_ai;
-	id_priv->resolved_ai = NULL;
+	list = rare->resolved_ai;
+	rare->resolved_ai = NULL;
 	pthread_mutex_unlock(&id_priv->mut);
 	if (!list)
 		return cma_err(ENOENT);

@@ -72,8 +72,8 @@ static bool cma_ai_store(struct cma_id_private *id_priv,
 
 	pthread_mutex_lock(&id_priv->mut);
 	if (!id_priv->ai_cancel) {
-		old = id_priv->resolved_ai;
-		id_priv->resolved_ai = res;
+		old = id_priv->rare->resolved_ai;
+		id_priv->rare->resolved_ai = res;
 		stored = true;
 	}
 	pthread_mutex_unlock(&id_priv->mut);
@@ -209,6 +209,9 @@ CMA_EXPORT int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
 		return -1;
 	memset(&sgid, 0, sizeof(sgid));
 	if (cma_ai_check(id_priv, node, service, hints, &sgid))
+		return -1;
+	/* Where the outcome is kept, made now: the lookup cannot fail to. */
+	if (!cma_id_rare(id_priv))
 		return -1;
 	use_sgid = hints && (hints->ai_flags & RAI_SA);
 

@@ -100,6 +100,26 @@ struct cma_ep_listen {
  * counts heap bytes per id against rdma-core's), so state that few ids use
  * lives out of line behind a pointer, and small fields fill the holes.
  */
+/*
+ * What few ids have, out of line so that every id does not pay for it:
+ * an id is kept no larger than rdma-core's (made by cma_id_rare on first
+ * use, freed with the id).
+ */
+struct cma_id_rare {
+	struct cma_ep_listen *ep_listen; /* rdma_create_ep listeners */
+	/* The UD peer of an ESTABLISHED SIDR. */
+	struct cma_ud_dest *peer;
+	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
+	struct cma_acm_answer *acm_answer; /* ACM's path, rdma_resolve_addr */
+	/*
+	 * rdma_create_ep's ai_connect (connect_len bytes, allocated only
+	 * then): sent ahead of rdma_connect's data.
+	 */
+	uint8_t *connect_data;
+	/* IB_MCMEMBER_MISMATCH: fields the last verified join lacked */
+	uint64_t mc_mismatch;
+};
+
 struct cma_id_private {
 	struct rdma_cm_id id; /* must stay first: the public handle */
 	struct cma_device *cma_dev;
@@ -151,22 +171,9 @@ struct cma_id_private {
 
 	/* ECE: made when the application sets one or a peer sends one. */
 	struct cma_ece_pair *ece;
-	struct cma_ep_listen *ep_listen; /* rdma_create_ep listeners */
 	struct cma_multicast *mc_list;
-	/* IB_MCMEMBER_MISMATCH: fields the last verified join lacked */
-	uint64_t mc_mismatch;
-	/* The UD peer of an ESTABLISHED SIDR; allocated then (few ids). */
-	struct cma_ud_dest *peer;
-
-	struct rdma_addrinfo *resolved_ai; /* rdma_resolve_addrinfo result */
-	struct cma_acm_answer *acm_answer; /* ACM's path, rdma_resolve_addr */
-
-	/*
-	 * rdma_create_ep's ai_connect (connect_len bytes, allocated only then):
-	 * sent ahead of rdma_connect's data.  Kept out of line because few ids
-	 * have it, and every id would pay for the whole private data size.
-	 */
-	uint8_t *connect_data;
+	/* What few ids have (cma_id_rare), NULL until one needs it. */
+	struct cma_id_rare *rare;
 
 	/*
 	 * Peer-to-peer mode's state (src/p2p), opaque here: made by the
@@ -191,6 +198,15 @@ static inline void *cma_zalloc(size_t size)
 	if (p)
 		memset(p, 0, size);
 	return p;
+}
+
+/* The id's rare block, made on first use (any thread); NULL/ENOMEM. */
+struct cma_id_rare *cma_id_rare(struct cma_id_private *id_priv);
+/* The rare block if the id has one: for reading, never makes it. */
+static inline struct cma_id_rare *
+cma_id_rare_of(const struct cma_id_private *id_priv)
+{
+	return __atomic_load_n(&id_priv->rare, __ATOMIC_ACQUIRE);
 }
 
 static inline struct cma_id_private *cma_id_priv(struct rdma_cm_id *id)

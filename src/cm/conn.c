@@ -162,7 +162,7 @@ static int cma_prepend_connect_data(const struct cma_id_private *id_priv,
 	/* cma_connect checked the total against cma_check_priv_len. */
 	memmove(kparam->private_data + n, kparam->private_data,
 		kparam->private_data_len);
-	memcpy(kparam->private_data, id_priv->connect_data, n);
+	memcpy(kparam->private_data, cma_id_rare_of(id_priv)->connect_data, n);
 	kparam->private_data_len = (uint8_t)(kparam->private_data_len + n);
 	return 0;
 }
@@ -370,6 +370,7 @@ CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 {
 	struct cma_id_private *listen_priv = cma_id_priv(listen);
 	struct rdma_cm_event *event;
+	struct cma_id_rare *rare;
 	struct rdma_cm_id *new_id;
 	int err;
 
@@ -390,9 +391,10 @@ CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 		return cma_err(EINVAL);
 	}
 	new_id = event->id;
-	if (listen_priv->ep_listen &&
-	    cma_create_ep_qp(cma_id_priv(new_id), listen_priv->ep_listen->pd,
-			     &listen_priv->ep_listen->attr)) {
+	rare = cma_id_rare_of(listen_priv);
+	if (rare && rare->ep_listen &&
+	    cma_create_ep_qp(cma_id_priv(new_id), rare->ep_listen->pd,
+			     &rare->ep_listen->attr)) {
 		err = errno;
 		rdma_reject(new_id, NULL, 0);
 		rdma_ack_cm_event(event);

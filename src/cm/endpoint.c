@@ -45,19 +45,23 @@ static int cma_ep_passive(struct cma_id_private *id_priv,
 			  const struct rdma_addrinfo *res, struct ibv_pd *pd,
 			  const struct ibv_qp_init_attr *attr)
 {
+	struct cma_id_rare *rare;
 	struct cma_ep_listen *ep;
 
 	if (rdma_bind_addr(&id_priv->id, res->ai_src_addr))
 		return -1;
 	if (!attr)
 		return 0;
+	rare = cma_id_rare(id_priv);
+	if (!rare)
+		return -1;
 	ep = malloc(sizeof(*ep));
 	if (!ep)
 		return cma_err(ENOMEM);
 	ep->attr = *attr;
 	ep->attr.qp_type = id_priv->id.qp_type;
 	ep->pd = pd;
-	id_priv->ep_listen = ep;
+	rare->ep_listen = ep;
 	return 0;
 }
 
@@ -108,6 +112,7 @@ CMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 			      struct ibv_qp_init_attr *qp_init_attr)
 {
 	struct cma_id_private *id_priv;
+	struct cma_id_rare *rare;
 	enum rdma_port_space ps;
 	enum ibv_qp_type qp_type;
 	struct rdma_cm_id *new_id;
@@ -141,12 +146,14 @@ CMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 			rdma_destroy_id(new_id);
 			return cma_err(EINVAL);
 		}
-		id_priv->connect_data = malloc(res->ai_connect_len);
-		if (!id_priv->connect_data) {
+		rare = cma_id_rare(id_priv);
+		if (rare)
+			rare->connect_data = malloc(res->ai_connect_len);
+		if (!rare || !rare->connect_data) {
 			rdma_destroy_id(new_id);
 			return cma_err(ENOMEM);
 		}
-		memcpy(id_priv->connect_data, res->ai_connect,
+		memcpy(rare->connect_data, res->ai_connect,
 		       res->ai_connect_len);
 		id_priv->connect_len = (uint8_t)res->ai_connect_len;
 	}

@@ -122,6 +122,39 @@ int cma_id_kernel(struct cma_id_private *id_priv)
 	return ret;
 }
 
+struct cma_id_rare *cma_id_rare(struct cma_id_private *id_priv)
+{
+	struct cma_id_rare *rare = cma_id_rare_of(id_priv), *none = NULL;
+
+	if (rare)
+		return rare;
+	rare = cma_zalloc(sizeof(*rare));
+	if (!rare) {
+		cma_err(ENOMEM);
+		return NULL;
+	}
+	/* Two threads may make one at once: the first stays. */
+	if (!__atomic_compare_exchange_n(&id_priv->rare, &none, rare, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		free(rare);
+		rare = none;
+	}
+	return rare;
+}
+
+static void cma_id_rare_free(struct cma_id_rare *rare)
+{
+	if (!rare)
+		return;
+	free(rare->ep_listen);
+	free(rare->acm_answer);
+	free(rare->peer);
+	free(rare->connect_data);
+	if (rare->resolved_ai)
+		rdma_freeaddrinfo(rare->resolved_ai);
+	free(rare);
+}
+
 void cma_id_free(struct cma_id_private *id_priv)
 {
 	if (id_priv->p2p)
@@ -130,13 +163,8 @@ void cma_id_free(struct cma_id_private *id_priv)
 		cma_channel_destroy(id_priv->id.channel);
 	cma_device_put(id_priv->cma_dev);
 	free(id_priv->id.route.path_rec);
-	free(id_priv->ep_listen);
 	free(id_priv->ece);
-	free(id_priv->acm_answer);
-	free(id_priv->peer);
-	free(id_priv->connect_data);
-	if (id_priv->resolved_ai)
-		rdma_freeaddrinfo(id_priv->resolved_ai);
+	cma_id_rare_free(id_priv->rare);
 	if (id_priv->cond) {
 		pthread_cond_destroy(id_priv->cond);
 		free(id_priv->cond);

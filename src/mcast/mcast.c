@@ -97,6 +97,9 @@ int cma_mc_join(struct cma_id_private *id_priv,
 		return cma_err(EOPNOTSUPP); /* iWARP has no multicast */
 	if (cma_id_kernel(id_priv))
 		return -1;
+	/* Where a verified join's mismatch is kept: made before it can be. */
+	if (req->want && !cma_id_rare(id_priv))
+		return -1;
 	mc = cma_mc_alloc(id_priv, req->addr, req->addr_len, req->join_flags,
 			  req->context);
 	if (!mc)
@@ -203,7 +206,7 @@ static int cma_mc_verify(struct cma_multicast *mc)
 		return 0;
 	bad = cma_mcrec_mismatch(&mc->want, &mc->rec);
 	pthread_mutex_lock(&mc->id_priv->mut);
-	mc->id_priv->mc_mismatch = bad;
+	mc->id_priv->rare->mc_mismatch = bad;
 	pthread_mutex_unlock(&mc->id_priv->mut);
 	return bad ? cma_err(ENOMSG) : 0;
 }

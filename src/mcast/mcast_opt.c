@@ -217,13 +217,15 @@ static int cma_mcast_get_record(struct cma_id_private *id_priv, int level,
 static int cma_mcast_get_mismatch(struct cma_id_private *id_priv, int level,
 				  int optname, void *optval, size_t optlen)
 {
-	ib_sa_comp_mask mask;
+	const struct cma_id_rare *rare = cma_id_rare_of(id_priv);
+	ib_sa_comp_mask mask = 0;
 
 	(void)level;
 	(void)optname;
 	(void)optlen;
 	pthread_mutex_lock(&id_priv->mut);
-	mask = id_priv->mc_mismatch;
+	if (rare)
+		mask = rare->mc_mismatch;
 	pthread_mutex_unlock(&id_priv->mut);
 	memcpy(optval, &mask, sizeof(mask));
 	return 0;

@@ -28,12 +28,14 @@ void cma_ud_dest_drop_ah(struct cma_ud_dest *dest)
 void cma_sendto_set_peer(struct cma_id_private *id_priv,
 			 const struct rdma_ud_param *ud)
 {
-	struct cma_ud_dest *peer;
+	struct cma_id_rare *rare = cma_id_rare(id_priv);
+	struct cma_ud_dest *peer = NULL;
 
 	pthread_mutex_lock(&id_priv->mut);
-	if (!id_priv->peer)
-		id_priv->peer = calloc(1, sizeof(*id_priv->peer));
-	peer = id_priv->peer;
+	if (rare && !rare->peer)
+		rare->peer = calloc(1, sizeof(*rare->peer));
+	if (rare)
+		peer = rare->peer;
 	if (!peer) { /* no memory: rdma_sendto will not know the peer */
 		pthread_mutex_unlock(&id_priv->mut);
 		return;
@@ -48,11 +50,12 @@ void cma_sendto_set_peer(struct cma_id_private *id_priv,
 
 void cma_sendto_release(struct cma_id_private *id_priv)
 {
+	const struct cma_id_rare *rare = cma_id_rare_of(id_priv);
 	struct cma_multicast *mc;
 
 	pthread_mutex_lock(&id_priv->mut);
-	if (id_priv->peer)
-		cma_ud_dest_drop_ah(id_priv->peer);
+	if (rare && rare->peer)
+		cma_ud_dest_drop_ah(rare->peer);
 	for (mc = id_priv->mc_list; mc; mc = mc->next)
 		cma_ud_dest_drop_ah(&mc->dest);
 	pthread_mutex_unlock(&id_priv->mut);
@@ -90,9 +93,10 @@ static bool cma_is_peer(struct cma_id_private *id_priv,
 			const struct sockaddr *to)
 {
 	const struct sockaddr *peer = rdma_get_peer_addr(&id_priv->id);
+	const struct cma_id_rare *rare = cma_id_rare_of(id_priv);
 	uint16_t port = cma_port_of(to);
 
-	if (!id_priv->peer || !id_priv->peer->valid ||
+	if (!rare || !rare->peer || !rare->peer->valid ||
 	    peer->sa_family != to->sa_family)
 		return false;
 	if (port && port != cma_port_of(peer))
@@ -149,7 +153,7 @@ static struct cma_ud_dest *cma_sendto_lookup(struct cma_id_private *id_priv,
 		return NULL;
 	}
 	if (cma_is_peer(id_priv, to))
-		return id_priv->peer;
+		return cma_id_rare_of(id_priv)->peer;
 	errno = EHOSTUNREACH;
 	return NULL;
 }

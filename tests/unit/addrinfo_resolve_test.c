@@ -25,6 +25,14 @@
 #include "fake_ucma.h"
 #include "unit.h"
 
+/* What the id keeps of its last lookup (rdma_query_addrinfo's answer). */
+static struct rdma_addrinfo *kept_ai(const struct cma_id_private *id_priv)
+{
+	const struct cma_id_rare *rare = cma_id_rare_of(id_priv);
+
+	return rare ? rare->resolved_ai : NULL;
+}
+
 static int count_entries(const struct rdma_addrinfo *res)
 {
 	int n = 0;
@@ -110,13 +118,13 @@ START_TEST(test_resolve_and_query)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_PASSIVE;
 	ck_assert_int_eq(rdma_resolve_addrinfo(id, NULL, "7471", &hints), 0);
-	ck_assert_ptr_nonnull(id_priv->resolved_ai);
+	ck_assert_ptr_nonnull(kept_ai(id_priv));
 
-	again = id_priv->resolved_ai;
+	again = kept_ai(id_priv);
 	ck_assert_int_eq(rdma_query_addrinfo(id, &info), 0);
 	/* Handed over, not copied (rdma-core): the id keeps nothing ... */
 	ck_assert_ptr_eq(info, again);
-	ck_assert_ptr_null(id_priv->resolved_ai);
+	ck_assert_ptr_null(kept_ai(id_priv));
 	ck_assert_int_eq(info->ai_flags & RAI_PASSIVE, RAI_PASSIVE);
 	rdma_freeaddrinfo(info);
 	/* ... so a second query has nothing to give. */
@@ -151,7 +159,7 @@ START_TEST(test_failed_resolve_clears)
 	ck_assert_int_eq(
 		rdma_resolve_addrinfo(id, "bad.name.invalid", "1", &hints), -1);
 	ck_assert_int_eq(errno, ENOENT);
-	ck_assert_ptr_null(id_priv->resolved_ai);
+	ck_assert_ptr_null(kept_ai(id_priv));
 	errno = 0;
 	ck_assert_int_eq(rdma_query_addrinfo(id, &info), -1);
 	ck_assert_int_eq(errno, ENOENT);
@@ -217,7 +225,7 @@ START_TEST(test_async_resolve_reports_events)
 	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_ADDRINFO_ERROR);
 	ck_assert_int_eq(ev->status, -ENOENT);
 	rdma_ack_cm_event(ev);
-	ck_assert_ptr_null(async_id->resolved_ai);
+	ck_assert_ptr_null(kept_ai(async_id));
 	ck_assert_uint_eq(async_id->lib_events, 0);
 
 	/* as rdma_destroy_id: wait for the lookup thread to let go */
@@ -248,7 +256,7 @@ START_TEST(test_async_resolve_does_not_block)
 	/* Returned, with the lookup started and still held. */
 	sem_wait(&held_entered);
 	ck_assert(!unit_readable(id_priv->id.channel->fd));
-	ck_assert_ptr_null(id_priv->resolved_ai);
+	ck_assert_ptr_null(kept_ai(id_priv));
 	sem_post(&held_release);
 
 	ck_assert_int_eq(rdma_get_cm_event(id_priv->id.channel, &ev), 0);
@@ -305,7 +313,7 @@ START_TEST(test_destroy_waits_for_lookup)
 	cma_channel_drop_events(id_priv);
 	ck_assert_uint_eq(id_priv->ai_pending, 0);
 	ck_assert_uint_eq(id_priv->lib_events, 0);
-	ck_assert_ptr_null(id_priv->resolved_ai);
+	ck_assert_ptr_null(kept_ai(id_priv));
 	ck_assert(!unit_readable(id_priv->id.channel->fd));
 
 	release_lookups();

@@ -273,8 +273,9 @@ START_TEST(private_data_wrap_refused)
 	ck_assert_int_eq(pd_connect(232, true), EINVAL);
 	ck_assert_int_eq(pd_accept(232, true), EINVAL);
 	/* rdma_create_ep's ai_connect data goes in front: 16 + 240 = 256. */
-	pd_id->connect_data = calloc(1, 16);
-	ck_assert_ptr_nonnull(pd_id->connect_data);
+	ck_assert_ptr_nonnull(cma_id_rare(pd_id));
+	pd_id->rare->connect_data = calloc(1, 16);
+	ck_assert_ptr_nonnull(pd_id->rare->connect_data);
 	pd_id->connect_len = 16;
 	ck_assert_int_eq(pd_connect(240, false), EINVAL);
 	ck_assert_int_eq(writes, 0);
