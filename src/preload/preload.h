@@ -171,6 +171,14 @@ enum rsp_lazy {
 	RSP_LAZY_LISTEN, /* its accepted connections will be */
 	RSP_LAZY_ACTIVE, /* connected on TCP, not yet used */
 	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
+	/*
+	 * A handshake under way on a non-blocking socket (fork.c keeps the
+	 * rsocket it holds); poll and epoll watch what it waits for.
+	 */
+	RSP_LAZY_OFFERED_A, /* connected end: its offer sent, the peer's due */
+	RSP_LAZY_OFFERED_P, /* accepted end: the same */
+	RSP_LAZY_ACCEPTING, /* offers agreed: the peer's rconnect is due */
+	RSP_LAZY_CONNECTING, /* offers agreed: our rconnect is under way */
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -202,6 +210,38 @@ void rsp_fk_encode(uint8_t out[RSP_FK_LEN], const struct rsp_fk_msg *m);
 int rsp_fk_decode(const uint8_t in[RSP_FK_LEN], struct rsp_fk_msg *m);
 /* Whether the two ends go on over RDMA. */
 bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer);
+/* Whether @state is a handshake under way (OFFERED_*, ACCEPTING, ...). */
+bool rsp_fk_pending(enum rsp_lazy state);
+/* The state after this end sent its offer first. */
+enum rsp_lazy rsp_fk_offered(bool passive);
+/* The state once both offers are known: ACCEPTING, CONNECTING or NONE. */
+enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
+			   const struct rsp_fk_msg *peer);
+
+/* What a pending handshake waits for: events on the TCP socket, the rsocket. */
+struct rsp_fk_watch {
+	short tcp, rs;
+};
+
+/* For the program's poll @events (0 watches nothing: it asked for no I/O). */
+struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events);
+/* What poll reports to the program for the watch's @revents. */
+short rsp_fk_report(short events, short revents);
+
+/* How an accepting or connecting step ended. */
+enum rsp_fk_end {
+	RSP_FK_PENDING, /* not yet: EAGAIN, or wait */
+	RSP_FK_DONE, /* the rsocket is connected */
+	RSP_FK_FAILED, /* the connection stays on TCP */
+};
+
+/*
+ * ACCEPTING: @accepted, the peer's rsocket came; else @tcp_n, what a
+ * peek at the TCP socket found (< 0 nothing: the peer is still connecting).
+ */
+enum rsp_fk_end rsp_fk_accepting(bool accepted, ssize_t tcp_n);
+/* CONNECTING: from the rsocket's poll @revents. */
+enum rsp_fk_end rsp_fk_connecting(short revents);
 
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
