@@ -158,6 +158,9 @@ bool rsp_any(void);
 /* Applies RDMA_RSOCKET_* to a fresh rsocket. */
 void rsp_apply_config(int rs);
 
+/* rpoll, its own poll of kernel descriptors left unmapped (poll.c). */
+int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
+
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);
 /* Moves fd's rsocket memberships into the kernel's epoll sets. */
@@ -246,10 +249,20 @@ enum rsp_fk_end rsp_fk_connecting(short revents);
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
 bool rsp_lazy_set(int fd, enum rsp_lazy state);
+/* fd is closed or replaced: its state goes, with a pending handshake's rsocket. */
+void rsp_lazy_drop(int fd);
+/* Whether any handshake is pending (a fast path for poll). */
+bool rsp_fk_any(void);
+/*
+ * A pending handshake on fd: the two pollfds (fd -1: unused) that tell
+ * when it can go on, for the program's @events; false if none is pending.
+ */
+bool rsp_fk_watch_fds(int fd, short events, struct pollfd out[2]);
 /*
  * rsp_get for the data calls: first converts a lazy connection
  * (@writing: a write; @flags: the call's MSG_DONTWAIT).  RSP_AGAIN: the
- * call fails with errno as set (EAGAIN: the handshake has not begun).
+ * call fails with errno as set (EAGAIN: on a non-blocking socket, the
+ * handshake cannot go on now; a later call carries it on).
  */
 struct rsp_file *rsp_get_io(int fd, bool writing, int flags);
 extern struct rsp_file rsp_again;

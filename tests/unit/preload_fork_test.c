@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -319,11 +320,179 @@ START_TEST(plain_client_closing_after_an_offers_start_keeps_tcp)
 }
 END_TEST
 
+/* --- non-blocking sockets: the handshake never blocks a call ----------- */
+
+/*
+ * Whether fd gets ready for @events within @ms in epoll, poll or select
+ * (@how): 1 ready, 0 not, -1 an error.
+ */
+static int ready_in(const char *how, int fd, short events, int ms)
+{
+	if (!strcmp(how, "epoll")) {
+		struct epoll_event ev = {.events = events}, out;
+		int ep = epoll_create1(0), n;
+
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return -1;
+		n = epoll_wait(ep, &out, 1, ms);
+		close(ep);
+		return n;
+	}
+	if (!strcmp(how, "poll")) {
+		struct pollfd p = {.fd = fd, .events = events};
+
+		return poll(&p, 1, ms);
+	} else {
+		struct timeval tv = {.tv_sec = ms / 1000,
+				     .tv_usec = ms % 1000 * 1000};
+		fd_set set;
+
+		FD_ZERO(&set);
+		FD_SET(fd, &set);
+		return select(fd + 1, events & POLLIN ? &set : NULL,
+			      events & POLLOUT ? &set : NULL, NULL, &tv);
+	}
+}
+
+static int set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1
+		      : fcntl(fd, F_SETFL,
+			      on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+/*
+ * The end that speaks first (@what, on a non-blocking @fd) while its peer
+ * has not read yet: its write fails with EAGAIN at once (it used to wait
+ * for the peer's offer, so the peer, waiting for @go, never read: the
+ * alarm ends that); nothing wakes it while the peer is silent (no busy
+ * loop); the peer is told to go on and the end waits in @how to be woken,
+ * then its write goes through.
+ */
+static const char *speak_first(int fd, const char *what, const char *how,
+			       int go)
+{
+	size_t len = strlen(what);
+
+	if (set_nonblock(fd, true))
+		return "O_NONBLOCK";
+	if (write(fd, what, len) != -1 || errno != EAGAIN)
+		return "first write not EAGAIN";
+	if (ready_in(how, fd, POLLOUT, 300) != 0)
+		return "woken before the peer answered";
+	if (write(go, "g", 1) != 1)
+		return "go";
+	if (ready_in(how, fd, POLLOUT, 10000) != 1)
+		return "not woken by the peer's answer";
+	if (write(fd, what, len) != (ssize_t)len)
+		return "second write";
+	return set_nonblock(fd, false) ? "blocking again" : NULL;
+}
+
+/* A call blocked where it must not: say so, for the test's message. */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "FAIL a call blocked\n";
+
+	(void)sig;
+	syscall(SYS_write, 1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * @who ("nb-client": the client speaks first; "nb-server": the server
+ * does, as a banner) on a non-blocking socket, waiting in @how; the peer
+ * is blocking and reads only when told.  Prints "ok" or "FAIL why".
+ */
+static int nb_child(const char *who, const char *how)
+{
+	bool server_first = !strcmp(who, "nb-server");
+	const char *err = NULL;
+	int s, c, go[2], status;
+	char g;
+	pid_t pid;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20); /* a call that blocks where it must not */
+	if (pair(&s, &c, false) || pipe(go)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) { /* the server, in a child as a forking server does */
+		close(c);
+		close(go[server_first ? 0 : 1]);
+		if (server_first) {
+			err = speak_first(s, REPLY, how, go[1]);
+			if (err) {
+				printf("FAIL server: %s\n", err);
+				_exit(3);
+			}
+			_exit(expect(s, REQ, false) ? 4 : 0);
+		}
+		if (read(go[0], &g, 1) != 1 || expect(s, REQ, false) ||
+		    say(s, REPLY, false))
+			_exit(3);
+		_exit(0);
+	}
+	close(s);
+	close(go[server_first ? 1 : 0]);
+	if (server_first) {
+		if (read(go[0], &g, 1) != 1 || expect(c, REPLY, false) ||
+		    say(c, REQ, false))
+			err = "reading the banner";
+	} else {
+		err = speak_first(c, REQ, how, go[1]);
+		if (!err && expect(c, REPLY, false))
+			err = "reading the reply";
+	}
+	if (err) {
+		printf("FAIL client: %s\n", err);
+		return 1;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL server: status %d\n", status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+START_TEST(nonblocking_client_first_waits_in_epoll)
+{
+	run("nb-client", "epoll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_client_first_waits_in_poll)
+{
+	run("nb-client", "poll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_client_first_waits_in_select)
+{
+	run("nb-client", "select", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_server_first_waits_in_epoll)
+{
+	run("nb-server", "epoll", "preload", NO_PEER);
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
 	if (argc != 5)
 		return 2;
+	if (!strncmp(argv[2], "nb-", 3))
+		return nb_child(argv[2], argv[3]);
 	return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
 }
 
@@ -344,6 +513,10 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, plain_client_sending_an_offers_start_keeps_tcp);
 	tcase_add_test(tc,
 		       plain_client_closing_after_an_offers_start_keeps_tcp);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_poll);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_select);
+	tcase_add_test(tc, nonblocking_server_first_waits_in_epoll);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
