@@ -371,11 +371,15 @@ static int set_nonblock(int fd, bool on)
  * loop); the peer is told to go on and the end waits in @how to be woken,
  * then its write goes through.
  */
+static const char *speak_first_in_set(int fd, const char *what, int go);
+
 static const char *speak_first(int fd, const char *what, const char *how,
 			       int go)
 {
 	size_t len = strlen(what);
 
+	if (!strcmp(how, "epoll-set"))
+		return speak_first_in_set(fd, what, go);
 	if (set_nonblock(fd, true))
 		return "O_NONBLOCK";
 	if (write(fd, what, len) != -1 || errno != EAGAIN)
@@ -389,6 +393,46 @@ static const char *speak_first(int fd, const char *what, const char *how,
 	if (write(fd, what, len) != (ssize_t)len)
 		return "second write";
 	return set_nonblock(fd, false) ? "blocking again" : NULL;
+}
+
+/*
+ * The same with one epoll set for the connection's life, as an event
+ * loop keeps it: added before the first write, it stays silent while the
+ * peer is (the socket itself is writable), wakes the end for the answer;
+ * once the connection is settled its interest changes to input, and the
+ * peer's words wake it.
+ */
+static const char *speak_first_in_set(int fd, const char *what, int go)
+{
+	struct epoll_event ev = {.events = EPOLLOUT}, out;
+	size_t len = strlen(what);
+	const char *err = NULL;
+	int ep = epoll_create1(0);
+
+	if (ep < 0 || set_nonblock(fd, true) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+		return "set-up";
+	if (write(fd, what, len) != -1 || errno != EAGAIN)
+		err = "first write not EAGAIN";
+	else if (epoll_wait(ep, &out, 1, 300) != 0)
+		err = "woken before the peer answered";
+	else if (write(go, "g", 1) != 1)
+		err = "go";
+	else if (epoll_wait(ep, &out, 1, 10000) != 1 ||
+		 !(out.events & EPOLLOUT))
+		err = "not woken by the peer's answer";
+	else if (write(fd, what, len) != (ssize_t)len)
+		err = "second write";
+	ev.events = EPOLLIN;
+	if (!err && epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev))
+		err = "EPOLL_CTL_MOD";
+	else if (!err && (epoll_wait(ep, &out, 1, 10000) != 1 ||
+			  !(out.events & EPOLLIN)))
+		err = "not woken by the peer's words";
+	close(ep);
+	if (!err && set_nonblock(fd, false))
+		err = "blocking again";
+	return err;
 }
 
 /* A call blocked where it must not: say so, for the test's message. */
@@ -486,6 +530,18 @@ START_TEST(nonblocking_server_first_waits_in_epoll)
 }
 END_TEST
 
+START_TEST(nonblocking_client_first_keeps_its_epoll_set)
+{
+	run("nb-client", "epoll-set", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_server_first_keeps_its_epoll_set)
+{
+	run("nb-server", "epoll-set", "preload", NO_PEER);
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
@@ -517,6 +573,8 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, nonblocking_client_first_waits_in_poll);
 	tcase_add_test(tc, nonblocking_client_first_waits_in_select);
 	tcase_add_test(tc, nonblocking_server_first_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_client_first_keeps_its_epoll_set);
+	tcase_add_test(tc, nonblocking_server_first_keeps_its_epoll_set);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
