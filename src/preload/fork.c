@@ -25,8 +25,7 @@
  *
  * Limits: the end that speaks first sends its 8-byte offer to a peer
  * without the preload too (a peer that speaks first is recognised and
- * keeps plain TCP); the start of an offer waits (at most a second) for
- * its rest even on a non-blocking socket; dup'ed descriptors stay TCP.
+ * keeps plain TCP); dup'ed descriptors stay TCP.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +34,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,15 +49,20 @@ static int nlazy; /* descriptors with a state, for the fast path */
 static int npending; /* of them, handshakes under way (poll's fast path) */
 
 /*
- * A pending handshake's own: the rsocket it holds (the passive end's
- * listener, the active end's rsocket; -1 if it could make none), the
- * offer it sent, and the process that made the rsocket, the only one
- * that may use it.
+ * A pending handshake's own: the rsocket it holds in the states that hold
+ * one (the passive end's listener, the active end's rsocket; -1 if it
+ * could make none), the offer it sent, and the process that made the
+ * rsocket, the only one that may use it.  While the rest of the peer's
+ * offer is due on a non-blocking socket (resting): the timer that bounds
+ * the wait, and the socket's SO_RCVLOWAT to give back.
  */
 static struct rsp_held {
 	int rs;
 	int owner;
 	struct rsp_fk_msg mine;
+	bool resting;
+	int timer;
+	int lowat;
 } held[RSP_LAZY_MAX];
 
 struct rsp_file rsp_again = {.rs = -1};
@@ -93,6 +98,22 @@ bool rsp_fk_any(void)
 	return __atomic_load_n(&npending, __ATOMIC_RELAXED) > 0;
 }
 
+/*
+ * The rest of an offer's start came, or never will: the timer goes and
+ * the socket is readable with any byte again, as the program knows it.
+ */
+static void rest_end(int fd)
+{
+	struct rsp_held *h = &held[fd];
+
+	if (!h->resting)
+		return;
+	h->resting = false;
+	rsp_real.close(h->timer);
+	rsp_real.setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &h->lowat,
+			    sizeof(h->lowat));
+}
+
 /* Ends fd's pending handshake, if any, and its state: the rsocket goes. */
 void rsp_lazy_drop(int fd)
 {
@@ -101,8 +122,9 @@ void rsp_lazy_drop(int fd)
 	if (state == RSP_LAZY_NONE)
 		return;
 	rsp_lazy_set(fd, RSP_LAZY_NONE);
+	rest_end(fd);
 	/* a forked child's copy belongs to its parent: not ours to close */
-	if (rsp_fk_pending(state) && held[fd].rs >= 0 &&
+	if (rsp_fk_holds(state) && held[fd].rs >= 0 &&
 	    held[fd].owner == rsp_pid)
 		rclose(held[fd].rs);
 }
@@ -114,9 +136,14 @@ bool rsp_fk_watch_fds(int fd, short events, struct pollfd out[2])
 
 	if (!rsp_fk_pending(state))
 		return false;
-	w = rsp_fk_watch(state, events);
+	w = rsp_fk_watch(state, events, held[fd].resting);
 	out[0] = (struct pollfd){.fd = w.tcp ? fd : -1, .events = w.tcp};
-	out[1] = (struct pollfd){.fd = w.rs ? held[fd].rs : -1, .events = w.rs};
+	out[1] = (struct pollfd){.fd = -1};
+	if (w.rs)
+		out[1] = (struct pollfd){.fd = held[fd].rs, .events = w.rs};
+	else if (w.timer)
+		out[1] = (struct pollfd){.fd = held[fd].timer,
+					 .events = w.timer};
 	return true;
 }
 
@@ -296,11 +323,52 @@ static bool rest_may_come(int fd, uint64_t *deadline)
 	return true;
 }
 
+/*
+ * A non-blocking socket with the start of an offer and its rest due: the
+ * first call arms the wait, so that the socket reads as ready only once a
+ * whole offer is there or the peer shut its side down (SO_RCVLOWAT; poll
+ * could not wait otherwise, the bytes there keep it readable), and a
+ * timer rings when the bound runs out.  Whether the rest may still come:
+ * false once the peer shut its side down or the timer rang (or no wait
+ * can be armed); the bytes are then the program's.
+ */
+static bool rest_wait(int fd)
+{
+	struct itimerspec its = {
+		.it_value = {.tv_sec = RSP_FK_REST_MS / 1000,
+			     .tv_nsec = RSP_FK_REST_MS % 1000 * 1000000L}};
+	struct rsp_held *h = &held[fd];
+	socklen_t len = sizeof(h->lowat);
+	int whole = RSP_FK_LEN;
+	uint64_t rang;
+
+	if (peer_done(fd)) {
+		rsp_log("fd %d: the peer shut down after an offer's start", fd);
+		return false;
+	}
+	if (h->resting)
+		return rsp_real.read(h->timer, &rang, sizeof(rang)) !=
+		       sizeof(rang);
+	h->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (h->timer < 0)
+		return false;
+	if (timerfd_settime(h->timer, 0, &its, NULL) ||
+	    rsp_real.getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &h->lowat, &len) ||
+	    rsp_real.setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &whole,
+				sizeof(whole))) {
+		rsp_real.close(h->timer);
+		return false;
+	}
+	h->resting = true;
+	return true;
+}
+
 /* One call's handshake on one descriptor. */
 struct hs {
 	int fd;
 	enum rsp_lazy state;
 	bool writing; /* the call is a write */
+	bool nonblock; /* it must not wait */
 	bool holding; /* this call made held[fd] (not yet in its state) */
 	int rs; /* once over: the connected rsocket, or -1 (TCP) */
 	const char *why; /* once over on TCP: why, for the log */
@@ -320,23 +388,33 @@ static enum rsp_lazy on_tcp(struct hs *h, const char *why)
  * What the peer's first bytes say (forkstep.c), once the start of an
  * offer has its rest or never will: RSP_FK_WAIT (nothing yet),
  * RSP_FK_OFFER, RSP_FK_ANSWER (@buf holds the peer's offer) or
- * RSP_FK_TCP.
+ * RSP_FK_TCP; on a non-blocking socket also RSP_FK_MORE: the rest is due
+ * (a wait for it armed, rest_wait).
  */
-static enum rsp_fk_act look(int fd, bool writing, uint8_t *buf)
+static enum rsp_fk_act look(struct hs *h, bool writing, uint8_t *buf)
 {
 	uint64_t deadline = 0;
 	enum rsp_fk_act act;
 	ssize_t n;
 
 	for (;;) {
-		n = tcp_peek(fd, buf);
+		n = tcp_peek(h->fd, buf);
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return RSP_FK_TCP; /* the call itself reports it */
-		act = rsp_fk_step(writing, buf, n);
-		if (act != RSP_FK_MORE)
+			act = RSP_FK_TCP; /* the call itself reports it */
+		else
+			act = rsp_fk_step(writing, buf, n);
+		if (act == RSP_FK_MORE && h->nonblock) {
+			if (rest_wait(h->fd))
+				return act;
+			act = RSP_FK_TCP; /* a prefix that stays one */
+		} else if (act == RSP_FK_MORE &&
+			   !rest_may_come(h->fd, &deadline)) {
+			act = RSP_FK_TCP;
+		}
+		if (act != RSP_FK_MORE) {
+			rest_end(h->fd);
 			return act;
-		if (!rest_may_come(fd, &deadline))
-			return RSP_FK_TCP; /* a prefix that stays one */
+		}
 	}
 }
 
@@ -362,16 +440,22 @@ static enum rsp_lazy agreed(struct hs *h, const struct rsp_fk_msg *peer)
 	return on_tcp(h, NO_PEER);
 }
 
-/* ACTIVE or PASSIVE: the first read or write starts the handshake. */
+/*
+ * ACTIVE or PASSIVE: the first read or write starts the handshake (REST_*:
+ * once the rest of the peer's offer is there).
+ */
 static enum rsp_lazy step_fresh(struct hs *h)
 {
-	bool passive = h->state == RSP_LAZY_PASSIVE;
+	bool passive =
+		h->state == RSP_LAZY_PASSIVE || h->state == RSP_LAZY_REST_P;
 	uint8_t buf[RSP_FK_LEN];
 	struct rsp_fk_msg peer;
-	enum rsp_fk_act act = look(h->fd, h->writing, buf);
+	enum rsp_fk_act act = look(h, h->writing, buf);
 
 	if (act == RSP_FK_WAIT)
 		return h->state;
+	if (act == RSP_FK_MORE)
+		return rsp_fk_resting(passive);
 	if (act == RSP_FK_TCP)
 		return on_tcp(h, "the peer sent data first");
 	/* An answer takes the peer's offer first: nothing else is read. */
@@ -390,8 +474,9 @@ static enum rsp_lazy step_offered(struct hs *h)
 	uint8_t buf[RSP_FK_LEN];
 	struct rsp_fk_msg peer;
 
-	switch (look(h->fd, false, buf)) {
+	switch (look(h, false, buf)) {
 	case RSP_FK_WAIT:
+	case RSP_FK_MORE:
 		return h->state;
 	case RSP_FK_ANSWER:
 		if (!take_offer(h->fd, buf, &peer))
@@ -458,6 +543,8 @@ static enum rsp_lazy step(struct hs *h)
 	switch (h->state) {
 	case RSP_LAZY_ACTIVE:
 	case RSP_LAZY_PASSIVE:
+	case RSP_LAZY_REST_A:
+	case RSP_LAZY_REST_P:
 		return step_fresh(h);
 	case RSP_LAZY_OFFERED_A:
 	case RSP_LAZY_OFFERED_P:
@@ -508,7 +595,9 @@ static struct rsp_file *stay_tcp(struct hs *h)
 	bool pending = rsp_fk_pending(h->state);
 	struct rsp_held *mine = &held[h->fd];
 
-	if ((pending || h->holding) && mine->rs >= 0 && mine->owner == rsp_pid)
+	rest_end(h->fd);
+	if ((rsp_fk_holds(h->state) || h->holding) && mine->rs >= 0 &&
+	    mine->owner == rsp_pid)
 		rclose(mine->rs);
 	rsp_lazy_set(h->fd, RSP_LAZY_NONE);
 	rsp_log("fd %d: stays on TCP (%s)", h->fd, h->why);
@@ -562,11 +651,10 @@ static struct rsp_file *advance(int fd, enum rsp_lazy state, bool writing,
 {
 	struct hs h = {.fd = fd, .state = state, .writing = writing, .rs = -1};
 	int fl = rsp_real.fcntl(fd, F_GETFL);
-	bool nonblock =
-		(fl >= 0 && (fl & O_NONBLOCK)) || (flags & MSG_DONTWAIT);
 	enum rsp_lazy next;
 
-	if (rsp_fk_pending(state) && held[fd].owner != rsp_pid) {
+	h.nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (flags & MSG_DONTWAIT);
+	if (rsp_fk_holds(state) && held[fd].owner != rsp_pid) {
 		/* begun by the parent, whose rsocket this process cannot use */
 		h.why = "handshake begun before a fork";
 		return stay_tcp(&h);
@@ -579,7 +667,7 @@ static struct rsp_file *advance(int fd, enum rsp_lazy state, bool writing,
 			enter(&h, next);
 			continue;
 		}
-		if (nonblock) {
+		if (h.nonblock) {
 			errno = EAGAIN;
 			return RSP_AGAIN;
 		}

@@ -71,6 +71,16 @@ bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer)
  */
 bool rsp_fk_pending(enum rsp_lazy state)
 {
+	return rsp_fk_holds(state) || state == RSP_LAZY_REST_A ||
+	       state == RSP_LAZY_REST_P;
+}
+
+/*
+ * A fresh end (ACTIVE, PASSIVE, or REST_* while the rest of the peer's
+ * offer is due) has sent nothing and holds no rsocket yet.
+ */
+bool rsp_fk_holds(enum rsp_lazy state)
+{
 	return state == RSP_LAZY_OFFERED_A || state == RSP_LAZY_OFFERED_P ||
 	       state == RSP_LAZY_ACCEPTING || state == RSP_LAZY_CONNECTING;
 }
@@ -78,6 +88,11 @@ bool rsp_fk_pending(enum rsp_lazy state)
 enum rsp_lazy rsp_fk_offered(bool passive)
 {
 	return passive ? RSP_LAZY_OFFERED_P : RSP_LAZY_OFFERED_A;
+}
+
+enum rsp_lazy rsp_fk_resting(bool passive)
+{
+	return passive ? RSP_LAZY_REST_P : RSP_LAZY_REST_A;
 }
 
 enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
@@ -92,24 +107,32 @@ enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
 /*
  * What each state waits for.  OFFERED: the peer's offer, so the TCP
  * socket's readability (its writability would wake a program that wants
- * to write at once, for nothing, again and again).  ACCEPTING: the
- * listener's connection, or a notice (or the end) on TCP from a peer
- * whose rconnect failed: both, or a failure would never wake it.
- * CONNECTING: the rsocket's writability, which rpoll reports once the
+ * to write at once, for nothing, again and again).  With the start of an
+ * offer there (REST_*, or OFFERED @resting) the socket is readable
+ * already: fork.c makes it readable only once a whole offer is there (or
+ * the peer's end), and a timer ends the wait for bytes that never come.
+ * ACCEPTING: the listener's connection, or a notice (or the end) on TCP
+ * from a peer whose rconnect failed: both, or a failure would never wake
+ * it.  CONNECTING: the rsocket's writability, which rpoll reports once the
  * connect ends either way.  A program that asks for neither input nor
  * output would get no report of them, so nothing is watched for it:
  * watching would only wake its poll to report nothing.
  */
-struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events)
+struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
+				 bool resting)
 {
-	struct rsp_fk_watch w = {0, 0};
+	struct rsp_fk_watch w = {0, 0, 0};
 
 	if (!(events & (POLLIN | POLLOUT)))
 		return w;
 	switch (state) {
 	case RSP_LAZY_OFFERED_A:
 	case RSP_LAZY_OFFERED_P:
+	case RSP_LAZY_REST_A:
+	case RSP_LAZY_REST_P:
 		w.tcp = POLLIN;
+		if (resting)
+			w.timer = POLLIN;
 		break;
 	case RSP_LAZY_ACCEPTING:
 		w.tcp = POLLIN;

@@ -182,6 +182,8 @@ enum rsp_lazy {
 	RSP_LAZY_OFFERED_P, /* accepted end: the same */
 	RSP_LAZY_ACCEPTING, /* offers agreed: the peer's rconnect is due */
 	RSP_LAZY_CONNECTING, /* offers agreed: our rconnect is under way */
+	RSP_LAZY_REST_A, /* ACTIVE with the start of the peer's offer: its rest due */
+	RSP_LAZY_REST_P, /* PASSIVE, the same */
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -215,19 +217,30 @@ int rsp_fk_decode(const uint8_t in[RSP_FK_LEN], struct rsp_fk_msg *m);
 bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer);
 /* Whether @state is a handshake under way (OFFERED_*, ACCEPTING, ...). */
 bool rsp_fk_pending(enum rsp_lazy state);
+/* Whether @state holds an rsocket of the handshake's (fork.c's held). */
+bool rsp_fk_holds(enum rsp_lazy state);
 /* The state after this end sent its offer first. */
 enum rsp_lazy rsp_fk_offered(bool passive);
+/* A fresh end's state while the rest of the peer's offer is due. */
+enum rsp_lazy rsp_fk_resting(bool passive);
 /* The state once both offers are known: ACCEPTING, CONNECTING or NONE. */
 enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
 			   const struct rsp_fk_msg *peer);
 
-/* What a pending handshake waits for: events on the TCP socket, the rsocket. */
+/*
+ * What a pending handshake waits for: events on the TCP socket, the
+ * rsocket, the timer that bounds the wait for the rest of an offer.
+ */
 struct rsp_fk_watch {
-	short tcp, rs;
+	short tcp, rs, timer;
 };
 
-/* For the program's poll @events (0 watches nothing: it asked for no I/O). */
-struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events);
+/*
+ * For the program's poll @events (0 watches nothing: it asked for no
+ * I/O); @resting: the start of the peer's offer is there, its rest due.
+ */
+struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
+				 bool resting);
 /* What poll reports to the program for the watch's @revents. */
 short rsp_fk_report(short events, short revents);
 

@@ -506,6 +506,108 @@ static int nb_child(const char *who, const char *how)
 	return 0;
 }
 
+/*
+ * The server's side of nb-prefix and nb-split: a non-blocking socket
+ * whose peer sent the start of an offer.  Its read fails with EAGAIN at
+ * once (it used to wait for the rest, up to a second); poll or epoll
+ * (@how) stays silent though the bytes are there (no busy loop) until the
+ * rest comes (@split: after half a second, before the bound) or the bound
+ * runs out (not before).  Then the
+ * reads give @want, on TCP.
+ */
+static const char *rest_server(int s, const char *how, bool split,
+			       const char *want)
+{
+	struct timespec t0;
+	char buf[64];
+	size_t got = 0, len = strlen(want);
+	ssize_t n;
+	long ms;
+
+	if (set_nonblock(s, true) || ready_in(how, s, POLLIN, 10000) != 1)
+		return "no first bytes";
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (read(s, buf, sizeof(buf)) != -1 || errno != EAGAIN)
+		return "first read not EAGAIN";
+	if (unit_ms_since(&t0) > 200)
+		return "first read waited";
+	if (ready_in(how, s, POLLIN, 10000) != 1)
+		return "not woken";
+	ms = unit_ms_since(&t0);
+	if (split && (ms < 400 || ms > 900))
+		return "woken at another time than the rest's";
+	if (!split && ms < 800)
+		return "woken before the bound";
+	while (got < len) {
+		n = read(s, buf + got, len - got);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == 0 || errno != EAGAIN ||
+			 ready_in(how, s, POLLIN, 10000) != 1)
+			return "reading";
+	}
+	return memcmp(buf, want, len) ? "other bytes" : NULL;
+}
+
+/*
+ * A client without the preload (raw) sends the start of an offer: "RS"
+ * and nothing more (nb-prefix, a plain client's request), or "RSFK" and
+ * the rest of an offer 500 ms later (nb-split), then reads the server's
+ * offer and speaks.  The server, non-blocking, waits in @how.
+ */
+static int rest_child(const char *who, const char *how)
+{
+	static const char rest[4] = {0, 0, RSP_FK_ACTIVE, 0};
+	bool split = !strcmp(who, "nb-split");
+	const char *req = split ? REQ : "RS", *err = NULL;
+	char offer[RSP_FK_LEN];
+	int s, c, status;
+	pid_t pid;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	if (pair(&s, &c, true)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		close(c);
+		err = rest_server(s, how, split, req);
+		if (!err && set_nonblock(s, false))
+			err = "blocking again";
+		if (!err && say(s, REPLY, false))
+			err = "reply";
+		if (err)
+			printf("FAIL server: %s\n", err);
+		fflush(stdout);
+		_exit(err ? 3 : 0);
+	}
+	close(s);
+	if (syscall(SYS_write, c, split ? "RSFK" : "RS", split ? 4 : 2) < 0)
+		err = "first bytes";
+	if (!err && split) {
+		usleep(500000);
+		if (syscall(SYS_write, c, rest, sizeof(rest)) != sizeof(rest) ||
+		    syscall(SYS_recvfrom, c, offer, sizeof(offer), MSG_WAITALL,
+			    NULL, NULL) != sizeof(offer) ||
+		    memcmp(offer, "RSFK", 4) || say(c, REQ, true))
+			err = "the rest of the offer";
+	}
+	if (!err && expect(c, REPLY, true))
+		err = "reply";
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return 1; /* the server said why */
+	if (err) {
+		printf("FAIL client: %s\n", err);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
 START_TEST(nonblocking_client_first_waits_in_epoll)
 {
 	run("nb-client", "epoll", "preload", NO_PEER);
@@ -542,11 +644,39 @@ START_TEST(nonblocking_server_first_keeps_its_epoll_set)
 }
 END_TEST
 
+START_TEST(nonblocking_offers_start_that_stays_one_waits_in_epoll)
+{
+	run("nb-prefix", "epoll", "raw",
+	    "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
+START_TEST(nonblocking_offers_start_that_stays_one_waits_in_poll)
+{
+	run("nb-prefix", "poll", "raw",
+	    "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
+START_TEST(nonblocking_offer_in_two_parts_waits_in_epoll)
+{
+	run("nb-split", "epoll", "raw", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_offer_in_two_parts_waits_in_select)
+{
+	run("nb-split", "select", "raw", NO_PEER);
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
 	if (argc != 5)
 		return 2;
+	if (!strcmp(argv[2], "nb-prefix") || !strcmp(argv[2], "nb-split"))
+		return rest_child(argv[2], argv[3]);
 	if (!strncmp(argv[2], "nb-", 3))
 		return nb_child(argv[2], argv[3]);
 	return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
@@ -575,6 +705,12 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, nonblocking_server_first_waits_in_epoll);
 	tcase_add_test(tc, nonblocking_client_first_keeps_its_epoll_set);
 	tcase_add_test(tc, nonblocking_server_first_keeps_its_epoll_set);
+	tcase_add_test(tc,
+		       nonblocking_offers_start_that_stays_one_waits_in_epoll);
+	tcase_add_test(tc,
+		       nonblocking_offers_start_that_stays_one_waits_in_poll);
+	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_select);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

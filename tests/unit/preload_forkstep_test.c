@@ -25,6 +25,24 @@ START_TEST(only_the_states_under_way_are_pending)
 	ck_assert(rsp_fk_pending(RSP_LAZY_OFFERED_P));
 	ck_assert(rsp_fk_pending(RSP_LAZY_ACCEPTING));
 	ck_assert(rsp_fk_pending(RSP_LAZY_CONNECTING));
+	ck_assert(rsp_fk_pending(RSP_LAZY_REST_A));
+	ck_assert(rsp_fk_pending(RSP_LAZY_REST_P));
+}
+END_TEST
+
+/* An end waiting for the rest of the peer's offer has made nothing yet. */
+START_TEST(only_ends_past_their_offer_hold_an_rsocket)
+{
+	ck_assert(!rsp_fk_holds(RSP_LAZY_ACTIVE));
+	ck_assert(!rsp_fk_holds(RSP_LAZY_PASSIVE));
+	ck_assert(!rsp_fk_holds(RSP_LAZY_REST_A));
+	ck_assert(!rsp_fk_holds(RSP_LAZY_REST_P));
+	ck_assert(rsp_fk_holds(RSP_LAZY_OFFERED_A));
+	ck_assert(rsp_fk_holds(RSP_LAZY_OFFERED_P));
+	ck_assert(rsp_fk_holds(RSP_LAZY_ACCEPTING));
+	ck_assert(rsp_fk_holds(RSP_LAZY_CONNECTING));
+	ck_assert_int_eq(rsp_fk_resting(false), RSP_LAZY_REST_A);
+	ck_assert_int_eq(rsp_fk_resting(true), RSP_LAZY_REST_P);
 }
 END_TEST
 
@@ -59,19 +77,39 @@ START_TEST(offered_watches_tcp_input_only)
 {
 	struct rsp_fk_watch w;
 
-	w = rsp_fk_watch(RSP_LAZY_OFFERED_A, POLLOUT);
+	w = rsp_fk_watch(RSP_LAZY_OFFERED_A, POLLOUT, false);
 	ck_assert_int_eq(w.tcp, POLLIN);
 	ck_assert_int_eq(w.rs, 0);
-	w = rsp_fk_watch(RSP_LAZY_OFFERED_P, POLLIN);
+	w = rsp_fk_watch(RSP_LAZY_OFFERED_P, POLLIN, false);
 	ck_assert_int_eq(w.tcp, POLLIN);
 	ck_assert_int_eq(w.rs, 0);
+}
+END_TEST
+
+/*
+ * The start of an offer keeps the socket readable: the wait is for the
+ * whole offer (fork.c's SO_RCVLOWAT) or the timer bounding it.
+ */
+START_TEST(the_rest_of_an_offer_is_watched_with_its_timer)
+{
+	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_REST_P, POLLIN, true);
+
+	ck_assert_int_eq(w.tcp, POLLIN);
+	ck_assert_int_eq(w.timer, POLLIN);
+	ck_assert_int_eq(w.rs, 0);
+	w = rsp_fk_watch(RSP_LAZY_OFFERED_A, POLLOUT, true);
+	ck_assert_int_eq(w.tcp, POLLIN);
+	ck_assert_int_eq(w.timer, POLLIN);
+	ck_assert_int_eq(w.rs, 0);
+	w = rsp_fk_watch(RSP_LAZY_OFFERED_A, POLLOUT, false);
+	ck_assert_int_eq(w.timer, 0);
 }
 END_TEST
 
 /* The listener's connection, or the peer's notice of a failure: both. */
 START_TEST(accepting_watches_the_listener_and_tcp)
 {
-	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_ACCEPTING, POLLIN);
+	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_ACCEPTING, POLLIN, false);
 
 	ck_assert_int_eq(w.tcp, POLLIN);
 	ck_assert_int_eq(w.rs, POLLIN);
@@ -80,7 +118,8 @@ END_TEST
 
 START_TEST(connecting_watches_the_rsocket_output)
 {
-	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_CONNECTING, POLLIN);
+	struct rsp_fk_watch w =
+		rsp_fk_watch(RSP_LAZY_CONNECTING, POLLIN, false);
 
 	ck_assert_int_eq(w.tcp, 0);
 	ck_assert_int_eq(w.rs, POLLOUT);
@@ -90,11 +129,11 @@ END_TEST
 /* A program that asks for no I/O is never woken by the handshake. */
 START_TEST(no_io_asked_nothing_watched)
 {
-	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_ACCEPTING, POLLPRI);
+	struct rsp_fk_watch w = rsp_fk_watch(RSP_LAZY_ACCEPTING, POLLPRI, true);
 
 	ck_assert_int_eq(w.tcp, 0);
 	ck_assert_int_eq(w.rs, 0);
-	w = rsp_fk_watch(RSP_LAZY_ACTIVE, POLLIN);
+	w = rsp_fk_watch(RSP_LAZY_ACTIVE, POLLIN, false);
 	ck_assert_int_eq(w.tcp, 0); /* not pending: the kernel socket's own */
 	ck_assert_int_eq(w.rs, 0);
 }
@@ -137,9 +176,11 @@ Suite *preload_forkstep_suite(void)
 	TCase *tc = tcase_create("states");
 
 	tcase_add_test(tc, only_the_states_under_way_are_pending);
+	tcase_add_test(tc, only_ends_past_their_offer_hold_an_rsocket);
 	tcase_add_test(tc, a_first_offer_waits_for_the_peers);
 	tcase_add_test(tc, agreed_offers_accept_or_connect_by_role);
 	tcase_add_test(tc, offered_watches_tcp_input_only);
+	tcase_add_test(tc, the_rest_of_an_offer_is_watched_with_its_timer);
 	tcase_add_test(tc, accepting_watches_the_listener_and_tcp);
 	tcase_add_test(tc, connecting_watches_the_rsocket_output);
 	tcase_add_test(tc, no_io_asked_nothing_watched);
