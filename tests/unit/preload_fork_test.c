@@ -534,7 +534,7 @@ static const char *rest_server(int s, const char *how, bool split,
 	if (ready_in(how, s, POLLIN, 10000) != 1)
 		return "not woken";
 	ms = unit_ms_since(&t0);
-	if (split && (ms < 400 || ms > 900))
+	if (split && (ms < 250 || ms > 900))
 		return "woken at another time than the rest's";
 	if (!split && ms < 800)
 		return "woken before the bound";
