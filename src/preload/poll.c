@@ -28,7 +28,7 @@
  * Whether poll must look past fd's kernel socket: it carries an rsocket,
  * or a handshake under way waits for something else (fork.c).
  */
-static bool mapped(int fd)
+static bool poll_maps(int fd)
 {
 	return rsp_get(fd) || rsp_fk_pending(rsp_lazy_get(fd));
 }
@@ -67,7 +67,7 @@ static bool has_rsocket(const struct pollfd *fds, nfds_t n)
 	if (!any_mapped())
 		return false;
 	for (i = 0; i < n; i++)
-		if (mapped(fds[i].fd))
+		if (poll_maps(fds[i].fd))
 			return true;
 	return false;
 }
@@ -194,7 +194,7 @@ static bool set_has_rsocket(int nfds, fd_set *r, fd_set *w, fd_set *e)
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
 		     (e && FD_ISSET(fd, e))) &&
-		    mapped(fd))
+		    poll_maps(fd))
 			return true;
 	return false;
 }
@@ -430,7 +430,7 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 	rsp_init();
 	/* a pending handshake's too: its kernel memberships are gone */
-	if (mapped(fd))
+	if (poll_maps(fd))
 		return ctl_rs(epfd, op, fd, ev);
 	if (is_lazy(fd))
 		return ctl_lazy(epfd, op, fd, ev);
@@ -542,7 +542,7 @@ void rsp_epoll_converted(int fd)
 }
 
 /*
- * A snapshot of a set's armed members that are mapped (mapped()): each
+ * A snapshot of a set's armed members that are mapped (poll_maps()): each
  * as two pollfds (watch()) at 2 * k + 1 and 2 * k + 2, after slot 0.
  */
 static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
@@ -566,7 +566,8 @@ static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
 			n = -1;
 		} else {
 			for (i = 0; i < s->n; i++) {
-				if (!mapped(s->m[i].fd) || !s->m[i].ev.events)
+				if (!poll_maps(s->m[i].fd) ||
+				    !s->m[i].ev.events)
 					continue;
 				(*mem)[n] = s->m[i];
 				p.fd = s->m[i].fd;
