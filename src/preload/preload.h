@@ -175,15 +175,16 @@ enum rsp_lazy {
 	RSP_LAZY_ACTIVE, /* connected on TCP, not yet used */
 	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
 	/*
-	 * A handshake under way on a non-blocking socket (fork.c keeps the
-	 * rsocket it holds); poll and epoll watch what it waits for.
+	 * A handshake under way (fork.c keeps the rsocket it holds): a
+	 * non-blocking call that cannot go on leaves it in one of these for
+	 * the next call; poll and epoll watch what it waits for.
 	 */
 	RSP_LAZY_OFFERED_A, /* connected end: its offer sent, the peer's due */
 	RSP_LAZY_OFFERED_P, /* accepted end: the same */
 	RSP_LAZY_ACCEPTING, /* offers agreed: the peer's rconnect is due */
 	RSP_LAZY_CONNECTING, /* offers agreed: our rconnect is under way */
-	RSP_LAZY_REST_A, /* ACTIVE with the start of the peer's offer: its rest due */
-	RSP_LAZY_REST_P, /* PASSIVE, the same */
+	RSP_LAZY_REST_A, /* ACTIVE, the start of the peer's offer there */
+	RSP_LAZY_REST_P, /* PASSIVE, the same: the rest of it is due */
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -262,7 +263,7 @@ enum rsp_fk_end rsp_fk_connecting(short revents);
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
 bool rsp_lazy_set(int fd, enum rsp_lazy state);
-/* fd is closed or replaced: its state goes, with a pending handshake's rsocket. */
+/* fd is closed or replaced: its state goes, and what a handshake held. */
 void rsp_lazy_drop(int fd);
 /* Whether any handshake is pending (a fast path for poll). */
 bool rsp_fk_any(void);
