@@ -17,10 +17,15 @@
  * the preload does.  Unlike rdma-core, the passive side needs no named
  * semaphore (its listener's port is its own).
  *
+ * On a non-blocking socket (or with MSG_DONTWAIT) no call waits for the
+ * peer: a step that must wait ends the call with EAGAIN, the state keeps
+ * the handshake's progress (forkstep.c names the states), and poll and
+ * epoll (poll.c) watch what it waits for, so the program calls again when
+ * it can go on.  A blocking call waits for the same things in turn.
+ *
  * Limits: the end that speaks first sends its 8-byte offer to a peer
  * without the preload too (a peer that speaks first is recognised and
- * keeps plain TCP); the handshake blocks the call that makes it, even on
- * a non-blocking socket; dup'ed descriptors stay TCP.
+ * keeps plain TCP); dup'ed descriptors stay TCP.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +34,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +46,24 @@
 
 static uint8_t lazy[RSP_LAZY_MAX];
 static int nlazy; /* descriptors with a state, for the fast path */
+static int npending; /* of them, handshakes under way (poll's fast path) */
+
+/*
+ * A pending handshake's own: the rsocket it holds in the states that hold
+ * one (the passive end's listener, the active end's rsocket; -1 if it
+ * could make none), the offer it sent, and the process that made the
+ * rsocket, the only one that may use it.  While the rest of the peer's
+ * offer is due on a non-blocking socket (resting): the timer that bounds
+ * the wait, and the socket's SO_RCVLOWAT to give back.
+ */
+static struct rsp_held {
+	int rs;
+	int owner;
+	struct rsp_fk_msg mine;
+	bool resting;
+	int timer;
+	int lowat;
+} held[RSP_LAZY_MAX];
 
 struct rsp_file rsp_again = {.rs = -1};
 
@@ -54,6 +78,7 @@ enum rsp_lazy rsp_lazy_get(int fd)
 bool rsp_lazy_set(int fd, enum rsp_lazy state)
 {
 	uint8_t old;
+	int d;
 
 	if (fd < 0 || fd >= RSP_LAZY_MAX)
 		return false;
@@ -62,52 +87,117 @@ bool rsp_lazy_set(int fd, enum rsp_lazy state)
 		__atomic_add_fetch(&nlazy, 1, __ATOMIC_RELAXED);
 	else if (old && !state)
 		__atomic_sub_fetch(&nlazy, 1, __ATOMIC_RELAXED);
+	d = (int)rsp_fk_pending(state) - (int)rsp_fk_pending(old);
+	if (d)
+		__atomic_add_fetch(&npending, d, __ATOMIC_RELAXED);
 	return true;
 }
 
-/* Blocking send of exactly @len bytes on the kernel socket. */
-static int tcp_send(int fd, const void *buf, size_t len)
+bool rsp_fk_any(void)
 {
+	return __atomic_load_n(&npending, __ATOMIC_RELAXED) > 0;
+}
+
+/*
+ * The rest of an offer's start came, or never will: the timer goes and
+ * the socket is readable with any byte again, as the program knows it.
+ */
+static void rest_end(int fd)
+{
+	struct rsp_held *h = &held[fd];
+
+	if (!h->resting)
+		return;
+	h->resting = false;
+	rsp_real.close(h->timer);
+	rsp_real.setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &h->lowat,
+			    sizeof(h->lowat));
+}
+
+/* Ends fd's pending handshake, if any, and its state: the rsocket goes. */
+void rsp_lazy_drop(int fd)
+{
+	enum rsp_lazy state = rsp_lazy_get(fd);
+
+	if (state == RSP_LAZY_NONE)
+		return;
+	rsp_lazy_set(fd, RSP_LAZY_NONE);
+	rest_end(fd);
+	/* a forked child's copy belongs to its parent: not ours to close */
+	if (rsp_fk_holds(state) && held[fd].rs >= 0 &&
+	    held[fd].owner == rsp_pid)
+		rclose(held[fd].rs);
+}
+
+bool rsp_fk_watch_fds(int fd, short events, struct pollfd out[2])
+{
+	enum rsp_lazy state = rsp_lazy_get(fd);
+	struct rsp_fk_watch w;
+
+	if (!rsp_fk_pending(state))
+		return false;
+	w = rsp_fk_watch(state, events, held[fd].resting);
+	out[0] = (struct pollfd){.fd = w.tcp ? fd : -1, .events = w.tcp};
+	out[1] = (struct pollfd){.fd = -1};
+	if (w.rs)
+		out[1] = (struct pollfd){.fd = held[fd].rs, .events = w.rs};
+	else if (w.timer)
+		out[1] = (struct pollfd){.fd = held[fd].timer,
+					 .events = w.timer};
+	return true;
+}
+
+/*
+ * Sends an offer (or a notice) whole on the kernel socket.  It goes
+ * before any byte of the program's, into an empty send buffer, so even a
+ * non-blocking socket has room for it: the wait for room is for form.
+ */
+static int send_msg(int fd, const struct rsp_fk_msg *m)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	uint8_t msg[RSP_FK_LEN];
 	size_t done = 0;
 	ssize_t n;
 
-	while (done < len) {
-		n = rsp_real.send(fd, (const char *)buf + done, len - done,
+	rsp_fk_encode(msg, m);
+	while (done < sizeof(msg)) {
+		n = rsp_real.send(fd, msg + done, sizeof(msg) - done,
 				  MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			rsp_real.poll(&p, 1, -1);
+		else
 			return -1;
-		done += (size_t)n;
 	}
 	return 0;
 }
 
 /* The peer's first bytes, up to an offer's length; -1 (errno) if none. */
-static ssize_t tcp_peek(int fd, uint8_t *buf, int flags)
+static ssize_t tcp_peek(int fd, uint8_t *buf)
 {
 	ssize_t n;
 
 	do
-		n = rsp_real.recv(fd, buf, RSP_FK_LEN, MSG_PEEK | flags);
+		n = rsp_real.recv(fd, buf, RSP_FK_LEN, MSG_PEEK | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	return n;
 }
 
-/* Reads the peer's offer (all of it there, or waited for); -1: none. */
-static int take_offer(int fd, struct rsp_fk_msg *peer)
+/* Takes the offer @buf peeked off the socket; -1: it is none. */
+static int take_offer(int fd, const uint8_t *buf, struct rsp_fk_msg *peer)
 {
-	uint8_t buf[RSP_FK_LEN];
+	uint8_t drop[RSP_FK_LEN];
+	ssize_t n;
 
-	if (tcp_peek(fd, buf, MSG_WAITALL) != RSP_FK_LEN ||
-	    rsp_fk_decode(buf, peer))
+	if (rsp_fk_decode(buf, peer))
 		return -1; /* not an offer: its bytes stay for the program */
 	do
-		if (rsp_real.recv(fd, buf, RSP_FK_LEN, MSG_WAITALL) ==
-		    RSP_FK_LEN)
-			return 0;
-	while (errno == EINTR);
-	return -1;
+		n = rsp_real.recv(fd, drop, RSP_FK_LEN, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n == RSP_FK_LEN ? 0 : -1;
 }
 
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
@@ -152,103 +242,35 @@ fail:
 }
 
 /*
- * Passive end, offers agreed: accept the peer's rsocket, unless the peer
- * says over TCP that its connect failed (or closes) first.
+ * This end's part: the passive end's listener, or the active end's
+ * rsocket (non-blocking: its rconnect must not block the call), and the
+ * offer that says which; held by the descriptor while the handshake goes.
  */
-static int accept_peer(int fd, int l)
+static void make_mine(int fd, bool passive, struct rsp_held *h)
 {
-	struct pollfd p[2] = {{.fd = l, .events = POLLIN},
-			      {.fd = fd, .events = POLLIN}};
-	struct rsp_fk_msg notice;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
 
-	if (rfcntl(l, F_SETFL, O_NONBLOCK))
-		return raccept(l, NULL, NULL);
-	for (;;) {
-		int rs = raccept(l, NULL, NULL);
-
-		if (rs >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			return rs;
-		p[0].revents = p[1].revents = 0;
-		if (rpoll(p, 2, -1) < 0 && errno != EINTR)
-			return -1;
-		if (p[1].revents && !(p[0].revents & POLLIN)) {
-			take_offer(fd, &notice); /* its connect failed */
-			return -1;
+	h->mine = (struct rsp_fk_msg){.role = passive ? RSP_FK_PASSIVE
+						      : RSP_FK_ACTIVE};
+	h->owner = rsp_pid;
+	if (passive) {
+		h->rs = make_listener(fd, &h->mine.port);
+		/* its accept is tried, never waited in */
+		if (h->rs >= 0 && rfcntl(h->rs, F_SETFL, O_NONBLOCK)) {
+			rclose(h->rs);
+			h->rs = -1;
+		}
+	} else {
+		h->rs = -1;
+		if (!rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len))
+			h->rs = rsocket(ss.ss_family, SOCK_STREAM, 0);
+		if (h->rs >= 0) {
+			rsp_apply_config(h->rs);
+			rfcntl(h->rs, F_SETFL, O_NONBLOCK);
 		}
 	}
-}
-
-/* Active end, offers agreed: connect to the peer's listener. */
-static int connect_peer(int fd, int rs, uint16_t port)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	struct rsp_fk_msg notice = {.role = RSP_FK_ACTIVE};
-	uint8_t msg[RSP_FK_LEN];
-
-	if (!rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len)) {
-		set_port(&ss, port);
-		if (!rconnect(rs, (struct sockaddr *)&ss, len))
-			return 0;
-	}
-	/* the passive end waits in accept: tell it to stay on TCP */
-	rsp_fk_encode(msg, &notice);
-	tcp_send(fd, msg, sizeof(msg));
-	return -1;
-}
-
-/*
- * The handshake (@act: RSP_FK_OFFER or RSP_FK_ANSWER).  Returns the
- * connected rsocket, or -1: the connection stays on TCP.
- */
-static int handshake(int fd, bool passive, enum rsp_fk_act act)
-{
-	struct rsp_fk_msg mine = {0}, peer;
-	uint8_t msg[RSP_FK_LEN];
-	int rs, ret = -1;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	mine.role = passive ? RSP_FK_PASSIVE : RSP_FK_ACTIVE;
-	if (passive) {
-		rs = make_listener(fd, &mine.port);
-	} else {
-		rs = -1;
-		if (!rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len))
-			rs = rsocket(ss.ss_family, SOCK_STREAM, 0);
-		if (rs >= 0)
-			rsp_apply_config(rs);
-	}
-	mine.ready = rs >= 0;
-	/* An answer takes the peer's offer first: nothing else is read. */
-	if (act == RSP_FK_ANSWER && take_offer(fd, &peer))
-		goto out;
-	rsp_fk_encode(msg, &mine);
-	if (tcp_send(fd, msg, sizeof(msg)))
-		goto out;
-	if (act == RSP_FK_OFFER && take_offer(fd, &peer))
-		goto out; /* a peer without the preload, or it closed */
-	if (!rsp_fk_agree(&mine, &peer))
-		goto out;
-	if (passive) {
-		ret = accept_peer(fd, rs);
-	} else if (!connect_peer(fd, rs, peer.port)) {
-		ret = rs;
-		rs = -1;
-	}
-out:
-	if (rs >= 0)
-		rclose(rs);
-	return ret;
-}
-
-/* Waits for the peer's first bytes (a blocking read that comes first). */
-static void wait_readable(int fd)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-
-	while (rsp_real.poll(&p, 1, -1) < 0 && errno == EINTR)
-		;
+	h->mine.ready = h->rs >= 0;
 }
 
 /*
@@ -302,77 +324,355 @@ static bool rest_may_come(int fd, uint64_t *deadline)
 }
 
 /*
- * The first use of a lazy connection: move it to an rsocket, or leave it
- * on TCP for good.  Returns the new file, NULL (TCP), or RSP_AGAIN: a
- * non-blocking read found nothing from the peer yet (EAGAIN).
+ * A non-blocking socket with the start of an offer and its rest due: the
+ * first call arms the wait, so that the socket reads as ready only once a
+ * whole offer is there or the peer shut its side down (SO_RCVLOWAT; poll
+ * could not wait otherwise, the bytes there keep it readable), and a
+ * timer rings when the bound runs out.  Whether the rest may still come:
+ * false once the peer shut its side down or the timer rang (or no wait
+ * can be armed); the bytes are then the program's.
  */
-static struct rsp_file *convert(int fd, enum rsp_lazy state, bool writing,
-				int flags)
+static bool rest_wait(int fd)
 {
-	struct rsp_file *f;
-	int fl, rs, one = 1, nodelay = 0;
-	socklen_t len = sizeof(nodelay);
-	enum rsp_fk_act act;
-	uint8_t peek[RSP_FK_LEN];
-	bool nonblock;
+	struct itimerspec its = {
+		.it_value = {.tv_sec = RSP_FK_REST_MS / 1000,
+			     .tv_nsec = RSP_FK_REST_MS % 1000 * 1000000L}};
+	struct rsp_held *h = &held[fd];
+	socklen_t len = sizeof(h->lowat);
+	int whole = RSP_FK_LEN;
+	uint64_t rang;
+
+	if (peer_done(fd)) {
+		rsp_log("fd %d: the peer shut down after an offer's start", fd);
+		return false;
+	}
+	if (h->resting)
+		return rsp_real.read(h->timer, &rang, sizeof(rang)) !=
+		       sizeof(rang);
+	h->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (h->timer < 0)
+		return false;
+	if (timerfd_settime(h->timer, 0, &its, NULL) ||
+	    rsp_real.getsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &h->lowat, &len) ||
+	    rsp_real.setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &whole,
+				sizeof(whole))) {
+		rsp_real.close(h->timer);
+		return false;
+	}
+	h->resting = true;
+	return true;
+}
+
+/* One call's handshake on one descriptor. */
+struct hs {
+	int fd;
+	enum rsp_lazy state;
+	bool writing; /* the call is a write */
+	bool nonblock; /* it must not wait */
+	bool holding; /* this call made held[fd] (not yet in its state) */
+	int rs; /* once over: the connected rsocket, or -1 (TCP) */
+	const char *why; /* once over on TCP: why, for the log */
+};
+
+#define NO_PEER "no fork-mode peer or rsocket"
+
+/* Over on TCP (the next state, RSP_LAZY_NONE). */
+static enum rsp_lazy on_tcp(struct hs *h, const char *why)
+{
+	h->rs = -1;
+	h->why = why;
+	return RSP_LAZY_NONE;
+}
+
+/*
+ * What the peer's first bytes say (forkstep.c), once the start of an
+ * offer has its rest or never will: RSP_FK_WAIT (nothing yet),
+ * RSP_FK_OFFER, RSP_FK_ANSWER (@buf holds the peer's offer) or
+ * RSP_FK_TCP; on a non-blocking socket also RSP_FK_MORE: the rest is due
+ * (a wait for it armed, rest_wait).
+ */
+static enum rsp_fk_act look(struct hs *h, bool writing, uint8_t *buf)
+{
 	uint64_t deadline = 0;
+	enum rsp_fk_act act;
 	ssize_t n;
 
-	fl = rsp_real.fcntl(fd, F_GETFL);
-	nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (flags & MSG_DONTWAIT);
 	for (;;) {
-		n = tcp_peek(fd, peek, MSG_DONTWAIT);
+		n = tcp_peek(h->fd, buf);
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return NULL; /* the call itself reports it */
-		act = rsp_fk_step(writing, peek, n);
-		if (act == RSP_FK_TCP || act == RSP_FK_OFFER ||
-		    act == RSP_FK_ANSWER)
-			break;
-		if (act == RSP_FK_WAIT && nonblock) {
-			errno = EAGAIN;
-			return RSP_AGAIN;
-		}
-		if (act == RSP_FK_WAIT)
-			wait_readable(fd);
-		else if (!rest_may_come(fd, &deadline)) {
+			act = RSP_FK_TCP; /* the call itself reports it */
+		else
+			act = rsp_fk_step(writing, buf, n);
+		if (act == RSP_FK_MORE && h->nonblock) {
+			if (rest_wait(h->fd))
+				return act;
 			act = RSP_FK_TCP; /* a prefix that stays one */
-			break;
+		} else if (act == RSP_FK_MORE &&
+			   !rest_may_come(h->fd, &deadline)) {
+			act = RSP_FK_TCP;
+		}
+		if (act != RSP_FK_MORE) {
+			rest_end(h->fd);
+			return act;
 		}
 	}
-	rsp_lazy_set(fd, RSP_LAZY_NONE);
-	if (act == RSP_FK_TCP) {
-		rsp_log("fd %d: stays on TCP (the peer sent data first)", fd);
-		rsp_epoll_forget(fd);
-		return NULL;
+}
+
+/* Both offers known: on to ACCEPTING, CONNECTING (rconnect begun), or TCP. */
+static enum rsp_lazy agreed(struct hs *h, const struct rsp_fk_msg *peer)
+{
+	struct rsp_held *held_fd = &held[h->fd];
+	enum rsp_lazy next = rsp_fk_after(&held_fd->mine, peer);
+	struct rsp_fk_msg notice = {.role = RSP_FK_ACTIVE};
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (next != RSP_LAZY_CONNECTING)
+		return next == RSP_LAZY_NONE ? on_tcp(h, NO_PEER) : next;
+	if (!rsp_real.getpeername(h->fd, (struct sockaddr *)&ss, &len)) {
+		set_port(&ss, peer->port);
+		if (!rconnect(held_fd->rs, (struct sockaddr *)&ss, len) ||
+		    errno == EINPROGRESS)
+			return next; /* CONNECTING's step sees how it ends */
 	}
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		rsp_real.fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	rs = handshake(fd, state == RSP_LAZY_PASSIVE, act);
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		rsp_real.fcntl(fd, F_SETFL, fl);
+	/* the passive end waits for our rsocket: tell it to stay on TCP */
+	send_msg(h->fd, &notice);
+	return on_tcp(h, NO_PEER);
+}
+
+/*
+ * ACTIVE or PASSIVE: the first read or write starts the handshake (REST_*:
+ * once the rest of the peer's offer is there).
+ */
+static enum rsp_lazy step_fresh(struct hs *h)
+{
+	bool passive =
+		h->state == RSP_LAZY_PASSIVE || h->state == RSP_LAZY_REST_P;
+	uint8_t buf[RSP_FK_LEN];
+	struct rsp_fk_msg peer;
+	enum rsp_fk_act act = look(h, h->writing, buf);
+
+	if (act == RSP_FK_WAIT)
+		return h->state;
+	if (act == RSP_FK_MORE)
+		return rsp_fk_resting(passive);
+	if (act == RSP_FK_TCP)
+		return on_tcp(h, "the peer sent data first");
+	/* An answer takes the peer's offer first: nothing else is read. */
+	if (act == RSP_FK_ANSWER && take_offer(h->fd, buf, &peer))
+		return on_tcp(h, NO_PEER);
+	make_mine(h->fd, passive, &held[h->fd]);
+	h->holding = true;
+	if (send_msg(h->fd, &held[h->fd].mine))
+		return on_tcp(h, NO_PEER);
+	return act == RSP_FK_OFFER ? rsp_fk_offered(passive) : agreed(h, &peer);
+}
+
+/* OFFERED: the peer's offer is due. */
+static enum rsp_lazy step_offered(struct hs *h)
+{
+	uint8_t buf[RSP_FK_LEN];
+	struct rsp_fk_msg peer;
+
+	switch (look(h, false, buf)) {
+	case RSP_FK_WAIT:
+	case RSP_FK_MORE:
+		return h->state;
+	case RSP_FK_ANSWER:
+		if (!take_offer(h->fd, buf, &peer))
+			return agreed(h, &peer);
+		break;
+	default: /* a peer without the preload answered, or it closed */
+		break;
+	}
+	return on_tcp(h, NO_PEER);
+}
+
+/* ACCEPTING: the peer's rsocket, unless it says over TCP it failed. */
+static enum rsp_lazy step_accepting(struct hs *h)
+{
+	int rs = raccept(held[h->fd].rs, NULL, NULL);
+	struct rsp_fk_msg notice;
+	uint8_t buf[RSP_FK_LEN];
+	ssize_t n = -1;
+
+	if (rs < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		return on_tcp(h, NO_PEER);
 	if (rs < 0) {
-		rsp_log("fd %d: stays on TCP (no fork-mode peer or rsocket)",
-			fd);
-		rsp_epoll_forget(fd);
-		return NULL;
+		n = tcp_peek(h->fd, buf);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			n = 0; /* the connection's end */
 	}
-	f = rsp_file_new(rs, 0);
+	switch (rsp_fk_accepting(rs >= 0, n)) {
+	case RSP_FK_PENDING:
+		return h->state;
+	case RSP_FK_DONE:
+		h->rs = rs;
+		return RSP_LAZY_NONE;
+	default:
+		/* the peer's notice that its connect failed, or its end */
+		if (n == RSP_FK_LEN)
+			take_offer(h->fd, buf, &notice);
+		return on_tcp(h, NO_PEER);
+	}
+}
+
+/* CONNECTING: our rconnect, under way. */
+static enum rsp_lazy step_connecting(struct hs *h)
+{
+	struct pollfd p = {.fd = held[h->fd].rs, .events = POLLOUT};
+	struct rsp_fk_msg notice = {.role = RSP_FK_ACTIVE};
+	int n = rsp_rpoll(&p, 1, 0);
+
+	if (n < 0)
+		p.revents = POLLERR;
+	switch (rsp_fk_connecting(n ? p.revents : 0)) {
+	case RSP_FK_PENDING:
+		return h->state;
+	case RSP_FK_DONE:
+		h->rs = held[h->fd].rs;
+		return RSP_LAZY_NONE;
+	default:
+		send_msg(h->fd, &notice); /* the passive end waits for us */
+		return on_tcp(h, NO_PEER);
+	}
+}
+
+static enum rsp_lazy step(struct hs *h)
+{
+	switch (h->state) {
+	case RSP_LAZY_ACTIVE:
+	case RSP_LAZY_PASSIVE:
+	case RSP_LAZY_REST_A:
+	case RSP_LAZY_REST_P:
+		return step_fresh(h);
+	case RSP_LAZY_OFFERED_A:
+	case RSP_LAZY_OFFERED_P:
+		return step_offered(h);
+	case RSP_LAZY_ACCEPTING:
+		return step_accepting(h);
+	case RSP_LAZY_CONNECTING:
+		return step_connecting(h);
+	default:
+		return on_tcp(h, NO_PEER);
+	}
+}
+
+/*
+ * A blocking call waits where a non-blocking one would say EAGAIN: for
+ * what poll would report to the program (a fresh connection: the peer's
+ * first bytes).
+ */
+static void wait_for(int fd)
+{
+	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = -1}};
+	int n;
+
+	rsp_fk_watch_fds(fd, POLLIN | POLLOUT, p);
+	do
+		n = p[1].fd < 0 ? rsp_real.poll(p, 1, -1) : rsp_rpoll(p, 2, -1);
+	while (n < 0 && errno == EINTR);
+}
+
+/*
+ * The handshake goes on: the descriptor's epoll sets follow it.  Its
+ * kernel memberships end (a waiting socket is writable at once and would
+ * wake the program for nothing); the ones remembered in poll.c take over
+ * and watch what it waits for.
+ */
+static void enter(struct hs *h, enum rsp_lazy next)
+{
+	h->holding = false; /* the state holds it now */
+	if (!rsp_fk_pending(h->state))
+		rsp_epoll_converted(h->fd);
+	rsp_lazy_set(h->fd, next);
+	h->state = next;
+}
+
+/* Over on TCP: the kernel socket is the program's, with its epoll sets. */
+static struct rsp_file *stay_tcp(struct hs *h)
+{
+	bool pending = rsp_fk_pending(h->state);
+	struct rsp_held *mine = &held[h->fd];
+
+	rest_end(h->fd);
+	if ((rsp_fk_holds(h->state) || h->holding) && mine->rs >= 0 &&
+	    mine->owner == rsp_pid)
+		rclose(mine->rs);
+	rsp_lazy_set(h->fd, RSP_LAZY_NONE);
+	rsp_log("fd %d: stays on TCP (%s)", h->fd, h->why);
+	if (pending)
+		rsp_epoll_fell_back(h->fd);
+	else
+		rsp_epoll_forget(h->fd);
+	return NULL;
+}
+
+/* Over on an rsocket: the descriptor carries it from now on. */
+static struct rsp_file *moved(struct hs *h, int fl)
+{
+	bool passive = h->state == RSP_LAZY_ACCEPTING;
+	int one = 1, nodelay = 0, fd = h->fd;
+	socklen_t len = sizeof(nodelay);
+	struct rsp_file *f;
+
+	if (passive)
+		rclose(held[fd].rs); /* the listener; the handshake's own */
+	rsp_lazy_set(fd, RSP_LAZY_NONE);
+	f = rsp_file_new(h->rs, 0);
 	if (!f) {
-		rclose(rs);
+		rclose(h->rs);
+		h->why = "no memory";
+		h->state = RSP_LAZY_NONE;
+		rsp_log("fd %d: stays on TCP (%s)", fd, h->why);
+		rsp_epoll_fell_back(fd);
 		return NULL;
 	}
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		rfcntl(rs, F_SETFL, O_NONBLOCK);
+	rfcntl(h->rs, F_SETFL, fl >= 0 && (fl & O_NONBLOCK) ? O_NONBLOCK : 0);
 	if (!rsp_real.getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay,
 				 &len) &&
 	    nodelay)
-		rsetsockopt(rs, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		rsetsockopt(h->rs, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	rsp_real.shutdown(fd, SHUT_RDWR);
 	rsp_set(fd, f);
-	rsp_epoll_converted(fd);
 	rsp_log("fd %d: %s rsocket %d after fork-safe TCP set-up", fd,
-		state == RSP_LAZY_PASSIVE ? "accepted" : "connected over", rs);
+		passive ? "accepted" : "connected over", h->rs);
 	return f;
+}
+
+/*
+ * The handshake, from where fd's state says it is, as far as it can go:
+ * to its end (the new file, or NULL: TCP), or, on a non-blocking socket
+ * (or with MSG_DONTWAIT), to a step that must wait: RSP_AGAIN, EAGAIN,
+ * the progress kept in the state for the next call.
+ */
+static struct rsp_file *advance(int fd, enum rsp_lazy state, bool writing,
+				int flags)
+{
+	struct hs h = {.fd = fd, .state = state, .writing = writing, .rs = -1};
+	int fl = rsp_real.fcntl(fd, F_GETFL);
+	enum rsp_lazy next;
+
+	h.nonblock = (fl >= 0 && (fl & O_NONBLOCK)) || (flags & MSG_DONTWAIT);
+	if (rsp_fk_holds(state) && held[fd].owner != rsp_pid) {
+		/* begun by the parent, whose rsocket this process cannot use */
+		h.why = "handshake begun before a fork";
+		return stay_tcp(&h);
+	}
+	for (;;) {
+		next = step(&h);
+		if (next == RSP_LAZY_NONE)
+			return h.rs < 0 ? stay_tcp(&h) : moved(&h, fl);
+		if (next != h.state) {
+			enter(&h, next);
+			continue;
+		}
+		if (h.nonblock) {
+			errno = EAGAIN;
+			return RSP_AGAIN;
+		}
+		wait_for(fd);
+	}
 }
 
 struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
@@ -383,7 +683,8 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 	if (f)
 		return f;
 	state = rsp_lazy_get(fd);
-	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE)
+	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&
+	    !rsp_fk_pending(state))
 		return NULL;
-	return convert(fd, state, writing, flags);
+	return advance(fd, state, writing, flags);
 }

@@ -61,3 +61,116 @@ bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer)
 	return mine->ready && peer->ready && mine->role != peer->role &&
 	       passive->port != 0;
 }
+
+/*
+ * On a non-blocking socket the handshake goes on over several calls; its
+ * progress is the descriptor's state.  An end that speaks first is
+ * OFFERED until the peer's offer comes; with both offers agreed the
+ * passive end is ACCEPTING (its listener waits for the peer's rconnect)
+ * and the active end CONNECTING (its rconnect is under way).
+ */
+bool rsp_fk_pending(enum rsp_lazy state)
+{
+	return rsp_fk_holds(state) || state == RSP_LAZY_REST_A ||
+	       state == RSP_LAZY_REST_P;
+}
+
+/*
+ * A fresh end (ACTIVE, PASSIVE, or REST_* while the rest of the peer's
+ * offer is due) has sent nothing and holds no rsocket yet.
+ */
+bool rsp_fk_holds(enum rsp_lazy state)
+{
+	return state == RSP_LAZY_OFFERED_A || state == RSP_LAZY_OFFERED_P ||
+	       state == RSP_LAZY_ACCEPTING || state == RSP_LAZY_CONNECTING;
+}
+
+enum rsp_lazy rsp_fk_offered(bool passive)
+{
+	return passive ? RSP_LAZY_OFFERED_P : RSP_LAZY_OFFERED_A;
+}
+
+enum rsp_lazy rsp_fk_resting(bool passive)
+{
+	return passive ? RSP_LAZY_REST_P : RSP_LAZY_REST_A;
+}
+
+enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
+			   const struct rsp_fk_msg *peer)
+{
+	if (!rsp_fk_agree(mine, peer))
+		return RSP_LAZY_NONE;
+	return mine->role == RSP_FK_PASSIVE ? RSP_LAZY_ACCEPTING
+					    : RSP_LAZY_CONNECTING;
+}
+
+/*
+ * What each state waits for.  OFFERED: the peer's offer, so the TCP
+ * socket's readability (its writability would wake a program that wants
+ * to write at once, for nothing, again and again).  With the start of an
+ * offer there (REST_*, or OFFERED @resting) the socket is readable
+ * already: fork.c makes it readable only once a whole offer is there (or
+ * the peer's end), and a timer ends the wait for bytes that never come.
+ * ACCEPTING: the listener's connection, or a notice (or the end) on TCP
+ * from a peer whose rconnect failed: both, or a failure would never wake
+ * it.  CONNECTING: the rsocket's writability, which rpoll reports once the
+ * connect ends either way.  A program that asks for neither input nor
+ * output would get no report of them, so nothing is watched for it:
+ * watching would only wake its poll to report nothing.
+ */
+struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
+				 bool resting)
+{
+	struct rsp_fk_watch w = {0, 0, 0};
+
+	if (!(events & (POLLIN | POLLOUT)))
+		return w;
+	switch (state) {
+	case RSP_LAZY_OFFERED_A:
+	case RSP_LAZY_OFFERED_P:
+	case RSP_LAZY_REST_A:
+	case RSP_LAZY_REST_P:
+		w.tcp = POLLIN;
+		if (resting)
+			w.timer = POLLIN;
+		break;
+	case RSP_LAZY_ACCEPTING:
+		w.tcp = POLLIN;
+		w.rs = POLLIN;
+		break;
+	case RSP_LAZY_CONNECTING:
+		w.rs = POLLOUT;
+		break;
+	default:
+		break;
+	}
+	return w;
+}
+
+/*
+ * Whatever the handshake waited for, the program hears what it asked for
+ * (input or output): its next call carries the handshake on, and then
+ * reads or writes, or fails with EAGAIN as a spurious wake-up of the
+ * kernel's would, and the program polls again, now on what is next.
+ */
+short rsp_fk_report(short events, short revents)
+{
+	if (!revents)
+		return 0;
+	return events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
+}
+
+enum rsp_fk_end rsp_fk_accepting(bool accepted, ssize_t tcp_n)
+{
+	if (accepted)
+		return RSP_FK_DONE;
+	/* the peer's notice that its rconnect failed, or its close */
+	return tcp_n >= 0 ? RSP_FK_FAILED : RSP_FK_PENDING;
+}
+
+enum rsp_fk_end rsp_fk_connecting(short revents)
+{
+	if (revents & (POLLERR | POLLHUP | POLLNVAL))
+		return RSP_FK_FAILED;
+	return revents & POLLOUT ? RSP_FK_DONE : RSP_FK_PENDING;
+}

@@ -24,46 +24,104 @@
 
 /* poll */
 
-/* Whether any of the descriptors carries an rsocket. */
+/*
+ * Whether poll must look past fd's kernel socket: it carries an rsocket,
+ * or a handshake under way waits for something else (fork.c).
+ */
+static bool poll_maps(int fd)
+{
+	return rsp_get(fd) || rsp_fk_pending(rsp_lazy_get(fd));
+}
+
+/*
+ * Set while this thread is in rpoll for us: its own poll() of the kernel
+ * descriptors comes back here, and a pending handshake's TCP socket there
+ * is to be polled as it is, not mapped again.
+ */
+static __thread bool in_rpoll;
+
+/* Whether any descriptor is mapped at all (none inside our rpoll). */
+static bool any_mapped(void)
+{
+	return !in_rpoll && (rsp_any() || rsp_fk_any());
+}
+
+int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	bool outer = in_rpoll;
+	int ret, err;
+
+	in_rpoll = true;
+	ret = rpoll(fds, n, timeout);
+	err = errno;
+	in_rpoll = outer;
+	errno = err;
+	return ret;
+}
+
+/* Whether any of the descriptors is mapped. */
 static bool has_rsocket(const struct pollfd *fds, nfds_t n)
 {
 	nfds_t i;
 
-	if (!rsp_any())
+	if (!any_mapped())
 		return false;
 	for (i = 0; i < n; i++)
-		if (rsp_get(fds[i].fd))
+		if (poll_maps(fds[i].fd))
 			return true;
 	return false;
 }
 
-/* rpoll over fds with each rsocket descriptor replaced by its rsocket. */
+/*
+ * What rpoll watches for the program's @p: two slots (the second unused,
+ * fd -1, but for a pending handshake), so that each descriptor's own
+ * stay at 2 * i and 2 * i + 1.
+ */
+static void watch(const struct pollfd *p, struct pollfd out[2])
+{
+	struct rsp_file *f = rsp_get(p->fd);
+
+	out[0] = *p;
+	out[1] = (struct pollfd){.fd = -1};
+	if (f)
+		out[0].fd = f->rs;
+	else
+		rsp_fk_watch_fds(p->fd, p->events, out);
+}
+
+/* What the program hears for @p from its two slots. */
+static short heard(const struct pollfd *p, const struct pollfd got[2])
+{
+	if (!rsp_get(p->fd) && rsp_fk_pending(rsp_lazy_get(p->fd)))
+		return rsp_fk_report(p->events,
+				     got[0].revents | got[1].revents);
+	return got[0].revents;
+}
+
+/* rpoll over fds, each mapped descriptor replaced by what it waits on. */
 static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct pollfd small[16], *copy = small;
-	struct rsp_file *f;
+	struct pollfd small[32], *copy = small;
 	nfds_t i;
-	int ret;
+	int ret, ready = 0;
 
 	if (n > 16) {
-		copy = malloc(n * sizeof(*copy));
+		copy = malloc(2 * n * sizeof(*copy));
 		if (!copy) {
 			errno = ENOMEM;
 			return -1;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		copy[i] = fds[i];
-		f = rsp_get(fds[i].fd);
-		if (f)
-			copy[i].fd = f->rs;
-	}
-	ret = rpoll(copy, n, timeout);
 	for (i = 0; i < n; i++)
-		fds[i].revents = ret < 0 ? 0 : copy[i].revents;
+		watch(&fds[i], &copy[2 * i]);
+	ret = rsp_rpoll(copy, 2 * n, timeout);
+	for (i = 0; i < n; i++) {
+		fds[i].revents = ret < 0 ? 0 : heard(&fds[i], &copy[2 * i]);
+		ready += fds[i].revents != 0;
+	}
 	if (copy != small)
 		free(copy);
-	return ret;
+	return ret < 0 ? ret : ready;
 }
 
 RSP_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
@@ -93,21 +151,27 @@ static int ts_to_ms(const struct timespec *ts)
 	return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 
-/* poll_rs with the signal mask swapped in for the wait. */
-static int poll_rs_masked(struct pollfd *fds, nfds_t n, int timeout,
-			  const sigset_t *mask)
+/* @fn (poll_rs, or rsp_rpoll) with the signal mask swapped in for the wait. */
+static int masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
+		  nfds_t n, int timeout, const sigset_t *mask)
 {
 	sigset_t old;
 	int ret, err;
 
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, mask, &old);
-	ret = poll_rs(fds, n, timeout);
+	ret = fn(fds, n, timeout);
 	err = errno;
 	if (mask)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = err;
 	return ret;
+}
+
+static int poll_rs_masked(struct pollfd *fds, nfds_t n, int timeout,
+			  const sigset_t *mask)
+{
+	return masked(poll_rs, fds, n, timeout, mask);
 }
 
 RSP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
@@ -125,12 +189,12 @@ static bool set_has_rsocket(int nfds, fd_set *r, fd_set *w, fd_set *e)
 {
 	int fd;
 
-	if (!rsp_any())
+	if (!any_mapped())
 		return false;
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
 		     (e && FD_ISSET(fd, e))) &&
-		    rsp_get(fd))
+		    poll_maps(fd))
 			return true;
 	return false;
 }
@@ -365,7 +429,8 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bool ours = false;
 
 	rsp_init();
-	if (rsp_get(fd))
+	/* a pending handshake's too: its kernel memberships are gone */
+	if (poll_maps(fd))
 		return ctl_rs(epfd, op, fd, ev);
 	if (is_lazy(fd))
 		return ctl_lazy(epfd, op, fd, ev);
@@ -476,10 +541,14 @@ void rsp_epoll_converted(int fd)
 	pthread_mutex_unlock(&ep_lock);
 }
 
-/* A snapshot of a set's armed rsocket members, as pollfds after slot 0. */
+/*
+ * A snapshot of a set's armed members that are mapped (poll_maps()): each
+ * as two pollfds (watch()) at 2 * k + 1 and 2 * k + 2, after slot 0.
+ */
 static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
 {
 	struct ep_set *s;
+	struct pollfd p;
 	int i, n = 0;
 
 	*fds = NULL;
@@ -487,7 +556,7 @@ static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
 	pthread_mutex_lock(&ep_lock);
 	s = find_set(epfd, false);
 	if (s && s->n) {
-		*fds = calloc(s->n + 1, sizeof(**fds));
+		*fds = calloc(2 * s->n + 1, sizeof(**fds));
 		*mem = calloc(s->n, sizeof(**mem));
 		if (!*fds || !*mem) {
 			free(*fds);
@@ -497,15 +566,14 @@ static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
 			n = -1;
 		} else {
 			for (i = 0; i < s->n; i++) {
-				struct rsp_file *f = rsp_get(s->m[i].fd);
-
-				if (!f || !s->m[i].ev.events)
+				if (!poll_maps(s->m[i].fd) ||
+				    !s->m[i].ev.events)
 					continue;
 				(*mem)[n] = s->m[i];
-				(*fds)[n + 1].fd = f->rs;
-				(*fds)[n + 1].events =
-					s->m[i].ev.events &
-					(EPOLLIN | EPOLLOUT | EPOLLPRI);
+				p.fd = s->m[i].fd;
+				p.events = s->m[i].ev.events &
+					   (EPOLLIN | EPOLLOUT | EPOLLPRI);
+				watch(&p, &(*fds)[2 * n + 1]);
 				n++;
 			}
 		}
@@ -546,15 +614,20 @@ static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
 	fds[0].fd = epfd;
 	fds[0].events = POLLIN;
 	do {
-		r = poll_rs_masked(fds, n + 1, timeout, mask);
+		/* the slots are mapped already: rpoll them as they are */
+		r = masked(rsp_rpoll, fds, 2 * n + 1, timeout, mask);
 		if (r < 0) {
 			out = -1;
 			break;
 		}
 		for (i = 0; i < n && out < max; i++) {
-			if (!fds[i + 1].revents)
+			struct pollfd p = {.fd = mem[i].fd,
+					   .events = mem[i].ev.events};
+			short rev = heard(&p, &fds[2 * i + 1]);
+
+			if (!rev)
 				continue;
-			events[out].events = fds[i + 1].revents;
+			events[out].events = rev;
 			events[out++].data = mem[i].ev.data;
 			if (mem[i].ev.events & EPOLLONESHOT)
 				disarm(epfd, mem[i].fd);

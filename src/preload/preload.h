@@ -158,6 +158,9 @@ bool rsp_any(void);
 /* Applies RDMA_RSOCKET_* to a fresh rsocket. */
 void rsp_apply_config(int rs);
 
+/* rpoll, its own poll of kernel descriptors left unmapped (poll.c). */
+int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
+
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);
 /* Moves fd's rsocket memberships into the kernel's epoll sets. */
@@ -171,6 +174,17 @@ enum rsp_lazy {
 	RSP_LAZY_LISTEN, /* its accepted connections will be */
 	RSP_LAZY_ACTIVE, /* connected on TCP, not yet used */
 	RSP_LAZY_PASSIVE, /* accepted on TCP, not yet used */
+	/*
+	 * A handshake under way (fork.c keeps the rsocket it holds): a
+	 * non-blocking call that cannot go on leaves it in one of these for
+	 * the next call; poll and epoll watch what it waits for.
+	 */
+	RSP_LAZY_OFFERED_A, /* connected end: its offer sent, the peer's due */
+	RSP_LAZY_OFFERED_P, /* accepted end: the same */
+	RSP_LAZY_ACCEPTING, /* offers agreed: the peer's rconnect is due */
+	RSP_LAZY_CONNECTING, /* offers agreed: our rconnect is under way */
+	RSP_LAZY_REST_A, /* ACTIVE, the start of the peer's offer there */
+	RSP_LAZY_REST_P, /* PASSIVE, the same: the rest of it is due */
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -202,14 +216,67 @@ void rsp_fk_encode(uint8_t out[RSP_FK_LEN], const struct rsp_fk_msg *m);
 int rsp_fk_decode(const uint8_t in[RSP_FK_LEN], struct rsp_fk_msg *m);
 /* Whether the two ends go on over RDMA. */
 bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer);
+/* Whether @state is a handshake under way (OFFERED_*, ACCEPTING, ...). */
+bool rsp_fk_pending(enum rsp_lazy state);
+/* Whether @state holds an rsocket of the handshake's (fork.c's held). */
+bool rsp_fk_holds(enum rsp_lazy state);
+/* The state after this end sent its offer first. */
+enum rsp_lazy rsp_fk_offered(bool passive);
+/* A fresh end's state while the rest of the peer's offer is due. */
+enum rsp_lazy rsp_fk_resting(bool passive);
+/* The state once both offers are known: ACCEPTING, CONNECTING or NONE. */
+enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
+			   const struct rsp_fk_msg *peer);
+
+/*
+ * What a pending handshake waits for: events on the TCP socket, the
+ * rsocket, the timer that bounds the wait for the rest of an offer.
+ */
+struct rsp_fk_watch {
+	short tcp, rs, timer;
+};
+
+/*
+ * For the program's poll @events (0 watches nothing: it asked for no
+ * I/O); @resting: the start of the peer's offer is there, its rest due.
+ */
+struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
+				 bool resting);
+/* What poll reports to the program for the watch's @revents. */
+short rsp_fk_report(short events, short revents);
+
+/* How an accepting or connecting step ended. */
+enum rsp_fk_end {
+	RSP_FK_PENDING, /* not yet: EAGAIN, or wait */
+	RSP_FK_DONE, /* the rsocket is connected */
+	RSP_FK_FAILED, /* the connection stays on TCP */
+};
+
+/*
+ * ACCEPTING: @accepted, the peer's rsocket came; else @tcp_n, what a
+ * peek at the TCP socket found (< 0 nothing: the peer is still connecting).
+ */
+enum rsp_fk_end rsp_fk_accepting(bool accepted, ssize_t tcp_n);
+/* CONNECTING: from the rsocket's poll @revents. */
+enum rsp_fk_end rsp_fk_connecting(short revents);
 
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
 bool rsp_lazy_set(int fd, enum rsp_lazy state);
+/* fd is closed or replaced: its state goes, and what a handshake held. */
+void rsp_lazy_drop(int fd);
+/* Whether any handshake is pending (a fast path for poll). */
+bool rsp_fk_any(void);
+/*
+ * A pending handshake on fd: the two pollfds (fd -1: unused) that tell
+ * when it can go on, for the program's @events; false if none is pending.
+ */
+bool rsp_fk_watch_fds(int fd, short events, struct pollfd out[2]);
 /*
  * rsp_get for the data calls: first converts a lazy connection
  * (@writing: a write; @flags: the call's MSG_DONTWAIT).  RSP_AGAIN: the
- * call fails with errno as set (EAGAIN: the handshake has not begun).
+ * call fails with errno as set (EAGAIN: on a non-blocking socket, the
+ * handshake cannot go on now; a later call carries it on).
  */
 struct rsp_file *rsp_get_io(int fd, bool writing, int flags);
 extern struct rsp_file rsp_again;

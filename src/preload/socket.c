@@ -265,8 +265,7 @@ RSP_EXPORT int close(int fd)
 {
 	rsp_init();
 	rsp_epoll_forget(fd);
-	if (rsp_lazy_get(fd))
-		rsp_lazy_set(fd, RSP_LAZY_NONE);
+	rsp_lazy_drop(fd); /* with a pending handshake's rsocket */
 	/* also a forked child's copy of the parent's rsocket (fdtab.c) */
 	if (rsp_any())
 		rsp_clear(fd);
@@ -289,8 +288,7 @@ static int share(int oldfd, int newfd)
 
 	if (newfd < 0)
 		return newfd;
-	if (rsp_lazy_get(newfd))
-		rsp_lazy_set(newfd, RSP_LAZY_NONE); /* dup'ed ones stay TCP */
+	rsp_lazy_drop(newfd); /* dup'ed ones stay TCP */
 	if (f)
 		rsp_set(newfd, f);
 	else if (rsp_get(newfd))

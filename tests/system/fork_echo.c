@@ -3,16 +3,19 @@
  * A plain TCP program for the preload's fork tests
  * (tests/system/preload-apps-in-guest.sh); it knows nothing of RDMA:
  *
- *   fork_echo server PORT N fork|nofork|fork-poll|fork-setid
+ *   fork_echo server PORT N fork|nofork|fork-poll|fork-setid|fork-epoll
  *       accept N connections; echo each until EOF, in a forked child
  *       (the parent closes its copy at once) or in the process itself;
  *       fork-poll: the child waits in poll() for each chunk before it
  *       reads; fork-setid: after the first chunk went back, the child
  *       sets the group list, group and user ids it already has (as the
- *       rsync daemon does for a module) and goes on
- *   fork_echo client ADDR PORT BYTES
+ *       rsync daemon does for a module) and goes on; fork-epoll: the
+ *       child's socket is non-blocking and it waits in epoll whenever a
+ *       read or write says EAGAIN, as an event-driven server does
+ *   fork_echo client|client-nb ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
- *       back and comparing it
+ *       back and comparing it; client-nb: on a non-blocking socket,
+ *       waiting in epoll whenever a call says EAGAIN
  *   fork_echo client-forkclose ADDR PORT BYTES
  *       the same, but half way a forked child closes the inherited socket
  *       and exits; the rest must still flow
@@ -20,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <netdb.h>
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -41,7 +46,49 @@ static int fail(const char *what)
 	return 1;
 }
 
-enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID };
+enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID, FORK_EPOLL };
+
+/*
+ * Non-blocking I/O: the epoll set @ep holds the socket; each call that
+ * says EAGAIN waits (30 s at most) for what it needs, then goes again.
+ */
+static int wait_for(int ep, int fd, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.fd = fd};
+
+	if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev))
+		return -1;
+	return epoll_wait(ep, &ev, 1, 30000) == 1 ? 0 : -1;
+}
+
+static ssize_t io_nb(int ep, int fd, char *buf, size_t len, bool out)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = out ? write(fd, buf, len) : read(fd, buf, len);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return n;
+		if (wait_for(ep, fd, out ? EPOLLOUT : EPOLLIN))
+			return -1;
+	}
+}
+
+/* A non-blocking @fd in a new epoll set (-1 on failure). */
+static int nb_set(int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+	int fl = fcntl(fd, F_GETFL), ep;
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -1;
+	ep = epoll_create1(0);
+	if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+		close(ep);
+		ep = -1;
+	}
+	return ep;
+}
 
 /* The ids it has, set again: new credentials, the same ids. */
 static int same_ids(void)
@@ -64,12 +111,32 @@ static ssize_t next_chunk(int c, char *buf, size_t len, enum mode mode)
 	return read(c, buf, len);
 }
 
+static int echo_nb(int c)
+{
+	int ep = nb_set(c);
+	char buf[CHUNK];
+	ssize_t n, w, off;
+
+	if (ep < 0)
+		return 1;
+	while ((n = io_nb(ep, c, buf, sizeof(buf), false)) > 0) {
+		for (off = 0; off < n; off += w) {
+			w = io_nb(ep, c, buf + off, (size_t)(n - off), true);
+			if (w <= 0)
+				return 1;
+		}
+	}
+	return n < 0;
+}
+
 static int echo(int c, enum mode mode)
 {
 	char buf[CHUNK];
 	ssize_t n, w, off;
 	bool first = true;
 
+	if (mode == FORK_EPOLL)
+		return echo_nb(c);
 	while ((n = next_chunk(c, buf, sizeof(buf), mode)) > 0) {
 		for (off = 0; off < n; off += w) {
 			w = write(c, buf + off, (size_t)(n - off));
@@ -122,18 +189,21 @@ static int server(const char *port, int n, enum mode mode)
 	return bad;
 }
 
-static int xfer(int s, const char *out, char *in, size_t len)
+/* Blocking I/O when @ep < 0. */
+static int xfer(int s, int ep, char *out, char *in, size_t len)
 {
 	size_t got = 0;
 	ssize_t n;
 
 	for (size_t off = 0; off < len; off += (size_t)n) {
-		n = write(s, out + off, len - off);
+		n = ep < 0 ? write(s, out + off, len - off)
+			   : io_nb(ep, s, out + off, len - off, true);
 		if (n <= 0)
 			return -1;
 	}
 	while (got < len) {
-		n = read(s, in + got, len - got);
+		n = ep < 0 ? read(s, in + got, len - got)
+			   : io_nb(ep, s, in + got, len - got, false);
 		if (n <= 0)
 			return -1;
 		got += (size_t)n;
@@ -142,14 +212,14 @@ static int xfer(int s, const char *out, char *in, size_t len)
 }
 
 static int client(const char *addr, const char *port, long bytes,
-		  bool fork_close)
+		  bool fork_close, bool nb)
 {
 	struct addrinfo hints = {.ai_family = AF_INET,
 				 .ai_socktype = SOCK_STREAM},
 			*res;
 	char *out = malloc(CHUNK), *in = malloc(CHUNK);
 	long done = 0;
-	int s, i, r, st;
+	int s, i, r, st, ep = -1;
 	pid_t pid;
 
 	if (!out || !in || getaddrinfo(addr, port, &hints, &res))
@@ -157,6 +227,8 @@ static int client(const char *addr, const char *port, long bytes,
 	s = socket(AF_INET, SOCK_STREAM, 0);
 	if (s < 0 || connect(s, res->ai_addr, res->ai_addrlen))
 		return fail("connect");
+	if (nb && (ep = nb_set(s)) < 0)
+		return fail("non-blocking");
 	srand((unsigned int)getpid());
 	while (done < bytes) {
 		if (fork_close && done >= bytes / 2) {
@@ -171,7 +243,7 @@ static int client(const char *addr, const char *port, long bytes,
 		}
 		for (i = 0; i < CHUNK; i++)
 			out[i] = (char)rand();
-		r = xfer(s, out, in, CHUNK);
+		r = xfer(s, ep, out, in, CHUNK);
 		if (r) {
 			printf("FAIL %s after %ld bytes\n",
 			       r == -2 ? "echo differs" : "transfer", done);
@@ -188,16 +260,18 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	static const char *const modes[] = {"nofork", "fork", "fork-poll",
-					    "fork-setid"};
+					    "fork-setid", "fork-epoll"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 4; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 5; m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
 	if (argc == 5 && !strcmp(argv[1], "client"))
-		return client(argv[2], argv[3], atol(argv[4]), false);
+		return client(argv[2], argv[3], atol(argv[4]), false, false);
+	if (argc == 5 && !strcmp(argv[1], "client-nb"))
+		return client(argv[2], argv[3], atol(argv[4]), false, true);
 	if (argc == 5 && !strcmp(argv[1], "client-forkclose"))
-		return client(argv[2], argv[3], atol(argv[4]), true);
+		return client(argv[2], argv[3], atol(argv[4]), true, false);
 	fprintf(stderr, "usage: see the comment at the top of fork_echo.c\n");
 	return 2;
 }

@@ -28,6 +28,9 @@
 #              bytes before it reads (the client speaks first)
 #   fork-setid   the same, each child setting the ids it already has
 #              after the first echo (as the rsync daemon does)
+#   fork-epoll   the same with non-blocking sockets on both sides, each
+#              waiting in epoll whenever a call says EAGAIN (as nginx
+#              does): the fork-mode handshake must never block a call
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared; iperf3's are
@@ -461,6 +464,8 @@ forkrun() {
 fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
 # The client speaks first while the child waits in poll for its bytes.
 fork-poll_run() { forkrun fork-poll "$1" fork-poll client 1 RDMAV_FORK_SAFE=1; }
+# Non-blocking sockets in epoll on both sides: the handshake never blocks.
+fork-epoll_run() { forkrun fork-epoll "$1" fork-epoll client-nb 2 RDMAV_FORK_SAFE=1; }
 # The child sets its own ids again once the connection is on RDMA.
 fork-setid_run() { forkrun fork-setid "$1" fork-setid client 1 RDMAV_FORK_SAFE=1; }
 # Without it: a forked child closes the parent's connected socket.
@@ -478,7 +483,8 @@ fi
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
-	fork-setid:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
+	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
+	fork-close:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "preload/preload.h"
 #include "preload_child.h"
 #include "unit.h"
 
@@ -240,11 +242,365 @@ START_TEST(plain_client_closing_after_an_offers_start_keeps_tcp)
 }
 END_TEST
 
+/* --- non-blocking sockets: the handshake never blocks a call ----------- */
+
+/*
+ * Whether fd gets ready for @events within @ms in epoll, poll or select
+ * (@how): 1 ready, 0 not, -1 an error.
+ */
+static int ready_in(const char *how, int fd, short events, int ms)
+{
+	if (!strcmp(how, "epoll")) {
+		struct epoll_event ev = {.events = events}, out;
+		int ep = epoll_create1(0), n;
+
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+			return -1;
+		n = epoll_wait(ep, &out, 1, ms);
+		close(ep);
+		return n;
+	}
+	if (!strcmp(how, "poll")) {
+		struct pollfd p = {.fd = fd, .events = events};
+
+		return poll(&p, 1, ms);
+	} else {
+		struct timeval tv = {.tv_sec = ms / 1000,
+				     .tv_usec = ms % 1000 * 1000};
+		fd_set set;
+
+		FD_ZERO(&set);
+		FD_SET(fd, &set);
+		return select(fd + 1, events & POLLIN ? &set : NULL,
+			      events & POLLOUT ? &set : NULL, NULL, &tv);
+	}
+}
+
+static int set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1
+		      : fcntl(fd, F_SETFL,
+			      on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+/*
+ * The end that speaks first (@what, on a non-blocking @fd) while its peer
+ * has not read yet: its write fails with EAGAIN at once (it used to wait
+ * for the peer's offer, so the peer, waiting for @go, never read: the
+ * alarm ends that); nothing wakes it while the peer is silent (no busy
+ * loop); the peer is told to go on and the end waits in @how to be woken,
+ * then its write goes through.
+ */
+static const char *speak_first_in_set(int fd, const char *what, int go);
+
+static const char *speak_first(int fd, const char *what, const char *how,
+			       int go)
+{
+	size_t len = strlen(what);
+
+	if (!strcmp(how, "epoll-set"))
+		return speak_first_in_set(fd, what, go);
+	if (set_nonblock(fd, true))
+		return "O_NONBLOCK";
+	if (write(fd, what, len) != -1 || errno != EAGAIN)
+		return "first write not EAGAIN";
+	if (ready_in(how, fd, POLLOUT, 300) != 0)
+		return "woken before the peer answered";
+	if (write(go, "g", 1) != 1)
+		return "go";
+	if (ready_in(how, fd, POLLOUT, 10000) != 1)
+		return "not woken by the peer's answer";
+	if (write(fd, what, len) != (ssize_t)len)
+		return "second write";
+	return set_nonblock(fd, false) ? "blocking again" : NULL;
+}
+
+/*
+ * The same with one epoll set for the connection's life, as an event
+ * loop keeps it: added before the first write, it stays silent while the
+ * peer is (the socket itself is writable), wakes the end for the answer;
+ * once the connection is settled its interest changes to input, and the
+ * peer's words wake it.
+ */
+static const char *speak_first_in_set(int fd, const char *what, int go)
+{
+	struct epoll_event ev = {.events = EPOLLOUT}, out;
+	size_t len = strlen(what);
+	const char *err = NULL;
+	int ep = epoll_create1(0);
+
+	if (ep < 0 || set_nonblock(fd, true) ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+		return "set-up";
+	if (write(fd, what, len) != -1 || errno != EAGAIN)
+		err = "first write not EAGAIN";
+	else if (epoll_wait(ep, &out, 1, 300) != 0)
+		err = "woken before the peer answered";
+	else if (write(go, "g", 1) != 1)
+		err = "go";
+	else if (epoll_wait(ep, &out, 1, 10000) != 1 ||
+		 !(out.events & EPOLLOUT))
+		err = "not woken by the peer's answer";
+	else if (write(fd, what, len) != (ssize_t)len)
+		err = "second write";
+	ev.events = EPOLLIN;
+	if (!err && epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev))
+		err = "EPOLL_CTL_MOD";
+	else if (!err && (epoll_wait(ep, &out, 1, 10000) != 1 ||
+			  !(out.events & EPOLLIN)))
+		err = "not woken by the peer's words";
+	close(ep);
+	if (!err && set_nonblock(fd, false))
+		err = "blocking again";
+	return err;
+}
+
+/* A call blocked where it must not: say so, for the test's message. */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "FAIL a call blocked\n";
+
+	(void)sig;
+	syscall(SYS_write, 1, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * @who ("nb-client": the client speaks first; "nb-server": the server
+ * does, as a banner) on a non-blocking socket, waiting in @how; the peer
+ * is blocking and reads only when told.  Prints "ok" or "FAIL why".
+ */
+static int nb_child(const char *who, const char *how)
+{
+	bool server_first = !strcmp(who, "nb-server");
+	const char *err = NULL;
+	int s, c, go[2], status;
+	char g;
+	pid_t pid;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20); /* a call that blocks where it must not */
+	if (pair(&s, &c, false) || pipe(go)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) { /* the server, in a child as a forking server does */
+		close(c);
+		close(go[server_first ? 0 : 1]);
+		if (server_first) {
+			err = speak_first(s, REPLY, how, go[1]);
+			if (err) {
+				printf("FAIL server: %s\n", err);
+				_exit(3);
+			}
+			_exit(expect(s, REQ, false) ? 4 : 0);
+		}
+		if (read(go[0], &g, 1) != 1 || expect(s, REQ, false) ||
+		    say(s, REPLY, false))
+			_exit(3);
+		_exit(0);
+	}
+	close(s);
+	close(go[server_first ? 1 : 0]);
+	if (server_first) {
+		if (read(go[0], &g, 1) != 1 || expect(c, REPLY, false) ||
+		    say(c, REQ, false))
+			err = "reading the banner";
+	} else {
+		err = speak_first(c, REQ, how, go[1]);
+		if (!err && expect(c, REPLY, false))
+			err = "reading the reply";
+	}
+	if (err) {
+		printf("FAIL client: %s\n", err);
+		return 1;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL server: status %d\n", status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+/*
+ * The server's side of nb-prefix and nb-split: a non-blocking socket
+ * whose peer sent the start of an offer.  Its read fails with EAGAIN at
+ * once (it used to wait for the rest, up to a second); poll or epoll
+ * (@how) stays silent though the bytes are there (no busy loop) until the
+ * rest comes (@split: after half a second, before the bound) or the bound
+ * runs out (not before).  Then the
+ * reads give @want, on TCP.
+ */
+static const char *rest_server(int s, const char *how, bool split,
+			       const char *want)
+{
+	struct timespec t0;
+	char buf[64];
+	size_t got = 0, len = strlen(want);
+	ssize_t n;
+	long ms;
+
+	if (set_nonblock(s, true) || ready_in(how, s, POLLIN, 10000) != 1)
+		return "no first bytes";
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (read(s, buf, sizeof(buf)) != -1 || errno != EAGAIN)
+		return "first read not EAGAIN";
+	if (unit_ms_since(&t0) > 200)
+		return "first read waited";
+	if (ready_in(how, s, POLLIN, 10000) != 1)
+		return "not woken";
+	ms = unit_ms_since(&t0);
+	if (split && (ms < 250 || ms > 900))
+		return "woken at another time than the rest's";
+	if (!split && ms < 800)
+		return "woken before the bound";
+	while (got < len) {
+		n = read(s, buf + got, len - got);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n == 0 || errno != EAGAIN ||
+			 ready_in(how, s, POLLIN, 10000) != 1)
+			return "reading";
+	}
+	return memcmp(buf, want, len) ? "other bytes" : NULL;
+}
+
+/*
+ * A client without the preload (raw) sends the start of an offer: "RS"
+ * and nothing more (nb-prefix, a plain client's request), or "RSFK" and
+ * the rest of an offer 500 ms later (nb-split), then reads the server's
+ * offer and speaks.  The server, non-blocking, waits in @how.
+ */
+static int rest_child(const char *who, const char *how)
+{
+	static const char rest[4] = {0, 0, RSP_FK_ACTIVE, 0};
+	bool split = !strcmp(who, "nb-split");
+	const char *req = split ? REQ : "RS", *err = NULL;
+	char offer[RSP_FK_LEN];
+	int s, c, status;
+	pid_t pid;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	if (pair(&s, &c, true)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		close(c);
+		err = rest_server(s, how, split, req);
+		if (!err && set_nonblock(s, false))
+			err = "blocking again";
+		if (!err && say(s, REPLY, false))
+			err = "reply";
+		if (err)
+			printf("FAIL server: %s\n", err);
+		fflush(stdout);
+		_exit(err ? 3 : 0);
+	}
+	close(s);
+	if (syscall(SYS_write, c, split ? "RSFK" : "RS", split ? 4 : 2) < 0)
+		err = "first bytes";
+	if (!err && split) {
+		usleep(500000);
+		if (syscall(SYS_write, c, rest, sizeof(rest)) != sizeof(rest) ||
+		    syscall(SYS_recvfrom, c, offer, sizeof(offer), MSG_WAITALL,
+			    NULL, NULL) != sizeof(offer) ||
+		    memcmp(offer, "RSFK", 4) || say(c, REQ, true))
+			err = "the rest of the offer";
+	}
+	if (!err && expect(c, REPLY, true))
+		err = "reply";
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return 1; /* the server said why */
+	if (err) {
+		printf("FAIL client: %s\n", err);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+START_TEST(nonblocking_client_first_waits_in_epoll)
+{
+	run("nb-client", "epoll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_client_first_waits_in_poll)
+{
+	run("nb-client", "poll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_client_first_waits_in_select)
+{
+	run("nb-client", "select", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_server_first_waits_in_epoll)
+{
+	run("nb-server", "epoll", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_client_first_keeps_its_epoll_set)
+{
+	run("nb-client", "epoll-set", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_server_first_keeps_its_epoll_set)
+{
+	run("nb-server", "epoll-set", "preload", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_offers_start_that_stays_one_waits_in_epoll)
+{
+	run("nb-prefix", "epoll", "raw",
+	    "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
+START_TEST(nonblocking_offers_start_that_stays_one_waits_in_poll)
+{
+	run("nb-prefix", "poll", "raw",
+	    "stays on TCP (the peer sent data first)");
+}
+END_TEST
+
+START_TEST(nonblocking_offer_in_two_parts_waits_in_epoll)
+{
+	run("nb-split", "epoll", "raw", NO_PEER);
+}
+END_TEST
+
+START_TEST(nonblocking_offer_in_two_parts_waits_in_select)
+{
+	run("nb-split", "select", "raw", NO_PEER);
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
 	if (argc != 5)
 		return 2;
+	if (!strcmp(argv[2], "nb-prefix") || !strcmp(argv[2], "nb-split"))
+		return rest_child(argv[2], argv[3]);
+	if (!strncmp(argv[2], "nb-", 3))
+		return nb_child(argv[2], argv[3]);
 	return child(argv[2], argv[3], !strcmp(argv[4], "raw"));
 }
 
@@ -261,6 +617,18 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, plain_client_sending_an_offers_start_keeps_tcp);
 	tcase_add_test(tc,
 		       plain_client_closing_after_an_offers_start_keeps_tcp);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_poll);
+	tcase_add_test(tc, nonblocking_client_first_waits_in_select);
+	tcase_add_test(tc, nonblocking_server_first_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_client_first_keeps_its_epoll_set);
+	tcase_add_test(tc, nonblocking_server_first_keeps_its_epoll_set);
+	tcase_add_test(tc,
+		       nonblocking_offers_start_that_stays_one_waits_in_epoll);
+	tcase_add_test(tc,
+		       nonblocking_offers_start_that_stays_one_waits_in_poll);
+	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_epoll);
+	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_select);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
