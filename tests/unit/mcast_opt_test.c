@@ -19,6 +19,7 @@
 #include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "option_ids.h"
 #include "unit.h"
 
 /* --- helpers ---------------------------------------------------------- */
@@ -45,22 +46,12 @@ static struct ib_mreq ib_req(ib_sa_comp_mask mask)
 
 /* --- calls on ids with no kernel behind them --------------------------- */
 
-static struct rdma_event_channel *channel;
-static struct cma_id_private *ud_id, *rc_id;
 static struct ibv_qp fake_qp;
 
-/* Ids with kernel ids on the fake device, bound to no RDMA device. */
+/* The option suites' ids, and a QP a test may hang on them. */
 static void ids_setup(void)
 {
-	fake_ucma_install();
-	channel = cma_channel_create();
-	ck_assert_ptr_nonnull(channel);
-	ud_id = cma_id_alloc(channel, NULL, RDMA_PS_UDP, IBV_QPT_UD);
-	rc_id = cma_id_alloc(channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
-	ck_assert_ptr_nonnull(ud_id);
-	ck_assert_ptr_nonnull(rc_id);
-	ck_assert_int_eq(cma_id_create_kernel(ud_id), 0);
-	ck_assert_int_eq(cma_id_create_kernel(rc_id), 0);
+	option_ids_setup();
 	memset(&fake_qp, 0, sizeof(fake_qp));
 }
 
@@ -68,10 +59,7 @@ static void ids_teardown(void)
 {
 	ud_id->id.qp = NULL;
 	rc_id->id.qp = NULL;
-	cma_id_free(ud_id);
-	cma_id_free(rc_id);
-	cma_channel_destroy(channel);
-	fake_ucma_uninstall();
+	option_ids_teardown();
 }
 
 START_TEST(set_option_errors)

@@ -18,6 +18,7 @@
 
 #include "cm/cma.h"
 #include "fake_ucma.h"
+#include "option_ids.h"
 #include "unit.h"
 
 #define ASSERT_ERR(call, err)                                                  \
@@ -26,31 +27,6 @@
 		ck_assert_int_eq((call), -1);                                  \
 		ck_assert_int_eq(errno, (err));                                \
 	} while (0)
-
-/* A datagram id and a connected-mode id with kernel ids on the fake. */
-static struct rdma_event_channel *channel;
-static struct cma_id_private *ud_id, *rc_id;
-
-static void ids_setup(void)
-{
-	fake_ucma_install();
-	channel = cma_channel_create();
-	ck_assert_ptr_nonnull(channel);
-	ud_id = cma_id_alloc(channel, NULL, RDMA_PS_UDP, IBV_QPT_UD);
-	rc_id = cma_id_alloc(channel, NULL, RDMA_PS_TCP, IBV_QPT_RC);
-	ck_assert_ptr_nonnull(ud_id);
-	ck_assert_ptr_nonnull(rc_id);
-	ck_assert_int_eq(cma_id_create_kernel(ud_id), 0);
-	ck_assert_int_eq(cma_id_create_kernel(rc_id), 0);
-}
-
-static void ids_teardown(void)
-{
-	cma_id_free(ud_id);
-	cma_id_free(rc_id);
-	cma_channel_destroy(channel);
-	fake_ucma_uninstall();
-}
 
 START_TEST(options_are_validated)
 {
@@ -334,7 +310,7 @@ Suite *options_suite(void)
 	tcase_add_test(tc, set_refuses_what_check_refuses);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id options");
-	tcase_add_checked_fixture(tc, ids_setup, ids_teardown);
+	tcase_add_checked_fixture(tc, option_ids_setup, option_ids_teardown);
 	tcase_add_test(tc, get_option_mirrors_set);
 	tcase_add_test(tc, initiator_option);
 	tcase_add_test(tc, a_value_the_kernel_refuses_is_not_remembered);
