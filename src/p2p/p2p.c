@@ -517,23 +517,36 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 		(uint8_t)(kp->private_data_len + CMA_P2P_HDR_LEN);
 }
 
-/* Refuse a request quietly, telling a p2p peer why, and forget its id. */
+static void cma_p2p_refuse_hdr(int fd, uint32_t handle, struct cma_p2p_hdr *hdr)
+{
+	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint32_t ignored;
+
+	hdr->incarnation = cma_p2p_incarnation();
+	cma_p2p_hdr_encode(hdr, buf);
+	ucma_cmd_reject(fd, handle, buf, sizeof(buf), 0);
+	ucma_cmd_destroy_id(fd, handle, &ignored);
+}
+
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key)
 {
-	struct cma_p2p_hdr hdr = {.kind = (uint8_t)why,
-				  .incarnation = cma_p2p_incarnation()};
-	uint8_t buf[CMA_P2P_HDR_LEN];
-	uint32_t ignored;
+	struct cma_p2p_hdr hdr = {.kind = (uint8_t)why};
 
 	if (key) {
 		hdr.port = key->local.port;
 		hdr.tag = key->tag;
 		hdr.flags = key->explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	}
-	cma_p2p_hdr_encode(&hdr, buf);
-	ucma_cmd_reject(fd, handle, buf, sizeof(buf), 0);
-	ucma_cmd_destroy_id(fd, handle, &ignored);
+	cma_p2p_refuse_hdr(fd, handle, &hdr);
+}
+
+void cma_p2p_refuse_challenge(int fd, uint32_t handle, uint64_t challenge)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_CHALLENGE,
+				  .challenge = challenge};
+
+	cma_p2p_refuse_hdr(fd, handle, &hdr);
 }
 
 void cma_p2p_held_drop(struct cma_p2p_held *h)
@@ -850,19 +863,26 @@ static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
  * the peer library's "not now" (it could not hold or adopt it).  The
  * bound ends the resends if it never changes.
  */
-static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
+static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp,
+				    uint64_t *challenge)
 {
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	struct cma_p2p_hdr hdr;
 
+	*challenge = 0;
 	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID ||
 	    ((resp->status == CMA_IB_REJ_CONSUMER_DEFINED ||
 	      resp->status == CMA_IB_REJ_STALE_CONN) &&
 	     cma_p2p_no_data(kp)))
 		return true;
-	return cma_p2p_hdr_parse(kp->private_data, kp->private_data_len,
-				 &hdr) == CMA_P2P_OK &&
-	       hdr.kind == CMA_P2P_REJ_RETRY;
+	if (cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
+	    CMA_P2P_OK)
+		return false;
+	/* The peer's library challenges our REQ: answered at once. */
+	if (hdr.kind == CMA_P2P_REJ_CHALLENGE)
+		*challenge = hdr.challenge;
+	return hdr.kind == CMA_P2P_REJ_RETRY ||
+	       hdr.kind == CMA_P2P_REJ_CHALLENGE;
 }
 
 bool cma_p2p_filter_event(struct cma_event *evt,
@@ -873,6 +893,7 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
+	uint64_t challenge;
 	uint32_t handle;
 
 	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -895,9 +916,9 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* resolving for our REQ (p2p_resolve.c) */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
-		   cma_p2p_refused_for_now(resp)) {
+		   cma_p2p_refused_for_now(resp, &challenge)) {
 		/* Ours goes out again: the higher end never sends its own. */
-		cma_p2p_wait_resend(conn, (int)resp->status);
+		cma_p2p_wait_resend(conn, (int)resp->status, challenge);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -1051,6 +1072,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}
+		cma_p2p_challenges_drop(lis);
 	}
 	if (conn) {
 		cma_p2p_conn_unregister(conn);

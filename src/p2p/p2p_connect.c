@@ -430,7 +430,8 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
  * peer that never takes it fails the connect then, REJECTED with the
  * last refusal's status.
  */
-void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status)
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
+			 uint64_t challenge)
 {
 	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 	conn->wait_status = status;
@@ -438,8 +439,10 @@ void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status)
 		conn->refused_ns = cma_p2p_now_ns();
 	conn->bound = CMA_P2P_BOUND_REFUSED;
 	conn->bound_ns = conn->refused_ns;
+	if (challenge)
+		conn->challenge = challenge;
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
-			CMA_P2P_RETRY_MS);
+			challenge ? 0 : CMA_P2P_RETRY_MS);
 }
 
 /* --- sending our REQ ----------------------------------------------------- */
@@ -496,6 +499,10 @@ static void cma_p2p_make_req(const struct cma_p2p_conn *conn,
 	hdr.port = conn->key.local.port;
 	hdr.tag = conn->key.tag;
 	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	if (conn->challenge) {
+		hdr.flags |= CMA_P2P_F_ANSWER;
+		hdr.challenge = conn->challenge;
+	}
 	hdr.data_len = req->private_data_len;
 	cma_p2p_put_hdr(req, &hdr);
 }
@@ -532,7 +539,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 		/* No listener yet: iWARP's refusal for now, on the spot. */
 		cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		cma_p2p_wait_resend(conn, -ECONNREFUSED);
+		cma_p2p_wait_resend(conn, -ECONNREFUSED, 0);
 		ret = 0;
 	} else {
 		cma_p2p_dbg("connect %s: REQ failed: %s",
@@ -586,6 +593,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->gave_up = false;
 	conn->peer_gone = false;
 	conn->refused_ns = 0;
+	conn->challenge = 0;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_higher_end(conn)) {

@@ -139,6 +139,23 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 	}
 }
 
+/*
+ * A REQ that does not answer its QP's current challenge is refused with a
+ * new one (p2p_challenge.c); without memory for one, for now.
+ */
+static void cma_p2p_challenge(int lfd, uint32_t handle,
+			      const struct cma_p2p_key *key, uint64_t challenge)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	cma_p2p_dbg("request %s, handle %u: challenged",
+		    cma_p2p_key_str(key, kb, sizeof(kb)), handle);
+	if (challenge)
+		cma_p2p_refuse_challenge(lfd, handle, challenge);
+	else
+		cma_p2p_refuse(lfd, handle, CMA_P2P_REJ_RETRY, key);
+}
+
 enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 				      const struct rdma_ucm_event_resp *resp)
 {
@@ -149,6 +166,7 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	struct cma_p2p_hdr hdr;
 	struct rdma_ucm_query_route_resp route;
 	bool has_route;
+	uint64_t challenge;
 	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
 
@@ -203,8 +221,12 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	} else {
 		key.local.port = lis->port;
 		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
-			       has_route ? &route : NULL, &a);
+		if (cma_p2p_challenge_met(lis, key.remote.addr, kp->qp_num,
+					  &hdr, &challenge))
+			cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
+				       has_route ? &route : NULL, &a);
+		else
+			cma_p2p_challenge(lfd, resp->id, &key, challenge);
 	}
 	cma_p2p_unlock();
 	/*

@@ -60,6 +60,9 @@ struct cma_p2p_listener {
 	struct cma_p2p_held *held_head, *held_tail;
 	unsigned int nheld;
 	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
+	/* Challenges given to peers' QPs, oldest first (p2p_challenge.c). */
+	struct cma_p2p_challenge *chal_head, *chal_tail;
+	unsigned int nchal;
 };
 
 struct cma_p2p_held {
@@ -157,6 +160,11 @@ struct cma_p2p_conn {
 	 * the peer does not listen); 0 if it never was in this connect.
 	 */
 	uint64_t refused_ns;
+	/*
+	 * The last challenge the peer's listener gave our REQ (0: none
+	 * yet), answered by every REQ of ours after it (p2p_challenge.c).
+	 */
+	uint64_t challenge;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -298,6 +306,8 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 /* Refuse a request quietly, telling a p2p peer why, and forget its id. */
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key);
+/* The same with a challenge for the sender to answer (REJ_CHALLENGE). */
+void cma_p2p_refuse_challenge(int fd, uint32_t handle, uint64_t challenge);
 /* Keep @h (its listener's list and the hash); refuses the oldest held
  * requests first when a cap would be exceeded. */
 void cma_p2p_held_link(struct cma_p2p_held *h);
@@ -409,10 +419,12 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
  * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, 10 or
- * 28 without data, or the peer's "not now" refusal; @status): RESEND,
- * it goes out again every so often until the connect's bound.
+ * 28 without data, the peer's "not now" refusal, or its challenge: not
+ * 0; @status): RESEND, it goes out again every so often (a challenge: at
+ * once, answering it) until the connect's bound.
  */
-void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status);
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
+			 uint64_t challenge);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 /*
@@ -463,6 +475,23 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 /* Without p2p_lock, under the id's qp_lock: do @next. */
 void cma_p2p_route_next(struct cma_p2p_conn *conn,
 			enum cma_p2p_route_step next);
+
+/* --- p2p_challenge.c -------------------------------------------------- */
+
+/*
+ * A REQ from QP @qpn of the peer at @remote, with header @hdr, reached
+ * @lis: true if it may be adopted or held (it answers the QP's current
+ * challenge, or it cannot have late copies); else it is to be refused
+ * with *@challenge (0: no memory for one, refuse it for now).
+ */
+bool cma_p2p_challenge_met(struct cma_p2p_listener *lis,
+			   const uint8_t remote[16], uint32_t qpn,
+			   const struct cma_p2p_hdr *hdr, uint64_t *challenge);
+/* The QP's current challenge at @lis (0: none): for tests and logs. */
+uint64_t cma_p2p_challenge_of(const struct cma_p2p_listener *lis,
+			      const uint8_t remote[16], uint32_t qpn);
+/* The listener goes: its challenges with it. */
+void cma_p2p_challenges_drop(struct cma_p2p_listener *lis);
 
 /* --- p2p_request.c ---------------------------------------------------- */
 

@@ -25,16 +25,43 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 	out[4] = hdr->flags;
 	out[5] = hdr->data_len;
 	cma_put_be16(out + 6, hdr->port);
-	cma_put_be64(out + 8, hdr->tag);
+	cma_put_be64(out + 8, hdr->kind == CMA_P2P_REJ_CHALLENGE
+				      ? hdr->challenge
+				      : hdr->tag);
 	if (v1)
 		return CMA_P2P_HDR_LEN_V1;
-	cma_put_be64(out + 16, hdr->incarnation);
+	cma_put_be64(out + 16, hdr->flags & CMA_P2P_F_ANSWER
+				       ? hdr->challenge
+				       : hdr->incarnation);
 	return CMA_P2P_HDR_LEN;
 }
 
 static bool cma_p2p_kind_valid(uint8_t kind)
 {
-	return kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD;
+	return kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_CHALLENGE;
+}
+
+/*
+ * The fields whose meaning depends on the kind: a challenge travels in
+ * the tag's place in a REJ_CHALLENGE and in the incarnation's in a REQ
+ * answering one; only a REQ answers, only version 2 has the room, and a
+ * challenge is never 0.
+ */
+static bool cma_p2p_challenge_fields(struct cma_p2p_hdr *h)
+{
+	h->challenge = 0;
+	if (h->kind == CMA_P2P_REJ_CHALLENGE) {
+		h->challenge = h->tag;
+		h->tag = 0;
+	}
+	if (h->flags & CMA_P2P_F_ANSWER) {
+		if (h->kind != CMA_P2P_REQ || h->len != CMA_P2P_HDR_LEN)
+			return false;
+		h->challenge = h->incarnation;
+		h->incarnation = 0;
+	}
+	return h->challenge || (h->kind != CMA_P2P_REJ_CHALLENGE &&
+				!(h->flags & CMA_P2P_F_ANSWER));
 }
 
 enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
@@ -72,6 +99,8 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	if (h.data_len > len - h.len)
 		return CMA_P2P_BAD;
 	if (h.kind == CMA_P2P_REQ && !h.port)
+		return CMA_P2P_BAD;
+	if (!cma_p2p_challenge_fields(&h))
 		return CMA_P2P_BAD;
 	*hdr = h;
 	return CMA_P2P_OK;

@@ -9,9 +9,11 @@
  *   byte  4      flags (CMA_P2P_F_*; unknown bits are refused)
  *   byte  5      length of the application's private data that follows
  *   byte  6..7   the sender's listening port, big-endian (REQ: not 0)
- *   byte  8..15  the connection tag, big-endian
+ *   byte  8..15  REQ, REP: the connection tag, big-endian;
+ *                REJ_CHALLENGE: the challenge (never 0)
  *   byte 16..23  the sender process's incarnation, big-endian (random,
- *                drawn once per process; 0: not stated)
+ *                drawn once per process; 0: not stated); a REQ with
+ *                CMA_P2P_F_ANSWER: the challenge it answers instead
  *
  * Version 1 (the first 16 bytes, no incarnation) is still understood.
  *
@@ -42,11 +44,17 @@ enum cma_p2p_kind {
 	CMA_P2P_REJ_RETRY = 3,
 	CMA_P2P_REJ_DUP = 4, /* the pair and tag are already connected */
 	CMA_P2P_REJ_BAD = 5, /* a malformed peer-to-peer header */
+	/*
+	 * Not adopted or held yet: send it again at once, answering this
+	 * challenge (rdma_cm_p2p(7), LATE COPIES).
+	 */
+	CMA_P2P_REJ_CHALLENGE = 6,
 };
 
 enum {
 	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
-	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG,
+	CMA_P2P_F_ANSWER = 0x02, /* a REQ answering a challenge (version 2) */
+	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_ANSWER,
 };
 
 struct cma_p2p_hdr {
@@ -58,6 +66,8 @@ struct cma_p2p_hdr {
 	uint16_t port; /* host order */
 	uint64_t tag;
 	uint64_t incarnation;
+	/* REJ_CHALLENGE: the one it sets; REQ with F_ANSWER: the one answered. */
+	uint64_t challenge;
 };
 
 enum cma_p2p_parse {

@@ -255,32 +255,6 @@ static void refused_for_now(uint32_t kid, int status)
 }
 
 /*
- * After refused_for_now, the library's timer sent our REQ again: on a
- * fresh kernel id, whose address and route it resolves first, once the
- * refused one is gone (its source address is taken again).  The new
- * kernel id, its REQ sent.
- */
-static uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
-			       uint64_t tag)
-{
-	uint32_t again;
-
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
-	again = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle;
-	ck_assert_uint_ne(again, refused);
-	ck_assert_uint_eq(kid_of(id), again);
-	ck_assert(!fake_ucma_kid(refused)->live);
-	expect_nothing();
-	fake_ucma_event(again, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	expect_nothing();
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, again), 1);
-	fake_ucma_event(again, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	expect_nothing();
-	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).tag, tag);
-	return again;
-}
-
-/*
  * The higher peer's library refused our REQ "for now" (it could not hold
  * it: its cap, its listener going away).  The higher end never sends, so
  * ours goes out again, on a fresh kernel id, and forms on its answer.

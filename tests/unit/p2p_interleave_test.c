@@ -113,6 +113,8 @@ const char *__tsan_default_options(void)
 #define MAX_ACTS 64
 #define MAX_HELD_B 16
 #define B_INC(n) (0xb0b0000000000000ull + (uint64_t)(n) + 1)
+/* B lower: the QP its attempt @i sends its REQs from. */
+#define B_QPN(i) (0x100u + (uint32_t)(i))
 /* IB CM REJ reasons the kernel reports as the event's status. */
 #define IB_REJ_TIMEOUT 1
 #define IB_REJ_CONSUMER 28
@@ -138,6 +140,13 @@ struct msg {
 	uint8_t type;
 	bool to_b;
 	bool dead; /* a REQ its sender gave up on the way: arrives dead */
+	/*
+	 * B lower: a REQ B's CM sent again before the refusal of its first
+	 * copy came back, which A's CM refused unseen (a late copy).
+	 */
+	bool copy;
+	/* M_REQ: the challenge it answers; M_REJ: the one it gives (0: none) */
+	uint64_t challenge;
 	uint8_t att; /* B's attempt it is of; an A REQ's: A's attempt */
 	uint8_t gen; /* B lower: which REQ of the attempt */
 	uint8_t kind; /* M_REJ */
@@ -161,6 +170,7 @@ struct kid_info {
 	uint8_t gen;
 	int8_t a_att; /* K_BREQ: the A attempt that accepted it */
 	bool dead; /* fake_ucma_kill_kid */
+	bool copy; /* K_BREQ: a late copy of B's REQ (V_REFUSE_UNSEEN) */
 	bool term; /* a final event came: the kernel reports no other */
 	bool disc; /* DISCONNECTED came or is on its way: only once */
 };
@@ -203,6 +213,7 @@ struct b_att {
 	int a_partner; /* the A attempt it paired with */
 	int64_t due; /* its bound */
 	int64_t refused_since, refused_at;
+	uint64_t challenge; /* lower: the last A's listener gave its REQ */
 };
 
 /* One action of a schedule. */
@@ -226,7 +237,21 @@ enum act_kind {
  * B's CM as a stale connection (reason 10: it still held an earlier REQ
  * from A's QP, a late copy of one A had moved on from).
  */
-enum variant { V_OK, V_LOSE, V_REFUSE_RETRY, V_REFUSE_OTHER, V_REFUSE_STALE };
+enum variant {
+	V_OK,
+	V_LOSE,
+	V_REFUSE_RETRY,
+	V_REFUSE_OTHER,
+	V_REFUSE_STALE,
+	/*
+	 * A REQ of B's that answers no challenge reaches A's CM as if A's
+	 * listener were not up yet: refused there (reason 8) before A's
+	 * library sees it, while B's CM, which had no answer in time, has
+	 * sent a copy, which reaches A's CM later (before B's next REQ
+	 * from that QP: the CM's copies of a REQ all leave before it).
+	 */
+	V_REFUSE_UNSEEN,
+};
 
 struct act {
 	uint8_t kind, arg, var;
@@ -250,6 +275,8 @@ enum coverage {
 	COV_RESET, /* failed because B restarted (-ECONNRESET) */
 	COV_DISCONNECTED,
 	COV_REFORMED, /* formed with B's process after a restart */
+	COV_CHALLENGED, /* A's listener challenged a REQ of B's */
+	COV_LATE_COPY, /* a late copy reached A's library and was refused */
 	COV_COUNT
 };
 
@@ -265,7 +292,9 @@ static const char *const cov_name[] = {"established",
 				       "peer-rejected",
 				       "restart",
 				       "disconnected",
-				       "formed-after-restart"};
+				       "formed-after-restart",
+				       "challenged",
+				       "late-copy-refused"};
 
 static struct {
 	enum cfg cfg;
@@ -702,6 +731,11 @@ static bool deliverable(int i)
 	for (k = 0; k < w.nfl; k++) {
 		if (k < i && w.fl[k].to_b == m->to_b && w.fl[k].chan == m->chan)
 			return false;
+		/* B's REQs from one QP (one attempt) arrive in order. */
+		if (k < i && !m->to_b && m->type == M_REQ && w.cfg == B_LOWER &&
+		    !w.fl[k].to_b && w.fl[k].type == M_REQ &&
+		    w.fl[k].att == m->att)
+			return false;
 		if (from_b_process(m) && from_b_process(&w.fl[k]) &&
 		    w.fl[k].inc < m->inc)
 			return false;
@@ -772,7 +806,8 @@ static bool msg_matters(const struct msg *m)
 	int i;
 
 	if (m->to_b && w.cfg == B_LOWER)
-		return b_current(m->att) && w.b[m->att].gen == m->gen;
+		return (b_current(m->att) && w.b[m->att].gen == m->gen) ||
+		       (m->type == M_REP && !k->term);
 	if (m->to_b) {
 		switch (m->type) {
 		case M_REQ:
@@ -888,6 +923,10 @@ static void sent_accept(const struct fake_cmd *c)
 	CHECK(j >= 0, "ACCEPT of B's request for no connect of A's");
 	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REP,
 	      "A's adoption answers without a REP header");
+	CHECK(!k->copy,
+	      "A adopted a late copy of B's REQ %d.%d (kernel id %u): B has "
+	      "moved on from it",
+	      k->att, k->gen, c->handle);
 	k->st = KS_ACCEPTED;
 	k->a_att = (int8_t)j;
 	cover(w.cur_act == ACT_A_CONNECT ? COV_ADOPT_HELD : COV_ADOPT_ARRIVING);
@@ -927,6 +966,12 @@ static void sent_reject(const struct fake_cmd *c)
 	m->gen = k->gen;
 	m->status = IB_REJ_CONSUMER;
 	m->kind = cmd_hdr(c, &hdr) ? hdr.kind : 0;
+	if (m->kind == CMA_P2P_REJ_CHALLENGE) {
+		m->challenge = hdr.challenge;
+		cover(COV_CHALLENGED);
+	}
+	if (k->copy)
+		cover(COV_LATE_COPY);
 	k->st = KS_GONE;
 }
 
@@ -1146,6 +1191,7 @@ static void b_send_req(int i)
 	m->att = (uint8_t)i;
 	m->gen = b->gen;
 	m->inc = b->inc;
+	m->challenge = b->challenge;
 }
 
 /*
@@ -1270,6 +1316,18 @@ static void b_receive(struct msg *m, enum variant var)
 
 	if (w.cfg == B_LOWER) {
 		b = &w.b[m->att];
+		if (m->type == M_REP &&
+		    (!b_current(m->att) || b->gen != m->gen ||
+		     b->st != BS_PENDING)) {
+			/*
+			 * For a REQ B's CM is done with: dropped there, and
+			 * A's CM sends it again until it gives up.
+			 */
+			if (!kinfo(m->kid)->term)
+				kev(m->kid, RDMA_CM_EVENT_UNREACHABLE,
+				    -ETIMEDOUT);
+			return;
+		}
 		if (!b_current(m->att) || b->gen != m->gen)
 			return; /* for an attempt B gave up: stale */
 		switch (m->type) {
@@ -1295,14 +1353,23 @@ static void b_receive(struct msg *m, enum variant var)
 		case M_REJ:
 			if (b->st != BS_PENDING)
 				return;
-			if (m->kind != CMA_P2P_REJ_RETRY) {
+			if (m->kind != CMA_P2P_REJ_RETRY &&
+			    m->kind != CMA_P2P_REJ_CHALLENGE &&
+			    m->status != CMA_IB_REJ_INVALID_SERVICE_ID &&
+			    m->status != CMA_IB_REJ_STALE_CONN) {
 				b_done(m->att, "rejected");
+				return;
+			}
+			if (b->refused_since < 0)
+				b->refused_since = w.now;
+			/* A challenge is answered at once, as B's library does. */
+			if (m->kind == CMA_P2P_REJ_CHALLENGE) {
+				b->challenge = m->challenge;
+				b_send_req(m->att);
 				return;
 			}
 			b->st = BS_RESEND;
 			b->refused_at = w.now;
-			if (b->refused_since < 0)
-				b->refused_since = w.now;
 			return;
 		case M_DREQ:
 			b_done(m->att, b->st == BS_ESTAB ? "disconnected"
@@ -1371,6 +1438,59 @@ static void b_receive(struct msg *m, enum variant var)
 	}
 }
 
+/*
+ * V_REFUSE_UNSEEN: A's CM refuses B's REQ before A's library sees it; B's
+ * CM has sent a copy meanwhile, which comes later.
+ */
+static void r_unseen(const struct msg *m)
+{
+	struct msg *r, *copy;
+
+	r = flight_add(M_REJ, true, chan_b(m->att, m->gen));
+	r->att = m->att;
+	r->gen = m->gen;
+	r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
+	copy = flight_add(M_REQ, false, chan_b(m->att, m->gen));
+	*copy = *m;
+	copy->copy = true;
+	copy->seq = ++w.seq;
+}
+
+/*
+ * A's CM takes a REQ from a QP it still holds another request or a
+ * connection from for a stale connection: it refuses it (reason 10),
+ * unseen by A's library, and disconnects an established one.
+ */
+static bool a_cm_stale(const struct msg *m)
+{
+	struct kid_info *k;
+	struct msg *r;
+	uint32_t kid;
+
+	for (kid = 1; kid < MAX_KIDS; kid++) {
+		k = &w.kid[kid];
+		if (k->role != K_BREQ || k->att != m->att || k->gen == m->gen ||
+		    k->dead || k->term ||
+		    (k->st != KS_HELD && k->st != KS_ACCEPTED &&
+		     k->st != KS_ESTAB))
+			continue;
+		r = flight_add(M_REJ, true, chan_b(m->att, m->gen));
+		r->att = m->att;
+		r->gen = m->gen;
+		r->status = CMA_IB_REJ_STALE_CONN;
+		if (k->st == KS_ESTAB && !k->disc) {
+			k->disc = true;
+			kev(kid, RDMA_CM_EVENT_DISCONNECTED, 0);
+			r = flight_add(M_DREQ, true, chan_of_kid(kid));
+			r->kid = kid;
+			r->att = k->att;
+			r->gen = k->gen;
+		}
+		return true;
+	}
+	return false;
+}
+
 /* A message reaches A: the kernel event it makes. */
 static void a_receive(struct msg *m, enum variant var)
 {
@@ -1384,20 +1504,31 @@ static void a_receive(struct msg *m, enum variant var)
 	if (m->type == M_REQ) {
 		if (var == V_LOSE) {
 			/* Lost for good: B's CM times out, A never hears. */
-			if (!m->dead && b_current(m->att) &&
+			if (!m->dead && !m->copy && b_current(m->att) &&
 			    w.b[m->att].gen == m->gen)
 				b_done(m->att, "unreachable (REQ lost)");
 			return;
 		}
+		if (var == V_REFUSE_UNSEEN) {
+			r_unseen(m);
+			return;
+		}
+		if (!m->dead && a_cm_stale(m))
+			return;
 		data[1] = (char)('0' + m->att);
 		req_incarnation = B_INC(m->inc);
+		req_qpn = B_QPN(m->att);
+		req_challenge = m->challenge;
 		kid = peer_request("192.0.2.0", 0, data);
+		req_qpn = 0;
+		req_challenge = 0;
 		k = kinfo(kid);
 		k->role = K_BREQ;
 		k->st = KS_HELD;
 		k->att = m->att;
 		k->gen = m->gen;
 		k->a_att = -1;
+		k->copy = m->copy;
 		if (m->dead) {
 			fake_ucma_kill_kid(kid);
 			k->dead = true;
@@ -1644,6 +1775,8 @@ static int enabled(struct act *acts)
 			continue;
 		if (m->type == M_REQ || m->type == M_REP)
 			ADD(ACT_DELIVER, i, V_LOSE);
+		if (m->type == M_REQ && !m->to_b && !m->copy && !m->challenge)
+			ADD(ACT_DELIVER, i, V_REFUSE_UNSEEN);
 		if (m->type == M_REQ && m->to_b && w.b_up) {
 			ADD(ACT_DELIVER, i, V_REFUSE_RETRY);
 			ADD(ACT_DELIVER, i, V_REFUSE_OTHER);
@@ -1661,8 +1794,9 @@ static int enabled(struct act *acts)
 	return n;
 }
 
-static const char *const var_name[] = {"deliver", "lose", "refuse-for-now",
-				       "refuse", "refuse-stale"};
+static const char *const var_name[] = {"deliver",	 "lose",
+				       "refuse-for-now", "refuse",
+				       "refuse-stale",	 "refuse-unseen"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
@@ -1674,9 +1808,10 @@ static void act_label(const struct act *x, char *buf, size_t len)
 	const struct msg *m = &w.fl[x->arg];
 
 	if (x->kind == ACT_DELIVER)
-		snprintf(buf, len, "%s %s%s %s%d.%d k%u", var_name[x->var],
+		snprintf(buf, len, "%s %s%s%s %s%d.%d k%u", var_name[x->var],
 			 msg_name[m->type], m->dead ? "(dead)" : "",
-			 m->to_b ? ">B" : ">A", m->att, m->gen, m->kid);
+			 m->copy ? "(copy)" : "", m->to_b ? ">B" : ">A", m->att,
+			 m->gen, m->kid);
 	else if (x->kind == ACT_B_KILL || x->kind == ACT_B_START ||
 		 x->kind == ACT_FIRE_LIS)
 		snprintf(buf, len, "%s", kind[x->kind]);
@@ -1752,9 +1887,10 @@ static void apply(const struct act *x)
 			if (m.inc > w.heard_inc)
 				w.heard_inc = m.inc;
 		}
-		note("\n    %s %s%s %s%d.%d k%u", var_name[x->var],
+		note("\n    %s %s%s%s %s%d.%d k%u", var_name[x->var],
 		     msg_name[m.type], m.dead ? "(dead)" : "",
-		     m.to_b ? ">B " : ">A ", m.att, m.gen, m.kid);
+		     m.copy ? "(copy)" : "", m.to_b ? ">B " : ">A ", m.att,
+		     m.gen, m.kid);
 		if (x->var != V_OK)
 			w.faults++;
 		if (m.to_b)
@@ -2001,9 +2137,27 @@ static uint64_t kid_label(uint32_t kid)
 	if (!kid || kid >= MAX_KIDS)
 		return kid ? 0xffff : 0;
 	k = &w.kid[kid];
-	return (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
-	       (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
-	       (uint64_t)k->dead << 1 | k->term;
+	return (uint64_t)k->copy << 32 | (uint64_t)k->role << 24 |
+	       (uint64_t)k->att << 16 | (uint64_t)k->gen << 8 |
+	       (uint64_t)k->st << 2 | (uint64_t)k->dead << 1 | k->term;
+}
+
+/*
+ * A challenge by what it is to the schedule (the values are random): none,
+ * the one A's listener holds for B's attempt @i's QP now, or a spent one.
+ */
+static uint64_t challenge_label(int i, uint64_t value)
+{
+	static const uint8_t b_addr[16] = {[10] = 0xff, [11] = 0xff, [12] = 192,
+					   [13] = 0,	[14] = 2,    [15] = 0};
+	uint64_t now;
+
+	if (!value)
+		return 0;
+	cma_p2p_lock();
+	now = cma_p2p_challenge_of(w.lis, b_addr, B_QPN(i));
+	cma_p2p_unlock();
+	return value == now ? 1 : 2;
 }
 
 static uint64_t state_hash(void)
@@ -2054,6 +2208,7 @@ static uint64_t state_hash(void)
 		h = hash_mix(h, (uint64_t)(b->due - w.now));
 		h = hash_mix(h, (uint64_t)(b->refused_since - w.now));
 		h = hash_mix(h, (uint64_t)(b->refused_at - w.now));
+		h = hash_mix(h, challenge_label(i, b->challenge));
 	}
 	for (i = 0; i < w.nb_held; i++)
 		h = hash_mix(h, kid_label(w.b_held[i].kid) << 1 |
@@ -2081,6 +2236,8 @@ static uint64_t state_hash(void)
 		    (uint64_t)m->inc << 28 | (uint64_t)pos << 24 |
 		    (uint64_t)(m->ev & 0xff) << 16 |
 		    (uint64_t)(m->status & 0xffff);
+		t = hash_mix(t, (uint64_t)m->copy << 2 |
+					challenge_label(m->att, m->challenge));
 		cm[n++] = hash_mix(t, m->kid ? kid_label(m->kid) : m->chan);
 	}
 	/* Sorted, so that the order across connections does not count. */
@@ -2388,7 +2545,9 @@ static void explore_cfg(enum cfg cfg, unsigned long floor_plain,
 {
 	struct explorer *x = calloc(1, sizeof(*x));
 	struct timespec t0;
-	int dflt = SANITIZED ? DEPTH_SANITIZED : DEPTH_PLAIN;
+	/* B lower's REQs answer a challenge first: a round more to see. */
+	int dflt =
+		(SANITIZED ? DEPTH_SANITIZED : DEPTH_PLAIN) + (cfg == B_LOWER);
 	char missed[256] = "";
 	int c;
 

@@ -28,6 +28,14 @@ static uint8_t req_flags;
 static uint64_t req_incarnation;
 /* The kind the peer's "requests" claim (CMA_P2P_REQ unless a test lies). */
 static uint8_t req_kind = CMA_P2P_REQ;
+/*
+ * The QP number the peer's requests come from.  0 (as iWARP's) leaves
+ * them unchallenged (src/p2p/p2p_challenge.c): the tests of everything
+ * else send them so; peer_request_answered plays an IB peer.
+ */
+static uint32_t req_qpn;
+/* The challenge the peer's next request answers (0: none). */
+static uint64_t req_challenge;
 /* The listening port the peer's requests claim. */
 static uint16_t req_port = P2P_PORT;
 /* The address this process's listener is bound to (a test may widen it). */
@@ -149,12 +157,15 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 				  .port = req_port,
 				  .tag = tag,
 				  .incarnation = req_incarnation,
+				  .challenge = req_challenge,
 				  .data_len = (uint8_t)strlen(data)};
 	struct rdma_ucm_event_resp *r;
 	struct sockaddr_in peer = unit_ipv4(from, 40000),
 			   me = unit_ipv4("192.0.2.1", P2P_PORT);
 	uint32_t child = 0;
 
+	if (req_challenge)
+		hdr.flags |= CMA_P2P_F_ANSWER;
 	fake_ucma_hold(); /* the library's thread may read a served fd */
 	r = fake_ucma_conn_req(kid_of(listener), &child);
 	ck_assert_ptr_nonnull(r);
@@ -165,7 +176,7 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 		(uint8_t)(CMA_P2P_HDR_LEN + strlen(data));
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
-	r->param.conn.qp_num = 0x99;
+	r->param.conn.qp_num = req_qpn;
 	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
 	/* As the kernel's: the address it came to, even on a wildcard. */
 	memcpy(&fake_ucma_kid(child)->src, &me, sizeof(me));
@@ -275,10 +286,14 @@ static inline int cmd_at(uint32_t cmd, uint32_t handle)
 	return -1;
 }
 
-/* The peer's library refuses our REQ on kernel id @own "for now". */
-static inline void peer_refuses_for_now(uint32_t own)
+/*
+ * The peer's library refuses our REQ on kernel id @own: "for now"
+ * (CMA_P2P_REJ_RETRY), or with @challenge (CMA_P2P_REJ_CHALLENGE).
+ */
+static inline void peer_refuses(uint32_t own, uint8_t kind, uint64_t challenge)
 {
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_RETRY, .port = P2P_PORT};
+	struct cma_p2p_hdr hdr = {
+		.kind = kind, .port = P2P_PORT, .challenge = challenge};
 	struct rdma_ucm_event_resp *r;
 
 	fake_ucma_hold();
@@ -287,6 +302,37 @@ static inline void peer_refuses_for_now(uint32_t own)
 	cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
 	r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
 	fake_ucma_release();
+}
+
+static inline void peer_refuses_for_now(uint32_t own)
+{
+	peer_refuses(own, CMA_P2P_REJ_RETRY, 0);
+}
+
+/*
+ * After a refusal for now, the library's timer sent our REQ again: on a
+ * fresh kernel id, whose address and route it resolves first, once the
+ * refused one is gone (its source address is taken again).  The new
+ * kernel id, its REQ sent.
+ */
+static inline uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
+				      uint64_t tag)
+{
+	uint32_t again;
+
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 1);
+	again = fake_ucma_last(RDMA_USER_CM_CMD_RESOLVE_ADDR)->handle;
+	ck_assert_uint_ne(again, refused);
+	ck_assert_uint_eq(kid_of(id), again);
+	ck_assert(!fake_ucma_kid(refused)->live);
+	expect_nothing();
+	fake_ucma_event(again, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	expect_nothing();
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, again), 1);
+	fake_ucma_event(again, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	expect_nothing();
+	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).tag, tag);
+	return again;
 }
 
 #endif /* P2P_PEER_H */

@@ -152,15 +152,15 @@ END_TEST
 /*
  * Every kind this version defines goes through; only a REQ needs the
  * port of the listener it comes from (answers name none), and kinds 0
- * and 6 to 15 are not this version's.
+ * and 7 to 15 are not this version's.
  */
 START_TEST(every_defined_kind_and_no_other)
 {
-	struct cma_p2p_hdr hdr = {.tag = 5}, got;
+	struct cma_p2p_hdr hdr = {.tag = 5, .challenge = 5}, got;
 	uint8_t buf[CMA_P2P_HDR_LEN];
 	unsigned int kind;
 
-	for (kind = CMA_P2P_REP; kind <= CMA_P2P_REJ_BAD; kind++) {
+	for (kind = CMA_P2P_REP; kind <= CMA_P2P_REJ_CHALLENGE; kind++) {
 		hdr.kind = (uint8_t)kind;
 		ck_assert_uint_eq(cma_p2p_hdr_encode(&hdr, buf),
 				  CMA_P2P_HDR_LEN);
@@ -170,12 +170,58 @@ START_TEST(every_defined_kind_and_no_other)
 		ck_assert_uint_eq(got.port, 0);
 	}
 	for (kind = 0; kind < 16; kind++) {
-		if (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD)
+		if (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_CHALLENGE)
 			continue;
 		buf[3] = (uint8_t)(CMA_P2P_VERSION << 4 | kind);
 		ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
 				 CMA_P2P_BAD);
 	}
+}
+END_TEST
+
+/*
+ * A challenge travels in the tag's place of a REJ_CHALLENGE and in the
+ * incarnation's place of the REQ that answers it; it is never 0, only a
+ * version 2 REQ may answer one.
+ */
+START_TEST(challenge_and_its_answer)
+{
+	struct cma_p2p_hdr rej = {.kind = CMA_P2P_REJ_CHALLENGE,
+				  .incarnation = 7,
+				  .challenge = 0xA1A2A3A4A5A6A7A8ull},
+			   req = {.kind = CMA_P2P_REQ,
+				  .flags = CMA_P2P_F_ANSWER |
+					   CMA_P2P_F_EXPLICIT_TAG,
+				  .port = 7471,
+				  .tag = 9,
+				  .incarnation = 7,
+				  .challenge = 0xB1ull},
+			   got;
+	uint8_t buf[CMA_P2P_HDR_LEN];
+
+	cma_p2p_hdr_encode(&rej, buf);
+	ck_assert_uint_eq(buf[8], 0xA1);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
+	ck_assert(got.challenge == rej.challenge);
+	ck_assert(got.tag == 0 && got.incarnation == 7);
+	cma_p2p_hdr_encode(&req, buf);
+	ck_assert_uint_eq(buf[23], 0xB1);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
+	ck_assert(got.challenge == 0xB1 && got.tag == 9);
+	ck_assert(got.incarnation == 0); /* not stated in an answer */
+	/* A challenge of 0 is none. */
+	memset(buf + 16, 0, 8);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+			 CMA_P2P_BAD);
+	rej.challenge = 0;
+	cma_p2p_hdr_encode(&rej, buf);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+			 CMA_P2P_BAD);
+	/* Only a REQ answers. */
+	req.kind = CMA_P2P_REP;
+	cma_p2p_hdr_encode(&req, buf);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+			 CMA_P2P_BAD);
 }
 END_TEST
 
@@ -190,6 +236,7 @@ Suite *p2p_wire_suite(void)
 	tcase_add_test(tc, bytes_after_the_data_are_ignored);
 	tcase_add_test(tc, nothing_past_the_length_is_read);
 	tcase_add_test(tc, every_defined_kind_and_no_other);
+	tcase_add_test(tc, challenge_and_its_answer);
 	suite_add_tcase(s, tc);
 	return s;
 }
