@@ -110,10 +110,16 @@ static unsigned int cma_p2p_pending_ms(void)
 }
 
 /*
- * How often a REQ that found no listener at the peer goes out again: a
- * refused iWARP connect, an IB REQ refused with CM reason 8.
+ * How soon a REQ refused for now goes out again (a refused iWARP connect,
+ * an IB REQ refused with CM reason 8): after CMA_P2P_RETRY_MS, the wait
+ * doubling with each refusal of the connect up to CMA_P2P_RETRY_MAX_MS.
+ * A mesh whose peers start over half a minute would otherwise make every
+ * early rank send five REQs a second to each late one: on a host past
+ * its means that storm is what kept CM answers beyond the CM's response
+ * timeout, and each such answer costs a late copy (p2p_challenge.c).
  */
 #define CMA_P2P_RETRY_MS 200
+#define CMA_P2P_RETRY_MAX_MS 3200
 /* The resolve timeouts of such a REQ's fresh kernel id, if the id had none. */
 #define CMA_P2P_RESOLVE_MS 2000
 
@@ -425,11 +431,21 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
  * (no listener on the service ID: the peer's process does not listen yet,
  * or did not when our REQ came), or by the peer's library (it could not
  * hold or adopt it).  The higher end never sends, so nothing comes unless
- * ours goes out again: every CMA_P2P_RETRY_MS (cma_p2p_send_again) on a
- * fresh kernel id, until the bound reckoned from the first refusal.  A
+ * ours goes out again: after cma_p2p_resend_delay_ms, or at once for a
+ * challenge (cma_p2p_send_again), on a fresh kernel id, until the bound
+ * reckoned from the first refusal.  A
  * peer that never takes it fails the connect then, REJECTED with the
  * last refusal's status.
  */
+unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn)
+{
+	unsigned int ms = CMA_P2P_RETRY_MS, n;
+
+	for (n = 1; n < conn->refusals && ms < CMA_P2P_RETRY_MAX_MS; n++)
+		ms *= 2;
+	return ms < CMA_P2P_RETRY_MAX_MS ? ms : CMA_P2P_RETRY_MAX_MS;
+}
+
 void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
 			 uint64_t challenge)
 {
@@ -441,8 +457,10 @@ void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
 	conn->bound_ns = conn->refused_ns;
 	if (challenge)
 		conn->challenge = challenge;
+	else if (conn->refusals < UINT8_MAX)
+		conn->refusals++;
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
-			challenge ? 0 : CMA_P2P_RETRY_MS);
+			challenge ? 0 : cma_p2p_resend_delay_ms(conn));
 }
 
 /* --- sending our REQ ----------------------------------------------------- */
@@ -593,6 +611,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->gave_up = false;
 	conn->peer_gone = false;
 	conn->refused_ns = 0;
+	conn->refusals = 0;
 	conn->challenge = 0;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
@@ -734,11 +753,12 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 
 	if (cma_p2p_renew_kernel_id(id_priv)) {
 		cma_timer_start(id_priv->id.channel, &conn->timer,
-				CMA_P2P_RETRY_MS);
+				cma_p2p_resend_delay_ms(conn));
 		return false;
 	}
-	cma_p2p_dbg("connect %s: our REQ found no listener, sending it again",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+	cma_p2p_dbg("connect %s: our REQ refused for now, sending it again%s",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
+		    conn->challenge ? " (answering a challenge)" : "");
 	cma_p2p_retire(conn, old);
 	conn->kernel_unbound = true;
 	conn->route = CMA_P2P_ROUTE_LATER;
@@ -851,7 +871,7 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 		/* Resolving for the next REQ: that waits within the bound. */
 		if (!cma_p2p_resolving(conn)) {
 			cma_timer_start(id_priv->id.channel, &conn->timer,
-					CMA_P2P_RETRY_MS);
+					cma_p2p_resend_delay_ms(conn));
 			return;
 		}
 		/* fall through */

@@ -165,6 +165,7 @@ struct cma_p2p_conn {
 	 * yet), answered by every REQ of ours after it (p2p_challenge.c).
 	 */
 	uint64_t challenge;
+	uint8_t refusals; /* refusals for now so far, challenges aside */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -425,6 +426,8 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
  */
 void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
 			 uint64_t challenge);
+/* How long RESEND waits before the REQ goes out again (p2p_lock held). */
+unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
 
 /*

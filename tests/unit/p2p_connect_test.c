@@ -1078,6 +1078,28 @@ static void short_hold_setup(void)
 	p2p_peer_fixture();
 }
 
+/*
+ * A REQ refused for now goes out again after 200 ms, the wait doubling
+ * with each refusal of the connect up to 3.2 s: early ranks of a mesh
+ * must not flood the late ones (a challenge is answered at once).
+ */
+START_TEST(resends_back_off)
+{
+	static const unsigned int want[] = {200,  200,	400, 800,
+					    1600, 3200, 3200};
+	struct cma_p2p_conn conn;
+	unsigned int i;
+
+	memset(&conn, 0, sizeof(conn));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		conn.refusals = (uint8_t)i;
+		ck_assert_uint_eq(cma_p2p_resend_delay_ms(&conn), want[i]);
+	}
+	conn.refusals = UINT8_MAX;
+	ck_assert_uint_eq(cma_p2p_resend_delay_ms(&conn), 3200);
+}
+END_TEST
+
 Suite *p2p_connect_suite(void)
 {
 	Suite *s = suite_create("p2p_connect");
@@ -1091,6 +1113,7 @@ Suite *p2p_connect_suite(void)
 	 */
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, held_request_is_adopted_by_the_later_connect);
+	tcase_add_test(tc, resends_back_off);
 	tcase_add_test(tc, request_from_the_higher_end_is_refused_for_now);
 	tcase_add_test(tc, higher_end_sends_no_req_and_adopts);
 	tcase_add_test(tc, refused_for_now_req_goes_out_again);

@@ -99,12 +99,13 @@ const char *__tsan_default_options(void)
 #define ANSWER_MS (2 * HOLD_MS + CMA_P2P_PROBE_MS)
 #define REFUSED_MS HOLD_MS
 #define RETRY_MS 200
+#define RETRY_MAX_MS 3200 /* A's resends back off up to this (p2p_connect.c) */
 /*
  * The longest a connect may wait: its REQ unanswered for a bound,
  * refused for now just then, sent again until the refused bound, the
  * last one unanswered for another bound, then the last resend's timer.
  */
-#define MAX_END_MS (2 * ANSWER_MS + REFUSED_MS + 2 * RETRY_MS + 100)
+#define MAX_END_MS (2 * ANSWER_MS + REFUSED_MS + 2 * RETRY_MAX_MS + 100)
 /* The frozen clock never reads 0 (which tells "not set" in p2p.c). */
 #define CLOCK_BASE_NS 1000000000000ull
 #define MAX_FLIGHT 96
@@ -1652,7 +1653,7 @@ static int64_t conn_due(int j)
 	case T_CHORES:
 		break;
 	case T_RETRY:
-		return w.a[j].refused_at + RETRY_MS;
+		return w.a[j].refused_at + cma_p2p_resend_delay_ms(c);
 	case T_BOUND:
 		return conn_bound_due(c);
 	}
