@@ -450,17 +450,26 @@ void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
 			 uint64_t challenge)
 {
 	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
+	if (challenge) {
+		/*
+		 * Not a refusal: the peer listens and asks for proof that our
+		 * REQ is live.  Answered at once, within the wait for the
+		 * answer the challenged REQ began (never a new one).
+		 */
+		conn->challenge = challenge;
+		conn->answering = true;
+		cma_timer_start(conn->id_priv->id.channel, &conn->timer, 0);
+		return;
+	}
 	conn->wait_status = status;
 	if (!conn->refused_ns)
 		conn->refused_ns = cma_p2p_now_ns();
 	conn->bound = CMA_P2P_BOUND_REFUSED;
 	conn->bound_ns = conn->refused_ns;
-	if (challenge)
-		conn->challenge = challenge;
-	else if (conn->refusals < UINT8_MAX)
+	if (conn->refusals < UINT8_MAX)
 		conn->refusals++;
 	cma_timer_start(conn->id_priv->id.channel, &conn->timer,
-			challenge ? 0 : cma_p2p_resend_delay_ms(conn));
+			cma_p2p_resend_delay_ms(conn));
 }
 
 /* --- sending our REQ ----------------------------------------------------- */
@@ -550,7 +559,11 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	}
 	err = errno;
 	cma_p2p_lock();
-	if (!ret) {
+	if (!ret && conn->answering) {
+		conn->answering = false;
+		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
+		cma_p2p_bound_resume(conn);
+	} else if (!ret) {
 		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv)) {
@@ -613,6 +626,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->refused_ns = 0;
 	conn->refusals = 0;
 	conn->challenge = 0;
+	conn->answering = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_higher_end(conn)) {

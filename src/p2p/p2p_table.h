@@ -166,6 +166,8 @@ struct cma_p2p_conn {
 	 */
 	uint64_t challenge;
 	uint8_t refusals; /* refusals for now so far, challenges aside */
+	/* RESEND for a challenge: the REQ answering it keeps the bound. */
+	bool answering;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or

@@ -189,6 +189,7 @@ struct a_att {
 	int64_t refused_at; /* when we last refused its REQ for now */
 	int epoch; /* how many of B's processes were gone when it began */
 	int reqs; /* B higher: REQs it sent */
+	uint64_t challenge; /* B higher: the last B gave its REQ */
 };
 
 enum b_state {
@@ -252,6 +253,8 @@ enum variant {
 	 * from that QP: the CM's copies of a REQ all leave before it).
 	 */
 	V_REFUSE_UNSEEN,
+	/* B higher: B's library challenges A's REQ (p2p_challenge.c). */
+	V_REFUSE_CHALLENGE,
 };
 
 struct act {
@@ -278,6 +281,7 @@ enum coverage {
 	COV_REFORMED, /* formed with B's process after a restart */
 	COV_CHALLENGED, /* A's listener challenged a REQ of B's */
 	COV_LATE_COPY, /* a late copy reached A's library and was refused */
+	COV_ANSWERED, /* A's REQ answered a challenge of B's */
 	COV_COUNT
 };
 
@@ -295,7 +299,8 @@ static const char *const cov_name[] = {"established",
 				       "disconnected",
 				       "formed-after-restart",
 				       "challenged",
-				       "late-copy-refused"};
+				       "late-copy-refused",
+				       "answered"};
 
 static struct {
 	enum cfg cfg;
@@ -889,8 +894,15 @@ static void sent_req(const struct fake_cmd *c)
 	      c->handle);
 	CHECK(j >= 0, "a REQ on kernel id %u of no connect", c->handle);
 	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REQ && !hdr.tag &&
-		      !hdr.flags && hdr.port == P2P_PORT,
+		      !(hdr.flags & ~CMA_P2P_F_ANSWER) && hdr.port == P2P_PORT,
 	      "A's REQ has a wrong header");
+	/* Every REQ after a challenge answers the last one, none before. */
+	CHECK(hdr.challenge == w.a[j].challenge,
+	      "A's REQ answers challenge %llx, B's last was %llx",
+	      (unsigned long long)hdr.challenge,
+	      (unsigned long long)w.a[j].challenge);
+	if (hdr.challenge)
+		cover(COV_ANSWERED);
 	k->role = K_AREQ;
 	k->st = KS_SENT;
 	k->att = (uint8_t)j;
@@ -1390,6 +1402,15 @@ static void b_receive(struct msg *m, enum variant var)
 			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
 			return;
 		}
+		if (var == V_REFUSE_CHALLENGE) {
+			r = flight_add(M_REJ, false, m->kid);
+			r->kid = m->kid;
+			r->status = IB_REJ_CONSUMER;
+			r->kind = CMA_P2P_REJ_CHALLENGE;
+			r->challenge = 0xc0de0000ull + m->kid;
+			r->inc = w.b_inc;
+			return;
+		}
 		if (var == V_REFUSE_STALE) {
 			r = flight_add(M_REJ, false, m->kid);
 			r->kid = m->kid;
@@ -1588,6 +1609,7 @@ static void a_receive(struct msg *m, enum variant var)
 		if (r && m->kind) {
 			hdr.kind = m->kind;
 			hdr.incarnation = B_INC(m->inc);
+			hdr.challenge = m->challenge;
 			cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
 			r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
 		} else if (r && m->app_data) {
@@ -1597,6 +1619,10 @@ static void a_receive(struct msg *m, enum variant var)
 		/* If it refuses for now, the REQ goes out again from here. */
 		if (k->role == K_AREQ)
 			w.a[k->att].refused_at = w.now;
+		if (k->role == K_AREQ && m->kind == CMA_P2P_REJ_CHALLENGE &&
+		    a_waits(k->att) && kid_of(w.a[k->att].id) == m->kid &&
+		    conn_of(k->att)->state == CMA_P2P_PENDING)
+			w.a[k->att].challenge = m->challenge;
 		break;
 	case M_KEV:
 		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ)
@@ -1653,7 +1679,8 @@ static int64_t conn_due(int j)
 	case T_CHORES:
 		break;
 	case T_RETRY:
-		return w.a[j].refused_at + cma_p2p_resend_delay_ms(c);
+		return w.a[j].refused_at +
+		       (c->answering ? 0 : cma_p2p_resend_delay_ms(c));
 	case T_BOUND:
 		return conn_bound_due(c);
 	}
@@ -1782,6 +1809,7 @@ static int enabled(struct act *acts)
 			ADD(ACT_DELIVER, i, V_REFUSE_RETRY);
 			ADD(ACT_DELIVER, i, V_REFUSE_OTHER);
 			ADD(ACT_DELIVER, i, V_REFUSE_STALE);
+			ADD(ACT_DELIVER, i, V_REFUSE_CHALLENGE);
 		}
 	}
 	/* A's timers expire in the order of their deadlines, ties any way. */
@@ -1795,9 +1823,9 @@ static int enabled(struct act *acts)
 	return n;
 }
 
-static const char *const var_name[] = {"deliver",	 "lose",
-				       "refuse-for-now", "refuse",
-				       "refuse-stale",	 "refuse-unseen"};
+static const char *const var_name[] = {
+	"deliver",	"lose",		 "refuse-for-now", "refuse",
+	"refuse-stale", "refuse-unseen", "challenge"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
