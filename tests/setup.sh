@@ -46,7 +46,8 @@ fi
 
 cd "$repo"
 if [ ! -x configure ] || [ configure.ac -nt configure ] ||
-	[ Makefile.am -nt Makefile.in ]; then
+	[ Makefile.am -nt Makefile.in ] ||
+	[ tests/unit/local.mk -nt Makefile.in ]; then
 	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 fi
 mkdir -p "$build"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cm/cma.h"
+#include "ib_req.h"
 #include "unit.h"
 
 /* --- option values --------------------------------------------------- */
@@ -106,19 +107,6 @@ START_TEST(ipv6_mreq_parsed)
 		   ENOPROTOOPT);
 }
 END_TEST
-
-/* An IB_ADD_MEMBERSHIP value naming group ff0e::1, with @mask's parts. */
-static struct ib_mreq ib_req(ib_sa_comp_mask mask)
-{
-	struct ib_mreq m;
-
-	memset(&m, 0, sizeof(m));
-	m.comp_mask = mask | IB_SA_MCMEMBER_REC_MGID;
-	m.rec.mgid.raw[0] = 0xff;
-	m.rec.mgid.raw[1] = 0x0e;
-	m.rec.mgid.raw[15] = 1;
-	return m;
-}
 
 START_TEST(ib_mreq_parsed)
 {

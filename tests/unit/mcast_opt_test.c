@@ -19,6 +19,7 @@
 #include "cm/cma.h"
 #include "fake_ucma.h"
 #include "fake_verbs.h"
+#include "ib_req.h"
 #include "option_ids.h"
 #include "unit.h"
 
@@ -30,19 +31,6 @@
 		ck_assert_int_eq((call), -1);                                  \
 		ck_assert_int_eq(errno, (err));                                \
 	} while (0)
-
-/* An IB_ADD_MEMBERSHIP value naming group ff0e::1, with @mask's parts. */
-static struct ib_mreq ib_req(ib_sa_comp_mask mask)
-{
-	struct ib_mreq m;
-
-	memset(&m, 0, sizeof(m));
-	m.comp_mask = mask | IB_SA_MCMEMBER_REC_MGID;
-	m.rec.mgid.raw[0] = 0xff;
-	m.rec.mgid.raw[1] = 0x0e;
-	m.rec.mgid.raw[15] = 1;
-	return m;
-}
 
 /* --- calls on ids with no kernel behind them --------------------------- */
 
