@@ -720,6 +720,10 @@ void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 	p2p_waiting += cma_p2p_conn_waits(conn);
 	if (p2p_waiting > p2p_waiting_peak || !p2p_waiting)
 		p2p_waiting_peak = p2p_waiting;
+	/* A REQ out, or one about to answer a challenge, keeps its place. */
+	if (conn->slot && state != CMA_P2P_PENDING &&
+	    !(state == CMA_P2P_RESEND && conn->answering))
+		cma_p2p_slot_release(conn);
 }
 
 unsigned int cma_p2p_conns_waiting(void)
@@ -762,6 +766,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 		conn->next->pprev = conn->pprev;
 	cma_htable_del(&p2p_conn_table, &conn->hnode);
 	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
+	cma_p2p_slot_release(conn); /* out of the window's queue too */
 	conn->registered = false;
 }
 
@@ -1028,7 +1033,8 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 		return -1;
 	rep.port = conn->req_hdr.port;
 	rep.tag = conn->req_hdr.tag;
-	rep.flags = conn->req_hdr.flags;
+	/* The tag's kind, not the REQ's answer to a challenge. */
+	rep.flags = conn->req_hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
 	rep.data_len = kparam->private_data_len;
 	cma_p2p_put_hdr(kparam, &rep);
 	conn->reply_p2p = true;

@@ -627,6 +627,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->refusals = 0;
 	conn->challenge = 0;
 	conn->answering = false;
+	conn->unsent = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
 	if (cma_p2p_higher_end(conn)) {
@@ -645,6 +646,15 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	}
 	if (cma_p2p_route_later(conn)) /* only the higher end leaves it */
 		return cma_err(EINVAL);
+	if (!cma_p2p_slot_take(conn)) {
+		cma_p2p_dbg("connect %s: lower end, its REQ waits for a place "
+			    "in the window",
+			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
+		conn->unsent = true;
+		cma_p2p_conn_register(conn, CMA_P2P_RESEND);
+		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
+		return 0;
+	}
 	cma_p2p_dbg("connect %s: lower end, sending a REQ",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
@@ -796,11 +806,20 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	struct cma_event *evt;
 	bool refused = conn->refused_ns != 0, pending;
 
-	/* iWARP's refused connect goes out again on its own kernel id. */
 	if (conn->state == CMA_P2P_RESEND && !cma_p2p_resolving(conn) &&
-	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn))
+	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn)) {
+		if (!cma_p2p_slot_take(conn)) {
+			cma_p2p_bound_resume(conn); /* queued, still bounded */
+			return false;
+		}
+		/* The first REQ, and iWARP's again, go on the id's kernel id. */
+		if (conn->unsent) {
+			conn->unsent = false;
+			return true;
+		}
 		return cma_id_is_iwarp(conn->id_priv) ||
 		       cma_p2p_send_again(conn);
+	}
 	if (cma_p2p_bound_goes_on(conn))
 		return false;
 	cma_p2p_dbg("connect %s: %s",

@@ -168,6 +168,13 @@ struct cma_p2p_conn {
 	uint8_t refusals; /* refusals for now so far, challenges aside */
 	/* RESEND for a challenge: the REQ answering it keeps the bound. */
 	bool answering;
+	/*
+	 * The window of REQs out (p2p_window.c): the conn holds a place in
+	 * it, or waits for one (RESEND, in the queue); its first REQ has not
+	 * gone out yet (it goes on the id's own kernel id).
+	 */
+	bool slot, queued, unsent;
+	struct cma_p2p_conn *qnext, **qpprev;
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -480,6 +487,19 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 /* Without p2p_lock, under the id's qp_lock: do @next. */
 void cma_p2p_route_next(struct cma_p2p_conn *conn,
 			enum cma_p2p_route_step next);
+
+/* --- p2p_window.c ----------------------------------------------------- */
+
+/*
+ * A place in the window of REQs out for @conn's next REQ: true if it has
+ * one now; else it waits in the queue, and the conn's timer fires at once
+ * when it is given one.
+ */
+bool cma_p2p_slot_take(struct cma_p2p_conn *conn);
+/* @conn has no REQ out any more (or left the queue): the next one goes. */
+void cma_p2p_slot_release(struct cma_p2p_conn *conn);
+/* REQs out now, places kept for woken connects included (tests). */
+unsigned int cma_p2p_reqs_out(void);
 
 /* --- p2p_challenge.c -------------------------------------------------- */
 

@@ -371,7 +371,7 @@ for fam in ipv4 ipv6; do
 	if [ "$TRANSPORT" = iwarp ]; then
 		resent='refused (no listener yet), retrying'
 	else
-		resent='found no listener, sending it again'
+		resent='refused for now, sending it again'
 	fi
 	late_s=2 must_log=$resent RDMA_CM_P2P_DEBUG=1 \
 		mesh "late/$fam" 2 $((base + 90)) "$x" "$y" -i 2
@@ -390,8 +390,12 @@ for fam in ipv4 ipv6; do
 	# only the bounds may grow with that, never who sends.  Not yet
 	# formed in this guest (tests/system/BUGS.md p2p-mesh64): run on
 	# request (RDMACM_P2P_MESH64=1).
+	# RDMACM_P2P_MESH64_BARRIER=1: after a start barrier, as MPI ranks
+	# connect once every rank has listened.
+	mkdir -p "$out/barrier64-$fam"
 	[ $fam = ipv4 ] && [ "${RDMACM_P2P_MESH64:-0}" = 1 ] &&
-		mesh "mesh64/$fam" 64 $((base + 300)) "$x" "$y"
+		mesh "mesh64/$fam" 64 $((base + 300)) "$x" "$y" \
+			${RDMACM_P2P_MESH64_BARRIER:+-b "$out/barrier64-$fam"}
 	# Every route resolved, then every connect (no PEER2PEER before
 	# resolving, no connect on route): the order before either existed.
 	mesh "mesh8-resolve-all/$fam" 8 $((base + 80)) "$x" "$y" -R -A

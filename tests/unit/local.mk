@@ -39,6 +39,7 @@ UNIT_TEST_SOURCES = \
 	tests/unit/p2p_request_test.c \
 	tests/unit/p2p_resolve_test.c \
 	tests/unit/p2p_test.c \
+	tests/unit/p2p_window_test.c \
 	tests/unit/p2p_wire_test.c \
 	tests/unit/preload_addr_test.c \
 	tests/unit/preload_config_test.c \

@@ -119,6 +119,51 @@ START_TEST(requests_without_a_qp_are_not_challenged)
 }
 END_TEST
 
+static void short_hold_setup(void)
+{
+	setenv("RDMA_CM_P2P_HOLD_MS", "1", 1);
+	p2p_peer_fixture();
+}
+
+static void short_hold_teardown(void)
+{
+	p2p_peer_teardown();
+	unsetenv("RDMA_CM_P2P_HOLD_MS");
+}
+
+/*
+ * An answer nobody claims is reported once its hold time is over, and
+ * rdma_accept answers it in kind: a REP, which answers no challenge.
+ */
+START_TEST(surfaced_answer_is_accepted_in_kind)
+{
+	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct rdma_conn_param param = {.responder_resources = 1,
+					.initiator_depth = 1,
+					.peer2peer_mode = 1};
+	struct rdma_cm_event *ev;
+	struct cma_p2p_hdr rep;
+	uint64_t c;
+	uint32_t req;
+
+	c = challenged(req_from_qp(QP_A, 0, "hers"));
+	req_qpn = QP_A;
+	req_challenge = c;
+	req = peer_request("192.0.2.0", 0, "hers");
+	req_qpn = 0;
+	req_challenge = 0;
+	ev = await_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	ck_assert_uint_eq(ev->param.conn.peer2peer_mode, 1);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	ck_assert_int_eq(rdma_create_qp(ev->id, NULL, &attr), 0);
+	ck_assert_int_eq(rdma_accept(ev->id, &param), 0);
+	rep = sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req);
+	ck_assert_uint_eq(rep.kind, CMA_P2P_REP);
+	ck_assert_uint_eq(rep.flags, 0);
+	rdma_ack_cm_event(ev);
+}
+END_TEST
+
 static void capped_setup(void)
 {
 	setenv("RDMA_CM_P2P_MAX_HELD", "4", 1);
@@ -184,6 +229,7 @@ Suite *p2p_challenge_suite(void)
 	Suite *s = suite_create("p2p_challenge");
 	TCase *tc = tcase_create("late copies");
 	TCase *cap = tcase_create("bounded");
+	TCase *hold = tcase_create("short hold");
 
 	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, only_the_current_challenge_is_adopted);
@@ -194,5 +240,8 @@ Suite *p2p_challenge_suite(void)
 	tcase_add_checked_fixture(cap, capped_setup, capped_teardown);
 	tcase_add_test(cap, challenges_are_bounded_oldest_first);
 	suite_add_tcase(s, cap);
+	tcase_add_checked_fixture(hold, short_hold_setup, short_hold_teardown);
+	tcase_add_test(hold, surfaced_answer_is_accepted_in_kind);
+	suite_add_tcase(s, hold);
 	return s;
 }

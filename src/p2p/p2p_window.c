@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Peer-to-peer mode, the connecting side: the window of REQs a process
+ * has out at once (rdma_cm_p2p(7), BOUNDS).
+ *
+ * A rank of a mesh calls rdma_connect towards every peer at once.  Every
+ * REQ of a host's processes lands on its device's CM queue, whose receive
+ * ring is a few hundred MADs deep; a burst beyond it is dropped, and each
+ * REQ whose answer does not come within the CM's response timeout (about
+ * 4 s) leaves copies behind, which the peer's listener must challenge
+ * (p2p_challenge.c), which costs rounds, which makes more copies.  So a
+ * process has at most CMA_P2P_REQ_WINDOW REQs out (PENDING, or answering
+ * a challenge); a connect that would send one more waits, oldest first,
+ * for one of them to be answered, refused or given up.  Its bound runs
+ * meanwhile.  The window decides when a REQ goes out, never which
+ * attempts pair.  Everything here runs under p2p_lock.
+ */
+#include <config.h>
+
+#include "p2p_table.h"
+
+#define CMA_P2P_REQ_WINDOW 8
+
+static unsigned int p2p_reqs_out;
+/* Connects waiting for a place in the window, oldest first. */
+static struct cma_p2p_conn *p2p_queue_head, **p2p_queue_tail = &p2p_queue_head;
+
+static void cma_p2p_queue_remove(struct cma_p2p_conn *conn)
+{
+	*conn->qpprev = conn->qnext;
+	if (conn->qnext)
+		conn->qnext->qpprev = conn->qpprev;
+	else
+		p2p_queue_tail = conn->qpprev;
+	conn->queued = false;
+}
+
+bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
+{
+	if (conn->slot)
+		return true;
+	if (!conn->queued && p2p_reqs_out < CMA_P2P_REQ_WINDOW) {
+		conn->slot = true;
+		p2p_reqs_out++;
+		return true;
+	}
+	if (!conn->queued) {
+		conn->qnext = NULL;
+		conn->qpprev = p2p_queue_tail;
+		*p2p_queue_tail = conn;
+		p2p_queue_tail = &conn->qnext;
+		conn->queued = true;
+	}
+	return false;
+}
+
+void cma_p2p_slot_release(struct cma_p2p_conn *conn)
+{
+	struct cma_p2p_conn *next;
+
+	if (conn->queued)
+		cma_p2p_queue_remove(conn);
+	if (!conn->slot)
+		return;
+	conn->slot = false;
+	p2p_reqs_out--;
+	next = p2p_queue_head;
+	if (!next)
+		return;
+	/* Its place is kept for it: its timer sends at once. */
+	cma_p2p_queue_remove(next);
+	next->slot = true;
+	p2p_reqs_out++;
+	cma_timer_start(next->id_priv->id.channel, &next->timer, 0);
+}
+
+unsigned int cma_p2p_reqs_out(void)
+{
+	return p2p_reqs_out;
+}
