@@ -449,18 +449,20 @@ unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn)
 void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
 			 uint64_t challenge)
 {
-	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 	if (challenge) {
 		/*
 		 * Not a refusal: the peer listens and asks for proof that our
 		 * REQ is live.  Answered at once, within the wait for the
-		 * answer the challenged REQ began (never a new one).
+		 * answer the challenged REQ began (never a new one), and in
+		 * its place in the window (set before the state says so).
 		 */
 		conn->challenge = challenge;
 		conn->answering = true;
+		cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 		cma_timer_start(conn->id_priv->id.channel, &conn->timer, 0);
 		return;
 	}
+	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 	conn->wait_status = status;
 	if (!conn->refused_ns)
 		conn->refused_ns = cma_p2p_now_ns();
