@@ -433,9 +433,8 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
  * hold or adopt it).  The higher end never sends, so nothing comes unless
  * ours goes out again: after cma_p2p_resend_delay_ms, or at once for a
  * challenge (cma_p2p_send_again), on a fresh kernel id, until the bound
- * reckoned from the first refusal.  A
- * peer that never takes it fails the connect then, REJECTED with the
- * last refusal's status.
+ * reckoned from the first refusal.  A peer that never takes it fails the
+ * connect then, REJECTED with the last refusal's status.
  */
 unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn)
 {
