@@ -38,12 +38,21 @@
  * once.  A violation is printed with its schedule and the choices that
  * make it: P2P_INTERLEAVE_REPLAY=lower:1,3,0 runs that one alone.
  *
- * What the model leaves out: duplicates the IB CM would pass up (a REQ
- * sent again after its REJ was lost; A refuses no live attempt's REQ
- * here, so none arises), lost RTUs, REJs and DREQs (the CM sends them
- * again), a REJ that overtakes its REQ, B's REQs in the B higher case (a
- * peer breaking the rule), explicit tags, iWARP, the hold and the held
- * request caps, A's own kernel failing a command.
+ * B lower's REQs come from a QP of B's attempt and must answer A's
+ * challenge (src/p2p/p2p_challenge.c); A's CM may refuse one unseen (as
+ * if A's listener were not up yet) while B's CM has sent a copy that
+ * comes later, B's REQs from one QP keeping their order, and A's CM
+ * refuses a REQ from a QP it still holds another request or a connection
+ * from (reason 10, disconnecting a connection).  In the B higher case B
+ * may challenge A's REQ, which A must answer.
+ *
+ * What the model leaves out: copies of a REQ A's library has seen (the
+ * CM's duplicates while its kernel id lives), a request that sits in A's
+ * CM unread while another from its QP arrives (A reads each as it is
+ * delivered), lost RTUs, REJs and DREQs (the CM sends them again), a REJ
+ * that overtakes its REQ, B's REQs in the B higher case (a peer breaking
+ * the rule), explicit tags, iWARP, the hold and the held request caps,
+ * the window of REQs out (A makes 3), A's own kernel failing a command.
  */
 #include <config.h>
 
