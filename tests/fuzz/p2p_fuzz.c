@@ -10,6 +10,8 @@
  * header, ESTABLISHED, DISCONNECTED, errors), time passing (the monotonic
  * clock is the harness's, so hold and connect timers expire on demand),
  * headers of either version (1: 16 bytes; 2: 24, with an incarnation),
+ * requests from an IB QP (challenged) or without one, answering the
+ * library's last challenge or not, refusals that challenge our REQ,
  * the application accepting, rejecting, disconnecting and destroying ids
  * (the listener too), and commands the kernel fails (through the fake's
  * hook).  Everything the library delivers must name an id the application
@@ -354,14 +356,18 @@ static struct ibv_qp_init_attr qp_attr(void)
 
 /* --- operations ----------------------------------------------------------- */
 
-/* Private data: a p2p header of @kind (0: none), then @n bytes. */
+/*
+ * Private data: a p2p header of @kind (0: none), then @n bytes.  A REQ
+ * with a @challenge answers it; a REJ_CHALLENGE gives it.
+ */
 static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
-			 uint16_t port, uint64_t tag)
+			 uint16_t port, uint64_t tag, uint64_t challenge)
 {
 	struct cma_p2p_hdr hdr = {.kind = kind,
 				  .flags = flags,
 				  .port = port,
 				  .tag = tag,
+				  .challenge = challenge,
 				  .data_len = 0};
 	uint8_t len = 0, b;
 
@@ -380,15 +386,38 @@ static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 		hdr.data_len = b % 8;
 		hdr.len = b & 8 ? CMA_P2P_HDR_LEN_V1 : CMA_P2P_HDR_LEN;
 		hdr.incarnation = (b >> 4) & 3; /* 0: not stated */
+		if (kind == CMA_P2P_REQ && challenge)
+			hdr.flags |= CMA_P2P_F_ANSWER;
 		len = (uint8_t)(cma_p2p_hdr_encode(&hdr, pd) + hdr.data_len);
 	}
 	return len;
 }
 
-/* op 0: a peer's request to our listener.  a: sender and header kind. */
+/* The challenge in the library's last refusal of a request (0: none). */
+static uint64_t last_challenge(void)
+{
+	const struct fake_cmd *c = fake_ucma_last(RDMA_USER_CM_CMD_REJECT);
+	const struct rdma_ucm_reject *k;
+	struct cma_p2p_hdr hdr;
+
+	if (!c)
+		return 0;
+	k = (const void *)c->body;
+	if (cma_p2p_hdr_parse(k->private_data, k->private_data_len, &hdr) !=
+		    CMA_P2P_OK ||
+	    hdr.kind != CMA_P2P_REJ_CHALLENGE)
+		return 0;
+	return hdr.challenge;
+}
+
+/*
+ * op 0: a peer's request to our listener.  a: sender and header kind; c:
+ * from an IB QP (challenged) or not (iWARP's), answering the library's
+ * last challenge or not.
+ */
 static void op_peer_req(void)
 {
-	uint8_t a = take8(), b = take8();
+	uint8_t a = take8(), b = take8(), c = take8();
 	struct sockaddr_in from = ipv4(2 + (a & 3) % 3, 40000 + (b & 7));
 	struct rdma_ucm_event_resp *r;
 	uint32_t child = 0;
@@ -413,10 +442,11 @@ static void op_peer_req(void)
 		return;
 	r->param.conn.private_data_len = put_pdata(
 		r->param.conn.private_data, kind, (a >> 2) & 1 ? 1 : 0,
-		(uint16_t)(PORT + ((b >> 3) & 1)), (b >> 4) & 3);
+		(uint16_t)(PORT + ((b >> 3) & 1)), (b >> 4) & 3,
+		c & 2 ? last_challenge() : 0);
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
-	r->param.conn.qp_num = 0x99;
+	r->param.conn.qp_num = c & 1 ? 0x99 : 0;
 	memcpy(&fake_ucma_kid(child)->dst, &from, sizeof(from));
 }
 
@@ -471,7 +501,7 @@ static void op_kernel_event(void)
 					CMA_P2P_REJ_BAD,
 					CMA_P2P_REQ,
 					0xff,
-					0};
+					CMA_P2P_REJ_CHALLENGE};
 	uint8_t h = take8(), e = take8(), k = take8();
 	struct rdma_ucm_event_resp *r;
 	struct fake_kid *kid = fake_ucma_kid(1 + h % 64);
@@ -491,7 +521,7 @@ static void op_kernel_event(void)
 		return;
 	r->param.conn.private_data_len =
 		put_pdata(r->param.conn.private_data, kinds[k % 8], 0,
-			  (uint16_t)PORT, (k >> 3) & 3);
+			  (uint16_t)PORT, (k >> 3) & 3, (k >> 5) + 1u);
 	r->param.conn.qp_num = 0x77;
 }
 
