@@ -11,6 +11,7 @@
 #define CMA_RS_H
 
 #include <errno.h>
+#include <stdint.h>
 
 #include <rdma/rdma_cma.h>
 
@@ -30,5 +31,22 @@ static inline int cma_err(int err)
 
 /* A private channel: its fd is the kernel's, nobody else polls it. */
 struct rdma_event_channel *cma_channel_create(void);
+
+/*
+ * Kernel ids changing process (handoff.c).  The reader of an unanswered
+ * request names its kernel id (cma_id_handle) and gives up the library's
+ * side of it (cma_id_hand_off; also a listener's, when another process
+ * keeps it); a process holding the file the kernel id is on (from_fd)
+ * adopts it into @channel, bound to its own device context, with the
+ * depths the request asked for.  cma_id_take_over moves an id this process
+ * inherited into @channel, owing no acks for what others read.  0, or
+ * -1/errno.
+ */
+int cma_id_handle(struct rdma_cm_id *id, uint32_t *handle);
+void cma_id_hand_off(struct rdma_cm_id *id);
+int cma_id_adopt(struct rdma_event_channel *channel, int from_fd,
+		 uint32_t handle, void *context,
+		 const struct rdma_conn_param *request, struct rdma_cm_id **id);
+int cma_id_take_over(struct rdma_cm_id *id, struct rdma_event_channel *channel);
 
 #endif /* CMA_RS_H */

@@ -38,9 +38,42 @@ static int kept_count;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_errno;
 
+static void cma_device_atfork_prepare(void)
+{
+	pthread_mutex_lock(&dev_lock);
+}
+
+static void cma_device_atfork_parent(void)
+{
+	pthread_mutex_unlock(&dev_lock);
+}
+
+/*
+ * A forked child cannot issue commands on the contexts its parent opened
+ * (the kernel refuses a device file's writes to other credentials, and a
+ * child's are its own), and whatever it made on them would belong to the
+ * parent's file, outliving the child.  So the child forgets them, without
+ * closing anything of the parent's, and opens its own on first use: the
+ * ids it creates, the requests it adopts (handoff.c) and rdma_get_devices
+ * give it contexts of its own.  The parent's ids it inherited keep theirs.
+ */
+static void cma_device_atfork_child(void)
+{
+	int i;
+
+	pthread_mutex_unlock(&dev_lock); /* the forking thread's (prepare) */
+	for (i = 0; i < dev_count; i++) {
+		devs[i]->verbs = NULL;
+		devs[i]->pd = NULL;
+	}
+}
+
 static void cma_init_once(void)
 {
 	int version = ucma_abi_version();
+
+	pthread_atfork(cma_device_atfork_prepare, cma_device_atfork_parent,
+		       cma_device_atfork_child);
 
 	if (version < 0)
 		init_errno = ENODEV; /* rdma_ucm is not loaded */
