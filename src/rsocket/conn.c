@@ -31,7 +31,7 @@
  * the read must then send the caller back to its wait, not block a
  * non-blocking rsocket in the kernel until some other event comes.
  */
-static struct rdma_event_channel *rs_cm_channel(void)
+struct rdma_event_channel *rs_cm_channel(void)
 {
 	struct rdma_event_channel *ch = cma_channel_create();
 	int flags;
@@ -62,6 +62,8 @@ void rs_stream_free(struct rsocket *rs)
 	rs_listener_remove(rs);
 	rs_ka_stop(rs);
 	rs_free_iomaps(rs);
+	if (rs_handoff_free(rs))
+		return; /* a shared listener: other processes keep its id */
 	if (rs->cm_id) {
 		rs_destroy_ep(rs);
 		rdma_destroy_id(rs->cm_id);
@@ -87,6 +89,9 @@ static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 	int ret;
 
 	for (;;) {
+		/* A fork shared the listener: its requests go to the queue. */
+		if (rs_state(rs) == RS_LISTENING && rs_handoff_shared(rs))
+			return cma_err(EAGAIN);
 		if (nonblock && !rs_cm_event_ready(rs))
 			return cma_err(EAGAIN);
 		do
@@ -135,6 +140,7 @@ int rs_stream_listen(struct rsocket *rs, int backlog)
 		return -1;
 	rs_set_state(rs, RS_LISTENING);
 	rs_listener_add(rs);
+	rs_handoff_listen(rs);
 	return 0;
 }
 
@@ -380,28 +386,23 @@ static int rs_get_request(struct rsocket *rs, bool nonblock,
 	}
 }
 
-int rs_accept_one(struct rsocket *rs, bool nonblock)
+int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
+		 struct rdma_event_channel *ch,
+		 const struct rs_conn_params *peer)
 {
 	struct rdma_conn_param param;
-	struct rs_conn_params peer, mine;
+	struct rs_conn_params mine;
 	struct rs_wire_conn data;
 	struct rsocket *new_rs;
-	struct rdma_cm_id *id;
 	int index;
 
-	if (rs_get_request(rs, nonblock, &id, &peer))
-		return -1;
-
-	new_rs = rs_alloc(rs, SOCK_STREAM);
+	new_rs = rs_alloc(l, SOCK_STREAM);
 	if (!new_rs) {
 		rs_reject(id);
+		rdma_destroy_event_channel(ch);
 		return cma_err(ENOMEM);
 	}
-	new_rs->channel = rs_cm_channel();
-	if (!new_rs->channel || rdma_migrate_id(id, new_rs->channel)) {
-		rs_reject(id);
-		goto err;
-	}
+	new_rs->channel = ch;
 	new_rs->cm_id = id;
 	id->context = new_rs;
 	if (rs_create_ep(new_rs)) {
@@ -409,7 +410,7 @@ int rs_accept_one(struct rsocket *rs, bool nonblock)
 		goto err;
 	}
 	new_rs->await_peer = new_rs->msg_send;
-	rs_set_conn_params(new_rs, &peer);
+	rs_set_conn_params(new_rs, peer);
 	rs_get_conn_params(new_rs, &mine);
 	rs_conn_encode(&data, &mine);
 	memset(&param, 0, sizeof(param));
@@ -440,6 +441,32 @@ err : {
 	rs_put(new_rs);
 	return cma_err(err);
 }
+}
+
+int rs_accept_one(struct rsocket *rs, bool nonblock)
+{
+	struct rdma_event_channel *ch;
+	struct rs_conn_params peer;
+	struct rdma_cm_id *id;
+
+	if (rs_handoff_shared(rs))
+		return rs_handoff_accept(rs, nonblock);
+	if (rs_get_request(rs, nonblock, &id, &peer)) {
+		/* Shared by a fork while it waited: the queue has it now. */
+		if (errno == EAGAIN && rs_handoff_shared(rs))
+			return rs_handoff_accept(rs, nonblock);
+		return -1;
+	}
+	ch = rs_cm_channel();
+	if (!ch || rdma_migrate_id(id, ch)) {
+		int err = errno;
+
+		rs_reject(id);
+		if (ch)
+			rdma_destroy_event_channel(ch);
+		return cma_err(err);
+	}
+	return rs_accept_id(rs, id, ch, &peer);
 }
 
 /*

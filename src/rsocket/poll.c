@@ -25,13 +25,20 @@
 #include "rs.h"
 #include "util/fd_high.h"
 
+/* A listener's next request waits: on its channel, or its shared queue. */
+static bool rs_listen_ready(struct rsocket *rs)
+{
+	return rs_handoff_shared(rs) ? rs_handoff_ready(rs)
+				     : rs_cm_event_ready(rs);
+}
+
 static short rs_stream_revents(struct rsocket *rs, short events)
 {
 	short revents = 0;
 
 	if (rs_state(rs) == RS_LISTENING)
 		return (events & POLLIN) && (rs_acceptq_ready(rs) ||
-					     rs_cm_event_ready(rs))
+					     rs_listen_ready(rs))
 			       ? POLLIN
 			       : 0;
 	if (rs_state(rs) & RS_OPENING) {
@@ -194,6 +201,8 @@ static int rs_sleep_fd(struct rsocket *rs)
 		pthread_mutex_unlock(&rs->lock);
 		return rs->comp_channel->fd;
 	}
+	if (rs_state(rs) == RS_LISTENING && rs_handoff_shared(rs))
+		return rs_handoff_sleep_fd(rs);
 	if (rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING)
 		return rs->channel->fd;
 	return -1;

@@ -104,6 +104,7 @@ struct rs_iomap_mr {
 
 struct ds_qp;
 struct ds_dest;
+struct rs_handoff;
 
 /* Adaptive polling (spin.c): what a waiter has learnt, in microseconds. */
 struct rs_spin {
@@ -252,6 +253,11 @@ struct rsocket {
 			 */
 			struct rsocket *listen_next;
 			bool listen_added;
+			/*
+			 * Shared with forked children (handoff.c): set once,
+			 * by the first fork after rlisten (atomic).
+			 */
+			struct rs_handoff *handoff;
 			int *acceptq;
 			uint32_t acceptq_n, acceptq_cap;
 			uint32_t accept_waiters;
@@ -389,6 +395,39 @@ bool rs_cm_event_ready(struct rsocket *rs);
 void rs_stream_free(struct rsocket *rs);
 /* Take the next connection request off listener @rs: the new socket. */
 int rs_accept_one(struct rsocket *rs, bool nonblock);
+
+/* A private, non-blocking CM channel, as every stream rsocket has. */
+struct rdma_event_channel *rs_cm_channel(void);
+/*
+ * Answer the request whose id (@id, already on its own channel @ch) a
+ * listener took: the new socket's number, or -1/errno (the request is
+ * refused and everything freed).
+ */
+int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
+		 struct rdma_event_channel *ch,
+		 const struct rs_conn_params *peer);
+
+/* --- handoff.c: listeners shared by fork() ---------------------------------- */
+
+/* rlisten: the listener is shared with the children of the next fork. */
+void rs_handoff_listen(struct rsocket *l);
+/* Whether @l is shared (its accepts then go through handoff.c). */
+static inline bool rs_handoff_shared(struct rsocket *l)
+{
+	return __atomic_load_n(&l->handoff, __ATOMIC_ACQUIRE) != NULL;
+}
+/* raccept on a shared listener: the new socket's number, or -1/errno. */
+int rs_handoff_accept(struct rsocket *l, bool nonblock);
+/* rpoll: is an accept ready; and the fd to sleep on until it may be. */
+bool rs_handoff_ready(struct rsocket *l);
+int rs_handoff_sleep_fd(struct rsocket *l);
+/* rclose: the listener is never shared again nor relayed from here. */
+void rs_handoff_close(struct rsocket *l);
+/*
+ * On free: gives up this process's part of a shared listener (its kernel
+ * id and channels included).  False if @l was never shared.
+ */
+bool rs_handoff_free(struct rsocket *l);
 
 /* --- selfconn.c: one thread connecting to its own listener --------------- */
 

@@ -148,6 +148,8 @@ CMA_EXPORT int rclose(int socket)
 		return -1;
 	if (rs_close_begin(rs))
 		return (int)rs_done(rs, -1);
+	if (rs->type == SOCK_STREAM && rs_state(rs) == RS_LISTENING)
+		rs_handoff_close(rs);
 	/* A datagram socket lets its last sends leave when it is freed. */
 	if (rs->type == SOCK_STREAM && (rs_state(rs) & RS_CONNECTED))
 		rs_stream_shutdown(rs, SHUT_RDWR);

@@ -18,6 +18,8 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cm/cma.h"
 #include "cm/test_hooks.h"
@@ -103,6 +105,8 @@ static uint32_t carry_request(void)
 	struct rdma_ucm_event_resp *r;
 	uint32_t child;
 
+	/* Filled before anyone may read it (a shared listener's relay). */
+	fake_ucma_hold();
 	r = fake_ucma_conn_req(kid_of_socket(server), &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, c->conn_param.private_data,
@@ -110,6 +114,7 @@ static uint32_t carry_request(void)
 	r->param.conn.private_data_len = c->conn_param.private_data_len;
 	r->param.conn.responder_resources = 1;
 	r->param.conn.initiator_depth = 1;
+	fake_ucma_release();
 	return child;
 }
 
@@ -343,6 +348,185 @@ START_TEST(the_listener_is_never_served)
 }
 END_TEST
 
+/* --- a listener shared by fork (src/rsocket/handoff.c) ------------------- */
+
+/* Share the listener as a fork does: a child that leaves at once. */
+static void fork_and_reap(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+
+/* The relay thread queues what arrives: wait (bounded) until it did. */
+static bool listener_ready(int ms)
+{
+	struct pollfd pfd = {.fd = server, .events = POLLIN};
+
+	return rpoll(&pfd, 1, ms) == 1;
+}
+
+START_TEST(a_forked_listener_accepts_through_its_queue)
+{
+	uint32_t child;
+	char buf[8];
+	int s;
+
+	fork_and_reap();
+	resolve_client();
+	child = carry_request();
+	ck_assert(listener_ready(5000));
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	/* The request's kernel id moved to the new socket's own channel. */
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID), 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_MIGRATE_ID)->handle,
+			  child);
+	ck_assert_int_eq(fake_ucma_kid(child)->fd, s);
+	carry_accept(child);
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	ck_assert_int_eq(start_connect(), 0);
+	ck_assert_int_eq(rsend(client, "ping", 4, 0), 4);
+	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), 0), 4);
+	ck_assert_mem_eq(buf, "ping", 4);
+	ck_assert_int_eq(rclose(s), 0);
+}
+END_TEST
+
+START_TEST(the_relay_refuses_a_foreign_request)
+{
+	struct rdma_ucm_event_resp *r;
+	uint32_t child;
+	int i;
+
+	fork_and_reap();
+	fake_ucma_hold();
+	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, "not an rsocket", 14);
+	r->param.conn.private_data_len = 14;
+	fake_ucma_release();
+	for (i = 0; i < 500 && !fake_ucma_count(RDMA_USER_CM_CMD_REJECT); i++)
+		usleep(10000);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 1);
+	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_REJECT)->handle,
+			  child);
+	ck_assert(!listener_ready(0));
+}
+END_TEST
+
+/*
+ * In a child (its own copy of the fake kernel): a request arrives on the
+ * listener, which the child must be the relay of by now; accept it.
+ * 0 if all went as it should, else the step that failed.
+ */
+static int child_accepts_as_relay(void)
+{
+	uint32_t kid;
+	int i, s = -1;
+
+	resolve_client();
+	kid = carry_request();
+	/* Ready may mean "the relay went": the accept then takes over. */
+	for (i = 0; i < 50 && s < 0; i++) {
+		listener_ready(100);
+		s = raccept(server, NULL, NULL);
+		if (s < 0 && errno != EAGAIN)
+			return 11;
+	}
+	if (s < 0)
+		return 10;
+	if (fake_ucma_kid(kid)->fd != s)
+		return 12;
+	return 0;
+}
+
+/* In a child: accept until this process has taken the listener over. */
+static bool wait_for_takeover(void)
+{
+	int i;
+
+	for (i = 0; i < 5000; i++) {
+		if (fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID))
+			return true;
+		raccept(server, NULL, NULL);
+		usleep(1000);
+	}
+	return false;
+}
+
+/* The child's result through a pipe: it may be a grandchild. */
+static int child_result(int fd)
+{
+	char r = 99;
+
+	ck_assert_int_eq(read(fd, &r, 1), 1);
+	return r;
+}
+
+START_TEST(a_child_takes_over_when_the_relay_closes_the_listener)
+{
+	int p[2];
+	pid_t pid;
+	char r;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		/* Until the parent's close resigns, nothing to take. */
+		r = wait_for_takeover() ? (char)child_accepts_as_relay() : 9;
+		if (!r && fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID) != 2)
+			r = 13; /* the listener's, then the request's */
+		if (write(p[1], &r, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(rclose(server), 0);
+	server = -1;
+	/* The parent's close gave the kernel id up: it was not destroyed. */
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_DESTROY_ID), 0);
+	ck_assert_int_eq(child_result(p[0]), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+END_TEST
+
+#ifndef __SANITIZE_THREAD__
+START_TEST(a_grandchild_takes_over_when_the_relay_exits)
+{
+	int p[2];
+	pid_t pid;
+	char r;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		/* The child becomes the relay (the parent resigns)... */
+		if (!wait_for_takeover())
+			_exit(1);
+		/* ...then forks and leaves without a word. */
+		if (fork() == 0) {
+			r = (char)child_accepts_as_relay();
+			if (write(p[1], &r, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(rclose(server), 0);
+	server = -1;
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	ck_assert_int_eq(child_result(p[0]), 0);
+}
+END_TEST
+#endif
+
 Suite *rsocket_conn_suite(void)
 {
 	Suite *s = suite_create("rsocket_conn");
@@ -358,6 +542,21 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
 	tcase_add_test(tc, the_listener_is_never_served);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("shared by fork");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, a_forked_listener_accepts_through_its_queue);
+	tcase_add_test(tc, the_relay_refuses_a_foreign_request);
+	tcase_add_test(tc,
+		       a_child_takes_over_when_the_relay_closes_the_listener);
+#ifndef __SANITIZE_THREAD__
+	/*
+	 * Its child forks with the relay thread running and the grandchild
+	 * starts one: ThreadSanitizer supports no thread after such a fork.
+	 */
+	tcase_add_test(tc, a_grandchild_takes_over_when_the_relay_exits);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
