@@ -10,10 +10,13 @@
  *
  * After fork the child inherits the table, but not the RDMA resources
  * behind it in any usable way: the CM ids, QPs and rings are the
- * parent's.  So an rsocket belongs to the process that made it; in any
- * other the descriptor is a plain (unconnected) kernel socket, and its
- * close() frees the child's copy of the bookkeeping without rclose, which
- * would disconnect and destroy the parent's connection.
+ * parent's.  So a connected rsocket belongs to the process that made it;
+ * in any other the descriptor is a plain (unconnected) kernel socket, and
+ * its close() frees the child's copy of the bookkeeping without rclose,
+ * which would disconnect and destroy the parent's connection.  Listeners
+ * are the exception: the rsocket library shares them with the children
+ * of a fork (each accepts in its own right, and rclose gives up only its
+ * own part), so they stay rsockets in every process.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -55,7 +58,7 @@ struct rsp_file *rsp_get(int fd)
 		return NULL;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	return f && f->owner == rsp_pid ? f : NULL;
+	return f && (f->owner == rsp_pid || f->shared) ? f : NULL;
 }
 
 bool rsp_any(void)
@@ -78,7 +81,7 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 static void put(struct rsp_file *f)
 {
 	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		if (f->owner == rsp_pid) {
+		if (f->owner == rsp_pid || f->shared) {
 			rsp_log("rsocket %d closed", f->rs);
 			rclose(f->rs);
 		} else {

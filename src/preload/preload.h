@@ -134,6 +134,11 @@ bool rsp_port_wanted(const struct sockaddr *sa, socklen_t len);
 struct rsp_file {
 	int rs; /* the rsocket */
 	int owner; /* the process that made it: only it may use or close it */
+	/*
+	 * A listener: every process holding the descriptor may accept on
+	 * it and close its own part (src/rsocket/handoff.c), as on TCP.
+	 */
+	bool shared;
 	int refs; /* descriptors mapped to it (dup), atomic */
 	int domain;
 	bool dgram; /* a UDP socket over a datagram rsocket */

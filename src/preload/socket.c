@@ -148,6 +148,8 @@ RSP_EXPORT int listen(int fd, int backlog)
 	}
 	if (rlisten(f->rs, backlog))
 		return -1;
+	/* Forked children accept on it too (fdtab.c). */
+	__atomic_store_n(&f->shared, true, __ATOMIC_RELEASE);
 	rsp_log("fd %d: listening on rsocket %d", fd, f->rs);
 	return 0;
 }

@@ -26,26 +26,10 @@
 
 #include <rdma/rsocket.h>
 
+#include "rs_api.h"
+
 #define LEN 65536
 #define ALARM_S 60
-
-struct api {
-	int (*socket)(int, int, int);
-	int (*bind)(int, const struct sockaddr *, socklen_t);
-	int (*listen)(int, int);
-	int (*accept)(int, struct sockaddr *, socklen_t *);
-	int (*connect)(int, const struct sockaddr *, socklen_t);
-	int (*getsockname)(int, struct sockaddr *, socklen_t *);
-	ssize_t (*send)(int, const void *, size_t, int);
-	ssize_t (*recv)(int, void *, size_t, int);
-	int (*close)(int);
-};
-
-static const struct api rs_api = {rsocket, rbind,    rlisten,
-				  raccept, rconnect, rgetsockname,
-				  rsend,   rrecv,    rclose};
-static const struct api os_api = {socket,      bind, listen, accept, connect,
-				  getsockname, send, recv,   close};
 
 static const char *mode = "?";
 

@@ -17,6 +17,7 @@
 #    Debian's side under a test shim that works around that
 #    (interop-selfah, tests/system/roce_self_ah.c).
 # 5. selfconnect/*: one thread connects to its own listener (below).
+# 6. fork-listen/*: children of a fork accept on their parent's listener.
 #
 # Prints "PASS name" / "FAIL name" / "SKIP name: why" per test and
 # "N passed, N failed".
@@ -361,6 +362,30 @@ selfconnect selfconnect/ours "$ours" rsocket
 selfconnect selfconnect/debian "" rsocket
 selfconnect selfconnect/preload "$ours" socket \
 	"$BUILD/src/preload/.libs/librspreload.so"
+
+# 6. A listener made before fork() and accepted on by the children
+# (tests/system/rs_fork_listen): several at once, blocking or in poll(),
+# after the maker exited or closed its copy; rsocket calls on our library
+# and socket calls under librspreload.so.
+fork_listen() {
+	local mode=$1 how=$2 name="fork-listen/$1/$2" pre= out rc
+	wanted "$name" || return 0
+	[ "$mode" = socket ] && pre="$BUILD/src/preload/.libs/librspreload.so"
+	out=$(LD_LIBRARY_PATH="$ours" LD_PRELOAD="$pre" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		timeout 200 "$BUILD/tests/system/rs_fork_listen" "$mode" "$A1" \
+		"$how" 2>&1)
+	rc=$?
+	if [ $rc = 0 ]; then
+		pass "$name" "$(sed -n 's/^PASS [^:]*: //p' <<<"$out")"
+	else
+		fail "$name" "exit $rc: $out"
+	fi
+}
+for how in workers poll maker-exits maker-closes; do
+	fork_listen rsocket $how
+	fork_listen socket $how
+done
 
 if [ "$TRANSPORT" = iwarp ]; then
 	for t in rudping udpong; do
