@@ -97,16 +97,17 @@ static void resolve_client(void)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
 }
 
-/* The client's CONNECT arrives at the listener; the request's handle. */
-static uint32_t carry_request(void)
+/*
+ * The client's last CONNECT arrives at the listener (events held back, so
+ * that nobody reads it half filled); the request's handle.
+ */
+static uint32_t carry_request_held(void)
 {
 	const struct rdma_ucm_connect *c =
 		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
 	struct rdma_ucm_event_resp *r;
 	uint32_t child;
 
-	/* Filled before anyone may read it (a shared listener's relay). */
-	fake_ucma_hold();
 	r = fake_ucma_conn_req(kid_of_socket(server), &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, c->conn_param.private_data,
@@ -114,6 +115,16 @@ static uint32_t carry_request(void)
 	r->param.conn.private_data_len = c->conn_param.private_data_len;
 	r->param.conn.responder_resources = 1;
 	r->param.conn.initiator_depth = 1;
+	return child;
+}
+
+/* The same, read at once (by a shared listener's relay thread, say). */
+static uint32_t carry_request(void)
+{
+	uint32_t child;
+
+	fake_ucma_hold();
+	child = carry_request_held();
 	fake_ucma_release();
 	return child;
 }
@@ -419,6 +430,59 @@ START_TEST(the_relay_refuses_a_foreign_request)
 END_TEST
 
 /*
+ * Two requests wait (held back) while two children are forked: each
+ * child's copy of the fake kernel knows both kernel ids, as the real one
+ * would.  Then the relay queues them and each child accepts one: two
+ * processes accepting from one listener at once, neither getting both.
+ */
+START_TEST(two_children_each_accept_one_request)
+{
+	uint32_t kid[2];
+	int p[2], i, c;
+	pid_t pid[2];
+	uint32_t got[2];
+
+	fork_and_reap(); /* the relay runs in this process from now on */
+	ck_assert_int_eq(pipe(p), 0);
+	resolve_client(); /* its CONNECT's data, sent twice */
+	fake_ucma_hold();
+	for (i = 0; i < 2; i++)
+		kid[i] = carry_request_held();
+	for (c = 0; c < 2; c++) {
+		pid[c] = fork();
+		ck_assert_int_ge(pid[c], 0);
+		if (!pid[c]) {
+			struct rsocket *rs;
+			uint32_t mine = 0;
+			int s = -1;
+
+			for (i = 0; i < 500 && s < 0; i++) {
+				listener_ready(10);
+				s = raccept(server, NULL, NULL);
+			}
+			rs = s >= 0 ? rs_get(s) : NULL;
+			if (rs)
+				mine = fake_ucma_kid_of(rs->cm_id)->handle;
+			if (write(p[1], &mine, sizeof(mine)) != sizeof(mine))
+				_exit(1);
+			_exit(0);
+		}
+	}
+	close(p[1]);
+	fake_ucma_release();
+	for (c = 0; c < 2; c++) {
+		ck_assert_int_eq(read(p[0], &got[c], sizeof(got[c])),
+				 sizeof(got[c]));
+		ck_assert_int_eq(waitpid(pid[c], NULL, 0), pid[c]);
+	}
+	ck_assert(got[0] == kid[0] || got[0] == kid[1]);
+	ck_assert(got[1] == kid[0] || got[1] == kid[1]);
+	ck_assert_uint_ne(got[0], got[1]);
+	close(p[0]);
+}
+END_TEST
+
+/*
  * In a child (its own copy of the fake kernel): a request arrives on the
  * listener, which the child must be the relay of by now; accept it.
  * 0 if all went as it should, else the step that failed.
@@ -548,6 +612,7 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, a_forked_listener_accepts_through_its_queue);
 	tcase_add_test(tc, the_relay_refuses_a_foreign_request);
+	tcase_add_test(tc, two_children_each_accept_one_request);
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
 #ifndef __SANITIZE_THREAD__
