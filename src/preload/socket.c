@@ -100,6 +100,14 @@ static bool not_rdma(int err)
 	       err != EISCONN && err != EALREADY;
 }
 
+static bool reuses_port(struct rsp_file *f)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return !rgetsockopt(f->rs, SOL_SOCKET, SO_REUSEPORT, &on, &len) && on;
+}
+
 RSP_EXPORT int bind(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	struct rsp_file *f;
@@ -125,6 +133,15 @@ RSP_EXPORT int bind(int fd, const struct sockaddr *sa, socklen_t len)
 			f->bound_len = len;
 		}
 		return 0;
+	}
+	/*
+	 * SO_REUSEPORT sockets of one process share its RDMA listener
+	 * (rsocket(7)); one of another process cannot, and serves on TCP.
+	 */
+	if (errno == EADDRINUSE && reuses_port(f)) {
+		if (rsp_fall_back(fd, f, "address listened on elsewhere"))
+			return -1;
+		return rsp_real.bind(fd, sa, len);
 	}
 	if (!not_rdma(errno))
 		return -1;
@@ -438,9 +455,12 @@ RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 	if (!rsetsockopt(f->rs, level, name, val, len)) {
 		/*
 		 * UDP: the kernel socket takes it too, so a socket that falls
-		 * back later (dgram.c) keeps SO_REUSEADDR and the like.
+		 * back later (dgram.c) keeps SO_REUSEADDR and the like; so does
+		 * a stream socket's SO_REUSEPORT (bind falls back with it).
 		 */
-		if (f->dgram && rsp_real.setsockopt(fd, level, name, val, len))
+		if ((f->dgram ||
+		     (level == SOL_SOCKET && name == SO_REUSEPORT)) &&
+		    rsp_real.setsockopt(fd, level, name, val, len))
 			rsp_log("fd %d: option %d/%d not kept for a fallback",
 				fd, level, name);
 		return 0;

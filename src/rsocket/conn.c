@@ -62,6 +62,12 @@ void rs_stream_free(struct rsocket *rs)
 	rs_listener_remove(rs);
 	rs_ka_stop(rs);
 	rs_free_iomaps(rs);
+	if (rs->reuse_of) {
+		__atomic_sub_fetch(&rs->reuse_of->reuse_members, 1,
+				   __ATOMIC_ACQ_REL);
+		rs_put(rs->reuse_of);
+		rs->reuse_of = NULL;
+	}
 	if (rs_handoff_free(rs))
 		return; /* a shared listener: other processes keep its id */
 	if (rs->cm_id) {
@@ -117,8 +123,11 @@ int rs_stream_bind(struct rsocket *rs, const struct sockaddr *addr,
 		return cma_err(EINVAL);
 	if (rs_state(rs) != RS_INIT)
 		return cma_err(EINVAL);
-	if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
-		return -1;
+	if (!(rs->so_opts & (1ULL << SO_REUSEPORT)) ||
+	    !rs_handoff_join(rs, addr)) {
+		if (rdma_bind_addr(rs->cm_id, (struct sockaddr *)addr))
+			return -1;
+	}
 	rs_set_state(rs, RS_BOUND);
 	return 0;
 }
@@ -129,6 +138,10 @@ int rs_stream_listen(struct rsocket *rs, int backlog)
 		return 0;
 	if (rs_state(rs) != RS_BOUND && rs_state(rs) != RS_INIT)
 		return cma_err(EINVAL);
+	if (rs->reuse_of) { /* its listener listens for it */
+		rs_set_state(rs, RS_LISTENING);
+		return 0;
+	}
 	/*
 	 * rsockets never speak p2p: their listener holds nothing, so its
 	 * channel is never served (src/cm/channel.c) and accept pays no hop.
@@ -449,6 +462,8 @@ int rs_accept_one(struct rsocket *rs, bool nonblock)
 	struct rs_conn_params peer;
 	struct rdma_cm_id *id;
 
+	if (rs->reuse_of)
+		return rs_handoff_accept(rs->reuse_of, nonblock);
 	if (rs_handoff_shared(rs))
 		return rs_handoff_accept(rs, nonblock);
 	if (rs_get_request(rs, nonblock, &id, &peer)) {

@@ -325,7 +325,8 @@ static void rs_handoff_child(void)
 	struct rs_handoff *h;
 	int i;
 
-	pthread_mutex_unlock(&lock); /* the forking thread's, taken in prepare */
+	pthread_mutex_unlock(
+		&lock); /* the forking thread's, taken in prepare */
 	relay_running = false;
 	if (relay_bell >= 0)
 		close(relay_bell);
@@ -369,6 +370,66 @@ void rs_handoff_listen(struct rsocket *l)
 	}
 	listeners[nlisteners++] = l;
 	pthread_mutex_unlock(&lock);
+}
+
+/* --- SO_REUSEPORT ---------------------------------------------------------- */
+
+static bool rs_same_addr(const struct sockaddr *a, const struct sockaddr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return a4->sin_port == b4->sin_port &&
+		       a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return a6->sin6_port == b6->sin6_port &&
+		       !memcmp(&a6->sin6_addr, &b6->sin6_addr,
+			       sizeof(a6->sin6_addr));
+	return false;
+}
+
+/*
+ * TCP lets sockets that all set SO_REUSEPORT listen on one address, each
+ * getting some of its connections; rdma_cm has one listener per address.
+ * So a socket bound where a listener of this process (with SO_REUSEPORT)
+ * listens joins it: it accepts from the listener's queue, which is made
+ * now rather than at the next fork.  nginx's "reuseport" makes one such
+ * socket per worker before it forks them.
+ */
+bool rs_handoff_join(struct rsocket *rs, const struct sockaddr *addr)
+{
+	struct rsocket *l = NULL;
+	int i;
+
+	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
+		return false;
+	pthread_once(&once, rs_handoff_init);
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nlisteners && !l; i++)
+		if ((listeners[i]->so_opts & (1ULL << SO_REUSEPORT)) &&
+		    rs_same_addr(rdma_get_local_addr(listeners[i]->cm_id),
+				 addr))
+			l = listeners[i];
+	if (l && !l->handoff)
+		__atomic_store_n(&l->handoff, rs_handoff_make(),
+				 __ATOMIC_RELEASE);
+	if (l && l->handoff && !l->handoff->relayed &&
+	    rs_handoff_relay_pid(l->handoff) == (int)getpid())
+		rs_handoff_relay_start_locked(l);
+	if (!l || !l->handoff ||
+	    (!l->handoff->relayed &&
+	     rs_handoff_relay_pid(l->handoff) == (int)getpid())) {
+		pthread_mutex_unlock(&lock);
+		return false;
+	}
+	rs_ref(l);
+	__atomic_add_fetch(&l->reuse_members, 1, __ATOMIC_ACQ_REL);
+	rs->reuse_of = l;
+	pthread_mutex_unlock(&lock);
+	return true;
 }
 
 /* --- accepting ------------------------------------------------------------ */

@@ -108,6 +108,10 @@ static int rs_set_sol_socket(struct rsocket *rs, int optname, int val,
 	case SO_OOBINLINE:
 	case SO_BROADCAST: /* no broadcast on a connection: kept, as TCP does */
 		break;
+	case SO_REUSEPORT: /* listeners on one address share (handoff.c) */
+		if (rs->type != SOCK_STREAM)
+			return cma_err(ENOTSUP);
+		break;
 	default:
 		return cma_err(ENOTSUP);
 	}
@@ -522,6 +526,7 @@ static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 	case SOL_SOCKET:
 		switch (optname) {
 		case SO_REUSEADDR:
+		case SO_REUSEPORT:
 		case SO_KEEPALIVE:
 		case SO_OOBINLINE:
 		case SO_BROADCAST:

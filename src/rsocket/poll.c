@@ -28,8 +28,10 @@
 /* A listener's next request waits: on its channel, or its shared queue. */
 static bool rs_listen_ready(struct rsocket *rs)
 {
-	return rs_handoff_shared(rs) ? rs_handoff_ready(rs)
-				     : rs_cm_event_ready(rs);
+	struct rsocket *l = rs_listen_target(rs);
+
+	return rs_handoff_shared(l) ? rs_handoff_ready(l)
+				    : rs_cm_event_ready(l);
 }
 
 static short rs_stream_revents(struct rsocket *rs, short events)
@@ -201,8 +203,9 @@ static int rs_sleep_fd(struct rsocket *rs)
 		pthread_mutex_unlock(&rs->lock);
 		return rs->comp_channel->fd;
 	}
-	if (rs_state(rs) == RS_LISTENING && rs_handoff_shared(rs))
-		return rs_handoff_sleep_fd(rs);
+	if (rs_state(rs) == RS_LISTENING &&
+	    rs_handoff_shared(rs_listen_target(rs)))
+		return rs_handoff_sleep_fd(rs_listen_target(rs));
 	if (rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING)
 		return rs->channel->fd;
 	return -1;

@@ -258,6 +258,14 @@ struct rsocket {
 			 * by the first fork after rlisten (atomic).
 			 */
 			struct rs_handoff *handoff;
+			/*
+			 * SO_REUSEPORT: a socket bound to the address of a
+			 * listener of this process holds a reference to it and
+			 * accepts from its queue (handoff.c); the listener
+			 * counts such members (atomic).
+			 */
+			struct rsocket *reuse_of;
+			int reuse_members;
 			int *acceptq;
 			uint32_t acceptq_n, acceptq_cap;
 			uint32_t accept_waiters;
@@ -415,6 +423,16 @@ void rs_handoff_listen(struct rsocket *l);
 static inline bool rs_handoff_shared(struct rsocket *l)
 {
 	return __atomic_load_n(&l->handoff, __ATOMIC_ACQUIRE) != NULL;
+}
+/*
+ * rbind with SO_REUSEPORT: joins @rs to a listener of this process on the
+ * same address, shared from now on.  False if there is none.
+ */
+bool rs_handoff_join(struct rsocket *rs, const struct sockaddr *addr);
+/* The listener whose requests @rs accepts: its own, or the one it joined. */
+static inline struct rsocket *rs_listen_target(struct rsocket *rs)
+{
+	return rs->reuse_of ? rs->reuse_of : rs;
 }
 /* raccept on a shared listener: the new socket's number, or -1/errno. */
 int rs_handoff_accept(struct rsocket *l, bool nonblock);

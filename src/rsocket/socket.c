@@ -148,7 +148,9 @@ CMA_EXPORT int rclose(int socket)
 		return -1;
 	if (rs_close_begin(rs))
 		return (int)rs_done(rs, -1);
-	if (rs->type == SOCK_STREAM && rs_state(rs) == RS_LISTENING)
+	/* Sockets that joined it (SO_REUSEPORT) still accept its requests. */
+	if (rs->type == SOCK_STREAM && rs_state(rs) == RS_LISTENING &&
+	    !__atomic_load_n(&rs->reuse_members, __ATOMIC_ACQUIRE))
 		rs_handoff_close(rs);
 	/* A datagram socket lets its last sends leave when it is freed. */
 	if (rs->type == SOCK_STREAM && (rs_state(rs) & RS_CONNECTED))
@@ -359,6 +361,8 @@ CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 	if (rs->type == SOCK_DGRAM)
 		return (int)rs_done(rs,
 				    getsockname(rs->udp_sock, addr, addrlen));
-	return (int)rs_done(rs, rs_copy_addr(addr, addrlen,
-					     rdma_get_local_addr(rs->cm_id)));
+	return (int)rs_done(
+		rs,
+		rs_copy_addr(addr, addrlen,
+			     rdma_get_local_addr(rs_listen_target(rs)->cm_id)));
 }

@@ -25,13 +25,16 @@ struct api {
 	int (*close)(int);
 	int (*poll)(struct pollfd *, nfds_t, int);
 	int (*fcntl)(int, int, ...);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
 };
 
-static const struct api rs_api = {rsocket,  rbind,	  rlisten, raccept,
-				  rconnect, rgetsockname, rsend,   rrecv,
-				  rclose,   rpoll,	  rfcntl};
-static const struct api os_api = {socket,  bind,	listen, accept,
-				  connect, getsockname, send,	recv,
-				  close,   poll,	fcntl};
+static const struct api rs_api = {
+	rsocket, rbind, rlisten, raccept, rconnect, rgetsockname,
+	rsend,	 rrecv, rclose,	 rpoll,	  rfcntl,   rsetsockopt,
+};
+static const struct api os_api = {
+	socket, bind, listen, accept, connect, getsockname,
+	send,	recv, close,  poll,   fcntl,   setsockopt,
+};
 
 #endif /* RS_API_H */

@@ -18,6 +18,9 @@
  *                 poll() and then accepting (EAGAIN: another won)
  *   maker-exits   2 workers; the maker exits before the first connect
  *   maker-closes  2 workers; the maker closes its listener and stays
+ *   reuseport     3 workers, each with a listener of its own on the one
+ *                 address (SO_REUSEPORT, all made by the maker, as nginx's
+ *                 "reuseport" does)
  *
  * "rsocket" uses the rsocket calls, "socket" the socket calls (for
  * running under librspreload.so).  Prints PASS or FAIL and exits 0/1; an
@@ -99,26 +102,43 @@ static void worker(int l, unsigned char me, bool use_poll)
 	}
 }
 
+/* A listener on @sin (SO_REUSEPORT if asked); its address in @bound. */
+static int listener(const struct sockaddr_in *sin, bool reuseport,
+		    struct sockaddr_in *bound)
+{
+	socklen_t len = sizeof(*bound);
+	int l, one = 1;
+
+	l = a->socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 ||
+	    (reuseport &&
+	     a->setsockopt(l, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) ||
+	    a->bind(l, (struct sockaddr *)sin, sizeof(*sin)) ||
+	    a->listen(l, 16) ||
+	    a->getsockname(l, (struct sockaddr *)bound, &len))
+		_exit(fail("listen"));
+	return l;
+}
+
 /* The maker: listen, name the port, fork the workers, then as told. */
 static void maker(const struct sockaddr_in *sin, int workers, int report,
 		  const char *how)
 {
-	struct sockaddr_in bound = *sin;
-	socklen_t len = sizeof(bound);
-	int l, i;
+	bool reuseport = !strcmp(how, "reuseport");
+	struct sockaddr_in bound;
+	int l[MAX_WORKERS], i;
 
-	l = a->socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || a->bind(l, (struct sockaddr *)sin, sizeof(*sin)) ||
-	    a->listen(l, 16) ||
-	    a->getsockname(l, (struct sockaddr *)&bound, &len))
-		_exit(fail("listen"));
+	l[0] = listener(sin, reuseport, &bound);
+	for (i = 1; i < workers; i++)
+		l[i] = reuseport ? listener(&bound, true, &bound) : l[0];
 	if (!strcmp(how, "poll") &&
-	    a->fcntl(l, F_SETFL, a->fcntl(l, F_GETFL, 0) | O_NONBLOCK))
+	    a->fcntl(l[0], F_SETFL, a->fcntl(l[0], F_GETFL, 0) | O_NONBLOCK))
 		_exit(fail("O_NONBLOCK"));
 	for (i = 0; i < workers; i++)
 		if (fork() == 0)
-			worker(l, (unsigned char)(i + 1), !strcmp(how, "poll"));
-	if (!strcmp(how, "maker-closes") && a->close(l))
+			worker(l[i], (unsigned char)(i + 1),
+			       !strcmp(how, "poll"));
+	if (!strcmp(how, "maker-closes") && a->close(l[0]))
 		_exit(fail("close"));
 	if (write(report, &bound.sin_port, sizeof(bound.sin_port)) < 0)
 		_exit(1);

@@ -382,7 +382,7 @@ fork_listen() {
 		fail "$name" "exit $rc: $out"
 	fi
 }
-for how in workers poll maker-exits maker-closes; do
+for how in workers poll maker-exits maker-closes reuseport; do
 	fork_listen rsocket $how
 	fork_listen socket $how
 done

@@ -98,17 +98,18 @@ static void resolve_client(void)
 }
 
 /*
- * The client's last CONNECT arrives at the listener (events held back, so
- * that nobody reads it half filled); the request's handle.
+ * The client's last CONNECT arrives at the listener whose kernel id is
+ * @listen_kid (events held back, so that nobody reads it half filled);
+ * the request's handle.
  */
-static uint32_t carry_request_held(void)
+static uint32_t carry_request_to(uint32_t listen_kid)
 {
 	const struct rdma_ucm_connect *c =
 		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
 	struct rdma_ucm_event_resp *r;
 	uint32_t child;
 
-	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	r = fake_ucma_conn_req(listen_kid, &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, c->conn_param.private_data,
 	       c->conn_param.private_data_len);
@@ -124,7 +125,7 @@ static uint32_t carry_request(void)
 	uint32_t child;
 
 	fake_ucma_hold();
-	child = carry_request_held();
+	child = carry_request_to(kid_of_socket(server));
 	fake_ucma_release();
 	return child;
 }
@@ -447,7 +448,7 @@ START_TEST(two_children_each_accept_one_request)
 	resolve_client(); /* its CONNECT's data, sent twice */
 	fake_ucma_hold();
 	for (i = 0; i < 2; i++)
-		kid[i] = carry_request_held();
+		kid[i] = carry_request_to(kid_of_socket(server));
 	for (c = 0; c < 2; c++) {
 		pid[c] = fork();
 		ck_assert_int_ge(pid[c], 0);
@@ -479,6 +480,64 @@ START_TEST(two_children_each_accept_one_request)
 	ck_assert(got[1] == kid[0] || got[1] == kid[1]);
 	ck_assert_uint_ne(got[0], got[1]);
 	close(p[0]);
+}
+END_TEST
+
+/* A stream rsocket with SO_REUSEPORT, bound to @addr and listening. */
+static int reuseport_listener(const struct sockaddr_in *addr)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(
+		rsetsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+	ck_assert_int_eq(rbind(s, (const struct sockaddr *)addr, sizeof(*addr)),
+			 0);
+	ck_assert_int_eq(rlisten(s, 4), 0);
+	return s;
+}
+
+/* One request to kernel id @l, accepted on @on (polled, bounded). */
+static void accept_one_on(uint32_t l, int on)
+{
+	struct pollfd pfd = {.fd = on, .events = POLLIN};
+	uint32_t kid;
+	int s;
+
+	fake_ucma_hold();
+	kid = carry_request_to(l);
+	fake_ucma_release();
+	ck_assert_int_eq(rpoll(&pfd, 1, 5000), 1);
+	s = raccept(on, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(fake_ucma_kid(kid)->fd, s);
+	ck_assert_int_eq(rclose(s), 0);
+}
+
+/*
+ * SO_REUSEPORT: the second socket bound to the address joins the first
+ * one's listener (one kernel listener, as rdma_cm allows), accepts from
+ * its queue, and keeps accepting once the first is closed, as on TCP.
+ */
+START_TEST(reuseport_sockets_share_one_listener)
+{
+	struct sockaddr_in addr = unit_ipv4("192.0.2.2", 7472), got;
+	socklen_t len = sizeof(got);
+	int a, b, binds;
+	uint32_t kid;
+
+	a = reuseport_listener(&addr);
+	kid = kid_of_socket(a);
+	binds = fake_ucma_count(RDMA_USER_CM_CMD_BIND);
+	b = reuseport_listener(&addr);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_BIND), binds);
+	ck_assert_int_eq(rgetsockname(b, (struct sockaddr *)&got, &len), 0);
+	ck_assert_uint_eq(got.sin_port, addr.sin_port);
+	resolve_client();
+	accept_one_on(kid, b);
+	ck_assert_int_eq(rclose(a), 0);
+	accept_one_on(kid, b);
+	ck_assert_int_eq(rclose(b), 0);
 }
 END_TEST
 
@@ -613,6 +672,7 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_forked_listener_accepts_through_its_queue);
 	tcase_add_test(tc, the_relay_refuses_a_foreign_request);
 	tcase_add_test(tc, two_children_each_accept_one_request);
+	tcase_add_test(tc, reuseport_sockets_share_one_listener);
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
 #ifndef __SANITIZE_THREAD__
