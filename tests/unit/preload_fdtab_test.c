@@ -3,7 +3,7 @@
  * librspreload's descriptor table (src/preload/fdtab.c, compiled in):
  * which descriptors stand for an rsocket, shared by dup'ed descriptors
  * and closed with the last of them, and an rsocket another process made
- * (the parent's, after fork) neither seen nor closed.
+ * (the parent's, after fork) neither seen nor closed, unless it listens.
  */
 #include <config.h>
 
@@ -126,6 +126,26 @@ START_TEST(another_process_file_is_left_alone)
 }
 END_TEST
 
+/*
+ * A listener is shared with the children of a fork (rsocket(7)): in
+ * another process it is still found, and its last descriptor's close
+ * gives up that process's part through rclose.
+ */
+START_TEST(a_listener_is_shared_with_another_process)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	f->shared = true;
+	rsp_set(9, f);
+	rsp_pid = (int)getpid() + 1;
+	ck_assert_ptr_eq(rsp_get(9), f);
+	rsp_clear(9);
+	rsp_pid = (int)getpid();
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
 Suite *preload_fdtab_suite(void)
 {
 	Suite *s = suite_create("preload_fdtab");
@@ -137,6 +157,7 @@ Suite *preload_fdtab_suite(void)
 	tcase_add_test(tc, dup_shares_until_the_last);
 	tcase_add_test(tc, beyond_the_table_is_dropped);
 	tcase_add_test(tc, another_process_file_is_left_alone);
+	tcase_add_test(tc, a_listener_is_shared_with_another_process);
 	suite_add_tcase(s, tc);
 	return s;
 }
