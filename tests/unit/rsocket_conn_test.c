@@ -590,23 +590,36 @@ static int child_result(int fd)
 	return r;
 }
 
-START_TEST(a_child_takes_over_when_the_relay_closes_the_listener)
+/* A child with a pipe to report through: 0 in the child, as fork(). */
+static pid_t fork_reporting(int p[2])
 {
-	int p[2];
 	pid_t pid;
-	char r;
 
 	ck_assert_int_eq(pipe(p), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
+	return pid;
+}
+
+static void report_and_exit(int fd, char r)
+{
+	if (write(fd, &r, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+START_TEST(a_child_takes_over_when_the_relay_closes_the_listener)
+{
+	int p[2];
+	pid_t pid = fork_reporting(p);
+	char r;
+
 	if (!pid) {
 		/* Until the parent's close resigns, nothing to take. */
 		r = wait_for_takeover() ? (char)child_accepts_as_relay() : 9;
 		if (!r && fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID) != 2)
 			r = 13; /* the listener's, then the request's */
-		if (write(p[1], &r, 1) != 1)
-			_exit(1);
-		_exit(0);
+		report_and_exit(p[1], r);
 	}
 	close(p[1]);
 	ck_assert_int_eq(rclose(server), 0);
@@ -622,23 +635,15 @@ END_TEST
 START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 {
 	int p[2];
-	pid_t pid;
-	char r;
+	pid_t pid = fork_reporting(p);
 
-	ck_assert_int_eq(pipe(p), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		/* The child becomes the relay (the parent resigns)... */
 		if (!wait_for_takeover())
 			_exit(1);
 		/* ...then forks and leaves without a word. */
-		if (fork() == 0) {
-			r = (char)child_accepts_as_relay();
-			if (write(p[1], &r, 1) != 1)
-				_exit(1);
-			_exit(0);
-		}
+		if (fork() == 0)
+			report_and_exit(p[1], (char)child_accepts_as_relay());
 		_exit(0);
 	}
 	close(p[1]);
