@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 
 #include "dgram.h"
+#include "util/page_buf.h"
 
 #define DS_POLL_BATCH 16
 #define DS_QP_MIN_SIZE 2
@@ -53,7 +54,7 @@ static int ds_alloc_bufs(struct rsocket *rs, struct ibv_context *verbs)
 	uint32_t i;
 
 	ds_size_queues(rs, verbs);
-	rs->dsbuf = calloc(rs->sq_size, DS_MSG_SIZE);
+	rs->dsbuf = page_buf_alloc((size_t)rs->sq_size * DS_MSG_SIZE);
 	rs->dsfree = calloc(rs->sq_size, sizeof(*rs->dsfree));
 	rs->dsslot_dest = calloc(rs->sq_size, sizeof(*rs->dsslot_dest));
 	rs->dmsg_max = rs->rq_size + DS_UDP_QUEUE;
@@ -165,7 +166,7 @@ static int ds_reg_bufs(struct rsocket *rs, struct ds_qp *qp)
 {
 	size_t rlen = (size_t)rs->rq_size * DS_RSLOT_SIZE;
 
-	qp->rbuf = calloc(1, rlen);
+	qp->rbuf = page_buf_alloc(rlen); /* registered: util/page_buf.h */
 	if (!qp->rbuf)
 		return cma_err(ENOMEM);
 	qp->rmr = ibv_reg_mr(qp->cm_id->pd, qp->rbuf, rlen,

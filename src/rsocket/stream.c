@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "rs.h"
+#include "util/page_buf.h"
 
 #define RS_WR_RECV (1ULL << 63)
 #define RS_POLL_BATCH 16
@@ -85,11 +86,13 @@ static int rs_init_bufs(struct rsocket *rs)
 		rs->sbuf_size = 2 * RS_SNDLOWAT;
 
 	rs->rmsg = calloc(rs->rq_size + 1, sizeof(*rs->rmsg));
-	rs->sbuf = calloc(1, rs->sbuf_size + RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE);
+	/* Registered: on pages of their own (util/page_buf.h says why). */
+	rs->sbuf = page_buf_alloc(rs->sbuf_size +
+				  RS_MAX_CTRL_MSG * RS_QP_CTRL_SIZE);
 	len = sizeof(struct rs_wire_sge) * RS_SGL_SIZE +
 	      sizeof(struct rs_wire_iomap) * rs->target_iomap_size;
-	rs->target_buf = calloc(1, len);
-	rs->rbuf = calloc(1, rs_rbuf_total(rs));
+	rs->target_buf = page_buf_alloc(len);
+	rs->rbuf = page_buf_alloc(rs_rbuf_total(rs));
 	if (!rs->rmsg || !rs->sbuf || !rs->target_buf || !rs->rbuf)
 		return cma_err(ENOMEM);
 
