@@ -9,6 +9,9 @@
 # now_ms: the clock in milliseconds.
 # with MODE CMD...: CMD under the preload (MODE rdma, its log appended to
 #   $W/rsp.log) or as it is (tcp).
+# start_with MODE CMD...: the same in the background, with the command's
+#   own pid in $started (not a subshell's, as "with ... &" gives: a signal
+#   sent there would not reach the command).
 # wait_port MODE PORT PID: waits, at most 20 s, for a server (pid PID)
 #   to listen on PORT.
 # res: per program and mode, the results check reads:
@@ -38,6 +41,18 @@ with() {
 	else
 		"$@"
 	fi
+}
+
+started=
+start_with() {
+	local mode=$1
+	shift
+	if [ "$mode" = rdma ]; then
+		env LD_PRELOAD="$PRELOAD" RDMA_RSOCKET_LOG="$W/rsp.log" "$@" &
+	else
+		"$@" &
+	fi
+	started=$!
 }
 
 # Wait, at most 20 s, for a server to listen on port $2: on an rsocket
