@@ -23,7 +23,8 @@
 #   rsync-forksafe-user  the same with the daemon run as nobody (no
 #                   switch of ids in its children)
 #   postgres        PostgreSQL 15: a cluster made by initdb as the postgres
-#                   user, listening on RDMA_TEST_ADDR1 (the postmaster
+#                   user, listening on RDMA_TEST_ADDR1 (log_connections
+#                   and log_disconnections on; the postmaster
 #                   accepts and forks a backend per connection); psql
 #                   SELECT 6 * 7, pgbench -i, pgbench -c 4 -t 50 (all 200
 #                   transactions, then TPC-B's balances agree across
@@ -52,9 +53,12 @@
 #     workers cannot accept (inherited listeners are coming) and the
 #     per-connection children of the others cannot use the connection
 #   rsync-forksafe: BUGS.md preload-cred-change (the child switches to
-#     nobody after the connection moved)
+#     nobody after the connection moved), or before that, now and then,
+#     BUGS.md preload-forksafe-spurious-writable (the greeting's write)
 #   rsync-forksafe-user: BUGS.md preload-fork-heap (the child forks again
 #     after the move; the grandchild crashes in the preload)
+#   postgres-forksafe, now and then: BUGS.md preload-forksafe-eof (a
+#     backend reads nothing after the move and exits; pgbench waits)
 #   sshd-forksafe: the re-executed sshd gets the connection on fds 0 and 1
 #     and knows nothing of it: it takes the client's offer for its banner
 # Clients whose server side died wait for their own time-out there
@@ -188,10 +192,27 @@ cause() {
 	if grep -qs 'Transport endpoint is not connected' "$@"; then
 		printf 'cause: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
 	fi
+	if grep -qs 'safe_write failed.*Resource temporarily unavailable' "$@" &&
+		! grep -qs 'changes the credentials' "$W/rsp.log"; then
+		printf 'cause: BUGS.md preload-forksafe-spurious-writable: select() said writable during the fork-safe handshake, the write after it failed with EAGAIN, and rsync takes that for an error. '
+	fi
 	if grep -qs 'changes the credentials' "$W/rsp.log" &&
 		grep -qs 'Input/output error\|Resource temporarily unavailable' "$@"; then
 		printf 'cause: BUGS.md preload-cred-change: the connection moved to RDMA, then the daemon changed its ids for the module (nobody) and the RDMA files refused it. '
 	fi
+	# PostgreSQL with log_connections: a backend that logged its
+	# connection and nothing else, and is gone, read nothing at all from
+	# its client (its startup packet's "no data" case is silent)
+	local f pid
+	for f in "$@"; do
+		grep -qs 'connection received' "$f" || continue
+		for pid in $(sed -n 's/.*\[\([0-9]*\)\] LOG:  connection received.*/\1/p' "$f"); do
+			[ "$(grep -c "\[$pid\]" "$f")" = 1 ] || continue
+			kill -0 "$pid" 2>/dev/null && continue
+			printf 'cause: BUGS.md preload-forksafe-eof: backend %s logged its connection, then exited without a word: its first read after the move to RDMA returned 0 (preload log: %s); its client was never told (BUGS.md rsocket-dead-peer). ' \
+				"$pid" "$(grep "^rspreload\[$pid\]" "$W/rsp.log" | tr '\n' ' ')"
+		done
+	done
 	if grep -qs 'banner line contains invalid characters' "$@"; then
 		printf "cause: sshd re-executes itself per connection with the socket on its fds 0 and 1; the new image's preload knows nothing of inherited sockets, so it reads the client's fork-safe offer (RSFK...) as the SSH banner. "
 	fi
@@ -371,7 +392,8 @@ postgres_on() {
 	# reads and writes the connection itself
 	start_with "$mode" env "$@" timeout -k 5 $((6 * T)) setpriv --reuid="$PGUSER_OS" \
 		--regid="$PGUSER_OS" --clear-groups "$PGBIN/postgres" -D "$W/pg/data" \
-		-c listen_addresses="$A1" -p $p -k "$W/pg/sock" >"$d/log" 2>&1
+		-c listen_addresses="$A1" -c log_connections=on -c log_disconnections=on \
+		-p $p -k "$W/pg/sock" >"$d/log" 2>&1
 	s=$started
 	if ! wait_output "$d/log" "database system is ready to accept connections" 60 $s; then
 		res[$name.$mode.why]="postgres did not start: $(tail -c 400 "$d/log")"
@@ -386,7 +408,7 @@ postgres_on() {
 		stop $s INT
 		return
 	fi
-	with "$mode" env "$@" timeout -k 5 $((3 * T)) "$PGBIN/pgbench" -i "${cl[@]}" postgres \
+	with "$mode" env "$@" timeout -k 5 $((2 * T + 10)) "$PGBIN/pgbench" -i "${cl[@]}" postgres \
 		>"$d/init" 2>&1
 	c=$?
 	if [ $c != 0 ]; then
@@ -394,7 +416,7 @@ postgres_on() {
 		stop $s INT
 		return
 	fi
-	with "$mode" env "$@" timeout -k 5 $((3 * T)) "$PGBIN/pgbench" -c 4 -t 50 "${cl[@]}" \
+	with "$mode" env "$@" timeout -k 5 $((2 * T + 10)) "$PGBIN/pgbench" -c 4 -t 50 "${cl[@]}" \
 		postgres >"$d/bench" 2>&1
 	c=$?
 	tps=$(sed -n 's/^tps = \([0-9]*\).*without initial connection time.*/\1/p' "$d/bench")
