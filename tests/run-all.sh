@@ -113,6 +113,12 @@ vm_suite keepalive keepalive-in-guest.sh
 # Real programs over librspreload (iperf3, redis, memcached, sockperf),
 # each against the same run on plain TCP.
 vm_suite preload-apps preload-apps-in-guest.sh
+# Unmodified servers in their default process models over librspreload
+# (nginx's forked workers, the rsync daemon, PostgreSQL, sshd, python's
+# http.server), each with its own clients and against plain TCP; with
+# and without RDMAV_FORK_SAFE.  7 to 9 minutes, much of it the runs
+# that fail today waiting out their clients' bounds.
+vm_suite servers servers-in-guest.sh RDMACM_VM_TIMEOUT=1200
 # Debian's rdmacm-utils matrix on our library, our rsocket examples against
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
