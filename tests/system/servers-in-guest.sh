@@ -47,16 +47,17 @@
 #
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
-#   nginx, rsync, postgres, sshd: without RDMAV_FORK_SAFE a listening or
-#     connected rsocket is the process's that made it; in a forked child
-#     it is the plain kernel socket (rspreload.7, NOTES), so nginx's
-#     workers cannot accept (inherited listeners are coming) and the
-#     per-connection children of the others cannot use the connection
+#   rsync, postgres, sshd: without RDMAV_FORK_SAFE a connected rsocket is
+#     the process's that made it; in a forked child it is the plain kernel
+#     socket, so the per-connection children cannot use the connection
+#     their parent accepted (BUGS.md preload-split-connection; listeners
+#     are shared with children, so nginx's workers accept)
 #   rsync-forksafe: BUGS.md preload-cred-change (the child switches to
 #     nobody after the connection moved), or before that, now and then,
 #     BUGS.md preload-forksafe-spurious-writable (the greeting's write)
-#   rsync-forksafe-user: BUGS.md preload-fork-heap (the child forks again
-#     after the move; the grandchild crashes in the preload)
+#   rsync-forksafe-user: the daemon's child forks its receiver after the
+#     move, which reads the connection the generator writes (BUGS.md
+#     preload-split-connection)
 #   postgres-forksafe, now and then: BUGS.md preload-forksafe-eof (a
 #     backend reads nothing after the move and exits; pgbench waits)
 #   sshd-forksafe: the re-executed sshd gets the connection on fds 0 and 1
@@ -187,10 +188,10 @@ cause() {
 	c=$(new_crashes)
 	[ -z "$c" ] || printf 'cause: a process crashed: %s' "$c"
 	if grep -qs 'accept4() failed (22: Invalid argument)' "$@"; then
-		printf 'cause: the workers accept on the listener the master made before fork(); in them it is the plain kernel socket, which does not listen (accept4: EINVAL), and the master never accepts: a listening rsocket is unusable in a forked child. '
+		printf 'cause: the workers cannot accept on the listener the master made before fork() (accept4: EINVAL): the listener was not shared with them (rsocket(7), Listeners and fork). '
 	fi
 	if grep -qs 'Transport endpoint is not connected' "$@"; then
-		printf 'cause: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
+		printf 'cause: BUGS.md preload-split-connection: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
 	fi
 	if grep -qs 'safe_write failed.*Resource temporarily unavailable' "$@" &&
 		! grep -qs 'changes the credentials' "$W/rsp.log"; then
