@@ -544,6 +544,18 @@ int cma_apply_ip_route(struct cma_id_private *id_priv,
 /* Give the id @count path records @paths (owned from now; NULL, 0: none). */
 int cma_store_paths(struct cma_id_private *id_priv,
 		    struct ibv_sa_path_rec *paths, int count);
+/*
+ * rdma_resolve_addr's and rdma_resolve_route's work in the kernel (with
+ * ACM's, when it is on): 0 when the command is out (the event follows),
+ * or -1/errno.  The caller (conn.c) checked the arguments and waits for a
+ * synchronous id's event.
+ */
+int cma_resolve_addr_kernel(struct cma_id_private *id_priv,
+			    const struct sockaddr *src, socklen_t src_len,
+			    const struct sockaddr *dst, socklen_t dst_len,
+			    uint32_t timeout_ms);
+int cma_resolve_route_kernel(struct cma_id_private *id_priv,
+			     uint32_t timeout_ms);
 socklen_t cma_addr_len(const struct sockaddr *addr);
 int cma_is_af_ib(const struct cma_id_private *id_priv);
 

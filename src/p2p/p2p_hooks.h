@@ -2,12 +2,14 @@
 /*
  * The core's only way into peer-to-peer mode: every call the connection
  * manager's core makes into src/p2p/ is declared here, and nothing else of
- * p2p is visible to it.  The core files that include this header are the
- * places where p2p changes what a call or an event does: addr.c
- * (resolution), conn.c (connect, accept, listen), event.c (the events of
- * p2p ids and requests) and id.c (an id's end).  p2p's options reach the
- * core through its option table (cma_p2p_option_table, options.c's list).
- * rdma_cm_p2p(7) describes the protocol; docs/architecture.md the layout.
+ * p2p is visible to it.  Three core files include this header, each for
+ * one kind of hook (the sections below): conn.c, where p2p changes what a
+ * call does (resolve, connect, accept, listen); event.c,
+ * where it changes what a kernel event does (a request held or adopted,
+ * an answer to its REQ); and id.c, an id's life (made, moved, destroyed).
+ * p2p's options reach the core through its option table
+ * (cma_p2p_option_table, options.c's list).  rdma_cm_p2p(7) describes the
+ * protocol; docs/architecture.md the seam.
  */
 #ifndef CMA_P2P_HOOKS_H
 #define CMA_P2P_HOOKS_H
@@ -18,24 +20,14 @@
 
 struct cma_id_private;
 struct cma_event;
-struct rdma_event_channel;
 struct rdma_ucm_event_resp;
 struct rdma_ucm_conn_param;
 struct rdma_ucm_ece;
 
-/* Bytes p2p mode puts in front of a connect's private data (its header). */
-size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv);
-/* Bytes it puts in front of an accept's (a reply to a p2p request). */
-size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv);
+/* --- conn.c: the calls p2p mode changes ---------------------------------- */
 
 /* RDMA_CM_PEER2PEER=1: every connect and accept of the process is p2p. */
 bool cma_p2p_env(void);
-/* Whether a listener holds requests for p2p connects (p2p mode declared). */
-bool cma_p2p_peer_listening(void);
-/* rdma_connect in p2p mode: adopt a held request or send a tagged REQ. */
-int cma_p2p_connect(struct cma_id_private *id_priv,
-		    const struct rdma_ucm_conn_param *kparam,
-		    const struct rdma_ucm_ece *ece);
 /*
  * rdma_resolve_addr / rdma_resolve_route of an id that asked for p2p
  * before resolving (p2p_resolve.c): 1 when the library answered (the
@@ -46,12 +38,18 @@ int cma_p2p_resolve_addr(struct cma_id_private *id_priv,
 			 const struct sockaddr *src, const struct sockaddr *dst,
 			 socklen_t dst_len, int timeout_ms);
 int cma_p2p_resolve_route(struct cma_id_private *id_priv, int timeout_ms);
-/* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
-bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
 /* The kernel refused the resolution: the id gives the device back. */
 void cma_p2p_preset_undo(struct cma_id_private *id_priv);
 /* The id's route was left for later: it can only connect in p2p mode. */
 bool cma_p2p_route_deferred(const struct cma_id_private *id_priv);
+/* Bytes p2p mode puts in front of a connect's private data (its header). */
+size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv);
+/* Bytes it puts in front of an accept's (a reply to a p2p request). */
+size_t cma_p2p_accept_hdr_len(const struct cma_id_private *id_priv);
+/* rdma_connect in p2p mode: adopt a held request or send a tagged REQ. */
+int cma_p2p_connect(struct cma_id_private *id_priv,
+		    const struct rdma_ucm_conn_param *kparam,
+		    const struct rdma_ucm_ece *ece);
 /* rdma_accept in p2p mode of a p2p request: put the reply header in. */
 int cma_p2p_accept(struct cma_id_private *id_priv,
 		   struct rdma_ucm_conn_param *kparam);
@@ -65,9 +63,11 @@ bool cma_p2p_listening(const struct cma_id_private *id_priv);
 /*
  * A listener that may hold p2p requests (RDMA_OPTION_ID_PEER2PEER not 0)
  * makes its channel one the library serves: after rdma_listen, when the
- * option changes, and when the listener moves to another channel.
+ * option changes, and when the listener moves to another channel (id.c).
  */
 void cma_p2p_listen_may_hold(struct cma_id_private *id_priv);
+
+/* --- event.c: the kernel events p2p mode changes ------------------------- */
 
 enum cma_p2p_verdict {
 	CMA_P2P_PASS, /* not a p2p request: as always */
@@ -82,12 +82,22 @@ void cma_p2p_surfaced(struct cma_event *evt);
 /* True when an event of a p2p id is the library's business only. */
 bool cma_p2p_filter_event(struct cma_event *evt,
 			  const struct rdma_ucm_event_resp *resp);
+/* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
+bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
 /* The answer to our REQ could not be completed: CONNECT_ERROR ends it. */
 void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv);
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
 /* Whether the id's p2p connect formed by adopting the peer's request. */
 bool cma_p2p_adopted(const struct cma_id_private *id_priv);
+
+/* --- id.c: an id's life -------------------------------------------------- */
+
+/*
+ * Whether a listener holds requests for p2p connects (p2p mode declared):
+ * then a new id's kernel id is made by the first command that needs it.
+ */
+bool cma_p2p_peer_listening(void);
 /*
  * The id is going away.  Detach (under p2p_lock, never waiting): nothing
  * is matched against it or held for it any more, its held requests are
