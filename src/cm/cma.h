@@ -611,9 +611,12 @@ struct cma_option_table {
 	size_t count;
 };
 
-/* Each module's options; options.c lists the tables it searches. */
+/*
+ * Each module's options; options.c lists the tables it searches.  conn.c's
+ * are the connection modes' (peer-to-peer mode's, handled in src/p2p).
+ */
 extern const struct cma_option_table cma_mcast_option_table;
-extern const struct cma_option_table cma_p2p_option_table;
+extern const struct cma_option_table cma_conn_option_table;
 
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);

@@ -616,3 +616,20 @@ CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	}
 	return 0;
 }
+
+/*
+ * Peer-to-peer mode's id options, RDMA_OPTION_ID_PEER2PEER and
+ * RDMA_OPTION_ID_P2P_TAG (rdma_cm_p2p(7)): options.c finds them here, and
+ * p2p_options.c handles them.
+ */
+static const struct cma_option cma_conn_options[] = {
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+};
+
+const struct cma_option_table cma_conn_option_table = {
+	.opts = cma_conn_options,
+	.count = sizeof(cma_conn_options) / sizeof(cma_conn_options[0]),
+};

@@ -4,12 +4,10 @@
  * manager's core makes into src/p2p/ is declared here, and nothing else of
  * p2p is visible to it.  Three core files include this header, each for
  * one kind of hook (the sections below): conn.c, where p2p changes what a
- * call does (resolve, connect, accept, listen); event.c,
+ * call does (resolve, connect, accept, listen, its options); event.c,
  * where it changes what a kernel event does (a request held or adopted,
  * an answer to its REQ); and id.c, an id's life (made, moved, destroyed).
- * p2p's options reach the core through its option table
- * (cma_p2p_option_table, options.c's list).  rdma_cm_p2p(7) describes the
- * protocol; docs/architecture.md the seam.
+ * rdma_cm_p2p(7) describes the protocol; docs/architecture.md the seam.
  */
 #ifndef CMA_P2P_HOOKS_H
 #define CMA_P2P_HOOKS_H
@@ -66,6 +64,16 @@ bool cma_p2p_listening(const struct cma_id_private *id_priv);
  * option changes, and when the listener moves to another channel (id.c).
  */
 void cma_p2p_listen_may_hold(struct cma_id_private *id_priv);
+/*
+ * RDMA_OPTION_ID_PEER2PEER and RDMA_OPTION_ID_P2P_TAG (p2p_options.c):
+ * the check, set and get of their entries in conn.c's option table.
+ */
+int cma_p2p_opt_check(int level, int optname, const void *optval,
+		      size_t optlen);
+int cma_p2p_opt_set(struct cma_id_private *id_priv, int level, int optname,
+		    const void *optval, size_t optlen);
+int cma_p2p_opt_get(struct cma_id_private *id_priv, int level, int optname,
+		    void *optval, size_t optlen);
 
 /* --- event.c: the kernel events p2p mode changes ------------------------- */
 
