@@ -890,8 +890,9 @@ static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp,
 	       hdr.kind == CMA_P2P_REJ_CHALLENGE;
 }
 
-bool cma_p2p_filter_event(struct cma_event *evt,
-			  const struct rdma_ucm_event_resp *resp)
+enum cma_p2p_verdict
+cma_p2p_filter_event(struct cma_event *evt,
+		     const struct rdma_ucm_event_resp *resp)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
@@ -901,8 +902,8 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	uint64_t challenge;
 	uint32_t handle;
 
-	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return false;
+	if (!conn)
+		return CMA_P2P_PASS;
 	/* The application's thread may be making it (cma_id_kernel). */
 	handle = __atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE);
 	cma_p2p_lock();
@@ -933,7 +934,10 @@ bool cma_p2p_filter_event(struct cma_event *evt,
 	cma_p2p_unlock();
 	/* The event path holds the id's qp_lock (event.c). */
 	cma_p2p_route_next(conn, step);
-	return drop;
+	if (drop)
+		return CMA_P2P_TAKEN;
+	/* Set only under the id's qp_lock, which the event path holds. */
+	return conn->adopted ? CMA_P2P_ADOPTED : CMA_P2P_PASS;
 }
 
 /* The answer to our REQ: take out a p2p header, note the connection. */
@@ -983,18 +987,15 @@ void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
 	cma_p2p_unlock();
 }
 
-bool cma_p2p_adopted(const struct cma_id_private *id_priv)
-{
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-
-	return conn && conn->adopted;
-}
-
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 {
 	struct rdma_conn_param *p = &evt->event.param.conn;
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
+	struct cma_p2p_conn *conn;
 
+	/* iWARP's active side has no CONNECT_RESPONSE: this is it. */
+	if (cma_id_is_iwarp(id_priv))
+		cma_p2p_conn_resp(evt, id_priv);
+	conn = cma_p2p_conn_of(id_priv);
 	if (!conn)
 		return;
 	if (conn->adopted) {

@@ -78,8 +78,10 @@ int cma_p2p_opt_get(struct cma_id_private *id_priv, int level, int optname,
 /* --- event.c: the kernel events p2p mode changes ------------------------- */
 
 enum cma_p2p_verdict {
-	CMA_P2P_PASS, /* not a p2p request: as always */
+	CMA_P2P_PASS, /* not p2p's business: as always */
 	CMA_P2P_SURFACE, /* p2p, but for the application now: strip, report */
+	/* An event of a p2p connect formed by adopting the peer's request. */
+	CMA_P2P_ADOPTED,
 	CMA_P2P_TAKEN, /* held, adopted or refused: the application never sees it */
 };
 /* A CONNECT_REQUEST on a listener, before anything else is done with it. */
@@ -87,17 +89,23 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 				      const struct rdma_ucm_event_resp *resp);
 /* A surfaced p2p CONNECT_REQUEST: strip the header, set peer2peer_mode. */
 void cma_p2p_surfaced(struct cma_event *evt);
-/* True when an event of a p2p id is the library's business only. */
-bool cma_p2p_filter_event(struct cma_event *evt,
-			  const struct rdma_ucm_event_resp *resp);
+/*
+ * Any other event of an id, before anything else is done with it:
+ * CMA_P2P_TAKEN when it is the library's business only, CMA_P2P_ADOPTED
+ * when the id is a p2p connect that adopted the peer's request (not the
+ * initiator), else CMA_P2P_PASS.
+ */
+enum cma_p2p_verdict
+cma_p2p_filter_event(struct cma_event *evt,
+		     const struct rdma_ucm_event_resp *resp);
 /* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
 bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
+/* A CONNECT_RESPONSE the core completed: the answer to our REQ. */
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
 /* The answer to our REQ could not be completed: CONNECT_ERROR ends it. */
 void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv);
+/* ESTABLISHED (on iWARP's active side, also the answer to our REQ). */
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv);
-/* Whether the id's p2p connect formed by adopting the peer's request. */
-bool cma_p2p_adopted(const struct cma_id_private *id_priv);
 
 /* --- id.c: an id's life -------------------------------------------------- */
 
