@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Peer-to-peer mode's process-wide table, shared by p2p.c (the table,
- * settings, events), p2p_connect.c (the connecting side), p2p_resolve.c
- * (its route left for later), p2p_peers.c (what is known of each peer)
- * and p2p_request.c (the listening side).  Everything here is under
- * p2p_lock unless said otherwise.  Internal to those files.
+ * settings, headers), p2p_connect.c (the connecting side and its events),
+ * p2p_resolve.c (its route left for later), p2p_peers.c (what is known of
+ * each peer) and p2p_request.c (the listening side).  Everything here is
+ * under p2p_lock unless said otherwise.  Internal to those files.
  */
 #ifndef CMA_P2P_TABLE_H
 #define CMA_P2P_TABLE_H
