@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Addressing and routing: bind, address and route resolution, and the
- * queries that copy what the kernel resolved into the public rdma_cm_id.
+ * Addressing and routing: bind, the kernel's (and ACM's) side of address
+ * and route resolution (the calls, which peer-to-peer mode may answer
+ * itself, are conn.c's), and the queries that copy what the kernel
+ * resolved into the public rdma_cm_id.
  *
  * For IP addresses one QUERY_ROUTE returns everything (device GUID, port,
  * both addresses, GIDs, P_Key and paths); the finer ADDR/GID/PATH queries
@@ -16,7 +18,6 @@
 #include "abi_convert.h"
 #include "acm/acm.h"
 #include "cma.h"
-#include "p2p/p2p_hooks.h"
 #include "ucma_abi.h"
 
 socklen_t cma_addr_len(const struct sockaddr *addr)
@@ -247,59 +248,27 @@ static int cma_resolve_addr_cmd(struct cma_id_private *id_priv,
 	return -1;
 }
 
-CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
-				 struct sockaddr *src_addr,
-				 struct sockaddr *dst_addr, int timeout_ms)
+int cma_resolve_addr_kernel(struct cma_id_private *id_priv,
+			    const struct sockaddr *src, socklen_t src_len,
+			    const struct sockaddr *dst, socklen_t dst_len,
+			    uint32_t timeout_ms)
 {
-	struct cma_id_private *id_priv = cma_id_priv(id);
-	socklen_t dst_len = cma_addr_len(dst_addr);
-	socklen_t src_len = cma_addr_len(src_addr);
-	int ret;
-
-	if (cma_check_id(id))
-		return -1;
-	if (!dst_len)
-		return cma_err(dst_addr ? EAFNOSUPPORT : EINVAL);
-	if (src_addr && src_addr->sa_family && !src_len)
-		return cma_err(EAFNOSUPPORT);
-	if (timeout_ms < 0)
-		return cma_err(EINVAL);
-	ret = cma_p2p_resolve_addr(id_priv, src_len ? src_addr : NULL, dst_addr,
-				   dst_len, timeout_ms);
-	if (ret)
-		return ret < 0 ? -1 : 0;
 	if (cma_acm_enabled())
-		cma_acm_resolve_addr(id_priv, src_len ? src_addr : NULL,
-				     dst_addr);
-	if (cma_resolve_addr_cmd(id_priv, src_len ? src_addr : NULL, src_len,
-				 dst_addr, dst_len, (uint32_t)timeout_ms)) {
-		cma_p2p_preset_undo(id_priv);
-		return -1;
-	}
-	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+		cma_acm_resolve_addr(id_priv, src_len ? src : NULL, dst);
+	return cma_resolve_addr_cmd(id_priv, src_len ? src : NULL, src_len, dst,
+				    dst_len, timeout_ms);
 }
 
-CMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+int cma_resolve_route_kernel(struct cma_id_private *id_priv,
+			     uint32_t timeout_ms)
 {
-	struct cma_id_private *id_priv = cma_id_priv(id);
-	int ret;
-
-	if (cma_check_id(id))
-		return -1;
-	if (timeout_ms < 0)
-		return cma_err(EINVAL);
-	ret = cma_p2p_resolve_route(id_priv, timeout_ms);
-	if (ret)
-		return ret < 0 ? -1 : 0;
 	if (cma_id_kernel(id_priv))
 		return -1;
 	/* ACM's path makes the kernel report ROUTE_RESOLVED by itself. */
 	if (cma_acm_enabled() && !cma_acm_resolve_route(id_priv))
-		return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
-	if (ucma_cmd_resolve_route(cma_id_fd(id_priv), id_priv->handle,
-				   (uint32_t)timeout_ms))
-		return -1;
-	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+		return 0;
+	return ucma_cmd_resolve_route(cma_id_fd(id_priv), id_priv->handle,
+				      timeout_ms);
 }
 
 static __be16 cma_port_of(const struct sockaddr *addr)

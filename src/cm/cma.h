@@ -544,6 +544,18 @@ int cma_apply_ip_route(struct cma_id_private *id_priv,
 /* Give the id @count path records @paths (owned from now; NULL, 0: none). */
 int cma_store_paths(struct cma_id_private *id_priv,
 		    struct ibv_sa_path_rec *paths, int count);
+/*
+ * rdma_resolve_addr's and rdma_resolve_route's work in the kernel (with
+ * ACM's, when it is on): 0 when the command is out (the event follows),
+ * or -1/errno.  The caller (conn.c) checked the arguments and waits for a
+ * synchronous id's event.
+ */
+int cma_resolve_addr_kernel(struct cma_id_private *id_priv,
+			    const struct sockaddr *src, socklen_t src_len,
+			    const struct sockaddr *dst, socklen_t dst_len,
+			    uint32_t timeout_ms);
+int cma_resolve_route_kernel(struct cma_id_private *id_priv,
+			     uint32_t timeout_ms);
 socklen_t cma_addr_len(const struct sockaddr *addr);
 int cma_is_af_ib(const struct cma_id_private *id_priv);
 
@@ -599,9 +611,12 @@ struct cma_option_table {
 	size_t count;
 };
 
-/* Each module's options; options.c lists the tables it searches. */
+/*
+ * Each module's options; options.c lists the tables it searches.  conn.c's
+ * are the connection modes' (peer-to-peer mode's, handled in src/p2p).
+ */
 extern const struct cma_option_table cma_mcast_option_table;
-extern const struct cma_option_table cma_p2p_option_table;
+extern const struct cma_option_table cma_conn_option_table;
 
 /* Validate an rdma_set_option call: 0, or -1 with errno. */
 int cma_check_option(int level, int optname, const void *optval, size_t optlen);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Connection establishment and teardown: connect, listen, accept, reject,
- * disconnect, and the ECE (enhanced connection establishment) options.
+ * Connection establishment and teardown: the calls that set one up
+ * (rdma_resolve_addr and rdma_resolve_route, whose kernel side is addr.c's,
+ * connect, listen, accept), reject, disconnect, and the ECE (enhanced
+ * connection establishment) options.  Every call peer-to-peer mode
+ * changes is here (p2p/p2p_hooks.h).
  */
 #include <config.h>
 
@@ -165,6 +168,57 @@ static int cma_prepend_connect_data(const struct cma_id_private *id_priv,
 	memcpy(kparam->private_data, cma_id_rare_of(id_priv)->connect_data, n);
 	kparam->private_data_len = (uint8_t)(kparam->private_data_len + n);
 	return 0;
+}
+
+/*
+ * The active side's first calls.  p2p mode may answer them itself (an id
+ * whose route is left until a REQ needs it: p2p_resolve.c); else the
+ * kernel resolves, with ACM's help when it is on (addr.c).
+ */
+CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
+				 struct sockaddr *src_addr,
+				 struct sockaddr *dst_addr, int timeout_ms)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	socklen_t dst_len = cma_addr_len(dst_addr);
+	socklen_t src_len = cma_addr_len(src_addr);
+	int ret;
+
+	if (cma_check_id(id))
+		return -1;
+	if (!dst_len)
+		return cma_err(dst_addr ? EAFNOSUPPORT : EINVAL);
+	if (src_addr && src_addr->sa_family && !src_len)
+		return cma_err(EAFNOSUPPORT);
+	if (timeout_ms < 0)
+		return cma_err(EINVAL);
+	ret = cma_p2p_resolve_addr(id_priv, src_len ? src_addr : NULL, dst_addr,
+				   dst_len, timeout_ms);
+	if (ret)
+		return ret < 0 ? -1 : 0;
+	if (cma_resolve_addr_kernel(id_priv, src_addr, src_len, dst_addr,
+				    dst_len, (uint32_t)timeout_ms)) {
+		cma_p2p_preset_undo(id_priv);
+		return -1;
+	}
+	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
+}
+
+CMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct cma_id_private *id_priv = cma_id_priv(id);
+	int ret;
+
+	if (cma_check_id(id))
+		return -1;
+	if (timeout_ms < 0)
+		return cma_err(EINVAL);
+	ret = cma_p2p_resolve_route(id_priv, timeout_ms);
+	if (ret)
+		return ret < 0 ? -1 : 0;
+	if (cma_resolve_route_kernel(id_priv, (uint32_t)timeout_ms))
+		return -1;
+	return id_priv->sync ? cma_id_wait_sync(id_priv) : 0;
 }
 
 static int cma_connect(struct rdma_cm_id *id,
@@ -562,3 +616,20 @@ CMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	}
 	return 0;
 }
+
+/*
+ * Peer-to-peer mode's id options, RDMA_OPTION_ID_PEER2PEER and
+ * RDMA_OPTION_ID_P2P_TAG (rdma_cm_p2p(7)): options.c finds them here, and
+ * p2p_options.c handles them.
+ */
+static const struct cma_option cma_conn_options[] = {
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t),
+	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
+};
+
+const struct cma_option_table cma_conn_option_table = {
+	.opts = cma_conn_options,
+	.count = sizeof(cma_conn_options) / sizeof(cma_conn_options[0]),
+};

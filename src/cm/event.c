@@ -109,23 +109,25 @@ cma_handle_conn_req(struct cma_event *evt,
 
 /*
  * RDMA_OPTION_ID_INITIATOR from ESTABLISHED on: whether this end's request
- * formed the connection (not an accepted or a p2p-adopted request).
+ * formed the connection (not an accepted or a p2p-adopted request:
+ * @adopted, from cma_p2p_filter_event).
  */
-static void cma_note_initiator(struct cma_id_private *id_priv)
+static void cma_note_initiator(struct cma_id_private *id_priv, bool adopted)
 {
 	pthread_mutex_lock(&id_priv->mut);
-	id_priv->initiator = !id_priv->passive && !cma_p2p_adopted(id_priv);
+	id_priv->initiator = !id_priv->passive && !adopted;
 	pthread_mutex_unlock(&id_priv->mut);
 }
 
 static void cma_handle_conn_resp(struct cma_event *evt,
 				 struct cma_id_private *id_priv,
-				 const struct rdma_ucm_event_resp *resp)
+				 const struct rdma_ucm_event_resp *resp,
+				 bool adopted)
 {
 	int err;
 
 	cma_copy_conn_param(evt, &resp->param.conn);
-	cma_note_initiator(id_priv);
+	cma_note_initiator(id_priv, adopted);
 	if (cma_store_remote_ece(id_priv, resp->ece.vendor_id,
 				 resp->ece.attr_mod))
 		goto fail;
@@ -145,12 +147,22 @@ fail:
 	cma_p2p_conn_resp_failed(id_priv);
 }
 
+/*
+ * p2p mode sees each kernel event once before the core handles it: a
+ * listener's request (cma_handle_conn_req), or any other event of an id
+ * (cma_p2p_filter_event); and once after, where it changes the event the
+ * application gets (a surfaced request, the answer to a p2p connect).
+ */
 static enum cma_event_verdict
 cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 {
 	struct cma_id_private *id_priv = evt->id_priv;
+	enum cma_p2p_verdict p2p;
 
-	if (cma_p2p_filter_event(evt, resp))
+	if (resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return cma_handle_conn_req(evt, resp);
+	p2p = cma_p2p_filter_event(evt, resp);
+	if (p2p == CMA_P2P_TAKEN)
 		return CMA_EVENT_DROP;
 	switch (resp->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -162,18 +174,14 @@ cma_handle_event(struct cma_event *evt, const struct rdma_ucm_event_resp *resp)
 		if (cma_query_route_info(id_priv))
 			cma_event_fail(evt, RDMA_CM_EVENT_ROUTE_ERROR, errno);
 		break;
-	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		return cma_handle_conn_req(evt, resp);
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		cma_handle_conn_resp(evt, id_priv, resp);
+		cma_handle_conn_resp(evt, id_priv, resp,
+				     p2p == CMA_P2P_ADOPTED);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		cma_event_copy_param(evt, id_priv, resp);
-		/* iWARP's active side has no CONNECT_RESPONSE: this is it. */
-		if (cma_id_is_iwarp(id_priv))
-			cma_p2p_conn_resp(evt, id_priv);
 		cma_p2p_established(evt, id_priv);
-		cma_note_initiator(id_priv);
+		cma_note_initiator(id_priv, p2p == CMA_P2P_ADOPTED);
 		if (id_priv->id.qp_type == IBV_QPT_UD)
 			cma_sendto_set_peer(id_priv, &evt->event.param.ud);
 		break;

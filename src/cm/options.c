@@ -176,7 +176,7 @@ static const struct cma_option_table cma_core_option_table = {
 static const struct cma_option_table *const cma_option_tables[] = {
 	&cma_core_option_table,
 	&cma_mcast_option_table,
-	&cma_p2p_option_table,
+	&cma_conn_option_table,
 };
 
 /* The entry for (level, optname) that can be set (or read): NULL/errno. */

@@ -26,9 +26,10 @@
  * from a duplicate of its old connections.
  *
  *   p2p.c          the table (listeners, conns, held requests), settings,
- *                  events on p2p ids, options and teardown
+ *                  the header room of connects and accepts, teardown
  *   p2p_connect.c  rdma_connect in p2p mode: keys and tags, adoption,
- *                  iWARP's single request, a connect's timer, a
+ *                  iWARP's single request, the connecting id's events
+ *                  (the answer to its REQ), a connect's timer, a
  *                  restarted peer
  *   p2p_request.c  requests arriving at a listener: decide, hold, surface
  *   p2p_resolve.c  the adopting end's route, left until a REQ needs it
@@ -654,6 +655,30 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 	lis->nheld++;
 }
 
+/*
+ * A listener's held requests are oldest first and share its hold time, so
+ * the first one's deadline is the earliest: arming costs O(1) however many
+ * a peer made us hold.  Probes for peers that gave up run every
+ * CMA_P2P_PROBE_MS in any case.
+ */
+void cma_p2p_arm(struct cma_p2p_listener *lis)
+{
+	uint64_t now = cma_p2p_now_ns(), next = UINT64_MAX;
+	struct cma_p2p_held *h = lis->held_head;
+
+	if (!h) {
+		cma_timer_stop(&lis->timer);
+		return;
+	}
+	if (h->deadline_ns)
+		next = h->deadline_ns;
+	next = next <= now ? 0 : (next - now) / 1000000 + 1;
+	if (next > CMA_P2P_PROBE_MS)
+		next = CMA_P2P_PROBE_MS;
+	cma_timer_start(lis->id_priv->id.channel, &lis->timer,
+			(unsigned int)next);
+}
+
 /* --- the table of conns and held requests ---------------------------------- */
 
 struct cma_p2p_id *cma_p2p_id_make(struct cma_id_private *id_priv)
@@ -841,170 +866,7 @@ struct cma_p2p_held *cma_p2p_held_find(const struct cma_p2p_key *key)
 	return oldest;
 }
 
-/* --- events on p2p ids ----------------------------------------------------- */
-
-/* Private data of nothing but zeros: none was given (IB pads it). */
-static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
-{
-	unsigned int i;
-
-	for (i = 0; i < kp->private_data_len && i < sizeof(kp->private_data);
-	     i++)
-		if (kp->private_data[i])
-			return false;
-	return true;
-}
-
-/*
- * A REJ that refuses our REQ for now, so that it may go out again: IB CM
- * reason 8 (invalid service ID: the peer does not listen yet); reason 28
- * with no private data, which is what the kernel's RDMA CM answers when
- * the service ID has a listener but none for the peer's address (two
- * addresses of one device on one port, the peer's listener not up yet);
- * reason 10 (stale connection: the peer's CM still holds an earlier REQ
- * from our QP: a copy our CM retransmitted, which arrived after the
- * first copy was refused and is held or being answered there; it
- * refuses every REQ from our QP until that copy's kernel id is gone); or
- * the peer library's "not now" (it could not hold or adopt it).  The
- * bound ends the resends if it never changes.
- */
-static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp,
-				    uint64_t *challenge)
-{
-	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
-	struct cma_p2p_hdr hdr;
-
-	*challenge = 0;
-	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID ||
-	    ((resp->status == CMA_IB_REJ_CONSUMER_DEFINED ||
-	      resp->status == CMA_IB_REJ_STALE_CONN) &&
-	     cma_p2p_no_data(kp)))
-		return true;
-	if (cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
-	    CMA_P2P_OK)
-		return false;
-	/* The peer's library challenges our REQ: answered at once. */
-	if (hdr.kind == CMA_P2P_REJ_CHALLENGE)
-		*challenge = hdr.challenge;
-	return hdr.kind == CMA_P2P_REJ_RETRY ||
-	       hdr.kind == CMA_P2P_REJ_CHALLENGE;
-}
-
-bool cma_p2p_filter_event(struct cma_event *evt,
-			  const struct rdma_ucm_event_resp *resp)
-{
-	struct cma_id_private *id_priv = evt->id_priv;
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
-	char kb[CMA_P2P_KEY_STRLEN];
-	bool drop = false;
-	uint64_t challenge;
-	uint32_t handle;
-
-	if (!conn || resp->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return false;
-	/* The application's thread may be making it (cma_id_kernel). */
-	handle = __atomic_load_n(&id_priv->handle, __ATOMIC_ACQUIRE);
-	cma_p2p_lock();
-	cma_p2p_dbg("event %s status %d on %s, handle %u (id's %u), state %d",
-		    rdma_event_str((enum rdma_cm_event_type)resp->event),
-		    (int)resp->status,
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), resp->id,
-		    handle, (int)conn->state);
-	if (resp->id != handle) {
-		drop = true; /* from the kernel id an adoption replaced */
-	} else if (conn->gave_up) {
-		drop = true; /* the application has its UNREACHABLE */
-	} else if (conn->state == CMA_P2P_ADOPTING) {
-		drop = true; /* the kernel id an adoption is replacing */
-	} else if (cma_p2p_route_event(conn, resp, &step)) {
-		drop = true; /* resolving for our REQ (p2p_resolve.c) */
-	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
-		   conn->state == CMA_P2P_PENDING &&
-		   cma_p2p_refused_for_now(resp, &challenge)) {
-		/* Ours goes out again: the higher end never sends its own. */
-		cma_p2p_wait_resend(conn, (int)resp->status, challenge);
-		drop = true;
-	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
-		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
-		   resp->event == RDMA_CM_EVENT_CONNECT_ERROR) {
-		cma_p2p_conn_unregister(conn); /* failed: a retry may come */
-	}
-	cma_p2p_unlock();
-	/* The event path holds the id's qp_lock (event.c). */
-	cma_p2p_route_next(conn, step);
-	return drop;
-}
-
-/* The answer to our REQ: take out a p2p header, note the connection. */
-void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
-{
-	struct rdma_conn_param *p = &evt->event.param.conn;
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-	struct cma_p2p_hdr hdr;
-
-	/* An adopted request's data is the request's (cma_p2p_established). */
-	if (!conn || !conn->registered || conn->adopted)
-		return;
-	cma_p2p_lock();
-	cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
-	if (!conn->peer_gone) /* else the timer still has that to do */
-		cma_timer_stop(&conn->timer);
-	cma_p2p_unlock();
-	if (cma_p2p_hdr_parse(evt->private_data, p->private_data_len, &hdr) !=
-		    CMA_P2P_OK ||
-	    hdr.kind != CMA_P2P_REP)
-		return; /* an ordinary listener accepted it */
-	/* A peer that only ever answered us is known by its replies. */
-	cma_p2p_lock();
-	cma_p2p_peer_seen(&conn->key.remote, hdr.incarnation, conn);
-	cma_p2p_unlock();
-	memmove(evt->private_data, evt->private_data + hdr.len, hdr.data_len);
-	p->private_data_len = hdr.data_len;
-	p->private_data = hdr.data_len ? evt->private_data : NULL;
-	p->peer2peer_mode = 1;
-	conn->reply_p2p = true;
-}
-
-/*
- * The library turned the answer into CONNECT_ERROR (the QP could not move:
- * typically the peer destroyed its id after answering).  That is the
- * connect's one end, as a REJECTED would be: no time bound may report
- * another, and a retry with the same tag may come.
- */
-void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
-{
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-
-	if (!conn)
-		return;
-	cma_p2p_lock();
-	cma_p2p_conn_unregister(conn);
-	cma_p2p_unlock();
-}
-
-bool cma_p2p_adopted(const struct cma_id_private *id_priv)
-{
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-
-	return conn && conn->adopted;
-}
-
-void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
-{
-	struct rdma_conn_param *p = &evt->event.param.conn;
-	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-
-	if (!conn)
-		return;
-	if (conn->adopted) {
-		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
-		p->private_data_len = conn->peer_len;
-		p->private_data = conn->peer_len ? evt->private_data : NULL;
-	}
-	if (conn->reply_p2p)
-		p->peer2peer_mode = 1;
-}
+/* --- the header of a connect and of an accept ------------------------------ */
 
 size_t cma_p2p_connect_hdr_len(const struct cma_id_private *id_priv)
 {

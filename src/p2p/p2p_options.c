@@ -2,8 +2,9 @@
 /*
  * Peer-to-peer mode's options, RDMA_OPTION_ID_PEER2PEER and
  * RDMA_OPTION_ID_P2P_TAG (rdma_cm_p2p(7)): they live in the library and
- * never reach the kernel.  options.c finds them through
- * cma_p2p_option_table; reading one that was never set gives ENODATA.
+ * never reach the kernel.  options.c finds them in conn.c's option table,
+ * whose entries call these three hooks; reading one that was never set
+ * gives ENODATA.
  */
 #include <config.h>
 
@@ -18,8 +19,7 @@
 #include "p2p_table.h"
 
 /* RDMA_OPTION_ID_PEER2PEER takes 0 or 1; the sizes the table checks. */
-static int cma_p2p_opt_check(int level, int optname, const void *optval,
-			     size_t optlen)
+int cma_p2p_opt_check(int level, int optname, const void *optval, size_t optlen)
 {
 	int v;
 
@@ -31,8 +31,8 @@ static int cma_p2p_opt_check(int level, int optname, const void *optval,
 	return v == 0 || v == 1 ? 0 : cma_err(EINVAL);
 }
 
-static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
-			   int optname, const void *optval, size_t optlen)
+int cma_p2p_opt_set(struct cma_id_private *id_priv, int level, int optname,
+		    const void *optval, size_t optlen)
 {
 	struct cma_p2p_id *p;
 	int v;
@@ -57,8 +57,8 @@ static int cma_p2p_opt_set(struct cma_id_private *id_priv, int level,
 	return 0;
 }
 
-static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
-			   int optname, void *optval, size_t optlen)
+int cma_p2p_opt_get(struct cma_id_private *id_priv, int level, int optname,
+		    void *optval, size_t optlen)
 {
 	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	int mode;
@@ -77,15 +77,3 @@ static int cma_p2p_opt_get(struct cma_id_private *id_priv, int level,
 	memcpy(optval, &p->tag, sizeof(p->tag));
 	return 0;
 }
-
-static const struct cma_option cma_p2p_options[] = {
-	{RDMA_OPTION_ID, RDMA_OPTION_ID_PEER2PEER, sizeof(int),
-	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
-	{RDMA_OPTION_ID, RDMA_OPTION_ID_P2P_TAG, sizeof(uint64_t),
-	 cma_p2p_opt_check, cma_p2p_opt_set, cma_p2p_opt_get},
-};
-
-const struct cma_option_table cma_p2p_option_table = {
-	.opts = cma_p2p_options,
-	.count = sizeof(cma_p2p_options) / sizeof(cma_p2p_options[0]),
-};

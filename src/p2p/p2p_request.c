@@ -53,30 +53,6 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 	return 0;
 }
 
-/*
- * A listener's held requests are oldest first and share its hold time, so
- * the first one's deadline is the earliest: arming costs O(1) however many
- * a peer made us hold.  Probes for peers that gave up run every
- * CMA_P2P_PROBE_MS in any case.
- */
-void cma_p2p_arm(struct cma_p2p_listener *lis)
-{
-	uint64_t now = cma_p2p_now_ns(), next = UINT64_MAX;
-	struct cma_p2p_held *h = lis->held_head;
-
-	if (!h) {
-		cma_timer_stop(&lis->timer);
-		return;
-	}
-	if (h->deadline_ns)
-		next = h->deadline_ns;
-	next = next <= now ? 0 : (next - now) / 1000000 + 1;
-	if (next > CMA_P2P_PROBE_MS)
-		next = CMA_P2P_PROBE_MS;
-	cma_timer_start(lis->id_priv->id.channel, &lis->timer,
-			(unsigned int)next);
-}
-
 static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 			const struct cma_p2p_key *key,
 			const struct cma_p2p_hdr *hdr,

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * Peer-to-peer mode's process-wide table, shared by p2p.c (the table,
- * settings, events), p2p_connect.c (the connecting side), p2p_resolve.c
- * (its route left for later), p2p_peers.c (what is known of each peer)
- * and p2p_request.c (the listening side).  Everything here is under
- * p2p_lock unless said otherwise.  Internal to those files.
+ * settings, headers), p2p_connect.c (the connecting side and its events),
+ * p2p_resolve.c (its route left for later), p2p_peers.c (what is known of
+ * each peer) and p2p_request.c (the listening side).  Everything here is
+ * under p2p_lock unless said otherwise.  Internal to those files.
  */
 #ifndef CMA_P2P_TABLE_H
 #define CMA_P2P_TABLE_H
@@ -361,6 +361,8 @@ struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote);
 /* Refuse every held request from @remote. */
 void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote);
+/* (Re)arm @lis's timer for its held requests, or stop it. */
+void cma_p2p_arm(struct cma_p2p_listener *lis);
 /* The listener whose timer this is, if it is still in the table. */
 struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer);
 
@@ -520,8 +522,6 @@ void cma_p2p_challenges_drop(struct cma_p2p_listener *lis);
 
 /* --- p2p_request.c ---------------------------------------------------- */
 
-/* (Re)arm @lis's timer for its held requests, or stop it. */
-void cma_p2p_arm(struct cma_p2p_listener *lis);
 void cma_p2p_timer_expire(struct cma_timer *timer);
 
 #endif /* CMA_P2P_TABLE_H */
