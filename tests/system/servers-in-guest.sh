@@ -215,8 +215,40 @@ cause() {
 		done
 	done
 	if grep -qs 'banner line contains invalid characters' "$@"; then
-		printf "cause: sshd re-executes itself per connection with the socket on its fds 0 and 1; the new image's preload knows nothing of inherited sockets, so it reads the client's fork-safe offer (RSFK...) as the SSH banner. "
+		printf "cause: BUGS.md preload-exec-inherited: sshd re-executes itself per connection with the socket on its fds 0 and 1; the new image's preload knows nothing of inherited sockets, so it reads the client's fork-safe offer (RSFK...) as the SSH banner. "
+	elif grep -qs 'Connection closed by' "$@"; then
+		printf "cause: BUGS.md preload-exec-inherited: sshd accepts, then re-executes itself with the connection, which an rsocket cannot cross: the new image has the unconnected kernel socket. "
 	fi
+}
+
+# The known failures each scenario may show, as BUGS.md ids: a failed run
+# under the preload whose causes are all among them (and which the TCP
+# control passed) is an XFAIL naming them; any other failure is a FAIL.
+declare -A known=(
+	[rsync]="preload-split-connection"
+	[rsync-forksafe]="preload-cred-change preload-forksafe-spurious-writable"
+	[rsync-forksafe-user]="preload-split-connection"
+	[postgres]="preload-split-connection rsocket-dead-peer"
+	[postgres-forksafe]="preload-forksafe-eof rsocket-dead-peer"
+	[sshd]="preload-exec-inherited"
+	[sshd-forksafe]="preload-exec-inherited"
+)
+
+# verdict NAME UNIT BETTER: XFAIL for a known failure (above), else check.
+verdict() {
+	local name=$1 why=${res[$1.rdma.why]:-} ids id
+	if [ "${res[$name.rdma.ok]:-0}" != 1 ] && [ "${res[$name.tcp.ok]:-0}" = 1 ] &&
+		[ -n "${known[$name]:-}" ] && ! grep -q 'a process crashed' <<<"$why"; then
+		ids=$(grep -o 'BUGS.md [a-z0-9-]*' <<<"$why" | sort -u | cut -d' ' -f2)
+		for id in $ids; do
+			[[ " ${known[$name]} " == *" $id "* ]] || ids=
+		done
+		if [ -n "$ids" ]; then
+			xfail "$name" "BUGS.md $(head -1 <<<"$ids"): under the preload: $why"
+			return
+		fi
+	fi
+	check "$@"
 }
 
 # --- nginx ---------------------------------------------------------------
@@ -603,6 +635,6 @@ for srv in \
 	"${name}_run" tcp
 	t2=$(now_ms)
 	echo "# $name: rdma run $(((t1 - t0) / 1000)) s, tcp run $(((t2 - t1) / 1000)) s; packets: rdma ${res[$name.rdma.pkts]:-?}, tcp ${res[$name.tcp.pkts]:-?}"
-	check "$name" "$unit" "$better"
+	verdict "$name" "$unit" "$better"
 done
 finish
