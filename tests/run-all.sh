@@ -18,11 +18,13 @@ xfails=()
 # Run one suite, stream its output, and count its PASS/FAIL lines.  A suite
 # that exits non-zero without a FAIL line still counts as one failure.
 run_suite() {
-	local name=$1
+	local name=$1 t0=$SECONDS
 	shift
 	echo "=== $name"
 	"$@" 2>&1 | tee "$log/$name.out"
 	local rc=${PIPESTATUS[0]}
+	# What each suite costs, for the run's time budget.
+	echo "# $name: $((SECONDS - t0)) s"
 	local p f
 	p=$(grep -cE '^PASS[: ]' "$log/$name.out")
 	f=$(grep -cE '^(FAIL|ERROR)[: ]' "$log/$name.out")
