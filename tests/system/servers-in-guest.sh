@@ -216,7 +216,7 @@ cause() {
 	done
 	if grep -qs 'banner line contains invalid characters' "$@"; then
 		printf "cause: BUGS.md preload-exec-inherited: sshd re-executes itself per connection with the socket on its fds 0 and 1; the new image's preload knows nothing of inherited sockets, so it reads the client's fork-safe offer (RSFK...) as the SSH banner. "
-	elif grep -qs 'Connection closed by' "$@"; then
+	elif grep -qs 'Connection closed' "$@"; then
 		printf "cause: BUGS.md preload-exec-inherited: sshd accepts, then re-executes itself with the connection, which an rsocket cannot cross: the new image has the unconnected kernel socket. "
 	fi
 }
@@ -227,7 +227,7 @@ cause() {
 declare -A known=(
 	[rsync]="preload-split-connection"
 	[rsync-forksafe]="preload-cred-change preload-forksafe-spurious-writable"
-	[rsync-forksafe-user]="preload-split-connection"
+	[rsync-forksafe-user]="preload-split-connection preload-forksafe-spurious-writable"
 	[postgres]="preload-split-connection rsocket-dead-peer"
 	[postgres-forksafe]="preload-forksafe-eof rsocket-dead-peer"
 	[sshd]="preload-exec-inherited"
