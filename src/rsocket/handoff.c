@@ -31,10 +31,11 @@
  * its own relay.  Requests queued meanwhile stay valid: each record
  * carries its file.
  *
- * Before the first fork nothing of this exists: a listener nobody shares
- * accepts directly.  Closing a shared listener gives up this process's
- * part only (the kernel id goes when the last process holding its file
- * does), as closing a TCP listener does.
+ * Before the first fork (or a second SO_REUSEPORT socket on its address)
+ * nothing of this exists: a listener nobody shares accepts directly.
+ * Closing a shared listener gives up this process's part only (the kernel
+ * id goes when the last process holding its file does), as closing a TCP
+ * listener does.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -325,8 +326,8 @@ static void rs_handoff_child(void)
 	struct rs_handoff *h;
 	int i;
 
-	pthread_mutex_unlock(
-		&lock); /* the forking thread's, taken in prepare */
+	/* The forking thread's, taken in prepare. */
+	pthread_mutex_unlock(&lock);
 	relay_running = false;
 	if (relay_bell >= 0)
 		close(relay_bell);
