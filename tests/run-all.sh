@@ -119,8 +119,12 @@ vm_suite preload-apps preload-apps-in-guest.sh
 # (nginx's forked workers, the rsync daemon, PostgreSQL, sshd, python's
 # http.server), each with its own clients and against plain TCP; with
 # and without RDMAV_FORK_SAFE.  7 to 9 minutes, much of it the runs
-# that fail today waiting out their clients' bounds.
-vm_suite servers servers-in-guest.sh RDMACM_VM_TIMEOUT=1200
+# that fail today waiting out their clients' bounds: the whole run is near
+# its 90-minute limit, so only with RDMACM_SERVERS=1 until the suites'
+# times (the "# NAME: N s" lines) make room for it.
+if [ "${RDMACM_SERVERS:-0}" = 1 ]; then
+	vm_suite servers servers-in-guest.sh RDMACM_VM_TIMEOUT=1200
+fi
 # Debian's rdmacm-utils matrix on our library, our rsocket examples against
 # Debian's, and a TCP program (socat) over librspreload.
 "$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
