@@ -104,8 +104,8 @@ if [ ${#cg[@]} -eq 2 ] && command -v valgrind >/dev/null; then
 		for mode in self api; do
 			flag=
 			[ "$mode" = api ] && flag=--calls-into
-			a=$(python3 "$here/cg_self.py" $flag "$out/callgrind.$lib.${cg[0]}" librdmacm.so)
-			b=$(python3 "$here/cg_self.py" $flag "$out/callgrind.$lib.${cg[1]}" librdmacm.so)
+			a=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[0]}" librdmacm.so)
+			b=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[1]}" librdmacm.so)
 			metric=instr.per_conn
 			[ "$mode" = api ] && metric=instr.api_per_conn
 			[ -n "$a" ] && [ -n "$b" ] &&

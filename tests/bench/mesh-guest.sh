@@ -29,7 +29,7 @@
 # with the kernel's rdma_cma tracepoints too, on the same clock, after
 # "--- kernel", when tracefs is there), MESH_PROFILE=1 (every rank under
 # perf record, -T for its window; after each run, "profile SCHEME CLASS
-# COUNT" lines from tests/bench/mesh_profile.py: run.sh mesh-profile;
+# COUNT" lines from tests/bench/report.py profile: run.sh mesh-profile;
 # MESH_PERF_FREQ samples per second, default 4000),
 # MESH_ASLR=1 (keep address-space randomization, see below).
 #
@@ -192,7 +192,7 @@ run() {
 }
 
 # profile N SCHEME: each rank's perf samples from its first -T step to its
-# last, classified (mesh_profile.py).
+# last, classified (report.py profile).
 profile() {
 	local r win
 	for ((r = 0; r < $1; r++)); do
@@ -201,7 +201,7 @@ profile() {
 			END { printf "%.3f,%.3f", lo / 1000, hi / 1000 }' \
 			"$out/rank.$2.$r")
 		perf script -i "$out/perf.$2.$r" -F comm,pid,tid,time,ip,sym,dso \
-			2>/dev/null | python3 "$here/mesh_profile.py" window "$win" |
+			2>/dev/null | python3 "$here/report.py" profile window "$win" |
 			sed "s/^profile /profile $2 /"
 	done
 }

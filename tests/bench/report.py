@@ -3,6 +3,10 @@
 # the ratio table (ours / Debian's) and a PNG plot (gnuplot).
 #
 # usage: report.py RESULTS [--markdown FILE] [--plot FILE.png]
+#        report.py cg-self|trace|profile|callgrind|strace ARGS...
+#
+# The second form runs one of the analyses of run.sh's modes (each below,
+# with its own usage): the bench's one report script.
 #
 # Metrics: steps.n<N>.<step> (microseconds per connection),
 # writes.n<N>.<step|total> (rdma_cm write calls per connection, both
@@ -12,12 +16,15 @@
 # guest.d hooks emit;
 # those without a known target are listed with their ratio only.
 import argparse
+import collections
+import glob
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 
 STEPS = ["create_id", "resolve_addr", "resolve_route", "create_qp",
          "connect", "disconnect", "destroy", "total"]
@@ -287,5 +294,549 @@ def main():
             print("report: no plot: %s" % e, file=sys.stderr)
 
 
+# --- analyses of the mesh benchmark's runs (run.sh modes) ----------
+
+
+# == report.py cg-self ==
+# Instructions (Ir) attributed to one library in a callgrind output file.
+#
+# usage: report.py cg-self [--calls-into] CALLGRIND_OUT PATTERN
+#
+# Default: the library's own instructions ("self" cost of the functions in
+# objects whose file name contains PATTERN), not those of the functions it
+# calls in libc or libibverbs.  With --calls-into: the inclusive cost of
+# every call made into such an object from outside it, i.e. all user-space
+# work done on behalf of the library's API, wherever it runs.
+#
+# File format: "ob=" sets the object of the functions that follow, "cob="
+# the object of the callee of the next "calls=" line; the cost line right
+# after "calls=" is that call's inclusive cost.  Other cost lines are self
+# cost.  Cost lines start with the position columns ("positions:"), then
+# the events.  Names may be compressed: "(id) name" defines, "(id)" refers.
+
+
+def cg_self_main(args):
+    calls_into = args and args[0] == "--calls-into"
+    if calls_into:
+        args = args[1:]
+    if len(args) != 2:
+        sys.exit("usage: report.py cg-self [--calls-into] CALLGRIND_OUT PATTERN")
+    path, pattern = args
+    names = {}
+    npos = 1
+    in_obj = callee_in_obj = False
+    after_calls = False
+    total = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("positions:"):
+                npos = len(line.split()[1:])
+                continue
+            m = re.match(r"^(c?ob)=(?:\((\d+)\))?\s*(.*)$", line)
+            if m:
+                kind, ident, name = m.groups()
+                if ident and name:
+                    names[ident] = name
+                elif ident:
+                    name = names.get(ident, "")
+                if kind == "ob":
+                    in_obj = pattern in name
+                    callee_in_obj = in_obj
+                else:
+                    callee_in_obj = pattern in name
+                continue
+            if line.startswith("calls="):
+                after_calls = True
+                continue
+            if not line or not (line[0].isdigit() or line[0] in "+-*"):
+                continue
+            parts = line.split()
+            cost = int(parts[npos]) if len(parts) > npos else 0
+            if after_calls:
+                if calls_into and callee_in_obj and not in_obj:
+                    total += cost
+                after_calls = False
+                callee_in_obj = in_obj  # a cob= applies to one call
+            elif in_obj and not calls_into:
+                total += cost
+    print(total)
+
+
+# == report.py trace ==
+# Step medians of traced meshes (tests/bench/run.sh mesh-trace).
+#
+# Reads the output of mesh-guest.sh with MESH_TRACE=1: blocks that start
+# with "=== SCHEME rep I n N", each followed by p2pmesh -T lines
+# "T rank R STEP peer P at MS".  For each pair (i < j) the lower rank i
+# is the end whose request forms the connection in both schemes.  Ranks
+# alternate between the guest's two addresses (even, odd), so a pair of
+# the same parity shares one address.
+#
+# When the block also has the kernel's rdma_cma cm_event_handler lines
+# (after "--- kernel", on the same clock), each lower end's ADDR_RESOLVED
+# is split into the kernel's part (call to the kernel reporting it) and
+# the delivery (the kernel reporting it to the application reading it).
+
+
+KERNEL = re.compile(r'\s([\d.]+): cm_event_handler: cm\.id=(\d+) '
+                    r'src=([\d.:a-f\[\]]+):\d+ dst=([\d.:a-f\[\]]+):(\d+) '
+                    r'tos=\d+ (\w+)')
+
+
+def blocks(path):
+    """[(scheme, {(rank, step, peer): ms}, base port, [kernel events])]."""
+    found = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r'=== (\S+) rep (\d+) n (\d+)(?: port (\d+))?',
+                         line)
+            if m:
+                found.append((m.group(1), {}, int(m.group(4) or 0), []))
+                continue
+            m = re.match(r'T rank (\d+) (\S+) peer (-?\d+) at (\d+)', line)
+            if found and m:
+                key = (int(m.group(1)), m.group(2), int(m.group(3)))
+                found[-1][1].setdefault(key, int(m.group(4)))
+                continue
+            m = KERNEL.search(line)
+            if found and m:
+                found[-1][3].append((float(m.group(1)) * 1000, m.group(2),
+                                     m.group(3), m.group(4),
+                                     int(m.group(5)), m.group(6)))
+    return found
+
+
+def kernel_split(steps, base, kernel):
+    """(name, ms): each lower end's ADDR_RESOLVED, kernel and delivery."""
+    # The address of each parity, from where requests went.
+    addr = {}
+    for _, _, _, dst, port, _ in kernel:
+        addr.setdefault((port - base) % 2, dst)
+    used = set()
+    for i, j in pairs(steps):
+        call = steps.get((i, 'resolve_addr', j))
+        read = steps.get((i, 'RDMA_CM_EVENT_ADDR_RESOLVED', j))
+        if call is None or read is None or i % 2 not in addr:
+            continue
+        seen = [k for k in kernel if k[5] == 'ADDR_RESOLVED' and
+                k[2] == addr[i % 2] and k[4] == base + j and
+                call - 1 <= k[0] <= read + 1 and k[1] not in used]
+        if not seen:
+            continue
+        used.add(seen[-1][1])
+        where = 'same address' if i % 2 == j % 2 else 'two addresses'
+        yield 'address: kernel, ' + where, seen[-1][0] - call
+        yield 'address: delivery, ' + where, read - seen[-1][0]
+
+
+def pairs(steps):
+    ranks = sorted({r for r, _, _ in steps})
+    for i in ranks:
+        for j in ranks:
+            if i < j:
+                yield i, j
+
+
+def step_times(steps):
+    """(name, milliseconds) for each lower end's steps and each pair."""
+    ev = 'RDMA_CM_EVENT_'
+    for i, j in pairs(steps):
+        where = 'same address' if i % 2 == j % 2 else 'two addresses'
+        t = {k: steps.get((i, k, j)) for k in (
+            'resolve_addr', ev + 'ADDR_RESOLVED', 'resolve_route',
+            ev + 'ROUTE_RESOLVED', 'connect', ev + 'ESTABLISHED')}
+        est_hi = steps.get((j, ev + 'ESTABLISHED', i))
+        if None not in (t['resolve_addr'], t[ev + 'ADDR_RESOLVED']):
+            yield ('address resolved, ' + where,
+                   t[ev + 'ADDR_RESOLVED'] - t['resolve_addr'])
+        if None not in (t['resolve_route'], t[ev + 'ROUTE_RESOLVED']):
+            yield ('route resolved', t[ev + 'ROUTE_RESOLVED'] -
+                   t['resolve_route'])
+        if None not in (t['connect'], t[ev + 'ESTABLISHED'], est_hi):
+            yield ('connect to ESTABLISHED, lower end',
+                   t[ev + 'ESTABLISHED'] - t['connect'])
+            yield ('connect to ESTABLISHED, higher end',
+                   est_hi - t['connect'])
+
+
+def trace_main(args):
+    if len(args) != 1:
+        sys.exit("usage: report.py trace MESH_LOG")
+    found = defaultdict(lambda: defaultdict(list))
+    for scheme, steps, base, kernel in blocks(args[0]):
+        for name, ms in step_times(steps):
+            found[scheme][name].append(ms)
+        for name, ms in kernel_split(steps, base, kernel):
+            found[scheme][name].append(ms)
+    for scheme in sorted(found):
+        print(f'{scheme}:')
+        for name, v in sorted(found[scheme].items()):
+            v.sort()
+            print(f'  {name:40s} n={len(v):4d} median={statistics.median(v):6.1f}'
+                  f' p90={v[int(len(v) * 0.9)]:6.1f} ms')
+
+
+# == report.py profile ==
+# Where a mesh rank's CPU time goes, from perf samples (not a test).
+#
+#   perf script -F comm,pid,tid,time,ip,sym,dso | report.py profile window A,B
+#       one rank: classifies its samples between A and B (CLOCK_MONOTONIC
+#       seconds, the rank's first and last -T step) and prints
+#       "profile <class> <count>" lines
+#   report.py profile sum FILE
+#       the guest's output (tests/bench/mesh-guest.sh with MESH_PROFILE=1):
+#       per scheme, the samples of every class summed over ranks and runs,
+#       the largest first, with the p2p - lower difference
+#
+# A sample's class says which thread (main, or svc: the library's service
+# thread), kernel or user, and where: for the kernel, the system call,
+# exception or interrupt it entered by (with the ucma / uverbs handler
+# when there is one); for user space, the librdmacm function that was
+# running or the library's file name.  Page faults also name the user
+# function that touched the page.
+
+
+KERNEL_ENTRIES = ('__x64_sys_', '__do_sys_', 'ksys_', 'asm_')
+
+
+HANDLERS = ('ucma_', 'ib_uverbs_handler_', 'eventfd', 'do_epoll', 'do_poll',
+            'rxe_')
+
+
+def kernel_class(frames):
+    """frames: (symbol, dso) pairs, innermost first."""
+    outer = [s for s, d in reversed(frames) if 'kernel' in d]
+    for i, sym in enumerate(outer):
+        if sym.startswith(KERNEL_ENTRIES):
+            name = sym
+            inner = next((t for t in outer[i + 1:]
+                          if t.startswith(HANDLERS) and t != 'ucma_write'),
+                         None)
+            if inner:
+                name += ' > ' + inner
+            if sym == 'asm_exc_page_fault':
+                user = [s for s, d in frames if 'kernel' not in d]
+                name += ' < ' + (user[0] if user else '?')
+            return name
+    return 'other ' + outer[0] if outer else None
+
+
+def user_class(frames):
+    for sym, dso in frames:
+        if 'librdmacm' in dso:
+            return 'librdmacm ' + sym
+    if not frames:
+        return '?'
+    sym, dso = frames[0]
+    dso = dso.rsplit('/', 1)[-1]
+    # libc's functions by name: its system-call wrappers and allocator say
+    # what the time went to, where the other libraries' names add little.
+    return f'{dso} {sym}' if dso.startswith('libc.') else dso
+
+
+def classify(lines, start, end):
+    counts = collections.Counter()
+    sample = None
+
+    def close(s):
+        if not s or not start <= s[0] <= end:
+            return
+        _, pid, tid, frames = s
+        thread = 'main' if pid == tid else 'svc'
+        k = kernel_class(frames)
+        counts[f'{thread} K {k}' if k else
+               f'{thread} U {user_class(frames)}'] += 1
+
+    for line in lines:
+        m = re.match(r'\s*\S+\s+(\d+)/(\d+)\s+([\d.]+):', line)
+        if m:
+            close(sample)
+            sample = (float(m[3]), int(m[1]), int(m[2]), [])
+            continue
+        m = re.match(r'\s*[0-9a-f]+\s+(.*)\s+\((.*)\)\s*$', line)
+        if m and sample:
+            sample[3].append((re.sub(r'\+0x[0-9a-f]+$', '', m[1]), m[2]))
+    close(sample)
+    return counts
+
+
+def summarise(path, top=40):
+    per = collections.defaultdict(collections.Counter)
+    for line in open(path, errors='replace'):
+        m = re.match(r'profile (\S+) (.+) (\d+)$', line.strip())
+        if m:
+            per[m[1]][m[2]] += int(m[3])
+    for scheme, counts in sorted(per.items()):
+        print(f'== {scheme}: {sum(counts.values())} samples')
+        for name, n in counts.most_common(top):
+            print(f'{n:7} {name}')
+    if 'p2p' in per and 'lower' in per:
+        diff = per['p2p'].copy()
+        diff.subtract(per['lower'])
+        print('== p2p - lower, largest first')
+        for name, n in sorted(diff.items(), key=lambda x: -abs(x[1]))[:top]:
+            print(f'{n:+7} {name}')
+
+
+def profile_main(args):
+    if len(args) == 2 and args[0] == 'window':
+        start, end = map(float, args[1].split(','))
+        for name, n in classify(sys.stdin, start, end).items():
+            print(f'profile {name} {n}')
+    elif len(args) == 2 and args[0] == 'sum':
+        summarise(args[1])
+    else:
+        sys.exit('usage: report.py profile window START,END < PERF_SCRIPT | sum MESH_LOG')
+
+
+# == report.py callgrind ==
+# Sums the callgrind files of tests/bench/run.sh mesh-callgrind per scheme
+# (p2p, or lower for p2pmesh -L) over the ranks, and prints the totals,
+# their ratio and the functions whose self cost differs most between the
+# schemes.  With --callers FUNC: how often each caller called FUNC, per
+# scheme over the ranks (who takes pthread_mutex_lock more often, say).
+#
+# usage: report.py callgrind DIR [TOP]
+#        report.py callgrind DIR --callers FUNC [TOP]
+
+
+COST = re.compile(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)$")
+
+
+def scheme_and_rank(cmd):
+    """p2p or lower, and the rank, from p2pmesh's command line."""
+    words = cmd.split()
+    scheme = "lower" if "-L" in words else "p2p"
+    for i, w in enumerate(words[:-1]):
+        if w.isdigit() and re.match(r"[0-9a-fA-F:.]+$", words[i + 1]) \
+                and words[i - 1] not in ("-p", "-c", "-i", "-s", "-w"):
+            return scheme, int(w)
+    return scheme, -1
+
+
+def self_costs(path):
+    """Total and per-function self cost (functions merged by name)."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--auto=no", "--threshold=100", path],
+        capture_output=True, text=True, check=True).stdout
+    total, costs, listing = 0, collections.Counter(), False
+    for line in text.splitlines():
+        m = COST.match(line)
+        if not m:
+            listing = listing or "file:function" in line
+            continue
+        n = int(m.group(1).replace(",", ""))
+        if m.group(2).startswith("PROGRAM TOTALS"):
+            total = n
+        elif listing:
+            name = re.sub(r"\s*\[.*\]$", "", m.group(2)).split(":")[-1]
+            costs[name] += n
+    return total, costs
+
+
+CALLER = re.compile(r"\s*[\d,]+\s+(?:\([^)]*\)\s+)?<\s+\S*?([^:\s]+) "
+                    r"(?:\[[^]]*\] )?\((\d+)x\)")
+
+
+def callers_of(path, func):
+    """Calls to @func by each caller in one callgrind file."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--tree=caller", "--inclusive=yes",
+         "--threshold=100", path],
+        capture_output=True, text=True, check=True).stdout
+    calls = collections.Counter()
+    target = re.compile(r"\*\s+\S*?[:\s]%s(@@\S+)?\s" % re.escape(func))
+    for block in text.split("\n\n"):
+        lines = block.splitlines()
+        star = next((i for i, l in enumerate(lines) if target.search(l)),
+                    None)
+        if star is None:
+            continue
+        for line in lines[:star]:
+            m = CALLER.match(line)
+            if m:
+                calls[m.group(1)] += int(m.group(2))
+    return calls
+
+
+def rank_files(path):
+    """(file, scheme, rank) of each p2pmesh rank's callgrind file."""
+    for f in sorted(glob.glob(os.path.join(path, "cg.*"))):
+        with open(f, errors="replace") as fd:
+            cmd = next((l[5:] for l in fd if l.startswith("cmd:")), "")
+        if "p2pmesh" in cmd:
+            yield (f,) + scheme_and_rank(cmd)
+
+
+def print_callers(path, func, top):
+    calls = {"p2p": collections.Counter(), "lower": collections.Counter()}
+    for f, scheme, _ in rank_files(path):
+        calls[scheme].update(callers_of(f, func))
+    print("calls to %s: p2p %d lower %d" % (
+        func, sum(calls["p2p"].values()), sum(calls["lower"].values())))
+    print("caller p2p-lower p2p lower")
+    names = set(calls["p2p"]) | set(calls["lower"])
+    for k in sorted(names, key=lambda k: -abs(calls["p2p"][k] -
+                                             calls["lower"][k]))[:top]:
+        print("%6d %6d %6d %s" % (calls["p2p"][k] - calls["lower"][k],
+                                  calls["p2p"][k], calls["lower"][k], k))
+
+
+def callgrind_main(args):
+    if not args:
+        sys.exit("usage: report.py callgrind DIR [TOP] | DIR --callers FUNC "
+                 "[TOP]")
+    if len(args) > 2 and args[1] == "--callers":
+        print_callers(args[0], args[2], int(args[3]) if len(args) > 3 else 25)
+        return
+    top = int(args[1]) if len(args) > 1 else 25
+    totals = collections.Counter()
+    funcs = {"p2p": collections.Counter(), "lower": collections.Counter()}
+    ranks = collections.defaultdict(dict)
+    for path, scheme, rank in rank_files(args[0]):
+        total, costs = self_costs(path)
+        totals[scheme] += total
+        funcs[scheme].update(costs)
+        ranks[scheme][rank] = total
+    if not totals["p2p"] or not totals["lower"]:
+        sys.exit("mesh_callgrind: no callgrind output of both schemes")
+    for scheme in ("p2p", "lower"):
+        print("mesh-callgrind %s ranks=%d instr=%d per_rank=%s" % (
+            scheme, len(ranks[scheme]), totals[scheme],
+            ",".join(str(ranks[scheme][r]) for r in sorted(ranks[scheme]))))
+    print("mesh-callgrind p2p / lower instr_ratio=%.3f diff=%d" % (
+        totals["p2p"] / totals["lower"], totals["p2p"] - totals["lower"]))
+    names = set(funcs["p2p"]) | set(funcs["lower"])
+    diff = sorted(names, key=lambda k: funcs["lower"][k] - funcs["p2p"][k])
+    print("function p2p-lower p2p lower (self instructions, all ranks)")
+    for k in diff[:top] + ["..."] + diff[-(top // 3):]:
+        if k == "...":
+            print("...")
+            continue
+        print("%8d %8d %8d %s" % (funcs["p2p"][k] - funcs["lower"][k],
+                                  funcs["p2p"][k], funcs["lower"][k], k))
+
+
+# == report.py strace ==
+# Counts the system calls of tests/bench/run.sh mesh-strace per scheme (p2p,
+# or lower for p2pmesh -L) over the ranks, within each rank's measured
+# span (between its first two getrusage calls, around form_mesh): by call
+# and the file behind its first descriptor, and the rdma_cm commands by
+# name.  Prints both schemes and the difference, largest first.
+#
+# usage: report.py strace DIR
+
+
+# enum in <rdma/rdma_user_cm.h>
+UCMA_CMDS = [
+    "CREATE_ID", "DESTROY_ID", "BIND_IP", "RESOLVE_IP", "RESOLVE_ROUTE",
+    "QUERY_ROUTE", "CONNECT", "LISTEN", "ACCEPT", "REJECT", "DISCONNECT",
+    "INIT_QP_ATTR", "GET_EVENT", "GET_OPTION", "SET_OPTION", "NOTIFY",
+    "JOIN_IP_MCAST", "LEAVE_MCAST", "MIGRATE_ID", "QUERY", "BIND",
+    "RESOLVE_ADDR", "JOIN_MCAST",
+]
+
+
+CALL = re.compile(r"\d+\s+(\w+)\((.*)")
+
+
+FD = re.compile(r"(\d+)<([^>]*)>")
+
+
+UCMA_WRITE = re.compile(r'write\(\d+</dev/infiniband/rdma_cm>, "(.*?)"')
+
+
+ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "\\": 92, '"': 34}
+
+
+def first_word(text):
+    """The little-endian u32 at the start of strace's quoted buffer."""
+    out, i = bytearray(), 0
+    while i < len(text) and len(out) < 4:
+        c = text[i]
+        if c != "\\":
+            out.append(ord(c))
+            i += 1
+        elif text[i + 1] == "x":
+            out.append(int(text[i + 2:i + 4], 16))
+            i += 4
+        elif text[i + 1] in "01234567":
+            j = i + 1
+            while j < len(text) and j < i + 4 and text[j] in "01234567":
+                j += 1
+            out.append(int(text[i + 1:j], 8))
+            i = j
+        else:
+            out.append(ESCAPES.get(text[i + 1], ord(text[i + 1])))
+            i += 2
+    return int.from_bytes(bytes(out[:4]), "little")
+
+
+def read_rank(path):
+    """The rank's scheme (lower for p2pmesh -L, from the first line, its
+    execve) and the lines between its first two getrusage calls."""
+    with open(path, errors="replace") as f:
+        lines = f.read().splitlines()
+    lower = bool(lines) and '"-L"' in lines[0]
+    marks = [i for i, line in enumerate(lines) if "getrusage(" in line]
+    if len(marks) < 2:
+        return lower, []
+    return lower, lines[marks[0] + 1:marks[1]]
+
+
+def count(spans):
+    calls, cmds = collections.Counter(), collections.Counter()
+    for lines in spans:
+        for line in lines:
+            m = CALL.match(line)
+            if not m:
+                continue
+            name, args = m.groups()
+            fd = FD.match(args)
+            key = name
+            if fd:
+                key += " " + re.sub(r"\d+", "N", fd.group(2))
+            calls[key] += 1
+            w = UCMA_WRITE.match(line.split(None, 1)[1])
+            if w:
+                n = first_word(w.group(1))
+                cmds[UCMA_CMDS[n] if n < len(UCMA_CMDS) else str(n)] += 1
+    return calls, cmds
+
+
+def table(title, a, b):
+    print("%s: p2p-lower p2p lower" % title)
+    for k in sorted(set(a) | set(b), key=lambda k: (-abs(a[k] - b[k]), k)):
+        print("%8d %6d %6d  %s" % (a[k] - b[k], a[k], b[k], k))
+
+
+def strace_main(args):
+    if len(args) != 1:
+        sys.exit("usage: report.py strace DIR")
+    schemes = {"p2p": [], "lower": []}
+    for path in sorted(glob.glob(args[0] + "/st.*")):
+        lower, lines = read_rank(path)
+        schemes["lower" if lower else "p2p"].append(lines)
+    (pc, pu), (lc, lu) = count(schemes["p2p"]), count(schemes["lower"])
+    print("mesh-strace p2p ranks=%d calls=%d lower ranks=%d calls=%d" %
+          (len(schemes["p2p"]), sum(pc.values()), len(schemes["lower"]),
+           sum(lc.values())))
+    table("system calls", pc, lc)
+    table("rdma_cm commands", pu, lu)
+
+
+# The analyses, by the mode named first; without one, the results report.
+ANALYSES = {
+    "cg-self": cg_self_main,
+    "trace": trace_main,
+    "profile": profile_main,
+    "callgrind": callgrind_main,
+    "strace": strace_main,
+}
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] in ANALYSES:
+        ANALYSES[sys.argv[1]](sys.argv[2:])
+    else:
+        main()

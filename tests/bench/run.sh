@@ -27,14 +27,14 @@
 #                   against connect-higher/accept-lower, medians, ranges,
 #                   paired ratios; MESH_BOOTS=K boots K times and pools them
 #   mesh-trace      the mesh with p2pmesh -T (and the guest kernel's
-#                   rdma_cma tracepoints): step medians (mesh_trace.py)
+#                   rdma_cma tracepoints): step medians (report.py trace)
 #   mesh-profile    every rank under perf record, its setup window only:
-#                   samples per scheme by class (mesh_profile.py)
+#                   samples per scheme by class (report.py profile)
 #   mesh-callgrind  one mesh of each scheme, every rank under callgrind,
 #                   form_mesh only: user-space instructions per scheme and
-#                   the functions that differ (mesh_callgrind.py)
+#                   the functions that differ (report.py callgrind)
 #   mesh-strace     the same under strace -f: the span's system calls and
-#                   rdma_cm commands per scheme (mesh_strace.py)
+#                   rdma_cm commands per scheme (report.py strace)
 #   help            this text
 #
 # OUTDIR (default $BUILD_DIR/bench/<date>, or <mode>-<date> there) is also
@@ -213,13 +213,13 @@ mode_mesh() {
 mode_mesh_trace() {
 	MESH_TRACE=1 MESH_REPS=${MESH_REPS:-5} mesh_logged 1200
 	grep '^summary' "$out/mesh.log" || true
-	python3 "$here/mesh_trace.py" "$out/mesh.log"
+	python3 "$here/report.py" trace "$out/mesh.log"
 }
 
 mode_mesh_profile() {
 	MESH_PROFILE=1 MESH_REPS=${MESH_REPS:-5} mesh_logged 2400
 	grep '^summary' "$out/mesh.log" || true
-	python3 "$here/mesh_profile.py" sum "$out/mesh.log"
+	python3 "$here/report.py" profile sum "$out/mesh.log"
 }
 
 # --trace-children: setarch comes first on the rank's command line.
@@ -227,14 +227,14 @@ mode_mesh_callgrind() {
 	rm -f "$out"/cg.*
 	local cg="valgrind -q --tool=callgrind --trace-children=yes"
 	mesh_wrapped "$cg --toggle-collect=form_mesh --callgrind-out-file=$out/cg.%p --"
-	python3 "$here/mesh_callgrind.py" "$out"
+	python3 "$here/report.py" callgrind "$out"
 }
 
 # mesh-guest.sh turns %r into a name of the rank's own.
 mode_mesh_strace() {
 	rm -f "$out"/st.*
 	mesh_wrapped "strace -f -y -o $out/st.%r --"
-	python3 "$here/mesh_strace.py" "$out"
+	python3 "$here/report.py" strace "$out"
 }
 
 if [ "${mode#mesh}" != "$mode" ] && [ "${MESH_COUNT:-0}" = 1 ]; then
