@@ -157,19 +157,20 @@ stop() {
 	wait "$1" 2>/dev/null
 }
 
-# wait_listen PORT PID: waits, at most 30 s by the clock, until something
-# listens on PORT: a kernel TCP socket (ss) or an RDMA CM id (a listening
-# rsocket; verdict.sh's port_bound).  Not the preload's log: sshd closes
-# every descriptor it did not open, the log's too.  Gives up as soon as
-# PID has exited.
-wait_listen() {
-	local p=$1 pid=$2 end=$((SECONDS + 30))
-	while [ $SECONDS -lt $end ]; do
-		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . && return 0
-		port_bound "$p" && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.2
+# listening KEY PORT WHAT LOG...: the server start_with just started
+# listens on PORT (verdict.sh's wait_bound: an RDMA CM id or a TCP
+# listener, not the preload's log, which sshd closes with every descriptor
+# it did not open); else res[KEY.why] says WHAT did not start, with the
+# ends of its LOGs, the server is stopped, and the status is 1.
+listening() {
+	local key=$1 p=$2 what=$3 f out=
+	shift 3
+	wait_bound "$p" "$started" && return 0
+	for f; do
+		out="$out $(tail -c 300 "$f")"
 	done
+	res[$key.why]="$what did not start:$out"
+	stop "$started"
 	return 1
 }
 
@@ -283,11 +284,7 @@ EOF
 	start_with "$mode" env "$@" timeout -k 5 $((4 * T)) nginx -p "$d" -e "$d/error.log" \
 		-c "$d/nginx.conf" >"$d/out" 2>&1
 	s=$started
-	if ! wait_listen $p $s; then
-		res[$name.$mode.why]="nginx did not start: $(tail -c 300 "$d/out") $(tail -c 300 "$d/error.log")"
-		stop $s
-		return
-	fi
+	listening "$name.$mode" $p nginx "$d/out" "$d/error.log" || return
 	# the first contact: bounded tighter, a failure here is quick
 	with "$mode" env "$@" timeout -k 5 $FIRST curl -sS --max-time $((FIRST - 5)) \
 		-o "$d/1m.got" "http://$A1:$p/1m.bin" >"$d/curl" 2>&1
@@ -349,11 +346,7 @@ EOF
 	start_with "$mode" env "$@" timeout -k 5 $((4 * T)) "${as[@]}" rsync --daemon --no-detach \
 		--config="$d/rsyncd.conf" --address="$A1" --port=$p >"$d/out" 2>&1
 	s=$started
-	if ! wait_listen $p $s; then
-		res[$name.$mode.why]="rsync --daemon did not start: $(tail -c 300 "$d/out") $(tail -c 300 "$d/rsyncd.log")"
-		stop $s
-		return
-	fi
+	listening "$name.$mode" $p "rsync --daemon" "$d/out" "$d/rsyncd.log" || return
 	t0=$(now_ms)
 	# (--timeout: rsync's own bound on a silent peer)
 	with "$mode" env "$@" timeout -k 5 $FIRST rsync -a --timeout=$((FIRST - 10)) "$W/tree/" \
@@ -526,11 +519,7 @@ EOF
 	start_with "$mode" env "$@" timeout -k 5 $((4 * T)) /usr/sbin/sshd -D -e \
 		-f "$d/sshd_config" -p $p >"$d/log" 2>&1
 	s=$started
-	if ! wait_listen $p $s; then
-		res[$name.$mode.why]="sshd did not start: $(tail -c 300 "$d/log")"
-		stop $s
-		return
-	fi
+	listening "$name.$mode" $p sshd "$d/log" || return
 	t0=$(now_ms)
 	# the first contact: bounded tighter, a failure here is quick
 	with "$mode" env "$@" timeout -k 5 $FIRST scp -q "${so[@]}" "$W/html/1m.bin" \
@@ -569,11 +558,7 @@ http-server_run() {
 	start_with "$mode" timeout -k 5 $((2 * T)) /usr/bin/python3 -m http.server $p \
 		--bind "$A1" --directory "$W/html" >"$d/log" 2>&1
 	s=$started
-	if ! wait_listen $p $s; then
-		res[$name.$mode.why]="http.server did not start: $(tail -c 300 "$d/log")"
-		stop $s
-		return
-	fi
+	listening "$name.$mode" $p http.server "$d/log" || return
 	t0=$(now_ms)
 	with "$mode" timeout -k 5 $T curl -sS --max-time $((T - 5)) -o "$d/1m.got" \
 		"http://$A1:$p/1m.bin" >"$d/curl" 2>&1

@@ -40,7 +40,9 @@
 #
 # port_bound PORT, wait_bound PORT [PID]: whether something is there to
 # take a client on PORT (an RDMA CM id that listens, "rdma res show
-# cm_id", or a UDP socket, "ss": a datagram rsocket keeps its port in one); wait_bound waits for it, at most
+# cm_id"; a UDP socket, "ss": a datagram rsocket keeps its port in one;
+# or a TCP listener, a control run's server on plain TCP); wait_bound
+# waits for it, at most
 # 30 s, and gives up as soon as PID (the server's) has exited.  Without
 # the rdma and ss tools it sleeps 1 s.  The caller starts its client
 # either way and judges what happens.
@@ -122,7 +124,7 @@ built() {
 port_bound() {
 	rdma res show cm_id 2>/dev/null |
 		grep -Eq "state LISTEN .*src-addr [^ ]*:$1( |$)" && return 0
-	[ -n "$(ss -Hlnu "sport = :$1" 2>/dev/null)" ]
+	[ -n "$(ss -Hlnut "sport = :$1" 2>/dev/null)" ]
 }
 wait_bound() {
 	local port=$1 pid=${2:-} i
