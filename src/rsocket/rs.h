@@ -255,7 +255,8 @@ struct rsocket {
 			bool listen_added;
 			/*
 			 * Shared with forked children (handoff.c): set once,
-			 * by the first fork after rlisten (atomic).
+			 * by the first fork after rlisten or the first
+			 * SO_REUSEPORT socket that joins it (atomic).
 			 */
 			struct rs_handoff *handoff;
 			/*
