@@ -69,7 +69,7 @@ static uint64_t p2p_held_evicted; /* refused to keep within the caps */
 /* Held requests by key; its count is the process's. */
 static struct cma_htable p2p_held_table;
 /* Registered conns, newest first; and by key. */
-static struct cma_p2p_conn *p2p_conns;
+static struct cma_list p2p_conns;
 static struct cma_htable p2p_conn_table;
 
 void cma_p2p_lock(void)
@@ -591,19 +591,8 @@ static uint64_t cma_p2p_key_hash(const struct cma_p2p_key *key)
 
 void cma_p2p_held_unlink(struct cma_p2p_held *h)
 {
-	struct cma_p2p_listener *lis = h->lis;
-
-	if (h->lprev)
-		h->lprev->lnext = h->lnext;
-	else
-		lis->held_head = h->lnext;
-	if (h->lnext)
-		h->lnext->lprev = h->lprev;
-	else
-		lis->held_tail = h->lprev;
+	cma_list_unlink(&h->lis->held, &h->lnode);
 	cma_htable_del(&p2p_held_table, &h->hnode);
-	h->lnext = h->lprev = NULL;
-	lis->nheld--;
 }
 
 /* Refuse a held request to stay within a cap; counted. */
@@ -621,13 +610,14 @@ static void cma_p2p_held_evict(struct cma_p2p_held *h)
 /* The oldest held request of the process (at the head of some listener). */
 static struct cma_p2p_held *cma_p2p_held_oldest(void)
 {
-	struct cma_p2p_held *oldest = NULL;
+	struct cma_p2p_held *oldest = NULL, *first;
 	struct cma_p2p_listener *lis;
 
-	for (lis = p2p_listeners; lis; lis = lis->next)
-		if (lis->held_head &&
-		    (!oldest || lis->held_head->seq < oldest->seq))
-			oldest = lis->held_head;
+	for (lis = p2p_listeners; lis; lis = lis->next) {
+		first = cma_p2p_held_first(lis);
+		if (first && (!oldest || first->seq < oldest->seq))
+			oldest = first;
+	}
 	return oldest;
 }
 
@@ -639,20 +629,13 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 	struct cma_p2p_held *old;
 
 	h->seq = ++p2p_held_seq;
-	while (lis->nheld >= max && lis->held_head)
-		cma_p2p_held_evict(lis->held_head);
+	while (lis->held.len && lis->held.len >= max)
+		cma_p2p_held_evict(cma_p2p_held_first(lis));
 	while (p2p_held_table.count >= 4 * (size_t)max &&
 	       (old = cma_p2p_held_oldest()))
 		cma_p2p_held_evict(old);
-	h->lprev = lis->held_tail;
-	h->lnext = NULL;
-	if (lis->held_tail)
-		lis->held_tail->lnext = h;
-	else
-		lis->held_head = h;
-	lis->held_tail = h;
+	cma_list_append(&lis->held, &h->lnode);
 	cma_htable_add(&p2p_held_table, &h->hnode, cma_p2p_key_hash(&h->key));
-	lis->nheld++;
 }
 
 /*
@@ -664,7 +647,7 @@ void cma_p2p_held_link(struct cma_p2p_held *h)
 void cma_p2p_arm(struct cma_p2p_listener *lis)
 {
 	uint64_t now = cma_p2p_now_ns(), next = UINT64_MAX;
-	struct cma_p2p_held *h = lis->held_head;
+	struct cma_p2p_held *h = cma_p2p_held_first(lis);
 
 	if (!h) {
 		cma_timer_stop(&lis->timer);
@@ -767,11 +750,7 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 	static uint64_t p2p_conn_seq;
 
 	if (!conn->registered) {
-		conn->next = p2p_conns;
-		if (p2p_conns)
-			p2p_conns->pprev = &conn->next;
-		conn->pprev = &p2p_conns;
-		p2p_conns = conn;
+		cma_list_push(&p2p_conns, &conn->node);
 		cma_htable_add(&p2p_conn_table, &conn->hnode,
 			       cma_p2p_key_hash(&conn->key));
 		conn->registered = true;
@@ -786,9 +765,7 @@ void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 	cma_timer_stop(&conn->timer);
 	if (!conn->registered)
 		return;
-	*conn->pprev = conn->next;
-	if (conn->next)
-		conn->next->pprev = conn->pprev;
+	cma_list_unlink(&p2p_conns, &conn->node);
 	cma_htable_del(&p2p_conn_table, &conn->hnode);
 	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
 	cma_p2p_slot_release(conn); /* out of the window's queue too */
@@ -816,7 +793,10 @@ struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)
 struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote)
 {
-	for (conn = conn ? conn->next : p2p_conns; conn; conn = conn->next)
+	for (conn = conn ? cma_list_next(conn, node)
+			 : cma_list_first(&p2p_conns, struct cma_p2p_conn,
+					  node);
+	     conn; conn = cma_list_next(conn, node))
 		if (!cma_p2p_ident_cmp(&conn->key.remote, remote))
 			return conn;
 	return NULL;
@@ -828,8 +808,8 @@ void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote)
 	struct cma_p2p_listener *lis;
 
 	for (lis = p2p_listeners; lis; lis = lis->next) {
-		for (h = lis->held_head; h; h = hnext) {
-			hnext = h->lnext;
+		for (h = cma_p2p_held_first(lis); h; h = hnext) {
+			hnext = cma_list_next(h, lnode);
 			if (cma_p2p_ident_cmp(&h->key.remote, remote))
 				continue;
 			cma_p2p_held_unlink(h);
@@ -936,7 +916,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 		lis->next = p2p_closing;
 		p2p_closing = lis;
 		cma_timer_stop(&lis->timer);
-		while ((h = lis->held_head)) {
+		while ((h = cma_p2p_held_first(lis))) {
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}

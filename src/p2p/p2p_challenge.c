@@ -44,7 +44,7 @@
 struct cma_p2p_challenge {
 	struct cma_hnode hnode; /* in the table, by listener, address, QP */
 	/* The listener's challenges, oldest first. */
-	struct cma_p2p_challenge *lnext, *lprev;
+	struct cma_list_node lnode;
 	struct cma_p2p_listener *lis;
 	uint8_t remote[16];
 	uint32_t qpn;
@@ -84,17 +84,7 @@ cma_p2p_challenge_find(const struct cma_p2p_listener *lis,
 /* Out of its listener's list (still in the table). */
 static void cma_p2p_challenge_unlink(struct cma_p2p_challenge *c)
 {
-	struct cma_p2p_listener *lis = c->lis;
-
-	if (c->lprev)
-		c->lprev->lnext = c->lnext;
-	else
-		lis->chal_head = c->lnext;
-	if (c->lnext)
-		c->lnext->lprev = c->lprev;
-	else
-		lis->chal_tail = c->lprev;
-	lis->nchal--;
+	cma_list_unlink(&c->lis->challenges, &c->lnode);
 }
 
 static void cma_p2p_challenge_forget(struct cma_p2p_challenge *c)
@@ -104,18 +94,11 @@ static void cma_p2p_challenge_forget(struct cma_p2p_challenge *c)
 	free(c);
 }
 
-static void cma_p2p_challenge_append(struct cma_p2p_challenge *c)
+static struct cma_p2p_challenge *
+cma_p2p_challenge_oldest(struct cma_p2p_listener *lis)
 {
-	struct cma_p2p_listener *lis = c->lis;
-
-	c->lprev = lis->chal_tail;
-	c->lnext = NULL;
-	if (lis->chal_tail)
-		lis->chal_tail->lnext = c;
-	else
-		lis->chal_head = c;
-	lis->chal_tail = c;
-	lis->nchal++;
+	return cma_list_first(&lis->challenges, struct cma_p2p_challenge,
+			      lnode);
 }
 
 /*
@@ -150,12 +133,13 @@ static uint64_t cma_p2p_challenge_renew(struct cma_p2p_listener *lis,
 		c->lis = lis;
 		memcpy(c->remote, remote, sizeof(c->remote));
 		c->qpn = qpn;
-		while (lis->nchal >= cma_p2p_max_held() && lis->chal_head)
-			cma_p2p_challenge_forget(lis->chal_head);
+		while (lis->challenges.len &&
+		       lis->challenges.len >= cma_p2p_max_held())
+			cma_p2p_challenge_forget(cma_p2p_challenge_oldest(lis));
 		cma_htable_add(&p2p_challenge_table, &c->hnode,
 			       cma_p2p_challenge_hash(lis, remote, qpn));
 	}
-	cma_p2p_challenge_append(c);
+	cma_list_append(&lis->challenges, &c->lnode);
 	c->value = cma_p2p_challenge_draw();
 	return c->value;
 }
@@ -190,6 +174,8 @@ uint64_t cma_p2p_challenge_of(const struct cma_p2p_listener *lis,
 
 void cma_p2p_challenges_drop(struct cma_p2p_listener *lis)
 {
-	while (lis->chal_head)
-		cma_p2p_challenge_forget(lis->chal_head);
+	struct cma_p2p_challenge *c;
+
+	while ((c = cma_p2p_challenge_oldest(lis)))
+		cma_p2p_challenge_forget(c);
 }

@@ -21,46 +21,20 @@
 
 static struct cma_htable peer_table;
 /* Strangers, the least recently heard from first. */
-static struct cma_p2p_peer *strangers_head, *strangers_tail;
-static unsigned int nstrangers;
+static struct cma_list strangers;
 
 static uint64_t cma_p2p_peer_hash(const struct cma_p2p_ident *p)
 {
 	return cma_p2p_ident_hash(CMA_P2P_HASH_SEED, p);
 }
 
-static void cma_p2p_stranger_unlink(struct cma_p2p_peer *c)
-{
-	if (c->sprev)
-		c->sprev->snext = c->snext;
-	else
-		strangers_head = c->snext;
-	if (c->snext)
-		c->snext->sprev = c->sprev;
-	else
-		strangers_tail = c->sprev;
-	c->snext = c->sprev = NULL;
-	nstrangers--;
-}
-
-static void cma_p2p_stranger_append(struct cma_p2p_peer *c)
-{
-	c->sprev = strangers_tail;
-	c->snext = NULL;
-	if (strangers_tail)
-		strangers_tail->snext = c;
-	else
-		strangers_head = c;
-	strangers_tail = c;
-	nstrangers++;
-}
-
 /* Forget the stranger heard from least recently. */
 static void cma_p2p_forget_oldest_stranger(void)
 {
-	struct cma_p2p_peer *c = strangers_head;
+	struct cma_p2p_peer *c =
+		cma_list_first(&strangers, struct cma_p2p_peer, snode);
 
-	cma_p2p_stranger_unlink(c);
+	cma_list_unlink(&strangers, &c->snode);
 	cma_htable_del(&peer_table, &c->hnode);
 	free(c);
 }
@@ -85,15 +59,15 @@ struct cma_p2p_peer *cma_p2p_peer_get(const struct cma_p2p_ident *remote,
 
 	if (c) {
 		if (!c->kept) { /* heard from again: forgotten last */
-			cma_p2p_stranger_unlink(c);
+			cma_list_unlink(&strangers, &c->snode);
 			if (keep)
 				c->kept = true;
 			else
-				cma_p2p_stranger_append(c);
+				cma_list_append(&strangers, &c->snode);
 		}
 		return c;
 	}
-	if (!keep && nstrangers >= CMA_P2P_MAX_STRANGERS)
+	if (!keep && strangers.len >= CMA_P2P_MAX_STRANGERS)
 		cma_p2p_forget_oldest_stranger();
 	c = cma_zalloc(sizeof(*c));
 	if (!c) {
@@ -104,7 +78,7 @@ struct cma_p2p_peer *cma_p2p_peer_get(const struct cma_p2p_ident *remote,
 	c->kept = keep;
 	cma_htable_add(&peer_table, &c->hnode, cma_p2p_peer_hash(remote));
 	if (!keep)
-		cma_p2p_stranger_append(c);
+		cma_list_append(&strangers, &c->snode);
 	return c;
 }
 

@@ -283,7 +283,8 @@ static bool cma_p2p_held_alive(const struct cma_p2p_held *h)
 
 void cma_p2p_timer_expire(struct cma_timer *timer)
 {
-	struct cma_p2p_held *h, *next, *due = NULL, **tail = &due;
+	struct cma_p2p_held *h, *next;
+	struct cma_list due = {0};
 	struct cma_p2p_listener *lis;
 	uint64_t now = cma_p2p_now_ns();
 	char kb[CMA_P2P_KEY_STRLEN];
@@ -295,8 +296,8 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 		return;
 	}
 	cma_p2p_dbg("listener port %u: hold timer", lis->port);
-	for (h = lis->held_head; h; h = next) {
-		next = h->lnext;
+	for (h = cma_p2p_held_first(lis); h; h = next) {
+		next = cma_list_next(h, lnode);
 		if (!cma_p2p_held_alive(h)) {
 			cma_p2p_dbg("held request %s, handle %u: peer gone, "
 				    "dropped",
@@ -306,14 +307,14 @@ void cma_p2p_timer_expire(struct cma_timer *timer)
 			cma_p2p_held_drop(h);
 		} else if (h->deadline_ns && h->deadline_ns <= now) {
 			cma_p2p_held_unlink(h);
-			*tail = h;
-			tail = &h->lnext;
+			cma_list_append(&due, &h->lnode);
 		}
 	}
 	cma_p2p_arm(lis);
 	/* Oldest first, as they were held. */
-	for (h = due; h; h = next) {
-		next = h->lnext;
+	for (h = cma_list_first(&due, struct cma_p2p_held, lnode); h;
+	     h = next) {
+		next = cma_list_next(h, lnode);
 		cma_p2p_surface_held(h);
 	}
 	cma_p2p_unlock();

@@ -15,6 +15,7 @@
 
 #include "cm/cma.h"
 #include "util/htable.h"
+#include "util/list.h"
 #include "p2p.h"
 #include "p2p_wire.h"
 
@@ -57,16 +58,14 @@ struct cma_p2p_listener {
 	uint16_t port;
 	struct cma_timer timer; /* held requests' deadlines and probes */
 	/* Its held requests, oldest first: the first one's deadline is due first. */
-	struct cma_p2p_held *held_head, *held_tail;
-	unsigned int nheld;
+	struct cma_list held;
 	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
 	/* Challenges given to peers' QPs, oldest first (p2p_challenge.c). */
-	struct cma_p2p_challenge *chal_head, *chal_tail;
-	unsigned int nchal;
+	struct cma_list challenges;
 };
 
 struct cma_p2p_held {
-	struct cma_p2p_held *lnext, *lprev; /* the listener's, oldest first */
+	struct cma_list_node lnode; /* in the listener's held list */
 	struct cma_hnode hnode; /* in the held requests by key */
 	struct cma_p2p_listener *lis;
 	uint32_t handle; /* the request's kernel id, on the listener's fd */
@@ -132,7 +131,7 @@ enum cma_p2p_bound {
 };
 
 struct cma_p2p_conn {
-	struct cma_p2p_conn *next, **pprev; /* the list of registered conns */
+	struct cma_list_node node; /* in the list of registered conns */
 	struct cma_hnode hnode; /* in the conns by key, while registered */
 	uint64_t seq; /* registration order: the oldest waiting pairs first */
 	struct cma_id_private *id_priv;
@@ -174,7 +173,7 @@ struct cma_p2p_conn {
 	 * gone out yet (it goes on the id's own kernel id).
 	 */
 	bool slot, queued, unsent;
-	struct cma_p2p_conn *qnext, **qpprev;
+	struct cma_list_node qnode; /* in the window's queue */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
@@ -240,7 +239,7 @@ struct cma_p2p_adoption {
 struct cma_p2p_peer {
 	struct cma_hnode hnode; /* in the peers by identity */
 	/* Until a connect of ours uses it: known only from what it sent. */
-	struct cma_p2p_peer *snext, *sprev;
+	struct cma_list_node snode; /* in the strangers, while one */
 	bool kept; /* a connect of ours used it: never forgotten */
 	struct cma_p2p_ident remote;
 	uint64_t incarnation; /* the last its messages stated; 0: none yet */
@@ -323,6 +322,12 @@ void cma_p2p_refuse_challenge(int fd, uint32_t handle, uint64_t challenge);
 void cma_p2p_held_link(struct cma_p2p_held *h);
 void cma_p2p_held_drop(struct cma_p2p_held *h);
 void cma_p2p_held_unlink(struct cma_p2p_held *h);
+/* @lis's oldest held request, or NULL. */
+static inline struct cma_p2p_held *
+cma_p2p_held_first(const struct cma_p2p_listener *lis)
+{
+	return cma_list_first(&lis->held, struct cma_p2p_held, lnode);
+}
 /*
  * The oldest held request with this key, through the hash: the peer's
  * attempts are taken in the order they came.

@@ -23,15 +23,11 @@
 
 static unsigned int p2p_reqs_out;
 /* Connects waiting for a place in the window, oldest first. */
-static struct cma_p2p_conn *p2p_queue_head, **p2p_queue_tail = &p2p_queue_head;
+static struct cma_list p2p_queue;
 
 static void cma_p2p_queue_remove(struct cma_p2p_conn *conn)
 {
-	*conn->qpprev = conn->qnext;
-	if (conn->qnext)
-		conn->qnext->qpprev = conn->qpprev;
-	else
-		p2p_queue_tail = conn->qpprev;
+	cma_list_unlink(&p2p_queue, &conn->qnode);
 	conn->queued = false;
 }
 
@@ -45,10 +41,7 @@ bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
 		return true;
 	}
 	if (!conn->queued) {
-		conn->qnext = NULL;
-		conn->qpprev = p2p_queue_tail;
-		*p2p_queue_tail = conn;
-		p2p_queue_tail = &conn->qnext;
+		cma_list_append(&p2p_queue, &conn->qnode);
 		conn->queued = true;
 	}
 	return false;
@@ -64,7 +57,7 @@ void cma_p2p_slot_release(struct cma_p2p_conn *conn)
 		return;
 	conn->slot = false;
 	p2p_reqs_out--;
-	next = p2p_queue_head;
+	next = cma_list_first(&p2p_queue, struct cma_p2p_conn, qnode);
 	if (!next)
 		return;
 	/* Its place is kept for it: its timer sends at once. */

@@ -82,7 +82,7 @@ struct ds_dest {
 	 * again, until the peer's next UDP message.
 	 */
 	bool route_failed;
-	struct ds_dest *lru_prev, *lru_next; /* rs->dest_lru, newest first */
+	struct cma_list_node lru; /* in rs->dest_lru, newest first */
 	uint32_t pins;
 	/*
 	 * Being resolved by a thread that dropped rs->lock meanwhile: others

@@ -108,30 +108,6 @@ static int ds_check_addr(struct rsocket *rs, const struct sockaddr *addr,
 	return 0;
 }
 
-static void ds_lru_unlink(struct rsocket *rs, struct ds_dest *dest)
-{
-	if (dest->lru_prev)
-		dest->lru_prev->lru_next = dest->lru_next;
-	else
-		rs->dest_lru = dest->lru_next;
-	if (dest->lru_next)
-		dest->lru_next->lru_prev = dest->lru_prev;
-	else
-		rs->dest_lru_tail = dest->lru_prev;
-	dest->lru_prev = dest->lru_next = NULL;
-}
-
-static void ds_lru_push(struct rsocket *rs, struct ds_dest *dest)
-{
-	dest->lru_prev = NULL;
-	dest->lru_next = rs->dest_lru;
-	if (rs->dest_lru)
-		rs->dest_lru->lru_prev = dest;
-	else
-		rs->dest_lru_tail = dest;
-	rs->dest_lru = dest;
-}
-
 static void ds_dest_free(void *node)
 {
 	struct ds_dest *dest = node;
@@ -158,18 +134,18 @@ static int ds_dest_make_room(struct rsocket *rs)
 {
 	struct ds_dest *dest;
 
-	if (rs->dest_count < rs_def.max_dgram_dest)
+	if (rs->dest_lru.len < rs_def.max_dgram_dest)
 		return 0;
-	for (dest = rs->dest_lru_tail; dest; dest = dest->lru_prev) {
+	for (dest = cma_list_last(&rs->dest_lru, struct ds_dest, lru); dest;
+	     dest = cma_list_prev(dest, lru)) {
 		if (!dest->pins && dest != rs->conn_dest)
 			break;
 	}
 	if (!dest)
 		return cma_err(ENOBUFS);
 	ds_dest_set_doubt(rs, dest, false);
-	ds_lru_unlink(rs, dest);
+	cma_list_unlink(&rs->dest_lru, &dest->lru);
 	tdelete(dest, &rs->dest_map, ds_dest_cmp);
-	rs->dest_count--;
 	ds_dest_free(dest);
 	return 0;
 }
@@ -195,8 +171,8 @@ int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 	found = ds_dest_find(rs, &key, addr);
 	if (found) {
 		dest = *found;
-		ds_lru_unlink(rs, dest);
-		ds_lru_push(rs, dest);
+		cma_list_unlink(&rs->dest_lru, &dest->lru);
+		cma_list_push(&rs->dest_lru, &dest->lru);
 		*out = dest;
 		return 0;
 	}
@@ -212,15 +188,14 @@ int ds_dest_get(struct rsocket *rs, const struct sockaddr *addr, socklen_t len,
 		free(dest);
 		return cma_err(ENOMEM);
 	}
-	ds_lru_push(rs, dest);
-	rs->dest_count++;
+	cma_list_push(&rs->dest_lru, &dest->lru);
 	*out = dest;
 	return 0;
 }
 
 uint32_t ds_dest_count(const struct rsocket *rs)
 {
-	return rs->dest_count;
+	return rs->dest_lru.len;
 }
 
 /* The GID table index of @gid; on RoCE, a RoCE v2 entry if there is one. */
@@ -357,8 +332,7 @@ void ds_dest_destroy_all(struct rsocket *rs)
 {
 	tdestroy(rs->dest_map, ds_dest_free);
 	rs->dest_map = NULL;
-	rs->dest_lru = rs->dest_lru_tail = NULL;
-	rs->dest_count = 0;
+	rs->dest_lru = (struct cma_list){0};
 	rs->dest_doubts = 0;
 	rs->conn_dest = NULL;
 }

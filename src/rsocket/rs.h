@@ -25,6 +25,7 @@
 #include <rdma/rsocket.h>
 
 #include "cm/cma_rs.h"
+#include "util/list.h"
 #include "wire.h"
 #include "opts.h"
 
@@ -292,8 +293,7 @@ struct rsocket {
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
 			void *dest_map; /* tsearch tree of struct ds_dest */
-			struct ds_dest *dest_lru, *dest_lru_tail;
-			uint32_t dest_count;
+			struct cma_list dest_lru;
 			/* of which in doubt of their QP number (dgram_dest.c) */
 			uint32_t dest_doubts;
 			struct ds_dest *conn_dest; /* set by rconnect */

@@ -122,7 +122,8 @@ static struct ds_dest *dest_of_ah(struct ibv_ah *ah)
 {
 	struct ds_dest *d;
 
-	for (d = h.rs->dest_lru; d; d = d->lru_next)
+	for (d = cma_list_first(&h.rs->dest_lru, struct ds_dest, lru); d;
+	     d = cma_list_next(d, lru))
 		if (d->ah == ah)
 			return d;
 	return NULL;
@@ -693,12 +694,14 @@ static void check_state(void)
 		for (j = 0; j < h.nsends; j++)
 			if (rs->dsfree[i] == (uint32_t)h.sends[j])
 				abort(); /* free while on the device */
-	for (d = rs->dest_lru; d; d = d->lru_next) {
+	for (d = cma_list_first(&rs->dest_lru, struct ds_dest, lru); d;
+	     d = cma_list_next(d, lru)) {
 		if (d->qpn_doubt && !d->qpn_known)
 			abort();
 		doubts += d->qpn_doubt;
 	}
-	if (doubts != rs->dest_doubts || rs->dest_count > rs_def.max_dgram_dest)
+	if (doubts != rs->dest_doubts ||
+	    rs->dest_lru.len > rs_def.max_dgram_dest)
 		abort();
 }
 

@@ -258,15 +258,17 @@ static void resolve_known(struct rsocket *rs)
 	struct ds_dest *d, *next;
 	uint32_t doubts = 0;
 
-	for (d = rs->dest_lru; d; d = d->lru_next) {
+	for (d = cma_list_first(&rs->dest_lru, struct ds_dest, lru); d;
+	     d = cma_list_next(d, lru)) {
 		if (d->qpn_doubt && !d->qpn_known)
 			abort(); /* a doubt about no number */
 		doubts += d->qpn_doubt;
 	}
 	if (doubts != rs->dest_doubts)
 		abort(); /* the count the UD receive path trusts */
-	for (d = rs->dest_lru; d; d = next) {
-		next = d->lru_next; /* resolving never evicts */
+	for (d = cma_list_first(&rs->dest_lru, struct ds_dest, lru); d;
+	     d = next) {
+		next = cma_list_next(d, lru); /* resolving never evicts */
 		if (d->ah)
 			continue;
 		ds_dest_pin(d); /* as the sender does */

@@ -26,6 +26,7 @@ UNIT_TEST_SOURCES = \
 	tests/unit/header_test.c \
 	tests/unit/htable_test.c \
 	tests/unit/id_test.c \
+	tests/unit/list_test.c \
 	tests/unit/mcast_mreq_test.c \
 	tests/unit/mcast_opt_test.c \
 	tests/unit/mcast_test.c \

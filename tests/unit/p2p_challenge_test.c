@@ -192,7 +192,7 @@ START_TEST(challenges_are_bounded_oldest_first)
 		last = challenged(req_from_qp(QP_A + qpn, 0, "x"));
 	cma_p2p_lock();
 	lis = cma_p2p_find_listener(cma_id_priv(listener));
-	ck_assert_uint_eq(lis->nchal, 4);
+	ck_assert_uint_eq(lis->challenges.len, 4);
 	cma_p2p_unlock();
 	challenged(req_from_qp(QP_A, first, "x"));
 	ck_assert(fake_ucma_kid(req_from_qp(QP_A + 4, last, "x"))->live);

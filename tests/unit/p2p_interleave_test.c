@@ -1720,7 +1720,8 @@ static bool lis_check_acts(void)
 	if (!timer_armed(&w.lis->timer))
 		return false;
 	cma_p2p_lock();
-	for (h = w.lis->held_head; h && !dead; h = h->lnext)
+	for (h = cma_p2p_held_first(w.lis); h && !dead;
+	     h = cma_list_next(h, lnode))
 		dead = h->handle < MAX_KIDS && w.kid[h->handle].dead;
 	cma_p2p_unlock();
 	return dead;
@@ -1963,7 +1964,7 @@ static void check_invariants(void)
 	int j;
 
 	cma_p2p_lock();
-	held = w.lis->nheld;
+	held = w.lis->held.len;
 	cma_p2p_unlock();
 	for (j = 0; j < NA; j++) {
 		struct cma_p2p_conn *c = conn_of(j);
@@ -2137,7 +2138,7 @@ static void finish(void)
 		CHECK(!conn_timer_armed(j), "connect %d's timer still armed",
 		      j);
 	cma_p2p_lock();
-	h = w.lis->nheld;
+	h = w.lis->held.len;
 	cma_p2p_unlock();
 	CHECK(!h, "%u requests left held", h);
 	CHECK(!timer_armed(&w.lis->timer), "the listener's timer left armed");
@@ -2252,7 +2253,8 @@ static uint64_t state_hash(void)
 		h = hash_mix(h, kid_label(w.b_held[i].kid) << 1 |
 					w.b_held[i].dead);
 	cma_p2p_lock();
-	for (held = w.lis->held_head; held; held = held->lnext)
+	for (held = cma_p2p_held_first(w.lis); held;
+	     held = cma_list_next(held, lnode))
 		h = hash_mix(h, kid_label(held->handle));
 	cma_p2p_unlock();
 	h = hash_mix(h, (uint64_t)timer_armed(&w.lis->timer) << 32 |

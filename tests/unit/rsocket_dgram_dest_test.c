@@ -86,7 +86,8 @@ static bool known(const char *ip, uint16_t port)
 	struct sockaddr_in sin = unit_ipv4(ip, port);
 	struct ds_dest *d;
 
-	for (d = rs->dest_lru; d; d = d->lru_next)
+	for (d = cma_list_first(&rs->dest_lru, struct ds_dest, lru); d;
+	     d = cma_list_next(d, lru))
 		if (d->addr.sin.sin_port == sin.sin_port &&
 		    d->addr.sin.sin_addr.s_addr == sin.sin_addr.s_addr)
 			return true;

@@ -352,7 +352,8 @@ START_TEST(spoofed_sources_keep_a_bounded_lru_of_destinations)
 		ds_udp_drain(rs);
 		/* The first is what rconnect named: pinned, never evicted. */
 		if (!i)
-			rs->conn_dest = rs->dest_lru;
+			rs->conn_dest = cma_list_first(&rs->dest_lru,
+						       struct ds_dest, lru);
 		pthread_mutex_unlock(&rs->lock);
 	}
 	dest_nodes = 0;

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * An intrusive doubly linked list with its length, for the bounded queues
+ * that evict their oldest member: p2p's held requests, challenges,
+ * strangers and connects waiting for the window, rsocket's datagram
+ * destinations.  A zeroed list is empty, so the calloc'd or static owner
+ * needs no initialiser; a node knows nothing of its list, so unlinking
+ * takes both.  Nothing here locks: the owner's lock covers its lists.
+ */
+#ifndef CMA_LIST_H
+#define CMA_LIST_H
+
+#include <stddef.h>
+
+struct cma_list_node {
+	struct cma_list_node *next, *prev;
+};
+
+struct cma_list {
+	struct cma_list_node *first, *last;
+	unsigned int len;
+};
+
+/* At the tail: the list stays oldest first. */
+static inline void cma_list_append(struct cma_list *l, struct cma_list_node *n)
+{
+	n->next = NULL;
+	n->prev = l->last;
+	if (l->last)
+		l->last->next = n;
+	else
+		l->first = n;
+	l->last = n;
+	l->len++;
+}
+
+/* At the head: the list stays most recently used first. */
+static inline void cma_list_push(struct cma_list *l, struct cma_list_node *n)
+{
+	n->prev = NULL;
+	n->next = l->first;
+	if (l->first)
+		l->first->prev = n;
+	else
+		l->last = n;
+	l->first = n;
+	l->len++;
+}
+
+static inline void cma_list_unlink(struct cma_list *l, struct cma_list_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		l->first = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		l->last = n->prev;
+	n->next = n->prev = NULL;
+	l->len--;
+}
+
+/* The object @n is the member at @off of, or NULL for no node. */
+static inline void *cma_list_obj(const struct cma_list_node *n, size_t off)
+{
+	return n ? (char *)n - off : NULL;
+}
+
+#define cma_list_entry(n, type, member)                                        \
+	((type *)cma_list_obj(n, offsetof(type, member)))
+#define cma_list_first(l, type, member) cma_list_entry((l)->first, type, member)
+#define cma_list_last(l, type, member) cma_list_entry((l)->last, type, member)
+/* The entry after (before) @pos in its list, or NULL. */
+#define cma_list_next(pos, member)                                             \
+	((__typeof__(pos))cma_list_obj((pos)->member.next,                     \
+				       offsetof(__typeof__(*(pos)), member)))
+#define cma_list_prev(pos, member)                                             \
+	((__typeof__(pos))cma_list_obj((pos)->member.prev,                     \
+				       offsetof(__typeof__(*(pos)), member)))
+
+#endif /* CMA_LIST_H */
