@@ -11,7 +11,9 @@
 #
 # pass NAME [DETAIL], fail NAME [REASON]: the verdict lines "PASS NAME
 # (DETAIL)" and "FAIL NAME: REASON", counted in $passed and $failed.
-# tests/run-all.sh counts the same lines in each suite's output.
+# tests/run-all.sh counts the same lines in each suite's output.  Each
+# verdict (xfail too) is followed by "# took N s": the time since the
+# previous one, what the suite's time budget is made of.
 #
 # xfail NAME "BUGS.md ID: what was seen": a known failure, printed as
 # "XFAIL NAME: BUGS.md ID: ..." and counted in $xfailed.  Only for exactly
@@ -74,17 +76,25 @@
 passed=0
 failed=0
 xfailed=0
+verdict_t0=$SECONDS
+took() {
+	echo "# took $((SECONDS - verdict_t0)) s"
+	verdict_t0=$SECONDS
+}
 pass() {
 	echo "PASS $1${2:+ ($2)}"
 	passed=$((passed + 1))
+	took
 }
 fail() {
 	echo "FAIL $1${2:+: $2}"
 	failed=$((failed + 1))
+	took
 }
 xfail() {
 	echo "XFAIL $1${2:+: $2}"
 	xfailed=$((xfailed + 1))
+	took
 }
 skip() { echo "SKIP $1${2:+: $2}"; }
 info() { echo "INFO $1${2:+: $2}"; }
