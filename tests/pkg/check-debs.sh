@@ -6,7 +6,9 @@
 #
 # Usage: tests/pkg/check-debs.sh [DIR-WITH-DEBS]
 # Environment: PKG_WORK (build/unpack directory, default a fresh temporary
-# one, removed afterwards unless KEEP=1), LINTIAN=0 skips the lintian check.
+# one, removed afterwards unless KEEP=1), LINTIAN=0 skips the lintian check,
+# PKG_NOCHECK=1 builds without the package's own test run
+# (DEB_BUILD_OPTIONS=nocheck: tests/run-all.sh ran those tests already).
 set -u
 
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -33,8 +35,11 @@ else
 	rm -rf "$work/src"
 	copy_tree "$work/src"
 	start=$(date +%s)
-	if (cd "$work/src" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
-		pass deb-build "dpkg-buildpackage -b in $(($(date +%s) - start))s"
+	nocheck=
+	[ "${PKG_NOCHECK:-0}" = 1 ] && nocheck=nocheck
+	if (cd "$work/src" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }$nocheck" \
+		dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
+		pass deb-build "dpkg-buildpackage -b${nocheck:+ with DEB_BUILD_OPTIONS=nocheck} in $(($(date +%s) - start))s"
 	else
 		tail -40 "$work/build.log" | indent
 		fail deb-build "see $work/build.log"
