@@ -258,8 +258,9 @@ cpu_hogs() {
 # Pairs under load: no outcome of p2p mode may depend on timing
 # (rdma_cm_p2p(7)).  The pair loop with every CPU busy (a hog per CPU),
 # the library's random delays before each event and timer
-# (RDMA_CM_FAULT_DELAY_MS=20), and connects skewed at random (one in ten
-# iterations by up to 3 s, the others by up to 30 ms), on ports of their
+# (RDMA_CM_FAULT_DELAY_MS=20), and connects skewed at random (one end's
+# connect, the ends taking turns, by up to 3 s one iteration in ten and
+# by up to 30 ms in the others), on ports of their
 # own and on one port (in one guest: two addresses of one device).  Each
 # variant RDMACM_P2P_LOAD_ITER iterations (default 500: 2,000 over the
 # four, in one guest and across two).

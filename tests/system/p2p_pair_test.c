@@ -190,16 +190,18 @@ static void teardown(struct conn *c)
 
 /*
  * P2P_PAIR_SKEW_MS=S (and P2P_PAIR_SKEW_EVERY=K, default 1): before one
- * iteration in K, at random, this end waits a random 0..S ms, else
- * 0..S/100 ms, so the two ends' connects meet in every order.
+ * iteration in K, at random, one end waits a random 0..S ms, else
+ * 0..S/100 ms, so the two ends' connects meet in every order.  The ends
+ * take turns (@my_turn: this end's, by the iteration's parity), so that
+ * an iteration costs one end's wait, not the longer of two.
  */
-static void skew(void)
+static void skew(bool my_turn)
 {
 	static unsigned int seed;
 	const char *v = getenv("P2P_PAIR_SKEW_MS");
 	unsigned int ms = v ? (unsigned int)atoi(v) : 0, every;
 
-	if (!ms)
+	if (!ms || !my_turn)
 		return;
 	if (!seed)
 		seed = (unsigned int)getpid();
@@ -223,16 +225,20 @@ static bool refused_by_the_kernel(const struct rdma_cm_event *ev)
 	       ev->event == RDMA_CM_EVENT_REJECTED && ev->status == 28;
 }
 
-/* 0: iteration @i done; 1: its connect refused by the kernel (above). */
+/*
+ * 0: iteration @i done; 1: its connect refused by the kernel (above).
+ * @odd: this end skews odd iterations (else even ones).
+ */
 static int one_iteration(struct rdma_event_channel *ch,
 			 struct sockaddr_storage *me,
-			 struct sockaddr_storage *peer, int i, bool may_fail)
+			 struct sockaddr_storage *peer, int i, bool may_fail,
+			 bool odd)
 {
 	struct rdma_cm_event *ev;
 	struct conn c;
 
 	hx_stage("iteration %d: connect", i);
-	skew();
+	skew((i & 1) == odd);
 	ev = try_connect(ch, me, peer, &c);
 	if (may_fail && refused_by_the_kernel(ev)) {
 		hx_note("iteration %d: refused by the kernel (REJ 28), again",
@@ -284,6 +290,7 @@ static int pair(int argc, char **argv)
 	struct rdma_event_channel *ch;
 	unsigned short port;
 	int i, n, refused = 0;
+	bool odd;
 
 	if (argc != 5 && argc != 6)
 		hx_fail("usage: pair MY_ADDR PEER_ADDR PORT ITERATIONS "
@@ -296,12 +303,14 @@ static int pair(int argc, char **argv)
 	hx_parse_addr(argv[1], 0, &any);
 	hx_set_name("pair/%s", argv[1]);
 
+	/* The two ends' listening addresses differ: one of them is less. */
+	odd = memcmp(&me, &peer, sizeof(me)) < 0;
 	ch = open_end(&me);
 	for (i = 1; i <= n; i++) {
 		hx_watchdog(hx_timeout_s());
-		if (one_iteration(ch, &any, &peer, i, true)) {
+		if (one_iteration(ch, &any, &peer, i, true, odd)) {
 			refused++;
-			CHECK(!one_iteration(ch, &any, &peer, i, false),
+			CHECK(!one_iteration(ch, &any, &peer, i, false, odd),
 			      "unreachable");
 		}
 	}
