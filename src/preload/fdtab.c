@@ -16,7 +16,10 @@
  * which would disconnect and destroy the parent's connection.  Listeners
  * are the exception: the rsocket library shares them with the children
  * of a fork (each accepts in its own right, and rclose gives up only its
- * own part), so they stay rsockets in every process.
+ * own part), so they stay rsockets in every process.  So do connections
+ * accepted on a listener a fork shared, until one process uses them
+ * (rsp_use): that process answers the connection and owns it; the others'
+ * close frees their copy, which answered nothing.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -58,7 +61,18 @@ struct rsp_file *rsp_get(int fd)
 		return NULL;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	return f && (f->owner == rsp_pid || f->shared) ? f : NULL;
+	return f && (f->owner == rsp_pid || f->shared || f->handed) ? f : NULL;
+}
+
+struct rsp_file *rsp_use(int fd)
+{
+	struct rsp_file *f = rsp_get(fd);
+
+	if (f && f->handed) {
+		f->owner = rsp_pid;
+		f->handed = false;
+	}
+	return f;
 }
 
 bool rsp_any(void)
@@ -81,7 +95,7 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 static void put(struct rsp_file *f)
 {
 	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		if (f->owner == rsp_pid || f->shared) {
+		if (f->owner == rsp_pid || f->shared || f->handed) {
 			rsp_log("rsocket %d closed", f->rs);
 			rclose(f->rs);
 		} else {

@@ -677,7 +677,7 @@ static struct rsp_file *advance(int fd, enum rsp_lazy state, bool writing,
 
 struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 {
-	struct rsp_file *f = rsp_get(fd);
+	struct rsp_file *f = rsp_use(fd);
 	enum rsp_lazy state;
 
 	if (f)

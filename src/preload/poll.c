@@ -79,7 +79,7 @@ static bool has_rsocket(const struct pollfd *fds, nfds_t n)
  */
 static void watch(const struct pollfd *p, struct pollfd out[2])
 {
-	struct rsp_file *f = rsp_get(p->fd);
+	struct rsp_file *f = rsp_use(p->fd);
 
 	out[0] = *p;
 	out[1] = (struct pollfd){.fd = -1};

@@ -100,6 +100,8 @@ struct rsp_config {
 
 /* This process's id, kept current across fork (an rsocket's owner). */
 extern int rsp_pid;
+/* fork() calls this process and its parents made (the preload's view). */
+extern unsigned int rsp_forks;
 
 extern struct rsp_config rsp_config;
 
@@ -139,6 +141,14 @@ struct rsp_file {
 	 * it and close its own part (src/rsocket/handoff.c), as on TCP.
 	 */
 	bool shared;
+	/*
+	 * Accepted on a listener shared by a fork and not used yet: the first
+	 * process to use it answers the connection and owns it (rsocket(7));
+	 * until then any process holding the descriptor may.
+	 */
+	bool handed;
+	unsigned int
+		forks; /* a listener: rsp_forks when it started to listen */
 	int refs; /* descriptors mapped to it (dup), atomic */
 	int domain;
 	bool dgram; /* a UDP socket over a datagram rsocket */
@@ -151,6 +161,11 @@ struct rsp_file {
 
 /* The rsocket file behind fd, or NULL for an ordinary descriptor. */
 struct rsp_file *rsp_get(int fd);
+/*
+ * The same for reading, writing or waiting on it: a handed connection is
+ * this process's from then on.
+ */
+struct rsp_file *rsp_use(int fd);
 /* Maps fd to f (taking a reference); an existing mapping is released. */
 void rsp_set(int fd, struct rsp_file *f);
 /* Unmaps fd and drops its reference (rclose on the last one). */

@@ -68,6 +68,12 @@ void rs_stream_free(struct rsocket *rs)
 		rs_put(rs->reuse_of);
 		rs->reuse_of = NULL;
 	}
+	if (rs->handed) { /* never answered here: nothing of the kernel's */
+		free(rs->handed);
+		rs->handed = NULL;
+	}
+	if (rs->own_index)
+		close(rs->index);
 	if (rs_handoff_free(rs))
 		return; /* a shared listener: other processes keep its id */
 	if (rs->cm_id) {
@@ -299,6 +305,13 @@ int rs_do_connect(struct rsocket *rs, bool nonblock)
 	int err;
 
 	while (rs_state(rs) & RS_OPENING) {
+		if (rs_state(rs) == RS_HANDED) {
+			if (rs_handoff_claim(rs)) {
+				err = errno;
+				goto failed;
+			}
+			continue;
+		}
 		if (rs_get_cm_event(rs, nonblock, &event)) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return cma_err(EINPROGRESS);
@@ -399,32 +412,23 @@ static int rs_get_request(struct rsocket *rs, bool nonblock,
 	}
 }
 
-int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
-		 struct rdma_event_channel *ch,
-		 const struct rs_conn_params *peer)
+int rs_answer(struct rsocket *rs, struct rdma_cm_id *id,
+	      struct rdma_event_channel *ch, const struct rs_conn_params *peer)
 {
 	struct rdma_conn_param param;
 	struct rs_conn_params mine;
 	struct rs_wire_conn data;
-	struct rsocket *new_rs;
-	int index;
 
-	new_rs = rs_alloc(l, SOCK_STREAM);
-	if (!new_rs) {
-		rs_reject(id);
-		rdma_destroy_event_channel(ch);
-		return cma_err(ENOMEM);
-	}
-	new_rs->channel = ch;
-	new_rs->cm_id = id;
-	id->context = new_rs;
-	if (rs_create_ep(new_rs)) {
+	rs->channel = ch;
+	rs->cm_id = id;
+	id->context = rs;
+	if (rs_create_ep(rs)) {
 		rdma_reject(id, NULL, 0);
-		goto err;
+		return -1;
 	}
-	new_rs->await_peer = new_rs->msg_send;
-	rs_set_conn_params(new_rs, peer);
-	rs_get_conn_params(new_rs, &mine);
+	rs->await_peer = rs->msg_send;
+	rs_set_conn_params(rs, peer);
+	rs_get_conn_params(rs, &mine);
 	rs_conn_encode(&data, &mine);
 	memset(&param, 0, sizeof(param));
 	param.private_data = &data;
@@ -432,28 +436,43 @@ int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
 	param.flow_control = 1;
 	param.rnr_retry_count = 7;
 	/* iWARP: keep the depths the request asked for (see rs_send_connect). */
-	if (new_rs->msg_send) {
+	if (rs->msg_send) {
 		param.responder_resources = RDMA_MAX_RESP_RES;
 		param.initiator_depth = RDMA_MAX_INIT_DEPTH;
 	}
 	if (rdma_accept(id, &param))
-		goto err;
-	rs_set_state(new_rs, RS_ACCEPTING);
+		return -1;
+	rs_set_state(rs, RS_ACCEPTING);
 	/* SO_KEEPALIVE is inherited from the listener, as on TCP. */
-	if ((new_rs->so_opts & (1ULL << SO_KEEPALIVE)) && rs_ka_start(new_rs))
-		goto err;
+	if ((rs->so_opts & (1ULL << SO_KEEPALIVE)) && rs_ka_start(rs))
+		return -1;
+	return 0;
+}
 
+int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
+		 struct rdma_event_channel *ch,
+		 const struct rs_conn_params *peer)
+{
+	struct rsocket *new_rs;
+	int index, err;
+
+	new_rs = rs_alloc(l, SOCK_STREAM);
+	if (!new_rs) {
+		rs_reject(id);
+		rdma_destroy_event_channel(ch);
+		return cma_err(ENOMEM);
+	}
+	if (rs_answer(new_rs, id, ch, peer))
+		goto err;
 	/* Published last: no other thread sees it half made. */
 	index = new_rs->channel->fd;
 	if (rs_insert(new_rs, index))
 		goto err;
 	return index;
-err : {
-	int err = errno;
-
+err:
+	err = errno;
 	rs_put(new_rs);
 	return cma_err(err);
-}
 }
 
 int rs_accept_one(struct rsocket *rs, bool nonblock)

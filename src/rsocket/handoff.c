@@ -61,6 +61,16 @@ struct rs_handoff_msg {
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	struct rs_conn_params peer;
+	struct sockaddr_storage peer_addr;
+	struct sockaddr_storage local_addr;
+};
+
+/*
+ * An accepted socket not answered yet (RS_HANDED): its request, and its
+ * number, the descriptor of the file the request's kernel id is on.
+ */
+struct rs_handed {
+	struct rs_handoff_msg m;
 };
 
 /* The page every process holding the listener shares. */
@@ -152,6 +162,14 @@ static void rs_handoff_relay_request(struct rsocket *l,
 	m.initiator_depth = event->param.conn.initiator_depth;
 	ret = rs_conn_decode(event->param.conn.private_data,
 			     event->param.conn.private_data_len, &m.peer);
+	memcpy(&m.peer_addr, rdma_get_peer_addr(id),
+	       rdma_get_peer_addr(id)->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6)
+		       : sizeof(struct sockaddr_in));
+	memcpy(&m.local_addr, rdma_get_local_addr(id),
+	       rdma_get_local_addr(id)->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6)
+		       : sizeof(struct sockaddr_in));
 	rdma_ack_cm_event(event);
 	if (!ret && !cma_id_handle(id, &m.handle) && !rs_handoff_send(l, &m)) {
 		cma_id_hand_off(id);
@@ -554,27 +572,100 @@ static int rs_handoff_take_over(struct rsocket *l, int pid)
 	return 0;
 }
 
-/* Adopt the request @m names (its kernel id on @from_fd's file). */
-static int rs_handoff_adopt(struct rsocket *l, const struct rs_handoff_msg *m,
-			    int from_fd)
+/*
+ * A request taken off the queue becomes a socket that is not answered
+ * yet: the process that first uses it answers it (rs_handoff_claim), so a
+ * server that accepts and hands the connection to a child it forks
+ * (PostgreSQL, a daemon forking per connection) has the child answer it,
+ * in its own device context.  Its number is the descriptor of the file
+ * the request's kernel id is on, which it holds until then.
+ */
+static int rs_handoff_hand(struct rsocket *l, const struct rs_handoff_msg *m,
+			   int from_fd)
 {
+	struct rsocket *rs = rs_alloc(l, SOCK_STREAM);
+
+	if (!rs || !(rs->handed = malloc(sizeof(*rs->handed)))) {
+		if (rs)
+			rs_put(rs);
+		close(from_fd);
+		return cma_err(ENOMEM);
+	}
+	rs->handed->m = *m;
+	rs->own_index = true;
+	rs->index = from_fd;
+	rs_set_state(rs, RS_HANDED);
+	if (rs_insert(rs, from_fd)) {
+		int err = errno;
+
+		rs_put(rs);
+		return cma_err(err);
+	}
+	return from_fd;
+}
+
+const struct sockaddr *rs_handed_peer(const struct rsocket *rs)
+{
+	return (const struct sockaddr *)&rs->handed->m.peer_addr;
+}
+
+const struct sockaddr *rs_handed_local(const struct rsocket *rs)
+{
+	return (const struct sockaddr *)&rs->handed->m.local_addr;
+}
+
+/* Claims are rare (one per connection): one at a time per process. */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Adopt the request into a channel of this process and answer it.  The
+ * socket's number then drops the request's file (it would keep the
+ * relay's alive): /dev/null takes its place until the socket is freed.
+ */
+static int rs_handoff_answer(struct rsocket *rs)
+{
+	const struct rs_handoff_msg *m = &rs->handed->m;
 	struct rdma_conn_param request = {
 		.responder_resources = m->responder_resources,
 		.initiator_depth = m->initiator_depth,
 	};
 	struct rdma_event_channel *ch = rs_cm_channel();
 	struct rdma_cm_id *id;
+	int null;
 
 	if (!ch)
 		return -1;
-	if (cma_id_adopt(ch, from_fd, m->handle, NULL, &request, &id)) {
+	if (cma_id_adopt(ch, rs->index, m->handle, rs, &request, &id)) {
 		int err = errno;
 
 		rdma_destroy_event_channel(ch);
-		/* The peer gave up meanwhile: as TCP says of such a one. */
+		/* The peer gave up, or another process answered it. */
 		return cma_err(err == ENOMEM ? err : ECONNABORTED);
 	}
-	return rs_accept_id(l, id, ch, &m->peer);
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, rs->index);
+		close(null);
+	}
+	return rs_answer(rs, id, ch, &m->peer);
+}
+
+int rs_handoff_claim(struct rsocket *rs)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&claim_lock);
+	if (rs_state(rs) == RS_HANDED) {
+		ret = rs_handoff_answer(rs);
+		free(rs->handed);
+		rs->handed = NULL;
+		if (ret) { /* before another thread could look again */
+			rs->err = errno;
+			rs_set_state(rs, RS_CONNECT_ERROR);
+		}
+	}
+	pthread_mutex_unlock(&claim_lock);
+	return ret;
 }
 
 /* One record off the queue: 1 and the record, 0 if none, -1/errno. */
@@ -631,9 +722,7 @@ static int rs_handoff_take(struct rsocket *l)
 	}
 	if (m.kind != RS_HANDOFF_REQUEST)
 		return cma_err(EAGAIN);
-	ret = rs_handoff_adopt(l, &m, fd);
-	close(fd);
-	return ret;
+	return rs_handoff_hand(l, &m, fd);
 }
 
 int rs_handoff_accept(struct rsocket *l, bool nonblock)

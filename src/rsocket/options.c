@@ -362,7 +362,8 @@ static int rs_get_route(struct rsocket *rs, void *optval, socklen_t *optlen)
 		*optlen = (socklen_t)rs->route_len;
 		return 0;
 	}
-	if (rs->type != SOCK_STREAM || *optlen < sizeof(pd))
+	/* No id yet: a socket accepted but not answered (RS_HANDED). */
+	if (rs->type != SOCK_STREAM || !rs->cm_id || *optlen < sizeof(pd))
 		return cma_err(EINVAL);
 	for (i = 0;
 	     i < rs->cm_id->route.num_paths && len + sizeof(pd) <= *optlen;

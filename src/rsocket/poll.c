@@ -206,7 +206,8 @@ static int rs_sleep_fd(struct rsocket *rs)
 	if (rs_state(rs) == RS_LISTENING &&
 	    rs_handoff_shared(rs_listen_target(rs)))
 		return rs_handoff_sleep_fd(rs_listen_target(rs));
-	if (rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING)
+	if ((rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING) &&
+	    rs->channel)
 		return rs->channel->fd;
 	return -1;
 }

@@ -79,6 +79,11 @@ enum rs_state {
 	RS_RESOLVING_ROUTE = RS_OPENING | 0x0020,
 	RS_CONNECTING = RS_OPENING | 0x0040,
 	RS_ACCEPTING = RS_OPENING | 0x0080,
+	/*
+	 * Accepted on a shared listener, not yet answered: the first process
+	 * to use it answers the request (handoff.c).
+	 */
+	RS_HANDED = RS_OPENING | 0x0008,
 	RS_CONNECTED = 0x0100,
 	RS_WRITABLE = 0x0200,
 	RS_READABLE = 0x0400,
@@ -268,6 +273,9 @@ struct rsocket {
 			 */
 			struct rsocket *reuse_of;
 			int reuse_members;
+			/* RS_HANDED: the request it answers when first used. */
+			struct rs_handed *handed;
+			bool own_index; /* its number is a descriptor of its own */
 			int *acceptq;
 			uint32_t acceptq_n, acceptq_cap;
 			uint32_t accept_waiters;
@@ -415,6 +423,9 @@ struct rdma_event_channel *rs_cm_channel(void);
 int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
 		 struct rdma_event_channel *ch,
 		 const struct rs_conn_params *peer);
+/* The same for a socket that exists (RS_HANDED's first use): 0 or -1. */
+int rs_answer(struct rsocket *rs, struct rdma_cm_id *id,
+	      struct rdma_event_channel *ch, const struct rs_conn_params *peer);
 
 /* --- handoff.c: listeners shared by fork() ---------------------------------- */
 
@@ -435,6 +446,15 @@ static inline struct rsocket *rs_listen_target(struct rsocket *rs)
 {
 	return rs->reuse_of ? rs->reuse_of : rs;
 }
+/*
+ * An RS_HANDED socket's first use (any process holding it): answers its
+ * request here.  0, or -1/errno (ECONNABORTED: another process did, or
+ * the peer gave up).
+ */
+int rs_handoff_claim(struct rsocket *rs);
+/* Its peer's and its own address, kept from the request. */
+const struct sockaddr *rs_handed_peer(const struct rsocket *rs);
+const struct sockaddr *rs_handed_local(const struct rsocket *rs);
 /* raccept on a shared listener: the new socket's number, or -1/errno. */
 int rs_handoff_accept(struct rsocket *l, bool nonblock);
 /* rpoll: is an accept ready; and the fd to sleep on until it may be. */

@@ -338,6 +338,8 @@ int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen)
 		return getpeername(rs->udp_sock, addr, addrlen);
 	if (!(rs_state(rs) & (RS_CONNECTED | RS_OPENING | RS_DISCONNECTED)))
 		return cma_err(ENOTCONN);
+	if (rs_state(rs) == RS_HANDED)
+		return rs_copy_addr(addr, addrlen, rs_handed_peer(rs));
 	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
 }
 
@@ -361,6 +363,9 @@ CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 	if (rs->type == SOCK_DGRAM)
 		return (int)rs_done(rs,
 				    getsockname(rs->udp_sock, addr, addrlen));
+	if (rs_state(rs) == RS_HANDED)
+		return (int)rs_done(
+			rs, rs_copy_addr(addr, addrlen, rs_handed_local(rs)));
 	return (int)rs_done(
 		rs,
 		rs_copy_addr(addr, addrlen,

@@ -47,11 +47,11 @@
 #
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
-#   rsync, postgres, sshd: without RDMAV_FORK_SAFE a connected rsocket is
-#     the process's that made it; in a forked child it is the plain kernel
-#     socket, so the per-connection children cannot use the connection
-#     their parent accepted (BUGS.md preload-split-connection; listeners
-#     are shared with children, so nginx's workers accept)
+#   rsync: the daemon's child answers the connection its parent accepted
+#     (rsocket(7)), then changes its ids for the module (BUGS.md
+#     preload-cred-change), and its receiver reads the connection the
+#     generator writes (BUGS.md preload-split-connection)
+#   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
 #   rsync-forksafe: BUGS.md preload-cred-change (the child switches to
 #     nobody after the connection moved), or before that, now and then,
 #     BUGS.md preload-forksafe-spurious-writable (the greeting's write)
@@ -226,10 +226,10 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[rsync]="preload-split-connection"
+	[rsync]="preload-split-connection preload-cred-change"
 	[rsync-forksafe]="preload-cred-change preload-forksafe-spurious-writable"
 	[rsync-forksafe-user]="preload-split-connection preload-forksafe-spurious-writable"
-	[postgres]="preload-split-connection rsocket-dead-peer"
+	[postgres]="rsocket-dead-peer"
 	[postgres-forksafe]="preload-forksafe-eof rsocket-dead-peer"
 	[sshd]="preload-exec-inherited"
 	[sshd-forksafe]="preload-exec-inherited"

@@ -401,11 +401,31 @@ static bool listener_ready(int ms)
 	return rpoll(&pfd, 1, ms) == 1;
 }
 
+/*
+ * A socket accepted on a shared listener answers its request when first
+ * used: use it once (a look that does not wait) and return the channel
+ * its request's kernel id is on now, -1 if none.
+ */
+static int answered(int s)
+{
+	struct pollfd pfd = {.fd = s, .events = POLLIN | POLLOUT};
+	struct rsocket *rs;
+	int fd;
+
+	rpoll(&pfd, 1, 0);
+	rs = rs_get(s);
+	if (!rs)
+		return -1;
+	fd = rs->channel ? rs->channel->fd : -1;
+	rs_put(rs);
+	return fd;
+}
+
 START_TEST(a_forked_listener_accepts_through_its_queue)
 {
 	uint32_t child;
 	char buf[8];
-	int s;
+	int s, fd;
 
 	fork_and_reap();
 	resolve_client();
@@ -413,11 +433,16 @@ START_TEST(a_forked_listener_accepts_through_its_queue)
 	ck_assert(listener_ready(5000));
 	s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s, 0);
-	/* The request's kernel id moved to the new socket's own channel. */
+	/* Not answered until used: the request is still the relay's. */
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
+	/* First use: the kernel id moves to the socket's own channel. */
+	fd = answered(s);
+	ck_assert_int_eq(fake_ucma_kid(child)->fd, fd);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID), 1);
 	ck_assert_uint_eq(fake_ucma_last(RDMA_USER_CM_CMD_MIGRATE_ID)->handle,
 			  child);
-	ck_assert_int_eq(fake_ucma_kid(child)->fd, s);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
 	carry_accept(child);
 	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
 	ck_assert_int_eq(start_connect(), 0);
@@ -481,7 +506,7 @@ START_TEST(two_children_each_accept_one_request)
 				listener_ready(10);
 				s = raccept(server, NULL, NULL);
 			}
-			rs = s >= 0 ? rs_get(s) : NULL;
+			rs = s >= 0 && answered(s) >= 0 ? rs_get(s) : NULL;
 			if (rs)
 				mine = fake_ucma_kid_of(rs->cm_id)->handle;
 			if (write(p[1], &mine, sizeof(mine)) != sizeof(mine))
@@ -522,7 +547,7 @@ static void accept_one_on(uint32_t l, int on)
 {
 	struct pollfd pfd = {.fd = on, .events = POLLIN};
 	uint32_t kid;
-	int s;
+	int s, fd;
 
 	fake_ucma_hold();
 	kid = carry_request_to(l);
@@ -530,7 +555,8 @@ static void accept_one_on(uint32_t l, int on)
 	ck_assert_int_eq(rpoll(&pfd, 1, 5000), 1);
 	s = raccept(on, NULL, NULL);
 	ck_assert_int_ge(s, 0);
-	ck_assert_int_eq(fake_ucma_kid(kid)->fd, s);
+	fd = answered(s);
+	ck_assert_int_eq(fake_ucma_kid(kid)->fd, fd);
 	ck_assert_int_eq(rclose(s), 0);
 }
 
@@ -582,7 +608,8 @@ static int child_accepts_as_relay(void)
 	}
 	if (s < 0)
 		return 10;
-	if (fake_ucma_kid(kid)->fd != s)
+	i = answered(s);
+	if (fake_ucma_kid(kid)->fd != i)
 		return 12;
 	return 0;
 }
@@ -651,6 +678,51 @@ START_TEST(a_child_takes_over_when_the_relay_closes_the_listener)
 }
 END_TEST
 
+/*
+ * A server that accepts and forks a child per connection (PostgreSQL's
+ * postmaster): the accepted socket is answered by the child, which uses
+ * it first, in its own context; the parent's close of its copy leaves
+ * the request alone, and its getpeername works before anyone answered.
+ */
+START_TEST(a_child_answers_the_connection_its_parent_accepted)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	uint32_t kid;
+	int p[2], s;
+	pid_t pid;
+
+	fork_and_reap();
+	resolve_client();
+	kid = carry_request();
+	ck_assert(listener_ready(5000));
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(rgetpeername(s, (struct sockaddr *)&peer, &len), 0);
+	len = sizeof(peer);
+	ck_assert_int_eq(rgetsockname(s, (struct sockaddr *)&peer, &len), 0);
+	pid = fork_reporting(p);
+	if (!pid) {
+		int fd = answered(s);
+
+		report_and_exit(
+			p[1],
+			fd >= 0 && fake_ucma_kid(kid)->fd == fd &&
+					fake_ucma_count(
+						RDMA_USER_CM_CMD_ACCEPT) == 1
+				? 0
+				: 14);
+	}
+	close(p[1]);
+	ck_assert_int_eq(rclose(s), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_DESTROY_ID), 0);
+	ck_assert_int_eq(child_result(p[0]), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+END_TEST
+
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 {
@@ -700,6 +772,7 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, the_relay_refuses_a_foreign_request);
 	tcase_add_test(tc, two_children_each_accept_one_request);
 	tcase_add_test(tc, reuseport_sockets_share_one_listener);
+	tcase_add_test(tc, a_child_answers_the_connection_its_parent_accepted);
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
