@@ -21,17 +21,12 @@ xfails=()
 # for: the package builds' own test runs (the unit suites ran those
 # tests three times already) and 10 s per fuzz target instead of 5.
 long=${RDMACM_LONG:-0}
-# Run one suite, stream its output, and count its PASS/FAIL lines.  A suite
-# that exits non-zero without a FAIL line still counts as one failure.
-run_suite() {
-	local name=$1 t0=$SECONDS
-	shift
-	echo "=== $name"
-	"$@" 2>&1 | tee "$log/$name.out"
-	local rc=${PIPESTATUS[0]}
-	# What each suite costs, for the run's time budget.
-	echo "# $name: $((SECONDS - t0)) s"
-	local p f
+# count_suite NAME: count the PASS/FAIL lines of $log/NAME.out, whose
+# exit status is in $log/NAME.rc.  A suite that exits non-zero without a
+# FAIL line still counts as one failure.
+count_suite() {
+	local name=$1 rc p f
+	rc=$(cat "$log/$name.rc" 2>/dev/null || echo 1)
 	p=$(grep -cE '^PASS[: ]' "$log/$name.out")
 	f=$(grep -cE '^(FAIL|ERROR)[: ]' "$log/$name.out")
 	# Known failures (tests/system/BUGS.md): counted apart, never passed.
@@ -42,6 +37,32 @@ run_suite() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+}
+# run_suite NAME COMMAND...: run one suite, stream its output, count it.
+run_suite() {
+	local name=$1 t0=$SECONDS
+	shift
+	echo "=== $name"
+	"$@" 2>&1 | tee "$log/$name.out"
+	echo "${PIPESTATUS[0]}" >"$log/$name.rc"
+	# What each suite costs, for the run's time budget.
+	echo "# $name: $((SECONDS - t0)) s"
+	count_suite "$name"
+}
+# capture_suite NAME COMMAND...: run one suite quietly, keeping its output,
+# exit status and time for report_suite (the host lane below).
+capture_suite() {
+	local name=$1 t0=$SECONDS
+	shift
+	"$@" >"$log/$name.out" 2>&1
+	echo $? >"$log/$name.rc"
+	echo $((SECONDS - t0)) >"$log/$name.secs"
+}
+report_suite() {
+	echo "=== $1"
+	cat "$log/$1.out"
+	echo "# $1: $(cat "$log/$1.secs" 2>/dev/null) s (beside the VM suites)"
+	count_suite "$1"
 }
 
 if ! "$repo/tests/setup.sh"; then
@@ -79,9 +100,36 @@ sanitizer_unit_tests() {
 	return "${PIPESTATUS[0]}"
 }
 
-run_suite asan sanitizer_unit_tests asan
-run_suite tsan sanitizer_unit_tests tsan
-# The release tarball builds, installs and passes its own checks.
+# The host lane: the suites that need no guest run beside the VM suites,
+# one after another at a low priority, so that they take the CPU time the
+# guests leave (about a quarter of two cores) and not the guests' own;
+# their output is printed and counted where the lane is joined, before the
+# VM suites that use the sanitizer builds it makes.  Check's per-test
+# bounds are stretched for it (CK_TIMEOUT_MULTIPLIER): a bound there only
+# catches a hang, and a low-priority test waits for the CPU.
+host_lane_suites="asan tsan dist apt-lock pkg-deb pkg-rpm abi man style fuzz"
+host_lane() {
+	local pkg_nocheck=1 fuzz_time=5
+	# The long run: the package builds' own tests, 10 s per fuzz target.
+	if [ "$long" = 1 ]; then
+		pkg_nocheck=0
+		fuzz_time=10
+	fi
+	export CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-10}
+	capture_suite asan sanitizer_unit_tests asan
+	capture_suite tsan sanitizer_unit_tests tsan
+	# The release tarball builds, installs and passes its own checks.
+	capture_suite dist distcheck
+	# The installers' apt-get waits for a held dpkg lock (a few seconds).
+	capture_suite apt-lock "$repo/tests/pkg/apt-lock-test.sh"
+	capture_suite pkg-deb env PKG_NOCHECK=$pkg_nocheck "$repo/tests/pkg/check-debs.sh"
+	capture_suite pkg-rpm env PKG_NOCHECK=$pkg_nocheck "$repo/tests/pkg/check-rpms.sh"
+	capture_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
+	capture_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
+	capture_suite style "$repo/tests/style/check-format.sh"
+	# libFuzzer targets (tests/fuzz/README.md), FUZZ_TIME seconds each.
+	capture_suite fuzz env FUZZ_TIME="${FUZZ_TIME:-$fuzz_time}" "$repo/tests/fuzz/run.sh"
+}
 distcheck() {
 	if make -C "$BUILD_DIR" -s distcheck >"$log/distcheck.log" 2>&1; then
 		echo "PASS: dist/distcheck"
@@ -91,22 +139,27 @@ distcheck() {
 		return 1
 	fi
 }
-
-run_suite dist distcheck
-# The installers' apt-get waits for a held dpkg lock (a few seconds).
-run_suite apt-lock "$repo/tests/pkg/apt-lock-test.sh"
-pkg_nocheck=1
-[ "$long" = 1 ] && pkg_nocheck=0
-run_suite pkg-deb env PKG_NOCHECK=$pkg_nocheck "$repo/tests/pkg/check-debs.sh"
-run_suite pkg-rpm env PKG_NOCHECK=$pkg_nocheck "$repo/tests/pkg/check-rpms.sh"
-run_suite abi "$repo/tests/abi/run.sh" "$BUILD_DIR"
-run_suite man "$repo/tests/man/check-man.sh" "$BUILD_DIR"
-run_suite style "$repo/tests/style/check-format.sh"
-# libFuzzer targets (tests/fuzz/README.md), FUZZ_TIME seconds each (5; 10
-# in the long run).
-fuzz_time=5
-[ "$long" = 1 ] && fuzz_time=10
-run_suite fuzz env FUZZ_TIME="${FUZZ_TIME:-$fuzz_time}" "$repo/tests/fuzz/run.sh"
+# Both ABI references are fetched before the lane starts: the abi suite
+# and several VM suites read the same cache.
+"$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
+"$repo/tests/abi/fetch-reference.sh" 65 >/dev/null 2>&1
+echo "=== host lane: $host_lane_suites (reported before asan-system)"
+host_lane_t0=$SECONDS
+(
+	renice -n 10 -p "$BASHPID" >/dev/null
+	host_lane
+) &
+host_lane_pid=$!
+# A run stopped early stops the lane too (its suite's children included).
+trap 'pkill -P "$host_lane_pid" 2>/dev/null; kill "$host_lane_pid" 2>/dev/null; rm -rf "$log"' EXIT
+join_host_lane() {
+	wait "$host_lane_pid"
+	echo "# host lane: joined after $((SECONDS - host_lane_t0)) s"
+	local name
+	for name in $host_lane_suites; do
+		report_suite "$name"
+	done
+}
 # VM suites: each boots its own guest (or runs natively with
 # RDMACM_TEST_NATIVE=1).  vm_suite NAME SCRIPT [VAR=VALUE...]
 vm_launcher=$repo/tests/vm/run-guest.sh
@@ -138,7 +191,6 @@ if [ "${RDMACM_SERVERS:-0}" = 1 ]; then
 fi
 # Debian's rdmacm-utils matrix on our library, our rsocket examples against
 # Debian's, and a TCP program (socat) over librspreload.
-"$repo/tests/abi/fetch-reference.sh" >/dev/null 2>&1
 vm_suite rdmacm-utils rdmacm-utils-in-guest.sh
 # Flows other people's programs use (external QPs moved with
 # rdma_init_qp_attr + rdma_establish, UD accepted on the child id), each
@@ -202,42 +254,7 @@ fi
 # threads, connect/disconnect cycles); the system tests on the ASan/UBSan
 # build; the examples under valgrind memcheck.
 vm_suite fault run-fault.sh
-# The IPv4 half of the system tests on the --enable-asan build the asan
-# suite made, without mckey (it stalled ~50 s in rxe while the guest's NIC
-# held its frames, BUGS.md rxe-mcast-hub-stall) and cycles (its VmRSS
-# check measures ASan's allocator; LeakSanitizer checks every program).
-vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
-	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|srq|sync_|timewait|connect_error|addr_change|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \
-	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 vm_suite memcheck run-memcheck.sh
-# rsocket stress: rsockets closed (rclose, and close(2) through librspreload)
-# while other threads block in rrecv, rsend, raccept, rpoll and
-# repoll_wait, stream and datagram; a flood of spoofed UDP resolver
-# datagrams whose memory must stay flat.  On the builds the asan and tsan
-# suites made; any sanitizer report fails the test.
-vm_suite stress-rs stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
-	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-vm_suite stress-rs-tsan stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
-	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
-# Connection-manager stress (tests/system/stress-in-guest.sh):
-# p2p ids destroyed under their events and timers, rdma_migrate_id between
-# busy channels, 8 threads x connect/accept/destroy, a flood of p2p-tagged
-# requests at an ordinary listener; on the ASan/UBSan build the asan suite
-# made, and on the ThreadSanitizer build the tsan suite made (stopping at
-# its first report).  RDMACM_STRESS_FLOOD=50000 is the long flood.
-# ASan's quarantine is kept small (4 MiB of recent frees, enough for the
-# races looked for) so that the flood's VmRSS measures the library; so is
-# TSan's per-thread access history (history_size=0: the library's service
-# thread, which reads a served listener's requests, otherwise grows ~20
-# MiB of TSan trace during the flood, none of it the library's).
-vm_suite stress stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
-	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=4} \
-	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-vm_suite stress-tsan stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
-	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:history_size=0} \
-	RDMACM_STRESS_FLOOD=${RDMACM_STRESS_FLOOD:-5000}
 # iWARP: the same system tests over Soft-iWARP (siw.ko built out of tree
 # by tests/vm/build-siw.sh, cached in the VM cache).  UD, multicast,
 # udaddy, mckey and udpong are SKIPped there with the reason; iwarp_errors
@@ -296,6 +313,45 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 			RDMACM_P2P_ONLY='^(mutual|late|skew|lower8|pair|pairs4|pairs4-tags|mesh8|mesh8-resolve-all)/'
 	fi
 fi
+
+# The host lane's suites, then the VM suites on the sanitizer builds it
+# made.
+join_host_lane
+# The IPv4 half of the system tests on the --enable-asan build the asan
+# suite made, without mckey (it stalled ~50 s in rxe while the guest's NIC
+# held its frames, BUGS.md rxe-mcast-hub-stall) and cycles (its VmRSS
+# check measures ASan's allocator; LeakSanitizer checks every program).
+vm_suite asan-system run-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
+	RDMACM_SYS_ONLY='^(rc_|reject|migrate|libevents|errors|ud|mcast|srq|sync_|timewait|connect_error|addr_change|rping|ucmatose|udaddy|cmtime|rdma_server)[a-z_]*/ipv4$' \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# rsocket stress: rsockets closed (rclose, and close(2) through librspreload)
+# while other threads block in rrecv, rsend, raccept, rpoll and
+# repoll_wait, stream and datagram; a flood of spoofed UDP resolver
+# datagrams whose memory must stay flat.  On the builds the asan and tsan
+# suites made; any sanitizer report fails the test.
+vm_suite stress-rs stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+vm_suite stress-rs-tsan stress-rs-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
+	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+# Connection-manager stress (tests/system/stress-in-guest.sh):
+# p2p ids destroyed under their events and timers, rdma_migrate_id between
+# busy channels, 8 threads x connect/accept/destroy, a flood of p2p-tagged
+# requests at an ordinary listener; on the ASan/UBSan build the asan suite
+# made, and on the ThreadSanitizer build the tsan suite made (stopping at
+# its first report).  RDMACM_STRESS_FLOOD=50000 is the long flood.
+# ASan's quarantine is kept small (4 MiB of recent frees, enough for the
+# races looked for) so that the flood's VmRSS measures the library; so is
+# TSan's per-thread access history (history_size=0: the library's service
+# thread, which reads a served listener's requests, otherwise grows ~20
+# MiB of TSan trace during the flood, none of it the library's).
+vm_suite stress stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-asan" \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=4} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+vm_suite stress-tsan stress-in-guest.sh RDMACM_BUILD_DIR="$BUILD_DIR-tsan" \
+	TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:history_size=0} \
+	RDMACM_STRESS_FLOOD=${RDMACM_STRESS_FLOOD:-5000}
 
 if [ "${#xfails[@]}" -gt 0 ]; then
 	echo "known failures (XFAIL, tests/system/BUGS.md): ${xfails[*]}"
