@@ -61,6 +61,7 @@ void rs_stream_free(struct rsocket *rs)
 {
 	rs_listener_remove(rs);
 	rs_ka_stop(rs);
+	rs_peer_unwatch(rs);
 	rs_free_iomaps(rs);
 	if (rs->reuse_of) {
 		__atomic_sub_fetch(&rs->reuse_of->reuse_members, 1,
@@ -283,12 +284,14 @@ static int rs_connect_step(struct rsocket *rs, struct rdma_cm_event *event)
 				return errno == ENOTSUP ? ENOTSUP
 							: ECONNREFUSED;
 			rs_set_state(rs, RS_CONNECT_RDWR);
+			rs_peer_watch(rs);
 			return 0;
 		}
 		break;
 	case RS_ACCEPTING:
 		if (type == RDMA_CM_EVENT_ESTABLISHED) {
 			rs_set_state(rs, RS_CONNECT_RDWR);
+			rs_peer_watch(rs);
 			return 0;
 		}
 		break;

@@ -164,6 +164,9 @@ struct rsocket {
 	unsigned int keepalive_time;
 	struct rs_opt opt; /* more option values (opts.h) */
 	struct rs_ka ka; /* the keepalive timer (keepalive.c) */
+	/* Connected stream sockets: the CM watch (peerwatch.c, pw_mut). */
+	struct cma_list_node pw_node;
+	bool pw_watched; /* atomic reads outside pw_mut */
 	bool cq_armed;
 	int unacked_events;
 	struct rs_spin spin; /* under lock */
@@ -410,6 +413,13 @@ int rs_do_connect(struct rsocket *rs, bool nonblock);
 /* Is a CM event waiting on the socket's channel? */
 bool rs_cm_event_ready(struct rsocket *rs);
 void rs_stream_free(struct rsocket *rs);
+/*
+ * peerwatch.c: from its connection on, the CM's word that the peer ended
+ * (a peer that sent no DISCONNECT message) ends the socket's reads;
+ * unwatch before the channel and the QP go.
+ */
+void rs_peer_watch(struct rsocket *rs);
+void rs_peer_unwatch(struct rsocket *rs);
 /* Take the next connection request off listener @rs: the new socket. */
 int rs_accept_one(struct rsocket *rs, bool nonblock);
 

@@ -16,6 +16,8 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -194,6 +196,169 @@ START_TEST(handshake_then_data_both_ways)
 	ck_assert_int_eq(rsend(s, "back", 4, 0), 4);
 	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 4);
 	ck_assert_mem_eq(buf, "back", 4);
+	rclose(s);
+}
+END_TEST
+
+/* The client connected to the server: the accepted socket. */
+static int connect_pair(void)
+{
+	uint32_t child;
+	int s;
+
+	resolve_client();
+	child = carry_request();
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	carry_accept(child);
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	ck_assert_int_eq(start_connect(), 0);
+	return s;
+}
+
+struct blocked_read {
+	int s;
+	pthread_t thread;
+	char buf[16];
+	ssize_t ret;
+	int err;
+};
+
+static void *blocked_read_run(void *arg)
+{
+	struct blocked_read *r = arg;
+
+	r->ret = rrecv(r->s, r->buf, sizeof(r->buf), 0);
+	r->err = errno;
+	return NULL;
+}
+
+/* A blocking rrecv on @s in another thread, asleep on the CQ by return. */
+static void blocked_read_start(struct blocked_read *r, int s)
+{
+	struct rsocket *rs = rs_get(s);
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(rfcntl(s, F_SETFL, 0), 0);
+	r->s = s;
+	ck_assert_int_eq(pthread_create(&r->thread, NULL, blocked_read_run, r),
+			 0);
+	while (!__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE))
+		sched_yield();
+	rs_put(rs);
+}
+
+/*
+ * The server's process ends without a word (it exits, crashes, or closes
+ * a socket that never spoke): no DISCONNECT message, only the CM's
+ * DISCONNECTED on the client's id.  A client asleep in rrecv wakes with
+ * end-of-stream, as a TCP reader would; before, it slept for ever
+ * (BUGS.md rsocket-dead-peer).
+ */
+START_TEST(a_silent_peer_end_wakes_a_blocked_read)
+{
+	struct blocked_read r;
+	int s = connect_pair();
+
+	blocked_read_start(&r, client);
+	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
+					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
+	ck_assert_int_eq(r.ret, 0);
+	/* Writing to a peer that is gone fails, as after a TCP reset. */
+	ck_assert_int_eq(rsend(client, "x", 1, 0), -1);
+	rclose(s);
+}
+END_TEST
+
+/* What the peer sent before its end is read first, then end-of-stream. */
+START_TEST(data_sent_before_a_silent_end_is_read_first)
+{
+	struct pollfd p = {.events = POLLIN};
+	char buf[16];
+	int s = connect_pair();
+
+	ck_assert_int_eq(rsend(s, "last", 4, 0), 4);
+	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
+					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	/* rpoll sees the end (the watch's, asynchronous) within its bound. */
+	p.fd = client;
+	ck_assert_int_eq(rpoll(&p, 1, 5000), 1);
+	ck_assert(p.revents & POLLIN);
+	ck_assert_int_eq(rfcntl(client, F_SETFL, 0), 0);
+	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 4);
+	ck_assert_mem_eq(buf, "last", 4);
+	for (int i = 0; i < 500; i++) {
+		p.revents = 0;
+		if (rpoll(&p, 1, 10) == 1 && (p.revents & POLLHUP))
+			break;
+	}
+	ck_assert(p.revents & POLLHUP);
+	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 0);
+	rclose(s);
+}
+END_TEST
+
+static bool cm_event_pending(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	bool pending;
+
+	ck_assert_ptr_nonnull(rs);
+	pending = rs_cm_event_ready(rs);
+	rs_put(rs);
+	return pending;
+}
+
+/* Other CM events leave the connection alone; a close ends the watch. */
+START_TEST(other_cm_events_leave_the_connection_alone)
+{
+	char buf[16];
+	int s = connect_pair();
+
+	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
+					      RDMA_CM_EVENT_ADDR_CHANGE, 0));
+	/* The watch reads it off the channel, and goes on watching. */
+	for (int i = 0; i < 5000 && cm_event_pending(client); i++)
+		usleep(1000);
+	ck_assert(!cm_event_pending(client));
+	ck_assert_int_eq(rsend(s, "on", 2, 0), 2);
+	ck_assert_int_eq(rfcntl(client, F_SETFL, 0), 0);
+	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 2);
+	ck_assert_int_eq(rsend(client, "ok", 2, 0), 2);
+	rclose(s);
+}
+END_TEST
+
+/*
+ * A child forked while the parent's sockets are watched: its copies are
+ * not (the watch is the parent's), so freeing them there (what rclose's
+ * last reference does first) leaves the parent's watch whole.  (The
+ * child does not close them through the fake kernel, which one process
+ * models.)
+ */
+START_TEST(a_forked_child_closes_its_copies_of_watched_sockets)
+{
+	int status, s = connect_pair();
+	pid_t pid = fork();
+	char buf[16];
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct rsocket *rs = rs_get(client);
+		bool watched =
+			__atomic_load_n(&rs->pw_watched, __ATOMIC_RELAXED);
+
+		rs_peer_unwatch(rs);
+		_exit(watched ? 1 : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The parent's watch still ends its reads at the peer's end. */
+	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
+					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_int_eq(rfcntl(client, F_SETFL, 0), 0);
+	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 0);
 	rclose(s);
 }
 END_TEST
@@ -762,6 +927,14 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
 	tcase_add_test(tc, the_listener_is_never_served);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("the peer's end");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, a_silent_peer_end_wakes_a_blocked_read);
+	tcase_add_test(tc, data_sent_before_a_silent_end_is_read_first);
+	tcase_add_test(tc, other_cm_events_leave_the_connection_alone);
+	tcase_add_test(tc, a_forked_child_closes_its_copies_of_watched_sockets);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("shared by fork");
