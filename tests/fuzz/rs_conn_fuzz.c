@@ -23,6 +23,11 @@
  *  - our own queue and inline sizes (rsetsockopt before connecting), so
  *    the connect data both ways varies too.
  *
+ * A connected client's later events (disconnected, time-wait exit, an
+ * address change) may be read by the library's peer watch thread before
+ * the next operation drives the socket: an input's path may vary between
+ * runs there.
+ *
  * Whatever happens, every call returns (nothing blocks), a socket's state
  * answers rconnect as connect(2) does (EINPROGRESS, EALREADY, EISCONN, or
  * the error), and once every socket is closed no kernel id is left on a
@@ -238,18 +243,22 @@ static void event_for(int s, bool from_accept)
 
 	if (!handle)
 		return;
+	/*
+	 * Filled before anyone may read it: a connected socket's channel is
+	 * read by the library's peer watch thread (src/rsocket/peerwatch.c).
+	 */
+	fake_ucma_hold();
 	r = fake_ucma_event(handle, client_events[ev % NEVENTS], status);
-	if (!r)
-		return;
-	if (r->event == RDMA_CM_EVENT_ESTABLISHED ||
-	    r->event == RDMA_CM_EVENT_CONNECT_RESPONSE ||
-	    r->event == RDMA_CM_EVENT_REJECTED) {
+	if (r && (r->event == RDMA_CM_EVENT_ESTABLISHED ||
+		  r->event == RDMA_CM_EVENT_CONNECT_RESPONSE ||
+		  r->event == RDMA_CM_EVENT_REJECTED)) {
 		/* The other side's real data: the accept's, or the connect's. */
 		real = last_param(from_accept ? RDMA_USER_CM_CMD_CONNECT
 					      : RDMA_USER_CM_CMD_ACCEPT);
 		peer_data(r, real ? real->private_data : NULL,
 			  real ? real->private_data_len : 0);
 	}
+	fake_ucma_release();
 }
 
 static void drive(int s)
