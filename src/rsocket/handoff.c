@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "rs.h"
+#include "util/thread.h"
 
 enum rs_handoff_kind {
 	RS_HANDOFF_REQUEST = 1, /* adopt this kernel id (its file attached) */
@@ -265,8 +266,6 @@ static void rs_handoff_ring(void)
 /* Under lock: this process reads @l's requests from now on. */
 static int rs_handoff_relay_start_locked(struct rsocket *l)
 {
-	pthread_attr_t attr;
-	pthread_t t;
 	int ret;
 
 	if (relay_bell < 0)
@@ -274,10 +273,7 @@ static int rs_handoff_relay_start_locked(struct rsocket *l)
 	if (relay_bell < 0)
 		return -1;
 	if (!relay_running) {
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		ret = pthread_create(&t, &attr, rs_handoff_relay, NULL);
-		pthread_attr_destroy(&attr);
+		ret = cma_thread_detached(rs_handoff_relay);
 		if (ret)
 			return cma_err(ret);
 		relay_running = true;

@@ -9,11 +9,11 @@
  * receives count even when the application is not in the library), then
  * applies rs_ka_decide.  Lock order: ka_mut, then rs->lock.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "rs.h"
+#include "util/thread.h"
 
 static pthread_mutex_t ka_mut = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ka_cond;
@@ -220,21 +220,11 @@ static void rs_ka_init(void)
 		       rs_ka_atfork_child);
 }
 
-/* Under ka_mut: the thread takes none of the application's signals. */
+/* Under ka_mut. */
 static int rs_ka_spawn(void)
 {
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-	int ret;
+	int ret = cma_thread_detached(rs_ka_run);
 
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&tid, &attr, rs_ka_run, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 	if (ret)
 		return cma_err(ret);
 	ka_running = true;

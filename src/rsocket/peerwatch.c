@@ -24,13 +24,13 @@
  * fetched for a socket freed meanwhile is recognised (the socket is no
  * longer listed) and dropped.  Lock order: pw_mut, then rs->lock.
  */
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "rs.h"
 #include "util/fd_high.h"
+#include "util/thread.h"
 
 #define RS_PW_BATCH 16
 #define RS_PW_LINGER_MS 2000
@@ -196,10 +196,6 @@ static void rs_pw_init(void)
 static int rs_pw_ready(void)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t tid;
-	int ret;
 
 	if (pw_epfd < 0) {
 		pw_epfd = cma_fd_move_high(epoll_create1(EPOLL_CLOEXEC), fcntl,
@@ -220,15 +216,7 @@ static int rs_pw_ready(void)
 	}
 	if (pw_running)
 		return 0;
-	/* The thread takes none of the application's signals. */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&tid, &attr, rs_pw_run, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (ret)
+	if (cma_thread_detached(rs_pw_run))
 		return -1;
 	pw_running = true;
 	return 0;

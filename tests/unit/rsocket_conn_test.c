@@ -167,6 +167,22 @@ static bool registered_on_own_pages(int s)
 	return own;
 }
 
+/* The client connected to the server: the accepted socket. */
+static int connect_pair(void)
+{
+	uint32_t child;
+	int s;
+
+	resolve_client();
+	child = carry_request();
+	s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s, 0);
+	carry_accept(child);
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	ck_assert_int_eq(start_connect(), 0);
+	return s;
+}
+
 START_TEST(handshake_then_data_both_ways)
 {
 	struct sockaddr_in peer;
@@ -199,22 +215,6 @@ START_TEST(handshake_then_data_both_ways)
 	rclose(s);
 }
 END_TEST
-
-/* The client connected to the server: the accepted socket. */
-static int connect_pair(void)
-{
-	uint32_t child;
-	int s;
-
-	resolve_client();
-	child = carry_request();
-	s = raccept(server, NULL, NULL);
-	ck_assert_int_ge(s, 0);
-	carry_accept(child);
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
-	ck_assert_int_eq(start_connect(), 0);
-	return s;
-}
 
 struct blocked_read {
 	int s;
@@ -402,17 +402,9 @@ END_TEST
 START_TEST(an_ended_connection_does_not_connect_again)
 {
 	struct pollfd pfd = {.fd = client, .events = POLLIN};
-	uint32_t child;
+	int s = connect_pair();
 	char c;
-	int s;
 
-	resolve_client();
-	child = carry_request();
-	s = raccept(server, NULL, NULL);
-	ck_assert_int_ge(s, 0);
-	carry_accept(child);
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
-	ck_assert_int_eq(start_connect(), 0);
 	/* The server's end takes its ESTABLISHED, then closes. */
 	ck_assert_int_eq(rrecv(s, &c, 1, MSG_DONTWAIT), -1);
 	ck_assert_int_eq(errno, EAGAIN);
