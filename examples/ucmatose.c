@@ -83,6 +83,12 @@ struct node {
 	struct ibv_mr *mr;
 	char *mem; /* UC_WINDOW receive slots, then the send buffer */
 	bool initiator; /* this side disconnects */
+	/*
+	 * iWARP's passive side: it sends nothing before the peer's first
+	 * message has arrived (MPA lets the connecting side speak first: a
+	 * message right behind the MPA reply can fail the peer's connect).
+	 */
+	bool speaks_second;
 	bool connected;
 	bool disc_sent;
 	bool disconnected;
@@ -378,6 +384,8 @@ static struct rdma_cm_id *server_request(struct uc *uc,
 	n->id = ev->id;
 	n->id->context = n;
 	n->initiator = server_disc;
+	n->speaks_second =
+		n->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
 	if (node_setup(n))
 		goto fail;
 
@@ -536,6 +544,9 @@ static int node_send_more(struct node *n)
 	/* The fin goes last, once everything before it is acknowledged. */
 	unsigned long fin = n->initiator ? n->send_want : n->send_want - 1;
 
+	/* (A peer that sends nothing is not waited for.) */
+	if (n->speaks_second && !n->recv_done && n->recv_want)
+		return 0;
 	while (n->send_posted < n->send_want &&
 	       n->send_posted - n->send_done < UC_WINDOW) {
 		if (n->send_posted == fin &&
