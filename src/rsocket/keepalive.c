@@ -97,13 +97,9 @@ static void rs_ka_params(const struct rsocket *rs, struct rs_ka_params *p)
 /* The peer is gone: fail the socket and wake whoever waits on it. */
 static void rs_ka_kill(struct rsocket *rs)
 {
-	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
-
 	rs->state = RS_ERROR;
 	rs->err = ETIMEDOUT;
-	/* The flushed receives raise a CQ event: sleepers wake and see it. */
-	if (rs->cm_id && rs->cm_id->qp)
-		ibv_modify_qp(rs->cm_id->qp, &attr, IBV_QP_STATE);
+	rs_flush_qp(rs);
 }
 
 /* One look at @rs, ka_mut held; false when it leaves the list. */

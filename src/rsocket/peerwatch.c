@@ -74,16 +74,12 @@ static void rs_pw_drop(struct rsocket *rs)
 /* The peer ended its side: as its DISCONNECT message would (stream.c). */
 static void rs_pw_peer_gone(struct rsocket *rs)
 {
-	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
-
 	pthread_mutex_lock(&rs->lock);
 	rs_poll_cq(rs); /* what arrived before the end is read first */
 	rs->peer_closed = true;
 	if (rs_state(rs) & RS_CONNECTED)
 		rs_set_state(rs, RS_DISCONNECTED);
-	/* The flushed receives raise a CQ event: sleepers wake and see it. */
-	if (rs->cm_id && rs->cm_id->qp)
-		ibv_modify_qp(rs->cm_id->qp, &attr, IBV_QP_STATE);
+	rs_flush_qp(rs);
 	pthread_mutex_unlock(&rs->lock);
 }
 

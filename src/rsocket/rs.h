@@ -517,6 +517,11 @@ bool rs_can_send(struct rsocket *rs);
 bool rs_have_rdata(struct rsocket *rs);
 /* Consume a CQ event that poll() reported, if still armed. */
 void rs_consume_cq_event(struct rsocket *rs);
+/*
+ * The connection is over (its state says how): move the QP to the error
+ * state, whose flushed receives wake every thread asleep on the socket.
+ */
+void rs_flush_qp(struct rsocket *rs);
 /* Arm the CQ for rpoll; returns true if something is ready already. */
 bool rs_arm_cq(struct rsocket *rs);
 bool rs_conn_can_send(struct rsocket *rs);

@@ -593,6 +593,15 @@ int rs_poll_cq(struct rsocket *rs)
 	return n < 0 ? cma_err(EIO) : 0;
 }
 
+void rs_flush_qp(struct rsocket *rs)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+	/* The flushed receives raise a CQ event: sleepers wake and see it. */
+	if (rs->cm_id && rs->cm_id->qp)
+		ibv_modify_qp(rs->cm_id->qp, &attr, IBV_QP_STATE);
+}
+
 /* --- waiting ----------------------------------------------------------- */
 
 bool rs_can_send(struct rsocket *rs)
