@@ -4,10 +4,10 @@
  * a page boundary, as any application's heap or stack buffer may.
  *
  * The connection is the library's; the data path is the driver's.  The
- * scenario exists because Soft-iWARP (Linux 6.1) returns wrong bytes for an
- * RDMA READ whose source crosses a page (BUGS.md siw-read-page-cross):
- * rc_async met it whenever the test's stack happened to put its buffer
- * across a page.
+ * scenario exists because Soft-iWARP (Linux 6.1) sends wrong bytes for a
+ * small payload whose source crosses a page (BUGS.md siw-read-page-cross):
+ * rc_async met it whenever the test's stack happened to put its READ
+ * buffer across a page.
  * Each case is tried on its own, in both directions, so a failure names
  * the side and the buffer that crossed.
  */
@@ -154,7 +154,14 @@ static unsigned int cross_all(struct rc_pair *p)
 int cmd_page_cross(int argc, char **argv)
 {
 	const char *src = argc > 2 ? argv[2] : NULL;
-	const unsigned int siw_read_bug = 1u << 3; /* cases[3] */
+	/*
+	 * Soft-iWARP's copy of a small payload from a crossing source is
+	 * wrong (BUGS.md siw-read-page-cross): always for a READ's source
+	 * (cases[3]), and for a WRITE's (cases[0]) when siw's send thread
+	 * rather than the posting call builds the frame, which depends on
+	 * timing.  Nothing else may fail.
+	 */
+	const unsigned int siw_copy_bug = 1u << 0 | 1u << 3;
 	struct rc_pair p;
 	unsigned int failed;
 	bool iwarp;
@@ -165,10 +172,11 @@ int cmd_page_cross(int argc, char **argv)
 	failed = cross_all(&p);
 	rc_disconnect(&p, false);
 	rc_teardown(&p);
-	if (failed == siw_read_bug && iwarp)
-		hx_skip("Soft-iWARP returns wrong bytes for a small RDMA READ "
-			"whose source crosses a page "
-			"(kernel, BUGS.md siw-read-page-cross)");
+	if (failed && !(failed & ~siw_copy_bug) && iwarp)
+		hx_skip("Soft-iWARP sends wrong bytes for a small payload "
+			"whose source crosses a page, mask 0x%x "
+			"(kernel, BUGS.md siw-read-page-cross)",
+			failed);
 	CHECK(!failed,
 	      "%u of %zu page-crossing cases brought wrong bytes "
 	      "(mask 0x%x; notes above)",
