@@ -19,9 +19,13 @@
  *
  * On a non-blocking socket (or with MSG_DONTWAIT) no call waits for the
  * peer: a step that must wait ends the call with EAGAIN, the state keeps
- * the handshake's progress (forkstep.c names the states), and poll and
- * epoll (poll.c) watch what it waits for, so the program calls again when
- * it can go on.  A blocking call waits for the same things in turn.
+ * the handshake's progress (forkstep.c names the states), and poll,
+ * select and epoll (poll.c) watch what it waits for and carry it on
+ * themselves when that comes (rsp_fk_poke), so that they report the
+ * descriptor only once the handshake is over and the connection, on
+ * RDMA or TCP, is ready: a write after "writable" makes progress, as
+ * programs like rsync take for granted.  A blocking call waits for the
+ * same things in turn.
  *
  * Limits: the end that speaks first sends its 8-byte offer to a peer
  * without the preload too (a peer that speaks first is recognised and
@@ -673,6 +677,20 @@ static struct rsp_file *advance(int fd, enum rsp_lazy state, bool writing,
 		}
 		wait_for(fd);
 	}
+}
+
+bool rsp_fk_poke(int fd)
+{
+	enum rsp_lazy state = rsp_lazy_get(fd);
+	int err = errno;
+	bool pending;
+
+	if (!rsp_fk_pending(state))
+		return false;
+	/* a pending handshake has sent its offer: reading or writing, alike */
+	pending = advance(fd, state, false, MSG_DONTWAIT) == RSP_AGAIN;
+	errno = err;
+	return pending;
 }
 
 struct rsp_file *rsp_get_io(int fd, bool writing, int flags)

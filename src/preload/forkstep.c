@@ -147,19 +147,6 @@ struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
 	return w;
 }
 
-/*
- * Whatever the handshake waited for, the program hears what it asked for
- * (input or output): its next call carries the handshake on, and then
- * reads or writes, or fails with EAGAIN as a spurious wake-up of the
- * kernel's would, and the program polls again, now on what is next.
- */
-short rsp_fk_report(short events, short revents)
-{
-	if (!revents)
-		return 0;
-	return events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM);
-}
-
 enum rsp_fk_end rsp_fk_accepting(bool accepted, ssize_t tcp_n)
 {
 	if (accepted)

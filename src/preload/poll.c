@@ -89,21 +89,67 @@ static void watch(const struct pollfd *p, struct pollfd out[2])
 		rsp_fk_watch_fds(p->fd, p->events, out);
 }
 
-/* What the program hears for @p from its two slots. */
-static short heard(const struct pollfd *p, const struct pollfd got[2])
+/* What @events find on fd now, an rsocket or a kernel socket. */
+static short ready_now(int fd, short events)
 {
-	if (!rsp_get(p->fd) && rsp_fk_pending(rsp_lazy_get(p->fd)))
-		return rsp_fk_report(p->events,
-				     got[0].revents | got[1].revents);
-	return got[0].revents;
+	struct rsp_file *f = rsp_use(fd);
+	struct pollfd p = {.fd = f ? f->rs : fd, .events = events};
+	int n = f ? rsp_rpoll(&p, 1, 0) : rsp_real.poll(&p, 1, 0);
+
+	return n > 0 ? p.revents : 0;
 }
 
-/* rpoll over fds, each mapped descriptor replaced by what it waits on. */
+/*
+ * What the program hears for @p from its two slots.  A pending
+ * handshake's slots say only that it can go on: it goes on here
+ * (rsp_fk_poke; *@poked set), and the program hears of the descriptor
+ * once the handshake is over and the connection is ready for what it
+ * asked: never a readiness its next call would answer with EAGAIN.
+ */
+static short heard(const struct pollfd *p, const struct pollfd got[2],
+		   bool *poked)
+{
+	if (rsp_get(p->fd) || !rsp_fk_pending(rsp_lazy_get(p->fd)))
+		return got[0].revents;
+	if (!(got[0].revents | got[1].revents))
+		return 0;
+	*poked = true;
+	return rsp_fk_poke(p->fd) ? 0 : ready_now(p->fd, p->events);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
+
+/*
+ * What is left, in milliseconds rounded up, of a wait of @timeout that
+ * ends at @deadline (in microseconds); -1 (for ever) and 0 stay.
+ */
+static int left_ms(uint64_t deadline, int timeout)
+{
+	uint64_t now;
+
+	if (timeout <= 0)
+		return timeout;
+	now = now_us();
+	return now < deadline ? (int)((deadline - now + 999) / 1000) : 0;
+}
+
+/*
+ * rpoll over fds, each mapped descriptor replaced by what it waits on;
+ * again, for what is left of the timeout, while only handshakes moved.
+ */
 static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct pollfd small[32], *copy = small;
+	uint64_t deadline = now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+	bool poked;
 	nfds_t i;
-	int ret, ready = 0;
+	int ret, ready;
 
 	if (n > 16) {
 		copy = malloc(2 * n * sizeof(*copy));
@@ -112,13 +158,20 @@ static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 			return -1;
 		}
 	}
-	for (i = 0; i < n; i++)
-		watch(&fds[i], &copy[2 * i]);
-	ret = rsp_rpoll(copy, 2 * n, timeout);
-	for (i = 0; i < n; i++) {
-		fds[i].revents = ret < 0 ? 0 : heard(&fds[i], &copy[2 * i]);
-		ready += fds[i].revents != 0;
-	}
+	do {
+		for (i = 0; i < n; i++)
+			watch(&fds[i], &copy[2 * i]);
+		ret = rsp_rpoll(copy, 2 * n, timeout);
+		poked = false;
+		ready = 0;
+		for (i = 0; i < n; i++) {
+			fds[i].revents =
+				ret < 0 ? 0
+					: heard(&fds[i], &copy[2 * i], &poked);
+			ready += fds[i].revents != 0;
+		}
+		timeout = left_ms(deadline, timeout);
+	} while (ret >= 0 && !ready && poked && timeout);
 	if (copy != small)
 		free(copy);
 	return ret < 0 ? ret : ready;
@@ -258,14 +311,6 @@ static int select_rs(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout,
 	}
 	free(fds);
 	return ret < 0 ? -1 : bits;
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 }
 
 RSP_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e,
@@ -596,51 +641,80 @@ static void disarm(int epfd, int fd)
 	pthread_mutex_unlock(&ep_lock);
 }
 
+/*
+ * One round of epoll_wait over a set with mapped members (@n of them,
+ * snapshot()): rpoll them with the kernel set for @timeout, then collect
+ * what the program hears, at most @max events.  *@poked: a handshake went
+ * on, so its watches may have changed.
+ */
+static int wait_round(int epfd, struct pollfd *fds, struct ep_member *mem,
+		      int n, struct epoll_event *events, int max, int timeout,
+		      const sigset_t *mask, bool *poked)
+{
+	int i, out = 0, r;
+
+	fds[0].fd = epfd;
+	fds[0].events = POLLIN;
+	/* the slots are mapped already: rpoll them as they are */
+	r = masked(rsp_rpoll, fds, 2 * n + 1, timeout, mask);
+	if (r < 0)
+		return -1;
+	for (i = 0; i < n && out < max; i++) {
+		struct pollfd p = {.fd = mem[i].fd, .events = mem[i].ev.events};
+		short rev = heard(&p, &fds[2 * i + 1], poked);
+
+		if (!rev)
+			continue;
+		events[out].events = rev;
+		events[out++].data = mem[i].ev.data;
+		if (mem[i].ev.events & EPOLLONESHOT)
+			disarm(epfd, mem[i].fd);
+	}
+	if ((fds[0].revents & POLLIN) && out < max) {
+		r = rsp_real.epoll_wait(epfd, events + out, max - out, 0);
+		if (r > 0)
+			out += r;
+	}
+	return out;
+}
+
+/*
+ * epoll_wait over a set with mapped members; *@handled false when it has
+ * none (the kernel's epoll_wait does it all).  Rounds go on, for what is
+ * left of the timeout, while nothing was heard and the wait is for ever
+ * or a handshake went on (the snapshot then is taken again: its watches
+ * follow the handshake, and a member that fell back to TCP is the kernel
+ * set's again).
+ */
 static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
 		   const sigset_t *mask, bool *handled)
 {
+	uint64_t deadline = now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
 	struct pollfd *fds;
 	struct ep_member *mem;
-	int n, i, out = 0, r;
+	int n, out;
+	bool poked;
 
 	*handled = false;
-	n = snapshot(epfd, &fds, &mem);
-	if (n <= 0) {
+	do {
+		n = snapshot(epfd, &fds, &mem);
+		if (n <= 0) {
+			free(fds);
+			free(mem);
+			if (n < 0 || !*handled)
+				return n;
+			/* no mapped member left: the kernel's, for the rest */
+			return rsp_real.epoll_pwait(epfd, events, max, timeout,
+						    mask);
+		}
+		*handled = true;
+		poked = false;
+		out = wait_round(epfd, fds, mem, n, events, max, timeout, mask,
+				 &poked);
 		free(fds);
 		free(mem);
-		return n;
-	}
-	*handled = true;
-	fds[0].fd = epfd;
-	fds[0].events = POLLIN;
-	do {
-		/* the slots are mapped already: rpoll them as they are */
-		r = masked(rsp_rpoll, fds, 2 * n + 1, timeout, mask);
-		if (r < 0) {
-			out = -1;
-			break;
-		}
-		for (i = 0; i < n && out < max; i++) {
-			struct pollfd p = {.fd = mem[i].fd,
-					   .events = mem[i].ev.events};
-			short rev = heard(&p, &fds[2 * i + 1]);
-
-			if (!rev)
-				continue;
-			events[out].events = rev;
-			events[out++].data = mem[i].ev.data;
-			if (mem[i].ev.events & EPOLLONESHOT)
-				disarm(epfd, mem[i].fd);
-		}
-		if ((fds[0].revents & POLLIN) && out < max) {
-			r = rsp_real.epoll_wait(epfd, events + out, max - out,
-						0);
-			if (r > 0)
-				out += r;
-		}
-	} while (!out && timeout < 0);
-	free(fds);
-	free(mem);
+		timeout = left_ms(deadline, timeout);
+	} while (!out && (timeout < 0 || (poked && timeout)));
 	return out;
 }
 

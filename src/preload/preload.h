@@ -262,8 +262,6 @@ struct rsp_fk_watch {
  */
 struct rsp_fk_watch rsp_fk_watch(enum rsp_lazy state, short events,
 				 bool resting);
-/* What poll reports to the program for the watch's @revents. */
-short rsp_fk_report(short events, short revents);
 
 /* How an accepting or connecting step ended. */
 enum rsp_fk_end {
@@ -292,6 +290,13 @@ bool rsp_fk_any(void);
  * when it can go on, for the program's @events; false if none is pending.
  */
 bool rsp_fk_watch_fds(int fd, short events, struct pollfd out[2]);
+/*
+ * What fd's pending handshake waited for came: carry it on as far as it
+ * goes without waiting.  Whether it is still pending (false: it is over,
+ * fd is an rsocket or its TCP socket again, or none was pending).
+ * errno is kept.
+ */
+bool rsp_fk_poke(int fd);
 /*
  * rsp_get for the data calls: first converts a lazy connection
  * (@writing: a write; @flags: the call's MSG_DONTWAIT).  RSP_AGAIN: the

@@ -11,11 +11,17 @@
  *       sets the group list, group and user ids it already has (as the
  *       rsync daemon does for a module) and goes on; fork-epoll: the
  *       child's socket is non-blocking and it waits in epoll whenever a
- *       read or write says EAGAIN, as an event-driven server does
- *   fork_echo client|client-nb ADDR PORT BYTES
+ *       read or write says EAGAIN, as an event-driven server does;
+ *       fork-greet: the child greets first (see client-greet)
+ *   fork_echo client|client-nb|client-greet ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it; client-nb: on a non-blocking socket,
- *       waiting in epoll whenever a call says EAGAIN
+ *       waiting in epoll whenever a call says EAGAIN; client-greet: first
+ *       both ends send a greeting at once, as the rsync daemon and its
+ *       client do, on non-blocking sockets with rsync's rule for writes
+ *       (safe_write): a write that says EAGAIN waits in select() for the
+ *       socket to be writable, and a write after select() said so must
+ *       make progress
  *   fork_echo client-forkclose ADDR PORT BYTES
  *       the same, but half way a forked child closes the inherited socket
  *       and exits; the rest must still flow
@@ -33,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -46,7 +53,90 @@ static int fail(const char *what)
 	return 1;
 }
 
-enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID, FORK_EPOLL };
+enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID, FORK_EPOLL, FORK_GREET };
+
+/* rsync's greeting: 41 bytes, sent by each end before it reads. */
+#define GREETING "@RSYNCD: 31.0 sha512 sha256 sha1 md5 md4\n"
+
+/* Waits up to 30 s in select() for fd to be readable or writable. */
+static int select_for(int fd, bool out)
+{
+	struct timeval tv = {.tv_sec = 30};
+	fd_set set;
+
+	FD_ZERO(&set);
+	FD_SET(fd, &set);
+	return select(fd + 1, out ? NULL : &set, out ? &set : NULL, NULL,
+		      &tv) == 1
+		       ? 0
+		       : -1;
+}
+
+/* All of @buf on a non-blocking fd, by rsync's rule (see the top). */
+static int write_strict(int fd, const char *buf, size_t len)
+{
+	bool selected = false;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			selected = false;
+			continue;
+		}
+		if (n < 0 && errno == EAGAIN && selected) {
+			printf("FAIL select() said writable, write() said "
+			       "EAGAIN\n");
+			return -1;
+		}
+		if (n < 0 && errno != EAGAIN)
+			return fail("write");
+		if (select_for(fd, true))
+			return fail("select for writing");
+		selected = true;
+	}
+	return 0;
+}
+
+/* All of @len bytes from a non-blocking fd, waiting in select(). */
+static int read_all_nb(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n == 0 || errno != EAGAIN || select_for(fd, false)) {
+			return fail("read");
+		}
+	}
+	return 0;
+}
+
+/*
+ * Both ends greet at once on a non-blocking socket, then read the
+ * other's greeting; the socket is blocking again for the rest.
+ */
+static int greet(int fd)
+{
+	char got[sizeof(GREETING) - 1];
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return fail("non-blocking");
+	if (write_strict(fd, GREETING, sizeof(got)) ||
+	    read_all_nb(fd, got, sizeof(got)))
+		return 1;
+	if (memcmp(got, GREETING, sizeof(got))) {
+		printf("FAIL the peer's greeting differs\n");
+		return 1;
+	}
+	return fcntl(fd, F_SETFL, fl) ? fail("blocking") : 0;
+}
 
 /*
  * Non-blocking I/O: the epoll set @ep holds the socket; each call that
@@ -137,6 +227,8 @@ static int echo(int c, enum mode mode)
 
 	if (mode == FORK_EPOLL)
 		return echo_nb(c);
+	if (mode == FORK_GREET && greet(c))
+		return 1;
 	while ((n = next_chunk(c, buf, sizeof(buf), mode)) > 0) {
 		for (off = 0; off < n; off += w) {
 			w = write(c, buf + off, (size_t)(n - off));
@@ -212,7 +304,7 @@ static int xfer(int s, int ep, char *out, char *in, size_t len)
 }
 
 static int client(const char *addr, const char *port, long bytes,
-		  bool fork_close, bool nb)
+		  bool fork_close, bool nb, bool greets)
 {
 	struct addrinfo hints = {.ai_family = AF_INET,
 				 .ai_socktype = SOCK_STREAM},
@@ -227,6 +319,8 @@ static int client(const char *addr, const char *port, long bytes,
 	s = socket(AF_INET, SOCK_STREAM, 0);
 	if (s < 0 || connect(s, res->ai_addr, res->ai_addrlen))
 		return fail("connect");
+	if (greets && greet(s))
+		return 1;
 	if (nb && (ep = nb_set(s)) < 0)
 		return fail("non-blocking");
 	srand((unsigned int)getpid());
@@ -259,19 +353,20 @@ static int client(const char *addr, const char *port, long bytes,
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	static const char *const modes[] = {"nofork", "fork", "fork-poll",
-					    "fork-setid", "fork-epoll"};
+	static const char *const modes[] = {"nofork",	  "fork",
+					    "fork-poll",  "fork-setid",
+					    "fork-epoll", "fork-greet"};
+	static const char *const clients[] = {
+		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 5; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 6; m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
-	if (argc == 5 && !strcmp(argv[1], "client"))
-		return client(argv[2], argv[3], atol(argv[4]), false, false);
-	if (argc == 5 && !strcmp(argv[1], "client-nb"))
-		return client(argv[2], argv[3], atol(argv[4]), false, true);
-	if (argc == 5 && !strcmp(argv[1], "client-forkclose"))
-		return client(argv[2], argv[3], atol(argv[4]), true, false);
+	for (m = 0; argc == 5 && m < 4; m++)
+		if (!strcmp(argv[1], clients[m]))
+			return client(argv[2], argv[3], atol(argv[4]), m == 2,
+				      m == 1, m == 3);
 	fprintf(stderr, "usage: see the comment at the top of fork_echo.c\n");
 	return 2;
 }

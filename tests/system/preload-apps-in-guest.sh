@@ -31,6 +31,10 @@
 #   fork-epoll   the same with non-blocking sockets on both sides, each
 #              waiting in epoll whenever a call says EAGAIN (as nginx
 #              does): the fork-mode handshake must never block a call
+#   fork-greet   the same, each child and its client greeting each other
+#              at once on non-blocking sockets, as the rsync daemon does,
+#              with rsync's rule that a write after select() said
+#              writable must not fail with EAGAIN
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared; iperf3's are
@@ -400,6 +404,8 @@ fork-poll_run() { forkrun fork-poll "$1" fork-poll client 1 RDMAV_FORK_SAFE=1; }
 fork-epoll_run() { forkrun fork-epoll "$1" fork-epoll client-nb 2 RDMAV_FORK_SAFE=1; }
 # The child sets its own ids again once the connection is on RDMA.
 fork-setid_run() { forkrun fork-setid "$1" fork-setid client 1 RDMAV_FORK_SAFE=1; }
+# Both ends speak first, non-blocking, waiting in select() (rsync's way).
+fork-greet_run() { forkrun fork-greet "$1" fork-greet client-greet 3 RDMAV_FORK_SAFE=1; }
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 
@@ -416,7 +422,7 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
-	fork-close:$FORK_ECHO:lower:ms \
+	fork-greet:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do

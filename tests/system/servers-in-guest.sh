@@ -53,8 +53,7 @@
 #     generator writes (BUGS.md preload-split-connection)
 #   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
 #   rsync-forksafe: BUGS.md preload-cred-change (the child switches to
-#     nobody after the connection moved), or before that, now and then,
-#     BUGS.md preload-forksafe-spurious-writable (the greeting's write)
+#     nobody after the connection moved)
 #   rsync-forksafe-user: the daemon's child forks its receiver after the
 #     move, which reads the connection the generator writes (BUGS.md
 #     preload-split-connection)
@@ -193,10 +192,6 @@ cause() {
 	if grep -qs 'Transport endpoint is not connected' "$@"; then
 		printf 'cause: BUGS.md preload-split-connection: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
 	fi
-	if grep -qs 'safe_write failed.*Resource temporarily unavailable' "$@" &&
-		! grep -qs 'changes the credentials' "$W/rsp.log"; then
-		printf 'cause: BUGS.md preload-forksafe-spurious-writable: select() said writable during the fork-safe handshake, the write after it failed with EAGAIN, and rsync takes that for an error. '
-	fi
 	if grep -qs 'changes the credentials' "$W/rsp.log" &&
 		grep -qs 'Input/output error\|Resource temporarily unavailable' "$@"; then
 		printf 'cause: BUGS.md preload-cred-change: the connection moved to RDMA, then the daemon changed its ids for the module (nobody) and the RDMA files refused it. '
@@ -226,8 +221,8 @@ cause() {
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
 	[rsync]="preload-split-connection preload-cred-change"
-	[rsync-forksafe]="preload-cred-change preload-forksafe-spurious-writable"
-	[rsync-forksafe-user]="preload-split-connection preload-forksafe-spurious-writable"
+	[rsync-forksafe]="preload-cred-change"
+	[rsync-forksafe-user]="preload-split-connection"
 	[postgres-forksafe]="preload-forksafe-eof"
 	[sshd]="preload-exec-inherited"
 	[sshd-forksafe]="preload-exec-inherited"

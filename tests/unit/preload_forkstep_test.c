@@ -251,16 +251,6 @@ START_TEST(no_io_asked_nothing_watched)
 }
 END_TEST
 
-START_TEST(progress_is_reported_as_what_the_program_asked)
-{
-	ck_assert_int_eq(rsp_fk_report(POLLIN, 0), 0);
-	ck_assert_int_eq(rsp_fk_report(POLLOUT, POLLIN), POLLOUT);
-	ck_assert_int_eq(rsp_fk_report(POLLIN | POLLPRI, POLLOUT), POLLIN);
-	ck_assert_int_eq(rsp_fk_report(POLLIN | POLLOUT, POLLHUP),
-			 POLLIN | POLLOUT);
-}
-END_TEST
-
 START_TEST(accepting_ends_on_a_connection_or_a_word_on_tcp)
 {
 	ck_assert_int_eq(rsp_fk_accepting(false, -1), RSP_FK_PENDING);
@@ -303,7 +293,6 @@ Suite *preload_forkstep_suite(void)
 	tcase_add_test(tc, accepting_watches_the_listener_and_tcp);
 	tcase_add_test(tc, connecting_watches_the_rsocket_output);
 	tcase_add_test(tc, no_io_asked_nothing_watched);
-	tcase_add_test(tc, progress_is_reported_as_what_the_program_asked);
 	tcase_add_test(tc, accepting_ends_on_a_connection_or_a_word_on_tcp);
 	tcase_add_test(tc, connecting_ends_on_output_or_an_error);
 	suite_add_tcase(s, tc);
