@@ -35,6 +35,8 @@ ONLY="${RDMACM_SYS_ONLY:-}"
 T=60
 ours="$BUILD/src/.libs"
 . "$(dirname "$0")/verdict.sh"
+# shellcheck source=transport.sh
+. "$(dirname "$0")/transport.sh"
 log="$(mktemp -d "${TMPDIR:-/tmp}/rs-sys.XXXXXX")"
 trap 'rm -rf "$log"' EXIT
 ulimit -l unlimited 2>/dev/null
@@ -81,6 +83,13 @@ done
 # (tests/system/BUGS.md iwarp-close-reset and debian-rsocket-iwarp-reset).
 # A Debian server's run that failed only on the client while the guest
 # counted such a reset is an XFAIL too (debian-rsocket-iwarp-reset).
+#
+# Over iWARP, Debian's server also sends a credit update as soon as it is
+# connected, before the client's first message; Soft-iWARP then now and
+# then fails the client's connect (CONNECT_ERROR, which our rconnect
+# reports as ECONNABORTED), and Debian's server, which never learns that
+# its peer is gone, waits until the timeout.  Such a run is an XFAIL
+# (BUGS.md debian-rsocket-iwarp-server-first).
 tcp_resets() {
 	awk '/^TcpExt:/ {
 		if (!n) { for (i = 2; i <= NF; i++) if ($i == "TCPAbortOnData") c = i; n = 1 }
@@ -109,6 +118,9 @@ run_pair() {
 	elif [ -z "$slib" ] && [ $crc -ne 0 ] && [ $src -eq 0 ] &&
 		[ "$(tcp_resets)" != "$resets" ]; then
 		xfail "$name" "BUGS.md debian-rsocket-iwarp-reset: Debian's server reset the connection as it closed (TCPAbortOnData)"
+	elif [ -z "$slib" ] && [ -n "$clib" ] && [ "$TRANSPORT" = iwarp ] &&
+		grep -q "^rconnect: Software caused connection abort" "$log/c.out"; then
+		xfail "$name" "BUGS.md debian-rsocket-iwarp-server-first: Debian's server sent first; Soft-iWARP failed the client's connect"
 	else
 		fail "$name" "server rc=$src client rc=$crc"
 	fi
@@ -116,6 +128,7 @@ run_pair() {
 	sed 's/^/    /' "$log/s.out" | tail -15
 	echo "    --- client"
 	sed 's/^/    /' "$log/c.out" | tail -15
+	[ -s "$log/c.out.hang" ] && sed 's/^/    /' "$log/c.out.hang"
 }
 
 # Small, quick transfers: every size class, data verified (-T v).
@@ -141,8 +154,6 @@ run_pair "riostream/ours-ours/all-sizes" "$ours" "$ours" /usr/bin/riostream \
 
 # --- 4. datagram sockets ------------------------------------------------------
 # iWARP has no UD QPs, so no datagram rsockets (they fail with ENOTSUP).
-# shellcheck source=transport.sh
-. "$(dirname "$0")/transport.sh"
 datagram_tests() {
 
 # The real binary of a libtool-built example (the wrapper would relink).
