@@ -189,9 +189,45 @@ server_stop() {
 	[ "$rc" = 0 ] && rc=1
 	return "$rc"
 }
+# What a pair that is about to time out is doing, for the verdict: each
+# process's kernel wait channel, the RDMA ids and QPs, and the TCP
+# sockets with their queues (over iWARP the connections' own: a message
+# stuck in a receive queue shows there).
+hang_snapshot() {
+	local p c
+	echo "--- state $(date +%T), before the timeout"
+	for p in "$@"; do
+		for c in $p $(pgrep -P "$p" 2>/dev/null); do
+			echo "pid $c ($(cat "/proc/$c/comm" 2>/dev/null)): wchan $(cat "/proc/$c/wchan" 2>/dev/null)"
+		done
+	done
+	rdma res show cm_id 2>/dev/null
+	rdma res show qp 2>/dev/null
+	ss -tnoi 2>/dev/null | head -40
+}
+# Runs "$@" (a client) for at most SECS with its LOG; if it still runs two
+# seconds before its timeout, it and the server are described in LOG.hang.
+run_watched() {
+	local log=$1 secs=$2 pid dog rc=0
+	shift 2
+	timeout -k 5 "$secs" "$@" >>"$log" 2>&1 &
+	pid=$!
+	(
+		sleep $((secs > 3 ? secs - 2 : secs)) &
+		trap 'kill $! 2>/dev/null; exit 0' TERM
+		wait $!
+		running "$pid" && hang_snapshot "$pid" $server_pid >"$log.hang"
+	) </dev/null >/dev/null 2>&1 &
+	dog=$!
+	wait "$pid" || rc=$?
+	kill "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	return "$rc"
+}
 client_run() {
 	local port=$1 log=$2 secs=$3 try rc bound
 	shift 3
+	rm -f "$log.hang"
 	for ((try = 1; ; try++)); do
 		# Without the tools nothing tells a starting server from a
 		# failing library: no retry then.
@@ -201,7 +237,7 @@ client_run() {
 			bound=no
 		fi
 		rc=0
-		timeout -k 5 "$secs" "$@" >>"$log" 2>&1 || rc=$?
+		run_watched "$log" "$secs" "$@" || rc=$?
 		# 124 and up: timed out, killed, or could not be run.
 		if [ "$rc" = 0 ] || [ "$rc" -ge 124 ] || [ "$bound" = yes ] ||
 			[ "$try" -ge "${CLIENT_TRIES:-5}" ] || [ -z "$server_pid" ] ||
