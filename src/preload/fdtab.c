@@ -75,6 +75,24 @@ struct rsp_file *rsp_use(int fd)
 	return f;
 }
 
+void rsp_note_foreign(int fd)
+{
+	struct rsp_file **s, *f;
+
+	if (!__atomic_load_n(&mapped, __ATOMIC_RELAXED))
+		return;
+	s = slot(fd, false);
+	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+	if (!f || f->owner == rsp_pid || f->shared || f->handed ||
+	    __atomic_exchange_n(&f->noted, rsp_pid, __ATOMIC_RELAXED) ==
+		    rsp_pid)
+		return;
+	/* the program is about to read an end-of-stream it cannot explain */
+	rsp_log("fd %d: connected over RDMA by process %d; this process has "
+		"only its kernel socket",
+		fd, f->owner);
+}
+
 bool rsp_any(void)
 {
 	return __atomic_load_n(&mapped, __ATOMIC_RELAXED) != 0;

@@ -702,7 +702,9 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 		return f;
 	state = rsp_lazy_get(fd);
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&
-	    !rsp_fk_pending(state))
+	    !rsp_fk_pending(state)) {
+		rsp_note_foreign(fd);
 		return NULL;
+	}
 	return advance(fd, state, writing, flags);
 }

@@ -157,6 +157,8 @@ struct rsp_file {
 	/* Where it was bound, replayed on the kernel socket on fallback. */
 	struct sockaddr_storage bound;
 	socklen_t bound_len;
+	/* The last process told it is another's (rsp_note_foreign). */
+	int noted;
 };
 
 /* The rsocket file behind fd, or NULL for an ordinary descriptor. */
@@ -166,6 +168,11 @@ struct rsp_file *rsp_get(int fd);
  * this process's from then on.
  */
 struct rsp_file *rsp_use(int fd);
+/*
+ * An I/O call on fd found no rsocket of this process's: if fd carries
+ * another process's connection, the log says so, once per process.
+ */
+void rsp_note_foreign(int fd);
 /* Maps fd to f (taking a reference); an existing mapping is released. */
 void rsp_set(int fd, struct rsp_file *f);
 /* Unmaps fd and drops its reference (rclose on the last one). */

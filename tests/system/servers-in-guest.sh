@@ -191,6 +191,9 @@ cause() {
 	fi
 	if grep -qs 'Transport endpoint is not connected' "$@"; then
 		printf 'cause: BUGS.md preload-split-connection: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
+	elif grep -qs 'this process has only its kernel socket' "$W/rsp.log"; then
+		printf 'cause: BUGS.md preload-split-connection: a process used a connection another process moved to RDMA; it has only the kernel socket, shut down by the move (%s). ' \
+			"$(grep -m1 'this process has only its kernel socket' "$W/rsp.log")"
 	fi
 	if grep -qs 'changes the credentials' "$W/rsp.log" &&
 		grep -qs 'Input/output error\|Resource temporarily unavailable' "$@"; then

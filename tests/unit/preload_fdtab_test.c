@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
@@ -19,6 +20,8 @@
 
 /* init.c's, which the runner does not compile: this process's id. */
 int rsp_pid;
+/* The preload log's last line (preload_config_test.c). */
+extern char unit_rsp_log_last[];
 
 static void fdtab_setup(void)
 {
@@ -127,6 +130,45 @@ START_TEST(another_process_file_is_left_alone)
 END_TEST
 
 /*
+ * A process that reads or writes another's connection gets the kernel
+ * socket alone; the log says why, once per process, and never for a
+ * connection of its own or for a listener.
+ */
+START_TEST(another_process_connection_is_noted_once)
+{
+	struct rsp_file *f = new_file(), *l = new_file();
+	char want[128];
+
+	rsp_set(9, f);
+	l->shared = true;
+	rsp_set(10, l);
+	unit_rsp_log_last[0] = 0;
+	rsp_note_foreign(9);
+	rsp_note_foreign(10);
+	rsp_note_foreign(11);
+	ck_assert_str_eq(unit_rsp_log_last, "");
+	rsp_pid = (int)getpid() + 1;
+	rsp_note_foreign(10);
+	ck_assert_str_eq(unit_rsp_log_last, "");
+	rsp_note_foreign(9);
+	snprintf(want, sizeof(want),
+		 "fd 9: connected over RDMA by process %d; this process has "
+		 "only its kernel socket",
+		 (int)getpid());
+	ck_assert_str_eq(unit_rsp_log_last, want);
+	unit_rsp_log_last[0] = 0;
+	rsp_note_foreign(9);
+	ck_assert_str_eq(unit_rsp_log_last, "");
+	rsp_pid = (int)getpid() + 2; /* another child: told too */
+	rsp_note_foreign(9);
+	ck_assert_str_eq(unit_rsp_log_last, want);
+	rsp_pid = (int)getpid();
+	rsp_clear(9);
+	rsp_clear(10);
+}
+END_TEST
+
+/*
  * A listener is shared with the children of a fork (rsocket(7)): in
  * another process it is still found, and its last descriptor's close
  * gives up that process's part through rclose.
@@ -157,6 +199,7 @@ Suite *preload_fdtab_suite(void)
 	tcase_add_test(tc, dup_shares_until_the_last);
 	tcase_add_test(tc, beyond_the_table_is_dropped);
 	tcase_add_test(tc, another_process_file_is_left_alone);
+	tcase_add_test(tc, another_process_connection_is_noted_once);
 	tcase_add_test(tc, a_listener_is_shared_with_another_process);
 	suite_add_tcase(s, tc);
 	return s;
