@@ -259,7 +259,7 @@ else
 fi
 
 # --- the test hooks are not in the shipped library ---------------------------------------
-hooks=$top/src/test_hooks.h
+hooks=$top/src/cm/test_hooks.h
 if [ -n "$tag" ]; then
 	:
 elif [ ! -f "$hooks" ] || ! nm "$ours" >"$work/all.syms" 2>/dev/null ||
