@@ -65,4 +65,11 @@ unsigned int cma_p2p_peers_known(void);
 /* rsocket/dgram_dest.c: the datagram destinations @rs keeps. */
 uint32_t ds_dest_count(const struct rsocket *rs);
 
+/*
+ * rsocket/poll.c: @fn is called by rpoll between arming its sleep set and
+ * the last look before it sleeps, so that a test can change a socket's
+ * state in that window; NULL removes it.
+ */
+void rs_poll_set_armed_hook(void (*fn)(void));
+
 #endif /* CMA_TEST_HOOKS_H */

@@ -22,6 +22,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cm/test_hooks.h"
 #include "rs.h"
 #include "util/fd_high.h"
 
@@ -92,6 +93,7 @@ struct rs_pollset {
 	struct rsocket **rs;
 	struct pollfd *kfds; /* 2 * nfds + 1: sleep fds, wake fds, bell */
 	struct pollfd *scratch;
+	unsigned char *sleeps_on; /* enum rs_sleep_on of each, as armed */
 	struct rs_bell bell;
 	struct ds_poll_waiter *waiters; /* one per entry, used for datagrams */
 };
@@ -105,9 +107,11 @@ static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
 	ps->nfds = nfds;
 	ps->kfds = calloc(3 * n + 1, sizeof(*ps->kfds));
 	ps->rs = calloc(n, sizeof(*ps->rs));
-	if (!ps->kfds || !ps->rs) {
+	ps->sleeps_on = calloc(n, sizeof(*ps->sleeps_on));
+	if (!ps->kfds || !ps->rs || !ps->sleeps_on) {
 		free(ps->kfds);
 		free(ps->rs);
+		free(ps->sleeps_on);
 		return cma_err(ENOMEM);
 	}
 	ps->scratch = ps->kfds + 2 * n + 1;
@@ -134,6 +138,7 @@ static void rs_pollset_free(struct rs_pollset *ps)
 		rs_put(ps->rs[i]);
 	free(ps->rs);
 	free(ps->kfds);
+	free(ps->sleeps_on);
 	errno = err;
 }
 
@@ -187,29 +192,54 @@ static int rs_poll_check(struct rs_pollset *ps)
 	return cnt;
 }
 
-/* The kernel fd an rsocket sleeps on, with its CQ armed.  -1: none. */
-static int rs_sleep_fd(struct rsocket *rs)
+/*
+ * What an rsocket's sleep waits on follows its state: its CQ once
+ * connected, its CM channel while it listens or opens (a listener a fork
+ * shared: the handoff's), a datagram socket's own.
+ */
+enum rs_sleep_on {
+	RS_SLEEP_NOTHING,
+	RS_SLEEP_DGRAM,
+	RS_SLEEP_CQ,
+	RS_SLEEP_HANDOFF,
+	RS_SLEEP_CM,
+};
+
+static enum rs_sleep_on rs_sleep_on(struct rsocket *rs)
 {
+	int state = rs_state(rs);
+
 	if (rs_poll_closed(rs))
-		return -1;
+		return RS_SLEEP_NOTHING;
 	if (rs->type == SOCK_DGRAM)
+		return RS_SLEEP_DGRAM;
+	if (state & (RS_CONNECTED | RS_ERROR) || state == RS_DISCONNECTED)
+		return rs->comp_channel ? RS_SLEEP_CQ : RS_SLEEP_NOTHING;
+	if (state == RS_LISTENING && rs_handoff_shared(rs_listen_target(rs)))
+		return RS_SLEEP_HANDOFF;
+	if ((state == RS_LISTENING || state & RS_OPENING) && rs->channel)
+		return RS_SLEEP_CM;
+	return RS_SLEEP_NOTHING;
+}
+
+/* The kernel fd an rsocket sleeps on (@on), with its CQ armed.  -1: none. */
+static int rs_sleep_fd(struct rsocket *rs, enum rs_sleep_on on)
+{
+	switch (on) {
+	case RS_SLEEP_DGRAM:
 		return ds_wait_fd(rs);
-	if (rs_state(rs) & RS_CONNECTED || rs_state(rs) & RS_ERROR ||
-	    rs_state(rs) == RS_DISCONNECTED) {
-		if (!rs->comp_channel)
-			return -1;
+	case RS_SLEEP_CQ:
 		pthread_mutex_lock(&rs->lock);
 		rs_arm_cq(rs);
 		pthread_mutex_unlock(&rs->lock);
 		return rs->comp_channel->fd;
-	}
-	if (rs_state(rs) == RS_LISTENING &&
-	    rs_handoff_shared(rs_listen_target(rs)))
+	case RS_SLEEP_HANDOFF:
 		return rs_handoff_sleep_fd(rs_listen_target(rs));
-	if ((rs_state(rs) == RS_LISTENING || rs_state(rs) & RS_OPENING) &&
-	    rs->channel)
+	case RS_SLEEP_CM:
 		return rs->channel->fd;
-	return -1;
+	default:
+		return -1;
+	}
 }
 
 static void rs_consume(struct rsocket *rs)
@@ -260,7 +290,8 @@ static void rs_poll_arm(struct rs_pollset *ps)
 
 	for (i = 0; i < ps->nfds; i++) {
 		if (ps->rs[i]) {
-			kfds[i].fd = rs_sleep_fd(ps->rs[i]);
+			ps->sleeps_on[i] = rs_sleep_on(ps->rs[i]);
+			kfds[i].fd = rs_sleep_fd(ps->rs[i], ps->sleeps_on[i]);
 			kfds[i].events = POLLIN;
 		} else {
 			kfds[i] = fds[i];
@@ -269,6 +300,30 @@ static void rs_poll_arm(struct rs_pollset *ps)
 		kfds[ps->nfds + i].revents = 0;
 	}
 	kfds[2 * ps->nfds].revents = 0;
+}
+
+/*
+ * Whether an rsocket's state moved on since rs_poll_arm, so that it would
+ * sleep on another fd: the look after arming can end a connect (its
+ * ESTABLISHED read from the CM channel the sleep set holds), and a sleep
+ * on that drained channel would miss the data that comes to the CQ.
+ */
+static bool rs_poll_moved_on(struct rs_pollset *ps)
+{
+	nfds_t i;
+
+	for (i = 0; i < ps->nfds; i++)
+		if (ps->rs[i] && ps->sleeps_on[i] != rs_sleep_on(ps->rs[i]))
+			return true;
+	return false;
+}
+
+/* Test hook: called between arming and the look after it (test_hooks.h). */
+static void (*rs_poll_armed_hook)(void);
+
+void rs_poll_set_armed_hook(void (*fn)(void))
+{
+	rs_poll_armed_hook = fn;
 }
 
 /*
@@ -384,10 +439,14 @@ static int rs_poll_wait(struct rs_pollset *ps, int timeout)
 		int wait;
 
 		rs_poll_arm(ps);
+		if (rs_poll_armed_hook)
+			rs_poll_armed_hook();
 		/* Arming may have found work: look again before sleeping. */
 		ret = rs_poll_check(ps);
 		if (ret)
 			goto waited;
+		if (rs_poll_moved_on(ps))
+			continue; /* its sleep fd is another now: arm again */
 		wait = timeout < 0 ? -1
 				   : (int)(deadline - (int64_t)rs_now_ms());
 		if (timeout > 0 && wait <= 0) {

@@ -363,6 +363,78 @@ START_TEST(a_forked_child_closes_its_copies_of_watched_sockets)
 }
 END_TEST
 
+/*
+ * rpoll for input on an accepted socket whose ESTABLISHED comes between
+ * arming the sleep set and the look after it: the look ends the connect,
+ * and the sleep must then wait on the CQ, not on the CM channel it armed
+ * (drained by that look), or the client's data never wakes it; it used to
+ * sleep until its timeout so (PostgreSQL's backend under
+ * RDMAV_FORK_SAFE waited out its 60 s for the startup packet).
+ */
+static uint32_t late_child;
+
+static void established_after_arming(void)
+{
+	rs_poll_set_armed_hook(NULL);
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(late_child, RDMA_CM_EVENT_ESTABLISHED, 0));
+}
+
+struct polled {
+	int s;
+	pthread_t thread;
+	struct pollfd p;
+	int ret;
+};
+
+static void *poll_run(void *arg)
+{
+	struct polled *r = arg;
+
+	r->p = (struct pollfd){.fd = r->s, .events = POLLIN};
+	r->ret = rpoll(&r->p, 1, 2000);
+	return NULL;
+}
+
+START_TEST(a_connect_ended_after_arming_still_wakes_rpoll)
+{
+	const struct rdma_ucm_accept *a;
+	struct rdma_ucm_event_resp *r;
+	struct polled pr;
+	struct rsocket *rs;
+
+	resolve_client();
+	late_child = carry_request();
+	pr.s = raccept(server, NULL, NULL);
+	ck_assert_int_ge(pr.s, 0);
+	/* the client is connected; the server's ESTABLISHED comes later */
+	a = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
+	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
+			    0);
+	ck_assert_ptr_nonnull(r);
+	memcpy(r->param.conn.private_data, a->conn_param.private_data,
+	       a->conn_param.private_data_len);
+	r->param.conn.private_data_len = a->conn_param.private_data_len;
+	fake_verbs_connect(qp_of_socket(client), qp_of_socket(pr.s));
+	ck_assert_int_eq(start_connect(), 0);
+
+	rs_poll_set_armed_hook(established_after_arming);
+	ck_assert_int_eq(pthread_create(&pr.thread, NULL, poll_run, &pr), 0);
+	rs = rs_get(pr.s);
+	ck_assert_ptr_nonnull(rs);
+	/* the look after arming connected it; then rpoll goes to sleep */
+	while (!(rs_state(rs) & RS_CONNECTED))
+		sched_yield();
+	rs_put(rs);
+	usleep(100 * 1000);
+	ck_assert_int_eq(rsend(client, "hi", 2, 0), 2);
+	ck_assert_int_eq(pthread_join(pr.thread, NULL), 0);
+	ck_assert_int_eq(pr.ret, 1);
+	ck_assert(pr.p.revents & POLLIN);
+	rclose(pr.s);
+}
+END_TEST
+
 START_TEST(a_refused_connect_is_econnrefused)
 {
 	struct pollfd pfd = {.fd = client, .events = POLLOUT};
@@ -911,6 +983,7 @@ Suite *rsocket_conn_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, handshake_then_data_both_ways);
+	tcase_add_test(tc, a_connect_ended_after_arming_still_wakes_rpoll);
 	tcase_add_test(tc, a_refused_connect_is_econnrefused);
 	tcase_add_test(tc, a_timed_out_resolution_is_retried);
 	tcase_add_test(tc, a_foreign_request_is_refused);
