@@ -57,8 +57,6 @@
 #   rsync-forksafe-user: the daemon's child forks its receiver after the
 #     move, which reads the connection the generator writes (BUGS.md
 #     preload-split-connection)
-#   postgres-forksafe, now and then: BUGS.md preload-forksafe-eof (a
-#     backend reads nothing after the move and exits; pgbench waits)
 #   sshd-forksafe: the re-executed sshd gets the connection on fds 0 and 1
 #     and knows nothing of it: it takes the client's offer for its banner
 # Every client is bounded, so that a hang fails its run: the first
@@ -200,15 +198,15 @@ cause() {
 		printf 'cause: BUGS.md preload-cred-change: the connection moved to RDMA, then the daemon changed its ids for the module (nobody) and the RDMA files refused it. '
 	fi
 	# PostgreSQL with log_connections: a backend that logged its
-	# connection and nothing else, and is gone, read nothing at all from
-	# its client (its startup packet's "no data" case is silent)
+	# connection and nothing else, and is gone, never got its client's
+	# startup packet (authentication_timeout ends it without a word)
 	local f pid
 	for f in "$@"; do
 		grep -qs 'connection received' "$f" || continue
 		for pid in $(sed -n 's/.*\[\([0-9]*\)\] LOG:  connection received.*/\1/p' "$f"); do
 			[ "$(grep -c "\[$pid\]" "$f")" = 1 ] || continue
 			kill -0 "$pid" 2>/dev/null && continue
-			printf 'cause: BUGS.md preload-forksafe-eof: backend %s logged its connection, then exited without a word: its first read after the move to RDMA returned 0 (preload log: %s). ' \
+			printf 'cause: like BUGS.md preload-forksafe-eof (fixed): backend %s logged its connection, then exited without a word: it never got its client'"'"'s startup packet (preload log: %s). ' \
 				"$pid" "$(grep "^rspreload\[$pid\]" "$W/rsp.log" | tr '\n' ' ')"
 		done
 	done
@@ -226,7 +224,6 @@ declare -A known=(
 	[rsync]="preload-split-connection preload-cred-change"
 	[rsync-forksafe]="preload-cred-change"
 	[rsync-forksafe-user]="preload-split-connection"
-	[postgres-forksafe]="preload-forksafe-eof"
 	[sshd]="preload-exec-inherited"
 	[sshd-forksafe]="preload-exec-inherited"
 )
