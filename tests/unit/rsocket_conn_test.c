@@ -132,8 +132,8 @@ static uint32_t carry_request(void)
 	return child;
 }
 
-/* The server's ACCEPT reaches the client: both ends ESTABLISHED. */
-static void carry_accept(uint32_t child)
+/* The server's ACCEPT reaches the client: the client is ESTABLISHED. */
+static void carry_accept_to_client(void)
 {
 	const struct rdma_ucm_accept *a =
 		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
@@ -145,6 +145,12 @@ static void carry_accept(uint32_t child)
 	memcpy(r->param.conn.private_data, a->conn_param.private_data,
 	       a->conn_param.private_data_len);
 	r->param.conn.private_data_len = a->conn_param.private_data_len;
+}
+
+/* The same, and the server's end too: both ends ESTABLISHED. */
+static void carry_accept(uint32_t child)
+{
+	carry_accept_to_client();
 	ck_assert_ptr_nonnull(
 		fake_ucma_event(child, RDMA_CM_EVENT_ESTABLISHED, 0));
 }
@@ -398,8 +404,6 @@ static void *poll_run(void *arg)
 
 START_TEST(a_connect_ended_after_arming_still_wakes_rpoll)
 {
-	const struct rdma_ucm_accept *a;
-	struct rdma_ucm_event_resp *r;
 	struct polled pr;
 	struct rsocket *rs;
 
@@ -408,13 +412,7 @@ START_TEST(a_connect_ended_after_arming_still_wakes_rpoll)
 	pr.s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(pr.s, 0);
 	/* the client is connected; the server's ESTABLISHED comes later */
-	a = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
-	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
-			    0);
-	ck_assert_ptr_nonnull(r);
-	memcpy(r->param.conn.private_data, a->conn_param.private_data,
-	       a->conn_param.private_data_len);
-	r->param.conn.private_data_len = a->conn_param.private_data_len;
+	carry_accept_to_client();
 	fake_verbs_connect(qp_of_socket(client), qp_of_socket(pr.s));
 	ck_assert_int_eq(start_connect(), 0);
 
