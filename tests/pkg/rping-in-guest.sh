@@ -12,6 +12,9 @@ libdir=$root/$2
 addr=${RDMA_TEST_ADDR1:-192.0.2.1}
 failed=0
 port=7900
+# wait_bound: the system tests' wait for a listener (rdma res, ss)
+# shellcheck source=../system/verdict.sh
+. "$(dirname "$0")/../system/verdict.sh"
 
 say_fail() {
 	echo "FAIL: pkg/$1: $2"
@@ -34,7 +37,13 @@ run_pair() {
 	LD_LIBRARY_PATH=$libdir timeout 60 "$prog" -s -a "$addr" -p "$port" -C 10 -V \
 		>"$RDMACM_VM_OUT/$name.server" 2>&1 &
 	spid=$!
-	sleep 1
+	# the client starts once the server listens, however slow the guest
+	if ! wait_bound "$port" "$spid"; then
+		sed 's/^/    /' "$RDMACM_VM_OUT/$name.server"
+		say_fail "$name" "the server never listened on port $port"
+		kill "$spid" 2>/dev/null
+		return
+	fi
 	LD_LIBRARY_PATH=$libdir timeout 60 "$prog" -c -a "$addr" -p "$port" -C 10 -V -v \
 		>"$RDMACM_VM_OUT/$name.client" 2>&1 || rc=$?
 	wait "$spid" || rc=$((rc ? rc : 1))
