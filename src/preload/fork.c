@@ -687,7 +687,10 @@ bool rsp_fk_poke(int fd)
 
 	if (!rsp_fk_pending(state))
 		return false;
-	/* a pending handshake has sent its offer: reading or writing, alike */
+	/*
+	 * Reading or writing, alike: a pending end has sent its offer, or
+	 * holds the start of the peer's, which decides its next step.
+	 */
 	pending = advance(fd, state, false, MSG_DONTWAIT) == RSP_AGAIN;
 	errno = err;
 	return pending;
