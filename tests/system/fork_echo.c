@@ -72,47 +72,35 @@ static int select_for(int fd, bool out)
 		       : -1;
 }
 
-/* All of @buf on a non-blocking fd, by rsync's rule (see the top). */
-static int write_strict(int fd, const char *buf, size_t len)
+/*
+ * All of @len bytes to (@out) or from a non-blocking fd, waiting in
+ * select() whenever a call says EAGAIN.  Writes keep rsync's rule (see
+ * the top): the write after select() said writable must make progress.
+ */
+static int all_nb(int fd, char *buf, size_t len, bool out)
 {
 	bool selected = false;
 	ssize_t n;
 
 	while (len) {
-		n = write(fd, buf, len);
+		n = out ? write(fd, buf, len) : read(fd, buf, len);
 		if (n > 0) {
 			buf += n;
 			len -= (size_t)n;
 			selected = false;
 			continue;
 		}
-		if (n < 0 && errno == EAGAIN && selected) {
+		if (n == 0 || errno != EAGAIN)
+			return fail(out ? "write" : "read");
+		if (out && selected) {
 			printf("FAIL select() said writable, write() said "
 			       "EAGAIN\n");
 			return -1;
 		}
-		if (n < 0 && errno != EAGAIN)
-			return fail("write");
-		if (select_for(fd, true))
-			return fail("select for writing");
+		if (select_for(fd, out))
+			return fail(out ? "select for writing"
+					: "select for reading");
 		selected = true;
-	}
-	return 0;
-}
-
-/* All of @len bytes from a non-blocking fd, waiting in select(). */
-static int read_all_nb(int fd, char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = read(fd, buf, len);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-		} else if (n == 0 || errno != EAGAIN || select_for(fd, false)) {
-			return fail("read");
-		}
 	}
 	return 0;
 }
@@ -123,13 +111,13 @@ static int read_all_nb(int fd, char *buf, size_t len)
  */
 static int greet(int fd)
 {
-	char got[sizeof(GREETING) - 1];
+	char mine[] = GREETING, got[sizeof(GREETING) - 1];
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
 		return fail("non-blocking");
-	if (write_strict(fd, GREETING, sizeof(got)) ||
-	    read_all_nb(fd, got, sizeof(got)))
+	if (all_nb(fd, mine, sizeof(got), true) ||
+	    all_nb(fd, got, sizeof(got), false))
 		return 1;
 	if (memcmp(got, GREETING, sizeof(got))) {
 		printf("FAIL the peer's greeting differs\n");
