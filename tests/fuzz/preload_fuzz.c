@@ -558,15 +558,32 @@ static void op_listen(void)
 		(void)rspf_listen(fd, take8() % 8);
 }
 
+/*
+ * Whether a connect on @fd would start a connection.  Not once one is
+ * under way or made: connect(2) then says EALREADY, or 0 for "it
+ * completed", and the harness's listener has nothing new to accept.
+ * Unknown (an rsocket's descriptor): yes.
+ */
+static bool starts_connection(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	       ti.tcpi_state == TCP_CLOSE;
+}
+
 static void op_connect(void)
 {
 	struct sockaddr_storage ss;
 	int fd = pick_fd();
 	socklen_t len;
+	bool starts;
 
 	if (fd < 0)
 		return;
 	len = pick_addr(&ss, family_of(fd), false);
+	starts = starts_connection(fd);
 	if (!rspf_connect(fd, (struct sockaddr *)&ss, len) ||
 	    errno == EINPROGRESS) {
 		/*
@@ -578,7 +595,7 @@ static void op_connect(void)
 		int type = 0;
 		socklen_t tlen = sizeof(type);
 
-		if (ss.ss_family == AF_INET &&
+		if (starts && ss.ss_family == AF_INET &&
 		    ((struct sockaddr_in *)&ss)->sin_port == htons(open_port) &&
 		    !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) &&
 		    type == SOCK_STREAM)
