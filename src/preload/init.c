@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rdma/rsocket.h>
@@ -135,23 +136,69 @@ bad:
 	fprintf(stderr, "librspreload: bad RDMA_RSOCKET_PORTS at '%s'\n", v);
 }
 
+/*
+ * The log's path ("" for stderr) and file: daemons close every descriptor
+ * they did not open (sshd and ssh do, first thing), and the log's number
+ * may then come back as one of the program's, which must never get our
+ * lines.  rsp_log checks the file is still the log's and opens it again
+ * if not.
+ */
+static char log_path[4096];
+static dev_t log_dev;
+static ino_t log_ino;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Above the numbers the program reuses: see fd_high.h. */
+static int log_open(void)
+{
+	struct stat st;
+	int fd;
+
+	if (!*log_path)
+		fd = cma_fd_dup_high(2, rsp_real.fcntl);
+	else
+		fd = cma_fd_move_high(open(log_path, CMA_ENV_LOG_FLAGS, 0644),
+				      rsp_real.fcntl, rsp_real.close);
+	if (fd >= 0 && !fstat(fd, &st)) {
+		log_dev = st.st_dev;
+		log_ino = st.st_ino;
+	}
+	return fd;
+}
+
 static void open_log(void)
 {
 	const char *path = cma_env("RDMA_RSOCKET_LOG");
 
 	if (!path || !*path)
 		return;
-	/* Above the numbers the program reuses: see fd_high.h. */
-	if (!strcmp(path, "stderr")) {
-		rsp_config.log_fd = cma_fd_dup_high(2, rsp_real.fcntl);
+	if (strlen(path) >= sizeof(log_path)) {
+		fprintf(stderr, "librspreload: RDMA_RSOCKET_LOG is too long\n");
 		return;
 	}
-	rsp_config.log_fd =
-		cma_fd_move_high(open(path, CMA_ENV_LOG_FLAGS, 0644),
-				 rsp_real.fcntl, rsp_real.close);
+	strcpy(log_path, strcmp(path, "stderr") ? path : "");
+	rsp_config.log_fd = log_open();
 	if (rsp_config.log_fd < 0)
 		fprintf(stderr, "librspreload: cannot open %s: %s\n", path,
 			strerror(errno));
+}
+
+/* The log's descriptor, opened again if the program closed it; -1: none. */
+static int log_fd(void)
+{
+	struct stat st;
+	int fd;
+
+	pthread_mutex_lock(&log_lock);
+	fd = rsp_config.log_fd;
+	/* never close the old number: it is not ours any more */
+	if (fd >= 0 &&
+	    (fstat(fd, &st) || st.st_dev != log_dev || st.st_ino != log_ino)) {
+		fd = log_open();
+		__atomic_store_n(&rsp_config.log_fd, fd, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&log_lock);
+	return fd;
 }
 
 static int env_int(const char *name)
@@ -205,9 +252,9 @@ void rsp_log(const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
-	int n;
+	int n, fd;
 
-	if (rsp_config.log_fd < 0)
+	if (__atomic_load_n(&rsp_config.log_fd, __ATOMIC_RELAXED) < 0)
 		return;
 	n = snprintf(line, sizeof(line), "rspreload[%d]: ", (int)getpid());
 	va_start(ap, fmt);
@@ -216,8 +263,9 @@ void rsp_log(const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	line[n++] = '\n';
+	fd = log_fd();
 	/* The real write: ours would look the log descriptor up. */
-	if (rsp_real.write(rsp_config.log_fd, line, n) < 0)
+	if (fd >= 0 && rsp_real.write(fd, line, n) < 0)
 		return;
 }
 

@@ -188,7 +188,7 @@ static void take_str(char *out, size_t size)
 
 /* --- the environment and the files the preload reads ---------------------------- */
 
-static char env_ports[64], env_sizes[5][8], rules_text[256], log_path[96];
+static char env_ports[64], env_sizes[5][8], rules_text[256], log_file[96];
 static char dir[32], canary[64];
 static const char *log_value;
 static bool env_disable, env_fork, env_has_ports, env_has_rules;
@@ -248,12 +248,12 @@ static void log_prepare(enum log_mode mode)
 	char target[96];
 	int fd;
 
-	snprintf(log_path, sizeof(log_path), "%s/log", dir);
+	snprintf(log_file, sizeof(log_file), "%s/log", dir);
 	snprintf(target, sizeof(target), "%s/absent", dir);
-	unlink(log_path);
-	rmdir(log_path);
+	unlink(log_file);
+	rmdir(log_file);
 	unlink(target);
-	log_value = log_path;
+	log_value = log_file;
 	switch (mode) {
 	case LOG_NONE:
 		log_value = NULL;
@@ -261,27 +261,27 @@ static void log_prepare(enum log_mode mode)
 	case LOG_NEW:
 		break;
 	case LOG_EXISTING:
-		fd = open(log_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		fd = open(log_file, O_WRONLY | O_CREAT | O_EXCL, 0600);
 		if (fd >= 0)
 			close(fd);
 		break;
 	case LOG_LINK:
-		if (symlink(canary, log_path))
+		if (symlink(canary, log_file))
 			abort();
 		break;
 	case LOG_DANGLING:
-		if (symlink(target, log_path))
+		if (symlink(target, log_file))
 			abort();
 		break;
 	case LOG_DIR:
-		if (mkdir(log_path, 0700))
+		if (mkdir(log_file, 0700))
 			abort();
 		break;
 	case LOG_NO_DIR:
-		snprintf(log_path, sizeof(log_path), "%s/missing/log", dir);
+		snprintf(log_file, sizeof(log_file), "%s/missing/log", dir);
 		break;
 	case LOG_LINK_DIR:
-		if (symlink(dir, log_path))
+		if (symlink(dir, log_file))
 			abort();
 		break;
 	}

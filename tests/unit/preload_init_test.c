@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,27 @@
 #include "unit.h"
 
 /*
+ * What a daemon does first thing (sshd): every descriptor but the standard
+ * ones closed; then the numbers 500 to 519, where the preload's log was,
+ * are taken by the file @path.
+ */
+static void close_all_and_reuse(const char *path)
+{
+	int i, fd;
+
+	for (i = 3; i < 1024; i++)
+		close(i);
+	fd = open(path, O_WRONLY | O_APPEND);
+	for (i = 500; fd >= 0 && i < 520; i++)
+		dup2(fd, i);
+	close(fd);
+}
+
+/*
  * The runner's --init-child mode, run under the preload: a UDP socket for
  * each port in argv[2..], each sending one datagram to 192.0.2.1 at that
- * port; prints its pid, then "fd:port" for each.
+ * port (an argument "reuse=PATH" instead: close_all_and_reuse(PATH));
+ * prints its pid, then "fd:port" for each.
  */
 int preload_init_child(int argc, char **argv)
 {
@@ -35,6 +54,10 @@ int preload_init_child(int argc, char **argv)
 	dst.sin_addr.s_addr = htonl(0xc0000201);
 	printf("%d", (int)getpid());
 	for (i = 2; i < argc; i++) {
+		if (!strncmp(argv[i], "reuse=", 6)) {
+			close_all_and_reuse(argv[i] + 6);
+			continue;
+		}
 		fd = socket(AF_INET, SOCK_DGRAM, 0);
 		dst.sin_port = htons((uint16_t)atoi(argv[i]));
 		/* what the send returns is the network's business */
@@ -225,6 +248,38 @@ START_TEST(the_log_goes_to_stderr_with_the_pid)
 }
 END_TEST
 
+/*
+ * A daemon closes the log's descriptor with all the others and its number
+ * comes back as one of its own files: the log's lines never go there,
+ * and the log is opened again.
+ */
+START_TEST(a_closed_log_is_opened_again_not_written_to_its_number)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX",
+	     other[] = "/tmp/rsp-other.XXXXXX";
+	char out[1024], arg[64], want[64];
+	int fd;
+
+	clear_settings();
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = mkstemp(other);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(arg, sizeof(arg), "7471 reuse=%s 7472", other);
+	run_child(path, arg, out, sizeof(out));
+	ck_assert_msg(!*slurp(other), "the program's file got: %s",
+		      slurp(other));
+	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
+		 fd_for(out, "7472"));
+	ck_assert_msg(strstr(slurp(path), want), "want '%s' in the log: %s",
+		      want, slurp(path));
+	unlink(path);
+	unlink(other);
+}
+END_TEST
+
 Suite *preload_init_suite(void)
 {
 	Suite *s = suite_create("preload_init");
@@ -234,6 +289,8 @@ Suite *preload_init_suite(void)
 	tcase_add_test(tc, bad_settings_are_said_and_ignored);
 	tcase_add_test(tc, disable_keeps_every_socket_the_kernels);
 	tcase_add_test(tc, the_log_goes_to_stderr_with_the_pid);
+	tcase_add_test(tc,
+		       a_closed_log_is_opened_again_not_written_to_its_number);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
