@@ -542,9 +542,48 @@ static enum rsp_lazy step_connecting(struct hs *h)
 	}
 }
 
+/*
+ * INHERITED, at its first read: the peer's offer, if it made one, is
+ * taken and answered (or dropped), never read by the program.  An offer
+ * comes whole, so the rest of its start is waited for here even on a
+ * non-blocking socket (at most RSP_FK_REST_MS): such a start is only ever
+ * the data of a peer without the preload.
+ */
+static enum rsp_lazy step_inherited(struct hs *h)
+{
+	struct hs blocking = *h;
+	struct rsp_fk_msg peer, answer;
+	uint8_t buf[RSP_FK_LEN];
+	enum rsp_fk_act act;
+
+	blocking.nonblock = false;
+	act = look(&blocking, false, buf);
+	switch (rsp_fk_inherited(act, act == RSP_FK_ANSWER &&
+					      rsp_inherit_sent(h->fd))) {
+	case RSP_FK_INH_WAIT:
+		return h->state;
+	case RSP_FK_INH_DECLINE:
+		if (take_offer(h->fd, buf, &peer))
+			break;
+		answer = rsp_fk_decline(&peer);
+		send_msg(h->fd, &answer);
+		return on_tcp(h, "inherited: the peer's offer declined");
+	case RSP_FK_INH_DROP:
+		if (!take_offer(h->fd, buf, &peer))
+			return on_tcp(h, "inherited: the peer's offer taken "
+					 "after our data");
+		break;
+	default:
+		return on_tcp(h, "inherited: the peer sent data first");
+	}
+	return on_tcp(h, "inherited: no whole offer");
+}
+
 static enum rsp_lazy step(struct hs *h)
 {
 	switch (h->state) {
+	case RSP_LAZY_INHERITED:
+		return step_inherited(h);
 	case RSP_LAZY_ACTIVE:
 	case RSP_LAZY_PASSIVE:
 	case RSP_LAZY_REST_A:
@@ -704,8 +743,10 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 	if (f)
 		return f;
 	state = rsp_lazy_get(fd);
+	if (state == RSP_LAZY_INHERITED && writing)
+		return NULL; /* the kernel counts it: see rsp_inherit_sent */
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&
-	    !rsp_fk_pending(state)) {
+	    state != RSP_LAZY_INHERITED && !rsp_fk_pending(state)) {
 		rsp_note_foreign(fd);
 		return NULL;
 	}

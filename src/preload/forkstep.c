@@ -63,6 +63,30 @@ bool rsp_fk_agree(const struct rsp_fk_msg *mine, const struct rsp_fk_msg *peer)
 }
 
 /*
+ * An inherited connection never moves (inherit.c): an offer there is
+ * answered with one that declines, unless this end's bytes went first,
+ * which the peer took for those of a peer without the preload.
+ */
+enum rsp_fk_inherited rsp_fk_inherited(enum rsp_fk_act act, bool sent)
+{
+	switch (act) {
+	case RSP_FK_WAIT:
+		return RSP_FK_INH_WAIT;
+	case RSP_FK_ANSWER:
+		return sent ? RSP_FK_INH_DROP : RSP_FK_INH_DECLINE;
+	default:
+		return RSP_FK_INH_TCP;
+	}
+}
+
+struct rsp_fk_msg rsp_fk_decline(const struct rsp_fk_msg *peer)
+{
+	return (struct rsp_fk_msg){.role = peer->role == RSP_FK_ACTIVE
+						   ? RSP_FK_PASSIVE
+						   : RSP_FK_ACTIVE};
+}
+
+/*
  * On a non-blocking socket the handshake goes on over several calls; its
  * progress is the descriptor's state.  An end that speaks first is
  * OFFERED until the peer's offer comes; with both offers agreed the

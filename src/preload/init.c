@@ -206,18 +206,29 @@ static int env_int(const char *name)
 	return env_int2(name, NULL);
 }
 
-static void read_config(void)
+bool rsp_fork_safe_env(void)
+{
+	const char *d = cma_env("RDMAV_FORK_SAFE");
+
+	if (!d)
+		d = cma_env("IBV_FORK_SAFE");
+	return d && strcmp(d, "0");
+}
+
+bool rsp_disabled_env(void)
 {
 	const char *d = cma_env("RDMA_RSOCKET_DISABLE");
 
-	rsp_config.disabled = d && *d && strcmp(d, "0");
+	return d && *d && strcmp(d, "0");
+}
+
+static void read_config(void)
+{
+	rsp_config.disabled = rsp_disabled_env();
 	rsp_config.sqsize = env_int2("RDMA_RSOCKET_SQSIZE", "RS_SQ_SIZE");
 	rsp_config.rqsize = env_int2("RDMA_RSOCKET_RQSIZE", "RS_RQ_SIZE");
 	rsp_config.inline_size = env_int2("RDMA_RSOCKET_INLINE", "RS_INLINE");
-	d = cma_env("RDMAV_FORK_SAFE");
-	if (!d)
-		d = cma_env("IBV_FORK_SAFE");
-	rsp_config.fork_safe = d && strcmp(d, "0");
+	rsp_config.fork_safe = rsp_fork_safe_env();
 	rsp_config.sndbuf = env_int("RDMA_RSOCKET_SNDBUF");
 	rsp_config.rcvbuf = env_int("RDMA_RSOCKET_RCVBUF");
 	parse_ports(cma_env("RDMA_RSOCKET_PORTS"));

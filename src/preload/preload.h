@@ -128,6 +128,10 @@ bool rsp_socket_wanted(int domain, int type, int protocol);
 
 /* Resolves rsp_real and reads the environment once; safe to call often. */
 void rsp_init(void);
+/* Whether RDMAV_FORK_SAFE (or IBV_FORK_SAFE) asks for fork mode. */
+bool rsp_fork_safe_env(void);
+/* Whether RDMA_RSOCKET_DISABLE turns the library off. */
+bool rsp_disabled_env(void);
 void rsp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Whether a connection to or on this address may go over RDMA. */
 bool rsp_port_wanted(const struct sockaddr *sa, socklen_t len);
@@ -212,6 +216,11 @@ enum rsp_lazy {
 	RSP_LAZY_CONNECTING, /* offers agreed: our rconnect is under way */
 	RSP_LAZY_REST_A, /* ACTIVE, the start of the peer's offer there */
 	RSP_LAZY_REST_P, /* PASSIVE, the same: the rest of it is due */
+	/*
+	 * A connection this image inherited across execve: it stays on
+	 * TCP, and its first read takes the peer's offer, if any (inherit.c).
+	 */
+	RSP_LAZY_INHERITED,
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -254,6 +263,23 @@ enum rsp_lazy rsp_fk_resting(bool passive);
 /* The state once both offers are known: ACCEPTING, CONNECTING or NONE. */
 enum rsp_lazy rsp_fk_after(const struct rsp_fk_msg *mine,
 			   const struct rsp_fk_msg *peer);
+
+/* What an INHERITED connection's first read does (inherit.c). */
+enum rsp_fk_inherited {
+	RSP_FK_INH_WAIT, /* nothing from the peer yet */
+	RSP_FK_INH_TCP, /* the peer's data (or its end): nothing to take */
+	RSP_FK_INH_DECLINE, /* take the peer's offer, answer "not ready" */
+	RSP_FK_INH_DROP, /* take the peer's offer: our data answered it */
+};
+
+/*
+ * From what the peer's first bytes say (@act, a read's: WAIT, TCP or
+ * ANSWER once a whole offer is there) and whether this end sent anything
+ * yet (@sent).
+ */
+enum rsp_fk_inherited rsp_fk_inherited(enum rsp_fk_act act, bool sent);
+/* The answer to @peer's offer that keeps both ends on TCP. */
+struct rsp_fk_msg rsp_fk_decline(const struct rsp_fk_msg *peer);
 
 /*
  * What a pending handshake waits for: events on the TCP socket, the
@@ -315,6 +341,15 @@ extern struct rsp_file rsp_again;
 #define RSP_AGAIN (&rsp_again)
 /* A lazy member of an epoll set became an rsocket: move its membership. */
 void rsp_epoll_converted(int fd);
+
+/* --- inherit.c: connections inherited across execve -------------------- */
+
+/* fd, if a connected TCP socket and nothing of ours, becomes INHERITED. */
+void rsp_inherit_mark(int fd);
+/* newfd, a duplicate of oldfd, shares its INHERITED state. */
+void rsp_inherit_dup(int oldfd, int newfd);
+/* Whether any byte of this end was sent (or queued) on the socket. */
+bool rsp_inherit_sent(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);

@@ -314,6 +314,7 @@ static int share(int oldfd, int newfd)
 	if (newfd < 0)
 		return newfd;
 	rsp_lazy_drop(newfd); /* dup'ed ones stay TCP */
+	rsp_inherit_dup(oldfd, newfd); /* its peer's offer is still due */
 	if (f)
 		rsp_set(newfd, f);
 	else if (rsp_get(newfd))

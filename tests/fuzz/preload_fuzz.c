@@ -10,7 +10,9 @@
  * connect, accept, recv/send/read/write, poll, select, epoll, dup,
  * dup2, fcntl, ioctl(FIONBIO), setsockopt/getsockopt, getsockname,
  * shutdown and close, with RDMAV_FORK_SAFE's lazy connections converted
- * (or not) at their first use, the peer's first 8 bytes the input's.
+ * (or not) at their first use, the peer's first 8 bytes the input's (an
+ * offer or not), and connected sockets marked as inherited across
+ * execve (inherit.c; the scan at an image's start is not run).
  *
  * The preload is built into this target under other names (each entry
  * point NAME becomes rspf_NAME) so that it stands in front of this
@@ -38,7 +40,7 @@
  * sizes follow, 5 bytes for SQSIZE, RQSIZE, INLINE, SNDBUF, RCVBUF, 0
  * unset; bit 4: preload_config follows, a length byte and the text; bits
  * 5-7: what RDMA_RSOCKET_LOG names, see log_modes), then operations: one
- * byte (mod 16) and its arguments.
+ * byte (mod 13) and its arguments.
  */
 #define _GNU_SOURCE
 #include <config.h>
@@ -123,6 +125,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/fdtab.c"
 #include "../../src/preload/fork.c"
 #include "../../src/preload/forkstep.c"
+#include "../../src/preload/inherit.c"
 #include "../../src/preload/init.c"
 #include "../../src/preload/io.c"
 #include "../../src/preload/poll.c"
@@ -407,7 +410,8 @@ static void peer_speaks(int s)
 	memcpy(msg, "RSFK", 4);
 	msg[4] = take8();
 	msg[5] = take8();
-	msg[6] = msg[7] = 0;
+	msg[6] = (uint8_t[]){0, 'A', 'P'}[take8() % 3]; /* 0: not an offer */
+	msg[7] = take8() % 3; /* 2: not an offer */
 	if (n && write(s, msg, n) < 0)
 		return;
 	shutdown(s, SHUT_WR);
@@ -875,6 +879,15 @@ static void op_fdctl(void)
 	}
 }
 
+/* The descriptor, if a connected TCP socket, as an execve would leave it. */
+static void op_inherit(void)
+{
+	int fd = pick_fd();
+
+	if (fd >= 0)
+		rsp_inherit_mark(fd);
+}
+
 static void op_close(void)
 {
 	int fd = pick_fd();
@@ -965,7 +978,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	read_settings(take8());
 
 	while (fuzz_in.left && ops++ < 48) {
-		switch (take8() % 12) {
+		switch (take8() % 13) {
 		case 0:
 		case 1:
 			op_socket();
@@ -997,6 +1010,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 10:
 			op_fdctl();
+			break;
+		case 11:
+			op_inherit();
 			break;
 		default:
 			op_close();

@@ -592,11 +592,154 @@ START_TEST(nonblocking_offer_in_two_parts_waits_in_select)
 }
 END_TEST
 
+/* --- connections inherited across execve ------------------------------- */
+
+/*
+ * Reads all of @want from a non-blocking @fd, waiting in poll: a
+ * readiness that turns out to be the peer's offer alone is answered
+ * with EAGAIN, never a hang.
+ */
+static int expect_nonblocking(int fd, const char *want)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	size_t got = 0, len = strlen(want);
+	char buf[256];
+	ssize_t n;
+
+	if (set_nonblock(fd, true))
+		return -1;
+	while (got < len) {
+		if (poll(&p, 1, 10000) != 1)
+			return -1;
+		n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return memcmp(buf, want, len) ? -1 : 0;
+}
+
+/*
+ * The server image a forking server executes with the connection on its
+ * descriptors 0 and 1 (--fork-child inherited-server MODE): "write-first"
+ * moves it to a descriptor of its own as sshd does (dup, then 0 and 1
+ * closed) and speaks first; "read-first" reads the request from 0 and
+ * answers on 1, as an inetd service does; "read-first-nb" the same from a
+ * non-blocking 0, waiting in poll.  Its exit status says how it went.
+ */
+static int inherited_server(const char *mode)
+{
+	int s;
+
+	if (!strcmp(mode, "write-first")) {
+		s = dup(0);
+		close(0);
+		close(1);
+		return s < 0 || say(s, REPLY, false) || expect(s, REQ, false)
+			       ? 3
+			       : 0;
+	}
+	if (!strcmp(mode, "read-first-nb"))
+		return expect_nonblocking(0, REQ) || say(1, REPLY, false) ? 3
+									  : 0;
+	return expect(0, REQ, false) || say(1, REPLY, false) ? 3 : 0;
+}
+
+/*
+ * A forking server whose child executes the server image of @mode (see
+ * above) with the connection; the client (raw: without the preload)
+ * speaks first, or, for "write-first", reads the server's greeting first
+ * when @client_reads.  Prints "ok" or "FAIL why".
+ */
+static int inherited_child(const char *mode, bool client_reads, bool raw)
+{
+	int s, c, status;
+	pid_t pid;
+
+	if (pair(&s, &c, raw)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		close(c);
+		if (dup2(s, 0) != 0 || dup2(s, 1) != 1)
+			_exit(4);
+		if (s > 1)
+			close(s);
+		execv("/proc/self/exe",
+		      (char *[]){"preload_fork_test", "--fork-child",
+				 "inherited-server", (char *)mode, "-", NULL});
+		_exit(5);
+	}
+	close(s);
+	if (client_reads ? expect(c, REPLY, raw) || say(c, REQ, raw)
+			 : say(c, REQ, raw) || expect(c, REPLY, raw)) {
+		printf("FAIL client: %s\n", strerror(errno));
+		return 1;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL server image: status %d\n", status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+/* sshd: both ends speak first; the client's offer is dropped. */
+START_TEST(inherited_connection_both_speak_first)
+{
+	run("inherited", "write-first", "preload",
+	    "stays on TCP (inherited: the peer's offer taken after our data)");
+}
+END_TEST
+
+/* The server image speaks first to a client that waits for it. */
+START_TEST(inherited_connection_speaks_to_a_reading_client)
+{
+	run("inherited-client-reads", "write-first", "preload",
+	    "stays on TCP (inherited: the peer sent data first)");
+}
+END_TEST
+
+/* inetd: the server image reads first and declines the client's offer. */
+START_TEST(inherited_connection_declines_the_offer)
+{
+	run("inherited", "read-first", "preload",
+	    "stays on TCP (inherited: the peer's offer declined)");
+}
+END_TEST
+
+START_TEST(inherited_nonblocking_connection_declines_the_offer)
+{
+	run("inherited", "read-first-nb", "preload",
+	    "stays on TCP (inherited: the peer's offer declined)");
+}
+END_TEST
+
+/* A client without the preload: its request reaches the image as sent. */
+START_TEST(inherited_connection_from_a_plain_client)
+{
+	run("inherited", "read-first", "raw",
+	    "stays on TCP (inherited: the peer sent data first)");
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
 	if (argc != 5)
 		return 2;
+	if (!strcmp(argv[2], "inherited-server"))
+		return inherited_server(argv[3]);
+	if (!strncmp(argv[2], "inherited", 9))
+		return inherited_child(
+			argv[3], !strcmp(argv[2], "inherited-client-reads"),
+			!strcmp(argv[4], "raw"));
 	if (!strcmp(argv[2], "nb-prefix") || !strcmp(argv[2], "nb-split"))
 		return rest_child(argv[2], argv[3]);
 	if (!strncmp(argv[2], "nb-", 3))
@@ -629,6 +772,14 @@ Suite *preload_fork_suite(void)
 		       nonblocking_offers_start_that_stays_one_waits_in_poll);
 	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_epoll);
 	tcase_add_test(tc, nonblocking_offer_in_two_parts_waits_in_select);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("inherited");
+	tcase_add_test(tc, inherited_connection_both_speak_first);
+	tcase_add_test(tc, inherited_connection_speaks_to_a_reading_client);
+	tcase_add_test(tc, inherited_connection_declines_the_offer);
+	tcase_add_test(tc, inherited_nonblocking_connection_declines_the_offer);
+	tcase_add_test(tc, inherited_connection_from_a_plain_client);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

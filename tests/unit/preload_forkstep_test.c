@@ -50,6 +50,33 @@ START_TEST(peer_offer_is_answered_and_data_keeps_tcp)
 }
 END_TEST
 
+/*
+ * An inherited connection never moves: it declines an offer while it has
+ * sent nothing, and only takes one that came after its own data.
+ */
+START_TEST(inherited_ends_decline_or_drop_an_offer)
+{
+	struct rsp_fk_msg peer, mine;
+
+	ck_assert_int_eq(rsp_fk_inherited(RSP_FK_WAIT, false), RSP_FK_INH_WAIT);
+	ck_assert_int_eq(rsp_fk_inherited(RSP_FK_TCP, false), RSP_FK_INH_TCP);
+	ck_assert_int_eq(rsp_fk_inherited(RSP_FK_ANSWER, false),
+			 RSP_FK_INH_DECLINE);
+	ck_assert_int_eq(rsp_fk_inherited(RSP_FK_ANSWER, true),
+			 RSP_FK_INH_DROP);
+	/* the decline is a well-formed offer the peer cannot agree with */
+	ck_assert_int_eq(rsp_fk_decode(offer_p, &peer), 0);
+	mine = rsp_fk_decline(&peer);
+	ck_assert_int_eq(mine.role, RSP_FK_ACTIVE);
+	ck_assert(!mine.ready);
+	ck_assert(!rsp_fk_agree(&peer, &mine));
+	peer.role = RSP_FK_ACTIVE;
+	mine = rsp_fk_decline(&peer);
+	ck_assert_int_eq(mine.role, RSP_FK_PASSIVE);
+	ck_assert(!rsp_fk_agree(&peer, &mine));
+}
+END_TEST
+
 START_TEST(offers_encode_and_decode)
 {
 	struct rsp_fk_msg m = {.port = htons(4242),
@@ -279,6 +306,7 @@ Suite *preload_forkstep_suite(void)
 
 	tcase_add_test(tc, first_speaker_offers_and_reader_waits);
 	tcase_add_test(tc, peer_offer_is_answered_and_data_keeps_tcp);
+	tcase_add_test(tc, inherited_ends_decline_or_drop_an_offer);
 	tcase_add_test(tc, offers_encode_and_decode);
 	tcase_add_test(tc, both_ready_opposite_roles_and_a_port_agree);
 	tcase_add_test(tc, offers_are_eight_bytes_port_as_given);
