@@ -627,8 +627,15 @@ static int expect_nonblocking(int fd, const char *want)
  * moves it to a descriptor of its own as sshd does (dup, then 0 and 1
  * closed) and speaks first; "read-first" reads the request from 0 and
  * answers on 1, as an inetd service does; "read-first-nb" the same from a
- * non-blocking 0, waiting in poll.  Its exit status says how it went.
+ * non-blocking 0, waiting in poll; "read-prefix-nb" too, its request the
+ * start of an offer.  Its exit status says how it went.
  */
+/* The client's request: "read-prefix-nb" sends the start of an offer. */
+static const char *request(const char *mode)
+{
+	return strstr(mode, "prefix") ? "RS" : REQ;
+}
+
 static int inherited_server(const char *mode)
 {
 	int s;
@@ -641,9 +648,11 @@ static int inherited_server(const char *mode)
 			       ? 3
 			       : 0;
 	}
-	if (!strcmp(mode, "read-first-nb"))
-		return expect_nonblocking(0, REQ) || say(1, REPLY, false) ? 3
-									  : 0;
+	if (strstr(mode, "-nb"))
+		return expect_nonblocking(0, request(mode)) ||
+				       say(1, REPLY, false)
+			       ? 3
+			       : 0;
 	return expect(0, REQ, false) || say(1, REPLY, false) ? 3 : 0;
 }
 
@@ -676,8 +685,9 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 		_exit(5);
 	}
 	close(s);
-	if (client_reads ? expect(c, REPLY, raw) || say(c, REQ, raw)
-			 : say(c, REQ, raw) || expect(c, REPLY, raw)) {
+	if (client_reads
+		    ? expect(c, REPLY, raw) || say(c, REQ, raw)
+		    : say(c, request(mode), raw) || expect(c, REPLY, raw)) {
 		printf("FAIL client: %s\n", strerror(errno));
 		return 1;
 	}
@@ -725,6 +735,18 @@ END_TEST
 START_TEST(inherited_connection_from_a_plain_client)
 {
 	run("inherited", "read-first", "raw",
+	    "stays on TCP (inherited: the peer sent data first)");
+}
+END_TEST
+
+/*
+ * A client without the preload whose request is the start of an offer
+ * ("RS"), waiting for the reply: the image's non-blocking read has those
+ * bytes after the bound on the rest of an offer, never hangs.
+ */
+START_TEST(inherited_connection_gets_an_offers_start_as_data)
+{
+	run("inherited", "read-prefix-nb", "raw",
 	    "stays on TCP (inherited: the peer sent data first)");
 }
 END_TEST
@@ -780,6 +802,7 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, inherited_connection_declines_the_offer);
 	tcase_add_test(tc, inherited_nonblocking_connection_declines_the_offer);
 	tcase_add_test(tc, inherited_connection_from_a_plain_client);
+	tcase_add_test(tc, inherited_connection_gets_an_offers_start_as_data);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
