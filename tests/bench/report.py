@@ -41,6 +41,13 @@ TARGETS = [
     (r"^rsocket\.latency", "<=", 0.8),
 ]
 
+# Targets for the ratio ours/limit, where a metric has the device's limit
+# (library "raw": what raw verbs do on the same device).
+LIMIT_TARGETS = [
+    (r"^rsocket\.throughput$", ">=", 0.95),
+    (r"^rsocket\.latency", "<=", 1.2),
+]
+
 # Two ways of doing one thing, both on our library: (what, metric A,
 # metric B, target for A / B as (op, bound) or None).
 COMPARISONS = [
@@ -55,8 +62,8 @@ COMPARISONS = [
 ]
 
 
-def target_of(metric):
-    for pat, op, t in TARGETS:
+def target_of(metric, targets=TARGETS):
+    for pat, op, t in targets:
         if re.search(pat, metric):
             return op, t
     return None
@@ -98,9 +105,9 @@ def load(path):
     return data, units
 
 
-def ratio(d):
-    if "ours" in d and "debian" in d and d["debian"]:
-        return d["ours"] / d["debian"]
+def ratio(d, to="debian"):
+    if "ours" in d and to in d and d[to]:
+        return d["ours"] / d[to]
     return None
 
 
@@ -184,14 +191,27 @@ def tables(data, units):
             not (m.startswith("writes.") and not m.endswith(".total")) and
             not (m in compared and "debian" not in data[m])]
     if rows:
-        out.append("| metric | unit | ours | Debian | ratio | target |")
-        out.append("|---|---|---|---|---|---|")
+        # the device's limit, where measured: ratios to both
+        limits = any("raw" in data[m] for m in rows)
+        head = "| metric | unit | ours | Debian | ratio | target |"
+        rule = "|---|---|---|---|---|---|"
+        if limits:
+            head += " limit | ours / limit | target |"
+            rule += "---|---|---|"
+        out.append(head)
+        out.append(rule)
         for m in rows:
             d = data[m]
             r = ratio(d)
-            out.append("| %s | %s | %s | %s | %s | %s |" % (
+            line = "| %s | %s | %s | %s | %s | %s |" % (
                 m, units.get(m, ""), fmt(d.get("ours")),
-                fmt(d.get("debian")), fmt(r), verdict(m, r)))
+                fmt(d.get("debian")), fmt(r), verdict(m, r))
+            if limits:
+                lr = ratio(d, "raw")
+                line += " %s | %s | %s |" % (
+                    fmt(d.get("raw")), fmt(lr),
+                    show_target(lr, target_of(m, LIMIT_TARGETS)))
+            out.append(line)
         out.append("")
     cmp_rows = comparisons(data, units)
     if cmp_rows:

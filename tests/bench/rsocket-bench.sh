@@ -1,20 +1,26 @@
 #!/bin/bash
 # rsocket benchmark (not a test: it only measures), in the guest.  Compares
 # this build's librdmacm with Debian's on the same rstream binary (Debian's
-# /usr/bin/rstream, both ends on the library being measured), and prints
-# throughput and small-message latency as a ratio table against the
-# targets (throughput >= 1.2x Debian's, latency <= 0.8x).
+# /usr/bin/rstream, both ends on the library being measured), and both
+# with the device's limit: raw verbs, Debian's perftest (ib_write_bw at
+# the same 64 KiB, ib_write_lat at 64 bytes, connected with -R; its data
+# path is the verbs' alone).  Prints throughput and small-message latency
+# with the ratios to Debian's (targets: throughput >= 1.2x, latency <=
+# 0.8x) and to the limit (throughput >= 0.95x, latency <= 1.2x).
 #
 #   tests/bench/run.sh rsocket            boots the Soft-RoCE guest for it
 #   RDMACM_BENCH_RUNS=5 tests/bench/run.sh rsocket
 #
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
 # (repetitions, best kept; default 3), RDMACM_REF_LIBDIR (Debian's
-# unpacked library), RDMA_TEST_ADDR1/2; RDMACM_BENCH_RESULTS=FILE appends
-# "<library> rsocket.<metric> <value> <unit>" lines to FILE (run.sh's
-# guest.d/rsocket.sh does).  Under TCG emulation absolute numbers are low
-# and noisy; the ratio is what to read.
+# unpacked library), RDMA_TEST_ADDR1/2, RDMA_TEST_DEV (default: the first
+# RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
+# rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
+# "raw" (run.sh's guest.d/rsocket.sh does).  Under TCG emulation absolute
+# numbers are low and noisy; the ratio is what to read.
 set -u
+# shellcheck source=../system/verdict.sh
+. "$(dirname "$0")/../system/verdict.sh" # wait_bound
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="${RDMACM_BUILD_DIR:-$repo/build}"
 REF="${RDMACM_REF_LIBDIR:-$HOME/.cache/rdmacm-ref/root/usr/lib/x86_64-linux-gnu}"
@@ -41,7 +47,7 @@ one() {
 	shift
 	port=$((port + 1))
 	LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -b "$A1" -p $port "$@" >/dev/null 2>&1 &
-	sleep 0.5
+	wait_bound $port $!
 	out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -s "$A1" -b "$A2" -p $port "$@" 2>&1)
 	wait
 	if ! grep -q '^custom ' <<<"$out"; then
@@ -67,6 +73,45 @@ best() {
 	echo "${b:-nan}"
 }
 
+DEV="${RDMA_TEST_DEV:-}"
+for d in /sys/class/infiniband/*; do
+	[ -n "$DEV" ] || { [ -e "$d" ] && DEV="${d##*/}"; }
+done
+
+# raw PROG ARGS...: one perftest pair on the device (Debian's library sets
+# up the connection); prints the result line's fields.
+raw() {
+	local prog=$1 out
+	shift
+	port=$((port + 1))
+	LD_LIBRARY_PATH="$ref" timeout 120 "$prog" -d "$DEV" -R -p $port "$@" \
+		>/dev/null 2>&1 &
+	wait_bound $port $!
+	out=$(LD_LIBRARY_PATH="$ref" timeout 120 "$prog" -d "$DEV" -R -p $port \
+		"$@" "$A1" 2>&1)
+	wait
+	grep -Eq '^ *[0-9]+ +[0-9]+ ' <<<"$out" || {
+		echo "# $prog $* gave no result:" >&2
+		tail -3 <<<"$out" | sed 's/^/#   /' >&2
+	}
+	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }' <<<"$out"
+}
+
+# best_raw FIELD BETTER(max|min) PROG ARGS...: the best of $RUNS pairs.
+best_raw() {
+	local field=$1 dir=$2 v b=
+	shift 2
+	for _ in $(seq "$RUNS"); do
+		v=$(raw "$@" | awk -v f="$field" '{ print $f }')
+		[ -z "$v" ] && continue
+		if [ -z "$b" ] || awk -v v="$v" -v b="$b" -v d="$dir" \
+			'BEGIN { exit !((d == "max") ? v > b : v < b) }'; then
+			b=$v
+		fi
+	done
+	echo "${b:-nan}"
+}
+
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
 LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
 echo "# rstream ${BW_ARGS[*]} (throughput) and ${LAT_ARGS[*]} (latency), best of $RUNS"
@@ -74,20 +119,32 @@ bw_ours=$(best "$ours" 1 max "${BW_ARGS[@]}")
 bw_ref=$(best "$ref" 1 max "${BW_ARGS[@]}")
 lat_ours=$(best "$ours" 2 min "${LAT_ARGS[@]}")
 lat_ref=$(best "$ref" 2 min "${LAT_ARGS[@]}")
+# The limit: ib_write_bw's "BW average" (Gb/s with --report_gbits, field 2
+# once #bytes and #iterations are gone), ib_write_lat's "t_typical" (µs,
+# one way as rstream's, field 3).
+echo "# the limit: ib_write_bw -s 65536 -n 1000 --report_gbits, ib_write_lat -s 64 -n 2000 on $DEV, best of $RUNS"
+bw_raw=$(best_raw 2 max ib_write_bw -s 65536 -n 1000 --report_gbits)
+lat_raw=$(best_raw 3 min ib_write_lat -s 64 -n 2000)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 verdict() { awk -v r="$1" -v t="$2" -v d="$3" 'BEGIN { if (r == "n/a") print "?"; else if ((d == "ge") ? r >= t : r <= t) print "met"; else print "NOT met" }'; }
 r_bw=$(ratio "$bw_ours" "$bw_ref")
 r_lat=$(ratio "$lat_ours" "$lat_ref")
-printf '%-22s %10s %10s %8s  %s\n' metric ours debian ratio target
-printf '%-22s %10s %10s %8s  %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" "$r_bw" ">= 1.20: $(verdict "$r_bw" 1.2 ge)"
-printf '%-22s %10s %10s %8s  %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$r_lat" "<= 0.80: $(verdict "$r_lat" 0.8 le)"
+l_bw=$(ratio "$bw_ours" "$bw_raw")
+l_lat=$(ratio "$lat_ours" "$lat_raw")
+printf '%-18s %7s %7s %7s  %-20s %s\n' metric ours debian limit "ours/debian" "ours/limit"
+printf '%-18s %7s %7s %7s  %-20s %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" "$bw_raw" \
+	"$r_bw (>= 1.20: $(verdict "$r_bw" 1.2 ge))" "$l_bw (>= 0.95: $(verdict "$l_bw" 0.95 ge))"
+printf '%-18s %7s %7s %7s  %-20s %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$lat_raw" \
+	"$r_lat (<= 0.80: $(verdict "$r_lat" 0.8 le))" "$l_lat (<= 1.20: $(verdict "$l_lat" 1.2 le))"
 if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
 	{
 		echo "ours rsocket.throughput $bw_ours Gb/s"
 		echo "debian rsocket.throughput $bw_ref Gb/s"
+		echo "raw rsocket.throughput $bw_raw Gb/s"
 		echo "ours rsocket.latency_64B $lat_ours us"
 		echo "debian rsocket.latency_64B $lat_ref us"
+		echo "raw rsocket.latency_64B $lat_raw us"
 	} | grep -v ' nan ' >>"$RDMACM_BENCH_RESULTS"
 fi
 exit 0
