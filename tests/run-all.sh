@@ -135,6 +135,10 @@ distcheck() {
 		echo "PASS: dist/distcheck"
 	else
 		tail -30 "$log/distcheck.log"
+		# which tests failed: the tarball's build keeps its logs
+		find "$BUILD_DIR" -path '*/_build/*' -name '*.log' \
+			! -name 'config.log' -exec grep -hE ':[FE]:' {} + 2>/dev/null |
+			sort -u | head -20
 		echo "FAIL: dist/distcheck"
 		return 1
 	fi

@@ -487,8 +487,15 @@ def pl_flags(disable=False, fork=False, ports=None, sizes=None, rules=None,
     return b
 
 
-def pl_peer(first=b"RSFK", port=0):
-    return bytes([len(first) + (2 if port else 0)]) + struct.pack("<H", port)
+# The harness's peer: how many bytes of "RSFK", port, role, ready it sends
+# (all 8: a whole offer), the port, the role (0 none, 1 'A', 2 'P') and
+# whether it is ready.
+def pl_peer(first=b"RSFK", port=0, role=0, ready=0):
+    n = 8 if role else len(first) + (2 if port else 0)
+    return bytes([n]) + struct.pack("<H", port) + bytes([role, ready])
+
+
+PL_CLOSE, PL_INHERIT = 12, 11
 
 
 def pl_io(sel, fd=0, length=4):
@@ -498,7 +505,7 @@ def pl_io(sel, fd=0, length=4):
 pl_tcp = b"\x00\x00"  # socket: IPv4 TCP, non-blocking
 pl_tcp_blocking = b"\x00\x10"
 put("preload", "listen_accept", pl_flags() + pl_tcp + bytes([2, 0, 0]) +
-    bytes([3, 0, 4]) + bytes([5, 0, 0]) + bytes([8, 3]) + bytes([11, 0]))
+    bytes([3, 0, 4]) + bytes([5, 0, 0]) + bytes([8, 3]) + bytes([PL_CLOSE, 0]))
 put("preload", "connect_falls_back", pl_flags() + pl_tcp +
     bytes([4, 0, PL_OPEN]) + pl_peer(b"hi") + pl_io(0) + pl_io(1) +
     bytes([8, 3]))
@@ -514,11 +521,20 @@ put("preload", "settings_log_link", pl_flags(
     ports=b"7471,1-1000", sizes=[4, 4, 2, 8, 8],
     rules=b"fuzz INET STREAM TCP\n* INET6 DGRAM UDP\nbad line\n", log=3) +
     pl_tcp + b"\x00\x05")
-put("preload", "log_file", pl_flags(log=1) + pl_tcp + bytes([11, 0]))
+put("preload", "log_file", pl_flags(log=1) + pl_tcp + bytes([PL_CLOSE, 0]))
 put("preload", "log_dangling", pl_flags(log=4) + pl_tcp)
 put("preload", "descriptors", pl_flags() + pl_tcp + b"\x00\x01" +
     bytes([10, 0, 0]) + bytes([10, 1 | 0x10, 0]) + bytes([10, 3 | 0x10, 1]) +
     bytes([10, 4, 0]) + bytes([10, 5 | 0x50, 0, 1]) + bytes([10, 6, 1, 16]) +
-    bytes([9, 1, 1, 0, 1]) + bytes([10, 7 | 0x20, 0]) + bytes([11, 1]))
+    bytes([9, 1, 1, 0, 1]) + bytes([10, 7 | 0x20, 0]) + bytes([PL_CLOSE, 1]))
+# a connection that fell back to TCP, inherited across execve: its
+# peer's whole offer (passive, ready) is declined at the first read, or,
+# after a write of ours, taken silently
+put("preload", "inherited_declines", pl_flags() + pl_tcp_blocking +
+    bytes([4, 0, PL_OPEN]) + pl_peer(port=7470, role=2, ready=1) +
+    bytes([PL_INHERIT, 0]) + pl_io(0))
+put("preload", "inherited_drops", pl_flags() + pl_tcp_blocking +
+    bytes([4, 0, PL_OPEN]) + pl_peer(port=7470, role=1, ready=1) +
+    bytes([PL_INHERIT, 0]) + pl_io(1) + pl_io(0))
 put("preload", "disabled", pl_flags(disable=True) + pl_tcp +
     bytes([4, 0, PL_OPEN]) + pl_peer(b"x"))
