@@ -58,12 +58,13 @@ one() {
 	awk '$1 == "custom" { print $(NF-1), $NF }' <<<"$out"
 }
 
-# best LIB FIELD(1 Gb/s, 2 usec) BETTER(max|min) ARGS...
+# best FIELD BETTER(max|min) MEASURE ARGS...: the best of $RUNS runs of
+# MEASURE (one or raw), by the FIELD-th field it prints.
 best() {
-	local lib=$1 field=$2 dir=$3 v b=
-	shift 3
+	local field=$1 dir=$2 v b=
+	shift 2
 	for _ in $(seq "$RUNS"); do
-		v=$(one "$lib" "$@" | cut -d' ' -f"$field")
+		v=$("$@" | awk -v f="$field" '{ print $f }')
 		[ -z "$v" ] && continue
 		if [ -z "$b" ] || awk -v v="$v" -v b="$b" -v d="$dir" \
 			'BEGIN { exit !((d == "max") ? v > b : v < b) }'; then
@@ -97,34 +98,20 @@ raw() {
 	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }' <<<"$out"
 }
 
-# best_raw FIELD BETTER(max|min) PROG ARGS...: the best of $RUNS pairs.
-best_raw() {
-	local field=$1 dir=$2 v b=
-	shift 2
-	for _ in $(seq "$RUNS"); do
-		v=$(raw "$@" | awk -v f="$field" '{ print $f }')
-		[ -z "$v" ] && continue
-		if [ -z "$b" ] || awk -v v="$v" -v b="$b" -v d="$dir" \
-			'BEGIN { exit !((d == "max") ? v > b : v < b) }'; then
-			b=$v
-		fi
-	done
-	echo "${b:-nan}"
-}
-
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
 LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
 echo "# rstream ${BW_ARGS[*]} (throughput) and ${LAT_ARGS[*]} (latency), best of $RUNS"
-bw_ours=$(best "$ours" 1 max "${BW_ARGS[@]}")
-bw_ref=$(best "$ref" 1 max "${BW_ARGS[@]}")
-lat_ours=$(best "$ours" 2 min "${LAT_ARGS[@]}")
-lat_ref=$(best "$ref" 2 min "${LAT_ARGS[@]}")
+# one prints rstream's Gb/s (field 1) and µs (field 2)
+bw_ours=$(best 1 max one "$ours" "${BW_ARGS[@]}")
+bw_ref=$(best 1 max one "$ref" "${BW_ARGS[@]}")
+lat_ours=$(best 2 min one "$ours" "${LAT_ARGS[@]}")
+lat_ref=$(best 2 min one "$ref" "${LAT_ARGS[@]}")
 # The limit: ib_write_bw's "BW average" (Gb/s with --report_gbits, field 2
 # once #bytes and #iterations are gone), ib_write_lat's "t_typical" (µs,
 # one way as rstream's, field 3).
 echo "# the limit: ib_write_bw -s 65536 -n 1000 --report_gbits, ib_write_lat -s 64 -n 2000 on $DEV, best of $RUNS"
-bw_raw=$(best_raw 2 max ib_write_bw -s 65536 -n 1000 --report_gbits)
-lat_raw=$(best_raw 3 min ib_write_lat -s 64 -n 2000)
+bw_raw=$(best 2 max raw ib_write_bw -s 65536 -n 1000 --report_gbits)
+lat_raw=$(best 3 min raw ib_write_lat -s 64 -n 2000)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 verdict() { awk -v r="$1" -v t="$2" -v d="$3" 'BEGIN { if (r == "n/a") print "?"; else if ((d == "ge") ? r >= t : r <= t) print "met"; else print "NOT met" }'; }
