@@ -195,8 +195,12 @@ static int cma_p2p_bind_like_listener(struct cma_p2p_conn *conn,
 static void cma_p2p_preset_addr(struct cma_id_private *id_priv,
 				const struct cma_p2p_local *l)
 {
-	struct cma_p2p_id *p = cma_p2p_id_make(id_priv);
+	struct cma_p2p_id *p;
 
+	/* Most ids have no p2p listener: they get no p2p record either. */
+	if (!l->known)
+		return;
+	p = cma_p2p_id_make(id_priv);
 	/* Without the record the kernel's ADDR_RESOLVED is queried as usual. */
 	if (p && !cma_p2p_take_listener_device(id_priv, l))
 		__atomic_store_n(&p->addr_preset, true, __ATOMIC_RELEASE);

@@ -218,6 +218,21 @@ START_TEST(kernel_id_made_at_once_without_p2p_mode)
 END_TEST
 
 /*
+ * An id that is not in p2p mode resolves as in rdma-core and carries no
+ * p2p record: memory per id is Debian's (tests/bench scale).
+ */
+START_TEST(plain_id_resolves_without_a_p2p_record)
+{
+	struct rdma_cm_id *id = new_id();
+
+	listener_holds();
+	ck_assert_int_eq(resolve_towards(id, "192.0.2.2"), 0);
+	ck_assert_ptr_null(((struct cma_id_private *)id)->p2p);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/*
  * The id is bound to learn its device (a wildcard listener names none) or
  * so that the kernel can give its QP's INIT attributes (InfiniBand); it
  * adopts all the same (the fixtures "wildcard listener" and "infiniband").
@@ -698,6 +713,7 @@ Suite *p2p_resolve_suite(void)
 	tc = tcase_create("kernel id when needed");
 	tcase_add_checked_fixture(tc, p2p_peer_fixture, p2p_peer_teardown);
 	tcase_add_test(tc, kernel_id_is_made_by_the_first_command);
+	tcase_add_test(tc, plain_id_resolves_without_a_p2p_record);
 	tcase_add_test(tc, unused_id_never_reaches_the_kernel);
 	tcase_add_test(tc, kernel_id_not_made_fails_the_command);
 	tcase_add_test(tc, migrate_makes_the_kernel_id_then_moves_it);
