@@ -68,6 +68,14 @@ enum {
 	RDMA_ROUTE /* a struct ibv_path_data to use instead of resolving */
 };
 
+/*
+ * This library's own SOL_RDMA option, numbered apart from the ones above
+ * (rsocket(7)): setting it (an int, the longest wait in ms, -1 for none)
+ * ends a connected stream socket's RDMA data path in both directions with
+ * the peer's agreement; getting it says whether either end did.
+ */
+#define RDMA_QUIESCE 0x100
+
 int rsetsockopt(int socket, int level, int optname, const void *optval,
 		socklen_t optlen);
 int rgetsockopt(int socket, int level, int optname, void *optval,

@@ -109,11 +109,14 @@ static bool rs_ka_look(struct rsocket *rs, uint64_t now)
 	bool keep = true;
 
 	pthread_mutex_lock(&rs->lock);
-	if (!(rs->state & RS_CONNECTED) || !rs->cq) {
+	if (!(rs->state & RS_CONNECTED) || !rs->cq ||
+	    (rs->quiesce & RS_QSC_SENT)) {
 		/*
 		 * Not connected yet: look each second, the idle time starting
 		 * with the connection.  A listener's accepted sockets start
-		 * their own timers; one that has ended needs none.
+		 * their own timers; one that has ended needs none.  A
+		 * quiesced one sends nothing more (quiesce.c) and is not
+		 * probed.
 		 */
 		rs->ka.heard_ms = now;
 		rs->ka.probes = 0;

@@ -275,6 +275,11 @@ static int rs_rsetsockopt(struct rsocket *rs, int level, int optname,
 {
 	int val = 0;
 
+	if (level == SOL_RDMA && optname == RDMA_QUIESCE) {
+		if (rs_int_opt(optval, optlen, &val))
+			return -1;
+		return rs_quiesce(rs, val);
+	}
 	if (level == SOL_RDMA)
 		return rs_set_rdma(rs, optname, optval, optlen);
 	if (rs->type == SOCK_DGRAM) {
@@ -588,6 +593,8 @@ static int rs_rgetsockopt(struct rsocket *rs, int level, int optname,
 						  : 0);
 		case RDMA_ROUTE:
 			return rs_get_route(rs, optval, optlen);
+		case RDMA_QUIESCE:
+			return rs_put_int(optval, optlen, rs_quiesced(rs));
 		default:
 			break;
 		}

@@ -202,6 +202,13 @@ struct rsocket {
 			 * from it, so a close need not linger (shutdown.c).
 			 */
 			bool peer_closed;
+			/*
+			 * RDMA_QUIESCE (quiesce.c): the peer understands it,
+			 * and where this connection's two ends are in it
+			 * (enum rs_quiesce bits, under rs->lock).
+			 */
+			bool peer_can_quiesce;
+			uint8_t quiesce;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */
@@ -508,6 +515,32 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			int flags);
 int rs_stream_shutdown(struct rsocket *rs, int how);
+/* Whether every posted send completed (or the connection is gone). */
+bool rs_all_sends_done(struct rsocket *rs);
+/* A control slot is free (or the connection is gone). */
+bool rs_can_send_ctrl(struct rsocket *rs);
+
+/* --- quiesce.c: ending the RDMA data path with the peer's agreement ------ */
+
+enum rs_quiesce {
+	RS_QSC_SENT = 0x01, /* our QUIESCE went out: no more data from us */
+	RS_QSC_HEARD = 0x02, /* the peer's came: no more data from it */
+	RS_QSC_DETACHED = 0x04, /* no RDMA resources left, only unread data */
+};
+
+/* rsetsockopt(RDMA_QUIESCE): waits @timeout_ms at most (< 0: no bound). */
+int rs_quiesce(struct rsocket *rs, int timeout_ms);
+/* rgetsockopt(RDMA_QUIESCE): 1 once either end has quiesced. */
+int rs_quiesced(struct rsocket *rs);
+/* The peer's QUIESCE came (rs_poll_cq): no more reads or writes over RDMA. */
+void rs_quiesce_heard(struct rsocket *rs);
+/* Post our QUIESCE in answer to the peer's once a control slot is free. */
+void rs_quiesce_answer(struct rsocket *rs);
+/*
+ * rshutdown or rclose of a quiesced socket: our QUIESCE if still due, its
+ * completion (until @deadline_ms), then RS_DISCONNECTED; no DISCONNECT.
+ */
+void rs_quiesce_close(struct rsocket *rs, uint64_t deadline_ms);
 
 /* Poll the CQ and process what it holds; the caller holds rs->lock. */
 int rs_poll_cq(struct rsocket *rs);

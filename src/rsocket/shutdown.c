@@ -10,12 +10,12 @@
 
 #include "rs.h"
 
-static bool rs_all_sends_done(struct rsocket *rs)
+bool rs_all_sends_done(struct rsocket *rs)
 {
 	return rs->sent_head == rs->sent_tail || !(rs_state(rs) & RS_CONNECTED);
 }
 
-static bool rs_can_send_ctrl(struct rsocket *rs)
+bool rs_can_send_ctrl(struct rsocket *rs)
 {
 	return rs_ctrl_avail(rs) || !(rs_state(rs) & RS_CONNECTED);
 }
@@ -87,6 +87,10 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 			goto disconnect;
 		return cma_err(ENOTCONN);
 	}
+	if (rs_quiesced(rs)) {
+		rs_quiesce_close(rs, deadline);
+		goto disconnect;
+	}
 
 	pthread_mutex_lock(&rs->lock);
 	if (how == SHUT_RDWR) {
@@ -136,6 +140,7 @@ disconnect:
 	/* Flushes the QP, which wakes any thread asleep on the CQ. */
 	if (rs->cq)
 		ibv_req_notify_cq(rs->cq, 0);
-	rdma_disconnect(rs->cm_id);
+	if (rs->cm_id) /* none once a quiesce detached the socket */
+		rdma_disconnect(rs->cm_id);
 	return ret;
 }

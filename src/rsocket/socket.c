@@ -340,6 +340,8 @@ int rs_copy_peer(struct rsocket *rs, struct sockaddr *addr, socklen_t *addrlen)
 		return cma_err(ENOTCONN);
 	if (rs_state(rs) == RS_HANDED)
 		return rs_copy_addr(addr, addrlen, rs_handed_peer(rs));
+	if (!rs->cm_id) /* quiesced and detached (quiesce.c) */
+		return cma_err(ENOTCONN);
 	return rs_copy_addr(addr, addrlen, rdma_get_peer_addr(rs->cm_id));
 }
 
@@ -366,6 +368,8 @@ CMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
 	if (rs_state(rs) == RS_HANDED)
 		return (int)rs_done(
 			rs, rs_copy_addr(addr, addrlen, rs_handed_local(rs)));
+	if (!rs_listen_target(rs)->cm_id) /* quiesced and detached */
+		return (int)rs_done(rs, cma_err(ENOTCONN));
 	return (int)rs_done(
 		rs,
 		rs_copy_addr(addr, addrlen,

@@ -249,6 +249,7 @@ void rs_set_conn_params(struct rsocket *rs, const struct rs_conn_params *p)
 	rs->remote_sgl = p->target_sgl;
 	rs->remote_sge = 1 % p->target_sgl.length;
 	rs->swap = p->big_endian != rs_host_big_endian();
+	rs->peer_can_quiesce = p->can_quiesce;
 	if (p->has_iomap) {
 		rs->remote_iomap.addr =
 			p->target_sgl.addr +
@@ -430,8 +431,9 @@ static void rs_send_credits(struct rsocket *rs)
 
 void rs_update_credits(struct rsocket *rs)
 {
+	/* Nothing more comes once the peer quiesced (quiesce.c). */
 	if (!(rs_state(rs) & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
-	    rs->await_peer)
+	    rs->await_peer || (rs->quiesce & (RS_QSC_HEARD | RS_QSC_DETACHED)))
 		return;
 	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
 	    rs_seq_reached(rs->rseq_no, rs->rseq_comp))
@@ -552,6 +554,8 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 				rs_clear_state(rs, RS_READABLE);
 			else
 				rs_set_state(rs, RS_DISCONNECTED);
+		} else if (rs_msg_data(msg) == RS_CTRL_QUIESCE) {
+			rs_quiesce_heard(rs);
 		}
 		break;
 	case RS_OP_IOMAP_SGL:
@@ -590,6 +594,7 @@ int rs_poll_cq(struct rsocket *rs)
 		}
 		rs->recv_deficit = 0;
 	}
+	rs_quiesce_answer(rs);
 	return n < 0 ? cma_err(EIO) : 0;
 }
 

@@ -52,7 +52,7 @@ void rs_conn_encode(struct rs_wire_conn *out, const struct rs_conn_params *p)
 {
 	memset(out, 0, sizeof(*out));
 	out->version = RS_WIRE_VERSION;
-	out->flags = RS_CONN_FLAG_IOMAP;
+	out->flags = RS_CONN_FLAG_IOMAP | RS_CONN_FLAG_QUIESCE;
 	if (rs_host_big_endian())
 		out->flags |= RS_CONN_FLAG_NET;
 	out->credits = htons(p->credits);
@@ -78,6 +78,7 @@ int rs_conn_decode(const void *buf, size_t len, struct rs_conn_params *p)
 	p->credits = ntohs(c.credits);
 	p->big_endian = c.flags & RS_CONN_FLAG_NET;
 	p->has_iomap = c.flags & RS_CONN_FLAG_IOMAP;
+	p->can_quiesce = c.flags & RS_CONN_FLAG_QUIESCE;
 	p->iomap_size =
 		p->has_iomap ? rs_iomap_size_from_wire(c.target_iomap_size) : 0;
 	sge_from_net(&p->target_sgl, &c.target_sgl);

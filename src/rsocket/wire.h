@@ -42,6 +42,11 @@ enum rs_ctrl {
 	RS_CTRL_DISCONNECT = 0,
 	RS_CTRL_KEEPALIVE = 1,
 	RS_CTRL_SHUTDOWN = 2,
+	/*
+	 * This library's own (quiesce.c), sent only to a peer that
+	 * advertised RS_CONN_FLAG_QUIESCE: the sender's last RDMA message.
+	 */
+	RS_CTRL_QUIESCE = 3,
 };
 
 #define RS_MSG_DATA_MASK 0x1fffffffu
@@ -78,6 +83,8 @@ int rs_msg_send_decode(const void *buf, size_t len, bool swap, uint32_t *msg);
 #define RS_WIRE_VERSION 1
 #define RS_CONN_FLAG_NET 0x01 /* the sender is big-endian */
 #define RS_CONN_FLAG_IOMAP 0x02 /* target_iomap_size is meaningful */
+/* The sender understands RS_CTRL_QUIESCE (rdma-core's ignore the bit). */
+#define RS_CONN_FLAG_QUIESCE 0x04
 /* Entries in the target SGL each side advertises. */
 #define RS_SGL_SIZE 2
 
@@ -114,6 +121,7 @@ struct rs_conn_params {
 	uint16_t credits;
 	bool big_endian; /* the peer's byte order */
 	bool has_iomap;
+	bool can_quiesce; /* RS_CONN_FLAG_QUIESCE */
 	uint16_t iomap_size; /* entries in the peer's target iomap */
 	struct rs_wire_sge target_sgl; /* .length: entries in the SGL */
 	struct rs_wire_sge data_buf;

@@ -480,6 +480,165 @@ START_TEST(an_iwarp_close_does_not_wait_for_ever)
 }
 END_TEST
 
+/* --- RDMA_QUIESCE (quiesce.c) ---------------------------------------- */
+
+static int quiesce(int s, int ms)
+{
+	return rsetsockopt(s, SOL_RDMA, RDMA_QUIESCE, &ms, sizeof(ms));
+}
+
+static int quiesced(int s)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	ck_assert_int_eq(rgetsockopt(s, SOL_RDMA, RDMA_QUIESCE, &v, &len), 0);
+	return v;
+}
+
+/* @s reads @want, then the end of the RDMA stream. */
+static void reads_then_end(int s, const char *want)
+{
+	size_t n = strlen(want);
+	uint8_t in[64];
+
+	ck_assert_int_eq(rrecv(s, in, sizeof(in), 0), (ssize_t)n);
+	ck_assert_mem_eq(in, want, n);
+	ck_assert_int_eq(rrecv(s, in, sizeof(in), 0), 0);
+}
+
+static void writes_refused(int s)
+{
+	ck_assert_int_eq(rsend(s, "x", 1, 0), -1);
+	ck_assert_int_eq(errno, EPIPE);
+}
+
+/*
+ * Each direction ends where its writer stopped: a's bytes before its
+ * QUIESCE, then the end at b; b's bytes before its answer, which a keeps
+ * through the detach.  The answer comes when b looks at the socket (its
+ * reads here), so a's first call runs out of time and its second finds it.
+ */
+START_TEST(a_quiesce_ends_each_direction_where_its_writer_stopped)
+{
+	struct pollfd pfd = {.fd = a, .events = POLLIN | POLLOUT};
+
+	ck_assert_int_eq(quiesced(a), 0);
+	ck_assert_int_eq(rsend(a, "abc", 3, 0), 3);
+	ck_assert_int_eq(rsend(b, "xyz", 3, 0), 3);
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_eq(quiesced(a), 1);
+	writes_refused(a);
+	reads_then_end(b, "abc");
+	ck_assert_int_eq(quiesced(b), 1);
+	writes_refused(b);
+	ck_assert_int_eq(quiesce(a, 0), 0);
+	/* a holds no RDMA resource now, only what it has not read */
+	ck_assert_int_eq(fake_verbs_counts().qps, 1);
+	ck_assert_int_eq(fake_verbs_counts().cqs, 1);
+	ck_assert_int_eq(quiesce(a, 0), 0); /* done is done */
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLIN | POLLOUT); /* never a hang-up */
+	reads_then_end(a, "xyz");
+	writes_refused(a);
+}
+END_TEST
+
+/* A full receive buffer the program has not read survives the detach. */
+START_TEST(unread_bytes_survive_the_detach)
+{
+	struct pollfd pfd = {.fd = b, .events = POLLIN};
+	uint8_t out[SMALL_BUF / 2], in[SMALL_BUF];
+
+	fill(out, sizeof(out), 5);
+	ck_assert_int_eq(rsend(b, out, sizeof(out), 0), sizeof(out));
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	/* a peer that only polls answers too: its end shows as readable */
+	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(pfd.revents, POLLIN);
+	ck_assert_int_eq(quiesce(a, 0), 0);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), MSG_WAITALL), sizeof(out));
+	ck_assert_mem_eq(in, out, sizeof(out));
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0);
+}
+END_TEST
+
+/* Both ends quiesce at once: each finds the other's, neither answers. */
+START_TEST(both_ends_quiescing_at_once_agree)
+{
+	ck_assert_int_eq(rsend(a, "from a", 6, 0), 6);
+	ck_assert_int_eq(rsend(b, "from b", 6, 0), 6);
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(quiesce(b, 0), 0);
+	ck_assert_int_eq(quiesce(a, 0), 0);
+	ck_assert_int_eq(fake_verbs_counts().qps, 0);
+	reads_then_end(a, "from b");
+	reads_then_end(b, "from a");
+}
+END_TEST
+
+/* A peer that closes instead of answering ends its data all the same. */
+START_TEST(a_peer_closing_ends_its_data_too)
+{
+	ck_assert_int_eq(rsend(b, "last", 4, 0), 4);
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	set_linger(b, 0);
+	ck_assert_int_eq(rshutdown(b, SHUT_RDWR), 0);
+	ck_assert_int_eq(quiesce(a, 0), 0);
+	reads_then_end(a, "last");
+}
+END_TEST
+
+struct reader {
+	int s;
+	pthread_t thread;
+	char got[64];
+	ssize_t n, end;
+};
+
+static void *reader_run(void *arg)
+{
+	struct reader *r = arg;
+
+	r->n = rrecv(r->s, r->got, sizeof(r->got), MSG_WAITALL);
+	r->end = rrecv(r->s, r->got, sizeof(r->got), 0);
+	return NULL;
+}
+
+/*
+ * The peer asleep in a blocking read wakes for the QUIESCE, answers, and
+ * reads the end; the quiescing end waited without a bound.
+ */
+START_TEST(a_blocked_reader_answers)
+{
+	struct reader r = {.s = b};
+
+	ck_assert_int_eq(rsend(a, "abc", 3, 0), 3);
+	ck_assert_int_eq(pthread_create(&r.thread, NULL, reader_run, &r), 0);
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
+	ck_assert_int_eq(r.n, 3);
+	ck_assert_mem_eq(r.got, "abc", 3);
+	ck_assert_int_eq(r.end, 0);
+}
+END_TEST
+
+/* A peer that did not say it understands (rdma-core's) is not asked. */
+START_TEST(a_peer_without_quiesce_is_not_asked)
+{
+	uint8_t in[4];
+
+	rs_of(a)->peer_can_quiesce = false;
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(quiesced(a), 0);
+	ck_assert_int_eq(rsend(a, "ok", 2, 0), 2);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 2);
+}
+END_TEST
+
 /* A peer that writes more than the credits it was given is an error. */
 START_TEST(a_peer_overrunning_the_buffer_is_refused)
 {
@@ -577,6 +736,25 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc,
 		       iwarp_ends_closing_together_do_not_wait_for_each_other);
 	tcase_add_test(tc, an_iwarp_close_does_not_wait_for_ever);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("quiesce");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc,
+		       a_quiesce_ends_each_direction_where_its_writer_stopped);
+	tcase_add_test(tc, unread_bytes_survive_the_detach);
+	tcase_add_test(tc, both_ends_quiescing_at_once_agree);
+	tcase_add_test(tc, a_peer_closing_ends_its_data_too);
+	tcase_add_test(tc, a_blocked_reader_answers);
+	tcase_add_test(tc, a_peer_without_quiesce_is_not_asked);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("quiesce over iwarp");
+	tcase_add_checked_fixture(tc, iwarp_setup, iwarp_teardown);
+	tcase_add_test(tc,
+		       a_quiesce_ends_each_direction_where_its_writer_stopped);
+	tcase_add_test(tc, both_ends_quiescing_at_once_agree);
+	tcase_add_test(tc, a_blocked_reader_answers);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");

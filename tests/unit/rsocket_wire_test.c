@@ -81,6 +81,7 @@ START_TEST(conn_data_layout)
 	rs_conn_encode(&w, &p);
 	ck_assert_uint_eq(b[0], 1); /* version */
 	ck_assert_uint_eq(b[1] & RS_CONN_FLAG_IOMAP, RS_CONN_FLAG_IOMAP);
+	ck_assert_uint_eq(b[1] & RS_CONN_FLAG_QUIESCE, RS_CONN_FLAG_QUIESCE);
 	ck_assert_uint_eq(b[2], 384 >> 8); /* credits, big-endian */
 	ck_assert_uint_eq(b[3], 384 & 0xff);
 	ck_assert_uint_eq(b[8], 0x11); /* target_sgl.addr, big-endian */
@@ -94,9 +95,14 @@ START_TEST(conn_data_layout)
 	ck_assert_uint_eq(q.credits, 384);
 	ck_assert_uint_eq(q.iomap_size, 256); /* coarse above 128 */
 	ck_assert(q.has_iomap);
+	ck_assert(q.can_quiesce);
 	ck_assert(q.target_sgl.addr == p.target_sgl.addr);
 	ck_assert_uint_eq(q.target_sgl.key, p.target_sgl.key);
 	ck_assert_uint_eq(q.data_buf.length, 65536);
+	/* rdma-core's flags: no RDMA_QUIESCE with that peer */
+	w.flags &= (uint8_t)~RS_CONN_FLAG_QUIESCE;
+	ck_assert_int_eq(rs_conn_decode(&w, sizeof(w), &q), 0);
+	ck_assert(!q.can_quiesce);
 }
 END_TEST
 
