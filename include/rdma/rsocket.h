@@ -72,9 +72,11 @@ enum {
  * This library's own SOL_RDMA option, numbered apart from the ones above
  * (rsocket(7)): setting it (an int, the longest wait in ms, -1 for none)
  * ends a connected stream socket's RDMA data path in both directions with
- * the peer's agreement; getting it says whether either end did.
+ * the peer's agreement; getting it gives which directions have ended.
  */
 #define RDMA_QUIESCE 0x100
+#define RDMA_QUIESCE_OURS 0x1 /* this end's writes go elsewhere */
+#define RDMA_QUIESCE_PEERS 0x2 /* the peer's bytes end at end of file */
 
 int rsetsockopt(int socket, int level, int optname, const void *optval,
 		socklen_t optlen);

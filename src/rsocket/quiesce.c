@@ -52,10 +52,15 @@ void rs_quiesce_answer(struct rsocket *rs)
 
 int rs_quiesced(struct rsocket *rs)
 {
-	int q;
+	int q = 0;
 
+	if (rs->type != SOCK_STREAM)
+		return 0;
 	pthread_mutex_lock(&rs->lock);
-	q = rs->type == SOCK_STREAM && rs->quiesce;
+	if (rs->quiesce & RS_QSC_SENT)
+		q |= RDMA_QUIESCE_OURS;
+	if (rs->quiesce & (RS_QSC_HEARD | RS_QSC_DETACHED))
+		q |= RDMA_QUIESCE_PEERS;
 	pthread_mutex_unlock(&rs->lock);
 	return q;
 }

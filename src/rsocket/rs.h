@@ -530,7 +530,7 @@ enum rs_quiesce {
 
 /* rsetsockopt(RDMA_QUIESCE): waits @timeout_ms at most (< 0: no bound). */
 int rs_quiesce(struct rsocket *rs, int timeout_ms);
-/* rgetsockopt(RDMA_QUIESCE): 1 once either end has quiesced. */
+/* rgetsockopt(RDMA_QUIESCE): which directions' RDMA bytes have ended. */
 int rs_quiesced(struct rsocket *rs);
 /* The peer's QUIESCE came (rs_poll_cq): no more reads or writes over RDMA. */
 void rs_quiesce_heard(struct rsocket *rs);

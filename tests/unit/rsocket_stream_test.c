@@ -528,12 +528,13 @@ START_TEST(a_quiesce_ends_each_direction_where_its_writer_stopped)
 	ck_assert_int_eq(rsend(b, "xyz", 3, 0), 3);
 	ck_assert_int_eq(quiesce(a, 0), -1);
 	ck_assert_int_eq(errno, ETIMEDOUT);
-	ck_assert_int_eq(quiesced(a), 1);
+	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS);
 	writes_refused(a);
 	reads_then_end(b, "abc");
-	ck_assert_int_eq(quiesced(b), 1);
+	ck_assert_int_eq(quiesced(b), RDMA_QUIESCE_OURS | RDMA_QUIESCE_PEERS);
 	writes_refused(b);
 	ck_assert_int_eq(quiesce(a, 0), 0);
+	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS | RDMA_QUIESCE_PEERS);
 	/* a holds no RDMA resource now, only what it has not read */
 	ck_assert_int_eq(fake_verbs_counts().qps, 1);
 	ck_assert_int_eq(fake_verbs_counts().cqs, 1);
