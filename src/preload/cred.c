@@ -14,9 +14,10 @@
  *
  * So a call that would change no id, and that the kernel would allow,
  * returns success without reaching the kernel: the process is exactly as
- * it would be, and its RDMA files keep working.  A real change goes to
- * the kernel; when the process holds rsockets, the log says they will
- * stop working.
+ * it would be, and its RDMA files keep working.  Before a real change,
+ * the connections fork mode moved to RDMA go back to TCP (moveback.c);
+ * when the process still holds rsockets, the log says they will stop
+ * working.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -114,6 +115,8 @@ static bool noop_re(const struct ids *id, unsigned int r, unsigned int e)
 
 static void changing(const char *call)
 {
+	/* Fork mode's connections go back to TCP first (moveback.c). */
+	rsp_move_back_all(call, true);
 	if (rsp_any())
 		rsp_log("%s changes the credentials: the rsockets made before "
 			"stop working (the kernel's RDMA files refuse a "

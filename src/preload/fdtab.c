@@ -19,7 +19,10 @@
  * own part), so they stay rsockets in every process.  So do connections
  * accepted on a listener a fork shared, until one process uses them
  * (rsp_use): that process answers the connection and owns it; the others'
- * close frees their copy, which answered nothing.
+ * close frees their copy, which answered nothing.  A connection fork mode
+ * moved back to TCP before a fork (moveback.c) keeps, until they are
+ * read, only the bytes that came over RDMA, in ordinary memory: every
+ * process reads its own copy.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,6 +37,7 @@
 #define NPAGES 1024 /* descriptors up to 1M */
 
 static struct rsp_file **pages[NPAGES];
+int rsp_nmoved;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int mapped; /* descriptors mapped, for rsp_any() */
 
@@ -53,6 +57,15 @@ static struct rsp_file **slot(int fd, bool create)
 	return page ? &page[fd & (PAGE_SLOTS - 1)] : NULL;
 }
 
+/*
+ * Whether this process may use f: its own, a listener or a handed
+ * connection (shared by a fork), or one moved back (only bytes left).
+ */
+static bool rsp_file_ours(const struct rsp_file *f)
+{
+	return f->owner == rsp_pid || f->shared || f->handed || f->detached;
+}
+
 struct rsp_file *rsp_get(int fd)
 {
 	struct rsp_file **s, *f;
@@ -61,7 +74,7 @@ struct rsp_file *rsp_get(int fd)
 		return NULL;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	return f && (f->owner == rsp_pid || f->shared || f->handed) ? f : NULL;
+	return f && rsp_file_ours(f) ? f : NULL;
 }
 
 struct rsp_file *rsp_use(int fd)
@@ -83,7 +96,7 @@ void rsp_note_foreign(int fd)
 		return;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	if (!f || f->owner == rsp_pid || f->shared || f->handed ||
+	if (!f || rsp_file_ours(f) ||
 	    __atomic_exchange_n(&f->noted, rsp_pid, __ATOMIC_RELAXED) ==
 		    rsp_pid)
 		return;
@@ -113,7 +126,9 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 static void put(struct rsp_file *f)
 {
 	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		if (f->owner == rsp_pid || f->shared || f->handed) {
+		if (f->via_tcp)
+			__atomic_sub_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
+		if (rsp_file_ours(f)) {
 			rsp_log("rsocket %d closed", f->rs);
 			rclose(f->rs);
 		} else {
@@ -153,4 +168,35 @@ void rsp_set(int fd, struct rsp_file *f)
 void rsp_clear(int fd)
 {
 	put(swap(fd, NULL));
+}
+
+int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out)
+{
+	struct rsp_file **page;
+	int *fds = NULL, n = 0, cap = 0, p, i;
+
+	*out = NULL;
+	pthread_mutex_lock(&lock);
+	for (p = 0; p < NPAGES; p++) {
+		page = pages[p];
+		for (i = 0; page && i < PAGE_SLOTS; i++) {
+			if (!page[i] || !rsp_file_ours(page[i]) ||
+			    !pred(page[i]))
+				continue;
+			if (n == cap) {
+				int *grown = realloc(fds, (cap ? 2 * cap : 16) *
+								  sizeof(*fds));
+
+				if (!grown)
+					goto out;
+				fds = grown;
+				cap = cap ? 2 * cap : 16;
+			}
+			fds[n++] = (p << PAGE_SHIFT) | i;
+		}
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	*out = fds;
+	return n;
 }

@@ -12,10 +12,12 @@
  * would be (a server in poll/epoll/select wakes for it).  With both
  * offers ready, the passive (accepted) end listens on an rsocket at the
  * TCP socket's own address with an ephemeral port, named in its offer,
- * and the active end connects to it.  The TCP connection then is shut
- * down; its descriptor keeps the number, as every rsocket descriptor of
- * the preload does.  Unlike rdma-core, the passive side needs no named
- * semaphore (its listener's port is its own).
+ * and the active end connects to it.  The TCP connection stays open,
+ * idle: the connection moves back to it before a fork that would share
+ * it or a credential change (moveback.c); its descriptor keeps the
+ * number, as every rsocket descriptor of the preload does.  Unlike
+ * rdma-core, the passive side needs no named semaphore (its listener's
+ * port is its own).
  *
  * On a non-blocking socket (or with MSG_DONTWAIT) no call waits for the
  * peer: a step that must wait ends the call with EAGAIN, the state keeps
@@ -286,15 +288,6 @@ static void make_mine(int fd, bool passive, struct rsp_held *h)
  */
 #define RSP_FK_REST_MS 1000
 
-/* Milliseconds on the monotonic clock. */
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Whether the peer has shut its side down: no more bytes can come. */
 static bool peer_done(int fd)
 {
@@ -313,7 +306,7 @@ static bool peer_done(int fd)
 static bool rest_may_come(int fd, uint64_t *deadline)
 {
 	struct timespec pause = {.tv_nsec = 10 * 1000000};
-	uint64_t now = now_ms();
+	uint64_t now = rsp_now_ms();
 
 	if (peer_done(fd)) {
 		rsp_log("fd %d: the peer shut down after an offer's start", fd);
@@ -676,7 +669,8 @@ static struct rsp_file *moved(struct hs *h, int fl)
 				 &len) &&
 	    nodelay)
 		rsetsockopt(h->rs, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	rsp_real.shutdown(fd, SHUT_RDWR);
+	f->via_tcp = true;
+	__atomic_add_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
 	rsp_set(fd, f);
 	rsp_log("fd %d: %s rsocket %d after fork-safe TCP set-up", fd,
 		passive ? "accepted" : "connected over", h->rs);
@@ -740,9 +734,16 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 	struct rsp_file *f = rsp_use(fd);
 	enum rsp_lazy state;
 
-	if (f)
-		return f;
+	if (f) /* moving back: writes go to TCP (moveback.c) */
+		return writing && __atomic_load_n(&f->writes_tcp,
+						  __ATOMIC_ACQUIRE)
+			       ? NULL
+			       : f;
 	state = rsp_lazy_get(fd);
+	if (state == RSP_LAZY_CUT) {
+		errno = ECONNRESET;
+		return RSP_AGAIN;
+	}
 	if (state == RSP_LAZY_INHERITED && writing)
 		return NULL; /* the kernel counts it: see rsp_inherit_sent */
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&

@@ -82,6 +82,7 @@ static void resolve_all(void)
 	RESOLVE(epoll_ctl);
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
+	RESOLVE(fork);
 }
 
 /*

@@ -17,12 +17,16 @@
 RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, false, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rread(f->rs, buf, len) : rsp_real.read(fd, buf, len);
+	if (!f)
+		return rsp_real.read(fd, buf, len);
+	n = rread(f->rs, buf, len);
+	return rsp_back_after_read(fd, f, n) ? rsp_real.read(fd, buf, len) : n;
 }
 
 RSP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
@@ -35,46 +39,66 @@ RSP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 RSP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
 	struct rsp_file *f;
+	ssize_t got;
 
 	rsp_init();
 	f = rsp_get_io(fd, false, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rreadv(f->rs, iov, n) : rsp_real.readv(fd, iov, n);
+	if (!f)
+		return rsp_real.readv(fd, iov, n);
+	got = rreadv(f->rs, iov, n);
+	return rsp_back_after_read(fd, f, got) ? rsp_real.readv(fd, iov, n)
+					       : got;
 }
 
 RSP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, true, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rwrite(f->rs, buf, len) : rsp_real.write(fd, buf, len);
+	if (!f)
+		return rsp_real.write(fd, buf, len);
+	n = rwrite(f->rs, buf, len);
+	return rsp_back_after_write(fd, f, n) ? rsp_real.write(fd, buf, len)
+					      : n;
 }
 
 RSP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
 	struct rsp_file *f;
+	ssize_t put;
 
 	rsp_init();
 	f = rsp_get_io(fd, true, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rwritev(f->rs, iov, n) : rsp_real.writev(fd, iov, n);
+	if (!f)
+		return rsp_real.writev(fd, iov, n);
+	put = rwritev(f->rs, iov, n);
+	return rsp_back_after_write(fd, f, put) ? rsp_real.writev(fd, iov, n)
+						: put;
 }
 
 RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, false, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rrecv(f->rs, buf, len, flags)
-		 : rsp_real.recv(fd, buf, len, flags);
+	if (!f)
+		return rsp_real.recv(fd, buf, len, flags);
+	n = rrecv(f->rs, buf, len, flags);
+	return rsp_back_after_read(fd, f, n)
+		       ? rsp_real.recv(fd, buf, len, flags)
+		       : n;
 }
 
 RSP_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -89,13 +113,18 @@ RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 			    struct sockaddr *sa, socklen_t *salen)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, false, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rrecvfrom(f->rs, buf, len, flags, sa, salen)
-		 : rsp_real.recvfrom(fd, buf, len, flags, sa, salen);
+	if (!f)
+		return rsp_real.recvfrom(fd, buf, len, flags, sa, salen);
+	n = rrecvfrom(f->rs, buf, len, flags, sa, salen);
+	return rsp_back_after_read(fd, f, n)
+		       ? rsp_real.recvfrom(fd, buf, len, flags, sa, salen)
+		       : n;
 }
 
 RSP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
@@ -128,6 +157,7 @@ static ssize_t recvmsg_dgram(struct rsp_file *f, struct msghdr *msg, int flags)
 RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, false, flags);
@@ -135,20 +165,28 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		return -1;
 	if (f && f->dgram && msg)
 		return recvmsg_dgram(f, msg, flags);
-	return f ? rrecvmsg(f->rs, msg, flags)
-		 : rsp_real.recvmsg(fd, msg, flags);
+	if (!f)
+		return rsp_real.recvmsg(fd, msg, flags);
+	n = rrecvmsg(f->rs, msg, flags);
+	return rsp_back_after_read(fd, f, n) ? rsp_real.recvmsg(fd, msg, flags)
+					     : n;
 }
 
 RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct rsp_file *f;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, true, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? rsend(f->rs, buf, len, flags)
-		 : rsp_real.send(fd, buf, len, flags);
+	if (!f)
+		return rsp_real.send(fd, buf, len, flags);
+	n = rsend(f->rs, buf, len, flags);
+	return rsp_back_after_write(fd, f, n)
+		       ? rsp_real.send(fd, buf, len, flags)
+		       : n;
 }
 
 /*
@@ -170,6 +208,7 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 {
 	struct rsp_file *f;
 	int err;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, true, flags);
@@ -187,7 +226,9 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		 * (sockperf passes one): so does the preload, where rsendto
 		 * would say EISCONN.
 		 */
-		return rsend(f->rs, buf, len, flags);
+		n = rsend(f->rs, buf, len, flags);
+		if (!rsp_back_after_write(fd, f, n))
+			return n;
 	}
 	return rsp_real.sendto(fd, buf, len, flags, sa, salen);
 }
@@ -197,14 +238,16 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	struct rsp_file *f;
 	struct msghdr m;
 	int err;
+	ssize_t n;
 
 	rsp_init();
 	f = rsp_get_io(fd, true, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	if (!f || !msg)
-		return f ? rsendmsg(f->rs, msg, flags)
-			 : rsp_real.sendmsg(fd, msg, flags);
+	if (!f)
+		return rsp_real.sendmsg(fd, msg, flags);
+	if (!msg)
+		return rsendmsg(f->rs, msg, flags);
 	m = *msg;
 	if (f->dgram) {
 		f = dgram_dest(fd, f, (const struct sockaddr *)m.msg_name,
@@ -221,7 +264,9 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 		m.msg_name = NULL;
 		m.msg_namelen = 0;
 	}
-	return rsendmsg(f->rs, &m, flags);
+	n = rsendmsg(f->rs, &m, flags);
+	return rsp_back_after_write(fd, f, n) ? rsp_real.sendmsg(fd, msg, flags)
+					      : n;
 }
 
 /*
@@ -264,13 +309,18 @@ static ssize_t sendfile_rs(struct rsp_file *f, int in, off_t *off, size_t n)
 RSP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
 {
 	struct rsp_file *f;
+	ssize_t put;
 
 	rsp_init();
 	f = rsp_get_io(out, true, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	return f ? sendfile_rs(f, in, off, n)
-		 : rsp_real.sendfile(out, in, off, n);
+	if (!f)
+		return rsp_real.sendfile(out, in, off, n);
+	put = sendfile_rs(f, in, off, n);
+	return rsp_back_after_write(out, f, put)
+		       ? rsp_real.sendfile(out, in, off, n)
+		       : put;
 }
 
 RSP_EXPORT ssize_t sendfile64(int out, int in, off_t *off, size_t n)

@@ -23,8 +23,18 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #define RSP_EXPORT __attribute__((visibility("default")))
+
+/* Milliseconds on the monotonic clock. */
+static inline uint64_t rsp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* The C library's functions we stand in front of. */
 struct rsp_real {
@@ -71,6 +81,7 @@ struct rsp_real {
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int,
 			   const sigset_t *);
+	pid_t (*fork)(void);
 };
 
 extern struct rsp_real rsp_real;
@@ -163,6 +174,18 @@ struct rsp_file {
 	socklen_t bound_len;
 	/* The last process told it is another's (rsp_note_foreign). */
 	int noted;
+	/*
+	 * Fork mode (fork.c): the connection moved from the kernel socket's
+	 * TCP connection, which stays open to move back to (moveback.c).
+	 */
+	bool via_tcp;
+	/* Moving back: writes go to the TCP connection already. */
+	bool writes_tcp;
+	/*
+	 * Moved back: the rsocket holds no RDMA resources, only bytes not
+	 * read yet; a fork leaves every process its own copy to read.
+	 */
+	bool detached;
 };
 
 /* The rsocket file behind fd, or NULL for an ordinary descriptor. */
@@ -221,6 +244,12 @@ enum rsp_lazy {
 	 * TCP, and its first read takes the peer's offer, if any (inherit.c).
 	 */
 	RSP_LAZY_INHERITED,
+	/*
+	 * A connection that could not move back from RDMA in time for a fork
+	 * or a credential change (moveback.c): this process has lost its
+	 * bytes, its reads and writes fail with ECONNRESET.
+	 */
+	RSP_LAZY_CUT,
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -353,6 +382,31 @@ bool rsp_inherit_sent(int fd);
 
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);
+
+/* --- moveback.c: fork mode's way back from RDMA to TCP ------------------ */
+
+/* How long a fork or a credential change waits for the peers to answer. */
+#define RSP_MOVE_BACK_MS 10000
+
+/*
+ * Before a fork or a credential change (@why): every connection this
+ * process moved to RDMA goes back to TCP.  Those whose peer did not
+ * answer in time are cut: in this process (@cut_here) or, after a fork,
+ * in the child (rsp_move_back_cut_child).
+ */
+void rsp_move_back_all(const char *why, bool cut_here);
+/* In a forked child: the connections that did not move back are cut. */
+void rsp_move_back_cut_child(void);
+/*
+ * After a read of @n on f's rsocket, or a write that failed: whether the
+ * connection moved back to TCP (the caller repeats the call on fd).
+ */
+bool rsp_back_after_read(int fd, struct rsp_file *f, ssize_t n);
+bool rsp_back_after_write(int fd, struct rsp_file *f, ssize_t n);
+/* Files moved over TCP in fork mode (fdtab.c counts them). */
+extern int rsp_nmoved;
+/* The descriptors mapped to a file of this process with @pred true. */
+int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out);
 
 /* --- addr.c, dgram.c: UDP sockets --------------------------------------- */
 

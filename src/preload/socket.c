@@ -303,6 +303,9 @@ RSP_EXPORT int shutdown(int fd, int how)
 
 	rsp_init();
 	f = rsp_get(fd);
+	/* Moving back: what is left on RDMA is only ours to read. */
+	if (f && __atomic_load_n(&f->writes_tcp, __ATOMIC_ACQUIRE))
+		f = NULL;
 	return f ? rshutdown(f->rs, how) : rsp_real.shutdown(fd, how);
 }
 
@@ -426,8 +429,9 @@ RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 
 	rsp_init();
 	f = rsp_get(fd);
-	return f ? rgetsockname(f->rs, sa, len)
-		 : rsp_real.getsockname(fd, sa, len);
+	/* Fork mode: the program's connection is the TCP one it made. */
+	return f && !f->via_tcp ? rgetsockname(f->rs, sa, len)
+				: rsp_real.getsockname(fd, sa, len);
 }
 
 RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
@@ -436,8 +440,8 @@ RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 
 	rsp_init();
 	f = rsp_get(fd);
-	return f ? rgetpeername(f->rs, sa, len)
-		 : rsp_real.getpeername(fd, sa, len);
+	return f && !f->via_tcp ? rgetpeername(f->rs, sa, len)
+				: rsp_real.getpeername(fd, sa, len);
 }
 
 /*

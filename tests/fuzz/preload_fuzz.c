@@ -115,6 +115,7 @@
 #define __recv_chk rspf___recv_chk
 #define __recvfrom_chk rspf___recvfrom_chk
 #define __poll_chk rspf___poll_chk
+#define fork rspf_fork
 /* preload_config comes from the input. */
 #define fopen rspf_fopen
 FILE *rspf_fopen(const char *path, const char *mode);
@@ -128,6 +129,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/inherit.c"
 #include "../../src/preload/init.c"
 #include "../../src/preload/io.c"
+#include "../../src/preload/moveback.c"
 #include "../../src/preload/poll.c"
 #include "../../src/preload/socket.c"
 
@@ -170,6 +172,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #undef epoll_ctl
 #undef epoll_wait
 #undef epoll_pwait
+#undef fork
 #undef fopen
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

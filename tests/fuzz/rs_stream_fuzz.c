@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/rsocket/stream.c src/rsocket/shutdown.c src/rsocket/iomap.c src/rsocket/wire.c src/rsocket/table.c src/rsocket/spin.c
+// FUZZ_SOURCES: src/rsocket/stream.c src/rsocket/shutdown.c src/rsocket/quiesce.c src/rsocket/iomap.c src/rsocket/wire.c src/rsocket/table.c src/rsocket/spin.c
 /*
  * The rsocket stream data path against a hostile peer: everything the
  * peer controls reaches the library as it would on a real QP.
@@ -286,6 +286,27 @@ int rdma_disconnect(struct rdma_cm_id *id)
 
 void ds_free(struct rsocket *rs)
 {
+}
+
+/* RDMA_QUIESCE's detach (quiesce.c): the target never sets the option. */
+void rs_ka_stop(struct rsocket *rs)
+{
+	abort();
+}
+
+void rs_peer_unwatch(struct rsocket *rs)
+{
+	abort();
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	abort();
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	abort();
 }
 
 /* Keepalive's note that the peer answered: no keepalive thread here. */

@@ -12,7 +12,15 @@
  *       rsync daemon does for a module) and goes on; fork-epoll: the
  *       child's socket is non-blocking and it waits in epoll whenever a
  *       read or write says EAGAIN, as an event-driven server does;
- *       fork-greet: the child greets first (see client-greet)
+ *       fork-greet: the child greets first (see client-greet);
+ *       fork-setuid: after the first chunk went back, the child becomes
+ *       nobody (setgroups, setgid, setuid 65534: new ids, as the rsync
+ *       daemon for a module with "uid = nobody"; run as root);
+ *       fork-split: after the first chunk went back, the child forks a
+ *       reader that passes what the socket brings through a pipe to the
+ *       child, which writes it back (the rsync daemon's receiver and
+ *       generator: one connection, read in one process, written in
+ *       another)
  *   fork_echo client|client-nb|client-greet ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it; client-nb: on a non-blocking socket,
@@ -53,7 +61,16 @@ static int fail(const char *what)
 	return 1;
 }
 
-enum mode { NOFORK, FORK, FORK_POLL, FORK_SETID, FORK_EPOLL, FORK_GREET };
+enum mode {
+	NOFORK,
+	FORK,
+	FORK_POLL,
+	FORK_SETID,
+	FORK_EPOLL,
+	FORK_GREET,
+	FORK_SETUID,
+	FORK_SPLIT,
+};
 
 /* rsync's greeting: 41 bytes, sent by each end before it reads. */
 #define GREETING "@RSYNCD: 31.0 sha512 sha256 sha1 md5 md4\n"
@@ -180,6 +197,59 @@ static int same_ids(void)
 	return 0;
 }
 
+/* New ids: nobody's. */
+static int nobody(void)
+{
+	gid_t g = 65534;
+
+	return setgroups(1, &g) || setgid(g) || setuid(65534) ? -1 : 0;
+}
+
+static int write_all(int fd, const char *buf, ssize_t n)
+{
+	ssize_t w;
+
+	for (; n > 0; buf += w, n -= w) {
+		w = write(fd, buf, (size_t)n);
+		if (w <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The rest of the connection in two processes: a forked reader passes
+ * the socket's bytes through a pipe to this one, which writes them back.
+ */
+static int split(int c)
+{
+	char buf[CHUNK];
+	int p[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p))
+		return 1;
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		close(p[0]);
+		while ((n = read(c, buf, sizeof(buf))) > 0)
+			if (write_all(p[1], buf, n))
+				_exit(1);
+		_exit(n < 0);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof(buf))) > 0)
+		if (write_all(c, buf, n))
+			return 1;
+	if (n < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		return 1;
+	return 0;
+}
+
 static ssize_t next_chunk(int c, char *buf, size_t len, enum mode mode)
 {
 	struct pollfd p = {.fd = c, .events = POLLIN};
@@ -225,6 +295,10 @@ static int echo(int c, enum mode mode)
 		}
 		if (first && mode == FORK_SETID && same_ids())
 			return 1;
+		if (first && mode == FORK_SETUID && nobody())
+			return 1;
+		if (first && mode == FORK_SPLIT)
+			return split(c);
 		first = false;
 	}
 	return n < 0;
@@ -341,14 +415,14 @@ static int client(const char *addr, const char *port, long bytes,
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
-	static const char *const modes[] = {"nofork",	  "fork",
-					    "fork-poll",  "fork-setid",
-					    "fork-epoll", "fork-greet"};
+	static const char *const modes[] = {
+		"nofork",     "fork",	    "fork-poll",   "fork-setid",
+		"fork-epoll", "fork-greet", "fork-setuid", "fork-split"};
 	static const char *const clients[] = {
 		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 6; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 8; m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
 	for (m = 0; argc == 5 && m < 4; m++)

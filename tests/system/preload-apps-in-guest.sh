@@ -35,6 +35,13 @@
 #              at once on non-blocking sockets, as the rsync daemon does,
 #              with rsync's rule that a write after select() said
 #              writable must not fail with EAGAIN
+#   fork-setuid  the same, each child becoming nobody after the first
+#              echo (the rsync daemon's module ids): the connection moves
+#              back to TCP before the change and the echo goes on there
+#   fork-split   the same, each child forking a reader after the first
+#              echo and writing back what the reader passes it (the rsync
+#              daemon's receiver and generator): the connection moves back
+#              to TCP before that fork; 3 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared; iperf3's are
@@ -392,9 +399,20 @@ forkrun() {
 		return
 	fi
 	res[$name.$mode.ok]=1
-	res[$name.$mode.bytes]=$((2 * n * 1048576))
+	res[$name.$mode.bytes]=${FE_RDMA_BYTES:-$((2 * n * 1048576))}
 	res[$name.$mode.metric]=$((t1 - t0))
 	res[$name.$mode.pkts]=$((after - before))
+}
+# moved_back NAME MODE N: under the preload, each of N connections went
+# back to TCP at both ends, as the preload's log says.
+moved_back() {
+	local got
+	[ "$2" = rdma ] && [ "${res[$1.$2.ok]:-0}" = 1 ] || return 0
+	got=$(grep -c "back on TCP" "$W/rsp.log")
+	if [ "$got" -lt $((2 * $3)) ]; then
+		res[$1.$2.ok]=0
+		res[$1.$2.why]="$got \"back on TCP\" lines in the preload's log, $((2 * $3)) expected"
+	fi
 }
 # RDMAV_FORK_SAFE=1: accepted on TCP, served over RDMA by forked children.
 fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
@@ -406,6 +424,17 @@ fork-epoll_run() { forkrun fork-epoll "$1" fork-epoll client-nb 2 RDMAV_FORK_SAF
 fork-setid_run() { forkrun fork-setid "$1" fork-setid client 1 RDMAV_FORK_SAFE=1; }
 # Both ends speak first, non-blocking, waiting in select() (rsync's way).
 fork-greet_run() { forkrun fork-greet "$1" fork-greet client-greet 3 RDMAV_FORK_SAFE=1; }
+# The child becomes nobody once the connection is on RDMA: back to TCP.
+# Only the first chunk and its echo go over RDMA.
+fork-setuid_run() {
+	FE_RDMA_BYTES=$((2 * 65536)) forkrun fork-setuid "$1" fork-setuid client 1 RDMAV_FORK_SAFE=1
+	moved_back fork-setuid "$1" 1
+}
+# The child forks a reader once the connection is on RDMA: back to TCP.
+fork-split_run() {
+	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-split "$1" fork-split client 3 RDMAV_FORK_SAFE=1
+	moved_back fork-split "$1" 3
+}
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 
@@ -422,7 +451,8 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
-	fork-greet:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
+	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
+	fork-split:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do

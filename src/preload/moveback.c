@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Fork mode's way back: a connection that moved to RDMA (fork.c) returns
+ * to the TCP connection it came from, which stays open for this, when
+ * RDMA can no longer carry it in this process:
+ *
+ *  - before fork(): the child holds the descriptor but none of the RDMA
+ *    resources, yet servers read a connection in one process and write
+ *    it in another (the rsync daemon's receiver and generator);
+ *  - before a credential change (cred.c): the kernel refuses the device
+ *    files to the new credentials.
+ *
+ * RDMA_QUIESCE (src/rsocket/quiesce.c) agrees with the peer's library on
+ * where each direction's RDMA bytes end, without a clock.  The bytes that
+ * came and were not read yet stay with the rsocket, which then holds no
+ * RDMA resources (detached) and, after a fork, is every process's to read.
+ * All connections are asked first and waited for together, so a fork
+ * waits for its slowest peer, RSP_MOVE_BACK_MS at most: a peer's library
+ * answers when its program next reads, writes or polls the connection.
+ * A connection whose peer did not answer in time is cut where its bytes
+ * were lost (its reads and writes fail with ECONNRESET): the forked
+ * child, or the process that changed its credentials.
+ *
+ * The peer's preload and this one's then notice at their next call: a
+ * read that found the end of the RDMA bytes, or a write that RDMA
+ * refused, moves the descriptor to its TCP socket, with its epoll
+ * memberships, and is made again there.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/rsocket.h>
+
+#include "preload.h"
+
+/* The descriptors the last fork could not move back, for its child. */
+static int *unmoved;
+static int nunmoved;
+
+/* Which directions' RDMA bytes have ended (RDMA_QUIESCE_*). */
+static int quiesced(const struct rsp_file *f)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	return rgetsockopt(f->rs, SOL_RDMA, RDMA_QUIESCE, &v, &len) ? 0 : v;
+}
+
+/* Ends f's RDMA path, waiting @ms at most (-1: no bound); 0 when done. */
+static int quiesce(const struct rsp_file *f, int ms)
+{
+	return rsetsockopt(f->rs, SOL_RDMA, RDMA_QUIESCE, &ms, sizeof(ms));
+}
+
+/* Nothing of the RDMA bytes left to read: the rsocket is at its end. */
+static bool drained(const struct rsp_file *f)
+{
+	char c;
+
+	return rrecv(f->rs, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* fd is its TCP socket again, with its epoll memberships. */
+static void back_on_tcp(int fd, const char *why)
+{
+	rsp_clear(fd);
+	rsp_epoll_fell_back(fd);
+	rsp_log("fd %d: back on TCP (%s)", fd, why);
+}
+
+/*
+ * f's RDMA path ended (@how): writes go to TCP from now on, and so does
+ * fd once the bytes left are read.
+ */
+static void moved_back(int fd, struct rsp_file *f, const char *how)
+{
+	f->detached = true;
+	__atomic_store_n(&f->writes_tcp, true, __ATOMIC_RELEASE);
+	if (drained(f))
+		back_on_tcp(fd, how);
+	else
+		rsp_log("fd %d: back on TCP once the RDMA bytes left are read "
+			"(%s)",
+			fd, how);
+}
+
+/*
+ * The peer, or this process before a fork, quiesced f.  Once a QUIESCE is
+ * out or due, nothing more of ours goes over RDMA: writes go to TCP at
+ * once.  A read that found the end of the RDMA bytes completes the
+ * quiesce (the peer's data has ended: only our sends are waited for); a
+ * write does not wait for the peer.
+ */
+static bool follow(int fd, struct rsp_file *f, bool reading)
+{
+	int err = errno;
+
+	if (!f->via_tcp || !(quiesced(f) & (reading ? RDMA_QUIESCE_PEERS : ~0)))
+		return false;
+	__atomic_store_n(&f->writes_tcp, true, __ATOMIC_RELEASE);
+	if (!quiesce(f, reading ? RSP_MOVE_BACK_MS : 0)) {
+		moved_back(fd, f,
+			   reading ? "its RDMA bytes are read"
+				   : "its writes went to TCP");
+	} else if (reading) {
+		rsp_log("fd %d: cannot move back to TCP: %s", fd,
+			strerror(errno));
+		errno = err;
+		return false;
+	}
+	errno = err;
+	return true;
+}
+
+bool rsp_back_after_read(int fd, struct rsp_file *f, ssize_t n)
+{
+	/* Bytes first: the end of the RDMA bytes reads as 0 or an error. */
+	return (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) &&
+	       follow(fd, f, true);
+}
+
+bool rsp_back_after_write(int fd, struct rsp_file *f, ssize_t n)
+{
+	return n < 0 && errno == EPIPE && follow(fd, f, false);
+}
+
+static bool moved_here(const struct rsp_file *f)
+{
+	return f->via_tcp && f->owner == rsp_pid && !f->detached;
+}
+
+/*
+ * A connection this process cannot keep: its rsocket goes without waiting
+ * for anything (its QUIESCE is out: the peer reads our bytes, then TCP)
+ * and its descriptor fails from now on.
+ */
+static void cut(int fd, struct rsp_file *f)
+{
+	struct linger now = {.l_onoff = 1, .l_linger = 0};
+
+	rsetsockopt(f->rs, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
+	rsp_clear(fd);
+	rsp_epoll_fell_back(fd);
+	rsp_lazy_set(fd, RSP_LAZY_CUT);
+}
+
+void rsp_move_back_all(const char *why, bool cut_here)
+{
+	uint64_t deadline = rsp_now_ms() + RSP_MOVE_BACK_MS, now;
+	int *fds, n, i, kept = 0;
+	struct rsp_file *f;
+
+	free(unmoved);
+	unmoved = NULL;
+	nunmoved = 0;
+	if (!__atomic_load_n(&rsp_nmoved, __ATOMIC_RELAXED))
+		return;
+	n = rsp_fds_where(moved_here, &fds);
+	/* Every peer is asked before any is waited for. */
+	for (i = 0; i < n; i++)
+		if ((f = rsp_get(fds[i])))
+			quiesce(f, 0);
+	for (i = 0; i < n; i++) {
+		f = rsp_get(fds[i]);
+		if (!f)
+			continue;
+		now = rsp_now_ms();
+		if (!quiesce(f, now < deadline ? (int)(deadline - now) : 0)) {
+			moved_back(fds[i], f, why);
+			continue;
+		}
+		/* Our QUIESCE is out (unless the peer cannot take one). */
+		if (quiesced(f))
+			__atomic_store_n(&f->writes_tcp, true,
+					 __ATOMIC_RELEASE);
+		rsp_log("fd %d: did not move back to TCP before %s: %s; cut "
+			"in %s",
+			fds[i], why, strerror(errno),
+			cut_here ? "this process" : "the child");
+		if (cut_here)
+			cut(fds[i], f);
+		else
+			fds[kept++] = fds[i];
+	}
+	if (kept) {
+		unmoved = fds;
+		nunmoved = kept;
+	} else {
+		free(fds);
+	}
+}
+
+void rsp_move_back_cut_child(void)
+{
+	int i;
+
+	/* The parent's rsockets: not ours to close (fdtab.c). */
+	for (i = 0; i < nunmoved; i++) {
+		rsp_clear(unmoved[i]);
+		rsp_lazy_set(unmoved[i], RSP_LAZY_CUT);
+	}
+	free(unmoved);
+	unmoved = NULL;
+	nunmoved = 0;
+}
+
+/*
+ * fork(): the connections this process moved to RDMA go back to TCP
+ * first, so that parent and child both have them, as with TCP.
+ */
+RSP_EXPORT pid_t fork(void)
+{
+	pid_t pid;
+
+	rsp_init();
+	rsp_move_back_all("fork", false);
+	pid = rsp_real.fork();
+	if (pid == 0)
+		rsp_move_back_cut_child();
+	return pid;
+}
