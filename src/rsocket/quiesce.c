@@ -128,6 +128,8 @@ static int rs_detach(struct rsocket *rs)
 	rs->rmsg = NULL;
 	rs_free_iomaps(rs);
 	rs_destroy_ep(rs);
+	rs->target_sgl = NULL; /* in target_buf, freed */
+	rs->target_iomap = NULL;
 	rs->rbuf = copy;
 	rs->rmsg = rmsg;
 	rs->quiesce |= RS_QSC_DETACHED | RS_QSC_SENT;

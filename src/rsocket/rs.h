@@ -528,6 +528,16 @@ enum rs_quiesce {
 	RS_QSC_DETACHED = 0x04, /* no RDMA resources left, only unread data */
 };
 
+/*
+ * Both QUIESCE messages crossed: the RDMA path ended by agreement, and
+ * what fails on the QP afterwards (the peer freed it) is no error.
+ */
+static inline bool rs_quiesce_over(const struct rsocket *rs)
+{
+	return (rs->quiesce & (RS_QSC_SENT | RS_QSC_HEARD)) ==
+	       (RS_QSC_SENT | RS_QSC_HEARD);
+}
+
 /* rsetsockopt(RDMA_QUIESCE): waits @timeout_ms at most (< 0: no bound). */
 int rs_quiesce(struct rsocket *rs, int timeout_ms);
 /* rgetsockopt(RDMA_QUIESCE): which directions' RDMA bytes have ended. */

@@ -490,7 +490,7 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 	}
 	if (wc->status == IBV_WC_SUCCESS) {
 		rs_ka_heard(rs); /* the peer's NIC acknowledged */
-	} else if (rs_state(rs) & RS_CONNECTED) {
+	} else if ((rs_state(rs) & RS_CONNECTED) && !rs_quiesce_over(rs)) {
 		rs_set_state(rs, RS_ERROR);
 		rs->err = ECONNRESET;
 	}
@@ -518,7 +518,9 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 	rs->recv_deficit++;
 	if (wc->status != IBV_WC_SUCCESS) {
 		rs->peer_closed = true; /* flushed: the connection is gone */
-		if (rs_state(rs) & RS_CONNECTED) {
+		/* After the peer's QUIESCE, its end is no error (quiesce.c). */
+		if ((rs_state(rs) & RS_CONNECTED) &&
+		    !(rs->quiesce & RS_QSC_HEARD)) {
 			rs_set_state(rs, RS_ERROR);
 			rs->err = ECONNRESET;
 		}
@@ -626,7 +628,8 @@ bool rs_have_rdata(struct rsocket *rs)
 
 bool rs_conn_can_send(struct rsocket *rs)
 {
-	return rs_can_send(rs) || !(rs_state(rs) & RS_WRITABLE);
+	/* Not writable first: a detached socket has no target SGL left. */
+	return !(rs_state(rs) & RS_WRITABLE) || rs_can_send(rs);
 }
 
 bool rs_conn_have_rdata(struct rsocket *rs)
