@@ -77,10 +77,10 @@ void rs_stream_free(struct rsocket *rs)
 		close(rs->index);
 	if (rs_handoff_free(rs))
 		return; /* a shared listener: other processes keep its id */
-	if (rs->cm_id) {
-		rs_destroy_ep(rs);
+	/* also a detached socket's unread bytes, without an id (quiesce.c) */
+	rs_destroy_ep(rs);
+	if (rs->cm_id)
 		rdma_destroy_id(rs->cm_id);
-	}
 	if (rs->channel)
 		rdma_destroy_event_channel(rs->channel);
 }
