@@ -116,10 +116,15 @@ static bool follow(int fd, struct rsp_file *f, bool reading)
 	return true;
 }
 
+/*
+ * EBADF: another thread closed fd under the call, and f went with it (the
+ * preload supports a close under a blocking read, as the kernel does).
+ */
 bool rsp_back_after_read(int fd, struct rsp_file *f, ssize_t n)
 {
 	/* Bytes first: the end of the RDMA bytes reads as 0 or an error. */
-	return (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) &&
+	return (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR &&
+			   errno != EBADF)) &&
 	       follow(fd, f, true);
 }
 
