@@ -122,17 +122,26 @@ void rs_spin_sleeping(struct rs_spin_wait *w)
 
 void rs_spin_end(struct rs_spin *spin, const struct rs_spin_wait *w)
 {
-	uint64_t now = rs_now_us(), waited = now - w->start_us;
 	bool slept = w->sleep_us != 0;
+	uint64_t now, waited = 0;
 	uint32_t ceiling;
 
 	if (rs_def.polling_max <= rs_def.polling_time) {
 		spin->window_us = rs_def.polling_time;
 		return;
 	}
+	/*
+	 * Only a wait that slept needs the clock: one the spin satisfied
+	 * leaves the window alone (rs_spin_adapt), and its clock read would
+	 * sit between the completion and the caller's data, a good part of
+	 * a small message's latency where the clock is a system call (a
+	 * guest on hpet or acpi_pm).
+	 */
 	if (slept) {
+		now = rs_now_us();
 		spin->wake_us =
 			rs_spin_wake_estimate(spin->wake_us, now - w->sleep_us);
+		waited = now - w->start_us;
 		waited = waited > spin->wake_us ? waited - spin->wake_us : 0;
 	}
 	ceiling = rs_spin_ceiling(rs_def.polling_max, spin->wake_us);
