@@ -67,8 +67,7 @@ static bool drained(const struct rsp_file *f)
 /* fd is its TCP socket again, with its epoll memberships. */
 static void back_on_tcp(int fd, const char *why)
 {
-	rsp_clear(fd);
-	rsp_epoll_fell_back(fd);
+	rsp_kernel_again(fd);
 	rsp_log("fd %d: back on TCP (%s)", fd, why);
 }
 
@@ -148,8 +147,7 @@ static void cut(int fd, struct rsp_file *f)
 	struct linger now = {.l_onoff = 1, .l_linger = 0};
 
 	rsetsockopt(f->rs, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
-	rsp_clear(fd);
-	rsp_epoll_fell_back(fd);
+	rsp_kernel_again(fd);
 	rsp_lazy_set(fd, RSP_LAZY_CUT);
 }
 

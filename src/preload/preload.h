@@ -219,6 +219,8 @@ int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
 void rsp_epoll_forget(int fd);
 /* Moves fd's rsocket memberships into the kernel's epoll sets. */
 void rsp_epoll_fell_back(int fd);
+/* fd is its kernel socket again: unmapped, its memberships moved. */
+void rsp_kernel_again(int fd);
 
 /* --- fork.c: RDMAV_FORK_SAFE's connections made lazily ---------------- */
 

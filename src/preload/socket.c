@@ -82,8 +82,7 @@ int rsp_fall_back(int fd, struct rsp_file *f, const char *why)
 	 * The rsocket goes first: a datagram rsocket's own UDP socket holds
 	 * the port the kernel socket is to take.
 	 */
-	rsp_clear(fd);
-	rsp_epoll_fell_back(fd);
+	rsp_kernel_again(fd);
 	if (bound_len &&
 	    rsp_real.bind(fd, (struct sockaddr *)&bound, bound_len)) {
 		rsp_log("fd %d: cannot bind the kernel socket: %s", fd,
