@@ -20,7 +20,13 @@
  *       reader that passes what the socket brings through a pipe to the
  *       child, which writes it back (the rsync daemon's receiver and
  *       generator: one connection, read in one process, written in
- *       another)
+ *       another);
+ *       fork-threads: after the first chunk went back, a thread of the
+ *       child reads the socket and passes its bytes through a pipe to
+ *       the main thread, which writes them back and, after every fourth
+ *       chunk, forks a helper that exits at once: each fork comes while
+ *       the reader thread may be blocked in read() and with the writer
+ *       between writes (a threaded server that runs helpers)
  *   fork_echo client|client-nb|client-greet ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it; client-nb: on a non-blocking socket,
@@ -40,6 +46,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -70,6 +77,7 @@ enum mode {
 	FORK_GREET,
 	FORK_SETUID,
 	FORK_SPLIT,
+	FORK_THREADS,
 };
 
 /* rsync's greeting: 41 bytes, sent by each end before it reads. */
@@ -250,6 +258,72 @@ static int split(int c)
 	return 0;
 }
 
+struct reader {
+	int sock, pipe;
+	int failed;
+};
+
+/* The reader thread: the socket's bytes into the pipe until EOF. */
+static void *reader_thread(void *arg)
+{
+	struct reader *r = arg;
+	char *buf = malloc(CHUNK);
+	ssize_t n = -1;
+
+	while (buf && (n = read(r->sock, buf, CHUNK)) > 0)
+		if (write_all(r->pipe, buf, n))
+			break;
+	r->failed = n != 0;
+	close(r->pipe);
+	free(buf);
+	return NULL;
+}
+
+/* Forks a helper that exits at once; 0 when it did. */
+static int run_helper(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (!pid)
+		_exit(0);
+	return pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st);
+}
+
+/*
+ * The rest of the connection in two threads: one reads the socket, this
+ * one writes back what it passes and forks a helper now and then.
+ */
+static int threads(int c)
+{
+	struct reader r = {.sock = c};
+	char buf[CHUNK];
+	int p[2], chunks = 0, bad = 0;
+	pthread_t t;
+	ssize_t n;
+
+	if (pipe(p))
+		return 1;
+	r.pipe = p[1];
+	if (pthread_create(&t, NULL, reader_thread, &r))
+		return 1;
+	while ((n = read(p[0], buf, sizeof(buf))) > 0) {
+		if (write_all(c, buf, n)) {
+			bad = 1;
+			break;
+		}
+		if (++chunks % 4 == 0 && run_helper()) {
+			bad = 1;
+			break;
+		}
+	}
+	if (bad)
+		shutdown(c, SHUT_RDWR); /* ends the reader's read */
+	pthread_join(t, NULL);
+	close(p[0]);
+	return bad || n < 0 || r.failed;
+}
+
 static ssize_t next_chunk(int c, char *buf, size_t len, enum mode mode)
 {
 	struct pollfd p = {.fd = c, .events = POLLIN};
@@ -299,6 +373,8 @@ static int echo(int c, enum mode mode)
 			return 1;
 		if (first && mode == FORK_SPLIT)
 			return split(c);
+		if (first && mode == FORK_THREADS)
+			return threads(c);
 		first = false;
 	}
 	return n < 0;
@@ -417,12 +493,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	static const char *const modes[] = {
 		"nofork",     "fork",	    "fork-poll",   "fork-setid",
-		"fork-epoll", "fork-greet", "fork-setuid", "fork-split"};
+		"fork-epoll", "fork-greet", "fork-setuid", "fork-split",
+		"fork-threads"};
 	static const char *const clients[] = {
 		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 8; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 9; m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
 	for (m = 0; argc == 5 && m < 4; m++)

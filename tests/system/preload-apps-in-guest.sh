@@ -42,6 +42,11 @@
 #              echo and writing back what the reader passes it (the rsync
 #              daemon's receiver and generator): the connection moves back
 #              to TCP before that fork; 3 clients
+#   fork-threads the same, each child passing the socket's bytes from a
+#              reader thread to its main thread, which writes them back and
+#              forks a helper after every fourth chunk: the first fork
+#              moves the connection back to TCP while the reader may be
+#              blocked in read(); 3 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 # A program passes when its data are verified (compared; iperf3's are
@@ -435,6 +440,11 @@ fork-split_run() {
 	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-split "$1" fork-split client 3 RDMAV_FORK_SAFE=1
 	moved_back fork-split "$1" 3
 }
+# Threads on the connection at the fork (one blocked reading): back to TCP.
+fork-threads_run() {
+	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-threads "$1" fork-threads client 3 RDMAV_FORK_SAFE=1
+	moved_back fork-threads "$1" 3
+}
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 
@@ -452,7 +462,8 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
-	fork-split:$FORK_ECHO:lower:ms fork-close:$FORK_ECHO:lower:ms \
+	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
+	fork-close:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do
