@@ -492,9 +492,9 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	static const char *const modes[] = {
-		"nofork",     "fork",	    "fork-poll",   "fork-setid",
-		"fork-epoll", "fork-greet", "fork-setuid", "fork-split",
-		"fork-threads"};
+		"nofork",      "fork",	     "fork-poll",
+		"fork-setid",  "fork-epoll", "fork-greet",
+		"fork-setuid", "fork-split", "fork-threads"};
 	static const char *const clients[] = {
 		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
