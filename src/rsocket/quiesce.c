@@ -155,8 +155,15 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 
 	if (rs->type != SOCK_STREAM)
 		return cma_err(ENOTSUP);
-	pthread_mutex_lock(&rs->slock);
-	pthread_mutex_lock(&rs->rlock);
+	/*
+	 * The exchange takes rs->lock alone, which a reader or writer asleep
+	 * in this socket lets go: waiting for their locks here would wait
+	 * for a reader that waits for the peer, which may be waiting for
+	 * this very thread (a threaded server forking while a thread reads).
+	 * No byte of ours can follow the QUIESCE: every send posts under
+	 * rs->lock only while the socket is writable, which the exchange
+	 * ends first.
+	 */
 	pthread_mutex_lock(&rs->lock);
 	if (rs->quiesce & RS_QSC_DETACHED)
 		ret = 0;
@@ -167,8 +174,17 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 	else
 		ret = rs_quiesce_locked(rs, deadline) ? -1 : 1;
 	pthread_mutex_unlock(&rs->lock);
-	if (ret > 0)
-		ret = rs_detach(rs);
+	if (ret <= 0)
+		return ret;
+	/*
+	 * The detach frees what readers and writers use, so it waits for
+	 * them; with nothing left to read or write they return at their
+	 * next look at the socket, which the exchange's own completions
+	 * wake them for.
+	 */
+	pthread_mutex_lock(&rs->slock);
+	pthread_mutex_lock(&rs->rlock);
+	ret = (rs->quiesce & RS_QSC_DETACHED) ? 0 : rs_detach(rs);
 	pthread_mutex_unlock(&rs->rlock);
 	pthread_mutex_unlock(&rs->slock);
 	return ret;

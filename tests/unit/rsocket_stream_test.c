@@ -626,6 +626,30 @@ START_TEST(a_blocked_reader_answers)
 }
 END_TEST
 
+/*
+ * A thread of the quiescing end is asleep in a read when another thread
+ * quiesces (a fork in a threaded server): the QUIESCE goes out without
+ * waiting for that reader, and the reader wakes for the end once the
+ * peer answers.
+ */
+START_TEST(our_blocked_reader_does_not_hold_the_quiesce)
+{
+	struct reader r = {.s = a};
+	uint8_t in[4];
+
+	ck_assert_int_eq(pthread_create(&r.thread, NULL, reader_run, &r), 0);
+	usleep(20000); /* let it block (a reader that comes later is ok too) */
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
+	ck_assert_int_eq(r.n, 0);
+	ck_assert_int_eq(r.end, 0);
+}
+END_TEST
+
 /* A peer that did not say it understands (rdma-core's) is not asked. */
 START_TEST(a_peer_without_quiesce_is_not_asked)
 {
@@ -747,6 +771,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, both_ends_quiescing_at_once_agree);
 	tcase_add_test(tc, a_peer_closing_ends_its_data_too);
 	tcase_add_test(tc, a_blocked_reader_answers);
+	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
 	tcase_add_test(tc, a_peer_without_quiesce_is_not_asked);
 	suite_add_tcase(s, tc);
 
@@ -756,6 +781,7 @@ Suite *rsocket_stream_suite(void)
 		       a_quiesce_ends_each_direction_where_its_writer_stopped);
 	tcase_add_test(tc, both_ends_quiescing_at_once_agree);
 	tcase_add_test(tc, a_blocked_reader_answers);
+	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");
