@@ -123,19 +123,31 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 	return f;
 }
 
+static void release(struct rsp_file *f)
+{
+	if (rsp_file_ours(f)) {
+		rsp_log("rsocket %d closed", f->rs);
+		rclose(f->rs);
+	} else {
+		rsp_log("rsocket %d: the parent's, left alone", f->rs);
+	}
+	free(f);
+}
+
+/* Drops a mapping's reference; true when it was the last. */
+static bool unref(struct rsp_file *f)
+{
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL))
+		return false;
+	if (f->via_tcp)
+		__atomic_sub_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
 static void put(struct rsp_file *f)
 {
-	if (f && __atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		if (f->via_tcp)
-			__atomic_sub_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
-		if (rsp_file_ours(f)) {
-			rsp_log("rsocket %d closed", f->rs);
-			rclose(f->rs);
-		} else {
-			rsp_log("rsocket %d: the parent's, left alone", f->rs);
-		}
-		free(f);
-	}
+	if (f && unref(f))
+		release(f);
 }
 
 /* Swaps what fd maps to; returns the old file (its reference included). */
@@ -168,6 +180,60 @@ void rsp_set(int fd, struct rsp_file *f)
 void rsp_clear(int fd)
 {
 	put(swap(fd, NULL));
+}
+
+/*
+ * Files the library unmapped while a call of another thread might still
+ * use them (a reader blocked in rrecv when a fork moves its connection
+ * back).  Closing the rsocket would fail that call with EBADF, and freeing
+ * the file would pull it from under the call's hands; the program's own
+ * close of the descriptor is the point from which neither can happen
+ * without the program racing itself (the rule above).
+ */
+static struct rsp_file *retired;
+
+bool rsp_retire(int fd, struct rsp_file *f)
+{
+	struct rsp_file **s;
+	bool unmapped = false;
+
+	pthread_mutex_lock(&lock);
+	s = slot(fd, false);
+	if (s && *s == f) {
+		__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
+		__atomic_sub_fetch(&mapped, 1, __ATOMIC_RELAXED);
+		unmapped = true;
+		if (unref(f)) {
+			f->retired_fd = fd;
+			f->retired_next = retired;
+			__atomic_store_n(&retired, f, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return unmapped;
+}
+
+void rsp_release_retired(int fd)
+{
+	struct rsp_file **p, *f, *gone = NULL;
+
+	if (!__atomic_load_n(&retired, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&lock);
+	for (p = &retired; (f = *p);) {
+		if (f->retired_fd != fd) {
+			p = &f->retired_next;
+			continue;
+		}
+		*p = f->retired_next;
+		f->retired_next = gone;
+		gone = f;
+	}
+	pthread_mutex_unlock(&lock);
+	while ((f = gone)) {
+		gone = f->retired_next;
+		release(f);
+	}
 }
 
 int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out)

@@ -64,11 +64,23 @@ static bool drained(const struct rsp_file *f)
 	return rrecv(f->rs, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-/* fd is its TCP socket again, with its epoll memberships. */
-static void back_on_tcp(int fd, const char *why)
+/*
+ * fd is its TCP socket again, with its epoll memberships, unless another
+ * thread made it so first.  f stays until the program closes fd: another
+ * thread may be in a call on it (rsp_retire).
+ */
+static bool unmap(int fd, struct rsp_file *f)
 {
-	rsp_kernel_again(fd);
-	rsp_log("fd %d: back on TCP (%s)", fd, why);
+	if (!rsp_retire(fd, f))
+		return false;
+	rsp_epoll_fell_back(fd);
+	return true;
+}
+
+static void back_on_tcp(int fd, struct rsp_file *f, const char *why)
+{
+	if (unmap(fd, f))
+		rsp_log("fd %d: back on TCP (%s)", fd, why);
 }
 
 /*
@@ -80,7 +92,7 @@ static void moved_back(int fd, struct rsp_file *f, const char *how)
 	f->detached = true;
 	__atomic_store_n(&f->writes_tcp, true, __ATOMIC_RELEASE);
 	if (drained(f))
-		back_on_tcp(fd, how);
+		back_on_tcp(fd, f, how);
 	else
 		rsp_log("fd %d: back on TCP once the RDMA bytes left are read "
 			"(%s)",
@@ -138,16 +150,16 @@ static bool moved_here(const struct rsp_file *f)
 }
 
 /*
- * A connection this process cannot keep: its rsocket goes without waiting
- * for anything (its QUIESCE is out: the peer reads our bytes, then TCP)
- * and its descriptor fails from now on.
+ * A connection this process cannot keep: its descriptor fails from now
+ * on, and its rsocket goes without lingering (its QUIESCE is out: the peer
+ * reads our bytes, then TCP) when the program closes the descriptor.
  */
 static void cut(int fd, struct rsp_file *f)
 {
 	struct linger now = {.l_onoff = 1, .l_linger = 0};
 
 	rsetsockopt(f->rs, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
-	rsp_kernel_again(fd);
+	unmap(fd, f);
 	rsp_lazy_set(fd, RSP_LAZY_CUT);
 }
 

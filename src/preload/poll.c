@@ -566,12 +566,6 @@ void rsp_epoll_fell_back(int fd)
 	pthread_mutex_unlock(&ep_lock);
 }
 
-void rsp_kernel_again(int fd)
-{
-	rsp_clear(fd);
-	rsp_epoll_fell_back(fd);
-}
-
 /*
  * A lazy connection is now an rsocket: its kernel memberships end (the
  * shut-down TCP socket would report an end forever), the ones remembered

@@ -186,6 +186,13 @@ struct rsp_file {
 	 * read yet; a fork leaves every process its own copy to read.
 	 */
 	bool detached;
+	/*
+	 * Unmapped by the library itself (rsp_retire) while another thread
+	 * may still be in a call on it: kept, rsocket and all, until the
+	 * program closes retired_fd (rsp_release_retired).
+	 */
+	int retired_fd;
+	struct rsp_file *retired_next;
 };
 
 /* The rsocket file behind fd, or NULL for an ordinary descriptor. */
@@ -219,8 +226,14 @@ int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
 void rsp_epoll_forget(int fd);
 /* Moves fd's rsocket memberships into the kernel's epoll sets. */
 void rsp_epoll_fell_back(int fd);
-/* fd is its kernel socket again: unmapped, its memberships moved. */
-void rsp_kernel_again(int fd);
+/*
+ * Unmaps fd if it still maps f, for the library's own reasons (a move
+ * back): f and its rsocket stay until the program closes fd, since
+ * another thread may be in a call on them.  False when fd did not map f.
+ */
+bool rsp_retire(int fd, struct rsp_file *f);
+/* The program closes fd: what rsp_retire kept for it goes now. */
+void rsp_release_retired(int fd);
 
 /* --- fork.c: RDMAV_FORK_SAFE's connections made lazily ---------------- */
 

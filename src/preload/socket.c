@@ -82,7 +82,8 @@ int rsp_fall_back(int fd, struct rsp_file *f, const char *why)
 	 * The rsocket goes first: a datagram rsocket's own UDP socket holds
 	 * the port the kernel socket is to take.
 	 */
-	rsp_kernel_again(fd);
+	rsp_clear(fd);
+	rsp_epoll_fell_back(fd);
 	if (bound_len &&
 	    rsp_real.bind(fd, (struct sockaddr *)&bound, bound_len)) {
 		rsp_log("fd %d: cannot bind the kernel socket: %s", fd,
@@ -293,6 +294,7 @@ RSP_EXPORT int close(int fd)
 	/* also a forked child's copy of the parent's rsocket (fdtab.c) */
 	if (rsp_any())
 		rsp_clear(fd);
+	rsp_release_retired(fd);
 	return rsp_real.close(fd);
 }
 
@@ -321,6 +323,7 @@ static int share(int oldfd, int newfd)
 		rsp_set(newfd, f);
 	else if (rsp_get(newfd))
 		rsp_clear(newfd); /* dup2 closed an rsocket descriptor */
+	rsp_release_retired(newfd); /* ... or one the library unmapped */
 	return newfd;
 }
 

@@ -188,6 +188,63 @@ START_TEST(a_listener_is_shared_with_another_process)
 }
 END_TEST
 
+/*
+ * The library's own unmapping (a move back) keeps the file and its
+ * rsocket for a call another thread may be in, until the program closes
+ * the descriptor; a second unmapping of the same file is a no-op.
+ */
+START_TEST(retired_until_the_program_closes)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	rsp_set(7, f);
+	ck_assert(rsp_retire(7, f));
+	ck_assert_ptr_null(rsp_get(7));
+	ck_assert(!rsp_any());
+	ck_assert(!rsp_retire(7, f)); /* another thread did it first */
+	ck_assert_int_eq(f->rs, rs); /* still there for a call in flight */
+	rsp_release_retired(8); /* another descriptor's close */
+	ck_assert_int_eq(f->rs, rs);
+	rsp_release_retired(7);
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
+/* Retiring one of two dup'ed descriptors leaves the other mapped. */
+START_TEST(retire_of_a_dup_leaves_the_other)
+{
+	struct rsp_file *f = new_file();
+	int rs = f->rs;
+
+	rsp_set(7, f);
+	rsp_set(9, f);
+	ck_assert(rsp_retire(7, f));
+	ck_assert_ptr_eq(rsp_get(9), f);
+	rsp_release_retired(7); /* nothing was kept for 7 */
+	ck_assert_ptr_eq(rsp_get(9), f);
+	ck_assert(rsp_retire(9, f));
+	rsp_release_retired(9);
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
+/* A descriptor now mapping another file is not unmapped. */
+START_TEST(retire_leaves_a_new_mapping_alone)
+{
+	struct rsp_file *f = new_file(), *g = new_file();
+	int rs = f->rs;
+
+	rsp_set(7, f);
+	rsp_clear(7); /* the program closed it ... */
+	ck_assert(!still_open(rs));
+	rsp_set(7, g); /* ... and the number came back */
+	ck_assert(!rsp_retire(7, f));
+	ck_assert_ptr_eq(rsp_get(7), g);
+	rsp_clear(7);
+}
+END_TEST
+
 Suite *preload_fdtab_suite(void)
 {
 	Suite *s = suite_create("preload_fdtab");
@@ -201,6 +258,9 @@ Suite *preload_fdtab_suite(void)
 	tcase_add_test(tc, another_process_file_is_left_alone);
 	tcase_add_test(tc, another_process_connection_is_noted_once);
 	tcase_add_test(tc, a_listener_is_shared_with_another_process);
+	tcase_add_test(tc, retired_until_the_program_closes);
+	tcase_add_test(tc, retire_of_a_dup_leaves_the_other);
+	tcase_add_test(tc, retire_leaves_a_new_mapping_alone);
 	suite_add_tcase(s, tc);
 	return s;
 }
