@@ -700,11 +700,17 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 	return 0;
 }
 
-/* sshd: both ends speak first; the client's offer is dropped. */
+/*
+ * sshd: both ends speak first.  Either the client's offer comes first and
+ * is dropped ("the peer's offer taken after our data"), or the image's
+ * data reach the client before it offers, and it sends data instead ("the
+ * peer sent data first"): which one is the scheduler's, and both keep TCP
+ * with every byte (the child checks them).
+ */
 START_TEST(inherited_connection_both_speak_first)
 {
 	run("inherited", "write-first", "preload",
-	    "stays on TCP (inherited: the peer's offer taken after our data)");
+	    "stays on TCP (inherited: the peer");
 }
 END_TEST
 
