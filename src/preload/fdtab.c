@@ -225,7 +225,8 @@ void rsp_release_retired(int fd)
 			p = &f->retired_next;
 			continue;
 		}
-		*p = f->retired_next;
+		/* atomic: close() looks at the head without the lock */
+		__atomic_store_n(p, f->retired_next, __ATOMIC_RELEASE);
 		f->retired_next = gone;
 		gone = f;
 	}
