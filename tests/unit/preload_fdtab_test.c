@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
@@ -245,6 +246,35 @@ START_TEST(retire_leaves_a_new_mapping_alone)
 }
 END_TEST
 
+/* One thread retires files while another closes other descriptors. */
+static void *closer_run(void *arg)
+{
+	int i;
+
+	for (i = 0; i < 2000; i++)
+		rsp_release_retired(*(int *)arg);
+	return NULL;
+}
+
+START_TEST(retire_races_other_closes)
+{
+	int other = 11, i;
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, closer_run, &other), 0);
+	for (i = 0; i < 200; i++) {
+		struct rsp_file *f = new_file();
+		int rs = f->rs;
+
+		rsp_set(10, f);
+		ck_assert(rsp_retire(10, f));
+		rsp_release_retired(10);
+		ck_assert(!still_open(rs));
+	}
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
 Suite *preload_fdtab_suite(void)
 {
 	Suite *s = suite_create("preload_fdtab");
@@ -261,6 +291,7 @@ Suite *preload_fdtab_suite(void)
 	tcase_add_test(tc, retired_until_the_program_closes);
 	tcase_add_test(tc, retire_of_a_dup_leaves_the_other);
 	tcase_add_test(tc, retire_leaves_a_new_mapping_alone);
+	tcase_add_test(tc, retire_races_other_closes);
 	suite_add_tcase(s, tc);
 	return s;
 }
