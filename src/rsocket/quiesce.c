@@ -184,7 +184,10 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 	 */
 	pthread_mutex_lock(&rs->slock);
 	pthread_mutex_lock(&rs->rlock);
-	ret = (rs->quiesce & RS_QSC_DETACHED) ? 0 : rs_detach(rs);
+	pthread_mutex_lock(&rs->lock); /* completions change rs->quiesce */
+	ret = rs->quiesce & RS_QSC_DETACHED; /* another caller's detach */
+	pthread_mutex_unlock(&rs->lock);
+	ret = ret ? 0 : rs_detach(rs);
 	pthread_mutex_unlock(&rs->rlock);
 	pthread_mutex_unlock(&rs->slock);
 	return ret;
