@@ -205,6 +205,11 @@ int rs_send_iomaps(struct rsocket *rs, int flags)
 
 		if (!iomr->mr || iomr->sent)
 			continue;
+		/* Nothing of ours follows a QUIESCE (quiesce.c). */
+		if (!(rs_state(rs) & RS_WRITABLE)) {
+			ret = cma_err(EPIPE);
+			break;
+		}
 		if (!rs_can_send(rs)) {
 			pthread_mutex_unlock(&rs->map_lock);
 			ret = rs_wait_locked(rs, rs_nonblocking(rs, flags),
@@ -212,14 +217,8 @@ int rs_send_iomaps(struct rsocket *rs, int flags)
 			pthread_mutex_lock(&rs->map_lock);
 			if (ret)
 				break;
-			if (!(rs_state(rs) & RS_WRITABLE)) {
-				ret = cma_err(EPIPE);
-				break;
-			}
-			if (!rs_can_send(rs) || !iomr->mr) {
-				i--;
-				continue;
-			}
+			i--; /* this slot again, from the top */
+			continue;
 		}
 		ret = rs_write_iomap(rs, iomr);
 		if (ret)

@@ -700,6 +700,26 @@ END_TEST
  * the mapping reaches a with b's next message, and a's riowrite lands in
  * b's buffer with no message to b's application.
  */
+/*
+ * A mapping made before the QUIESCE and still to be announced stays
+ * unannounced: nothing of ours follows the QUIESCE on the wire.
+ */
+START_TEST(a_mapping_is_not_announced_after_the_quiesce)
+{
+	static uint8_t target[4096];
+	uint32_t sent;
+
+	ck_assert_int_eq(riomap(b, target, sizeof(target), PROT_WRITE, 0, 4096),
+			 4096);
+	ck_assert_int_eq(quiesce(b, 0), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	sent = rs_of(b)->sseq_no;
+	ck_assert_int_eq(rsend(b, "m", 1, 0), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	ck_assert_uint_eq(rs_of(b)->sseq_no, sent);
+}
+END_TEST
+
 START_TEST(riowrite_lands_in_the_mapped_buffer)
 {
 	static uint8_t target[4096];
@@ -787,6 +807,7 @@ Suite *rsocket_stream_suite(void)
 	tc = tcase_create("iomap");
 	tcase_add_checked_fixture(tc, iomap_setup, teardown);
 	tcase_add_test(tc, riowrite_lands_in_the_mapped_buffer);
+	tcase_add_test(tc, a_mapping_is_not_announced_after_the_quiesce);
 	suite_add_tcase(s, tc);
 	return s;
 }
