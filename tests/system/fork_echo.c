@@ -65,6 +65,7 @@
 static int fail(const char *what)
 {
 	printf("FAIL %s: %s\n", what, strerror(errno));
+	fflush(stdout); /* forked children end in _exit() */
 	return 1;
 }
 
@@ -260,7 +261,7 @@ static int split(int c)
 
 struct reader {
 	int sock, pipe;
-	int failed;
+	int failed; /* the errno of a failed read, -1 after a short pipe write */
 };
 
 /* The reader thread: the socket's bytes into the pipe until EOF. */
@@ -273,7 +274,7 @@ static void *reader_thread(void *arg)
 	while (buf && (n = read(r->sock, buf, CHUNK)) > 0)
 		if (write_all(r->pipe, buf, n))
 			break;
-	r->failed = n != 0;
+	r->failed = n < 0 ? errno : n > 0 ? -1 : 0;
 	close(r->pipe);
 	free(buf);
 	return NULL;
@@ -309,11 +310,11 @@ static int threads(int c)
 		return 1;
 	while ((n = read(p[0], buf, sizeof(buf))) > 0) {
 		if (write_all(c, buf, n)) {
-			bad = 1;
+			bad = fail("write in the main thread");
 			break;
 		}
 		if (++chunks % 4 == 0 && run_helper()) {
-			bad = 1;
+			bad = fail("helper");
 			break;
 		}
 	}
@@ -321,6 +322,10 @@ static int threads(int c)
 		shutdown(c, SHUT_RDWR); /* ends the reader's read */
 	pthread_join(t, NULL);
 	close(p[0]);
+	if (r.failed > 0) {
+		errno = r.failed;
+		return fail("read in the reader thread");
+	}
 	return bad || n < 0 || r.failed;
 }
 
@@ -413,8 +418,18 @@ static int server(const char *port, int n, enum mode mode)
 		}
 		close(c); /* the child's connection must survive this */
 	}
-	while ((pid = wait(&st)) > 0)
-		bad |= !WIFEXITED(st) || WEXITSTATUS(st);
+	while ((pid = wait(&st)) > 0) {
+		if (WIFEXITED(st) && !WEXITSTATUS(st))
+			continue;
+		bad = 1;
+		/* How each child ended says where to look. */
+		if (WIFSIGNALED(st))
+			printf("child %d: killed by signal %d\n", (int)pid,
+			       WTERMSIG(st));
+		else
+			printf("child %d: exit status %d\n", (int)pid,
+			       WEXITSTATUS(st));
+	}
 	printf(bad ? "FAIL echo\n" : "OK %d\n", n);
 	return bad;
 }
