@@ -31,6 +31,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rs.h"
 
@@ -147,6 +148,41 @@ static int rs_detach(struct rsocket *rs)
 	return 0;
 }
 
+/*
+ * One caller at a time, the detach included: a second caller (a thread
+ * that read the end while another forks) waits for the first, at most
+ * until @deadline_ms (0: no bound), and then finds the result.  Two
+ * callers in the exchange at once would let one free the completion
+ * channel the other sleeps on.  rs->lock held.
+ */
+static int rs_quiesce_enter(struct rsocket *rs, uint64_t deadline_ms)
+{
+	struct timespec until = {.tv_sec = (time_t)(deadline_ms / 1000),
+				 .tv_nsec =
+					 (long)(deadline_ms % 1000) * 1000000};
+
+	while (rs->quiesce_busy) {
+		if (rs_closed_under(rs))
+			return cma_err(EBADF);
+		if (!deadline_ms)
+			pthread_cond_wait(&rs->quiesce_done, &rs->lock);
+		else if (rs_now_ms() >= deadline_ms)
+			return cma_err(ETIMEDOUT);
+		else
+			pthread_cond_timedwait(&rs->quiesce_done, &rs->lock,
+					       &until);
+	}
+	rs->quiesce_busy = true;
+	return 0;
+}
+
+/* rs->lock held. */
+static void rs_quiesce_leave(struct rsocket *rs)
+{
+	rs->quiesce_busy = false;
+	pthread_cond_broadcast(&rs->quiesce_done);
+}
+
 int rs_quiesce(struct rsocket *rs, int timeout_ms)
 {
 	uint64_t deadline =
@@ -165,6 +201,10 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 	 * ends first.
 	 */
 	pthread_mutex_lock(&rs->lock);
+	if (rs_quiesce_enter(rs, deadline)) {
+		pthread_mutex_unlock(&rs->lock);
+		return -1;
+	}
 	if (rs->quiesce & RS_QSC_DETACHED)
 		ret = 0;
 	else if (!(rs_state(rs) & RS_CONNECTED) && !rs->quiesce)
@@ -173,6 +213,8 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 		ret = cma_err(EOPNOTSUPP);
 	else
 		ret = rs_quiesce_locked(rs, deadline) ? -1 : 1;
+	if (ret <= 0)
+		rs_quiesce_leave(rs);
 	pthread_mutex_unlock(&rs->lock);
 	if (ret <= 0)
 		return ret;
@@ -184,12 +226,12 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 	 */
 	pthread_mutex_lock(&rs->slock);
 	pthread_mutex_lock(&rs->rlock);
-	pthread_mutex_lock(&rs->lock); /* completions change rs->quiesce */
-	ret = rs->quiesce & RS_QSC_DETACHED; /* another caller's detach */
-	pthread_mutex_unlock(&rs->lock);
-	ret = ret ? 0 : rs_detach(rs);
+	ret = rs_detach(rs);
 	pthread_mutex_unlock(&rs->rlock);
 	pthread_mutex_unlock(&rs->slock);
+	pthread_mutex_lock(&rs->lock);
+	rs_quiesce_leave(rs);
+	pthread_mutex_unlock(&rs->lock);
 	return ret;
 }
 

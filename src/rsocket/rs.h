@@ -150,6 +150,8 @@ struct rsocket {
 	pthread_mutex_t lock; /* state, counters and the CQ */
 	pthread_mutex_t wait_lock; /* one thread sleeps on the CQ channel */
 	pthread_mutex_t map_lock; /* iomap lists */
+	/* CLOCK_MONOTONIC, with lock: an RDMA_QUIESCE call ended (quiesce.c) */
+	pthread_cond_t quiesce_done;
 
 	/*
 	 * enum rs_state bits.  Written under rs->lock or by the one thread
@@ -209,6 +211,8 @@ struct rsocket {
 			 */
 			bool peer_can_quiesce;
 			uint8_t quiesce;
+			/* A thread is in rs_quiesce (under rs->lock). */
+			bool quiesce_busy;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */

@@ -118,6 +118,7 @@ void rs_configure(void)
 struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 {
 	struct rsocket *rs = calloc(1, sizeof(*rs));
+	pthread_condattr_t attr;
 
 	if (!rs)
 		return NULL;
@@ -163,6 +164,10 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	pthread_mutex_init(&rs->wait_lock, NULL);
 	pthread_mutex_init(&rs->map_lock, NULL);
 	pthread_mutex_init(&rs->wake_lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&rs->quiesce_done, &attr);
+	pthread_condattr_destroy(&attr);
 	return rs;
 }
 
@@ -181,6 +186,7 @@ static void rs_free(struct rsocket *rs)
 	pthread_mutex_destroy(&rs->wait_lock);
 	pthread_mutex_destroy(&rs->map_lock);
 	pthread_mutex_destroy(&rs->wake_lock);
+	pthread_cond_destroy(&rs->quiesce_done);
 	free(rs);
 }
 

@@ -397,7 +397,8 @@ forkrun() {
 			bad="client $i: $(head -c 300 "$W/fc.$name.$mode")"
 	done
 	t1=$(now_ms)
-	wait $s || bad="${bad:-server: $(tail -c 300 "$W/fe.$name.$mode")}"
+	# The server says how each failed child ended (a signal, a status).
+	wait $s || bad="${bad:+$bad; }server: $(tail -c 300 "$W/fe.$name.$mode")"
 	after=$(pkts)
 	if [ -n "$bad" ]; then
 		res[$name.$mode.why]=$bad
@@ -484,14 +485,6 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 		tail -n 60 "$W/rsp.log" | show
 	fi
 	"${name}_run" tcp
-	# Known and not yet explained: a client's transfer ending early
-	# (the server's child ended the connection); a hang or anything
-	# else still fails.
-	if [ "$name" = fork-threads ] && [ "${res[$name.rdma.ok]:-0}" != 1 ] &&
-		[[ "${res[$name.rdma.why]:-}" == *"FAIL transfer after"* ]]; then
-		xfail "$name" "BUGS.md preload-fork-threads-end: under the preload: ${res[$name.rdma.why]}"
-		continue
-	fi
 	check "$name" "$unit" "$better"
 done
 finish

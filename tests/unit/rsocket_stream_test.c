@@ -650,6 +650,42 @@ START_TEST(our_blocked_reader_does_not_hold_the_quiesce)
 }
 END_TEST
 
+struct quiescer {
+	int s;
+	pthread_t thread;
+	int ret;
+};
+
+static void *quiescer_run(void *arg)
+{
+	struct quiescer *q = arg;
+
+	q->ret = quiesce(q->s, -1);
+	return NULL;
+}
+
+/*
+ * Two threads of one end quiesce at once (a fork while the reader thread
+ * found the peer's QUIESCE): one detaches, and the other, asleep in the
+ * same exchange, must not wake to a freed completion channel.  Each
+ * iteration is a fresh pair; the peer answers at a different moment.
+ */
+START_TEST(two_threads_quiescing_at_once_both_end_well)
+{
+	struct quiescer q = {.s = a};
+	uint8_t in[4];
+
+	ck_assert_int_eq(pthread_create(&q.thread, NULL, quiescer_run, &q), 0);
+	usleep((useconds_t)(_i % 5) * 500);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(q.thread, NULL), 0);
+	ck_assert_int_eq(q.ret, 0);
+	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS | RDMA_QUIESCE_PEERS);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
+}
+END_TEST
+
 /* A peer that did not say it understands (rdma-core's) is not asked. */
 START_TEST(a_peer_without_quiesce_is_not_asked)
 {
@@ -792,6 +828,8 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, a_peer_closing_ends_its_data_too);
 	tcase_add_test(tc, a_blocked_reader_answers);
 	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
+	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
+			    40);
 	tcase_add_test(tc, a_peer_without_quiesce_is_not_asked);
 	suite_add_tcase(s, tc);
 
@@ -802,6 +840,8 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, both_ends_quiescing_at_once_agree);
 	tcase_add_test(tc, a_blocked_reader_answers);
 	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
+	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
+			    10);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");
