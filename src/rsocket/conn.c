@@ -79,6 +79,8 @@ void rs_stream_free(struct rsocket *rs)
 		return; /* a shared listener: other processes keep its id */
 	/* also a detached socket's unread bytes, without an id (quiesce.c) */
 	rs_destroy_ep(rs);
+	if (rs->comp_channel)
+		ibv_destroy_comp_channel(rs->comp_channel);
 	if (rs->cm_id)
 		rdma_destroy_id(rs->cm_id);
 	if (rs->channel)

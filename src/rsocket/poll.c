@@ -225,14 +225,18 @@ static enum rs_sleep_on rs_sleep_on(struct rsocket *rs)
 /* The kernel fd an rsocket sleeps on (@on), with its CQ armed.  -1: none. */
 static int rs_sleep_fd(struct rsocket *rs, enum rs_sleep_on on)
 {
+	int fd;
+
 	switch (on) {
 	case RS_SLEEP_DGRAM:
 		return ds_wait_fd(rs);
 	case RS_SLEEP_CQ:
 		pthread_mutex_lock(&rs->lock);
+		/* Detached (no CQ): readable at once, nothing to sleep on. */
+		fd = rs->cq ? rs->comp_channel->fd : -1;
 		rs_arm_cq(rs);
 		pthread_mutex_unlock(&rs->lock);
-		return rs->comp_channel->fd;
+		return fd;
 	case RS_SLEEP_HANDOFF:
 		return rs_handoff_sleep_fd(rs_listen_target(rs));
 	case RS_SLEEP_CM:

@@ -128,7 +128,10 @@ static int rs_detach(struct rsocket *rs)
 	rmsg = rs->rmsg;
 	rs->rmsg = NULL;
 	rs_free_iomaps(rs);
+	/* An rpoll may be reading an event of the CQ (rs_sleep_on_cq). */
+	pthread_mutex_lock(&rs->wait_lock);
 	rs_destroy_ep(rs);
+	pthread_mutex_unlock(&rs->wait_lock);
 	rs->target_sgl = NULL; /* in target_buf, freed */
 	rs->target_iomap = NULL;
 	rs->rbuf = copy;

@@ -144,7 +144,10 @@ struct rsocket {
 	int wake_fd; /* -1 while nobody sleeps */
 	int sleepers; /* threads holding wake_fd */
 
-	/* Lock order: slock or rlock, then lock, then map_lock. */
+	/*
+	 * Lock order: slock or rlock, then lock, then map_lock; wait_lock
+	 * is taken alone, or under lock by the detach (quiesce.c) alone.
+	 */
 	pthread_mutex_t slock; /* one sender at a time */
 	pthread_mutex_t rlock; /* one receiver at a time */
 	pthread_mutex_t lock; /* state, counters and the CQ */

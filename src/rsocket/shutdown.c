@@ -130,7 +130,7 @@ int rs_stream_shutdown(struct rsocket *rs, int how)
 		rs_set_state(rs, RS_DISCONNECTED);
 		ret = 0;
 	} else if (posted && ctrl == RS_CTRL_DISCONNECT && rs->msg_send &&
-		   rs->comp_channel) {
+		   rs->cq) {
 		rs_iwarp_linger(rs, deadline);
 	}
 	pthread_mutex_unlock(&rs->lock);

@@ -197,6 +197,10 @@ int rs_create_ep(struct rsocket *rs)
 	return rs_post_recvs(rs, rs->rq_size);
 }
 
+/*
+ * The completion channel stays until the socket goes (rs_stream_free): a
+ * thread in rpoll may still hold its descriptor after a detach.
+ */
 void rs_destroy_ep(struct rsocket *rs)
 {
 	if (rs->cm_id && rs->cm_id->qp)
@@ -204,12 +208,9 @@ void rs_destroy_ep(struct rsocket *rs)
 	if (rs->cq) {
 		if (rs->unacked_events)
 			ibv_ack_cq_events(rs->cq, rs->unacked_events);
+		rs->unacked_events = 0;
 		ibv_destroy_cq(rs->cq);
 		rs->cq = NULL;
-	}
-	if (rs->comp_channel) {
-		ibv_destroy_comp_channel(rs->comp_channel);
-		rs->comp_channel = NULL;
 	}
 	if (rs->smr)
 		ibv_dereg_mr(rs->smr);
@@ -652,7 +653,8 @@ static int rs_sleep_on_cq(struct rsocket *rs, int timeout)
 	if (rs_closed_under(rs))
 		return cma_err(EBADF);
 	pthread_mutex_lock(&rs->wait_lock);
-	if (__atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
+	/* No CQ: detached meanwhile (quiesce.c), nothing more will come. */
+	if (rs->cq && __atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
 		ret = rs_sleep_fd_or_close(rs, rs->comp_channel->fd, POLLIN,
 					   timeout);
 		if (ret == 1 &&

@@ -686,6 +686,46 @@ START_TEST(two_threads_quiescing_at_once_both_end_well)
 }
 END_TEST
 
+struct poller {
+	int s;
+	pthread_t thread;
+	int ret;
+	short revents;
+};
+
+static void *poller_run(void *arg)
+{
+	struct poller *p = arg;
+	struct pollfd pfd = {.fd = p->s, .events = POLLIN};
+
+	p->ret = rpoll(&pfd, 1, -1);
+	p->revents = pfd.revents;
+	return NULL;
+}
+
+/*
+ * A thread asleep in rpoll on the socket when another quiesces it (an
+ * event loop in one thread, a fork in another): the detach frees the
+ * completion channel that sleep is on, and the poller wakes to the end
+ * of the RDMA bytes (readable), not to freed memory.
+ */
+START_TEST(a_poller_wakes_when_the_socket_detaches)
+{
+	struct poller p = {.s = a};
+	uint8_t in[4];
+
+	ck_assert_int_eq(pthread_create(&p.thread, NULL, poller_run, &p), 0);
+	usleep((useconds_t)(_i % 5) * 500);
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(p.thread, NULL), 0);
+	ck_assert_int_eq(p.ret, 1);
+	ck_assert_int_eq(p.revents, POLLIN);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
+}
+END_TEST
+
 /* A peer that did not say it understands (rdma-core's) is not asked. */
 START_TEST(a_peer_without_quiesce_is_not_asked)
 {
@@ -830,6 +870,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
 	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
 			    40);
+	tcase_add_loop_test(tc, a_poller_wakes_when_the_socket_detaches, 0, 40);
 	tcase_add_test(tc, a_peer_without_quiesce_is_not_asked);
 	suite_add_tcase(s, tc);
 
@@ -842,6 +883,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, our_blocked_reader_does_not_hold_the_quiesce);
 	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
 			    10);
+	tcase_add_loop_test(tc, a_poller_wakes_when_the_socket_detaches, 0, 10);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");
