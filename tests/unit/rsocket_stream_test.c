@@ -650,79 +650,80 @@ START_TEST(our_blocked_reader_does_not_hold_the_quiesce)
 }
 END_TEST
 
-struct quiescer {
+/* A call another thread of the quiescing end makes meanwhile. */
+struct side_call {
 	int s;
 	pthread_t thread;
 	int ret;
+	short revents; /* rpoll's */
 };
 
-static void *quiescer_run(void *arg)
+static void *quiesce_run(void *arg)
 {
-	struct quiescer *q = arg;
+	struct side_call *c = arg;
 
-	q->ret = quiesce(q->s, -1);
+	c->ret = quiesce(c->s, -1);
 	return NULL;
+}
+
+static void *rpoll_run(void *arg)
+{
+	struct side_call *c = arg;
+	struct pollfd pfd = {.fd = c->s, .events = POLLIN};
+
+	c->ret = rpoll(&pfd, 1, -1);
+	c->revents = pfd.revents;
+	return NULL;
+}
+
+/*
+ * @c runs @fn on a while this thread quiesces a, the peer answering at a
+ * moment that moves with the iteration @i (each one a fresh pair).
+ */
+static void quiesce_beside(struct side_call *c, void *(*fn)(void *), int i)
+{
+	uint8_t in[4];
+
+	c->s = a;
+	ck_assert_int_eq(pthread_create(&c->thread, NULL, fn, c), 0);
+	usleep((useconds_t)(i % 5) * 500);
+	/* Our QUIESCE is out, whichever thread sent it: b can answer. */
+	ck_assert_int_eq(quiesce(a, 0), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(c->thread, NULL), 0);
+	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS | RDMA_QUIESCE_PEERS);
+	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
 }
 
 /*
  * Two threads of one end quiesce at once (a fork while the reader thread
  * found the peer's QUIESCE): one detaches, and the other, asleep in the
- * same exchange, must not wake to a freed completion channel.  Each
- * iteration is a fresh pair; the peer answers at a different moment.
+ * same exchange, must not wake to a freed completion channel.
  */
 START_TEST(two_threads_quiescing_at_once_both_end_well)
 {
-	struct quiescer q = {.s = a};
-	uint8_t in[4];
+	struct side_call c;
 
-	ck_assert_int_eq(pthread_create(&q.thread, NULL, quiescer_run, &q), 0);
-	usleep((useconds_t)(_i % 5) * 500);
-	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
-	ck_assert_int_eq(quiesce(a, -1), 0);
-	ck_assert_int_eq(pthread_join(q.thread, NULL), 0);
-	ck_assert_int_eq(q.ret, 0);
-	ck_assert_int_eq(quiesced(a), RDMA_QUIESCE_OURS | RDMA_QUIESCE_PEERS);
-	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
+	quiesce_beside(&c, quiesce_run, _i);
+	ck_assert_int_eq(c.ret, 0);
 }
 END_TEST
 
-struct poller {
-	int s;
-	pthread_t thread;
-	int ret;
-	short revents;
-};
-
-static void *poller_run(void *arg)
-{
-	struct poller *p = arg;
-	struct pollfd pfd = {.fd = p->s, .events = POLLIN};
-
-	p->ret = rpoll(&pfd, 1, -1);
-	p->revents = pfd.revents;
-	return NULL;
-}
-
 /*
  * A thread asleep in rpoll on the socket when another quiesces it (an
- * event loop in one thread, a fork in another): the detach frees the
- * completion channel that sleep is on, and the poller wakes to the end
- * of the RDMA bytes (readable), not to freed memory.
+ * event loop in one thread, a fork in another): the detach frees the CQ
+ * that sleep armed, and the poller wakes to the end of the RDMA bytes
+ * (readable), not to freed memory.
  */
 START_TEST(a_poller_wakes_when_the_socket_detaches)
 {
-	struct poller p = {.s = a};
-	uint8_t in[4];
+	struct side_call c;
 
-	ck_assert_int_eq(pthread_create(&p.thread, NULL, poller_run, &p), 0);
-	usleep((useconds_t)(_i % 5) * 500);
-	ck_assert_int_eq(quiesce(a, 0), -1);
-	ck_assert_int_eq(rrecv(b, in, sizeof(in), 0), 0); /* b answers */
-	ck_assert_int_eq(quiesce(a, -1), 0);
-	ck_assert_int_eq(pthread_join(p.thread, NULL), 0);
-	ck_assert_int_eq(p.ret, 1);
-	ck_assert_int_eq(p.revents, POLLIN);
-	ck_assert_int_eq(rrecv(a, in, sizeof(in), 0), 0);
+	quiesce_beside(&c, rpoll_run, _i);
+	ck_assert_int_eq(c.ret, 1);
+	ck_assert_int_eq(c.revents, POLLIN);
 }
 END_TEST
 
