@@ -444,8 +444,8 @@ static int rs_get_tcp_info(struct rsocket *rs, void *optval, socklen_t *optlen)
 	ti.tcpi_pmtu = rs_path_mtu(rs);
 	if ((rs->state & RS_CONNECTED) && rs->sent)
 		ti.tcpi_unacked =
-			(rs->sent_head + rs->sq_size - rs->sent_tail) %
-			rs->sq_size;
+			(rs->sent_head + rs_sent_slots(rs) - rs->sent_tail) %
+			rs_sent_slots(rs);
 	ti.tcpi_probes = (uint8_t)rs->ka.probes;
 	ti.tcpi_snd_cwnd = rs->sq_size;
 	ti.tcpi_rcv_space = rs->rbuf_size;

@@ -253,8 +253,11 @@ struct rsocket {
 			int recv_deficit; /* receives to repost */
 			uint32_t recv_slot; /* msg_send: next message slot */
 
-			/* posted sends, retired in order by completions */
-			uint32_t *sent; /* sq_size immediate values */
+			/*
+			 * posted sends, retired in order by completions: a
+			 * ring of rs_sent_slots() immediate values
+			 */
+			uint32_t *sent;
 			uint32_t sent_head, sent_tail;
 			int unsignaled;
 
@@ -558,6 +561,15 @@ void rs_quiesce_answer(struct rsocket *rs);
  * completion (until @deadline_ms), then RS_DISCONNECTED; no DISCONNECT.
  */
 void rs_quiesce_close(struct rsocket *rs, uint64_t deadline_ms);
+
+/*
+ * The ring of posted sends has one slot more than the send queue: with
+ * every request outstanding, a full ring must not look empty.
+ */
+static inline uint32_t rs_sent_slots(const struct rsocket *rs)
+{
+	return (uint32_t)rs->sq_size + 1;
+}
 
 /* Poll the CQ and process what it holds; the caller holds rs->lock. */
 int rs_poll_cq(struct rsocket *rs);

@@ -189,7 +189,7 @@ int rs_create_ep(struct rsocket *rs)
 	rs->sq_inline = attr.cap.max_inline_data;
 	if (rs->msg_send && rs->sq_inline < RS_MSG_SEND_SIZE)
 		return cma_err(ENOTSUP);
-	rs->sent = calloc(rs->sq_size, sizeof(*rs->sent));
+	rs->sent = calloc(rs_sent_slots(rs), sizeof(*rs->sent));
 	if (!rs->sent)
 		return cma_err(ENOMEM);
 	if (rs_init_bufs(rs))
@@ -271,7 +271,7 @@ static uint64_t rs_track(struct rsocket *rs, uint32_t msg, bool *signal)
 	uint32_t idx = rs->sent_head;
 
 	rs->sent[idx] = msg;
-	rs->sent_head = (idx + 1) % rs->sq_size;
+	rs->sent_head = (idx + 1) % rs_sent_slots(rs);
 	rs->unsignaled++;
 	if (*signal || rs->unsignaled >= RS_SIGNAL_EVERY ||
 	    rs->sqe_avail <= RS_SIGNAL_EVERY ||
@@ -477,14 +477,14 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 {
 	uint32_t last = (uint32_t)(wc->wr_id >> 32);
 
-	if (last >= rs->sq_size)
+	if (last >= rs_sent_slots(rs))
 		return;
 	for (;;) {
 		uint32_t idx = rs->sent_tail;
 
 		if (idx == rs->sent_head)
 			break;
-		rs->sent_tail = (idx + 1) % rs->sq_size;
+		rs->sent_tail = (idx + 1) % rs_sent_slots(rs);
 		rs_retire_send(rs, rs->sent[idx]);
 		if (idx == last)
 			break;

@@ -293,6 +293,51 @@ START_TEST(send_room_returns_with_completions)
 END_TEST
 
 /*
+ * Every request of the send queue outstanding at once (data and control):
+ * none is taken for done before its completion, and the completions give
+ * every one back.  The ring of posted sends once had sq_size slots, so a
+ * full ring looked empty: the sends looked done, and their completions
+ * retired nothing, the queue lost for good.
+ */
+START_TEST(a_full_send_queue_is_not_an_empty_one)
+{
+	struct rsocket *rs = rs_of(a);
+	uint8_t buf[64], in[SMALL_BUF];
+	int sqe, ctrl_free;
+
+	fill(buf, sizeof(buf), 0);
+	sqe = rs->sqe_avail;
+	ctrl_free = (int)(rs->ctrl_max_seqno - rs->ctrl_seqno);
+	/* b posted a receive for each: credits are not what stops a here */
+	rs->sseq_comp = (uint16_t)(rs->sseq_no + rs->sq_size);
+	fake_verbs_hold(qp_of(a), true);
+	while (rsend(a, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	pthread_mutex_lock(&rs->lock);
+	while (rs_ctrl_avail(rs))
+		ck_assert_int_eq(
+			rs_post_ctrl(rs, rs_msg(RS_OP_CTRL, RS_CTRL_KEEPALIVE)),
+			0);
+	/* every request of the send queue is out */
+	ck_assert_int_eq((rs->sent_head + rs_sent_slots(rs) - rs->sent_tail) %
+				 rs_sent_slots(rs),
+			 rs->sq_size);
+	ck_assert(!rs_all_sends_done(rs));
+	pthread_mutex_unlock(&rs->lock);
+	fake_verbs_hold(qp_of(a), false);
+	ck_assert_int_eq(fake_verbs_release(qp_of(a), -1), rs->sq_size);
+	pthread_mutex_lock(&rs->lock);
+	rs_poll_cq(rs);
+	ck_assert(rs_all_sends_done(rs));
+	ck_assert_int_eq(rs->sqe_avail, sqe);
+	ck_assert_int_eq((int)(rs->ctrl_max_seqno - rs->ctrl_seqno), ctrl_free);
+	pthread_mutex_unlock(&rs->lock);
+	/* b takes it all and posts its receives again (a's close needs one) */
+	ck_assert_uint_gt(drain(b, in, sizeof(in)), 0);
+}
+END_TEST
+
+/*
  * Each message spends one of the receiver's credits (one per receive it
  * posted): a sender of tiny messages stops at the credits, not at the
  * buffer, until the reader's consumption returns them.
@@ -835,6 +880,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, a_full_send_queue_is_not_an_empty_one);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
@@ -850,6 +896,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, a_long_stream_flows_through_small_buffers);
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
+	tcase_add_test(tc, a_full_send_queue_is_not_an_empty_one);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
