@@ -30,50 +30,14 @@
 
 static const uint64_t ds_one = 1;
 
-static void ds_ring_pollers(struct rsocket *rs)
-{
-	struct ds_poll_waiter *w;
-
-	/* Written once until drained, far below its limit: cannot fail. */
-	for (w = rs->ds_pollers; w; w = w->next) {
-		if (pthread_equal(w->bell->owner, pthread_self()))
-			continue;
-		if (!__atomic_exchange_n(&w->bell->rung, true,
-					 __ATOMIC_ACQ_REL))
-			(void)!write(w->bell->fd, &ds_one, sizeof(ds_one));
-	}
-}
-
 void ds_changed(struct rsocket *rs)
 {
 	__atomic_store_n(&rs->ds_gen, rs->ds_gen + 1, __ATOMIC_RELEASE);
-	ds_ring_pollers(rs);
+	rs_ring_pollers(rs);
 	if (!rs->ds_sleepers || rs->ds_bell_rung || rs->ds_bell < 0)
 		return;
 	if (write(rs->ds_bell, &ds_one, sizeof(ds_one)) == sizeof(ds_one))
 		rs->ds_bell_rung = true;
-}
-
-void ds_poll_waiter_add(struct rsocket *rs, struct ds_poll_waiter *w)
-{
-	pthread_mutex_lock(&rs->lock);
-	w->next = rs->ds_pollers;
-	rs->ds_pollers = w;
-	pthread_mutex_unlock(&rs->lock);
-}
-
-void ds_poll_waiter_remove(struct rsocket *rs, struct ds_poll_waiter *w)
-{
-	struct ds_poll_waiter **p;
-
-	pthread_mutex_lock(&rs->lock);
-	for (p = &rs->ds_pollers; *p; p = &(*p)->next) {
-		if (*p == w) {
-			*p = w->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&rs->lock);
 }
 
 bool ds_queue(struct rsocket *rs, const struct ds_rmsg *msg)

@@ -10,10 +10,10 @@
  * completion queue and sleeps in poll() on the kernel fds behind them
  * (completion channel, CM channel, or a datagram socket's epoll fd).  A
  * wake-up that turns out to report nothing the caller asked for (a credit
- * update, say) goes back to sleep for the rest of the timeout.  Datagram
- * sockets also ring the call's own eventfd (struct rs_bell) when another
- * thread's call changes them: that call may have taken off the socket
- * what the sleep set would have shown.
+ * update, say) goes back to sleep for the rest of the timeout.  Every
+ * rsocket also rings the call's own eventfd (struct rs_bell) when another
+ * thread's call makes progress on it: that call may have taken off the
+ * socket what the sleep set would have shown (a CQ event, a datagram).
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -95,7 +95,7 @@ struct rs_pollset {
 	struct pollfd *scratch;
 	unsigned char *sleeps_on; /* enum rs_sleep_on of each, as armed */
 	struct rs_bell bell;
-	struct ds_poll_waiter *waiters; /* one per entry, used for datagrams */
+	struct rs_poll_waiter *waiters; /* one per rsocket entry */
 };
 
 static int rs_pollset_init(struct rs_pollset *ps, struct pollfd *fds,
@@ -350,16 +350,55 @@ static bool rs_poll_hold_wake(struct rs_pollset *ps)
 	return all;
 }
 
+static const uint64_t rs_bell_one = 1;
+
+void rs_ring_pollers(struct rsocket *rs)
+{
+	struct rs_poll_waiter *w;
+
+	/* Written once until drained, far below its limit: cannot fail. */
+	for (w = rs->pollers; w; w = w->next) {
+		if (pthread_equal(w->bell->owner, pthread_self()))
+			continue;
+		if (!__atomic_exchange_n(&w->bell->rung, true,
+					 __ATOMIC_ACQ_REL))
+			(void)!write(w->bell->fd, &rs_bell_one,
+				     sizeof(rs_bell_one));
+	}
+}
+
+void rs_poll_waiter_add(struct rsocket *rs, struct rs_poll_waiter *w)
+{
+	pthread_mutex_lock(&rs->lock);
+	w->next = rs->pollers;
+	rs->pollers = w;
+	pthread_mutex_unlock(&rs->lock);
+}
+
+void rs_poll_waiter_remove(struct rsocket *rs, struct rs_poll_waiter *w)
+{
+	struct rs_poll_waiter **p;
+
+	pthread_mutex_lock(&rs->lock);
+	for (p = &rs->pollers; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+}
+
 /*
- * Hang the call's bell on each datagram socket for the sleeps to come.
- * false: none could be had, so sleeps must be short.
+ * Hang the call's bell on each rsocket for the sleeps to come.  false:
+ * none could be had, so sleeps must be short.
  */
 static bool rs_poll_hold_bell(struct rs_pollset *ps)
 {
 	nfds_t i;
 
 	for (i = 0; i < ps->nfds; i++) {
-		if (ps->rs[i] && ps->rs[i]->type == SOCK_DGRAM)
+		if (ps->rs[i])
 			break;
 	}
 	if (i == ps->nfds)
@@ -371,10 +410,10 @@ static bool rs_poll_hold_bell(struct rs_pollset *ps)
 	if (!ps->waiters || ps->bell.fd < 0)
 		return false;
 	for (; i < ps->nfds; i++) {
-		if (!ps->rs[i] || ps->rs[i]->type != SOCK_DGRAM)
+		if (!ps->rs[i])
 			continue;
 		ps->waiters[i].bell = &ps->bell;
-		ds_poll_waiter_add(ps->rs[i], &ps->waiters[i]);
+		rs_poll_waiter_add(ps->rs[i], &ps->waiters[i]);
 	}
 	ps->kfds[2 * ps->nfds].fd = ps->bell.fd;
 	return true;
@@ -397,7 +436,7 @@ static void rs_poll_release_bell(struct rs_pollset *ps)
 
 	for (i = 0; ps->waiters && ps->bell.fd >= 0 && i < ps->nfds; i++) {
 		if (ps->waiters[i].bell)
-			ds_poll_waiter_remove(ps->rs[i], &ps->waiters[i]);
+			rs_poll_waiter_remove(ps->rs[i], &ps->waiters[i]);
 	}
 	if (ps->bell.fd >= 0)
 		close(ps->bell.fd);

@@ -31,7 +31,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs.h"
 
@@ -155,25 +154,14 @@ static int rs_detach(struct rsocket *rs)
  * One caller at a time, the detach included: a second caller (a thread
  * that read the end while another forks) waits for the first, at most
  * until @deadline_ms (0: no bound), and then finds the result.  Two
- * callers in the exchange at once would let one free the completion
- * channel the other sleeps on.  rs->lock held.
+ * callers in the exchange at once would let one free the CQ the other
+ * sleeps on.  rs->lock held.
  */
 static int rs_quiesce_enter(struct rsocket *rs, uint64_t deadline_ms)
 {
-	struct timespec until = {.tv_sec = (time_t)(deadline_ms / 1000),
-				 .tv_nsec =
-					 (long)(deadline_ms % 1000) * 1000000};
-
 	while (rs->quiesce_busy) {
-		if (rs_closed_under(rs))
-			return cma_err(EBADF);
-		if (!deadline_ms)
-			pthread_cond_wait(&rs->quiesce_done, &rs->lock);
-		else if (rs_now_ms() >= deadline_ms)
-			return cma_err(ETIMEDOUT);
-		else
-			pthread_cond_timedwait(&rs->quiesce_done, &rs->lock,
-					       &until);
+		if (rs_wait_changed(rs, deadline_ms))
+			return -1;
 	}
 	rs->quiesce_busy = true;
 	return 0;
@@ -183,7 +171,7 @@ static int rs_quiesce_enter(struct rsocket *rs, uint64_t deadline_ms)
 static void rs_quiesce_leave(struct rsocket *rs)
 {
 	rs->quiesce_busy = false;
-	pthread_cond_broadcast(&rs->quiesce_done);
+	pthread_cond_broadcast(&rs->changed);
 }
 
 int rs_quiesce(struct rsocket *rs, int timeout_ms)

@@ -151,10 +151,21 @@ struct rsocket {
 	pthread_mutex_t slock; /* one sender at a time */
 	pthread_mutex_t rlock; /* one receiver at a time */
 	pthread_mutex_t lock; /* state, counters and the CQ */
-	pthread_mutex_t wait_lock; /* one thread sleeps on the CQ channel */
+	/*
+	 * A stream socket: one thread at a time reads a CQ event; a datagram
+	 * socket: one thread at a time sleeps on its epoll set.
+	 */
+	pthread_mutex_t wait_lock;
 	pthread_mutex_t map_lock; /* iomap lists */
-	/* CLOCK_MONOTONIC, with lock: an RDMA_QUIESCE call ended (quiesce.c) */
-	pthread_cond_t quiesce_done;
+	/*
+	 * CLOCK_MONOTONIC, with lock: look again.  Broadcast when a stream
+	 * socket's completions were processed, its CQ sleeper woke, or an
+	 * RDMA_QUIESCE call ended: the waits that did not sleep on the CQ
+	 * channel themselves wait here (stream.c, quiesce.c).
+	 */
+	pthread_cond_t changed;
+	/* rpoll calls asleep on it (poll.c), rung by any progress; lock */
+	struct rs_poll_waiter *pollers;
 
 	/*
 	 * enum rs_state bits.  Written under rs->lock or by the one thread
@@ -216,6 +227,8 @@ struct rsocket {
 			uint8_t quiesce;
 			/* A thread is in rs_quiesce (under rs->lock). */
 			bool quiesce_busy;
+			/* A wait sleeps on the CQ channel (under rs->lock). */
+			bool cq_sleeper;
 
 			/* sending */
 			uint8_t *sbuf; /* + RS_QP_CTRL_SIZE control slots */
@@ -315,8 +328,6 @@ struct rsocket {
 			bool ds_bell_rung;
 			uint32_t ds_gen;
 			uint32_t ds_sleepers;
-			/* rpoll calls asleep on it (poll.c), rung the same way */
-			struct ds_poll_waiter *ds_pollers;
 			bool ds_bound;
 			bool ds_shut_rd, ds_shut_wr;
 			struct ds_qp *qp_list;
@@ -577,8 +588,14 @@ int rs_poll_cq(struct rsocket *rs);
 void rs_update_credits(struct rsocket *rs);
 bool rs_can_send(struct rsocket *rs);
 bool rs_have_rdata(struct rsocket *rs);
-/* Consume a CQ event that poll() reported, if still armed. */
+/* Consume a CQ event that poll() reported, unless a wait sleeps on it. */
 void rs_consume_cq_event(struct rsocket *rs);
+/*
+ * Wait on rs->changed once (rs->lock held): 0 when woken (look again),
+ * -1/ETIMEDOUT once @deadline_ms (CLOCK_MONOTONIC; 0: none) has passed,
+ * -1/EBADF when another thread closed the socket.
+ */
+int rs_wait_changed(struct rsocket *rs, uint64_t deadline_ms);
 /*
  * The connection is over (its state says how): move the QP to the error
  * state, whose flushed receives wake every thread asleep on the socket.
@@ -656,24 +673,27 @@ short ds_poll_events(struct rsocket *rs, short events);
 int ds_wait_fd(struct rsocket *rs);
 void ds_consume_events(struct rsocket *rs);
 /*
- * An rpoll about to sleep on datagram sockets: its own eventfd (@fd), rung
- * by whichever call's progress changes one of them (dgram_io.c), since
- * that call may take off the socket what the epoll set would have woken
- * it for.  One waiter per socket, on the socket's list under rs->lock,
- * all pointing at the call's bell.  The sleeper drains the fd, then
- * clears @rung (atomic), then looks.
+ * An rpoll about to sleep on rsockets: its own eventfd (@fd), rung by
+ * whichever call's progress changes one of them (processed completions,
+ * a datagram queued), since that call may take off the socket what the
+ * sleep set would have woken it for (the CQ event, a UDP datagram).  One
+ * waiter per socket, on the socket's list under rs->lock, all pointing at
+ * the call's bell.  The sleeper drains the fd, then clears @rung
+ * (atomic), then looks.
  */
 struct rs_bell {
 	int fd;
 	bool rung;
 	pthread_t owner; /* its own looks need no ring */
 };
-struct ds_poll_waiter {
+struct rs_poll_waiter {
 	struct rs_bell *bell;
-	struct ds_poll_waiter *next;
+	struct rs_poll_waiter *next;
 };
-void ds_poll_waiter_add(struct rsocket *rs, struct ds_poll_waiter *w);
-void ds_poll_waiter_remove(struct rsocket *rs, struct ds_poll_waiter *w);
+void rs_poll_waiter_add(struct rsocket *rs, struct rs_poll_waiter *w);
+void rs_poll_waiter_remove(struct rsocket *rs, struct rs_poll_waiter *w);
+/* Progress on @rs: ring every other thread's rpoll asleep on it; lock. */
+void rs_ring_pollers(struct rsocket *rs);
 
 /* --- spin.c ------------------------------------------------------------- */
 

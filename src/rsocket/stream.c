@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rs.h"
@@ -158,6 +159,7 @@ static int rs_post_recvs(struct rsocket *rs, int count)
 int rs_create_ep(struct rsocket *rs)
 {
 	struct ibv_qp_init_attr attr;
+	int flags;
 
 	rs->msg_send =
 		rs->cm_id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
@@ -167,6 +169,11 @@ int rs_create_ep(struct rsocket *rs)
 	rs_set_qp_size(rs);
 	rs->comp_channel = ibv_create_comp_channel(rs->cm_id->verbs);
 	if (!rs->comp_channel)
+		return -1;
+	/* Read only after poll() said so, but another thread may be first. */
+	flags = fcntl(rs->comp_channel->fd, F_GETFL);
+	if (flags < 0 ||
+	    fcntl(rs->comp_channel->fd, F_SETFL, flags | O_NONBLOCK))
 		return -1;
 	rs->cq = ibv_create_cq(rs->cm_id->verbs, rs->sq_size + rs->rq_size, rs,
 			       rs->comp_channel, 0);
@@ -576,7 +583,7 @@ static void rs_recv_done(struct rsocket *rs, const struct ibv_wc *wc)
 int rs_poll_cq(struct rsocket *rs)
 {
 	struct ibv_wc wc[RS_POLL_BATCH];
-	int i, n;
+	int i, n, done = 0;
 
 	if (!rs->cq)
 		return 0;
@@ -588,7 +595,16 @@ int rs_poll_cq(struct rsocket *rs)
 			else
 				rs_send_done(rs, &wc[i]);
 		}
+		done += n > 0 ? n : 0;
 	} while (n == RS_POLL_BATCH);
+	/*
+	 * What another thread waits for may have come with these, and its
+	 * CQ event gone with them: its wait must look again.
+	 */
+	if (done) {
+		pthread_cond_broadcast(&rs->changed);
+		rs_ring_pollers(rs);
+	}
 
 	if (rs->recv_deficit && (rs_state(rs) & RS_CONNECTED)) {
 		if (rs_post_recvs(rs, rs->recv_deficit)) {
@@ -639,42 +655,74 @@ bool rs_conn_have_rdata(struct rsocket *rs)
 }
 
 /*
- * Sleep until the CQ's next event (at most @timeout ms), or until another
- * thread closes the socket (then -1/EBADF).  rs->lock is not held;
- * wait_lock makes one thread at a time read the channel, so a readable
- * channel never blocks its reader.
+ * Take the CQ event the channel holds, if any: one thread at a time
+ * (wait_lock), without blocking (the channel is non-blocking).
  */
-static int rs_sleep_on_cq(struct rsocket *rs, int timeout)
+static void rs_take_cq_event(struct rsocket *rs)
 {
 	struct ibv_cq *cq;
 	void *ctx;
-	int ret = 0;
 
-	if (rs_closed_under(rs))
-		return cma_err(EBADF);
 	pthread_mutex_lock(&rs->wait_lock);
 	/* No CQ: detached meanwhile (quiesce.c), nothing more will come. */
-	if (rs->cq && __atomic_load_n(&rs->cq_armed, __ATOMIC_ACQUIRE)) {
-		ret = rs_sleep_fd_or_close(rs, rs->comp_channel->fd, POLLIN,
-					   timeout);
-		if (ret == 1 &&
-		    !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
-			__atomic_store_n(&rs->cq_armed, false,
-					 __ATOMIC_RELEASE);
-			if (++rs->unacked_events >= 64) {
-				ibv_ack_cq_events(rs->cq, rs->unacked_events);
-				rs->unacked_events = 0;
-			}
+	if (rs->cq && !ibv_get_cq_event(rs->comp_channel, &cq, &ctx)) {
+		__atomic_store_n(&rs->cq_armed, false, __ATOMIC_RELEASE);
+		if (++rs->unacked_events >= 64) {
+			ibv_ack_cq_events(rs->cq, rs->unacked_events);
+			rs->unacked_events = 0;
 		}
 	}
 	pthread_mutex_unlock(&rs->wait_lock);
+}
+
+/*
+ * Sleep until the CQ's next event (at most @timeout ms), or until another
+ * thread closes the socket (then -1/EBADF).  rs->lock is not held.  The
+ * channel lives as long as the socket (rs_stream_free).
+ */
+static int rs_sleep_on_cq(struct rsocket *rs, int timeout)
+{
+	int ret;
+
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
+	ret = rs_sleep_fd_or_close(rs, rs->comp_channel->fd, POLLIN, timeout);
+	if (ret == 1)
+		rs_take_cq_event(rs);
 	return ret < 0 ? -1 : 0;
 }
 
+/*
+ * For a thread that slept on the channel outside rs_wait_until (rpoll,
+ * the iWARP close): the event is the CQ sleeper's while there is one,
+ * which would otherwise sleep on with its CQ no longer armed.
+ */
 void rs_consume_cq_event(struct rsocket *rs)
 {
-	if (rs->comp_channel)
-		rs_sleep_on_cq(rs, 0);
+	if (!rs->comp_channel)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	if (!rs->cq_sleeper)
+		rs_take_cq_event(rs);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+int rs_wait_changed(struct rsocket *rs, uint64_t deadline_ms)
+{
+	struct timespec until = {.tv_sec = (time_t)(deadline_ms / 1000),
+				 .tv_nsec =
+					 (long)(deadline_ms % 1000) * 1000000};
+
+	if (rs_closed_under(rs))
+		return cma_err(EBADF);
+	if (!deadline_ms) {
+		pthread_cond_wait(&rs->changed, &rs->lock);
+		return 0;
+	}
+	if (rs_now_ms() >= deadline_ms)
+		return cma_err(ETIMEDOUT);
+	pthread_cond_timedwait(&rs->changed, &rs->lock, &until);
+	return 0;
 }
 
 /*
@@ -700,6 +748,30 @@ bool rs_arm_cq(struct rsocket *rs)
 	rs_poll_cq(rs);
 	rs_update_credits(rs);
 	return false;
+}
+
+/*
+ * One wait at a time sleeps on the CQ channel (the sleeper: its CQ armed,
+ * only it takes the event); the others wait on rs->changed, broadcast
+ * whenever completions are processed and when the sleeper wakes, so that
+ * a wait whose completion another thread processed (its CQ event gone
+ * with it) looks again instead of sleeping on.  rs->lock held, let go
+ * meanwhile.
+ */
+static int rs_sleep_or_follow(struct rsocket *rs, int left,
+			      uint64_t deadline_ms)
+{
+	int ret;
+
+	if (rs->cq_sleeper)
+		return rs_wait_changed(rs, deadline_ms);
+	rs->cq_sleeper = true;
+	pthread_mutex_unlock(&rs->lock);
+	ret = rs_sleep_on_cq(rs, left);
+	pthread_mutex_lock(&rs->lock);
+	rs->cq_sleeper = false;
+	pthread_cond_broadcast(&rs->changed); /* another may sleep now */
+	return ret;
 }
 
 /* Poll once: true when the wait is over (@ready, or the connection ended). */
@@ -764,9 +836,7 @@ int rs_wait_until(struct rsocket *rs, bool nonblock,
 			break;
 		}
 		rs_spin_sleeping(&w);
-		pthread_mutex_unlock(&rs->lock);
-		ret = rs_sleep_on_cq(rs, left);
-		pthread_mutex_lock(&rs->lock);
+		ret = rs_sleep_or_follow(rs, left, deadline_ms);
 		if (ret)
 			break;
 	} while (!rs_wait_done(rs, ready));

@@ -166,7 +166,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	pthread_mutex_init(&rs->wake_lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&rs->quiesce_done, &attr);
+	pthread_cond_init(&rs->changed, &attr);
 	pthread_condattr_destroy(&attr);
 	return rs;
 }
@@ -186,7 +186,7 @@ static void rs_free(struct rsocket *rs)
 	pthread_mutex_destroy(&rs->wait_lock);
 	pthread_mutex_destroy(&rs->map_lock);
 	pthread_mutex_destroy(&rs->wake_lock);
-	pthread_cond_destroy(&rs->quiesce_done);
+	pthread_cond_destroy(&rs->changed);
 	free(rs);
 }
 
@@ -337,6 +337,10 @@ int rs_close_begin(struct rsocket *rs)
 	pthread_mutex_lock(&rs->wake_lock);
 	rs_wake_signal(rs);
 	pthread_mutex_unlock(&rs->wake_lock);
+	/* and the waits that sleep on rs->changed (rs_wait_changed) */
+	pthread_mutex_lock(&rs->lock);
+	pthread_cond_broadcast(&rs->changed);
+	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
 

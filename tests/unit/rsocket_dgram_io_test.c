@@ -223,7 +223,7 @@ START_TEST(a_call_that_takes_the_datagram_wakes_rpoll)
 	ck_assert_int_eq(rrecv(b, buf, sizeof(buf), MSG_DONTWAIT), 5);
 	ck_assert_str_eq(buf, "reply");
 	/* The call's bell is gone with it. */
-	ck_assert_ptr_null(rb->ds_pollers);
+	ck_assert_ptr_null(rb->pollers);
 }
 END_TEST
 

@@ -292,6 +292,49 @@ START_TEST(send_room_returns_with_completions)
 }
 END_TEST
 
+struct reader {
+	int s;
+	pthread_t thread;
+	char got[64];
+	ssize_t n, end;
+};
+
+static void *reader_run(void *arg)
+{
+	struct reader *r = arg;
+
+	r->n = rrecv(r->s, r->got, sizeof(r->got), MSG_WAITALL);
+	r->end = rrecv(r->s, r->got, sizeof(r->got), 0);
+	return NULL;
+}
+
+/* One read, whatever it brings. */
+static void *reader_first_run(void *arg)
+{
+	struct reader *r = arg;
+
+	r->n = rrecv(r->s, r->got, sizeof(r->got), 0);
+	return NULL;
+}
+
+/* A call another thread makes meanwhile. */
+struct side_call {
+	int s;
+	pthread_t thread;
+	int ret;
+	short revents; /* rpoll's */
+};
+
+static void *rpoll_run(void *arg)
+{
+	struct side_call *c = arg;
+	struct pollfd pfd = {.fd = c->s, .events = POLLIN};
+
+	c->ret = rpoll(&pfd, 1, -1);
+	c->revents = pfd.revents;
+	return NULL;
+}
+
 /*
  * Every request of the send queue outstanding at once (data and control):
  * none is taken for done before its completion, and the completions give
@@ -334,6 +377,72 @@ START_TEST(a_full_send_queue_is_not_an_empty_one)
 	pthread_mutex_unlock(&rs->lock);
 	/* b takes it all and posts its receives again (a's close needs one) */
 	ck_assert_uint_gt(drain(b, in, sizeof(in)), 0);
+}
+END_TEST
+
+struct blocked_send {
+	int s;
+	pthread_t thread;
+	ssize_t n;
+	int err;
+};
+
+static void *blocked_send_run(void *arg)
+{
+	struct blocked_send *w = arg;
+	static uint8_t big[4 * SMALL_BUF];
+
+	w->n = rsend(w->s, big, sizeof(big), 0);
+	w->err = errno;
+	return NULL;
+}
+
+/*
+ * A writer blocked for room while another thread of the socket waits for
+ * data (@fn: a read, an rpoll): the writer sleeps on the CQ, and the
+ * peer's message wakes it first; the other, whose completion the
+ * writer's look took (its CQ event with it), must wake for it too, not
+ * wait for the writer's next wake-up (the peer waits for that reply).
+ */
+static void wait_beside_a_blocked_writer(void *(*fn)(void *), void *arg,
+					 pthread_t *thread, int i)
+{
+	struct blocked_send w = {.s = a};
+	uint8_t in[SMALL_BUF];
+	size_t got = 0;
+	ssize_t n;
+
+	ck_assert_int_eq(pthread_create(&w.thread, NULL, blocked_send_run, &w),
+			 0);
+	usleep((useconds_t)(i % 4) * 500);
+	ck_assert_int_eq(pthread_create(thread, NULL, fn, arg), 0);
+	usleep((useconds_t)(i % 3) * 500);
+	ck_assert_int_eq(rsend(b, "ping", 4, 0), 4);
+	ck_assert_int_eq(pthread_join(*thread, NULL), 0);
+	/* b reads what the writer sent, which lets it finish */
+	while (got < sizeof(in) * 4 && (n = rrecv(b, in, sizeof(in), 0)) > 0)
+		got += (size_t)n;
+	ck_assert_int_eq(pthread_join(w.thread, NULL), 0);
+	ck_assert_int_eq(w.n, 4 * SMALL_BUF);
+}
+
+START_TEST(a_reader_never_waits_for_the_writers_wake_up)
+{
+	struct reader r = {.s = a};
+
+	wait_beside_a_blocked_writer(reader_first_run, &r, &r.thread, _i);
+	ck_assert_int_eq(r.n, 4);
+	ck_assert_mem_eq(r.got, "ping", 4);
+}
+END_TEST
+
+START_TEST(an_rpoll_never_waits_for_the_writers_wake_up)
+{
+	struct side_call c = {.s = a};
+
+	wait_beside_a_blocked_writer(rpoll_run, &c, &c.thread, _i);
+	ck_assert_int_eq(c.ret, 1);
+	ck_assert(c.revents & POLLIN);
 }
 END_TEST
 
@@ -637,22 +746,6 @@ START_TEST(a_peer_closing_ends_its_data_too)
 }
 END_TEST
 
-struct reader {
-	int s;
-	pthread_t thread;
-	char got[64];
-	ssize_t n, end;
-};
-
-static void *reader_run(void *arg)
-{
-	struct reader *r = arg;
-
-	r->n = rrecv(r->s, r->got, sizeof(r->got), MSG_WAITALL);
-	r->end = rrecv(r->s, r->got, sizeof(r->got), 0);
-	return NULL;
-}
-
 /*
  * The peer asleep in a blocking read wakes for the QUIESCE, answers, and
  * reads the end; the quiescing end waited without a bound.
@@ -695,29 +788,11 @@ START_TEST(our_blocked_reader_does_not_hold_the_quiesce)
 }
 END_TEST
 
-/* A call another thread of the quiescing end makes meanwhile. */
-struct side_call {
-	int s;
-	pthread_t thread;
-	int ret;
-	short revents; /* rpoll's */
-};
-
 static void *quiesce_run(void *arg)
 {
 	struct side_call *c = arg;
 
 	c->ret = quiesce(c->s, -1);
-	return NULL;
-}
-
-static void *rpoll_run(void *arg)
-{
-	struct side_call *c = arg;
-	struct pollfd pfd = {.fd = c->s, .events = POLLIN};
-
-	c->ret = rpoll(&pfd, 1, -1);
-	c->revents = pfd.revents;
 	return NULL;
 }
 
@@ -881,6 +956,10 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
 	tcase_add_test(tc, a_full_send_queue_is_not_an_empty_one);
+	tcase_add_loop_test(tc, a_reader_never_waits_for_the_writers_wake_up, 0,
+			    24);
+	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
+			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
@@ -897,6 +976,10 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
 	tcase_add_test(tc, a_full_send_queue_is_not_an_empty_one);
+	tcase_add_loop_test(tc, a_reader_never_waits_for_the_writers_wake_up, 0,
+			    24);
+	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
+			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
