@@ -847,6 +847,89 @@ START_TEST(a_poller_wakes_when_the_socket_detaches)
 }
 END_TEST
 
+/*
+ * One thread of a socket's traffic: a writer sends the fill() pattern
+ * until its writes are refused, a reader checks it until the end.
+ */
+struct flow {
+	int s;
+	pthread_t thread;
+	size_t bytes; /* accepted by rsend, or read and checked */
+	int err; /* the writer's last errno; the reader's, if it failed */
+	bool bad; /* the reader found a byte out of place */
+};
+
+static void *flow_write(void *arg)
+{
+	struct flow *f = arg;
+	uint8_t out[3000]; /* not a divisor of anything: chunks straddle */
+	ssize_t n;
+
+	for (;;) {
+		fill(out, sizeof(out), f->bytes);
+		n = rsend(f->s, out, sizeof(out), 0);
+		if (n <= 0)
+			break;
+		f->bytes += (size_t)n;
+	}
+	f->err = errno;
+	return NULL;
+}
+
+static void *flow_read(void *arg)
+{
+	struct flow *f = arg;
+	uint8_t in[2000], want[2000];
+	ssize_t n;
+
+	while ((n = rrecv(f->s, in, sizeof(in), 0)) > 0) {
+		fill(want, (size_t)n, f->bytes);
+		f->bad |= memcmp(in, want, (size_t)n) != 0;
+		f->bytes += (size_t)n;
+	}
+	f->err = n < 0 ? errno : 0;
+	return NULL;
+}
+
+static void flow_start(struct flow *f, int s, void *(*fn)(void *))
+{
+	memset(f, 0, sizeof(*f));
+	f->s = s;
+	ck_assert_int_eq(pthread_create(&f->thread, NULL, fn, f), 0);
+}
+
+/*
+ * Both ends stream both ways, one thread per direction and end, while a
+ * quiesces at a moment that moves with the iteration: whatever either
+ * writer got accepted is read at the other end, once and in order, up to
+ * the end of the RDMA bytes; then the writers see EPIPE and the readers
+ * end of file, and nothing is left of a's RDMA resources.
+ */
+START_TEST(a_quiesce_under_traffic_loses_no_byte)
+{
+	struct flow aw, ar, bw, br;
+
+	flow_start(&aw, a, flow_write);
+	flow_start(&ar, a, flow_read);
+	flow_start(&bw, b, flow_write);
+	flow_start(&br, b, flow_read);
+	usleep((useconds_t)(_i % 4) * 2000);
+	ck_assert_int_eq(quiesce(a, -1), 0);
+	ck_assert_int_eq(pthread_join(aw.thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(ar.thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(bw.thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(br.thread, NULL), 0);
+	ck_assert_int_eq(aw.err, EPIPE);
+	ck_assert_int_eq(bw.err, EPIPE);
+	ck_assert_int_eq(ar.err, 0);
+	ck_assert_int_eq(br.err, 0);
+	ck_assert(!ar.bad && !br.bad);
+	ck_assert_uint_eq(ar.bytes, bw.bytes);
+	ck_assert_uint_eq(br.bytes, aw.bytes);
+	ck_assert_int_eq(fake_verbs_counts().qps, 1); /* b's */
+}
+END_TEST
+
 /* A peer that did not say it understands (rdma-core's) is not asked. */
 START_TEST(a_peer_without_quiesce_is_not_asked)
 {
@@ -1002,6 +1085,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
 			    40);
 	tcase_add_loop_test(tc, a_poller_wakes_when_the_socket_detaches, 0, 40);
+	tcase_add_loop_test(tc, a_quiesce_under_traffic_loses_no_byte, 0, 20);
 	tcase_add_test(tc, a_peer_without_quiesce_is_not_asked);
 	suite_add_tcase(s, tc);
 
@@ -1015,6 +1099,7 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, two_threads_quiescing_at_once_both_end_well, 0,
 			    10);
 	tcase_add_loop_test(tc, a_poller_wakes_when_the_socket_detaches, 0, 10);
+	tcase_add_loop_test(tc, a_quiesce_under_traffic_loses_no_byte, 0, 8);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iomap");
