@@ -127,7 +127,7 @@ static int rs_detach(struct rsocket *rs)
 	rmsg = rs->rmsg;
 	rs->rmsg = NULL;
 	rs_free_iomaps(rs);
-	/* An rpoll may be reading an event of the CQ (rs_sleep_on_cq). */
+	/* An rpoll may be taking an event of the CQ (rs_take_cq_event). */
 	pthread_mutex_lock(&rs->wait_lock);
 	rs_destroy_ep(rs);
 	pthread_mutex_unlock(&rs->wait_lock);

@@ -146,7 +146,8 @@ struct rsocket {
 
 	/*
 	 * Lock order: slock or rlock, then lock, then map_lock; wait_lock
-	 * is taken alone, or under lock by the detach (quiesce.c) alone.
+	 * is taken alone, or last under lock (a stream socket's detach, an
+	 * rpoll taking its CQ event).
 	 */
 	pthread_mutex_t slock; /* one sender at a time */
 	pthread_mutex_t rlock; /* one receiver at a time */
