@@ -350,45 +350,6 @@ static bool rs_poll_hold_wake(struct rs_pollset *ps)
 	return all;
 }
 
-static const uint64_t rs_bell_one = 1;
-
-void rs_ring_pollers(struct rsocket *rs)
-{
-	struct rs_poll_waiter *w;
-
-	/* Written once until drained, far below its limit: cannot fail. */
-	for (w = rs->pollers; w; w = w->next) {
-		if (pthread_equal(w->bell->owner, pthread_self()))
-			continue;
-		if (!__atomic_exchange_n(&w->bell->rung, true,
-					 __ATOMIC_ACQ_REL))
-			(void)!write(w->bell->fd, &rs_bell_one,
-				     sizeof(rs_bell_one));
-	}
-}
-
-void rs_poll_waiter_add(struct rsocket *rs, struct rs_poll_waiter *w)
-{
-	pthread_mutex_lock(&rs->lock);
-	w->next = rs->pollers;
-	rs->pollers = w;
-	pthread_mutex_unlock(&rs->lock);
-}
-
-void rs_poll_waiter_remove(struct rsocket *rs, struct rs_poll_waiter *w)
-{
-	struct rs_poll_waiter **p;
-
-	pthread_mutex_lock(&rs->lock);
-	for (p = &rs->pollers; *p; p = &(*p)->next) {
-		if (*p == w) {
-			*p = w->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&rs->lock);
-}
-
 /*
  * Hang the call's bell on each rsocket for the sleeps to come.  false:
  * none could be had, so sleeps must be short.

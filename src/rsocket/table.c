@@ -354,6 +354,47 @@ bool rs_wake_idle(struct rsocket *rs)
 	return idle;
 }
 
+/*
+ * rpoll's bells (poll.c): a call asleep on rsockets hangs one on each,
+ * and whichever call makes progress on one of them rings it.
+ */
+void rs_ring_pollers(struct rsocket *rs)
+{
+	static const uint64_t one = 1;
+	struct rs_poll_waiter *w;
+
+	/* Written once until drained, far below its limit: cannot fail. */
+	for (w = rs->pollers; w; w = w->next) {
+		if (pthread_equal(w->bell->owner, pthread_self()))
+			continue;
+		if (!__atomic_exchange_n(&w->bell->rung, true,
+					 __ATOMIC_ACQ_REL))
+			(void)!write(w->bell->fd, &one, sizeof(one));
+	}
+}
+
+void rs_poll_waiter_add(struct rsocket *rs, struct rs_poll_waiter *w)
+{
+	pthread_mutex_lock(&rs->lock);
+	w->next = rs->pollers;
+	rs->pollers = w;
+	pthread_mutex_unlock(&rs->lock);
+}
+
+void rs_poll_waiter_remove(struct rsocket *rs, struct rs_poll_waiter *w)
+{
+	struct rs_poll_waiter **p;
+
+	pthread_mutex_lock(&rs->lock);
+	for (p = &rs->pollers; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+}
+
 /* The poll timeout for one round: bounded when there is no wake fd. */
 static int rs_sleep_round(int wake_fd, int timeout, uint64_t deadline)
 {
