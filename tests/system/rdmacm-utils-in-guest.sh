@@ -195,8 +195,21 @@ elif check_lib "utils/whichlib" "$testlib" $(for u in $utils; do echo "$U/$u"; d
 	fi
 	pair utils/rping "$U/rping -s -a $A1 -p $((port += 1)) -C 10 -V" \
 		"$U/rping -c -a $A1 -I $A2 -p $port -C 10 -V"
-	pair utils/ucmatose "$U/ucmatose -b $A1 -p $((port += 1)) -c 2 -C 10" \
-		"$U/ucmatose -s $A1 -b $A2 -p $port -c 2 -C 10"
+	if wanted utils/ucmatose; then
+		run_pair utils/ucmatose "$testlib" "$U/ucmatose -b $A1 -p $((port += 1)) -c 2 -C 10" \
+			"$testlib" "$U/ucmatose -s $A1 -b $A2 -p $port -c 2 -C 10"
+		# Debian's ucmatose server sends as soon as its connections are
+		# up, before the client's first message, which MPA forbids:
+		# siw then fails the client's connect (BUGS.md
+		# debian-ucmatose-iwarp-server-first), on any library.
+		if [ "$pair_rc" != 0 ] && [ "$TRANSPORT" = iwarp ] &&
+			grep -q "RDMA_CM_EVENT_CONNECT_ERROR, error: -22" "$WORK/utils_ucmatose.c"; then
+			echo "$pair_out"
+			xfail utils/ucmatose "BUGS.md debian-ucmatose-iwarp-server-first: the client's connect failed with -EINVAL"
+		else
+			report utils/ucmatose
+		fi
+	fi
 	pair utils/rdma_server_client "$U/rdma_server -s $A1 -p $((port += 1))" \
 		"$U/rdma_client -s $A1 -p $port"
 	pair utils/rdma_xserver_xclient "$U/rdma_xserver -p $((port += 1))" \
