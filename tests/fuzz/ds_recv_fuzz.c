@@ -325,13 +325,13 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 
 struct rs_defaults rs_def;
 
-/* Only blocking calls sleep or spin: every call here is non-blocking. */
 /* rpoll's bells (table.c): no rpoll sleeps on the harness's socket. */
 void rs_ring_pollers(struct rsocket *rs)
 {
 	(void)rs;
 }
 
+/* Only blocking calls sleep or spin: every call here is non-blocking. */
 int rs_sleep_fd_or_close(struct rsocket *rs, int fd, short events, int timeout)
 {
 	abort();

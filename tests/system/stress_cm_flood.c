@@ -63,6 +63,7 @@ __asm__(".symver rdma_accept, rdma_accept@RDMACM_1.0");
 struct fl_report {
 	uint64_t sent, refused, rejected, other;
 	uint64_t ns; /* since the first request */
+	int last; /* all the requests asked for are out */
 	int done;
 };
 
@@ -153,6 +154,7 @@ static void fl_send_report(struct fl_flooder *f, int done)
 	char c = 'a';
 
 	f->rep.ns = t - f->t0;
+	f->rep.last = f->rep.sent >= f->total;
 	f->rep.done = done;
 	if (write(f->fd, &f->rep, sizeof(f->rep)) != sizeof(f->rep))
 		hx_fail("flooder: report: %s", strerror(errno));
@@ -413,7 +415,7 @@ static bool fl_want_more(const struct fl_totals *t)
 }
 
 /* The flooder's reports, until it says it is done. */
-static void fl_watch(int fd, int ack, uint64_t total, struct fl_totals *t)
+static void fl_watch(int fd, int ack, struct fl_totals *t)
 {
 	struct fl_report r, prev;
 	char answer;
@@ -427,9 +429,8 @@ static void fl_watch(int fd, int ack, uint64_t total, struct fl_totals *t)
 		fl_print(&r, &prev, t);
 		prev = r;
 		answer = 'a'; /* the flood goes on */
-		if (r.sent >= total && fl_want_more(t)) {
+		if (r.last && fl_want_more(t)) {
 			answer = 'm';
-			total += FL_REPORT;
 			t->more++;
 		}
 		if (write(ack, &answer, 1) != 1)
@@ -515,7 +516,7 @@ int run_flood(int argc, char **argv)
 	start_thread(&real, fl_real_main, NULL);
 	if (write(go_fd, "g", 1) != 1)
 		hx_fail("go: %s", strerror(errno));
-	fl_watch(rep_fd, go_fd, (uint64_t)total, &t);
+	fl_watch(rep_fd, go_fd, &t);
 	real_mid = atomic_load(&fl_real);
 	fl_reap(pid);
 	atomic_store(&fl_stop_real, true);
