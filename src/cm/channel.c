@@ -85,6 +85,12 @@ struct cma_channel {
 	/* Application threads waiting on kfd in rdma_get_cm_event (lock). */
 	unsigned int waiters;
 	int wakefd; /* served: an eventfd that wakes the waiters, else -1 */
+	/*
+	 * creds.c: files kfd stood for before credential changes, oldest
+	 * first, open while requests born in them may wait (read_lock).
+	 */
+	int stale[CMA_CHANNEL_STALE_MAX];
+	int nstale;
 	struct cma_channel
 		*next; /* pollable ones: chan_list (chan_list_lock) */
 	/*
@@ -249,6 +255,12 @@ void cma_channel_destroy(struct rdma_event_channel *channel)
 	if (ch->pollable)
 		close(ch->pub.fd);
 	close(ch->kfd);
+	/*
+	 * After kfd, newest first: the requests queued there that were born
+	 * in a stale file are cleaned up through it.
+	 */
+	while (ch->nstale)
+		close(ch->stale[--ch->nstale]);
 	pthread_mutex_destroy(&ch->lock);
 	pthread_mutex_destroy(&ch->read_lock);
 	free(ch);
@@ -592,6 +604,103 @@ void cma_channel_reader_lock(struct rdma_event_channel *channel)
 void cma_channel_reader_unlock(struct rdma_event_channel *channel)
 {
 	pthread_mutex_unlock(&cma_chan(channel)->read_lock);
+}
+
+int cma_channel_swap_kernel_file(struct rdma_event_channel *channel, int newfd)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	struct epoll_event ev = {.events = EPOLLIN};
+	int flags = fcntl(ch->kfd, F_GETFL), nflags = fcntl(newfd, F_GETFL);
+	int old, err;
+
+	if (ch->nstale == CMA_CHANNEL_STALE_MAX)
+		return cma_err(EAGAIN);
+	if (flags < 0 || nflags < 0 ||
+	    fcntl(newfd, F_SETFL, nflags | (flags & O_NONBLOCK)))
+		return -1;
+	old = ucma_rehome_fd(ch->kfd, newfd);
+	if (old < 0)
+		return -1;
+	/*
+	 * An epoll set knows a file, not a number: the new file joins it.
+	 * The old one keeps its registration until it is closed, with
+	 * nothing to report (its ids move away).
+	 */
+	if (ch->pollable &&
+	    epoll_ctl(ch->pub.fd, EPOLL_CTL_ADD, ch->kfd, &ev)) {
+		err = errno;
+		newfd = ucma_rehome_fd(ch->kfd, old);
+		if (newfd >= 0)
+			close(newfd);
+		return cma_err(err);
+	}
+	ch->stale[ch->nstale++] = old;
+	return 0;
+}
+
+void cma_channel_restore_kernel_file(struct rdma_event_channel *channel)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	int newfd = ucma_rehome_fd(ch->kfd, ch->stale[ch->nstale - 1]);
+
+	/* Else the old file stays a stale one: never closed under ids. */
+	if (newfd >= 0) {
+		close(newfd);
+		ch->nstale--;
+	}
+}
+
+bool cma_channel_posted(const struct rdma_event_channel *channel)
+{
+	return __atomic_load_n(&((const struct cma_channel *)channel)->posted,
+			       __ATOMIC_ACQUIRE);
+}
+
+int cma_channel_newest_stale(const struct rdma_event_channel *channel)
+{
+	const struct cma_channel *ch = (const struct cma_channel *)channel;
+
+	return ch->nstale ? ch->stale[ch->nstale - 1] : -1;
+}
+
+/* Close the @n oldest stale files: no request born in them waits. */
+static void cma_channel_close_stale(struct cma_channel *ch, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		close(ch->stale[i]);
+	memmove(ch->stale, ch->stale + n,
+		(size_t)(ch->nstale - n) * sizeof(ch->stale[0]));
+	ch->nstale -= n;
+}
+
+/*
+ * The kernel queues a listener's events in the order its requests came
+ * and moves them with the listener, in order: a request born in stale
+ * file i is read after every request born in an older one, and one born
+ * in kfd's file after all of them.  A stale file is closed only on that
+ * proof: closing a file destroys the ids born in it, and an event still
+ * queued for one of them would then point at freed memory in the kernel.
+ */
+void cma_channel_adopt_request(struct rdma_event_channel *channel,
+			       uint32_t handle)
+{
+	struct cma_channel *ch = cma_chan(channel);
+	uint32_t reported;
+	int i;
+
+	for (i = ch->nstale - 1; i >= 0; i--) {
+		if (!ucma_cmd_migrate_id(ch->kfd, handle, ch->stale[i],
+					 &reported)) {
+			cma_channel_close_stale(ch, i);
+			return;
+		}
+		/* EINVAL: the id is on another file; else no proof. */
+		if (errno != EINVAL)
+			return;
+	}
+	cma_channel_close_stale(ch, ch->nstale);
 }
 
 /* A pollable channel's kernel fd is non-blocking: -1/EAGAIN when empty. */

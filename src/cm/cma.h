@@ -51,6 +51,7 @@ struct cma_device *cma_device_get_by_guid(__be64 guid);
 void cma_device_put(struct cma_device *dev);
 struct ibv_pd *cma_device_default_pd(struct cma_device *dev);
 void cma_device_mark_removed(struct cma_device *dev);
+void cma_device_forget_contexts(void);
 /* Whether @port of @dev has an Ethernet link layer (RoCE); cached. */
 bool cma_device_port_is_roce(struct cma_device *dev, uint8_t port);
 
@@ -434,6 +435,23 @@ void cma_service_stop(void);
  * false if an application thread waits on its kernel fd (it reads it).
  */
 bool cma_event_serve(struct rdma_event_channel *channel);
+/*
+ * creds.c's part of a channel, reader lock held.  Swap: the kernel fd's
+ * number comes to stand for @newfd's file, and the old file stays open
+ * as the newest stale file (-1/EAGAIN when CMA_CHANNEL_STALE_MAX are
+ * open already); restore undoes it.  Adopt: a request read from the
+ * channel joins the kernel fd's file from the stale file it was born in,
+ * and stale files whose requests have all been read are closed.
+ */
+#define CMA_CHANNEL_STALE_MAX 8
+int cma_channel_swap_kernel_file(struct rdma_event_channel *channel, int newfd);
+void cma_channel_restore_kernel_file(struct rdma_event_channel *channel);
+int cma_channel_newest_stale(const struct rdma_event_channel *channel);
+void cma_channel_adopt_request(struct rdma_event_channel *channel,
+			       uint32_t handle);
+bool cma_channel_served(const struct rdma_event_channel *channel);
+/* A private channel the library may post events to from other threads. */
+bool cma_channel_posted(const struct rdma_event_channel *channel);
 /* An application thread waits in rdma_get_cm_event on the kernel fd. */
 bool cma_channel_has_waiter(struct rdma_event_channel *channel);
 /* Count a kernel event as acked. */

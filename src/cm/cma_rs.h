@@ -49,4 +49,14 @@ int cma_id_adopt(struct rdma_event_channel *channel, int from_fd,
 		 const struct rdma_conn_param *request, struct rdma_cm_id **id);
 int cma_id_take_over(struct rdma_cm_id *id, struct rdma_event_channel *channel);
 
+/*
+ * After a credential change the kernel refuses the files the process
+ * opened before (EACCES): @id, alone on @channel, whose kernel fd is
+ * non-blocking (an rsocket listener's), moves to a file opened under the
+ * current credentials, with the requests waiting for it, and the device
+ * contexts opened before are forgotten (creds.c).  0 (also when another
+ * thread did it first), or -1/errno.
+ */
+int cma_follow_creds(struct rdma_event_channel *channel, struct rdma_cm_id *id);
+
 #endif /* CMA_RS_H */

@@ -57,15 +57,31 @@ static void cma_device_atfork_parent(void)
  * ids it creates, the requests it adopts (handoff.c) and rdma_get_devices
  * give it contexts of its own.  The parent's ids it inherited keep theirs.
  */
-static void cma_device_atfork_child(void)
+static void cma_device_forget_locked(void)
 {
 	int i;
 
-	pthread_mutex_unlock(&dev_lock); /* the forking thread's (prepare) */
 	for (i = 0; i < dev_count; i++) {
 		devs[i]->verbs = NULL;
 		devs[i]->pd = NULL;
 	}
+}
+
+static void cma_device_atfork_child(void)
+{
+	pthread_mutex_unlock(&dev_lock); /* the forking thread's (prepare) */
+	cma_device_forget_locked();
+}
+
+/*
+ * The same after a credential change (creds.c): the contexts opened before
+ * it refuse the new credentials' commands.  Ids made on them keep them.
+ */
+void cma_device_forget_contexts(void)
+{
+	pthread_mutex_lock(&dev_lock);
+	cma_device_forget_locked();
+	pthread_mutex_unlock(&dev_lock);
 }
 
 static void cma_init_once(void)

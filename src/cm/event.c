@@ -84,9 +84,12 @@ cma_handle_conn_req(struct cma_event *evt,
 		    const struct rdma_ucm_event_resp *resp)
 {
 	struct cma_id_private *listen_priv = evt->id_priv;
+	enum cma_p2p_verdict p2p;
 	uint32_t ignored;
 
-	enum cma_p2p_verdict p2p = cma_p2p_conn_req(listen_priv, resp);
+	/* Born in a file the channel had before a credential change? */
+	cma_channel_adopt_request(listen_priv->id.channel, resp->id);
+	p2p = cma_p2p_conn_req(listen_priv, resp);
 
 	if (p2p == CMA_P2P_TAKEN)
 		return CMA_EVENT_DROP; /* held, adopted or refused by p2p.c */
@@ -421,30 +424,40 @@ static int cma_get_pollable(struct rdma_event_channel *channel,
 	return ret;
 }
 
-/* A private channel (synchronous ids): nobody else reads it. */
+/*
+ * A private channel (synchronous ids, rsockets): its one reader at a
+ * time holds the reader lock from the read to the event's handling, for
+ * creds.c (an rsocket's channel never blocks in the read).
+ */
 static int cma_get_private(struct rdma_event_channel *channel,
 			   struct cma_event **out)
 {
 	struct rdma_ucm_event_resp resp;
 	struct cma_event *evt, *lib;
+	enum cma_event_verdict verdict;
 
 	evt = malloc(sizeof(*evt));
 	if (!evt)
 		return cma_err(ENOMEM);
 	for (;;) {
 		memset(evt, 0, sizeof(*evt));
+		cma_channel_reader_lock(channel);
 		if (cma_channel_next(channel, &resp, &lib)) {
 			int err = errno;
 
+			cma_channel_reader_unlock(channel);
 			free(evt);
 			return cma_err(err);
 		}
 		if (lib) {
+			cma_channel_reader_unlock(channel);
 			free(evt);
 			*out = lib;
 			return 0;
 		}
-		if (cma_event_from_kernel(evt, &resp) == CMA_EVENT_DELIVER)
+		verdict = cma_event_from_kernel(evt, &resp);
+		cma_channel_reader_unlock(channel);
+		if (verdict == CMA_EVENT_DELIVER)
 			break;
 		cma_event_complete(evt);
 	}

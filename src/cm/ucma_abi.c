@@ -57,10 +57,28 @@ static int ucma_abi_version_kernel(void)
 	return version;
 }
 
+static int ucma_rehome_kernel(int fd, int newfd)
+{
+	int old = cma_fd_dup_high(fd, fcntl);
+
+	if (old < 0)
+		return -1;
+	if (dup3(newfd, fd, O_CLOEXEC) < 0) {
+		int err = errno;
+
+		close(old);
+		errno = err;
+		return -1;
+	}
+	close(newfd);
+	return old;
+}
+
 #define UCMA_KERNEL_BACKEND                                                    \
 	{                                                                      \
 		.write = ucma_write_syscall, .open = ucma_open_kernel,         \
 		.abi_version = ucma_abi_version_kernel,                        \
+		.rehome = ucma_rehome_kernel,                                  \
 	}
 
 static const struct ucma_backend ucma_kernel = UCMA_KERNEL_BACKEND;
@@ -79,6 +97,11 @@ int ucma_open_device(bool hidden)
 int ucma_abi_version(void)
 {
 	return ucma_backend.abi_version();
+}
+
+int ucma_rehome_fd(int fd, int newfd)
+{
+	return ucma_backend.rehome(fd, newfd);
 }
 
 /*

@@ -42,7 +42,16 @@ struct ucma_backend {
 	ssize_t (*write)(int fd, const void *buf, size_t len);
 	int (*open)(bool hidden); /* a new event queue: an fd, or -1/errno */
 	int (*abi_version)(void); /* -1 when no device */
+	/* ucma_rehome_fd's work (both fds the library's, close-on-exec) */
+	int (*rehome)(int fd, int newfd);
 };
+
+/*
+ * Put @newfd's file behind the number @fd (closing @newfd) and return a
+ * new number for @fd's old file, which stays open: commands keep their
+ * descriptor while the file behind it changes.  -1/errno, nothing changed.
+ */
+int ucma_rehome_fd(int fd, int newfd);
 
 int ucma_cmd_create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
 		       uint32_t *handle);

@@ -101,6 +101,7 @@ bool rs_cm_event_ready(struct rsocket *rs)
 static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 			   struct rdma_cm_event **event)
 {
+	bool followed = false;
 	int ret;
 
 	for (;;) {
@@ -116,6 +117,17 @@ static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 			return -1;
 		if (!rdma_get_cm_event(rs->channel, event))
 			return 0;
+		/*
+		 * A listener made before the process changed credentials:
+		 * it follows them, once per call (creds.c).
+		 */
+		if (errno == EACCES && !followed &&
+		    rs_state(rs) == RS_LISTENING) {
+			followed = true;
+			if (!cma_follow_creds(rs->channel, rs->cm_id))
+				continue;
+			errno = EACCES;
+		}
 		/* Nothing after all: the library dropped what it read. */
 		if (errno != EAGAIN)
 			return -1;

@@ -36,6 +36,7 @@ struct fake_dev {
 	struct fake_event *head, **tail;
 	int queued;
 	bool signalled; /* the eventfd is readable */
+	bool stale; /* opened before fake_ucma_new_creds: writes refused */
 };
 
 struct fake_mc {
@@ -62,6 +63,8 @@ static size_t short_len;
 static fake_ucma_hook_fn hook;
 static struct fake_ucma_route route;
 static bool held; /* fake_ucma_hold: queued events are not visible yet */
+/* Since fake_ucma_new_creds: an id answers only on its own file. */
+static bool strict_files;
 
 /* Commands the kernel answers at once with an event (fake_ucma_answer). */
 #define FAKE_MAX_ANSWERS 4
@@ -137,8 +140,56 @@ static int fake_open(bool hidden)
 	}
 	fake_dev_drop_events(dev);
 	dev->fd = fd;
+	dev->stale = false;
 	pthread_mutex_unlock(&fake_lock);
 	return fd;
+}
+
+/* The kernel backend's ucma_rehome_fd, on the model too. */
+static int fake_rehome(int fd, int newfd)
+{
+	struct fake_dev *from, *to, *gone;
+	int old = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	uint32_t h;
+
+	if (old < 0)
+		return -1;
+	pthread_mutex_lock(&fake_lock);
+	/* A number the library closed and the system reused. */
+	gone = fake_dev_of(old);
+	if (gone) {
+		fake_dev_drop_events(gone);
+		gone->fd = -1;
+	}
+	from = fake_dev_of(fd);
+	to = fake_dev_of(newfd);
+	if (!from || !to || dup3(newfd, fd, O_CLOEXEC) < 0) {
+		pthread_mutex_unlock(&fake_lock);
+		close(old);
+		errno = EBADF;
+		return -1;
+	}
+	close(newfd);
+	from->fd = old;
+	to->fd = fd;
+	for (h = 1; h <= nkids; h++) {
+		if (kids[h].fd == fd)
+			kids[h].fd = old;
+		else if (kids[h].fd == newfd)
+			kids[h].fd = fd;
+	}
+	pthread_mutex_unlock(&fake_lock);
+	return old;
+}
+
+void fake_ucma_new_creds(void)
+{
+	pthread_mutex_lock(&fake_lock);
+	for (int i = 0; i < FAKE_MAX_FDS; i++)
+		if (devs[i].fd >= 0)
+			devs[i].stale = true;
+	strict_files = true;
+	pthread_mutex_unlock(&fake_lock);
 }
 
 static int fake_abi_version(void)
@@ -654,6 +705,14 @@ static int fake_answer(struct fake_dev *dev, uint32_t cmd, const void *body,
 		return fake_leave(fake_u32(body, fake_handle_offset(cmd)), out);
 	if (!kid)
 		return EINVAL; /* the kernel's answer to an unknown handle */
+	/* The kernel looks an id up on the file the command names. */
+	if (strict_files &&
+	    kid->fd !=
+		    (cmd == RDMA_USER_CM_CMD_MIGRATE_ID
+			     ? (int)((const struct rdma_ucm_migrate_id *)body)
+				       ->fd
+			     : dev->fd))
+		return EINVAL;
 	/* A request its sender gave up: no QP attributes, no accept. */
 	if (kid->dead && (cmd == RDMA_USER_CM_CMD_INIT_QP_ATTR ||
 			  cmd == RDMA_USER_CM_CMD_ACCEPT))
@@ -817,7 +876,10 @@ static ssize_t fake_write(int fd, const void *buf, size_t len)
 	}
 	if (hdr->cmd != RDMA_USER_CM_CMD_GET_EVENT)
 		fake_log(&c);
-	err = hook ? hook(&c, out, out ? hdr->out : 0) : FAKE_UCMA_MODEL;
+	/* The kernel's check of the credentials comes before all else. */
+	err = dev->stale ? EACCES
+	      : hook	 ? hook(&c, out, out ? hdr->out : 0)
+			 : FAKE_UCMA_MODEL;
 	if (err != FAKE_UCMA_MODEL) {
 		/* answered by the test's hook */
 	} else if (fail_err &&
@@ -850,6 +912,7 @@ static const struct ucma_backend fake_backend = {
 	.write = fake_write,
 	.open = fake_open,
 	.abi_version = fake_abi_version,
+	.rehome = fake_rehome,
 };
 
 void fake_ucma_install(void)
@@ -860,6 +923,7 @@ void fake_ucma_install(void)
 	for (i = 0; i < FAKE_MAX_FDS; i++) {
 		fake_dev_drop_events(&devs[i]);
 		devs[i].fd = -1;
+		devs[i].stale = false;
 	}
 	/*
 	 * Only the slots handed out: a slot is filled when it is handed out
@@ -875,6 +939,7 @@ void fake_ucma_install(void)
 	hook = NULL;
 	nanswers = 0;
 	held = false;
+	strict_files = false;
 	memset(&route, 0, sizeof(route));
 	route.port_num = 1;
 	route.pkey = 0xffff;

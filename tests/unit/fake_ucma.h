@@ -66,6 +66,13 @@ void fake_ucma_install(void);
 /* Forget everything and give the library back to the kernel. */
 void fake_ucma_uninstall(void);
 
+/*
+ * The process changes credentials: every device fd open now refuses
+ * writes (EACCES), as the kernel's files do, and from now on a command
+ * naming an id is answered only on the file the id is on (EINVAL).
+ */
+void fake_ucma_new_creds(void);
+
 /* What QUERY_ROUTE and QUERY report from now on. */
 void fake_ucma_set_route(const struct fake_ucma_route *route);
 

@@ -974,6 +974,78 @@ START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 END_TEST
 #endif
 
+/* The network resolves @s's address and route for a connect to the server. */
+static void resolve_socket(int s)
+{
+	struct sockaddr *to = (struct sockaddr *)&server_addr;
+
+	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
+	fake_ucma_event(kid_of_socket(s), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
+	fake_ucma_event(kid_of_socket(s), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
+	ck_assert_int_eq(errno, EALREADY);
+}
+
+static struct ibv_context *verbs_of_socket(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	struct ibv_context *verbs;
+
+	ck_assert_ptr_nonnull(rs);
+	verbs = rs->cm_id->verbs;
+	rs_put(rs);
+	return verbs;
+}
+
+static int stale_file_of_socket(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	int fd;
+
+	ck_assert_ptr_nonnull(rs);
+	fd = cma_channel_newest_stale(rs->channel);
+	rs_put(rs);
+	return fd;
+}
+
+/*
+ * A server listens as root, then becomes a user before it accepts
+ * (lighttpd): the kernel refuses the listener's file to the new
+ * credentials, also for the requests made on it meanwhile (the fake is
+ * strict about which file names an id from then on).  The listener
+ * follows (creds.c): a request that was waiting and one that comes after
+ * are both accepted, on a device context opened under the new
+ * credentials, and nothing of the old file is left open.
+ */
+START_TEST(a_listener_accepts_after_a_credential_change)
+{
+	int second = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), s1, s2;
+	struct ibv_context *before = verbs_of_socket(server);
+
+	ck_assert_int_ge(second, 0);
+	resolve_client();
+	resolve_socket(second);
+	carry_request();
+	fake_ucma_new_creds();
+	s1 = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s1, 0);
+	ck_assert_ptr_ne(verbs_of_socket(s1), before);
+	/* Requests born in it may still wait: the old file stays open. */
+	ck_assert_int_ge(stale_file_of_socket(server), 0);
+	carry_request();
+	s2 = raccept(server, NULL, NULL);
+	ck_assert_int_ge(s2, 0);
+	ck_assert_int_eq(stale_file_of_socket(server), -1);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 2);
+	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	rclose(s2);
+	rclose(s1);
+	rclose(second);
+}
+END_TEST
+
 Suite *rsocket_conn_suite(void)
 {
 	Suite *s = suite_create("rsocket_conn");
@@ -990,6 +1062,11 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
 	tcase_add_test(tc, the_listener_is_never_served);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("credentials");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, a_listener_accepts_after_a_credential_change);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("the peer's end");
