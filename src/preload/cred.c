@@ -15,9 +15,11 @@
  * So a call that would change no id, and that the kernel would allow,
  * returns success without reaching the kernel: the process is exactly as
  * it would be, and its RDMA files keep working.  Before a real change,
- * the connections fork mode moved to RDMA go back to TCP (moveback.c);
- * when the process still holds rsockets, the log says they will stop
- * working.
+ * the connections fork mode moved to RDMA go back to TCP (moveback.c).
+ * After it, listening rsockets follow the new credentials at their next
+ * accept (the library's src/cm/creds.c), so a server may listen as root
+ * and serve as a user; other connections made before stop working, as
+ * the log says.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -118,9 +120,10 @@ static void changing(const char *call)
 	/* Fork mode's connections go back to TCP first (moveback.c). */
 	rsp_move_back_all(call, true);
 	if (rsp_any())
-		rsp_log("%s changes the credentials: the rsockets made before "
-			"stop working (the kernel's RDMA files refuse a "
-			"process whose credentials changed)",
+		rsp_log("%s changes the credentials: listening rsockets "
+			"follow, connections made before stop working (the "
+			"kernel's RDMA files refuse a process whose "
+			"credentials changed)",
 			call);
 }
 

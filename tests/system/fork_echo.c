@@ -3,9 +3,12 @@
  * A plain TCP program for the preload's fork tests
  * (tests/system/preload-apps-in-guest.sh); it knows nothing of RDMA:
  *
- *   fork_echo server PORT N fork|nofork|fork-poll|fork-setid|fork-epoll
+ *   fork_echo server PORT N fork|nofork|nofork-nobody|fork-poll|...
  *       accept N connections; echo each until EOF, in a forked child
  *       (the parent closes its copy at once) or in the process itself;
+ *       nofork-nobody: in the process itself, which becomes nobody
+ *       (setgroups, setgid, setuid 65534) after it listens and before
+ *       it accepts, as a server that binds as root does (lighttpd);
  *       fork-poll: the child waits in poll() for each chunk before it
  *       reads; fork-setid: after the first chunk went back, the child
  *       sets the group list, group and user ids it already has (as the
@@ -79,6 +82,7 @@ enum mode {
 	FORK_SETUID,
 	FORK_SPLIT,
 	FORK_THREADS,
+	NOFORK_NOBODY,
 };
 
 /* rsync's greeting: 41 bytes, sent by each end before it reads. */
@@ -398,13 +402,15 @@ static int server(const char *port, int n, enum mode mode)
 	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
 	    listen(l, 8))
 		return fail("listen");
+	if (mode == NOFORK_NOBODY && nobody())
+		return fail("becoming nobody");
 	printf("LISTENING\n");
 	fflush(stdout);
 	for (i = 0; i < n; i++) {
 		c = accept(l, NULL, NULL);
 		if (c < 0)
 			return fail("accept");
-		if (mode == NOFORK) {
+		if (mode == NOFORK || mode == NOFORK_NOBODY) {
 			bad |= echo(c, mode);
 			close(c);
 			continue;
@@ -507,14 +513,14 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	static const char *const modes[] = {
-		"nofork",      "fork",	     "fork-poll",
-		"fork-setid",  "fork-epoll", "fork-greet",
-		"fork-setuid", "fork-split", "fork-threads"};
+		"nofork",	"fork",		"fork-poll",   "fork-setid",
+		"fork-epoll",	"fork-greet",	"fork-setuid", "fork-split",
+		"fork-threads", "nofork-nobody"};
 	static const char *const clients[] = {
 		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 9; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 10; m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
 	for (m = 0; argc == 5 && m < 4; m++)

@@ -11,6 +11,8 @@
 #              value, redis-benchmark runs SET and GET
 #   memcached  memccp stores a random file, memccat reads it back, and
 #              memcslap loads the server
+#   memcached-user  the same with memcached -u nobody, as it is run as
+#              root (it becomes nobody before it listens)
 #   sockperf   TCP ping-pong with --data-integrity
 #   udp-echo   tests/system/udp_echo, a plain UDP echo (sendto/recvfrom,
 #              connect+send/recv, sendmsg/recvmsg; poll, select, epoll):
@@ -49,6 +51,10 @@
 #              blocked in read(); 3 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
+#   nobody-server  without it: tests/system/fork_echo listens as root,
+#              becomes nobody, then accepts and echoes in the process
+#              itself (a server that binds, then drops its privileges):
+#              the listener follows the new credentials; two clients
 # A program passes when its data are verified (compared; iperf3's are
 # counted) and the RDMA device's packet counter shows the bytes went over
 # RDMA: at least one packet per 4 KiB moved under the preload (rxe's
@@ -164,14 +170,15 @@ redis_run() {
 }
 
 # --- memcached -----------------------------------------------------------
-memcached_run() {
-	local mode=$1 p=$((port += 1)) before after s t0 t1
+# memcached_on NAME MODE USER
+memcached_on() {
+	local name=$1 mode=$2 user=$3 p=$((port += 1)) before after s t0 t1
 	before=$(pkts)
-	with "$mode" timeout $T memcached -l "$A1" -p $p -U 0 -t 2 -m 64 -u root \
+	with "$mode" timeout $T memcached -l "$A1" -p $p -U 0 -t 2 -m 64 -u "$user" \
 		>"$W/mc.$mode" 2>&1 &
 	s=$!
 	if ! wait_port $mode $p $s; then
-		res[memcached.$mode.why]="server did not start: $(tail -c 300 "$W/mc.$mode")"
+		res[$name.$mode.why]="server did not start: $(tail -c 300 "$W/mc.$mode")"
 		kill $s 2>/dev/null
 		return
 	fi
@@ -190,13 +197,13 @@ memcached_run() {
 	# memccat ends the value with a newline
 	if [ "$(stat -c %s "$W/blob.out")" != 500001 ] ||
 		! cmp -s -n 500000 "$W/mc/blob" "$W/blob.out"; then
-		res[memcached.$mode.why]="memccat returned $(stat -c %s "$W/blob.out") other bytes: $(head -c 600 "$W/mcc.$mode")"
+		res[$name.$mode.why]="memccat returned $(stat -c %s "$W/blob.out") other bytes: $(head -c 600 "$W/mcc.$mode")"
 		return
 	fi
-	res[memcached.$mode.ok]=1
-	res[memcached.$mode.bytes]=$((2 * 500000))
-	res[memcached.$mode.metric]=$((t1 - t0))
-	res[memcached.$mode.pkts]=$((after - before))
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=$((2 * 500000))
+	res[$name.$mode.metric]=$((t1 - t0))
+	res[$name.$mode.pkts]=$((after - before))
 }
 
 # --- sockperf ------------------------------------------------------------
@@ -420,6 +427,10 @@ moved_back() {
 		res[$1.$2.why]="$got \"back on TCP\" lines in the preload's log, $((2 * $3)) expected"
 	fi
 }
+memcached_run() { memcached_on memcached "$1" root; }
+# As it is run as root: it becomes nobody, then listens.
+memcached-user_run() { memcached_on memcached-user "$1" nobody; }
+
 # RDMAV_FORK_SAFE=1: accepted on TCP, served over RDMA by forked children.
 fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
 # The client speaks first while the child waits in poll for its bytes.
@@ -448,6 +459,8 @@ fork-threads_run() {
 }
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
+# Without it: listens as root, accepts as nobody.
+nobody-server_run() { forkrun nobody-server "$1" nofork-nobody client 2; }
 
 if [ ! -e "$PRELOAD" ]; then
 	fail setup "no $PRELOAD"
@@ -459,12 +472,13 @@ if [ -z "$(pkts)" ]; then
 fi
 
 for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
-	memcached:memcached:lower:ms sockperf:sockperf:lower:us \
+	memcached:memcached:lower:ms memcached-user:memcached:lower:ms \
+	sockperf:sockperf:lower:us \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
 	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
-	fork-close:$FORK_ECHO:lower:ms \
+	fork-close:$FORK_ECHO:lower:ms nobody-server:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do

@@ -39,6 +39,10 @@
 #   sshd-forksafe   the same with RDMAV_FORK_SAFE=1 on both ends
 #   http-server     /usr/bin/python3 -m http.server (a thread per
 #                   connection, no fork); curl fetches a random 1 MiB file
+#   lighttpd        lighttpd -D with its own config: one process that
+#                   listens as root, then becomes nobody (server.username)
+#                   and serves (epoll, no fork); curl fetches a random
+#                   1 MiB file (cmp)
 # A server passes when its data are verified and the RDMA device's packet
 # counter shows the bytes went over RDMA: at least one packet per 4 KiB
 # checked under the preload, next to none in the TCP run (check in
@@ -579,6 +583,44 @@ http-server_run() {
 	res[$name.$mode.pkts]=$((after - before))
 }
 
+# --- lighttpd --------------------------------------------------------------
+# lighttpd binds as root and only then becomes its server.username: the
+# rsocket listener must follow the change (rsocket(7), Listeners and
+# credential changes).
+lighttpd_run() {
+	local name=lighttpd mode=$1 p=$((port += 1)) before after s d c t0 t1
+	d="$W/$name.$mode"
+	mkdir -p "$d"
+	cat >"$d/lighttpd.conf" <<EOF
+server.document-root = "$W/html"
+server.bind = "$A1"
+server.port = $p
+server.username = "nobody"
+server.groupname = "nogroup"
+EOF
+	before=$(pkts)
+	start_with "$mode" timeout -k 5 $((2 * T)) lighttpd -D -f "$d/lighttpd.conf" \
+		>"$d/log" 2>&1
+	s=$started
+	listening "$name.$mode" $p lighttpd "$d/log" || return
+	t0=$(now_ms)
+	with "$mode" timeout -k 5 $T curl -sS --max-time $((T - 5)) -o "$d/1m.got" \
+		"http://$A1:$p/1m.bin" >"$d/curl" 2>&1
+	c=$?
+	t1=$(now_ms)
+	stop $s
+	after=$(pkts)
+	if [ $c != 0 ] || ! cmp -s "$W/html/1m.bin" "$d/1m.got"; then
+		res[$name.$mode.why]="curl exit $c: $(tail -c 200 "$d/curl"); $(cause "$d/log")server: $(tail -c 300 "$d/log")$(rsp_summary "$mode")"
+		return
+	fi
+	echo "# $name $mode: 1 MiB compared$(rsp_summary "$mode")"
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=1048576
+	res[$name.$mode.metric]=$((t1 - t0))
+	res[$name.$mode.pkts]=$((after - before))
+}
+
 if [ ! -e "$PRELOAD" ]; then
 	fail setup "no $PRELOAD"
 	finish
@@ -600,7 +642,8 @@ for srv in \
 	postgres-forksafe:$PGBIN/postgres,$PGBIN/initdb,$PGBIN/pgbench,$PGBIN/psql,setpriv:higher:tps \
 	sshd:/usr/sbin/sshd,scp,ssh,ssh-keygen:lower:ms \
 	sshd-forksafe:/usr/sbin/sshd,scp,ssh,ssh-keygen:lower:ms \
-	http-server:/usr/bin/python3,curl:lower:ms; do
+	http-server:/usr/bin/python3,curl:lower:ms \
+	lighttpd:lighttpd,curl:lower:ms; do
 	IFS=: read -r name progs better unit <<<"$srv"
 	wanted "$name" || continue
 	missing=
