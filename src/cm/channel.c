@@ -610,17 +610,20 @@ int cma_channel_swap_kernel_file(struct rdma_event_channel *channel, int newfd)
 {
 	struct cma_channel *ch = cma_chan(channel);
 	struct epoll_event ev = {.events = EPOLLIN};
-	int flags = fcntl(ch->kfd, F_GETFL), nflags = fcntl(newfd, F_GETFL);
-	int old, err;
+	int flags, old, err;
 
-	if (ch->nstale == CMA_CHANNEL_STALE_MAX)
+	if (ch->nstale == CMA_CHANNEL_STALE_MAX) {
+		close(newfd);
 		return cma_err(EAGAIN);
-	if (flags < 0 || nflags < 0 ||
-	    fcntl(newfd, F_SETFL, nflags | (flags & O_NONBLOCK)))
-		return -1;
-	old = ucma_rehome_fd(ch->kfd, newfd);
-	if (old < 0)
-		return -1;
+	}
+	/* The new file blocks, or not, as the old one did. */
+	flags = fcntl(ch->kfd, F_GETFL);
+	if (flags < 0 || fcntl(newfd, F_SETFL, flags) ||
+	    (old = ucma_rehome_fd(ch->kfd, newfd)) < 0) {
+		err = errno;
+		close(newfd);
+		return cma_err(err);
+	}
 	/*
 	 * An epoll set knows a file, not a number: the new file joins it.
 	 * The old one keeps its registration until it is closed, with

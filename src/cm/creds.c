@@ -35,7 +35,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <unistd.h>
 
 #include "cma.h"
 #include "ucma_abi.h"
@@ -57,13 +56,8 @@ static int cma_creds_move(struct rdma_event_channel *channel,
 	int newfd = ucma_open_device(true), err;
 	uint32_t reported;
 
-	if (newfd < 0)
+	if (newfd < 0 || cma_channel_swap_kernel_file(channel, newfd))
 		return -1;
-	if (cma_channel_swap_kernel_file(channel, newfd)) {
-		err = errno;
-		close(newfd);
-		return cma_err(err);
-	}
 	if (ucma_cmd_migrate_id(cma_id_fd(id_priv), id_priv->handle,
 				cma_channel_newest_stale(channel), &reported)) {
 		/* Back as it was: the id is still on the old file. */

@@ -555,16 +555,17 @@ EOF
 sshd_run() { sshd_on sshd "$1"; }
 sshd-forksafe_run() { sshd_on sshd-forksafe "$1" RDMAV_FORK_SAFE=1; }
 
-# --- python3 -m http.server ----------------------------------------------
-http-server_run() {
-	local name=http-server mode=$1 p=$((port += 1)) before after s d c t0 t1
-	d="$W/$name.$mode"
+# serve_1m NAME MODE PORT WHAT COMMAND...: run the HTTP server COMMAND
+# (WHAT in messages, its output in $W/NAME.MODE/log) listening on PORT;
+# curl fetches html/1m.bin from it, compared; the server is stopped.
+serve_1m() {
+	local name=$1 mode=$2 p=$3 what=$4 d="$W/$1.$2" before after s c t0 t1
+	shift 4
 	mkdir -p "$d"
 	before=$(pkts)
-	start_with "$mode" timeout -k 5 $((2 * T)) /usr/bin/python3 -m http.server $p \
-		--bind "$A1" --directory "$W/html" >"$d/log" 2>&1
+	start_with "$mode" timeout -k 5 $((2 * T)) "$@" >"$d/log" 2>&1
 	s=$started
-	listening "$name.$mode" $p http.server "$d/log" || return
+	listening "$name.$mode" $p "$what" "$d/log" || return
 	t0=$(now_ms)
 	with "$mode" timeout -k 5 $T curl -sS --max-time $((T - 5)) -o "$d/1m.got" \
 		"http://$A1:$p/1m.bin" >"$d/curl" 2>&1
@@ -583,13 +584,19 @@ http-server_run() {
 	res[$name.$mode.pkts]=$((after - before))
 }
 
+# --- python3 -m http.server ----------------------------------------------
+http-server_run() {
+	local p=$((port += 1))
+	serve_1m http-server "$1" $p http.server /usr/bin/python3 -m http.server \
+		$p --bind "$A1" --directory "$W/html"
+}
+
 # --- lighttpd --------------------------------------------------------------
 # lighttpd binds as root and only then becomes its server.username: the
 # rsocket listener must follow the change (rsocket(7), Listeners and
 # credential changes).
 lighttpd_run() {
-	local name=lighttpd mode=$1 p=$((port += 1)) before after s d c t0 t1
-	d="$W/$name.$mode"
+	local p=$((port += 1)) d="$W/lighttpd.$1"
 	mkdir -p "$d"
 	cat >"$d/lighttpd.conf" <<EOF
 server.document-root = "$W/html"
@@ -598,27 +605,7 @@ server.port = $p
 server.username = "nobody"
 server.groupname = "nogroup"
 EOF
-	before=$(pkts)
-	start_with "$mode" timeout -k 5 $((2 * T)) lighttpd -D -f "$d/lighttpd.conf" \
-		>"$d/log" 2>&1
-	s=$started
-	listening "$name.$mode" $p lighttpd "$d/log" || return
-	t0=$(now_ms)
-	with "$mode" timeout -k 5 $T curl -sS --max-time $((T - 5)) -o "$d/1m.got" \
-		"http://$A1:$p/1m.bin" >"$d/curl" 2>&1
-	c=$?
-	t1=$(now_ms)
-	stop $s
-	after=$(pkts)
-	if [ $c != 0 ] || ! cmp -s "$W/html/1m.bin" "$d/1m.got"; then
-		res[$name.$mode.why]="curl exit $c: $(tail -c 200 "$d/curl"); $(cause "$d/log")server: $(tail -c 300 "$d/log")$(rsp_summary "$mode")"
-		return
-	fi
-	echo "# $name $mode: 1 MiB compared$(rsp_summary "$mode")"
-	res[$name.$mode.ok]=1
-	res[$name.$mode.bytes]=1048576
-	res[$name.$mode.metric]=$((t1 - t0))
-	res[$name.$mode.pkts]=$((after - before))
+	serve_1m lighttpd "$1" $p lighttpd lighttpd -D -f "$d/lighttpd.conf"
 }
 
 if [ ! -e "$PRELOAD" ]; then

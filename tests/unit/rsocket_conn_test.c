@@ -1046,6 +1046,28 @@ START_TEST(a_listener_accepts_after_a_credential_change)
 }
 END_TEST
 
+/*
+ * The move fails (the kernel refuses the migration): the listener stays
+ * as it was, on its old file, and the accept fails with the kernel's
+ * refusal; the next accept tries again, and succeeds.
+ */
+START_TEST(a_failed_move_leaves_the_listener_as_it_was)
+{
+	int fd;
+
+	resolve_client();
+	carry_request();
+	fake_ucma_new_creds();
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_MIGRATE_ID, ENOMEM);
+	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(stale_file_of_socket(server), -1);
+	fd = raccept(server, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	rclose(fd);
+}
+END_TEST
+
 Suite *rsocket_conn_suite(void)
 {
 	Suite *s = suite_create("rsocket_conn");
@@ -1067,6 +1089,7 @@ Suite *rsocket_conn_suite(void)
 	tc = tcase_create("credentials");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, a_listener_accepts_after_a_credential_change);
+	tcase_add_test(tc, a_failed_move_leaves_the_listener_as_it_was);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("the peer's end");
