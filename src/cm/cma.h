@@ -450,6 +450,7 @@ void cma_channel_restore_kernel_file(struct rdma_event_channel *channel);
 int cma_channel_newest_stale(const struct rdma_event_channel *channel);
 void cma_channel_adopt_request(struct rdma_event_channel *channel,
 			       uint32_t handle);
+/* Whether the service thread reads the channel's kernel fd. */
 bool cma_channel_served(const struct rdma_event_channel *channel);
 /* A private channel the library may post events to from other threads. */
 bool cma_channel_posted(const struct rdma_event_channel *channel);

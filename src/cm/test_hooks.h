@@ -46,8 +46,6 @@ unsigned long cma_service_wakeups(void);
 bool cma_service_thread_ran(void);
 /* timer.c: wait until the service thread has done what is due now. */
 void cma_service_settle(void);
-/* channel.c: whether the service thread reads the channel's kernel fd. */
-bool cma_channel_served(const struct rdma_event_channel *channel);
 
 /*
  * p2p.c: p2p mode's clock (cma_p2p_now_ns) reads @ns from now on, frozen,
