@@ -440,9 +440,9 @@ bool cma_event_serve(struct rdma_event_channel *channel);
  * number comes to stand for @newfd's file, and the old file stays open
  * as the newest stale file (-1/EAGAIN when CMA_CHANNEL_STALE_MAX are
  * open already); @newfd is the channel's or closed, whatever the result.
- * Restore undoes it.  Adopt: a request read from the
- * channel joins the kernel fd's file from the stale file it was born in,
- * and stale files whose requests have all been read are closed.
+ * Restore undoes it.  Adopt: a request read from the channel joins the
+ * kernel fd's file from the stale file it was born in, and stale files
+ * whose requests have all been read are closed.
  */
 #define CMA_CHANNEL_STALE_MAX 8
 int cma_channel_swap_kernel_file(struct rdma_event_channel *channel, int newfd);

@@ -520,10 +520,12 @@ int main(int argc, char **argv)
 		"client", "client-nb", "client-forkclose", "client-greet"};
 	unsigned int m;
 
-	for (m = 0; argc == 5 && !strcmp(argv[1], "server") && m < 10; m++)
+	for (m = 0; argc == 5 && !strcmp(argv[1], "server") &&
+		    m < sizeof(modes) / sizeof(modes[0]);
+	     m++)
 		if (!strcmp(argv[4], modes[m]))
 			return server(argv[2], atoi(argv[3]), (enum mode)m);
-	for (m = 0; argc == 5 && m < 4; m++)
+	for (m = 0; argc == 5 && m < sizeof(clients) / sizeof(clients[0]); m++)
 		if (!strcmp(argv[1], clients[m]))
 			return client(argv[2], argv[3], atol(argv[4]), m == 2,
 				      m == 1, m == 3);
