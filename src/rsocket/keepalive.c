@@ -127,6 +127,7 @@ static bool rs_ka_look(struct rsocket *rs, uint64_t now)
 		goto out;
 	}
 	rs_poll_cq(rs);
+	rs_flush_recvs(rs); /* the application may be asleep */
 	rs_ka_params(rs, &p);
 	switch (rs_ka_decide(&p, &rs->ka, now)) {
 	case RS_KA_WAIT:

@@ -585,6 +585,8 @@ static inline uint32_t rs_sent_slots(const struct rsocket *rs)
 
 /* Poll the CQ and process what it holds; the caller holds rs->lock. */
 int rs_poll_cq(struct rsocket *rs);
+/* Post again the receives completions consumed; under rs->lock. */
+void rs_flush_recvs(struct rsocket *rs);
 /* Send credits if due; the caller holds rs->lock. */
 void rs_update_credits(struct rsocket *rs);
 bool rs_can_send(struct rsocket *rs);

@@ -36,6 +36,12 @@
 #define RS_WR_RECV (1ULL << 63)
 #define RS_POLL_BATCH 16
 /*
+ * Receives consumed but not yet posted again, at most: reposting is left
+ * until the process waits or has sent (rs_flush_recvs), off the path from
+ * a message's completion to the application's answer.
+ */
+#define RS_REPOST_BATCH 16
+/*
  * In the sent ring, the SEND that follows a write in msg_send mode: it
  * retires a queue entry or a control slot, never send buffer bytes.  The
  * data bits keep the op of the message it carries.
@@ -154,6 +160,24 @@ static int rs_post_recvs(struct rsocket *rs, int count)
 		count -= n;
 	}
 	return 0;
+}
+
+/*
+ * Post again the receives that completions consumed.  Every credit handed
+ * to the peer is backed by a posted receive (rs_send_credits flushes
+ * first), so the few held back between flushes never leave the peer's
+ * message without one.  Under rs->lock.
+ */
+void rs_flush_recvs(struct rsocket *rs)
+{
+	/* Detached (quiesce.c): no QP left to post on. */
+	if (!rs->recv_deficit || !rs->cq || !(rs_state(rs) & RS_CONNECTED))
+		return;
+	if (rs_post_recvs(rs, rs->recv_deficit)) {
+		rs_set_state(rs, RS_ERROR);
+		rs->err = EIO;
+	}
+	rs->recv_deficit = 0;
 }
 
 int rs_create_ep(struct rsocket *rs)
@@ -400,6 +424,7 @@ static void rs_send_credits(struct rsocket *rs)
 	struct ibv_sge ibsge;
 	uint64_t raddr;
 
+	rs_flush_recvs(rs);
 	rs->rseq_comp = rs->rseq_no + rs->rq_size / 2;
 	if (rs->rbuf_bytes_avail < half) {
 		rs_post_ctrl(rs, msg);
@@ -606,13 +631,8 @@ int rs_poll_cq(struct rsocket *rs)
 		rs_ring_pollers(rs);
 	}
 
-	if (rs->recv_deficit && (rs_state(rs) & RS_CONNECTED)) {
-		if (rs_post_recvs(rs, rs->recv_deficit)) {
-			rs_set_state(rs, RS_ERROR);
-			rs->err = EIO;
-		}
-		rs->recv_deficit = 0;
-	}
+	if (rs->recv_deficit >= RS_REPOST_BATCH)
+		rs_flush_recvs(rs);
 	rs_quiesce_answer(rs);
 	return n < 0 ? cma_err(EIO) : 0;
 }
@@ -747,6 +767,7 @@ bool rs_arm_cq(struct rsocket *rs)
 	/* A completion may have landed before the CQ was armed. */
 	rs_poll_cq(rs);
 	rs_update_credits(rs);
+	rs_flush_recvs(rs); /* the caller sleeps next */
 	return false;
 }
 
@@ -816,6 +837,8 @@ int rs_wait_until(struct rsocket *rs, bool nonblock,
 	 */
 	if (rs_wait_done(rs, ready))
 		return rs_closed_under(rs) ? cma_err(EBADF) : 0;
+	/* Nothing to do until something comes: the time to repost. */
+	rs_flush_recvs(rs);
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
 	if (rs_closed_under(rs))
@@ -1175,6 +1198,8 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			break;
 		left -= xfer;
 	}
+	/* What was sent is on its way: the time to repost. */
+	rs_flush_recvs(rs);
 	pthread_mutex_unlock(&rs->lock);
 	__atomic_store_n(&rs->send_olen, olen, __ATOMIC_RELAXED);
 out:

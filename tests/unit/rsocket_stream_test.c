@@ -466,6 +466,82 @@ START_TEST(credits_bound_the_messages_in_flight)
 }
 END_TEST
 
+/* Receives @s has posted that no message has consumed yet. */
+static int recvs_posted(int s)
+{
+	return fake_qp_of(qp_of(s))->nrecvs;
+}
+
+/*
+ * The receive a message consumed is posted again once the reader has
+ * answered (or waits), not between the message and the answer; what is
+ * owed is never more than a few receives.
+ */
+START_TEST(the_answer_goes_out_before_the_receive_is_posted_again)
+{
+	int all = rs_of(b)->rq_size;
+	char c;
+
+	/* The first reads hand each peer the second half of the buffer. */
+	ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
+	ck_assert_int_eq(rrecv(b, &c, 1, 0), 1);
+	ck_assert_int_eq(rsend(b, "r", 1, 0), 1);
+	ck_assert_int_eq(rrecv(a, &c, 1, 0), 1);
+
+	ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
+	ck_assert_int_lt(recvs_posted(b), all);
+	ck_assert_int_eq(rrecv(b, &c, 1, 0), 1);
+	ck_assert_int_lt(recvs_posted(b), all);
+	ck_assert_int_eq(rsend(b, "r", 1, 0), 1);
+	ck_assert_int_eq(recvs_posted(b), all);
+	ck_assert_int_eq(rrecv(a, &c, 1, 0), 1);
+	ck_assert_int_eq(c, 'r');
+	/* A reader that finds nothing more reposts before it would wait. */
+	ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
+	ck_assert_int_eq(rrecv(b, &c, 1, MSG_DONTWAIT), 1);
+	ck_assert_int_lt(recvs_posted(b), all);
+	ck_assert_int_eq(rrecv(b, &c, 1, MSG_DONTWAIT), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_int_eq(recvs_posted(b), all);
+}
+END_TEST
+
+/*
+ * Whatever the reader does, each message the writer may still send has a
+ * posted receive waiting for it: a peer following its credits never
+ * meets a receiver that is not ready.
+ */
+START_TEST(every_credit_is_backed_by_a_posted_receive)
+{
+	static const size_t reads[] = {1, 3, 7, 16, 40, 2, 100, 1, 25};
+	uint8_t in[128];
+	unsigned int round;
+	int sent;
+
+	for (round = 0; round < 60; round++) {
+		struct rsocket *w = rs_of(a);
+		size_t want = reads[round % (sizeof(reads) / sizeof(reads[0]))];
+		size_t got = 0;
+		ssize_t n;
+
+		for (sent = 0; sent < 50; sent++)
+			if (rsend(a, "m", 1, MSG_DONTWAIT) != 1)
+				break;
+		while (got < want) {
+			n = rrecv(b, in, want - got, MSG_DONTWAIT);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+			pthread_mutex_lock(&w->lock);
+			ck_assert_int_ge(recvs_posted(b),
+					 (uint16_t)(w->sseq_comp - w->sseq_no));
+			pthread_mutex_unlock(&w->lock);
+		}
+	}
+	drain(b, in, sizeof(in));
+}
+END_TEST
+
 /* recv(2)'s MSG_PEEK leaves the data; MSG_WAITALL waits for all of it. */
 START_TEST(peek_and_waitall)
 {
@@ -1044,6 +1120,9 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
 			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc,
+		       the_answer_goes_out_before_the_receive_is_posted_again);
+	tcase_add_test(tc, every_credit_is_backed_by_a_posted_receive);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
 	tcase_add_test(tc, shut_rdwr_ends_both_directions);
@@ -1064,6 +1143,9 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
 			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
+	tcase_add_test(tc,
+		       the_answer_goes_out_before_the_receive_is_posted_again);
+	tcase_add_test(tc, every_credit_is_backed_by_a_posted_receive);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
 	tcase_add_test(tc, a_flushed_qp_resets_the_connection);
