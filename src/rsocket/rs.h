@@ -120,10 +120,11 @@ struct rs_spin {
 
 /* One wait in progress. */
 struct rs_spin_wait {
-	uint64_t start_us;
+	uint64_t start_us; /* from the first clock read */
 	uint64_t sleep_us; /* when it went to sleep; 0: it has not */
 	uint32_t window_us;
 	unsigned int polls;
+	unsigned int clock_reads;
 };
 
 struct rsocket {
@@ -708,7 +709,7 @@ static inline uint64_t rs_now_ms(void)
 }
 
 void rs_spin_init(struct rs_spin *spin);
-/* Start a wait: take the window and the time. */
+/* Start a wait: take the window (no clock read: see spin.c). */
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w);
 /* After a poll that found nothing: spin on (true) or sleep (false)? */
 bool rs_spin_more(struct rs_spin_wait *w);
@@ -726,5 +727,7 @@ uint32_t rs_spin_adapt(uint32_t window, uint32_t floor, uint32_t ceiling,
 		       uint64_t wait_us, bool slept);
 uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us);
 uint32_t rs_spin_ceiling(uint32_t polling_max, uint32_t wake_us);
+/* Polls between a spin's clock reads, for a read costing @read_ns. */
+unsigned int rs_spin_clock_gap_for(uint64_t read_ns);
 
 #endif /* RS_H */

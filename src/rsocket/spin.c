@@ -26,12 +26,25 @@
  * cost never pays.  polling_max <= polling_time turns all of this off
  * (rdma-core's fixed spin).
  */
+#include <pthread.h>
 #include <time.h>
 
 #include "rs.h"
 
-/* Poll this many times between clock reads (a clock read may be a syscall). */
-#define RS_SPIN_CLOCK_EVERY 8
+/*
+ * Clock reads in a spin.  The first comes after RS_SPIN_CLOCK_FIRST polls,
+ * so that a wait the first polls satisfy reads no clock at all: a read
+ * between a completion and its waiter adds to the latency the spin is
+ * there to save.  Then one every rs_spin_gap polls: RS_SPIN_CLOCK_FIRST
+ * where a read is cheap (the vDSO, tens of nanoseconds), more where it is
+ * a system call and a device access (a guest whose clock source is hpet
+ * or acpi_pm: microseconds, as long as several polls), so that reads take
+ * about the same share of a spin anywhere.  The window is then kept to
+ * within one gap of polls.
+ */
+#define RS_SPIN_CLOCK_FIRST 8
+#define RS_SPIN_CLOCK_CHEAP_NS 100 /* a read this dear: the gap is FIRST */
+#define RS_SPIN_CLOCK_GAP_MAX 256
 /* The window never exceeds this, whatever sleeps cost (microseconds). */
 #define RS_SPIN_HARD_MAX 10000
 #define RS_SPIN_WAKE_UNKNOWN UINT32_MAX
@@ -47,6 +60,34 @@ uint64_t rs_now_us(void)
 static uint32_t rs_spin_min(uint64_t a, uint64_t b)
 {
 	return (uint32_t)(a < b ? a : b);
+}
+
+unsigned int rs_spin_clock_gap_for(uint64_t read_ns)
+{
+	uint64_t gap = RS_SPIN_CLOCK_FIRST * (read_ns / RS_SPIN_CLOCK_CHEAP_NS);
+
+	if (gap < RS_SPIN_CLOCK_FIRST)
+		return RS_SPIN_CLOCK_FIRST;
+	return gap > RS_SPIN_CLOCK_GAP_MAX ? RS_SPIN_CLOCK_GAP_MAX
+					   : (unsigned int)gap;
+}
+
+static unsigned int rs_spin_gap = RS_SPIN_CLOCK_FIRST;
+static pthread_once_t rs_spin_gap_once = PTHREAD_ONCE_INIT;
+
+/* What one clock read costs here, once per process. */
+static void rs_spin_measure_clock(void)
+{
+	struct timespec a, b;
+	uint64_t ns;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < 4; i++)
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u +
+	     (uint64_t)(b.tv_nsec - a.tv_nsec);
+	rs_spin_gap = rs_spin_clock_gap_for(ns / 4);
 }
 
 uint32_t rs_spin_wake_estimate(uint32_t wake_us, uint64_t sleep_us)
@@ -96,19 +137,35 @@ void rs_spin_init(struct rs_spin *spin)
 
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w)
 {
-	w->start_us = rs_now_us();
+	pthread_once(&rs_spin_gap_once, rs_spin_measure_clock);
+	w->start_us = 0; /* read with the first clock read */
 	w->sleep_us = 0;
 	w->window_us = spin->window_us;
 	w->polls = 0;
+	w->clock_reads = 0;
 }
 
 bool rs_spin_more(struct rs_spin_wait *w)
 {
+	uint64_t now;
+
 	if (w->sleep_us || !w->window_us)
 		return false;
-	if (++w->polls % RS_SPIN_CLOCK_EVERY)
+	w->polls++;
+	if (!w->clock_reads) {
+		if (w->polls < RS_SPIN_CLOCK_FIRST)
+			return true;
+	} else if (w->polls % rs_spin_gap) {
 		return true;
-	if (rs_now_us() - w->start_us < w->window_us)
+	}
+	now = rs_now_us();
+	if (!w->clock_reads++) {
+		/* The window counts from here: the first polls are spare. */
+		w->start_us = now;
+		w->polls = 0;
+		return true;
+	}
+	if (now - w->start_us < w->window_us)
 		return true;
 	w->window_us = 0; /* expired: the answer stays "sleep" */
 	return false;
@@ -116,8 +173,12 @@ bool rs_spin_more(struct rs_spin_wait *w)
 
 void rs_spin_sleeping(struct rs_spin_wait *w)
 {
-	if (!w->sleep_us)
-		w->sleep_us = rs_now_us();
+	if (w->sleep_us)
+		return;
+	w->sleep_us = rs_now_us();
+	/* No clock read before: the wait is measured from the sleep. */
+	if (!w->clock_reads++)
+		w->start_us = w->sleep_us;
 }
 
 void rs_spin_end(struct rs_spin *spin, const struct rs_spin_wait *w)

@@ -59,6 +59,50 @@ START_TEST(spin_learns_wake_cost)
 }
 END_TEST
 
+/* Clock reads take the same share of a spin whatever a read costs. */
+START_TEST(clock_reads_are_spaced_by_their_cost)
+{
+	ck_assert_uint_eq(rs_spin_clock_gap_for(0), 8);
+	ck_assert_uint_eq(rs_spin_clock_gap_for(25), 8); /* the vDSO */
+	ck_assert_uint_eq(rs_spin_clock_gap_for(199), 8);
+	ck_assert_uint_eq(rs_spin_clock_gap_for(250), 16);
+	ck_assert_uint_eq(rs_spin_clock_gap_for(2600), 208); /* hpet, TCG */
+	ck_assert_uint_eq(rs_spin_clock_gap_for(UINT64_MAX), 256);
+}
+END_TEST
+
+/*
+ * A wait its first polls satisfy reads no clock; a longer one reads it
+ * once to start the window and ends when the window is over; one that
+ * sleeps without a read is measured from its sleep.
+ */
+START_TEST(a_short_spin_reads_no_clock)
+{
+	struct rs_spin spin = {.window_us = 50, .wake_us = UINT32_MAX};
+	struct rs_spin_wait w;
+	unsigned long polls;
+	int i;
+
+	rs_spin_begin(&spin, &w);
+	for (i = 0; i < 7; i++)
+		ck_assert(rs_spin_more(&w));
+	ck_assert_uint_eq(w.clock_reads, 0);
+	ck_assert(rs_spin_more(&w));
+	ck_assert_uint_eq(w.clock_reads, 1);
+	ck_assert_uint_ne(w.start_us, 0);
+	for (polls = 0; rs_spin_more(&w); polls++)
+		ck_assert_uint_lt(polls, 1ul << 32);
+	ck_assert_uint_ge(rs_now_us() - w.start_us, 50);
+	ck_assert(!rs_spin_more(&w)); /* expired stays expired */
+
+	rs_spin_begin(&spin, &w);
+	ck_assert(rs_spin_more(&w));
+	rs_spin_sleeping(&w);
+	ck_assert_uint_eq(w.start_us, w.sleep_us);
+	ck_assert(!rs_spin_more(&w));
+}
+END_TEST
+
 /*
  * A stream rsocket with @len bytes queued as one received message and no
  * QP: the peer has gone (DISCONNECTED), so a read that wants more than is
@@ -71,6 +115,8 @@ Suite *rsocket_spin_suite(void)
 
 	tcase_add_test(tc, spin_window_adapts);
 	tcase_add_test(tc, spin_learns_wake_cost);
+	tcase_add_test(tc, clock_reads_are_spaced_by_their_cost);
+	tcase_add_test(tc, a_short_spin_reads_no_clock);
 	suite_add_tcase(s, tc);
 	return s;
 }
