@@ -10,9 +10,22 @@
 #
 #   tests/bench/run.sh rsocket            boots the Soft-RoCE guest for it
 #   RDMACM_BENCH_RUNS=5 tests/bench/run.sh rsocket
+#   RDMACM_BENCH_ROUNDS=16 RDMACM_BENCH_LIBS=/path/to/other/.libs \
+#       tests/bench/run.sh rsocket
+#
+# Rounds: under TCG one run's figures move by 10-30 % with the host, more
+# than most changes it is asked to show.  RDMACM_BENCH_ROUNDS=N measures
+# N rounds instead, each running every library and the limit once in
+# turn, and reports medians and, for each library, the median of each
+# round's own ratio to ours and to the limit (paired: both sides of a
+# ratio saw the same moment of the host).  RDMACM_BENCH_LIBS names more
+# library directories to compare in the rounds (a baseline build), and
+# the rounds add ib_send_lat (a SEND into a posted receive, which every
+# rsocket message also takes at its peer) beside ib_write_lat.
 #
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
-# (repetitions, best kept; default 3), RDMACM_REF_LIBDIR (Debian's
+# (repetitions, best kept; default 3), RDMACM_BENCH_ROUNDS (0: best of
+# RUNS instead), RDMACM_BENCH_LIBS, RDMACM_REF_LIBDIR (Debian's
 # unpacked library), RDMA_TEST_ADDR1/2, RDMA_TEST_DEV (default: the first
 # RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
 # rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
@@ -33,7 +46,16 @@ ref="$(realpath "$REF")"
 ulimit -l unlimited 2>/dev/null
 port=7800
 
-for lib in "$ours" "$ref"; do
+ROUNDS="${RDMACM_BENCH_ROUNDS:-0}"
+libs=("$ours" "$ref")
+names=(ours debian)
+for lib in ${RDMACM_BENCH_LIBS:-}; do
+	libs+=("$(realpath "$lib")")
+	names+=("lib${#names[@]}")
+	echo "# lib$((${#names[@]} - 1)): $lib"
+done
+
+for lib in "${libs[@]}"; do
 	got=$(LD_LIBRARY_PATH="$lib" ldd "$RSTREAM" | awk '/librdmacm.so.1/ { print $3 }')
 	if [ "$(dirname "$(realpath "$got")")" != "$lib" ]; then
 		echo "rstream would load $got, not the library in $lib" >&2
@@ -100,6 +122,75 @@ raw() {
 
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
 LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
+LIMIT_BW=(ib_write_bw -s 65536 -n 1000 --report_gbits)
+LIMIT_LAT=(ib_write_lat -s 64 -n 2000)
+
+# rounds: RDMACM_BENCH_ROUNDS rounds, one line each, then the medians.
+rounds() {
+	local i k line
+	echo "# $ROUNDS rounds: rstream ${BW_ARGS[*]} and ${LAT_ARGS[*]} on each library, ${LIMIT_BW[*]}, ${LIMIT_LAT[*]} and ib_send_lat on $DEV, in turn"
+	for i in $(seq "$ROUNDS"); do
+		line="round $i"
+		for k in "${!libs[@]}"; do
+			line+=" ${names[k]}.bw=$(one "${libs[k]}" "${BW_ARGS[@]}" | awk '{ print $1 }')"
+			line+=" ${names[k]}.lat=$(one "${libs[k]}" "${LAT_ARGS[@]}" | awk '{ print $2 }')"
+		done
+		line+=" limit.bw=$(raw "${LIMIT_BW[@]}" | awk '{ print $2 }')"
+		line+=" limit.lat=$(raw "${LIMIT_LAT[@]}" | awk '{ print $4 }')"
+		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
+		echo "$line"
+	done | tee "$rounds_log"
+	rounds_header
+	# Medians; paired: the median over the rounds of each round's ratio.
+	awk '
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{
+		delete v
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[2] + 0 > 0)
+				v[kv[1]] = kv[2]
+		}
+		for (k in v) {
+			n[k]++; val[k, n[k]] = v[k]
+			split(k, km, ".")
+			ok = "ours." km[2]
+			lk = "limit." km[2]
+			if (ok in v) {
+				no[k]++; vo[k, no[k]] = v[k] / v[ok]
+			}
+			if (lk in v) {
+				nl[k]++; vl[k, nl[k]] = v[k] / v[lk]
+			}
+		}
+	}
+	END {
+		for (k in n) {
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = val[k, i]
+			m = median(a, n[k])
+			po = "-"; pl = "-"
+			if (no[k]) { delete a; for (i = 1; i <= no[k]; i++) a[i] = vo[k, i]; po = sprintf("%.3f", median(a, no[k])) }
+			if (nl[k]) { delete a; for (i = 1; i <= nl[k]; i++) a[i] = vl[k, i]; pl = sprintf("%.3f", median(a, nl[k])) }
+			printf "%-12s %8.2f %14s %14s %7d\n", k, m, po, pl, n[k]
+		}
+	}' "$rounds_log" | sort
+}
+rounds_header() {
+	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
+}
+
+if [ "$ROUNDS" -gt 0 ]; then
+	rounds_log=$(mktemp)
+	trap 'rm -f "$rounds_log"' EXIT
+	rounds
+	exit 0
+fi
 echo "# rstream ${BW_ARGS[*]} (throughput) and ${LAT_ARGS[*]} (latency), best of $RUNS"
 # one prints rstream's Gb/s (field 1) and µs (field 2)
 bw_ours=$(best 1 max one "$ours" "${BW_ARGS[@]}")
@@ -112,8 +203,8 @@ lat_ref=$(best 2 min one "$ref" "${LAT_ARGS[@]}")
 # messages), so the limit is perftest's mean too, not its median
 # (t_typical, field 3, which leaves the slow round trips out).
 echo "# the limit: ib_write_bw -s 65536 -n 1000 --report_gbits, ib_write_lat -s 64 -n 2000 (t_avg) on $DEV, best of $RUNS"
-bw_raw=$(best 2 max raw ib_write_bw -s 65536 -n 1000 --report_gbits)
-lat_raw=$(best 4 min raw ib_write_lat -s 64 -n 2000)
+bw_raw=$(best 2 max raw "${LIMIT_BW[@]}")
+lat_raw=$(best 4 min raw "${LIMIT_LAT[@]}")
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 verdict() { awk -v r="$1" -v t="$2" -v d="$3" 'BEGIN { if (r == "n/a") print "?"; else if ((d == "ge") ? r >= t : r <= t) print "met"; else print "NOT met" }'; }

@@ -20,7 +20,9 @@
 #                   memory and fds: flat is 1.00)
 #   rsocket         rsocket-bench.sh alone: Debian's rstream on both
 #                   libraries, throughput and 64-byte latency, against the
-#                   targets
+#                   targets; RDMACM_BENCH_ROUNDS=N: N rounds in turn,
+#                   medians and paired ratios (RDMACM_BENCH_LIBS: more
+#                   library directories to compare)
 #   acm             acm-bench.sh alone: resolutions through ACM's table and
 #                   cache against the kernel's
 #   mesh            the p2p full mesh alone (mesh-guest.sh): peer2peer_mode
