@@ -708,6 +708,8 @@ static inline uint64_t rs_now_ms(void)
 	return rs_now_us() / 1000;
 }
 
+/* Measure what a clock read costs here (rs_configure, once). */
+void rs_spin_configure(void);
 void rs_spin_init(struct rs_spin *spin);
 /* Start a wait: take the window (no clock read: see spin.c). */
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w);

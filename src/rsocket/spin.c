@@ -26,7 +26,6 @@
  * cost never pays.  polling_max <= polling_time turns all of this off
  * (rdma-core's fixed spin).
  */
-#include <pthread.h>
 #include <time.h>
 
 #include "rs.h"
@@ -72,11 +71,10 @@ unsigned int rs_spin_clock_gap_for(uint64_t read_ns)
 					   : (unsigned int)gap;
 }
 
+/* Set once, before the first socket (rs_configure): read without a lock. */
 static unsigned int rs_spin_gap = RS_SPIN_CLOCK_FIRST;
-static pthread_once_t rs_spin_gap_once = PTHREAD_ONCE_INIT;
 
-/* What one clock read costs here, once per process. */
-static void rs_spin_measure_clock(void)
+void rs_spin_configure(void)
 {
 	struct timespec a, b;
 	uint64_t ns;
@@ -137,7 +135,6 @@ void rs_spin_init(struct rs_spin *spin)
 
 void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w)
 {
-	pthread_once(&rs_spin_gap_once, rs_spin_measure_clock);
 	w->start_us = 0; /* read with the first clock read */
 	w->sleep_us = 0;
 	w->window_us = spin->window_us;

@@ -108,6 +108,7 @@ static void rs_configure_once(void)
 	/* Only sizes the 8-bit wire encoding can carry exactly. */
 	rs_def.iomap_size = rs_iomap_size_from_wire(
 		rs_iomap_size_to_wire(rs_def.iomap_size));
+	rs_spin_configure();
 }
 
 void rs_configure(void)
