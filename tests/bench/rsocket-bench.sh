@@ -140,7 +140,7 @@ rounds() {
 		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
 		echo "$line"
 	done | tee "$rounds_log"
-	rounds_header
+	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
 	# Medians; paired: the median over the rounds of each round's ratio.
 	awk '
 	function median(a, n,   i, j, t) {
@@ -180,9 +180,6 @@ rounds() {
 			printf "%-12s %8.2f %14s %14s %7d\n", k, m, po, pl, n[k]
 		}
 	}' "$rounds_log" | sort
-}
-rounds_header() {
-	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
 }
 
 if [ "$ROUNDS" -gt 0 ]; then
