@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
-// FUZZ_SOURCES: src/rsocket/stream.c src/rsocket/shutdown.c src/rsocket/quiesce.c src/rsocket/iomap.c src/rsocket/wire.c src/rsocket/table.c src/rsocket/spin.c
+// FUZZ_SOURCES: src/rsocket/stream.c src/rsocket/shutdown.c src/rsocket/quiesce.c src/rsocket/iomap.c src/rsocket/wire.c src/rsocket/table.c src/rsocket/spin.c src/rsocket/wait.c
 /*
  * The rsocket stream data path against a hostile peer: everything the
  * peer controls reaches the library as it would on a real QP.
