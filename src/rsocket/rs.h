@@ -124,6 +124,8 @@ struct rs_spin_wait {
 	uint64_t sleep_us; /* when it went to sleep; 0: it has not */
 	uint32_t window_us;
 	unsigned int polls;
+	/* Polls between clock reads, and before the first (spin.c). */
+	unsigned int clock_gap;
 	unsigned int clock_reads;
 };
 

@@ -31,18 +31,18 @@
 #include "rs.h"
 
 /*
- * Clock reads in a spin.  The first comes after RS_SPIN_CLOCK_FIRST polls,
- * so that a wait the first polls satisfy reads no clock at all: a read
+ * Clock reads in a spin: one every rs_spin_gap polls, the first too, so
+ * that a wait its first polls satisfy reads no clock at all (a read
  * between a completion and its waiter adds to the latency the spin is
- * there to save.  Then one every rs_spin_gap polls: RS_SPIN_CLOCK_FIRST
- * where a read is cheap (the vDSO, tens of nanoseconds), more where it is
- * a system call and a device access (a guest whose clock source is hpet
- * or acpi_pm: microseconds, as long as several polls), so that reads take
- * about the same share of a spin anywhere.  The window is then kept to
- * within one gap of polls.
+ * there to save).  The gap is RS_SPIN_CLOCK_GAP_MIN where a read is cheap
+ * (the vDSO, tens of nanoseconds) and more where it is a system call and
+ * a device access (a guest whose clock source is hpet or acpi_pm:
+ * microseconds, as long as several polls), so that reads take about the
+ * same share of a spin anywhere and a round trip shorter than one gap
+ * reads none.  The window is then kept to within one gap of polls.
  */
-#define RS_SPIN_CLOCK_FIRST 8
-#define RS_SPIN_CLOCK_CHEAP_NS 100 /* a read this dear: the gap is FIRST */
+#define RS_SPIN_CLOCK_GAP_MIN 8
+#define RS_SPIN_CLOCK_CHEAP_NS 100 /* a read this dear: the gap is MIN */
 #define RS_SPIN_CLOCK_GAP_MAX 256
 /* The window never exceeds this, whatever sleeps cost (microseconds). */
 #define RS_SPIN_HARD_MAX 10000
@@ -63,16 +63,17 @@ static uint32_t rs_spin_min(uint64_t a, uint64_t b)
 
 unsigned int rs_spin_clock_gap_for(uint64_t read_ns)
 {
-	uint64_t gap = RS_SPIN_CLOCK_FIRST * (read_ns / RS_SPIN_CLOCK_CHEAP_NS);
+	uint64_t gap =
+		RS_SPIN_CLOCK_GAP_MIN * (read_ns / RS_SPIN_CLOCK_CHEAP_NS);
 
-	if (gap < RS_SPIN_CLOCK_FIRST)
-		return RS_SPIN_CLOCK_FIRST;
+	if (gap < RS_SPIN_CLOCK_GAP_MIN)
+		return RS_SPIN_CLOCK_GAP_MIN;
 	return gap > RS_SPIN_CLOCK_GAP_MAX ? RS_SPIN_CLOCK_GAP_MAX
 					   : (unsigned int)gap;
 }
 
 /* Set once, before the first socket (rs_configure): read without a lock. */
-static unsigned int rs_spin_gap = RS_SPIN_CLOCK_FIRST;
+static unsigned int rs_spin_gap = RS_SPIN_CLOCK_GAP_MIN;
 
 void rs_spin_configure(void)
 {
@@ -139,6 +140,7 @@ void rs_spin_begin(const struct rs_spin *spin, struct rs_spin_wait *w)
 	w->sleep_us = 0;
 	w->window_us = spin->window_us;
 	w->polls = 0;
+	w->clock_gap = rs_spin_gap;
 	w->clock_reads = 0;
 }
 
@@ -149,12 +151,8 @@ bool rs_spin_more(struct rs_spin_wait *w)
 	if (w->sleep_us || !w->window_us)
 		return false;
 	w->polls++;
-	if (!w->clock_reads) {
-		if (w->polls < RS_SPIN_CLOCK_FIRST)
-			return true;
-	} else if (w->polls % rs_spin_gap) {
+	if (w->polls % w->clock_gap)
 		return true;
-	}
 	now = rs_now_us();
 	if (!w->clock_reads++) {
 		/* The window counts from here: the first polls are spare. */

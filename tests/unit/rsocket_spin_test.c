@@ -72,19 +72,21 @@ START_TEST(clock_reads_are_spaced_by_their_cost)
 END_TEST
 
 /*
- * A wait its first polls satisfy reads no clock; a longer one reads it
- * once to start the window and ends when the window is over; one that
- * sleeps without a read is measured from its sleep.
+ * A wait its first gap of polls satisfies reads no clock, whatever the
+ * gap; a longer one reads it once to start the window and ends when the
+ * window is over; one that sleeps without a read is measured from its
+ * sleep.
  */
-START_TEST(a_short_spin_reads_no_clock)
+static void check_spin_with_gap(unsigned int gap)
 {
 	struct rs_spin spin = {.window_us = 50, .wake_us = UINT32_MAX};
 	struct rs_spin_wait w;
 	unsigned long polls;
-	int i;
+	unsigned int i;
 
 	rs_spin_begin(&spin, &w);
-	for (i = 0; i < 7; i++)
+	w.clock_gap = gap;
+	for (i = 0; i < gap - 1; i++)
 		ck_assert(rs_spin_more(&w));
 	ck_assert_uint_eq(w.clock_reads, 0);
 	ck_assert(rs_spin_more(&w));
@@ -93,6 +95,8 @@ START_TEST(a_short_spin_reads_no_clock)
 	for (polls = 0; rs_spin_more(&w); polls++)
 		ck_assert_uint_lt(polls, 1ul << 32);
 	ck_assert_uint_ge(rs_now_us() - w.start_us, 50);
+	/* Reads at most one per gap. */
+	ck_assert_uint_le(w.clock_reads, 1 + (polls + 1) / gap + 1);
 	ck_assert(!rs_spin_more(&w)); /* expired stays expired */
 
 	rs_spin_begin(&spin, &w);
@@ -100,6 +104,12 @@ START_TEST(a_short_spin_reads_no_clock)
 	rs_spin_sleeping(&w);
 	ck_assert_uint_eq(w.start_us, w.sleep_us);
 	ck_assert(!rs_spin_more(&w));
+}
+
+START_TEST(a_short_spin_reads_no_clock)
+{
+	check_spin_with_gap(rs_spin_clock_gap_for(25));
+	check_spin_with_gap(rs_spin_clock_gap_for(2600));
 }
 END_TEST
 
