@@ -23,13 +23,20 @@
 # the rounds add ib_send_lat (a SEND into a posted receive, which every
 # rsocket message also takes at its peer) beside ib_write_lat.
 #
+# rsocket's own wire: ib_write_lat's messages consume no receive, an
+# rsocket's do (an RDMA WRITE WITH IMMEDIATE into a posted receive).
+# wire_lat.c runs that wire on raw verbs (RDMACM_BENCH_WIRE, built by
+# run.sh), a second limit: ours / wire is what the library's path costs,
+# wire / ib_write_lat what the wire protocol does.
+#
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
 # (repetitions, best kept; default 3), RDMACM_BENCH_ROUNDS (0: best of
 # RUNS instead), RDMACM_BENCH_LIBS, RDMACM_REF_LIBDIR (Debian's
 # unpacked library), RDMA_TEST_ADDR1/2, RDMA_TEST_DEV (default: the first
 # RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
 # rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
-# "raw" (run.sh's guest.d/rsocket.sh does).  Under TCG emulation absolute
+# "raw" (run.sh's guest.d/rsocket.sh does); RDMACM_BENCH_WIRE, the
+# wire_lat binary (unset: not measured).  Under TCG emulation absolute
 # numbers are low and noisy; the ratio is what to read.
 set -u
 # shellcheck source=../system/verdict.sh
@@ -120,6 +127,25 @@ raw() {
 	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }' <<<"$out"
 }
 
+# wire: one wire_lat pair (connected by our library, raw verbs after);
+# prints its one-way µs.
+WIRE="${RDMACM_BENCH_WIRE:-}"
+wire() {
+	local out
+	port=$((port + 1))
+	LD_LIBRARY_PATH="$ours" timeout 120 "$WIRE" -b "$A1" -p $port -n 2000 \
+		>/dev/null 2>&1 &
+	wait_bound $port $!
+	out=$(LD_LIBRARY_PATH="$ours" timeout 120 "$WIRE" -s "$A1" -p $port \
+		-n 2000 2>&1)
+	wait
+	grep -q '^wire ' <<<"$out" || {
+		echo "# wire_lat gave no result:" >&2
+		tail -3 <<<"$out" | sed 's/^/#   /' >&2
+	}
+	awk '$1 == "wire" { print $4 }' <<<"$out"
+}
+
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
 LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
 LIMIT_BW=(ib_write_bw -s 65536 -n 1000 --report_gbits)
@@ -138,6 +164,7 @@ rounds() {
 		line+=" limit.bw=$(raw "${LIMIT_BW[@]}" | awk '{ print $2 }')"
 		line+=" limit.lat=$(raw "${LIMIT_LAT[@]}" | awk '{ print $4 }')"
 		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
+		[ -n "$WIRE" ] && line+=" wire.lat=$(wire)"
 		echo "$line"
 	done | tee "$rounds_log"
 	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
@@ -214,6 +241,10 @@ printf '%-18s %7s %7s %7s  %-20s %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" 
 	"$r_bw (>= 1.20: $(verdict "$r_bw" 1.2 ge))" "$l_bw (>= 0.95: $(verdict "$l_bw" 0.95 ge))"
 printf '%-18s %7s %7s %7s  %-20s %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$lat_raw" \
 	"$r_lat (<= 0.80: $(verdict "$r_lat" 0.8 le))" "$l_lat (<= 1.20: $(verdict "$l_lat" 1.2 le))"
+if [ -n "$WIRE" ]; then
+	lat_wire=$(best 1 min wire)
+	echo "# rsocket's wire on raw verbs (wire_lat.c): $lat_wire us; ours / wire $(ratio "$lat_ours" "$lat_wire"), wire / ib_write_lat $(ratio "$lat_wire" "$lat_raw")"
+fi
 if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
 	{
 		echo "ours rsocket.throughput $bw_ours Gb/s"

@@ -115,6 +115,27 @@ fetch_ref() {
 	}
 }
 
+# bench_cc OUT SOURCES...: a measuring program on our headers, linked by
+# soname only (no run path), so LD_LIBRARY_PATH decides which
+# librdmacm.so.1 it gets.
+bench_cc() {
+	local bin=$1
+	shift
+	mkdir -p "$build/bench"
+	# shellcheck disable=SC2046
+	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+		-I"$repo/include" $(pkg-config --cflags libibverbs) "$@" \
+		-L"$build/src/.libs" -lrdmacm \
+		$(pkg-config --libs libibverbs) -o "$bin"
+}
+
+# build_wire_lat: rsocket's wire on raw verbs, the latency's second limit
+# (rsocket-bench.sh).
+build_wire_lat() {
+	export RDMACM_BENCH_WIRE=$build/bench/wire_lat
+	bench_cc "$RDMACM_BENCH_WIRE" "$here/wire_lat.c"
+}
+
 # mesh_boot TIMEOUT: one guest run of mesh-guest.sh with the MESH_*
 # settings (the caller's, or the mode's), its output on stdout.
 count_so=
@@ -152,17 +173,10 @@ mesh_wrapped() {
 # --- the modes ---------------------------------------------------------------
 
 mode_bench() {
-	# One binary for both libraries: our headers, linked by soname only
-	# (no run path), so LD_LIBRARY_PATH decides which librdmacm.so.1 it
-	# gets.
-	mkdir -p "$build/bench"
+	# One binary for both libraries (bench_cc).
 	local bin=$build/bench/cm_bench
-	# shellcheck disable=SC2046
-	gcc -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-		-I"$repo/include" $(pkg-config --cflags libibverbs) \
-		"$here/cm_bench.c" "$repo/tests/system/harness.c" \
-		-L"$build/src/.libs" -lrdmacm \
-		$(pkg-config --libs libibverbs) -o "$bin"
+	bench_cc "$bin" "$here/cm_bench.c" "$repo/tests/system/harness.c"
+	build_wire_lat
 	fetch_ref
 	echo "bench: results in $out"
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} \
@@ -183,6 +197,7 @@ mode_scale() {
 
 mode_rsocket() {
 	fetch_ref
+	build_wire_lat
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-1200} RDMACM_BUILD_DIR=$build \
 		RDMACM_REF_LIBDIR=$ref launch "$here/rsocket-bench.sh"
 }

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * wire_lat: the latency of rsocket's own wire with no library in the data
+ * path, a second limit beside perftest's ib_write_lat (which writes into
+ * memory the peer polls, consuming no receive).  Each message is what a
+ * small rsocket message is on the wire: an inline RDMA WRITE WITH IMMEDIATE
+ * into the peer's buffer that consumes a posted receive; one CQ for sends
+ * and receives, busy-polled; one send in 16 signaled; the receive posted
+ * again after the answer has gone.  The connection is made with librdmacm
+ * (whichever LD_LIBRARY_PATH gives); after that only verbs run.
+ *
+ *   server: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE]
+ *   client: wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE]
+ *
+ * The client prints "wire SIZE ITERS USEC": the mean one-way time over
+ * ITERS round trips (after ITERS / 10 not timed), as rstream's usec/xfer
+ * and ib_write_lat's t_avg are means.  Exit status 0 on success.
+ */
+#include <endian.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#define WIRE_DEPTH 64 /* send and receive queue depth */
+#define WIRE_SIGNAL_EVERY 16
+#define WIRE_MAX_SIZE 4096
+/*
+ * The buffer's regions: what goes out; where SENDs land (the receives'
+ * buffer: only the exchange's SEND fills it); where the peer's writes
+ * land, apart, so that an early write cannot overwrite the exchange.
+ */
+#define WIRE_OUT 0
+#define WIRE_RECV WIRE_MAX_SIZE
+#define WIRE_IN (2 * WIRE_MAX_SIZE)
+#define WIRE_BUF_SIZE (3 * WIRE_MAX_SIZE)
+
+struct wire_peer {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct wire {
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf; /* WIRE_BUF_SIZE bytes */
+	struct wire_peer peer;
+	uint32_t size;
+	uint32_t max_inline;
+	uint64_t sent;
+};
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void post_recv(struct wire *w)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)(w->buf + WIRE_RECV),
+			      .length = WIRE_MAX_SIZE,
+			      .lkey = w->mr->lkey};
+	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+
+	if (ibv_post_recv(w->id->qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
+/*
+ * Busy-poll the one CQ until a receive completes (@recv) or the last send
+ * posted does; other completions pass.
+ */
+static void wait_completion(struct wire *w, bool recv)
+{
+	struct ibv_wc wc;
+	int n;
+
+	for (;;) {
+		n = ibv_poll_cq(w->cq, 1, &wc);
+		if (n < 0)
+			die("ibv_poll_cq");
+		if (!n)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "wire_lat: completion status %s\n",
+				ibv_wc_status_str(wc.status));
+			exit(1);
+		}
+		if (recv ? (wc.opcode & IBV_WC_RECV) != 0
+			 : !(wc.opcode & IBV_WC_RECV) && wc.wr_id == w->sent)
+			return;
+	}
+}
+
+/* @last: signaled, so that its completion says it has been delivered. */
+static void post_write(struct wire *w, bool last)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)(w->buf + WIRE_OUT),
+			      .length = w->size,
+			      .lkey = w->mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM},
+			   *bad;
+
+	wr.imm_data = htobe32(w->size);
+	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_IN;
+	wr.wr.rdma.rkey = w->peer.rkey;
+	if (w->size <= w->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	wr.wr_id = ++w->sent;
+	if (w->sent % WIRE_SIGNAL_EVERY == 0 || last)
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(w->id->qp, &wr, &bad))
+		die("ibv_post_send");
+}
+
+/* One CQ for both directions, as an rsocket has; buffers registered. */
+static void setup_qp(struct wire *w)
+{
+	struct ibv_qp_init_attr attr = {
+		.cap = {.max_send_wr = WIRE_DEPTH,
+			.max_recv_wr = WIRE_DEPTH,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = 64},
+		.qp_type = IBV_QPT_RC,
+	};
+	int i;
+
+	w->cq = ibv_create_cq(w->id->verbs, 2 * WIRE_DEPTH, NULL, NULL, 0);
+	if (!w->cq)
+		die("ibv_create_cq");
+	attr.send_cq = attr.recv_cq = w->cq;
+	if (rdma_create_qp(w->id, NULL, &attr))
+		die("rdma_create_qp");
+	w->max_inline = attr.cap.max_inline_data;
+	w->buf = calloc(1, WIRE_BUF_SIZE);
+	if (!w->buf)
+		die("calloc");
+	w->mr = ibv_reg_mr(w->id->pd, w->buf, WIRE_BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!w->mr)
+		die("ibv_reg_mr");
+	for (i = 0; i < WIRE_DEPTH; i++)
+		post_recv(w);
+}
+
+/* Each side tells the other where to write, with a SEND. */
+static void exchange(struct wire *w)
+{
+	struct wire_peer mine = {.addr = (uintptr_t)w->buf,
+				 .rkey = w->mr->rkey};
+	struct ibv_sge sge = {.addr = (uintptr_t)&mine, .length = sizeof(mine)};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE},
+			   *bad;
+
+	if (ibv_post_send(w->id->qp, &wr, &bad))
+		die("ibv_post_send (exchange)");
+	wait_completion(w, true);
+	memcpy(&w->peer, w->buf + WIRE_RECV, sizeof(w->peer));
+	post_recv(w);
+}
+
+static void connect_or_accept(struct wire *w, const char *node,
+			      const char *port, const char *bind_addr,
+			      bool server)
+{
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	struct rdma_conn_param param = {.retry_count = 7, .rnr_retry_count = 7};
+	struct rdma_cm_id *listen_id;
+	int ret;
+
+	if (server)
+		hints.ai_flags = RAI_PASSIVE;
+	ret = rdma_getaddrinfo(server ? bind_addr : node, port, &hints, &res);
+	if (ret)
+		die("rdma_getaddrinfo");
+	if (server) {
+		if (rdma_create_ep(&listen_id, res, NULL, NULL) ||
+		    rdma_listen(listen_id, 1) ||
+		    rdma_get_request(listen_id, &w->id))
+			die("listen");
+	} else if (rdma_create_ep(&w->id, res, NULL, NULL)) {
+		die("rdma_create_ep");
+	}
+	rdma_freeaddrinfo(res);
+	setup_qp(w);
+	ret = server ? rdma_accept(w->id, &param) : rdma_connect(w->id, &param);
+	if (ret)
+		die(server ? "rdma_accept" : "rdma_connect");
+	exchange(w);
+}
+
+/*
+ * @n round trips; the client speaks first.  A receive is posted again
+ * after the answer has gone, as an rsocket does.  The server's @last
+ * answer is waited for: a disconnect would flush it undelivered.
+ */
+static void ping_pong(struct wire *w, int n, bool server, bool last)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (server)
+			wait_completion(w, true);
+		post_write(w, last && i == n - 1);
+		if (server)
+			post_recv(w);
+		else if (i)
+			post_recv(w); /* the one the last answer took */
+		if (!server)
+			wait_completion(w, true);
+	}
+	if (!server && n)
+		post_recv(w);
+	if (server && last && n)
+		wait_completion(w, false);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE]"
+		"\n       wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dst = NULL, *bind_addr = NULL, *port = NULL;
+	struct wire w = {.size = 64};
+	int iters = 2000, opt;
+	uint64_t t0;
+
+	while ((opt = getopt(argc, argv, "s:b:p:n:S:")) != -1) {
+		switch (opt) {
+		case 's':
+			dst = optarg;
+			break;
+		case 'b':
+			bind_addr = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 'n':
+			iters = atoi(optarg);
+			break;
+		case 'S':
+			w.size = (uint32_t)atoi(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!port || (!dst && !bind_addr) || iters <= 0 || !w.size ||
+	    w.size > WIRE_MAX_SIZE)
+		usage();
+	connect_or_accept(&w, dst, port, bind_addr, !dst);
+	ping_pong(&w, iters / 10, !dst, false); /* not timed */
+	t0 = now_ns();
+	ping_pong(&w, iters, !dst, true);
+	if (dst)
+		printf("wire %u %d %.2f\n", w.size, iters,
+		       (double)(now_ns() - t0) / 1000.0 / (2.0 * iters));
+	rdma_disconnect(w.id);
+	return 0;
+}
