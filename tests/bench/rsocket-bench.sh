@@ -70,21 +70,33 @@ for lib in "${libs[@]}"; do
 	fi
 done
 
+# pair LIB PATTERN WHAT: one server/client pair, both loading LIB: the
+# server runs "${server[@]}", the client "${client[@]}" (the caller's
+# arrays, on the caller's $port); prints the client's output.  A client
+# that printed no line matching PATTERN is reported as WHAT with its
+# last lines (a hang ends in timeout's 124).
+pair() {
+	local lib=$1 pattern=$2 what=$3 out
+	LD_LIBRARY_PATH="$lib" timeout 120 "${server[@]}" >/dev/null 2>&1 &
+	wait_bound $port $!
+	out=$(LD_LIBRARY_PATH="$lib" timeout 120 "${client[@]}" 2>&1)
+	wait
+	grep -Eq "$pattern" <<<"$out" || {
+		echo "# $what gave no result:" >&2
+		tail -3 <<<"$out" | sed 's/^/#   /' >&2
+	}
+	printf '%s\n' "$out"
+}
+
 # one LIB ARGS...: one rstream pair; prints the result line's fields.
 one() {
-	local lib=$1 out
+	local lib=$1 server client
 	shift
 	port=$((port + 1))
-	LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -b "$A1" -p $port "$@" >/dev/null 2>&1 &
-	wait_bound $port $!
-	out=$(LD_LIBRARY_PATH="$lib" timeout 120 "$RSTREAM" -s "$A1" -b "$A2" -p $port "$@" 2>&1)
-	wait
-	if ! grep -q '^custom ' <<<"$out"; then
-		# No result: say why (a hang ends in timeout's 124).
-		echo "# rstream $* on $lib gave no result:" >&2
-		tail -3 <<<"$out" | sed 's/^/#   /' >&2
-	fi
-	awk '$1 == "custom" { print $(NF-1), $NF }' <<<"$out"
+	server=("$RSTREAM" -b "$A1" -p "$port" "$@")
+	client=("$RSTREAM" -s "$A1" -b "$A2" -p "$port" "$@")
+	pair "$lib" '^custom ' "rstream $* on $lib" |
+		awk '$1 == "custom" { print $(NF-1), $NF }'
 }
 
 # best FIELD BETTER(max|min) MEASURE ARGS...: the best of $RUNS runs of
@@ -111,39 +123,24 @@ done
 # raw PROG ARGS...: one perftest pair on the device (Debian's library sets
 # up the connection); prints the result line's fields.
 raw() {
-	local prog=$1 out
+	local prog=$1 server client
 	shift
 	port=$((port + 1))
-	LD_LIBRARY_PATH="$ref" timeout 120 "$prog" -d "$DEV" -R -p $port "$@" \
-		>/dev/null 2>&1 &
-	wait_bound $port $!
-	out=$(LD_LIBRARY_PATH="$ref" timeout 120 "$prog" -d "$DEV" -R -p $port \
-		"$@" "$A1" 2>&1)
-	wait
-	grep -Eq '^ *[0-9]+ +[0-9]+ ' <<<"$out" || {
-		echo "# $prog $* gave no result:" >&2
-		tail -3 <<<"$out" | sed 's/^/#   /' >&2
-	}
-	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }' <<<"$out"
+	server=("$prog" -d "$DEV" -R -p "$port" "$@")
+	client=("$prog" -d "$DEV" -R -p "$port" "$@" "$A1")
+	pair "$ref" '^ *[0-9]+ +[0-9]+ ' "$prog $*" |
+		awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }'
 }
 
 # wire: one wire_lat pair (connected by our library, raw verbs after);
 # prints its one-way µs.
 WIRE="${RDMACM_BENCH_WIRE:-}"
 wire() {
-	local out
+	local server client
 	port=$((port + 1))
-	LD_LIBRARY_PATH="$ours" timeout 120 "$WIRE" -b "$A1" -p $port -n 2000 \
-		>/dev/null 2>&1 &
-	wait_bound $port $!
-	out=$(LD_LIBRARY_PATH="$ours" timeout 120 "$WIRE" -s "$A1" -p $port \
-		-n 2000 2>&1)
-	wait
-	grep -q '^wire ' <<<"$out" || {
-		echo "# wire_lat gave no result:" >&2
-		tail -3 <<<"$out" | sed 's/^/#   /' >&2
-	}
-	awk '$1 == "wire" { print $4 }' <<<"$out"
+	server=("$WIRE" -b "$A1" -p "$port" -n 2000)
+	client=("$WIRE" -s "$A1" -p "$port" -n 2000)
+	pair "$ours" '^wire ' wire_lat | awk '$1 == "wire" { print $4 }'
 }
 
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)

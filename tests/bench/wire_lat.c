@@ -27,7 +27,6 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
-#include <rdma/rdma_verbs.h>
 
 #define WIRE_DEPTH 64 /* send and receive queue depth */
 #define WIRE_SIGNAL_EVERY 16
