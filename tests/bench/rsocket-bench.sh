@@ -27,7 +27,11 @@
 # rsocket's do (an RDMA WRITE WITH IMMEDIATE into a posted receive).
 # wire_lat.c runs that wire on raw verbs (RDMACM_BENCH_WIRE, built by
 # run.sh), a second limit: ours / wire is what the library's path costs,
-# wire / ib_write_lat what the wire protocol does.
+# wire / ib_write_lat what the wire protocol does.  The rounds also run
+# its two memory-polled forms (wire-last: ib_write_lat's own method,
+# polling the write's last bytes; wire-flag: a second write of a flag
+# word after the message), which tell what a wire without receives could
+# gain.
 #
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
 # (repetitions, best kept; default 3), RDMACM_BENCH_ROUNDS (0: best of
@@ -132,15 +136,15 @@ raw() {
 		awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }'
 }
 
-# wire: one wire_lat pair (connected by our library, raw verbs after);
-# prints its one-way µs.
+# wire [MODE]: one wire_lat pair (connected by our library, raw verbs
+# after; MODE: wire_lat's -m, default imm); prints its one-way µs.
 WIRE="${RDMACM_BENCH_WIRE:-}"
 wire() {
-	local server client
+	local server client mode=${1:-imm}
 	port=$((port + 1))
-	server=("$WIRE" -b "$A1" -p "$port" -n 2000)
-	client=("$WIRE" -s "$A1" -p "$port" -n 2000)
-	pair "$ours" '^wire ' wire_lat | awk '$1 == "wire" { print $4 }'
+	server=("$WIRE" -b "$A1" -p "$port" -n 2000 -m "$mode")
+	client=("$WIRE" -s "$A1" -p "$port" -n 2000 -m "$mode")
+	pair "$ours" '^wire' "wire_lat -m $mode" | awk '$1 ~ /^wire/ { print $4 }'
 }
 
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
@@ -161,7 +165,7 @@ rounds() {
 		line+=" limit.bw=$(raw "${LIMIT_BW[@]}" | awk '{ print $2 }')"
 		line+=" limit.lat=$(raw "${LIMIT_LAT[@]}" | awk '{ print $4 }')"
 		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
-		[ -n "$WIRE" ] && line+=" wire.lat=$(wire)"
+		[ -n "$WIRE" ] && line+=" wire.lat=$(wire) wire-last.lat=$(wire last) wire-flag.lat=$(wire flag)"
 		echo "$line"
 	done | tee "$rounds_log"
 	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds

@@ -9,10 +9,21 @@
  * again after the answer has gone.  The connection is made with librdmacm
  * (whichever LD_LIBRARY_PATH gives); after that only verbs run.
  *
- *   server: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE]
- *   client: wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE]
+ * -m selects how a message announces its arrival (-m imm, the default, is
+ * rsocket's wire); the other two poll memory and consume no receive:
+ *   last  one inline RDMA WRITE whose last 8 bytes hold the message's
+ *         number, which the peer polls (ib_write_lat's method: it counts
+ *         on the write's bytes being placed in order, which the
+ *         specification does not promise);
+ *   flag  an RDMA WRITE of the message, then an 8-byte RDMA WRITE of its
+ *         number into a word the peer polls, in one post (it counts only
+ *         on one write's bytes being placed before the next write's).
  *
- * The client prints "wire SIZE ITERS USEC": the mean one-way time over
+ *   server: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]
+ *   client: wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]
+ *
+ * The client prints "wire SIZE ITERS USEC" (imm) or "wire-MODE SIZE ITERS
+ * USEC": the mean one-way time over
  * ITERS round trips (after ITERS / 10 not timed), as rstream's usec/xfer
  * and ib_write_lat's t_avg are means.  Exit status 0 on success.
  */
@@ -39,7 +50,10 @@
 #define WIRE_OUT 0
 #define WIRE_RECV WIRE_MAX_SIZE
 #define WIRE_IN (2 * WIRE_MAX_SIZE)
-#define WIRE_BUF_SIZE (3 * WIRE_MAX_SIZE)
+#define WIRE_FLAG (3 * WIRE_MAX_SIZE) /* -m flag: the word polled */
+#define WIRE_BUF_SIZE (3 * WIRE_MAX_SIZE + sizeof(uint64_t))
+
+enum wire_mode { WIRE_IMM, WIRE_LAST, WIRE_FLAG_WRITE };
 
 struct wire_peer {
 	uint64_t addr;
@@ -55,7 +69,11 @@ struct wire {
 	struct wire_peer peer;
 	uint32_t size;
 	uint32_t max_inline;
-	uint64_t sent;
+	enum wire_mode mode;
+	uint64_t sent; /* work requests posted */
+	uint64_t acked; /* of them, known complete (the last signaled seen) */
+	uint64_t msgs; /* messages sent, and the number the next one has */
+	uint64_t arrived; /* the peer's messages arrived */
 };
 
 static void die(const char *what)
@@ -103,32 +121,89 @@ static void wait_completion(struct wire *w, bool recv)
 				ibv_wc_status_str(wc.status));
 			exit(1);
 		}
+		if (!(wc.opcode & IBV_WC_RECV))
+			w->acked = wc.wr_id;
 		if (recv ? (wc.opcode & IBV_WC_RECV) != 0
 			 : !(wc.opcode & IBV_WC_RECV) && wc.wr_id == w->sent)
 			return;
 	}
 }
 
+/* Memory modes: the word that says the peer's next message has come. */
+static volatile uint64_t *arrival_word(struct wire *w)
+{
+	uint32_t off = w->mode == WIRE_LAST ? WIRE_IN + w->size - 8 : WIRE_FLAG;
+
+	return (volatile uint64_t *)(w->buf + off);
+}
+
+/*
+ * Wait for the peer's next message: its receive completion, or its number
+ * in memory.  Memory modes reap a send completion on the way, so that the
+ * send queue never fills with unsignaled work (signaled: 1 in 16).
+ */
+static void wait_message(struct wire *w)
+{
+	struct ibv_wc wc;
+	uint64_t next = w->arrived + 1;
+
+	if (w->mode == WIRE_IMM) {
+		wait_completion(w, true);
+		w->arrived = next;
+		return;
+	}
+	while (__atomic_load_n(arrival_word(w), __ATOMIC_ACQUIRE) != next)
+		;
+	w->arrived = next;
+	if (w->acked + WIRE_SIGNAL_EVERY < w->sent &&
+	    ibv_poll_cq(w->cq, 1, &wc) == 1) {
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "wire_lat: completion status %s\n",
+				ibv_wc_status_str(wc.status));
+			exit(1);
+		}
+		w->acked = wc.wr_id;
+	}
+}
+
 /* @last: signaled, so that its completion says it has been delivered. */
 static void post_write(struct wire *w, bool last)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)(w->buf + WIRE_OUT),
-			      .length = w->size,
-			      .lkey = w->mr->lkey};
-	struct ibv_send_wr wr = {.sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM},
-			   *bad;
+	uint64_t number = ++w->msgs;
+	struct ibv_sge sge[2] = {
+		{.addr = (uintptr_t)(w->buf + WIRE_OUT),
+		 .length = w->size,
+		 .lkey = w->mr->lkey},
+		{.addr = (uintptr_t)&number, .length = sizeof(number)}};
+	struct ibv_send_wr wr[2] = {{.sg_list = &sge[0], .num_sge = 1},
+				    {.sg_list = &sge[1],
+				     .num_sge = 1,
+				     .opcode = IBV_WR_RDMA_WRITE,
+				     .send_flags = IBV_SEND_INLINE}},
+			   *bad, *tail = &wr[0];
 
-	wr.imm_data = htobe32(w->size);
-	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_IN;
-	wr.wr.rdma.rkey = w->peer.rkey;
+	wr[0].opcode = w->mode == WIRE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM
+					   : IBV_WR_RDMA_WRITE;
+	wr[0].imm_data = htobe32(w->size);
+	wr[0].wr.rdma.remote_addr = w->peer.addr + WIRE_IN;
+	wr[0].wr.rdma.rkey = w->peer.rkey;
+	if (w->mode == WIRE_LAST)
+		memcpy(w->buf + WIRE_OUT + w->size - 8, &number, 8);
 	if (w->size <= w->max_inline)
-		wr.send_flags |= IBV_SEND_INLINE;
-	wr.wr_id = ++w->sent;
-	if (w->sent % WIRE_SIGNAL_EVERY == 0 || last)
-		wr.send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(w->id->qp, &wr, &bad))
+		wr[0].send_flags |= IBV_SEND_INLINE;
+	wr[0].wr_id = ++w->sent;
+	if (w->mode == WIRE_FLAG_WRITE) {
+		wr[0].next = tail = &wr[1];
+		wr[1].wr.rdma.remote_addr = w->peer.addr + WIRE_FLAG;
+		wr[1].wr.rdma.rkey = w->peer.rkey;
+		wr[1].wr_id = ++w->sent;
+	}
+	/* One request in WIRE_SIGNAL_EVERY signaled: the post's last. */
+	if (tail->wr_id / WIRE_SIGNAL_EVERY !=
+		    (wr[0].wr_id - 1) / WIRE_SIGNAL_EVERY ||
+	    last)
+		tail->send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(w->id->qp, wr, &bad))
 		die("ibv_post_send");
 }
 
@@ -221,18 +296,19 @@ static void ping_pong(struct wire *w, int n, bool server, bool last)
 {
 	int i;
 
+	bool recvs = w->mode == WIRE_IMM;
+
 	for (i = 0; i < n; i++) {
 		if (server)
-			wait_completion(w, true);
+			wait_message(w);
 		post_write(w, last && i == n - 1);
-		if (server)
-			post_recv(w);
-		else if (i)
-			post_recv(w); /* the one the last answer took */
+		if (recvs && (server || i))
+			post_recv(
+				w); /* the client's: the one the last answer took */
 		if (!server)
-			wait_completion(w, true);
+			wait_message(w);
 	}
-	if (!server && n)
+	if (!server && n && recvs)
 		post_recv(w);
 	if (server && last && n)
 		wait_completion(w, false);
@@ -241,8 +317,10 @@ static void ping_pong(struct wire *w, int n, bool server, bool last)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE]"
-		"\n       wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE]\n");
+		"usage: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]"
+		"\n       wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m "
+		"MODE]"
+		"\nMODE: imm (the default), last or flag\n");
 	exit(2);
 }
 
@@ -253,7 +331,10 @@ int main(int argc, char **argv)
 	int iters = 2000, opt;
 	uint64_t t0;
 
-	while ((opt = getopt(argc, argv, "s:b:p:n:S:")) != -1) {
+	static const char *const modes[] = {"imm", "last", "flag"};
+	const char *mode = modes[WIRE_IMM];
+
+	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:")) != -1) {
 		switch (opt) {
 		case 's':
 			dst = optarg;
@@ -270,19 +351,27 @@ int main(int argc, char **argv)
 		case 'S':
 			w.size = (uint32_t)atoi(optarg);
 			break;
+		case 'm':
+			mode = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
+	for (w.mode = WIRE_IMM; w.mode <= WIRE_FLAG_WRITE; w.mode++)
+		if (!strcmp(mode, modes[w.mode]))
+			break;
 	if (!port || (!dst && !bind_addr) || iters <= 0 || !w.size ||
-	    w.size > WIRE_MAX_SIZE)
+	    w.size > WIRE_MAX_SIZE || w.mode > WIRE_FLAG_WRITE ||
+	    (w.mode == WIRE_LAST && w.size < 8))
 		usage();
 	connect_or_accept(&w, dst, port, bind_addr, !dst);
 	ping_pong(&w, iters / 10, !dst, false); /* not timed */
 	t0 = now_ns();
 	ping_pong(&w, iters, !dst, true);
 	if (dst)
-		printf("wire %u %d %.2f\n", w.size, iters,
+		printf("wire%s%s %u %d %.2f\n", w.mode ? "-" : "",
+		       w.mode ? mode : "", w.size, iters,
 		       (double)(now_ns() - t0) / 1000.0 / (2.0 * iters));
 	rdma_disconnect(w.id);
 	return 0;
