@@ -24,14 +24,16 @@
 # rsocket message also takes at its peer) beside ib_write_lat.
 #
 # rsocket's own wire: ib_write_lat's messages consume no receive, an
-# rsocket's do (an RDMA WRITE WITH IMMEDIATE into a posted receive).
-# wire_lat.c runs that wire on raw verbs (RDMACM_BENCH_WIRE, built by
-# run.sh), a second limit: ours / wire is what the library's path costs,
-# wire / ib_write_lat what the wire protocol does.  The rounds also run
-# its two memory-polled forms (wire-last: ib_write_lat's own method,
-# polling the write's last bytes; wire-flag: a second write of a flag
-# word after the message), which tell what a wire without receives could
-# gain.
+# rsocket's do (an RDMA WRITE WITH IMMEDIATE into a posted receive), and
+# ib_write_bw keeps many writes in flight where an rsocket waits for
+# credits (two 64 KiB halves of its peer's buffer).  wire.c runs that
+# wire on raw verbs (RDMACM_BENCH_WIRE, built by run.sh), a second limit:
+# ours / wire is what the library's path costs, wire / perftest what the
+# wire protocol does.  The rounds also run its two memory-polled forms
+# (wire-last: ib_write_lat's own method, polling the write's last bytes;
+# wire-flag: a second write of a flag word after the message), which tell
+# what a wire without receives could gain, and its stream with rsocket's
+# two copies (wire-copy.bw), which tells what they cost.
 #
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
 # (repetitions, best kept; default 3), RDMACM_BENCH_ROUNDS (0: best of
@@ -40,7 +42,7 @@
 # RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
 # rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
 # "raw" (run.sh's guest.d/rsocket.sh does); RDMACM_BENCH_WIRE, the
-# wire_lat binary (unset: not measured).  Under TCG emulation absolute
+# wire binary (unset: not measured).  Under TCG emulation absolute
 # numbers are low and noisy; the ratio is what to read.
 set -u
 # shellcheck source=../system/verdict.sh
@@ -136,16 +138,18 @@ raw() {
 		awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { $1 = $2 = ""; print }'
 }
 
-# wire [MODE]: one wire_lat pair (connected by our library, raw verbs
-# after; MODE: wire_lat's -m, default imm); prints its one-way µs.
+# wire ARGS...: one pair of wire.c (connected by our library, raw verbs
+# after) with ARGS; prints its figure (one-way µs, or Gb/s with -B).
 WIRE="${RDMACM_BENCH_WIRE:-}"
 wire() {
-	local server client mode=${1:-imm}
+	local server client
 	port=$((port + 1))
-	server=("$WIRE" -b "$A1" -p "$port" -n 2000 -m "$mode")
-	client=("$WIRE" -s "$A1" -p "$port" -n 2000 -m "$mode")
-	pair "$ours" '^wire' "wire_lat -m $mode" | awk '$1 ~ /^wire/ { print $4 }'
+	server=("$WIRE" -b "$A1" -p "$port" "$@")
+	client=("$WIRE" -s "$A1" -p "$port" "$@")
+	pair "$ours" '^wire' "wire $*" | awk '$1 ~ /^wire/ { print $4 }'
 }
+WIRE_LAT=(-S 64 -n 2000)
+WIRE_BW=(-B -S 65536 -n 1000)
 
 BW_ARGS=(-S 65536 -C 1000 -I 1 -T b)
 LAT_ARGS=(-S 64 -C 1 -I 2000 -T b)
@@ -165,7 +169,7 @@ rounds() {
 		line+=" limit.bw=$(raw "${LIMIT_BW[@]}" | awk '{ print $2 }')"
 		line+=" limit.lat=$(raw "${LIMIT_LAT[@]}" | awk '{ print $4 }')"
 		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
-		[ -n "$WIRE" ] && line+=" wire.lat=$(wire) wire-last.lat=$(wire last) wire-flag.lat=$(wire flag)"
+		[ -n "$WIRE" ] && line+=" wire.lat=$(wire "${WIRE_LAT[@]}") wire-last.lat=$(wire "${WIRE_LAT[@]}" -m last) wire-flag.lat=$(wire "${WIRE_LAT[@]}" -m flag) wire.bw=$(wire "${WIRE_BW[@]}") wire-copy.bw=$(wire "${WIRE_BW[@]}" -c)"
 		echo "$line"
 	done | tee "$rounds_log"
 	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
@@ -243,8 +247,9 @@ printf '%-18s %7s %7s %7s  %-20s %s\n' "throughput (Gb/s)" "$bw_ours" "$bw_ref" 
 printf '%-18s %7s %7s %7s  %-20s %s\n' "latency 64 B (us)" "$lat_ours" "$lat_ref" "$lat_raw" \
 	"$r_lat (<= 0.80: $(verdict "$r_lat" 0.8 le))" "$l_lat (<= 1.20: $(verdict "$l_lat" 1.2 le))"
 if [ -n "$WIRE" ]; then
-	lat_wire=$(best 1 min wire)
-	echo "# rsocket's wire on raw verbs (wire_lat.c): $lat_wire us; ours / wire $(ratio "$lat_ours" "$lat_wire"), wire / ib_write_lat $(ratio "$lat_wire" "$lat_raw")"
+	lat_wire=$(best 1 min wire "${WIRE_LAT[@]}")
+	bw_wire=$(best 1 max wire "${WIRE_BW[@]}")
+	echo "# rsocket's wire on raw verbs (wire.c): $lat_wire us, $bw_wire Gb/s; ours / wire $(ratio "$lat_ours" "$lat_wire") and $(ratio "$bw_ours" "$bw_wire"), wire / perftest $(ratio "$lat_wire" "$lat_raw") and $(ratio "$bw_wire" "$bw_raw")"
 fi
 if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
 	{

@@ -129,11 +129,11 @@ bench_cc() {
 		$(pkg-config --libs libibverbs) -o "$bin"
 }
 
-# build_wire_lat: rsocket's wire on raw verbs, the latency's second limit
+# build_wire: rsocket's wire on raw verbs, the second limit
 # (rsocket-bench.sh).
-build_wire_lat() {
-	export RDMACM_BENCH_WIRE=$build/bench/wire_lat
-	bench_cc "$RDMACM_BENCH_WIRE" "$here/wire_lat.c"
+build_wire() {
+	export RDMACM_BENCH_WIRE=$build/bench/wire
+	bench_cc "$RDMACM_BENCH_WIRE" "$here/wire.c"
 }
 
 # mesh_boot TIMEOUT: one guest run of mesh-guest.sh with the MESH_*
@@ -176,7 +176,7 @@ mode_bench() {
 	# One binary for both libraries (bench_cc).
 	local bin=$build/bench/cm_bench
 	bench_cc "$bin" "$here/cm_bench.c" "$repo/tests/system/harness.c"
-	build_wire_lat
+	build_wire
 	fetch_ref
 	echo "bench: results in $out"
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} \
@@ -197,7 +197,7 @@ mode_scale() {
 
 mode_rsocket() {
 	fetch_ref
-	build_wire_lat
+	build_wire
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-1200} RDMACM_BUILD_DIR=$build \
 		RDMACM_REF_LIBDIR=$ref launch "$here/rsocket-bench.sh"
 }

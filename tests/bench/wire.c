@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * wire_lat: the latency of rsocket's own wire with no library in the data
- * path, a second limit beside perftest's ib_write_lat (which writes into
- * memory the peer polls, consuming no receive).  Each message is what a
- * small rsocket message is on the wire: an inline RDMA WRITE WITH IMMEDIATE
+ * wire: rsocket's own wire with no library in the data path, a second
+ * limit beside perftest's (ib_write_lat writes into memory the peer polls,
+ * consuming no receive; ib_write_bw keeps many writes in flight, with no
+ * credits to wait for).
+ *
+ * Latency (the default): each message is what a small rsocket message is
+ * on the wire: an inline RDMA WRITE WITH IMMEDIATE
  * into the peer's buffer that consumes a posted receive; one CQ for sends
  * and receives, busy-polled; one send in 16 signaled; the receive posted
  * again after the answer has gone.  The connection is made with librdmacm
@@ -19,13 +22,25 @@
  *         number into a word the peer polls, in one post (it counts only
  *         on one write's bytes being placed before the next write's).
  *
- *   server: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]
- *   client: wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]
+ * Throughput (-B): the client streams ITERS messages of SIZE bytes (a
+ * divisor of 64 KiB) as rsocket streams them: RDMA WRITES WITH IMMEDIATE
+ * into the two 64 KiB halves of the server's receive buffer (rsocket's
+ * default target SGL), a half written only once the server has handed it
+ * back with a credit (a 16-byte inline write with immediate) after
+ * reading it; one write in 16 signaled.  With -c the bytes are also
+ * copied as an rsocket copies them: into the send region before each
+ * write, out of the buffer to the application's after each arrival (the
+ * bytes are not checked).
  *
- * The client prints "wire SIZE ITERS USEC" (imm) or "wire-MODE SIZE ITERS
- * USEC": the mean one-way time over
- * ITERS round trips (after ITERS / 10 not timed), as rstream's usec/xfer
- * and ib_write_lat's t_avg are means.  Exit status 0 on success.
+ *   server: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
+ *   client: wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
+ *
+ * Latency: the client prints "wire SIZE ITERS USEC" (imm) or "wire-MODE
+ * SIZE ITERS USEC": the mean one-way time over ITERS round trips (after
+ * ITERS / 10 not timed), as rstream's usec/xfer and ib_write_lat's t_avg
+ * are means.  Throughput: "wire-bw SIZE ITERS GBPS" ("wire-bw-copy" with
+ * -c), from the first write to the last credit, after ITERS / 10 messages
+ * not timed.  Exit status 0 on success.
  */
 #include <endian.h>
 #include <getopt.h>
@@ -41,17 +56,21 @@
 
 #define WIRE_DEPTH 64 /* send and receive queue depth */
 #define WIRE_SIGNAL_EVERY 16
-#define WIRE_MAX_SIZE 4096
+#define WIRE_MAX_SIZE 65536 /* a message; a half of the receive buffer */
+#define WIRE_RECV_SIZE 4096
 /*
  * The buffer's regions: what goes out; where SENDs land (the receives'
  * buffer: only the exchange's SEND fills it); where the peer's writes
- * land, apart, so that an early write cannot overwrite the exchange.
+ * land (two halves), apart, so that an early write cannot overwrite the
+ * exchange; the word -m flag polls and credits land on; the
+ * application's buffer for -B -c.
  */
 #define WIRE_OUT 0
 #define WIRE_RECV WIRE_MAX_SIZE
-#define WIRE_IN (2 * WIRE_MAX_SIZE)
-#define WIRE_FLAG (3 * WIRE_MAX_SIZE) /* -m flag: the word polled */
-#define WIRE_BUF_SIZE (3 * WIRE_MAX_SIZE + sizeof(uint64_t))
+#define WIRE_IN (WIRE_RECV + WIRE_RECV_SIZE)
+#define WIRE_FLAG (WIRE_IN + 2 * WIRE_MAX_SIZE)
+#define WIRE_APP (WIRE_FLAG + 64)
+#define WIRE_BUF_SIZE (WIRE_APP + WIRE_MAX_SIZE)
 
 enum wire_mode { WIRE_IMM, WIRE_LAST, WIRE_FLAG_WRITE };
 
@@ -93,7 +112,7 @@ static uint64_t now_ns(void)
 static void post_recv(struct wire *w)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)(w->buf + WIRE_RECV),
-			      .length = WIRE_MAX_SIZE,
+			      .length = WIRE_RECV_SIZE,
 			      .lkey = w->mr->lkey};
 	struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
 
@@ -117,7 +136,7 @@ static void wait_completion(struct wire *w, bool recv)
 		if (!n)
 			continue;
 		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "wire_lat: completion status %s\n",
+			fprintf(stderr, "wire: completion status %s\n",
 				ibv_wc_status_str(wc.status));
 			exit(1);
 		}
@@ -158,7 +177,7 @@ static void wait_message(struct wire *w)
 	if (w->acked + WIRE_SIGNAL_EVERY < w->sent &&
 	    ibv_poll_cq(w->cq, 1, &wc) == 1) {
 		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "wire_lat: completion status %s\n",
+			fprintf(stderr, "wire: completion status %s\n",
 				ibv_wc_status_str(wc.status));
 			exit(1);
 		}
@@ -314,13 +333,102 @@ static void ping_pong(struct wire *w, int n, bool server, bool last)
 		wait_completion(w, false);
 }
 
+/* -B: the client's write of message @i into half @i / per_half % 2. */
+static void post_stream_write(struct wire *w, int i, bool copy)
+{
+	uint32_t per_half = WIRE_MAX_SIZE / w->size;
+	uint32_t half = (uint32_t)i / per_half % 2;
+	struct ibv_sge sge = {.addr = (uintptr_t)(w->buf + WIRE_OUT),
+			      .length = w->size,
+			      .lkey = w->mr->lkey};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM},
+			   *bad;
+
+	if (copy)
+		memcpy(w->buf + WIRE_OUT, w->buf + WIRE_APP, w->size);
+	wr.imm_data = htobe32(w->size);
+	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_IN + half * WIRE_MAX_SIZE +
+				 (uint32_t)i % per_half * w->size;
+	wr.wr.rdma.rkey = w->peer.rkey;
+	if (w->size <= w->max_inline)
+		wr.send_flags |= IBV_SEND_INLINE;
+	wr.wr_id = ++w->sent;
+	if (w->sent % WIRE_SIGNAL_EVERY == 0)
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(w->id->qp, &wr, &bad))
+		die("ibv_post_send");
+}
+
+/*
+ * -B: the server hands a half back, as rsocket's credit message does;
+ * @last: signaled, so that its completion says it has been delivered.
+ */
+static void post_credit(struct wire *w, bool last)
+{
+	struct wire_peer sgl = {0};
+	struct ibv_sge sge = {.addr = (uintptr_t)&sgl, .length = sizeof(sgl)};
+	struct ibv_send_wr wr = {.sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				 .send_flags = IBV_SEND_INLINE},
+			   *bad;
+
+	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_FLAG;
+	wr.wr.rdma.rkey = w->peer.rkey;
+	wr.wr_id = ++w->sent;
+	if (w->sent % WIRE_SIGNAL_EVERY == 0 || last)
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(w->id->qp, &wr, &bad))
+		die("ibv_post_send (credit)");
+}
+
+/*
+ * -B: @n messages from the client to the server; each side returns once
+ * the server has read them all and handed every half back.
+ */
+static void stream(struct wire *w, int n, bool server, bool copy)
+{
+	uint32_t per_half = WIRE_MAX_SIZE / w->size, off = 0;
+	int i, halves = 2; /* the client's: halves the server has free */
+
+	for (i = 0; i < n; i++) {
+		if (server) {
+			wait_completion(w, true);
+			post_recv(w);
+			if (copy)
+				memcpy(w->buf + WIRE_APP,
+				       w->buf + WIRE_IN + off, w->size);
+			off = (off + w->size) % (2 * WIRE_MAX_SIZE);
+			if ((uint32_t)(i + 1) % per_half == 0 || i == n - 1)
+				post_credit(w, i == n - 1);
+			if (i == n - 1)
+				wait_completion(w, false);
+			continue;
+		}
+		if ((uint32_t)i % per_half == 0) {
+			for (; !halves; halves++) {
+				wait_completion(w, true);
+				post_recv(w);
+			}
+			halves--;
+		}
+		post_stream_write(w, i, copy);
+	}
+	for (; !server && halves < 2; halves++) {
+		wait_completion(w, true);
+		post_recv(w);
+	}
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: wire_lat -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE]"
-		"\n       wire_lat -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m "
-		"MODE]"
-		"\nMODE: imm (the default), last or flag\n");
+		"usage: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
+		"-B [-c]]\n"
+		"       wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
+		"-B [-c]]\nMODE: imm (the default), last or flag\n");
 	exit(2);
 }
 
@@ -328,13 +436,13 @@ int main(int argc, char **argv)
 {
 	const char *dst = NULL, *bind_addr = NULL, *port = NULL;
 	struct wire w = {.size = 64};
+	static const char *const modes[] = {"imm", "last", "flag"};
+	const char *mode = modes[WIRE_IMM];
+	bool bw = false, copy = false;
 	int iters = 2000, opt;
 	uint64_t t0;
 
-	static const char *const modes[] = {"imm", "last", "flag"};
-	const char *mode = modes[WIRE_IMM];
-
-	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:Bc")) != -1) {
 		switch (opt) {
 		case 's':
 			dst = optarg;
@@ -354,6 +462,12 @@ int main(int argc, char **argv)
 		case 'm':
 			mode = optarg;
 			break;
+		case 'B':
+			bw = true;
+			break;
+		case 'c':
+			copy = true;
+			break;
 		default:
 			usage();
 		}
@@ -363,9 +477,22 @@ int main(int argc, char **argv)
 			break;
 	if (!port || (!dst && !bind_addr) || iters <= 0 || !w.size ||
 	    w.size > WIRE_MAX_SIZE || w.mode > WIRE_FLAG_WRITE ||
-	    (w.mode == WIRE_LAST && w.size < 8))
+	    (w.mode == WIRE_LAST && w.size < 8) ||
+	    (bw && (w.mode != WIRE_IMM || WIRE_MAX_SIZE % w.size)) ||
+	    (copy && !bw))
 		usage();
 	connect_or_accept(&w, dst, port, bind_addr, !dst);
+	if (bw) {
+		stream(&w, iters / 10, !dst, copy); /* not timed */
+		t0 = now_ns();
+		stream(&w, iters, !dst, copy);
+		if (dst)
+			printf("wire-bw%s %u %d %.3f\n", copy ? "-copy" : "",
+			       w.size, iters,
+			       8.0 * w.size * iters / (double)(now_ns() - t0));
+		rdma_disconnect(w.id);
+		return 0;
+	}
 	ping_pong(&w, iters / 10, !dst, false); /* not timed */
 	t0 = now_ns();
 	ping_pong(&w, iters, !dst, true);
