@@ -120,6 +120,18 @@ static void post_recv(struct wire *w)
 		die("ibv_post_recv");
 }
 
+/* A completion polled: a failed one ends the run. */
+static void reap(struct wire *w, const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "wire: completion status %s\n",
+			ibv_wc_status_str(wc->status));
+		exit(1);
+	}
+	if (!(wc->opcode & IBV_WC_RECV))
+		w->acked = wc->wr_id;
+}
+
 /*
  * Busy-poll the one CQ until a receive completes (@recv) or the last send
  * posted does; other completions pass.
@@ -135,13 +147,7 @@ static void wait_completion(struct wire *w, bool recv)
 			die("ibv_poll_cq");
 		if (!n)
 			continue;
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "wire: completion status %s\n",
-				ibv_wc_status_str(wc.status));
-			exit(1);
-		}
-		if (!(wc.opcode & IBV_WC_RECV))
-			w->acked = wc.wr_id;
+		reap(w, &wc);
 		if (recv ? (wc.opcode & IBV_WC_RECV) != 0
 			 : !(wc.opcode & IBV_WC_RECV) && wc.wr_id == w->sent)
 			return;
@@ -175,14 +181,8 @@ static void wait_message(struct wire *w)
 		;
 	w->arrived = next;
 	if (w->acked + WIRE_SIGNAL_EVERY < w->sent &&
-	    ibv_poll_cq(w->cq, 1, &wc) == 1) {
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "wire: completion status %s\n",
-				ibv_wc_status_str(wc.status));
-			exit(1);
-		}
-		w->acked = wc.wr_id;
-	}
+	    ibv_poll_cq(w->cq, 1, &wc) == 1)
+		reap(w, &wc);
 }
 
 /* @last: signaled, so that its completion says it has been delivered. */
