@@ -185,6 +185,29 @@ static void wait_message(struct wire *w)
 		reap(w, &wc);
 }
 
+/*
+ * Post the chain of writes into the peer's buffer from @first: each
+ * request numbered, one in WIRE_SIGNAL_EVERY signaled (the chain's last
+ * carries it), and the last always when @last, so that its completion
+ * says the chain has been delivered.
+ */
+static void post_to_peer(struct wire *w, struct ibv_send_wr *first, bool last)
+{
+	struct ibv_send_wr *wr = first, *bad;
+	uint64_t before = w->sent;
+
+	for (;; wr = wr->next) {
+		wr->wr_id = ++w->sent;
+		wr->wr.rdma.rkey = w->peer.rkey;
+		if (!wr->next)
+			break;
+	}
+	if (w->sent / WIRE_SIGNAL_EVERY != before / WIRE_SIGNAL_EVERY || last)
+		wr->send_flags |= IBV_SEND_SIGNALED;
+	if (ibv_post_send(w->id->qp, first, &bad))
+		die("ibv_post_send");
+}
+
 /* @last: signaled, so that its completion says it has been delivered. */
 static void post_write(struct wire *w, bool last)
 {
@@ -198,32 +221,21 @@ static void post_write(struct wire *w, bool last)
 				    {.sg_list = &sge[1],
 				     .num_sge = 1,
 				     .opcode = IBV_WR_RDMA_WRITE,
-				     .send_flags = IBV_SEND_INLINE}},
-			   *bad, *tail = &wr[0];
+				     .send_flags = IBV_SEND_INLINE}};
 
 	wr[0].opcode = w->mode == WIRE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM
 					   : IBV_WR_RDMA_WRITE;
 	wr[0].imm_data = htobe32(w->size);
 	wr[0].wr.rdma.remote_addr = w->peer.addr + WIRE_IN;
-	wr[0].wr.rdma.rkey = w->peer.rkey;
 	if (w->mode == WIRE_LAST)
 		memcpy(w->buf + WIRE_OUT + w->size - 8, &number, 8);
 	if (w->size <= w->max_inline)
 		wr[0].send_flags |= IBV_SEND_INLINE;
-	wr[0].wr_id = ++w->sent;
 	if (w->mode == WIRE_FLAG_WRITE) {
-		wr[0].next = tail = &wr[1];
+		wr[0].next = &wr[1];
 		wr[1].wr.rdma.remote_addr = w->peer.addr + WIRE_FLAG;
-		wr[1].wr.rdma.rkey = w->peer.rkey;
-		wr[1].wr_id = ++w->sent;
 	}
-	/* One request in WIRE_SIGNAL_EVERY signaled: the post's last. */
-	if (tail->wr_id / WIRE_SIGNAL_EVERY !=
-		    (wr[0].wr_id - 1) / WIRE_SIGNAL_EVERY ||
-	    last)
-		tail->send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(w->id->qp, wr, &bad))
-		die("ibv_post_send");
+	post_to_peer(w, wr, last);
 }
 
 /* One CQ for both directions, as an rsocket has; buffers registered. */
@@ -343,22 +355,16 @@ static void post_stream_write(struct wire *w, int i, bool copy)
 			      .lkey = w->mr->lkey};
 	struct ibv_send_wr wr = {.sg_list = &sge,
 				 .num_sge = 1,
-				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM},
-			   *bad;
+				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM};
 
 	if (copy)
 		memcpy(w->buf + WIRE_OUT, w->buf + WIRE_APP, w->size);
 	wr.imm_data = htobe32(w->size);
 	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_IN + half * WIRE_MAX_SIZE +
 				 (uint32_t)i % per_half * w->size;
-	wr.wr.rdma.rkey = w->peer.rkey;
 	if (w->size <= w->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
-	wr.wr_id = ++w->sent;
-	if (w->sent % WIRE_SIGNAL_EVERY == 0)
-		wr.send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(w->id->qp, &wr, &bad))
-		die("ibv_post_send");
+	post_to_peer(w, &wr, false);
 }
 
 /*
@@ -372,54 +378,71 @@ static void post_credit(struct wire *w, bool last)
 	struct ibv_send_wr wr = {.sg_list = &sge,
 				 .num_sge = 1,
 				 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-				 .send_flags = IBV_SEND_INLINE},
-			   *bad;
+				 .send_flags = IBV_SEND_INLINE};
 
 	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_FLAG;
-	wr.wr.rdma.rkey = w->peer.rkey;
-	wr.wr_id = ++w->sent;
-	if (w->sent % WIRE_SIGNAL_EVERY == 0 || last)
-		wr.send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(w->id->qp, &wr, &bad))
-		die("ibv_post_send (credit)");
+	post_to_peer(w, &wr, last);
 }
 
 /*
- * -B: @n messages from the client to the server; each side returns once
- * the server has read them all and handed every half back.
+ * -B, the server: reads @n messages, handing each half back once read.
+ * The last credit is waited for: a disconnect would flush it undelivered.
  */
-static void stream(struct wire *w, int n, bool server, bool copy)
+static void stream_recv(struct wire *w, int n, bool copy)
 {
 	uint32_t per_half = WIRE_MAX_SIZE / w->size, off = 0;
-	int i, halves = 2; /* the client's: halves the server has free */
+	int i;
 
 	for (i = 0; i < n; i++) {
-		if (server) {
-			wait_completion(w, true);
-			post_recv(w);
-			if (copy)
-				memcpy(w->buf + WIRE_APP,
-				       w->buf + WIRE_IN + off, w->size);
-			off = (off + w->size) % (2 * WIRE_MAX_SIZE);
-			if ((uint32_t)(i + 1) % per_half == 0 || i == n - 1)
-				post_credit(w, i == n - 1);
-			if (i == n - 1)
-				wait_completion(w, false);
-			continue;
-		}
+		wait_completion(w, true);
+		post_recv(w);
+		if (copy)
+			memcpy(w->buf + WIRE_APP, w->buf + WIRE_IN + off,
+			       w->size);
+		off = (off + w->size) % (2 * WIRE_MAX_SIZE);
+		if ((uint32_t)(i + 1) % per_half == 0 || i == n - 1)
+			post_credit(w, i == n - 1);
+	}
+	if (n)
+		wait_completion(w, false);
+}
+
+/* -B, the client: a credit (a half handed back) has come. */
+static void take_credit(struct wire *w)
+{
+	wait_completion(w, true);
+	post_recv(w);
+}
+
+/*
+ * -B, the client: writes @n messages, each half once the server has it
+ * free, then waits for every half back (all read).
+ */
+static void stream_send(struct wire *w, int n, bool copy)
+{
+	uint32_t per_half = WIRE_MAX_SIZE / w->size;
+	int i, halves = 2; /* free at the server */
+
+	for (i = 0; i < n; i++) {
 		if ((uint32_t)i % per_half == 0) {
-			for (; !halves; halves++) {
-				wait_completion(w, true);
-				post_recv(w);
-			}
-			halves--;
+			if (halves)
+				halves--;
+			else
+				take_credit(w);
 		}
 		post_stream_write(w, i, copy);
 	}
-	for (; !server && halves < 2; halves++) {
-		wait_completion(w, true);
-		post_recv(w);
-	}
+	for (; halves < 2; halves++)
+		take_credit(w);
+}
+
+/* -B: @n messages from the client to the server. */
+static void stream(struct wire *w, int n, bool server, bool copy)
+{
+	if (server)
+		stream_recv(w, n, copy);
+	else
+		stream_send(w, n, copy);
 }
 
 static void usage(void)
