@@ -30,7 +30,8 @@
  * reading it; one write in 16 signaled.  With -c the bytes are also
  * copied as an rsocket copies them: into the send region before each
  * write, out of the buffer to the application's after each arrival (the
- * bytes are not checked).
+ * bytes are not checked, and a write does not wait for the send region
+ * to be free as rsocket's does: a bound from above).
  *
  *   server: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
  *   client: wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
