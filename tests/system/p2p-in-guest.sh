@@ -204,12 +204,16 @@ lost_ack() {
 # two same-port listeners there with REJ 28 before any library sees it).
 # one_port=1 or 0 says which, wherever it runs (one port in one guest:
 # such an attempt may fail, but never the pair's next one, p2p_pair_test).  pair_env: more variables
-# for both ends; pair_load: the CPU hogs below run meanwhile.
-pair() {
-	local fam=$1 port=$2 x=$3 y=$4 it=$5 name=${6:-pair/$1} pids=() rc=0 r
-	local addrs=("$x" "$y") ports=("$2" "$2") hogs=() env=(${pair_env:-})
-	wanted "$name" || return 0
-	siw_race_skip "$name" && return 0
+# for both ends; pair_load=1: under the CPU hogs below (a longer bound).
+#
+# pair_start FAM PORT X Y ITER NAME starts this host's ends of a pair in
+# the background; pair_judge NAME ITER waits for them and gives the
+# verdict.  pair runs one pair; pair_load runs several at once.
+declare -A pair_pids
+pair_start() {
+	local fam=$1 port=$2 x=$3 y=$4 it=$5 name=$6 r
+	local addrs=("$x" "$y") ports=("$2" "$2") env=(${pair_env:-})
+	local log="$out/${name//\//_}"
 	local same=${one_port:-}
 	[ -n "$same" ] || { [ $two = yes ] && same=1 || same=0; }
 	if [ "$same" != 1 ]; then
@@ -218,30 +222,38 @@ pair() {
 		env+=(P2P_PAIR_ONE_PORT=1)
 	fi
 	local limit=$LIMIT
-	if [ "${pair_load:-0}" = 1 ]; then
-		hogs=($(cpu_hogs))
-		limit=$((it * 2 + 120)) # under load: 2 s an iteration at most
-	fi
+	# Under load: 2 s an iteration at most.
+	[ "${pair_load:-0}" = 1 ] && limit=$((it * 2 + 120))
+	pair_pids[$name]=
 	for r in 0 1; do
 		mine $r || continue
 		env RDMACM_HX_TIMEOUT=120 "${env[@]}" timeout "$limit" "$PAIR" \
 			pair "${addrs[$r]}" "${addrs[$((1 - r))]}" \
 			"${ports[$r]}" "$it" "${ports[$((1 - r))]}" \
-			>"$out/pair.$r" 2>&1 &
-		pids+=($!)
+			>"$log.$r" 2>&1 &
+		pair_pids[$name]+=" $!"
 	done
-	for r in "${pids[@]}"; do
-		wait "$r" || rc=1
+}
+pair_judge() {
+	local name=$1 it=$2 rc=0 p
+	local log="$out/${name//\//_}"
+	for p in ${pair_pids[$name]}; do
+		wait "$p" || rc=1
 	done
-	[ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null
-	wait "${hogs[@]}" 2>/dev/null
-	if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$out"/pair.*; then
-		pass "$name" "$it iterations, poll then blocking rdma_get_cm_event$(sed -n 's/.*one connection each, \([0-9]*\) attempts refused.*/; \1 refused by the kernel/p' "$out"/pair.* | head -1)"
+	if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$log".*; then
+		pass "$name" "$it iterations, poll then blocking rdma_get_cm_event$(sed -n 's/.*one connection each, \([0-9]*\) attempts refused.*/; \1 refused by the kernel/p' "$log".* | head -1)"
 	else
 		fail "$name" "exit status $rc"
-		show "$out"/pair.*
+		show "$log".*
 	fi
-	rm -f "$out"/pair.*
+	rm -f "$log".*
+}
+pair() {
+	local name=${6:-pair/$1}
+	wanted "$name" || return 0
+	siw_race_skip "$name" && return 0
+	pair_start "$1" "$2" "$3" "$4" "$5" "$name"
+	pair_judge "$name" "$5"
 }
 
 # One busy loop per CPU of this host (its PIDs): the load under which
@@ -261,21 +273,33 @@ cpu_hogs() {
 # (RDMA_CM_FAULT_DELAY_MS=20), and connects skewed at random (one end's
 # connect, the ends taking turns, by up to 3 s one iteration in ten and
 # by up to 30 ms in the others), on ports of their
-# own and on one port (in one guest: two addresses of one device).  Each
-# variant RDMACM_P2P_LOAD_ITER iterations (default 500: 2,000 over the
-# four, in one guest and across two).
+# own and on one port (in one guest: two addresses of one device).  The
+# four variants run at the same time, beside the hogs (four pairs of
+# processes contend with them and with each other), each
+# RDMACM_P2P_LOAD_ITER iterations (default 500: 2,000 over the four, in
+# one guest and across two).
 pair_load() {
 	local fam=$1 port=$2 x=$3 y=$4 it=${RDMACM_P2P_LOAD_ITER:-500}
 	local fault="RDMA_CM_FAULT_DELAY_MS=20" skewed="P2P_PAIR_SKEW_MS=3000 P2P_PAIR_SKEW_EVERY=10"
-	pair_load=1 one_port=0 pair_env="$fault" \
-		pair "$fam" "$port" "$x" "$y" "$it" "pair-load/$fam"
-	pair_load=1 one_port=0 pair_env="$fault $skewed" \
-		pair "$fam" $((port + 2)) "$x" "$y" "$it" "pair-load-skew/$fam"
-	pair_load=1 one_port=1 pair_env="$fault" \
-		pair "$fam" $((port + 4)) "$x" "$y" "$it" "pair-load-one-port/$fam"
-	pair_load=1 one_port=1 pair_env="$fault $skewed" \
-		pair "$fam" $((port + 6)) "$x" "$y" "$it" \
-		"pair-load-one-port-skew/$fam"
+	local names=() hogs=() v n
+	local variants=("pair-load 0 $fault" "pair-load-skew 0 $fault $skewed"
+		"pair-load-one-port 1 $fault" "pair-load-one-port-skew 1 $fault $skewed")
+	for v in "${variants[@]}"; do
+		set -- $v
+		n=$1/$fam
+		if wanted "$n" && ! siw_race_skip "$n"; then
+			[ ${#hogs[@]} -gt 0 ] || hogs=($(cpu_hogs))
+			one_port=$2 pair_env="${*:3}" pair_load=1 \
+				pair_start "$fam" "$port" "$x" "$y" "$it" "$n"
+			names+=("$n")
+		fi
+		port=$((port + 2))
+	done
+	for n in "${names[@]}"; do
+		pair_judge "$n" "$it"
+	done
+	[ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null
+	wait "${hogs[@]}" 2>/dev/null
 }
 
 # A peer restart: one end killed (SIGKILL) and restarted on the same address and
