@@ -200,15 +200,8 @@ static void rs_ka_atfork_parent(void)
 	pthread_mutex_unlock(&ka_mut);
 }
 
-/* A forked child has no service thread and none of the parent's timers. */
-static void rs_ka_atfork_child(void)
-{
-	pthread_mutex_init(&ka_mut, NULL);
-	ka_list = NULL;
-	ka_running = false;
-}
-
-static void rs_ka_init(void)
+/* The deadlines are on the monotonic clock (rs_ka_coarse_ms). */
+static void rs_ka_cond_init(void)
 {
 	pthread_condattr_t ca;
 
@@ -216,6 +209,25 @@ static void rs_ka_init(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&ka_cond, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+/*
+ * A forked child has no keepalive thread and none of the parent's timers.
+ * Nor the parent's sleeper on ka_cond, which the copied condition variable
+ * still counts: a signal waits for that sleeper to take its wake-up, for
+ * ever in the child, so the child starts with a fresh one.
+ */
+static void rs_ka_atfork_child(void)
+{
+	pthread_mutex_init(&ka_mut, NULL);
+	rs_ka_cond_init();
+	ka_list = NULL;
+	ka_running = false;
+}
+
+static void rs_ka_init(void)
+{
+	rs_ka_cond_init();
 	pthread_atfork(rs_ka_atfork_prepare, rs_ka_atfork_parent,
 		       rs_ka_atfork_child);
 }

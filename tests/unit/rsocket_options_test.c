@@ -14,6 +14,8 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cm/cma.h"
 #include "rsocket/rs.h"
@@ -114,6 +116,40 @@ START_TEST(keepalive_knobs_are_checked_and_kept)
 	ck_assert_int_eq(set_int(SOL_SOCKET, SO_KEEPALIVE, 0), 0);
 	ck_assert_int_eq(get_int(SOL_SOCKET, SO_KEEPALIVE), 0);
 	ck_assert(!rs_peek(s)->ka.listed);
+}
+END_TEST
+
+/*
+ * A child forked while the keepalive thread sleeps on its condition
+ * variable (an unconnected socket is looked at each second): the child has
+ * no such thread, and its own must sleep and be woken there.  A condition
+ * variable copied with the parent's sleeper counted in it blocked the
+ * child's second wake-up for ever (Apache's event MPM under the preload:
+ * its master sets SO_KEEPALIVE on the listener, then forks the workers).
+ */
+START_TEST(a_child_forked_while_keepalive_sleeps_keeps_it)
+{
+	int status, i;
+	pid_t pid;
+
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_KEEPALIVE, 1), 0);
+	usleep(100000); /* the thread has looked once and sleeps */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		alarm(3); /* a hang ends the child */
+		/* Each time the child's thread has gone to sleep. */
+		for (i = 0; i < 3; i++) {
+			if (set_int(SOL_SOCKET, SO_KEEPALIVE, 0) ||
+			    set_int(SOL_SOCKET, SO_KEEPALIVE, 1))
+				_exit(1);
+			usleep(100000);
+		}
+		_exit(set_int(SOL_SOCKET, SO_KEEPALIVE, 0) ? 1 : 0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(set_int(SOL_SOCKET, SO_KEEPALIVE, 0), 0);
 }
 END_TEST
 
@@ -233,6 +269,7 @@ Suite *rsocket_options_suite(void)
 	tcase_add_checked_fixture(tc, sock_setup, sock_teardown);
 	tcase_add_test(tc, tos_reaches_the_cm_id);
 	tcase_add_test(tc, keepalive_knobs_are_checked_and_kept);
+	tcase_add_test(tc, a_child_forked_while_keepalive_sleeps_keeps_it);
 	tcase_add_test(tc, maxseg_caps_messages);
 	tcase_add_test(tc, congestion_name_round_trips);
 	tcase_add_test(tc, tcp_info_reports_the_state);
