@@ -20,19 +20,19 @@ build=${BUILD_DIR:-$repo/build}
 # UCX for the ucx suite, and the programs the preload-apps suite runs over
 # librspreload: iperf3, redis, memcached with its client tools, sockperf;
 # and the servers the servers suite runs there with their own clients:
-# nginx with curl and ab (apache2-utils), the rsync daemon and client,
-# PostgreSQL 15 with psql and pgbench, sshd with scp and its sftp-server,
-# python3's http.server, lighttpd).
-# Installing nginx, lighttpd, openssh-server or postgresql may start them
-# as host services where no policy-rc.d forbids it; the suite never uses
-# those: the guest has its own processes, network and ports, and the
+# nginx and Apache (apache2) with curl and ab (apache2-utils), the rsync
+# daemon and client, PostgreSQL 15 with psql and pgbench, sshd with scp
+# and its sftp-server, python3's http.server, lighttpd).
+# Installing nginx, apache2, lighttpd, openssh-server or postgresql may
+# start them as host services where no policy-rc.d forbids it; the suite
+# never uses those: the guest has its own processes, network and ports, and the
 # suite starts its own servers with their own configs in a temp dir.
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
 	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest libucx-dev libucx0 ucx-utils
 	iperf3 redis-server redis-tools memcached libmemcached-tools sockperf
-	nginx apache2-utils curl rsync postgresql-15 postgresql-client-15 lighttpd
+	nginx apache2 apache2-utils curl rsync postgresql-15 postgresql-client-15 lighttpd
 	openssh-server openssh-client openssh-sftp-server"
 
 install_missing() {

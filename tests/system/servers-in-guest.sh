@@ -14,6 +14,13 @@
 #                   for a random 16 KiB one (ab checks every length; the
 #                   access log must have all 500 answered whole)
 #   nginx-forksafe  the same with RDMAV_FORK_SAFE=1 on both ends
+#   apache          Apache 2.4 with Debian's default MPM, event, and its
+#                   compiled-in defaults (a master that listens as root,
+#                   children that become nobody and accept, threads in
+#                   each), its own config file, in the foreground; the
+#                   same curl and ab work as nginx
+#   apache-prefork  the same with the prefork MPM (one process per
+#                   connection at a time, no threads)
 #   rsync           rsync --daemon --no-detach as root (a child forked per
 #                   connection, which switches to the module's user,
 #                   nobody by default) with one writable module and `use
@@ -88,7 +95,7 @@ chmod 755 "$W"
 cleanup() {
 	local f
 	# servers that left children behind (nginx workers, backends)
-	for f in "$W"/*/nginx.pid "$W"/pg/data/postmaster.pid; do
+	for f in "$W"/*/nginx.pid "$W"/*/httpd.pid "$W"/pg/data/postmaster.pid; do
 		[ -f "$f" ] && kill -KILL "$(head -1 "$f")" 2>/dev/null
 	done
 	# shellcheck disable=SC2046 # one pid a word
@@ -248,10 +255,55 @@ verdict() {
 	check "$@"
 }
 
-# --- nginx ---------------------------------------------------------------
+# --- web servers: nginx, Apache ------------------------------------------
+# serve_web NAME MODE PORT DIR WHAT [ENV...]: the web server WHAT that
+# start_with just started (its logs DIR/out, DIR/error.log and
+# DIR/access.log, the common log format) listens on PORT; curl fetches
+# html/1m.bin (compared), ab makes 500 requests for html/16k.bin, each
+# answered whole by the access log; the server is stopped.
+serve_web() {
+	local name=$1 mode=$2 p=$3 d=$4 what=$5 before after s c rps
+	shift 5
+	s=$started
+	listening "$name.$mode" $p "$what" "$d/out" "$d/error.log" || return
+	before=$(pkts)
+	# the first contact: bounded tighter, a failure here is quick
+	with "$mode" env "$@" timeout -k 5 $FIRST curl -sS --max-time $((FIRST - 5)) \
+		-o "$d/1m.got" "http://$A1:$p/1m.bin" >"$d/curl" 2>&1
+	c=$?
+	if [ $c != 0 ] || ! cmp -s "$W/html/1m.bin" "$d/1m.got"; then
+		res[$name.$mode.why]="curl exit $c, $(stat -c %s "$d/1m.got" 2>/dev/null || echo no) bytes: $(tail -c 200 "$d/curl"); $(cause "$d/error.log")$what: $(tail -c 300 "$d/error.log")$(rsp_summary "$mode") (ab not run)"
+		stop $s
+		return
+	fi
+	with "$mode" env "$@" timeout -k 5 $T ab -q -n 500 -c 4 -s $((T - 5)) \
+		"http://$A1:$p/16k.bin" >"$d/ab" 2>&1
+	c=$?
+	stop $s
+	after=$(pkts)
+	rps=$(sed -n 's/^Requests per second: *\([0-9]*\).*/\1/p' "$d/ab")
+	if [ $c != 0 ] || ! grep -q '^Complete requests: *500$' "$d/ab" ||
+		! grep -q '^Failed requests: *0$' "$d/ab" ||
+		! grep -q '^Document Length: *16384 bytes' "$d/ab" ||
+		grep -q '^Non-2xx' "$d/ab" || [ -z "$rps" ]; then
+		res[$name.$mode.why]="ab exit $c: $(grep -E '^(Complete|Failed|Non-2xx|Document Length)' "$d/ab" | tr '\n' ' ') $(tail -c 300 "$d/ab") $(cause "$d/error.log")$(rsp_summary "$mode")"
+		return
+	fi
+	# every request reached the server and was answered whole
+	if [ "$(grep -c '"GET /16k.bin HTTP/1.0" 200 16384' "$d/access.log")" != 500 ]; then
+		res[$name.$mode.why]="the access log has $(grep -c '"GET /16k.bin HTTP/1.0" 200 16384' "$d/access.log") of 500 requests answered whole"
+		return
+	fi
+	echo "# $name $mode: curl 1 MiB compared; ab 500 x 16 KiB: $rps requests/s$(rsp_summary "$mode")"
+	res[$name.$mode.ok]=1
+	res[$name.$mode.bytes]=$((1048576 + 500 * 16384))
+	res[$name.$mode.metric]=$rps
+	res[$name.$mode.pkts]=$((after - before))
+}
+
 # nginx_on NAME MODE [ENV...]
 nginx_on() {
-	local name=$1 mode=$2 p=$((port += 1)) before after s d c rps
+	local name=$1 mode=$2 p=$((port += 1)) d
 	shift 2
 	d="$W/$name.$mode"
 	mkdir -p "$d"
@@ -276,46 +328,47 @@ http {
 	}
 }
 EOF
-	before=$(pkts)
 	start_with "$mode" env "$@" timeout -k 5 $((4 * T)) nginx -p "$d" -e "$d/error.log" \
 		-c "$d/nginx.conf" >"$d/out" 2>&1
-	s=$started
-	listening "$name.$mode" $p nginx "$d/out" "$d/error.log" || return
-	# the first contact: bounded tighter, a failure here is quick
-	with "$mode" env "$@" timeout -k 5 $FIRST curl -sS --max-time $((FIRST - 5)) \
-		-o "$d/1m.got" "http://$A1:$p/1m.bin" >"$d/curl" 2>&1
-	c=$?
-	if [ $c != 0 ] || ! cmp -s "$W/html/1m.bin" "$d/1m.got"; then
-		res[$name.$mode.why]="curl exit $c, $(stat -c %s "$d/1m.got" 2>/dev/null || echo no) bytes: $(tail -c 200 "$d/curl"); $(cause "$d/error.log")nginx: $(tail -c 300 "$d/error.log")$(rsp_summary "$mode") (ab not run)"
-		stop $s
-		return
-	fi
-	with "$mode" env "$@" timeout -k 5 $T ab -q -n 500 -c 4 -s $((T - 5)) \
-		"http://$A1:$p/16k.bin" >"$d/ab" 2>&1
-	c=$?
-	stop $s
-	after=$(pkts)
-	rps=$(sed -n 's/^Requests per second: *\([0-9]*\).*/\1/p' "$d/ab")
-	if [ $c != 0 ] || ! grep -q '^Complete requests: *500$' "$d/ab" ||
-		! grep -q '^Failed requests: *0$' "$d/ab" ||
-		! grep -q '^Document Length: *16384 bytes' "$d/ab" ||
-		grep -q '^Non-2xx' "$d/ab" || [ -z "$rps" ]; then
-		res[$name.$mode.why]="ab exit $c: $(grep -E '^(Complete|Failed|Non-2xx|Document Length)' "$d/ab" | tr '\n' ' ') $(tail -c 300 "$d/ab") $(cause "$d/error.log")$(rsp_summary "$mode")"
-		return
-	fi
-	# every request reached nginx and was answered whole
-	if [ "$(grep -c '"GET /16k.bin HTTP/1.0" 200 16384 ' "$d/access.log")" != 500 ]; then
-		res[$name.$mode.why]="the access log has $(grep -c '"GET /16k.bin HTTP/1.0" 200 16384 ' "$d/access.log") of 500 requests answered whole"
-		return
-	fi
-	echo "# $name $mode: curl 1 MiB compared; ab 500 x 16 KiB: $rps requests/s$(rsp_summary "$mode")"
-	res[$name.$mode.ok]=1
-	res[$name.$mode.bytes]=$((1048576 + 500 * 16384))
-	res[$name.$mode.metric]=$rps
-	res[$name.$mode.pkts]=$((after - before))
+	serve_web "$name" "$mode" $p "$d" nginx "$@"
 }
 nginx_run() { nginx_on nginx "$1"; }
 nginx-forksafe_run() { nginx_on nginx-forksafe "$1" RDMAV_FORK_SAFE=1; }
+
+# apache_on NAME MODE MPM [ENV...]: Apache 2.4 with the MPM's compiled-in
+# defaults (a master that listens as root, then forks children that become
+# nobody and accept; event and worker: threads in each child), its own
+# config file, in the foreground.
+apache_on() {
+	local name=$1 mode=$2 mpm=$3 p=$((port += 1)) d m=/usr/lib/apache2/modules
+	shift 3
+	d="$W/$name.$mode"
+	mkdir -p "$d"
+	cat >"$d/httpd.conf" <<EOF
+ServerRoot $d
+ServerName localhost
+Listen $A1:$p
+PidFile $d/httpd.pid
+ErrorLog $d/error.log
+LoadModule mpm_${mpm}_module $m/mod_mpm_${mpm}.so
+LoadModule authz_core_module $m/mod_authz_core.so
+LoadModule mime_module $m/mod_mime.so
+TypesConfig /etc/mime.types
+User nobody
+Group nogroup
+DocumentRoot $W/html
+<Directory $W/html>
+	Require all granted
+</Directory>
+LogFormat "%h %l %u %t \"%r\" %>s %b" common
+CustomLog $d/access.log common
+EOF
+	start_with "$mode" env "$@" timeout -k 5 $((4 * T)) apache2 -f "$d/httpd.conf" \
+		-DFOREGROUND >"$d/out" 2>&1
+	serve_web "$name" "$mode" $p "$d" apache2 "$@"
+}
+apache_run() { apache_on apache "$1" event; }
+apache-prefork_run() { apache_on apache-prefork "$1" prefork; }
 
 # --- rsync ---------------------------------------------------------------
 # rsync_on NAME MODE USER [ENV...]: the daemon as USER: root (its module
@@ -622,6 +675,8 @@ mkfiles
 for srv in \
 	nginx:nginx,curl,ab:higher:requests/s \
 	nginx-forksafe:nginx,curl,ab:higher:requests/s \
+	apache:apache2,curl,ab:higher:requests/s \
+	apache-prefork:apache2,curl,ab:higher:requests/s \
 	rsync:rsync:lower:ms \
 	rsync-forksafe:rsync:lower:ms \
 	rsync-forksafe-user:rsync,setpriv:lower:ms \
