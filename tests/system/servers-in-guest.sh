@@ -21,6 +21,7 @@
 #                   same curl and ab work as nginx
 #   apache-prefork  the same with the prefork MPM (one process per
 #                   connection at a time, no threads)
+#   apache-forksafe  apache with RDMAV_FORK_SAFE=1 on both ends
 #   rsync           rsync --daemon --no-detach as root (a child forked per
 #                   connection, which switches to the module's user,
 #                   nobody by default) with one writable module and `use
@@ -369,6 +370,7 @@ EOF
 }
 apache_run() { apache_on apache "$1" event; }
 apache-prefork_run() { apache_on apache-prefork "$1" prefork; }
+apache-forksafe_run() { apache_on apache-forksafe "$1" event RDMAV_FORK_SAFE=1; }
 
 # --- rsync ---------------------------------------------------------------
 # rsync_on NAME MODE USER [ENV...]: the daemon as USER: root (its module
@@ -677,6 +679,7 @@ for srv in \
 	nginx-forksafe:nginx,curl,ab:higher:requests/s \
 	apache:apache2,curl,ab:higher:requests/s \
 	apache-prefork:apache2,curl,ab:higher:requests/s \
+	apache-forksafe:apache2,curl,ab:higher:requests/s \
 	rsync:rsync:lower:ms \
 	rsync-forksafe:rsync:lower:ms \
 	rsync-forksafe-user:rsync,setpriv:lower:ms \
