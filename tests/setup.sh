@@ -32,7 +32,7 @@ packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
 	clang valgrind strace gnuplot-nox socat rdmacm-utils perftest libucx-dev libucx0 ucx-utils
 	iperf3 redis-server redis-tools memcached libmemcached-tools sockperf
-	nginx apache2 apache2-utils curl rsync postgresql-15 postgresql-client-15 lighttpd
+	nginx apache2 apache2-utils gunicorn uwsgi-core uwsgi-plugin-python3 curl rsync postgresql-15 postgresql-client-15 lighttpd
 	openssh-server openssh-client openssh-sftp-server"
 
 install_missing() {

@@ -22,6 +22,11 @@
 #   apache-prefork  the same with the prefork MPM (one process per
 #                   connection at a time, no threads)
 #   apache-forksafe  apache with RDMAV_FORK_SAFE=1 on both ends
+#   gunicorn        gunicorn --workers 2 (sync workers: a master that
+#                   listens, processes that accept) with a WSGI app that
+#                   serves the files (wsgi_files.py); curl and ab as nginx
+#   uwsgi           uWSGI --master --processes 2 with the same app, the
+#                   workers switching to nobody; curl and ab as nginx
 #   rsync           rsync --daemon --no-detach as root (a child forked per
 #                   connection, which switches to the module's user,
 #                   nobody by default) with one writable module and `use
@@ -372,6 +377,38 @@ apache_run() { apache_on apache "$1" event; }
 apache-prefork_run() { apache_on apache-prefork "$1" prefork; }
 apache-forksafe_run() { apache_on apache-forksafe "$1" event RDMAV_FORK_SAFE=1; }
 
+# --- Python WSGI servers: gunicorn, uWSGI ---------------------------------
+# Both serve html/ through wsgi_files.py (beside this script) and take
+# serve_web's checks; their access logs in the common format.
+gunicorn_run() {
+	local p=$((port += 1)) d="$W/gunicorn.$1"
+	mkdir -p "$d"
+	# gunicorn's default sync workers (a process per connection at a
+	# time), two of them: a master that listens, workers that accept.
+	start_with "$1" env WSGI_ROOT="$W/html" timeout -k 5 $((4 * T)) \
+		gunicorn --workers 2 --bind "$A1:$p" --chdir "$(dirname "$0")" \
+		--access-logfile "$d/access.log" --error-logfile "$d/error.log" \
+		wsgi_files:app >"$d/out" 2>&1
+	serve_web gunicorn "$1" $p "$d" gunicorn
+}
+
+# uWSGI's master as root, two worker processes that become nobody; its
+# SIGTERM reloads unless --die-on-term.
+uwsgi_run() {
+	local p=$((port += 1)) d="$W/uwsgi.$1"
+	mkdir -p "$d"
+	chmod 777 "$d"
+	: >"$d/error.log"
+	start_with "$1" env WSGI_ROOT="$W/html" timeout -k 5 $((4 * T)) \
+		uwsgi --plugin python3 --http-socket "$A1:$p" --master \
+		--processes 2 --uid nobody --gid nogroup --die-on-term \
+		--wsgi-file "$(dirname "$0")/wsgi_files.py" --callable app \
+		--logto "$d/access.log" \
+		--logformat '%(addr) - - [%(ltime)] "%(method) %(uri) %(proto)" %(status) %(rsize)' \
+		>"$d/out" 2>&1
+	serve_web uwsgi "$1" $p "$d" uwsgi
+}
+
 # --- rsync ---------------------------------------------------------------
 # rsync_on NAME MODE USER [ENV...]: the daemon as USER: root (its module
 # user is then nobody, the default: each connection's child switches to
@@ -680,6 +717,8 @@ for srv in \
 	apache:apache2,curl,ab:higher:requests/s \
 	apache-prefork:apache2,curl,ab:higher:requests/s \
 	apache-forksafe:apache2,curl,ab:higher:requests/s \
+	gunicorn:gunicorn,curl,ab:higher:requests/s \
+	uwsgi:uwsgi,curl,ab:higher:requests/s \
 	rsync:rsync:lower:ms \
 	rsync-forksafe:rsync:lower:ms \
 	rsync-forksafe-user:rsync,setpriv:lower:ms \
