@@ -45,6 +45,7 @@
 
 #include "cma.h"
 #include "util/fd_high.h"
+#include "util/thread.h"
 #include "test_hooks.h"
 
 /* Everything below, and every timer's fields, are under timer_lock. */
@@ -120,12 +121,7 @@ uint64_t cma_now_coarse_ns(void)
 
 static void cma_timer_init_wake(void)
 {
-	pthread_condattr_t attr;
-
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&timer_wake, &attr);
-	pthread_condattr_destroy(&attr);
+	cma_cond_init_monotonic(&timer_wake);
 }
 
 /*

@@ -200,17 +200,6 @@ static void rs_ka_atfork_parent(void)
 	pthread_mutex_unlock(&ka_mut);
 }
 
-/* The deadlines are on the monotonic clock (rs_ka_coarse_ms). */
-static void rs_ka_cond_init(void)
-{
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ka_cond, &ca);
-	pthread_condattr_destroy(&ca);
-}
-
 /*
  * A forked child has no keepalive thread and none of the parent's timers.
  * Nor the parent's sleeper on ka_cond, which the copied condition variable
@@ -220,14 +209,14 @@ static void rs_ka_cond_init(void)
 static void rs_ka_atfork_child(void)
 {
 	pthread_mutex_init(&ka_mut, NULL);
-	rs_ka_cond_init();
+	cma_cond_init_monotonic(&ka_cond); /* rs_ka_coarse_ms */
 	ka_list = NULL;
 	ka_running = false;
 }
 
 static void rs_ka_init(void)
 {
-	rs_ka_cond_init();
+	cma_cond_init_monotonic(&ka_cond); /* rs_ka_coarse_ms */
 	pthread_atfork(rs_ka_atfork_prepare, rs_ka_atfork_parent,
 		       rs_ka_atfork_child);
 }

@@ -20,6 +20,7 @@
 
 #include "rs.h"
 #include "util/env.h"
+#include "util/thread.h"
 
 #define RS_PAGE_SHIFT 10
 #define RS_PAGE_SIZE (1 << RS_PAGE_SHIFT)
@@ -119,7 +120,6 @@ void rs_configure(void)
 struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 {
 	struct rsocket *rs = calloc(1, sizeof(*rs));
-	pthread_condattr_t attr;
 
 	if (!rs)
 		return NULL;
@@ -165,10 +165,7 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	pthread_mutex_init(&rs->wait_lock, NULL);
 	pthread_mutex_init(&rs->map_lock, NULL);
 	pthread_mutex_init(&rs->wake_lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&rs->changed, &attr);
-	pthread_condattr_destroy(&attr);
+	cma_cond_init_monotonic(&rs->changed);
 	return rs;
 }
 

@@ -2,13 +2,14 @@
 /*
  * The library's background threads: detached, and blind to the
  * application's signals (a signal meant for the program must reach one
- * of its own threads).
+ * of its own threads); and the clock their timed waits keep.
  */
 #ifndef CMA_THREAD_H
 #define CMA_THREAD_H
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 /* Start @fn(NULL) so: 0, or pthread_create's error number. */
 static inline int cma_thread_detached(void *(*fn)(void *))
@@ -26,6 +27,20 @@ static inline int cma_thread_detached(void *(*fn)(void *))
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return ret;
+}
+
+/*
+ * A condition variable whose timed waits take CLOCK_MONOTONIC deadlines
+ * (a change of the wall clock moves none of them).
+ */
+static inline void cma_cond_init_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
 }
 
 #endif
