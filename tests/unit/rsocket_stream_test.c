@@ -933,6 +933,7 @@ struct flow {
 	size_t bytes; /* accepted by rsend, or read and checked */
 	int err; /* the writer's last errno; the reader's, if it failed */
 	bool bad; /* the reader found a byte out of place */
+	size_t bad_at; /* the first one's offset in the stream */
 };
 
 static void *flow_write(void *arg)
@@ -960,7 +961,14 @@ static void *flow_read(void *arg)
 
 	while ((n = rrecv(f->s, in, sizeof(in), 0)) > 0) {
 		fill(want, (size_t)n, f->bytes);
-		f->bad |= memcmp(in, want, (size_t)n) != 0;
+		if (!f->bad && memcmp(in, want, (size_t)n)) {
+			size_t i = 0;
+
+			while (in[i] == want[i])
+				i++;
+			f->bad = true;
+			f->bad_at = f->bytes + i;
+		}
 		f->bytes += (size_t)n;
 	}
 	f->err = n < 0 ? errno : 0;
@@ -999,7 +1007,11 @@ START_TEST(a_quiesce_under_traffic_loses_no_byte)
 	ck_assert_int_eq(bw.err, EPIPE);
 	ck_assert_int_eq(ar.err, 0);
 	ck_assert_int_eq(br.err, 0);
-	ck_assert(!ar.bad && !br.bad);
+	ck_assert_msg(!ar.bad && !br.bad,
+		      "a byte out of place: a's reader at %zu of %zu (b wrote "
+		      "%zu), b's at %zu of %zu (a wrote %zu)",
+		      ar.bad ? ar.bad_at : 0, ar.bytes, bw.bytes,
+		      br.bad ? br.bad_at : 0, br.bytes, aw.bytes);
 	ck_assert_uint_eq(ar.bytes, bw.bytes);
 	ck_assert_uint_eq(br.bytes, aw.bytes);
 	ck_assert_int_eq(fake_verbs_counts().qps, 1); /* b's */
