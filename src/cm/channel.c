@@ -653,22 +653,6 @@ void cma_channel_restore_kernel_file(struct rdma_event_channel *channel)
 	}
 }
 
-int cma_channel_renumber(struct rdma_event_channel *channel, int fd)
-{
-	struct cma_channel *ch = cma_chan(channel);
-	int old;
-
-	if (ch->pollable || ch->nstale)
-		return cma_err(EINVAL);
-	old = ucma_rehome_fd(fd, ch->kfd);
-	if (old < 0)
-		return -1;
-	close(old);
-	ch->kfd = fd;
-	ch->pub.fd = fd;
-	return 0;
-}
-
 bool cma_channel_posted(const struct rdma_event_channel *channel)
 {
 	return __atomic_load_n(&((const struct cma_channel *)channel)->posted,

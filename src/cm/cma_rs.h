@@ -31,12 +31,6 @@ static inline int cma_err(int err)
 
 /* A private channel: its fd is the kernel's, nobody else polls it. */
 struct rdma_event_channel *cma_channel_create(void);
-/*
- * Puts private @channel's kernel file at descriptor @fd, closing this
- * process's file there, so that a socket numbered @fd needs no other
- * descriptor: 0, or -1/errno with nothing changed.
- */
-int cma_channel_renumber(struct rdma_event_channel *channel, int fd);
 
 /*
  * Kernel ids changing process (handoff.c).  The reader of an unanswered

@@ -663,8 +663,7 @@ static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * Adopt the request into a channel of this process and answer it.  The
  * socket's number then drops the request's file (it would keep the
- * relay's alive): the channel's file takes its place, so the socket holds
- * as many descriptors as one connected directly; /dev/null if that fails.
+ * relay's alive): /dev/null takes its place until the socket is freed.
  */
 static int rs_handoff_answer(struct rsocket *rs)
 {
@@ -686,14 +685,10 @@ static int rs_handoff_answer(struct rsocket *rs)
 		/* The peer gave up, or another process answered it. */
 		return cma_err(err == ENOMEM ? err : ECONNABORTED);
 	}
-	if (!cma_channel_renumber(ch, rs->index)) {
-		rs->own_index = false; /* the channel's now, closed with it */
-	} else {
-		null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (null >= 0) {
-			dup2(null, rs->index);
-			close(null);
-		}
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, rs->index);
+		close(null);
 	}
 	return rs_answer(rs, id, ch, &m->peer);
 }
