@@ -32,10 +32,7 @@
  * carries its file.
  *
  * Before the first fork (or a second SO_REUSEPORT socket on its address)
- * nothing of this exists: a listener nobody shares reads its requests
- * itself, and parks each one it accepts in a file of its own
- * (rs_handoff_park), so that the first connection of a server that forks
- * per connection is answered in the child as well.
+ * nothing of this exists: a listener nobody shares accepts directly.
  * Closing a shared listener gives up this process's part only (the kernel
  * id goes when the last process holding its file does), as closing a TCP
  * listener does.
