@@ -274,11 +274,6 @@ int rs_do_connect(struct rsocket *rs, bool nonblock)
 	abort();
 }
 
-int rs_handoff_claim(struct rsocket *rs)
-{
-	abort();
-}
-
 bool rs_cm_event_ready(struct rsocket *rs)
 {
 	return false;
