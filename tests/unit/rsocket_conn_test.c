@@ -937,26 +937,6 @@ START_TEST(a_child_takes_over_when_the_relay_closes_the_listener)
 END_TEST
 
 /*
- * A child that uses accepted socket @s (whose request has kernel id @kid)
- * and reports through @p whether it answered the request on a channel of
- * its own; the parent's end of @p is p[0].
- */
-static pid_t fork_child_answering(int s, uint32_t kid, int p[2])
-{
-	pid_t pid = fork_reporting(p);
-
-	if (!pid) {
-		int fd = answered(s);
-		bool ok = fd >= 0 && fake_ucma_kid(kid)->fd == fd &&
-			  fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT) == 1;
-
-		report_and_exit(p[1], ok ? 0 : 14);
-	}
-	close(p[1]);
-	return pid;
-}
-
-/*
  * A server that accepts and forks a child per connection (PostgreSQL's
  * postmaster): the accepted socket is answered by the child, which uses
  * it first, in its own context; the parent's close of its copy leaves
@@ -979,7 +959,19 @@ START_TEST(a_child_answers_the_connection_its_parent_accepted)
 	ck_assert_int_eq(rgetpeername(s, (struct sockaddr *)&peer, &len), 0);
 	len = sizeof(peer);
 	ck_assert_int_eq(rgetsockname(s, (struct sockaddr *)&peer, &len), 0);
-	pid = fork_child_answering(s, kid, p);
+	pid = fork_reporting(p);
+	if (!pid) {
+		int fd = answered(s);
+
+		report_and_exit(
+			p[1],
+			fd >= 0 && fake_ucma_kid(kid)->fd == fd &&
+					fake_ucma_count(
+						RDMA_USER_CM_CMD_ACCEPT) == 1
+				? 0
+				: 14);
+	}
+	close(p[1]);
 	ck_assert_int_eq(rclose(s), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_MIGRATE_ID), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
@@ -1006,7 +998,19 @@ START_TEST(a_child_forked_after_the_first_accept_answers_it)
 	s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s, 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
-	pid = fork_child_answering(s, kid, p);
+	pid = fork_reporting(p);
+	if (!pid) {
+		int fd = answered(s);
+
+		report_and_exit(
+			p[1],
+			fd >= 0 && fake_ucma_kid(kid)->fd == fd &&
+					fake_ucma_count(
+						RDMA_USER_CM_CMD_ACCEPT) == 1
+				? 0
+				: 14);
+	}
+	close(p[1]);
 	ck_assert_int_eq(rclose(s), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_DESTROY_ID), 0);
