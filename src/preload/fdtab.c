@@ -16,10 +16,10 @@
  * which would disconnect and destroy the parent's connection.  Listeners
  * are the exception: the rsocket library shares them with the children
  * of a fork (each accepts in its own right, and rclose gives up only its
- * own part), so they stay rsockets in every process.  So do accepted
- * connections, until one process uses them (rsp_use): that process
- * answers the connection and owns it; the others' close frees their copy,
- * which answered nothing.  A connection fork mode
+ * own part), so they stay rsockets in every process.  So do connections
+ * accepted on a listener a fork shared, until one process uses them
+ * (rsp_use): that process answers the connection and owns it; the others'
+ * close frees their copy, which answered nothing.  A connection fork mode
  * moved back to TCP before a fork (moveback.c) keeps, until they are
  * read, only the bytes that came over RDMA, in ordinary memory: every
  * process reads its own copy.

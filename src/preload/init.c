@@ -25,6 +25,7 @@
 struct rsp_real rsp_real;
 struct rsp_config rsp_config = {.log_fd = -1};
 int rsp_pid;
+unsigned int rsp_forks;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void *next(const char *name)
@@ -235,6 +236,11 @@ static void read_config(void)
 	open_log();
 }
 
+static void rsp_forking(void)
+{
+	__atomic_add_fetch(&rsp_forks, 1, __ATOMIC_RELAXED);
+}
+
 static void rsp_forked(void)
 {
 	rsp_pid = (int)getpid();
@@ -243,7 +249,7 @@ static void rsp_forked(void)
 static void init_once(void)
 {
 	rsp_pid = (int)getpid();
-	pthread_atfork(NULL, NULL, rsp_forked);
+	pthread_atfork(rsp_forking, NULL, rsp_forked);
 	resolve_all();
 	read_config();
 	rsp_read_rules();

@@ -111,6 +111,8 @@ struct rsp_config {
 
 /* This process's id, kept current across fork (an rsocket's owner). */
 extern int rsp_pid;
+/* fork() calls this process and its parents made (the preload's view). */
+extern unsigned int rsp_forks;
 
 extern struct rsp_config rsp_config;
 
@@ -155,11 +157,13 @@ struct rsp_file {
 	 */
 	bool shared;
 	/*
-	 * Accepted and not used yet: the first process to use it answers the
-	 * connection and owns it (rsocket(7)); until then any process holding
-	 * the descriptor may.
+	 * Accepted on a listener shared by a fork and not used yet: the first
+	 * process to use it answers the connection and owns it (rsocket(7));
+	 * until then any process holding the descriptor may.
 	 */
 	bool handed;
+	unsigned int
+		forks; /* a listener: rsp_forks when it started to listen */
 	int refs; /* descriptors mapped to it (dup), atomic */
 	int domain;
 	bool dgram; /* a UDP socket over a datagram rsocket */

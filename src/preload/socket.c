@@ -166,6 +166,7 @@ RSP_EXPORT int listen(int fd, int backlog)
 	if (rlisten(f->rs, backlog))
 		return -1;
 	/* Forked children accept on it too (fdtab.c). */
+	f->forks = __atomic_load_n(&rsp_forks, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->shared, true, __ATOMIC_RELEASE);
 	rsp_log("fd %d: listening on rsocket %d", fd, f->rs);
 	return 0;
@@ -192,10 +193,10 @@ static int adopt(struct rsp_file *lf, int rs, int flags)
 	if ((flags & SOCK_NONBLOCK))
 		rsp_real.fcntl(fd, F_SETFL, O_NONBLOCK);
 	/*
-	 * A connection is answered by the process that first uses it
-	 * (rsocket(7)): maybe a child of this one forked for it.
+	 * Since a fork shared the listener, a connection is answered by the
+	 * process that first uses it (rsocket(7)): maybe a child of this one.
 	 */
-	f->handed = true;
+	f->handed = lf->forks != __atomic_load_n(&rsp_forks, __ATOMIC_RELAXED);
 	rsp_set(fd, f);
 	rsp_log("fd %d: accepted rsocket %d", fd, rs);
 	return fd;

@@ -49,9 +49,6 @@
 #              forks a helper after every fourth chunk: the first fork
 #              moves the connection back to TCP while the reader may be
 #              blocked in read(); 3 clients
-#   fork-plain   without it: the forking echo server as it is, a child
-#              per connection from the first one on (accepted before any
-#              fork, answered by the child that uses it); three clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 #   nobody-server  without it: tests/system/fork_echo listens as root,
@@ -434,8 +431,6 @@ memcached_run() { memcached_on memcached "$1" root; }
 # As it is run as root: it becomes nobody, then listens.
 memcached-user_run() { memcached_on memcached-user "$1" nobody; }
 
-# Without fork mode: each connection, the first too, answered by the child.
-fork-plain_run() { forkrun fork-plain "$1" fork client 3; }
 # RDMAV_FORK_SAFE=1: accepted on TCP, served over RDMA by forked children.
 fork-server_run() { forkrun fork-server "$1" fork client 3 RDMAV_FORK_SAFE=1; }
 # The client speaks first while the child waits in poll for its bytes.
@@ -483,7 +478,6 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
 	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
-	fork-plain:$FORK_ECHO:lower:ms \
 	fork-close:$FORK_ECHO:lower:ms nobody-server:$FORK_ECHO:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
