@@ -48,14 +48,6 @@ int cma_id_adopt(struct rdma_event_channel *channel, int from_fd,
 		 uint32_t handle, void *context,
 		 const struct rdma_conn_param *request, struct rdma_cm_id **id);
 int cma_id_take_over(struct rdma_cm_id *id, struct rdma_event_channel *channel);
-/*
- * Moves an unanswered request's kernel id (@id, its events acked) into a
- * file of its own and gives up the library's side, for this process or a
- * child it forks to adopt later: the file's descriptor (the kernel id's
- * handle in *@handle), or -1/errno with @id unchanged.  Closed unadopted in every
- * process, the file takes the kernel id with it and the peer is refused.
- */
-int cma_id_park(struct rdma_cm_id *id, uint32_t *handle);
 
 /*
  * After a credential change the kernel refuses the files the process

@@ -22,7 +22,6 @@
 #include <config.h>
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "cma.h"
 #include "ucma_abi.h"
@@ -76,26 +75,6 @@ int cma_id_take_over(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	pthread_mutex_unlock(&id_priv->mut);
 	pthread_mutex_unlock(&id_priv->qp_lock);
 	return ret;
-}
-
-int cma_id_park(struct rdma_cm_id *id, uint32_t *handle)
-{
-	uint32_t reported;
-	int fd, err;
-
-	if (cma_id_handle(id, handle))
-		return -1;
-	fd = ucma_open_device(true);
-	if (fd < 0)
-		return -1;
-	if (ucma_cmd_migrate_id(fd, *handle, cma_id_fd(cma_id_priv(id)),
-				&reported)) {
-		err = errno;
-		close(fd);
-		return cma_err(err);
-	}
-	cma_id_hand_off(id);
-	return fd;
 }
 
 int cma_id_adopt(struct rdma_event_channel *channel, int from_fd,

@@ -393,16 +393,39 @@ int rs_stream_connect(struct rsocket *rs, const struct sockaddr *addr,
 	return rs_do_connect(rs, rs_nonblocking(rs, 0));
 }
 
-/* The next connection request on the listener's channel, not acked. */
-static int rs_get_request(struct rsocket *rs, bool nonblock,
-			  struct rdma_cm_event **event)
+/* Refuse a request whose private data is not an rsocket's. */
+static void rs_reject(struct rdma_cm_id *id)
 {
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
+}
+
+/*
+ * Take the next connection request off the listener.  The new id arrives
+ * on the listener's channel; it moves to a channel of its own, whose fd is
+ * the new socket's number.
+ */
+static int rs_get_request(struct rsocket *rs, bool nonblock,
+			  struct rdma_cm_id **id, struct rs_conn_params *p)
+{
+	struct rdma_cm_event *event;
+	int ret;
+
 	for (;;) {
-		if (rs_get_cm_event(rs, nonblock, event))
+		if (rs_get_cm_event(rs, nonblock, &event))
 			return -1;
-		if ((*event)->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rdma_ack_cm_event(event);
+			continue;
+		}
+		*id = event->id;
+		ret = rs_conn_decode(event->param.conn.private_data,
+				     event->param.conn.private_data_len, p);
+		rdma_ack_cm_event(event);
+		if (!ret)
 			return 0;
-		rdma_ack_cm_event(*event);
+		rs_reject(*id);
+		return cma_err(ECONNABORTED);
 	}
 }
 
@@ -443,22 +466,58 @@ int rs_answer(struct rsocket *rs, struct rdma_cm_id *id,
 	return 0;
 }
 
+int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
+		 struct rdma_event_channel *ch,
+		 const struct rs_conn_params *peer)
+{
+	struct rsocket *new_rs;
+	int index, err;
+
+	new_rs = rs_alloc(l, SOCK_STREAM);
+	if (!new_rs) {
+		rs_reject(id);
+		rdma_destroy_event_channel(ch);
+		return cma_err(ENOMEM);
+	}
+	if (rs_answer(new_rs, id, ch, peer))
+		goto err;
+	/* Published last: no other thread sees it half made. */
+	index = new_rs->channel->fd;
+	if (rs_insert(new_rs, index))
+		goto err;
+	return index;
+err:
+	err = errno;
+	rs_put(new_rs);
+	return cma_err(err);
+}
+
 int rs_accept_one(struct rsocket *rs, bool nonblock)
 {
-	struct rdma_cm_event *event;
+	struct rdma_event_channel *ch;
+	struct rs_conn_params peer;
+	struct rdma_cm_id *id;
 
 	if (rs->reuse_of)
 		return rs_handoff_accept(rs->reuse_of, nonblock);
 	if (rs_handoff_shared(rs))
 		return rs_handoff_accept(rs, nonblock);
-	if (rs_get_request(rs, nonblock, &event)) {
+	if (rs_get_request(rs, nonblock, &id, &peer)) {
 		/* Shared by a fork while it waited: the queue has it now. */
 		if (errno == EAGAIN && rs_handoff_shared(rs))
 			return rs_handoff_accept(rs, nonblock);
 		return -1;
 	}
-	/* Answered by its first user: maybe a child forked for it. */
-	return rs_handoff_park(rs, event);
+	ch = rs_cm_channel();
+	if (!ch || rdma_migrate_id(id, ch)) {
+		int err = errno;
+
+		rs_reject(id);
+		if (ch)
+			rdma_destroy_event_channel(ch);
+		return cma_err(err);
+	}
+	return rs_accept_id(rs, id, ch, &peer);
 }
 
 /*

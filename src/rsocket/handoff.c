@@ -147,43 +147,6 @@ static int rs_handoff_send(struct rsocket *l, const struct rs_handoff_msg *m)
 	return 0;
 }
 
-/* A request this process read and will not answer. */
-static void rs_refuse(struct rdma_cm_id *id)
-{
-	rdma_reject(id, NULL, 0);
-	rdma_destroy_id(id);
-}
-
-static void rs_copy_sockaddr(struct sockaddr_storage *to,
-			     const struct sockaddr *from)
-{
-	memcpy(to, from,
-	       from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-					   : sizeof(struct sockaddr_in));
-}
-
-/*
- * The record of the request @event brings (its kernel id's handle aside),
- * and the event acked: 0, or -1 when the request is not an rsocket's.
- */
-static int rs_handoff_record(struct rs_handoff_msg *m,
-			     struct rdma_cm_event *event)
-{
-	struct rdma_cm_id *id = event->id;
-	int ret;
-
-	memset(m, 0, sizeof(*m));
-	m->kind = RS_HANDOFF_REQUEST;
-	m->responder_resources = event->param.conn.responder_resources;
-	m->initiator_depth = event->param.conn.initiator_depth;
-	ret = rs_conn_decode(event->param.conn.private_data,
-			     event->param.conn.private_data_len, &m->peer);
-	rs_copy_sockaddr(&m->peer_addr, rdma_get_peer_addr(id));
-	rs_copy_sockaddr(&m->local_addr, rdma_get_local_addr(id));
-	rdma_ack_cm_event(event);
-	return ret;
-}
-
 /*
  * One request off the listener's channel into its queue.  The library's
  * side of its id is given up only once the record is queued; a request
@@ -193,15 +156,28 @@ static void rs_handoff_relay_request(struct rsocket *l,
 				     struct rdma_cm_event *event)
 {
 	struct rdma_cm_id *id = event->id;
-	struct rs_handoff_msg m;
+	struct rs_handoff_msg m = {.kind = RS_HANDOFF_REQUEST};
 	int ret;
 
-	ret = rs_handoff_record(&m, event);
+	m.responder_resources = event->param.conn.responder_resources;
+	m.initiator_depth = event->param.conn.initiator_depth;
+	ret = rs_conn_decode(event->param.conn.private_data,
+			     event->param.conn.private_data_len, &m.peer);
+	memcpy(&m.peer_addr, rdma_get_peer_addr(id),
+	       rdma_get_peer_addr(id)->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6)
+		       : sizeof(struct sockaddr_in));
+	memcpy(&m.local_addr, rdma_get_local_addr(id),
+	       rdma_get_local_addr(id)->sa_family == AF_INET6
+		       ? sizeof(struct sockaddr_in6)
+		       : sizeof(struct sockaddr_in));
+	rdma_ack_cm_event(event);
 	if (!ret && !cma_id_handle(id, &m.handle) && !rs_handoff_send(l, &m)) {
 		cma_id_hand_off(id);
 		return;
 	}
-	rs_refuse(id);
+	rdma_reject(id, NULL, 0);
+	rdma_destroy_id(id);
 }
 
 static void rs_handoff_relay_drain(struct rsocket *l)
@@ -593,13 +569,12 @@ static int rs_handoff_take_over(struct rsocket *l, int pid)
 }
 
 /*
- * A request taken off the queue (or parked, rs_handoff_park) becomes a
- * socket that is not answered yet: the process that first uses it answers
- * it (rs_handoff_claim), so a server that accepts and hands the connection
- * to a child it forks (PostgreSQL, socat, a daemon forking per
- * connection) has the child answer it, in its own device context.  Its
- * number is the descriptor of the file the request's kernel id is on,
- * which it holds until then.
+ * A request taken off the queue becomes a socket that is not answered
+ * yet: the process that first uses it answers it (rs_handoff_claim), so a
+ * server that accepts and hands the connection to a child it forks
+ * (PostgreSQL, a daemon forking per connection) has the child answer it,
+ * in its own device context.  Its number is the descriptor of the file
+ * the request's kernel id is on, which it holds until then.
  */
 static int rs_handoff_hand(struct rsocket *l, const struct rs_handoff_msg *m,
 			   int from_fd)
@@ -623,25 +598,6 @@ static int rs_handoff_hand(struct rsocket *l, const struct rs_handoff_msg *m,
 		return cma_err(err);
 	}
 	return from_fd;
-}
-
-int rs_handoff_park(struct rsocket *l, struct rdma_cm_event *event)
-{
-	struct rdma_cm_id *id = event->id;
-	struct rs_handoff_msg m;
-	int fd, err;
-
-	if (rs_handoff_record(&m, event)) {
-		rs_refuse(id);
-		return cma_err(ECONNABORTED);
-	}
-	fd = cma_id_park(id, &m.handle);
-	if (fd < 0) {
-		err = errno;
-		rs_refuse(id);
-		return cma_err(err);
-	}
-	return rs_handoff_hand(l, &m, fd);
 }
 
 const struct sockaddr *rs_handed_peer(const struct rsocket *rs)

@@ -43,9 +43,6 @@ static off_t rs_riomap(struct rsocket *rs, void *buf, size_t len, int prot,
 	int access = IBV_ACCESS_LOCAL_WRITE;
 
 	(void)flags;
-	/* Mapping memory for the connection is a use: it answers it here. */
-	if (rs_state(rs) == RS_HANDED && rs_handoff_claim(rs))
-		return -1;
 	if (rs->type != SOCK_STREAM || !rs->cm_id || !rs->cm_id->pd || !buf ||
 	    !len || (prot & ~(PROT_WRITE | PROT_NONE)))
 		return cma_err(EINVAL);

@@ -458,10 +458,14 @@ int rs_accept_one(struct rsocket *rs, bool nonblock);
 /* A private, non-blocking CM channel, as every stream rsocket has. */
 struct rdma_event_channel *rs_cm_channel(void);
 /*
- * Answer the request whose id (@id, already on its own channel @ch) an
- * RS_HANDED socket holds, at its first use: 0, or -1/errno (the request
- * is refused).
+ * Answer the request whose id (@id, already on its own channel @ch) a
+ * listener took: the new socket's number, or -1/errno (the request is
+ * refused and everything freed).
  */
+int rs_accept_id(struct rsocket *l, struct rdma_cm_id *id,
+		 struct rdma_event_channel *ch,
+		 const struct rs_conn_params *peer);
+/* The same for a socket that exists (RS_HANDED's first use): 0 or -1. */
 int rs_answer(struct rsocket *rs, struct rdma_cm_id *id,
 	      struct rdma_event_channel *ch, const struct rs_conn_params *peer);
 
@@ -495,13 +499,6 @@ const struct sockaddr *rs_handed_peer(const struct rsocket *rs);
 const struct sockaddr *rs_handed_local(const struct rsocket *rs);
 /* raccept on a shared listener: the new socket's number, or -1/errno. */
 int rs_handoff_accept(struct rsocket *l, bool nonblock);
-/*
- * raccept on a listener nobody shares: the request @event brings (acked
- * here) becomes an RS_HANDED socket too, its kernel id parked in a file of
- * its own, so that a child forked for the connection can answer it.  The
- * new socket's number, or -1/errno (the request refused).
- */
-int rs_handoff_park(struct rsocket *l, struct rdma_cm_event *event);
 /* rpoll: is an accept ready; and the fd to sleep on until it may be. */
 bool rs_handoff_ready(struct rsocket *l);
 int rs_handoff_sleep_fd(struct rsocket *l);

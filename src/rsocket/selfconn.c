@@ -129,24 +129,10 @@ static int rs_acceptq_push(struct rsocket *l, int index)
 	return 0;
 }
 
-/* Answer the request of accepted socket @index now: 0, or -1/errno. */
-static int rs_self_answer(int index)
-{
-	struct rsocket *rs = rs_get(index);
-	int ret;
-
-	if (!rs)
-		return -1;
-	ret = rs_handoff_claim(rs);
-	rs_put(rs);
-	return ret;
-}
-
 /*
- * Accept what waits on @l if no thread is inside raccept on it, and
- * answer it: the connect waiting for that answer is this process's own.
- * The accepted socket is not a listener: freeing it on failure does not
- * come back for the mutex (rs_listener_remove returns at once).
+ * Accept what waits on @l if no thread is inside raccept on it.  The
+ * accepted socket is not a listener: freeing it on failure does not come
+ * back for the mutex (rs_listener_remove returns at once).
  */
 static void rs_self_serve(struct rsocket *l)
 {
@@ -157,12 +143,11 @@ static void rs_self_serve(struct rsocket *l)
 	if (!l->accept_waiters && rs_wake_idle(l) && !l->closing &&
 	    rs_cm_event_ready(l)) {
 		index = rs_accept_one(l, true);
-		lost = index >= 0 &&
-		       (rs_self_answer(index) || rs_acceptq_push(l, index));
+		lost = index >= 0 && rs_acceptq_push(l, index);
 	}
 	pthread_mutex_unlock(&rs_self_mut);
 	if (lost)
-		rclose(index); /* refused, as by a full backlog */
+		rclose(index); /* no memory: refused, as by a full backlog */
 }
 
 int rs_self_wait(struct rsocket *rs)

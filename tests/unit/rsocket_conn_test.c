@@ -19,7 +19,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,26 +173,6 @@ static bool registered_on_own_pages(int s)
 	return own;
 }
 
-/*
- * An accepted socket answers its request when first used (rsocket(7)),
- * here or in a child forked for it: use it once (a look that does not wait) and return the channel
- * its request's kernel id is on now, -1 if none.
- */
-static int answered(int s)
-{
-	struct pollfd pfd = {.fd = s, .events = POLLIN | POLLOUT};
-	struct rsocket *rs;
-	int fd;
-
-	rpoll(&pfd, 1, 0);
-	rs = rs_get(s);
-	if (!rs)
-		return -1;
-	fd = rs->channel ? rs->channel->fd : -1;
-	rs_put(rs);
-	return fd;
-}
-
 /* The client connected to the server: the accepted socket. */
 static int connect_pair(void)
 {
@@ -204,7 +183,6 @@ static int connect_pair(void)
 	child = carry_request();
 	s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s, 0);
-	ck_assert_int_ge(answered(s), 0);
 	carry_accept(child);
 	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
 	ck_assert_int_eq(start_connect(), 0);
@@ -225,9 +203,6 @@ START_TEST(handshake_then_data_both_ways)
 	child = carry_request();
 	s = raccept(server, (struct sockaddr *)&peer, &len);
 	ck_assert_int_ge(s, 0);
-	/* Answered at its first use, here or in a child forked for it. */
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
-	ck_assert_int_ge(answered(s), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
 	carry_accept(child);
 	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
@@ -436,7 +411,6 @@ START_TEST(a_connect_ended_after_arming_still_wakes_rpoll)
 	late_child = carry_request();
 	pr.s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(pr.s, 0);
-	ck_assert_int_ge(answered(pr.s), 0);
 	/* the client is connected; the server's ESTABLISHED comes later */
 	carry_accept_to_client();
 	fake_verbs_connect(qp_of_socket(client), qp_of_socket(pr.s));
@@ -558,32 +532,7 @@ START_TEST(a_dropped_request_does_not_block_raccept)
 	child = carry_request();
 	s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s, 0);
-	ck_assert_int_ge(answered(s), 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
-	rclose(s);
-}
-END_TEST
-
-/*
- * riomap on an accepted socket nobody used yet (riostream's server maps
- * its buffer first): mapping memory for the connection is a use, so it
- * answers the request and then registers the buffer on the new QP's
- * protection domain.
- */
-START_TEST(riomap_answers_an_accepted_socket)
-{
-	static char buf[64];
-	int s;
-
-	resolve_client();
-	carry_request();
-	s = raccept(server, NULL, NULL);
-	ck_assert_int_ge(s, 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
-	ck_assert_int_eq(riomap(s, buf, sizeof(buf), PROT_NONE, 0, -1),
-			 (off_t)(uintptr_t)buf);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
-	ck_assert_int_eq(riounmap(s, buf, sizeof(buf)), 0);
 	rclose(s);
 }
 END_TEST
@@ -677,6 +626,26 @@ static bool listener_ready(int ms)
 	struct pollfd pfd = {.fd = server, .events = POLLIN};
 
 	return rpoll(&pfd, 1, ms) == 1;
+}
+
+/*
+ * A socket accepted on a shared listener answers its request when first
+ * used: use it once (a look that does not wait) and return the channel
+ * its request's kernel id is on now, -1 if none.
+ */
+static int answered(int s)
+{
+	struct pollfd pfd = {.fd = s, .events = POLLIN | POLLOUT};
+	struct rsocket *rs;
+	int fd;
+
+	rpoll(&pfd, 1, 0);
+	rs = rs_get(s);
+	if (!rs)
+		return -1;
+	fd = rs->channel ? rs->channel->fd : -1;
+	rs_put(rs);
+	return fd;
 }
 
 START_TEST(a_forked_listener_accepts_through_its_queue)
@@ -981,44 +950,6 @@ START_TEST(a_child_answers_the_connection_its_parent_accepted)
 }
 END_TEST
 
-/*
- * A server that forks a child per connection right after its accept,
- * with no fork before (socat's fork, inetd-style daemons): the listener
- * was nobody's but this process's when the request came, and the child
- * still answers it, from the file the request was parked in.
- */
-START_TEST(a_child_forked_after_the_first_accept_answers_it)
-{
-	uint32_t kid;
-	int p[2], s;
-	pid_t pid;
-
-	resolve_client();
-	kid = carry_request();
-	s = raccept(server, NULL, NULL);
-	ck_assert_int_ge(s, 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 0);
-	pid = fork_reporting(p);
-	if (!pid) {
-		int fd = answered(s);
-
-		report_and_exit(
-			p[1],
-			fd >= 0 && fake_ucma_kid(kid)->fd == fd &&
-					fake_ucma_count(
-						RDMA_USER_CM_CMD_ACCEPT) == 1
-				? 0
-				: 14);
-	}
-	close(p[1]);
-	ck_assert_int_eq(rclose(s), 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_REJECT), 0);
-	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_DESTROY_ID), 0);
-	ck_assert_int_eq(child_result(p[0]), 0);
-	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
-}
-END_TEST
-
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 {
@@ -1099,14 +1030,12 @@ START_TEST(a_listener_accepts_after_a_credential_change)
 	fake_ucma_new_creds();
 	s1 = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s1, 0);
-	ck_assert_int_ge(answered(s1), 0);
 	ck_assert_ptr_ne(verbs_of_socket(s1), before);
 	/* Requests born in it may still wait: the old file stays open. */
 	ck_assert_int_ge(stale_file_of_socket(server), 0);
 	carry_request();
 	s2 = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s2, 0);
-	ck_assert_int_ge(answered(s2), 0);
 	ck_assert_int_eq(stale_file_of_socket(server), -1);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 2);
 	ck_assert_int_eq(raccept(server, NULL, NULL), -1);
@@ -1151,7 +1080,6 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_timed_out_resolution_is_retried);
 	tcase_add_test(tc, a_foreign_request_is_refused);
 	tcase_add_test(tc, a_dropped_request_does_not_block_raccept);
-	tcase_add_test(tc, riomap_answers_an_accepted_socket);
 	tcase_add_test(tc, an_ended_connection_does_not_connect_again);
 	tcase_add_test(tc, an_answer_in_another_version_fails_the_connect);
 	tcase_add_test(tc, bad_connects_are_refused);
@@ -1181,7 +1109,6 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, two_children_each_accept_one_request);
 	tcase_add_test(tc, reuseport_sockets_share_one_listener);
 	tcase_add_test(tc, a_child_answers_the_connection_its_parent_accepted);
-	tcase_add_test(tc, a_child_forked_after_the_first_accept_answers_it);
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
