@@ -25,8 +25,9 @@ build=${BUILD_DIR:-$repo/build}
 # and its sftp-server, python3's http.server, lighttpd).
 # Installing nginx, apache2, lighttpd, openssh-server or postgresql may
 # start them as host services where no policy-rc.d forbids it; the suite
-# never uses those: the guest has its own processes, network and ports, and the
-# suite starts its own servers with their own configs in a temp dir.
+# never uses those: the guest has its own processes, network and ports,
+# and the suite starts its own servers with their own configs in a temp
+# dir.
 packages="autoconf automake libtool pkg-config make gcc libibverbs-dev
 	libibumad-dev check ibverbs-providers iproute2 kmod man-db groff-base
 	abigail-tools binutils clang-format python3 qemu-system-x86 busybox-static cpio
