@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Waiting for readiness: poll, ppoll, select, pselect and epoll over a mix
- * of rsockets and ordinary descriptors.
- *
- * poll and select become one rpoll() call, which takes both kinds.  epoll
- * sets keep their ordinary members in the kernel; their rsocket members
- * live in a list here, and epoll_wait polls the kernel set (it is a
- * descriptor like any other) together with those rsockets.  rsocket
- * members are level-triggered: EPOLLET is accepted and treated as level,
- * EPOLLONESHOT disarms the member after one report as usual.
+ * Waiting for readiness: poll, ppoll, select and pselect over a mix of
+ * rsockets and ordinary descriptors, each one rpoll() call, which takes
+ * both kinds; and the pieces epoll.c waits with.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/rsocket.h>
 
@@ -28,7 +23,7 @@
  * Whether poll must look past fd's kernel socket: it carries an rsocket,
  * or a handshake under way waits for something else (fork.c).
  */
-static bool poll_maps(int fd)
+bool rsp_poll_maps(int fd)
 {
 	return rsp_get(fd) || rsp_fk_pending(rsp_lazy_get(fd));
 }
@@ -67,7 +62,7 @@ static bool has_rsocket(const struct pollfd *fds, nfds_t n)
 	if (!any_mapped())
 		return false;
 	for (i = 0; i < n; i++)
-		if (poll_maps(fds[i].fd))
+		if (rsp_poll_maps(fds[i].fd))
 			return true;
 	return false;
 }
@@ -77,7 +72,7 @@ static bool has_rsocket(const struct pollfd *fds, nfds_t n)
  * fd -1, but for a pending handshake), so that each descriptor's own
  * stay at 2 * i and 2 * i + 1.
  */
-static void watch(const struct pollfd *p, struct pollfd out[2])
+void rsp_poll_watch(const struct pollfd *p, struct pollfd out[2])
 {
 	struct rsp_file *f = rsp_use(p->fd);
 
@@ -106,8 +101,8 @@ static short ready_now(int fd, short events)
  * once the handshake is over and the connection is ready for what it
  * asked: never a readiness its next call would answer with EAGAIN.
  */
-static short heard(const struct pollfd *p, const struct pollfd got[2],
-		   bool *poked)
+short rsp_poll_heard(const struct pollfd *p, const struct pollfd got[2],
+		     bool *poked)
 {
 	if (rsp_get(p->fd) || !rsp_fk_pending(rsp_lazy_get(p->fd)))
 		return got[0].revents;
@@ -117,7 +112,7 @@ static short heard(const struct pollfd *p, const struct pollfd got[2],
 	return rsp_fk_poke(p->fd) ? 0 : ready_now(p->fd, p->events);
 }
 
-static uint64_t now_us(void)
+uint64_t rsp_now_us(void)
 {
 	struct timespec ts;
 
@@ -129,13 +124,13 @@ static uint64_t now_us(void)
  * What is left, in milliseconds rounded up, of a wait of @timeout that
  * ends at @deadline (in microseconds); -1 (for ever) and 0 stay.
  */
-static int left_ms(uint64_t deadline, int timeout)
+int rsp_left_ms(uint64_t deadline, int timeout)
 {
 	uint64_t now;
 
 	if (timeout <= 0)
 		return timeout;
-	now = now_us();
+	now = rsp_now_us();
 	return now < deadline ? (int)((deadline - now + 999) / 1000) : 0;
 }
 
@@ -146,7 +141,8 @@ static int left_ms(uint64_t deadline, int timeout)
 static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct pollfd small[32], *copy = small;
-	uint64_t deadline = now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+	uint64_t deadline =
+		rsp_now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
 	bool poked;
 	nfds_t i;
 	int ret, ready;
@@ -160,17 +156,18 @@ static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 	}
 	do {
 		for (i = 0; i < n; i++)
-			watch(&fds[i], &copy[2 * i]);
+			rsp_poll_watch(&fds[i], &copy[2 * i]);
 		ret = rsp_rpoll(copy, 2 * n, timeout);
 		poked = false;
 		ready = 0;
 		for (i = 0; i < n; i++) {
 			fds[i].revents =
 				ret < 0 ? 0
-					: heard(&fds[i], &copy[2 * i], &poked);
+					: rsp_poll_heard(&fds[i], &copy[2 * i],
+							 &poked);
 			ready += fds[i].revents != 0;
 		}
-		timeout = left_ms(deadline, timeout);
+		timeout = rsp_left_ms(deadline, timeout);
 	} while (ret >= 0 && !ready && poked && timeout);
 	if (copy != small)
 		free(copy);
@@ -205,8 +202,8 @@ static int ts_to_ms(const struct timespec *ts)
 }
 
 /* @fn (poll_rs, or rsp_rpoll) with the signal mask swapped in for the wait. */
-static int masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
-		  nfds_t n, int timeout, const sigset_t *mask)
+int rsp_poll_masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
+		    nfds_t n, int timeout, const sigset_t *mask)
 {
 	sigset_t old;
 	int ret, err;
@@ -224,7 +221,7 @@ static int masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
 static int poll_rs_masked(struct pollfd *fds, nfds_t n, int timeout,
 			  const sigset_t *mask)
 {
-	return masked(poll_rs, fds, n, timeout, mask);
+	return rsp_poll_masked(poll_rs, fds, n, timeout, mask);
 }
 
 RSP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
@@ -247,7 +244,7 @@ static bool set_has_rsocket(int nfds, fd_set *r, fd_set *w, fd_set *e)
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
 		     (e && FD_ISSET(fd, e))) &&
-		    poll_maps(fd))
+		    rsp_poll_maps(fd))
 			return true;
 	return false;
 }
@@ -327,11 +324,11 @@ RSP_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e,
 
 		ms = t > 0x7fffffff ? 0x7fffffff : (int)t;
 	}
-	start = now_us();
+	start = rsp_now_us();
 	ret = select_rs(nfds, r, w, e, ms, NULL);
 	if (tv) {
 		/* Linux tells the caller how much of the timeout is left. */
-		uint64_t used = now_us() - start;
+		uint64_t used = rsp_now_us() - start;
 		uint64_t all = tv->tv_sec * 1000000ULL + tv->tv_usec;
 
 		left = used < all ? all - used : 0;
@@ -348,393 +345,4 @@ RSP_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
 	if (!set_has_rsocket(nfds, r, w, e))
 		return rsp_real.pselect(nfds, r, w, e, ts, mask);
 	return select_rs(nfds, r, w, e, ts_to_ms(ts), mask);
-}
-
-/* epoll */
-
-struct ep_member {
-	int fd;
-	struct epoll_event ev;
-};
-
-struct ep_set {
-	struct ep_set *next;
-	int epfd;
-	int n, cap;
-	struct ep_member *m;
-};
-
-static struct ep_set *sets;
-static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct ep_set *find_set(int epfd, bool create)
-{
-	struct ep_set *s;
-
-	for (s = sets; s; s = s->next)
-		if (s->epfd == epfd)
-			return s;
-	if (!create)
-		return NULL;
-	s = calloc(1, sizeof(*s));
-	if (s) {
-		s->epfd = epfd;
-		s->next = sets;
-		sets = s;
-	}
-	return s;
-}
-
-static int find_member(const struct ep_set *s, int fd)
-{
-	int i;
-
-	for (i = 0; s && i < s->n; i++)
-		if (s->m[i].fd == fd)
-			return i;
-	return -1;
-}
-
-static int add_member(struct ep_set *s, int fd, const struct epoll_event *ev)
-{
-	if (s->n == s->cap) {
-		int cap = s->cap ? 2 * s->cap : 8;
-		struct ep_member *m = realloc(s->m, cap * sizeof(*m));
-
-		if (!m) {
-			errno = ENOMEM;
-			return -1;
-		}
-		s->m = m;
-		s->cap = cap;
-	}
-	s->m[s->n].fd = fd;
-	s->m[s->n++].ev = *ev;
-	return 0;
-}
-
-static int ctl_rs(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	struct ep_set *s;
-	int i, ret = 0;
-
-	pthread_mutex_lock(&ep_lock);
-	s = find_set(epfd, op == EPOLL_CTL_ADD);
-	i = find_member(s, fd);
-	if (op == EPOLL_CTL_ADD && !s) {
-		errno = ENOMEM;
-		ret = -1;
-	} else if (op == EPOLL_CTL_ADD && i >= 0) {
-		errno = EEXIST;
-		ret = -1;
-	} else if (op != EPOLL_CTL_ADD && i < 0) {
-		errno = ENOENT;
-		ret = -1;
-	} else if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && !ev) {
-		errno = EFAULT;
-		ret = -1;
-	} else if (op == EPOLL_CTL_ADD) {
-		ret = add_member(s, fd, ev);
-	} else if (op == EPOLL_CTL_MOD) {
-		s->m[i].ev = *ev;
-	} else if (op == EPOLL_CTL_DEL) {
-		s->m[i] = s->m[--s->n];
-	} else {
-		errno = EINVAL;
-		ret = -1;
-	}
-	pthread_mutex_unlock(&ep_lock);
-	return ret;
-}
-
-static bool is_lazy(int fd)
-{
-	enum rsp_lazy state = rsp_lazy_get(fd);
-
-	return state == RSP_LAZY_ACTIVE || state == RSP_LAZY_PASSIVE;
-}
-
-/*
- * A RDMAV_FORK_SAFE connection not yet used: a kernel member for now,
- * remembered here too, so that when its first read or write moves it to
- * an rsocket the set hears of the rsocket (rsp_epoll_converted).
- */
-static int ctl_lazy(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	int ret = rsp_real.epoll_ctl(epfd, op, fd, ev);
-
-	if (!ret && ctl_rs(epfd, op, fd, ev))
-		rsp_log("fd %d: epoll set %d will not follow it to RDMA: %s",
-			fd, epfd, strerror(errno));
-	return ret;
-}
-
-RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	bool ours = false;
-
-	rsp_init();
-	/* a pending handshake's too: its kernel memberships are gone */
-	if (poll_maps(fd))
-		return ctl_rs(epfd, op, fd, ev);
-	if (is_lazy(fd))
-		return ctl_lazy(epfd, op, fd, ev);
-	/* A member that fell back to TCP since it was added. */
-	if (op != EPOLL_CTL_ADD && __atomic_load_n(&sets, __ATOMIC_RELAXED)) {
-		pthread_mutex_lock(&ep_lock);
-		ours = find_member(find_set(epfd, false), fd) >= 0;
-		pthread_mutex_unlock(&ep_lock);
-	}
-	if (ours)
-		ctl_rs(epfd, EPOLL_CTL_DEL, fd, NULL);
-	return rsp_real.epoll_ctl(epfd, op, fd, ev);
-}
-
-/*
- * A new epoll instance: its number may be one the program closed behind
- * our back (a raw syscall), so it starts with no rsocket members.
- */
-RSP_EXPORT int epoll_create1(int flags)
-{
-	int epfd;
-
-	rsp_init();
-	epfd = rsp_real.epoll_create1(flags);
-	if (epfd >= 0)
-		rsp_epoll_forget(epfd);
-	return epfd;
-}
-
-RSP_EXPORT int epoll_create(int size)
-{
-	int epfd;
-
-	rsp_init();
-	epfd = rsp_real.epoll_create(size);
-	if (epfd >= 0)
-		rsp_epoll_forget(epfd);
-	return epfd;
-}
-
-/* Forgets fd in every set, or the set epfd itself (close() calls this). */
-void rsp_epoll_forget(int fd)
-{
-	struct ep_set **p, *s;
-	int i;
-
-	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&ep_lock);
-	for (p = &sets; (s = *p);) {
-		if (s->epfd == fd) {
-			*p = s->next;
-			free(s->m);
-			free(s);
-			continue;
-		}
-		i = find_member(s, fd);
-		if (i >= 0)
-			s->m[i] = s->m[--s->n];
-		p = &s->next;
-	}
-	pthread_mutex_unlock(&ep_lock);
-}
-
-/*
- * fd fell back to its kernel socket: where it was an rsocket member, it
- * becomes a member of the kernel set, with the same events and data, so
- * a program that added it before its first connect or sendto still hears
- * of it.
- */
-void rsp_epoll_fell_back(int fd)
-{
-	struct ep_set *s;
-	int i;
-
-	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&ep_lock);
-	for (s = sets; s; s = s->next) {
-		i = find_member(s, fd);
-		if (i < 0)
-			continue;
-		if (rsp_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &s->m[i].ev))
-			rsp_log("fd %d: cannot move it to epoll set %d: %s", fd,
-				s->epfd, strerror(errno));
-		s->m[i] = s->m[--s->n];
-	}
-	pthread_mutex_unlock(&ep_lock);
-}
-
-/*
- * A lazy connection is now an rsocket: its kernel memberships end (the
- * shut-down TCP socket would report an end forever), the ones remembered
- * here take over.
- */
-void rsp_epoll_converted(int fd)
-{
-	struct ep_set *s;
-
-	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&ep_lock);
-	for (s = sets; s; s = s->next)
-		if (find_member(s, fd) >= 0 &&
-		    rsp_real.epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL))
-			rsp_log("fd %d: cannot leave epoll set %d: %s", fd,
-				s->epfd, strerror(errno));
-	pthread_mutex_unlock(&ep_lock);
-}
-
-/*
- * A snapshot of a set's armed members that are mapped (poll_maps()): each
- * as two pollfds (watch()) at 2 * k + 1 and 2 * k + 2, after slot 0.
- */
-static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem)
-{
-	struct ep_set *s;
-	struct pollfd p;
-	int i, n = 0;
-
-	*fds = NULL;
-	*mem = NULL;
-	pthread_mutex_lock(&ep_lock);
-	s = find_set(epfd, false);
-	if (s && s->n) {
-		*fds = calloc(2 * s->n + 1, sizeof(**fds));
-		*mem = calloc(s->n, sizeof(**mem));
-		if (!*fds || !*mem) {
-			free(*fds);
-			free(*mem);
-			*fds = NULL;
-			*mem = NULL;
-			n = -1;
-		} else {
-			for (i = 0; i < s->n; i++) {
-				if (!poll_maps(s->m[i].fd) ||
-				    !s->m[i].ev.events)
-					continue;
-				(*mem)[n] = s->m[i];
-				p.fd = s->m[i].fd;
-				p.events = s->m[i].ev.events &
-					   (EPOLLIN | EPOLLOUT | EPOLLPRI);
-				watch(&p, &(*fds)[2 * n + 1]);
-				n++;
-			}
-		}
-	}
-	pthread_mutex_unlock(&ep_lock);
-	return n;
-}
-
-/* After a report, a one-shot member stays in the set but disarmed. */
-static void disarm(int epfd, int fd)
-{
-	struct ep_set *s;
-	int i;
-
-	pthread_mutex_lock(&ep_lock);
-	s = find_set(epfd, false);
-	i = find_member(s, fd);
-	if (i >= 0)
-		s->m[i].ev.events = 0;
-	pthread_mutex_unlock(&ep_lock);
-}
-
-/*
- * One round of epoll_wait over a set with mapped members (@n of them,
- * snapshot()): rpoll them with the kernel set for @timeout, then collect
- * what the program hears, at most @max events.  *@poked: a handshake went
- * on, so its watches may have changed.
- */
-static int wait_round(int epfd, struct pollfd *fds, struct ep_member *mem,
-		      int n, struct epoll_event *events, int max, int timeout,
-		      const sigset_t *mask, bool *poked)
-{
-	int i, out = 0, r;
-
-	fds[0].fd = epfd;
-	fds[0].events = POLLIN;
-	/* the slots are mapped already: rpoll them as they are */
-	r = masked(rsp_rpoll, fds, 2 * n + 1, timeout, mask);
-	if (r < 0)
-		return -1;
-	for (i = 0; i < n && out < max; i++) {
-		struct pollfd p = {.fd = mem[i].fd, .events = mem[i].ev.events};
-		short rev = heard(&p, &fds[2 * i + 1], poked);
-
-		if (!rev)
-			continue;
-		events[out].events = rev;
-		events[out++].data = mem[i].ev.data;
-		if (mem[i].ev.events & EPOLLONESHOT)
-			disarm(epfd, mem[i].fd);
-	}
-	if ((fds[0].revents & POLLIN) && out < max) {
-		r = rsp_real.epoll_wait(epfd, events + out, max - out, 0);
-		if (r > 0)
-			out += r;
-	}
-	return out;
-}
-
-/*
- * epoll_wait over a set with mapped members; *@handled false when it has
- * none (the kernel's epoll_wait does it all).  Rounds go on, for what is
- * left of the timeout, while nothing was heard and the wait is for ever
- * or a handshake went on (the snapshot then is taken again: its watches
- * follow the handshake, and a member that fell back to TCP is the kernel
- * set's again).
- */
-static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
-		   const sigset_t *mask, bool *handled)
-{
-	uint64_t deadline = now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
-	struct pollfd *fds;
-	struct ep_member *mem;
-	int n, out;
-	bool poked;
-
-	*handled = false;
-	do {
-		n = snapshot(epfd, &fds, &mem);
-		if (n <= 0) {
-			free(fds);
-			free(mem);
-			if (n < 0 || !*handled)
-				return n;
-			/* no mapped member left: the kernel's, for the rest */
-			return rsp_real.epoll_pwait(epfd, events, max, timeout,
-						    mask);
-		}
-		*handled = true;
-		poked = false;
-		out = wait_round(epfd, fds, mem, n, events, max, timeout, mask,
-				 &poked);
-		free(fds);
-		free(mem);
-		timeout = left_ms(deadline, timeout);
-	} while (!out && (timeout < 0 || (poked && timeout)));
-	return out;
-}
-
-RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max,
-			   int timeout, const sigset_t *mask)
-{
-	bool handled;
-	int ret;
-
-	rsp_init();
-	if (__atomic_load_n(&sets, __ATOMIC_RELAXED) && max > 0) {
-		ret = wait_rs(epfd, events, max, timeout, mask, &handled);
-		if (handled || ret < 0)
-			return ret;
-	}
-	return rsp_real.epoll_pwait(epfd, events, max, timeout, mask);
-}
-
-RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max,
-			  int timeout)
-{
-	return epoll_pwait(epfd, events, max, timeout, NULL);
 }

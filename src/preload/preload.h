@@ -221,6 +221,21 @@ void rsp_apply_config(int rs);
 
 /* rpoll, its own poll of kernel descriptors left unmapped (poll.c). */
 int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
+/*
+ * What epoll.c waits with (poll.c): whether fd's kernel socket is not
+ * all there is to poll; the two slots that watch @p; what the program
+ * hears of them (a handshake that went on sets *@poked); @fn with the
+ * signal mask @mask (NULL: as it is) in place for the wait.
+ */
+bool rsp_poll_maps(int fd);
+void rsp_poll_watch(const struct pollfd *p, struct pollfd out[2]);
+short rsp_poll_heard(const struct pollfd *p, const struct pollfd got[2],
+		     bool *poked);
+int rsp_poll_masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
+		    nfds_t n, int timeout, const sigset_t *mask);
+/* Microseconds on the monotonic clock; what is left of a wait (poll.c). */
+uint64_t rsp_now_us(void);
+int rsp_left_ms(uint64_t deadline, int timeout);
 
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);

@@ -123,6 +123,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/addr.c"
 #include "../../src/preload/config.c"
 #include "../../src/preload/dgram.c"
+#include "../../src/preload/epoll.c"
 #include "../../src/preload/fdtab.c"
 #include "../../src/preload/fork.c"
 #include "../../src/preload/forkstep.c"

@@ -69,8 +69,6 @@
 #     preload-cred-change), and its receiver reads the connection the
 #     generator writes (BUGS.md preload-split-connection)
 #   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
-#   apache, now and then: a response stops short of its end (BUGS.md
-#     apache-event-stall)
 #   rsync-forksafe, rsync-forksafe-user: work, but over TCP after the
 #     greeting: the daemon's child moves the connection back to TCP
 #     before it switches to nobody, or before it forks its receiver,
@@ -231,7 +229,7 @@ cause() {
 		done
 	done
 	if grep -qsE 'Operation timed out after [0-9]+ milliseconds with [1-9][0-9]* out of [0-9]+ bytes received' "$@"; then
-		printf 'cause: BUGS.md apache-event-stall: the response stopped short of its end and never came whole. '
+		printf 'cause: like BUGS.md apache-event-stall (fixed): the response stopped short of its end and never came whole. '
 	fi
 	if grep -qs 'Connection closed' "$@"; then
 		printf "cause: BUGS.md preload-exec-inherited: sshd accepts, then re-executes itself with the connection, which an rsocket cannot cross: the new image has the unconnected kernel socket. "
@@ -242,7 +240,6 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[apache]="apache-event-stall"
 	[rsync]="preload-split-connection preload-cred-change"
 	[rsync-forksafe]="preload-moved-back"
 	[rsync-forksafe-user]="preload-moved-back"

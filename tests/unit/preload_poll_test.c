@@ -3,18 +3,23 @@
  * librspreload's readiness calls (src/preload/poll.c), run under this
  * build's librspreload.so: poll, select and epoll over a set that mixes a
  * UDP socket carried by a datagram rsocket with a pipe report both under
- * the program's descriptor numbers, and a one-shot rsocket member of an
- * epoll set is disarmed after its first report.
+ * the program's descriptor numbers, a one-shot rsocket member of an
+ * epoll set is disarmed after its first report, and an rsocket that
+ * another thread adds to a set wakes the thread already waiting on it
+ * (as the kernel's epoll does: Apache's event MPM adds a socket that
+ * could not take more bytes from a worker while its listener waits).
  */
 #include <config.h>
 
 #include <check.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -88,6 +93,84 @@ int preload_poll_child(int argc, char **argv)
 	return 0;
 }
 
+struct late_member {
+	int ep, fd;
+};
+
+/* Adds the socket to the set while the main thread waits on it. */
+static void *add_late(void *arg)
+{
+	struct late_member *m = arg;
+	struct epoll_event ev = {.events = EPOLLOUT, .data.fd = m->fd};
+
+	usleep(200 * 1000);
+	if (epoll_ctl(m->ep, EPOLL_CTL_ADD, m->fd, &ev))
+		perror("epoll_ctl");
+	return NULL;
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * Waits up to 10 s on @ep while another thread adds the writable datagram
+ * rsocket @fd to it; prints the events, the socket among them, and
+ * whether the wait ended within 5 s.
+ */
+static void wait_for_late(int ep, int fd)
+{
+	struct late_member m = {.ep = ep, .fd = fd};
+	struct epoll_event out[4];
+	struct timespec t0;
+	pthread_t t;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_create(&t, NULL, add_late, &m);
+	n = epoll_wait(ep, out, 4, 10 * 1000);
+	printf(" %d %d %d", n, n == 1 && out[0].data.fd == fd,
+	       ms_since(&t0) < 5000);
+	pthread_join(t, NULL);
+}
+
+/*
+ * The runner's --epoll-late-child mode, run under the preload: a thread
+ * adds a writable datagram rsocket to a set another thread waits on, a
+ * set whose only member is an empty pipe (the wait is in the kernel's
+ * epoll_wait), then a set whose only member is an rsocket with nothing
+ * to read; one line.
+ */
+int preload_epoll_late_child(int argc, char **argv)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int p[2], quiet = socket(AF_INET, SOCK_DGRAM, 0), ep[2];
+
+	(void)argc;
+	(void)argv;
+	ep[0] = epoll_create1(0);
+	ep[1] = epoll_create1(0);
+	if (quiet < 0 || ep[0] < 0 || ep[1] < 0 || pipe(p)) {
+		printf("bad setup\n");
+		return 1;
+	}
+	ev.data.fd = p[0];
+	epoll_ctl(ep[0], EPOLL_CTL_ADD, p[0], &ev);
+	ev.data.fd = quiet;
+	epoll_ctl(ep[1], EPOLL_CTL_ADD, quiet, &ev);
+	printf("epoll");
+	wait_for_late(ep[0], socket(AF_INET, SOCK_DGRAM, 0));
+	wait_for_late(ep[1], socket(AF_INET, SOCK_DGRAM, 0));
+	printf("\n");
+	fflush(stdout);
+	return 0;
+}
+
 START_TEST(mixed_sets_report_both_kinds)
 {
 	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256], want[128];
@@ -107,12 +190,29 @@ START_TEST(mixed_sets_report_both_kinds)
 }
 END_TEST
 
+START_TEST(a_member_added_meanwhile_wakes_the_waiter)
+{
+	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256];
+	int status;
+
+	status = unit_run_preloaded(
+		path,
+		(char *[]){"preload_poll_test", "--epoll-late-child", NULL},
+		out, sizeof(out));
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child: %s", out);
+	ck_assert_str_eq(out, "epoll 1 1 1 1 1 1\n");
+}
+END_TEST
+
 Suite *preload_poll_suite(void)
 {
 	Suite *s = suite_create("preload_poll");
 	TCase *tc = tcase_create("poll");
 
 	tcase_add_test(tc, mixed_sets_report_both_kinds);
+	tcase_add_test(tc, a_member_added_meanwhile_wakes_the_waiter);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

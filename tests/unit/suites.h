@@ -82,6 +82,7 @@ UNIT_SUITE(ucma_abi)
 
 UNIT_CHILD("--cred-child", preload_cred_child)
 UNIT_CHILD("--echo-child", preload_dgram_echo_child)
+UNIT_CHILD("--epoll-late-child", preload_epoll_late_child)
 UNIT_CHILD("--fork-child", preload_fork_child)
 UNIT_CHILD("--init-child", preload_init_child)
 UNIT_CHILD("--io-child", preload_io_child)
