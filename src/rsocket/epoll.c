@@ -8,7 +8,11 @@
  * is one rpoll over the rsockets and the epoll descriptor itself; ready
  * ordinary descriptors are then collected with a zero-timeout epoll_wait.
  * Events are level-triggered; EPOLLONESHOT disables an rsocket after it
- * is reported, and EPOLLET is treated as level-triggered.
+ * is reported, and EPOLLET is treated as level-triggered.  An rsocket
+ * that another thread adds or changes while a thread waits rings that
+ * thread's bell (util/bell.h), which polls it with the rsockets: the wait
+ * takes a new snapshot, as the kernel's epoll watches a new member at
+ * once.
  *
  * The application closes an instance with close(2), which this library
  * never sees, so an instance's record is never freed (rep_find may hand
@@ -22,6 +26,7 @@
 #include <unistd.h>
 
 #include "rs.h"
+#include "util/bell.h"
 
 struct rep_entry {
 	int fd;
@@ -35,7 +40,11 @@ struct repoll {
 	pthread_mutex_t lock;
 	struct rep_entry *entries;
 	int count, size;
+	struct cma_bell *waiters; /* the threads in repoll_wait on it */
 };
+
+static const struct cma_bell_ops rep_bell_ops = {
+	.read = read, .write = write, .fcntl = fcntl, .close = close};
 
 static struct repoll *rep_list;
 static pthread_mutex_t rep_mut = PTHREAD_MUTEX_INITIALIZER;
@@ -166,6 +175,8 @@ CMA_EXPORT int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		return epoll_ctl(rep->epfd, op, fd, event);
 	pthread_mutex_lock(&rep->lock);
 	ret = rep_ctl_rsocket(rep, op, fd, event);
+	if (!ret && op != EPOLL_CTL_DEL)
+		cma_bells_ring(rep->waiters, &rep_bell_ops);
 	pthread_mutex_unlock(&rep->lock);
 	rs_put(rs);
 	return ret;
@@ -210,15 +221,19 @@ static void rep_forget(struct repoll *rep, int i)
 	rep->entries[i] = rep->entries[--rep->count];
 }
 
-/* The poll set of a wait: the enabled entries, then the epoll fd itself. */
-static int rep_collect(struct repoll *rep, struct pollfd **pfds, int **pmap)
+/*
+ * The poll set of a wait: the enabled entries, then the epoll fd itself,
+ * then the waiter's bell, which joins the instance's waiters.
+ */
+static int rep_collect(struct repoll *rep, struct pollfd **pfds, int **pmap,
+		       struct cma_bell *me)
 {
 	struct pollfd *fds;
 	struct rsocket *rs;
 	int *map, n = 0, i;
 
 	pthread_mutex_lock(&rep->lock);
-	fds = calloc((size_t)rep->count + 1, sizeof(*fds));
+	fds = calloc((size_t)rep->count + 2, sizeof(*fds));
 	map = calloc((size_t)rep->count + 1, sizeof(*map));
 	if (!fds || !map) {
 		pthread_mutex_unlock(&rep->lock);
@@ -241,6 +256,9 @@ static int rep_collect(struct repoll *rep, struct pollfd **pfds, int **pmap)
 	}
 	fds[n].fd = rep->epfd;
 	fds[n].events = POLLIN;
+	fds[n + 1].fd = me->fd;
+	fds[n + 1].events = POLLIN;
+	cma_bell_join(&rep->waiters, me);
 	pthread_mutex_unlock(&rep->lock);
 	*pfds = fds;
 	*pmap = map;
@@ -281,6 +299,7 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 {
 	struct repoll *rep = rep_find(epfd);
 	int64_t deadline = timeout > 0 ? (int64_t)rs_now_ms() + timeout : 0;
+	struct cma_bell me = {.fd = cma_bell_of_thread(&rep_bell_ops)};
 	struct pollfd *fds;
 	int *map, n, ret, cnt;
 
@@ -289,10 +308,15 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 	if (!events || maxevents <= 0)
 		return cma_err(EINVAL);
 	for (;;) {
-		n = rep_collect(rep, &fds, &map);
+		n = rep_collect(rep, &fds, &map, &me);
 		if (n < 0)
 			return -1;
-		ret = rpoll(fds, (nfds_t)n + 1, timeout);
+		ret = rpoll(fds, (nfds_t)n + 2, timeout);
+		pthread_mutex_lock(&rep->lock);
+		cma_bell_leave(&rep->waiters, &me);
+		pthread_mutex_unlock(&rep->lock);
+		if (ret > 0 && fds[n + 1].revents)
+			cma_bell_drain(me.fd, &rep_bell_ops);
 		cnt = ret > 0 ? rep_report(rep, fds, map, n, events, maxevents)
 			      : ret;
 		if (ret > 0 && fds[n].revents && cnt < maxevents) {
@@ -303,7 +327,10 @@ CMA_EXPORT int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
 		}
 		free(fds);
 		free(map);
-		/* Woken only by a close: wait on for the rest of the time. */
+		/*
+		 * Woken only by a close or a change of the set: wait on, for
+		 * the rest of the time, with a new snapshot.
+		 */
 		if (cnt || ret < 0 || !timeout)
 			return cnt;
 		if (timeout > 0) {

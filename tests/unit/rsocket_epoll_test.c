@@ -2,8 +2,8 @@
 /*
  * repoll_create, repoll_ctl and repoll_wait (src/rsocket/epoll.c) on the fake
  * kernel and device: an instance forgets a closed rsocket as epoll forgets
- * a closed file, and an instance number used again after close(2) starts
- * empty.
+ * a closed file, an instance number used again after close(2) starts
+ * empty, and a wait watches an rsocket another thread adds meanwhile.
  */
 #include <config.h>
 
@@ -78,6 +78,41 @@ START_TEST(repoll_number_reused_after_close_starts_empty)
 }
 END_TEST
 
+/*
+ * An rsocket that another thread adds while a thread waits is watched by
+ * that wait at once, as the kernel's epoll watches a new member.
+ */
+START_TEST(repoll_wait_watches_a_member_added_meanwhile)
+{
+	int quiet = bound_dgram(), late = bound_dgram();
+	int epfd = repoll_create(0);
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct call c;
+
+	ck_assert_int_ge(epfd, 0);
+	ev.data.u32 = 1;
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, quiet, &ev), 0);
+	memset(&c, 0, sizeof(c));
+	c.epfd = epfd;
+	/*
+	 * Returns once the wait holds quiet: in its rpoll, or about to be;
+	 * the pause lets it sleep there (without it the add may come before
+	 * the wait's snapshot, which then passes whatever the library does).
+	 */
+	call_start(&c, quiet, DO_EPOLL, 1);
+	usleep(100 * 1000);
+	ev.events = EPOLLOUT;
+	ev.data.u32 = 2;
+	ck_assert_int_eq(repoll_ctl(epfd, EPOLL_CTL_ADD, late, &ev), 0);
+	call_join(&c);
+	ck_assert_int_eq(c.ret, 1);
+	ck_assert_uint_eq(c.ev[0].data.u32, 2);
+	close(epfd);
+	ck_assert_int_eq(rclose(quiet), 0);
+	ck_assert_int_eq(rclose(late), 0);
+}
+END_TEST
+
 Suite *rsocket_epoll_suite(void)
 {
 	Suite *s = suite_create("rsocket_epoll");
@@ -86,6 +121,7 @@ Suite *rsocket_epoll_suite(void)
 	tcase_add_checked_fixture(tc, rs_call_setup, rs_call_teardown);
 	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
 	tcase_add_test(tc, repoll_number_reused_after_close_starts_empty);
+	tcase_add_test(tc, repoll_wait_watches_a_member_added_meanwhile);
 	suite_add_tcase(s, tc);
 	return s;
 }
