@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -364,11 +363,12 @@ void rsp_epoll_converted(int fd)
 }
 
 /*
- * A snapshot of a set's armed members that are mapped (rsp_poll_maps()): each
- * as two pollfds (rsp_poll_watch()) at 2 * k + 1 and 2 * k + 2, after slot 0; the
- * last slot is this thread's bell, @me registered with the set (-1 there
- * without one).  The count of members; -ENOENT if the set has no record
- * (the kernel's epoll_wait does it all), -ENOMEM (errno set).
+ * A snapshot of a set's armed members that are mapped (rsp_poll_maps()):
+ * each as two pollfds (rsp_poll_watch()) at 2 * k + 1 and 2 * k + 2,
+ * after slot 0; the last slot is this thread's bell, @me registered with
+ * the set (-1 there without one).  The count of members; -ENOENT if the
+ * set has no record (the kernel's epoll_wait does it all), -ENOMEM (errno
+ * set).
  */
 static int snapshot(int epfd, struct pollfd **fds, struct ep_member **mem,
 		    struct cma_bell *me)
