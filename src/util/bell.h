@@ -109,10 +109,13 @@ static inline void cma_bell_at_thread_exit(void *fd)
  */
 static inline void cma_bell_in_child(void)
 {
-	if (cma_bell_fd >= 0)
-		__atomic_load_n(&cma_bell_fd_ops, __ATOMIC_ACQUIRE)
-			->close(cma_bell_fd);
+	if (cma_bell_fd < 0)
+		return;
+	__atomic_load_n(&cma_bell_fd_ops, __ATOMIC_ACQUIRE)->close(cma_bell_fd);
 	cma_bell_fd = -1;
+	/* nor may the thread's end close that number, now free for reuse */
+	if (cma_bell_keyed)
+		pthread_setspecific(cma_bell_key, NULL);
 }
 
 static inline void cma_bell_setup(void)
