@@ -547,3 +547,30 @@ RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int max,
 {
 	return epoll_pwait(epfd, events, max, timeout, NULL);
 }
+
+/*
+ * epoll_pwait2 (glibc 2.35): a set with rsocket members waits as
+ * epoll_pwait does, its timeout rounded up to the millisecond; while the
+ * process has none in any set, the kernel's wait keeps its nanoseconds
+ * (a knock sends it round, as in epoll_pwait).
+ */
+RSP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max,
+			    const struct timespec *timeout,
+			    const sigset_t *mask)
+{
+	int ms = rsp_ts_to_ms(timeout), ret;
+	uint64_t deadline = rsp_now_us() + (ms > 0 ? ms * 1000ULL : 0);
+
+	rsp_init();
+	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED) &&
+	    rsp_real.epoll_pwait2) {
+		ret = rsp_real.epoll_pwait2(epfd, events, max, timeout, mask);
+		if (ret <= 0)
+			return ret;
+		ret = drop_knocks(epfd, events, ret);
+		ms = rsp_left_ms(deadline, ms);
+		if (ret || !ms)
+			return ret;
+	}
+	return epoll_pwait(epfd, events, max, ms, mask);
+}

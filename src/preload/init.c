@@ -83,6 +83,8 @@ static void resolve_all(void)
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
 	RESOLVE(fork);
+	/* optional: a program can only call it where the C library has it */
+	*(void **)&rsp_real.epoll_pwait2 = dlsym(RTLD_NEXT, "epoll_pwait2");
 }
 
 /*

@@ -190,7 +190,7 @@ RSP_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout,
 }
 
 /* Milliseconds, rounded up, for a timespec timeout (NULL: forever). */
-static int ts_to_ms(const struct timespec *ts)
+int rsp_ts_to_ms(const struct timespec *ts)
 {
 	long long ms;
 
@@ -229,7 +229,7 @@ RSP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	rsp_init();
 	if (!has_rsocket(fds, n))
 		return rsp_real.ppoll(fds, n, ts, mask);
-	return poll_rs_masked(fds, n, ts_to_ms(ts), mask);
+	return poll_rs_masked(fds, n, rsp_ts_to_ms(ts), mask);
 }
 
 /* select */
@@ -343,5 +343,5 @@ RSP_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e,
 	rsp_init();
 	if (!set_has_rsocket(nfds, r, w, e))
 		return rsp_real.pselect(nfds, r, w, e, ts, mask);
-	return select_rs(nfds, r, w, e, ts_to_ms(ts), mask);
+	return select_rs(nfds, r, w, e, rsp_ts_to_ms(ts), mask);
 }

@@ -81,6 +81,9 @@ struct rsp_real {
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int,
 			   const sigset_t *);
+	/* glibc 2.35 and later; NULL before */
+	int (*epoll_pwait2)(int, struct epoll_event *, int,
+			    const struct timespec *, const sigset_t *);
 	pid_t (*fork)(void);
 };
 
@@ -236,6 +239,8 @@ int rsp_poll_masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
 /* Microseconds on the monotonic clock; what is left of a wait (poll.c). */
 uint64_t rsp_now_us(void);
 int rsp_left_ms(uint64_t deadline, int timeout);
+/* A timespec timeout in milliseconds, rounded up; NULL: -1 (poll.c). */
+int rsp_ts_to_ms(const struct timespec *ts);
 
 /* Forgets fd as an epoll member, or as an epoll set (close calls it). */
 void rsp_epoll_forget(int fd);

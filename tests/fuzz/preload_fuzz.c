@@ -111,6 +111,7 @@
 #define epoll_ctl rspf_epoll_ctl
 #define epoll_wait rspf_epoll_wait
 #define epoll_pwait rspf_epoll_pwait
+#define epoll_pwait2 rspf_epoll_pwait2
 #define __read_chk rspf___read_chk
 #define __recv_chk rspf___recv_chk
 #define __recvfrom_chk rspf___recvfrom_chk
@@ -173,6 +174,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #undef epoll_ctl
 #undef epoll_wait
 #undef epoll_pwait
+#undef epoll_pwait2
 #undef fork
 #undef fopen
 

@@ -3,7 +3,7 @@
  * librspreload's readiness calls (src/preload/poll.c), run under this
  * build's librspreload.so: poll, select and epoll over a set that mixes a
  * UDP socket carried by a datagram rsocket with a pipe report both under
- * the program's descriptor numbers, a one-shot rsocket member of an
+ * the program's descriptor numbers (epoll_pwait2 too), a one-shot rsocket member of an
  * epoll set is disarmed after its first report, and an rsocket that
  * another thread adds to a set wakes the thread already waiting on it
  * (as the kernel's epoll does: Apache's event MPM adds a socket that
@@ -66,8 +66,26 @@ static void try_epoll(int u, int r)
 	epoll_ctl(ep, EPOLL_CTL_ADD, r, &ev);
 	first = epoll_wait(ep, out, 4, 1000);
 	second = epoll_wait(ep, out, 4, 0);
-	printf(" epoll %d %d %d\n", first, second,
+	printf(" epoll %d %d %d", first, second,
 	       second == 1 && out[0].data.fd == r);
+	close(ep);
+}
+
+/* epoll_pwait2: the count, then the socket among them. */
+static void try_epoll_pwait2(int u, int r)
+{
+	struct epoll_event ev = {.events = EPOLLOUT}, out[4];
+	struct timespec ts = {.tv_sec = 1};
+	int ep = epoll_create1(0), n;
+
+	ev.data.fd = u;
+	epoll_ctl(ep, EPOLL_CTL_ADD, u, &ev);
+	ev.events = EPOLLIN;
+	ev.data.fd = r;
+	epoll_ctl(ep, EPOLL_CTL_ADD, r, &ev);
+	n = epoll_pwait2(ep, out, 4, &ts, NULL);
+	printf(" pwait2 %d %d\n", n,
+	       n == 2 && (out[0].data.fd == u || out[1].data.fd == u));
 	close(ep);
 }
 
@@ -89,6 +107,7 @@ int preload_poll_child(int argc, char **argv)
 	try_poll(u, p[0]);
 	try_select(u, p[0]);
 	try_epoll(u, p[0]);
+	try_epoll_pwait2(u, p[0]);
 	fflush(stdout);
 	return 0;
 }
@@ -185,7 +204,8 @@ START_TEST(mixed_sets_report_both_kinds)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child: %s", out);
 	snprintf(want, sizeof(want),
-		 "poll 2 %d %d select 2 0 1 1 epoll 2 1 1\n", POLLOUT, POLLIN);
+		 "poll 2 %d %d select 2 0 1 1 epoll 2 1 1 pwait2 2 1\n",
+		 POLLOUT, POLLIN);
 	ck_assert_str_eq(out, want);
 }
 END_TEST
