@@ -232,6 +232,16 @@ RSP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	return poll_rs_masked(fds, n, rsp_ts_to_ms(ts), mask);
 }
 
+/* What a program built with _FORTIFY_SOURCE calls for ppoll. */
+RSP_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
+			   const struct timespec *ts, const sigset_t *mask,
+			   size_t fdslen)
+{
+	if (n > fdslen / sizeof(*fds))
+		abort();
+	return ppoll(fds, n, ts, mask);
+}
+
 /* select */
 
 static bool set_has_rsocket(int nfds, fd_set *r, fd_set *w, fd_set *e)

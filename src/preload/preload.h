@@ -95,6 +95,8 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
 ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 		       struct sockaddr *sa, socklen_t *salen);
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		const sigset_t *mask, size_t fdslen);
 ssize_t sendfile64(int out, int in, off_t *off, size_t n);
 
 /* The environment, read once. */

@@ -116,6 +116,7 @@
 #define __recv_chk rspf___recv_chk
 #define __recvfrom_chk rspf___recvfrom_chk
 #define __poll_chk rspf___poll_chk
+#define __ppoll_chk rspf___ppoll_chk
 #define fork rspf_fork
 /* preload_config comes from the input. */
 #define fopen rspf_fopen

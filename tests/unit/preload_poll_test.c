@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * librspreload's readiness calls (src/preload/poll.c), run under this
- * build's librspreload.so: poll, select and epoll over a set that mixes a
- * UDP socket carried by a datagram rsocket with a pipe report both under
- * the program's descriptor numbers (epoll_pwait2 too), a one-shot rsocket member of an
- * epoll set is disarmed after its first report, and an rsocket that
- * another thread adds to a set wakes the thread already waiting on it
- * (as the kernel's epoll does: Apache's event MPM adds a socket that
- * could not take more bytes from a worker while its listener waits).
+ * librspreload's readiness calls (src/preload/poll.c, epoll.c), run under
+ * this build's librspreload.so: poll, select and epoll over a set that
+ * mixes a UDP socket carried by a datagram rsocket with a pipe report both
+ * under the program's descriptor numbers (__ppoll_chk and epoll_pwait2
+ * too), a one-shot rsocket member of an epoll set is disarmed after its
+ * first report, and an rsocket that another thread adds to a set wakes
+ * the thread already waiting on it (as the kernel's epoll does: Apache's
+ * event MPM adds a socket that could not take more bytes from a worker
+ * while its listener waits).
  */
 #include <config.h>
 
@@ -34,6 +35,20 @@ static void try_poll(int u, int r)
 	int n = poll(fds, 2, 1000);
 
 	printf("poll %d %d %d", n, fds[0].revents, fds[1].revents);
+}
+
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		const sigset_t *mask, size_t fdslen);
+
+/* ppoll as a fortified program calls it: the same three numbers. */
+static void try_ppoll_chk(int u, int r)
+{
+	struct pollfd fds[2] = {{.fd = u, .events = POLLIN | POLLOUT},
+				{.fd = r, .events = POLLIN}};
+	struct timespec ts = {.tv_sec = 1};
+	int n = __ppoll_chk(fds, 2, &ts, NULL, sizeof(fds));
+
+	printf(" ppoll_chk %d %d %d", n, fds[0].revents, fds[1].revents);
 }
 
 /* select: the count, then the socket readable, writable, the pipe readable. */
@@ -105,6 +120,7 @@ int preload_poll_child(int argc, char **argv)
 		return 1;
 	}
 	try_poll(u, p[0]);
+	try_ppoll_chk(u, p[0]);
 	try_select(u, p[0]);
 	try_epoll(u, p[0]);
 	try_epoll_pwait2(u, p[0]);
@@ -192,7 +208,7 @@ int preload_epoll_late_child(int argc, char **argv)
 
 START_TEST(mixed_sets_report_both_kinds)
 {
-	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256], want[128];
+	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256], want[160];
 	int status;
 
 	status = unit_run_preloaded(
@@ -204,8 +220,9 @@ START_TEST(mixed_sets_report_both_kinds)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child: %s", out);
 	snprintf(want, sizeof(want),
-		 "poll 2 %d %d select 2 0 1 1 epoll 2 1 1 pwait2 2 1\n",
-		 POLLOUT, POLLIN);
+		 "poll 2 %d %d ppoll_chk 2 %d %d select 2 0 1 1 epoll 2 1 1 "
+		 "pwait2 2 1\n",
+		 POLLOUT, POLLIN, POLLOUT, POLLIN);
 	ck_assert_str_eq(out, want);
 }
 END_TEST
