@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
-#include <time.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload_child.h"
