@@ -174,6 +174,9 @@ mesh() {
 	elif lost_ack "$name" "$log"; then
 		xfail "$name" "$LOST_ACK_BUG: a SEND on one rxe device never completed (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
+	elif mesh64_bound "$name" "$log"; then
+		xfail "$name" "$MESH64_BUG: under load, a connect refused until its bound (REJECTED 28), then its peers (exit status $rc, $conns of $want connection ends)"
+		show "$log".*
 	else
 		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
 		show "$log".*
@@ -193,6 +196,21 @@ lost_ack() {
 		[ "$TRANSPORT" != iwarp ] &&
 		grep -q 'established 1 sent 0 received 1' "$2".* &&
 		! grep -q 'REJECTED\|UNREACHABLE\|CONNECT_ERROR' "$2".*
+}
+
+# The 64-rank mesh under host load (tests/system/BUGS.md p2p-mesh64-ci):
+# a connect refused for now until its bound ends REJECTED (status 28), its
+# rank exits and its peers fail after it.  Exactly that is an XFAIL,
+# counted apart: a REJECTED 28, and every rank ended on its own (each
+# log ends in FAILED or OK: none hung, none crashed).
+MESH64_BUG="BUGS.md p2p-mesh64-ci"
+mesh64_bound() {
+	local f
+	[[ "$1" =~ ^mesh64/ ]] || return 1
+	grep -q 'RDMA_CM_EVENT_REJECTED (status 28)' "$2".* || return 1
+	for f in "$2".*; do
+		grep -qE 'FAILED in iteration|OK connections=' "$f" || return 1
+	done
 }
 
 # The pair, written as an outside program (tests/system/p2p_pair_test.c:
