@@ -481,8 +481,7 @@ static int wait_round(int epfd, struct pollfd *fds, struct ep_member *mem,
 static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
 		   const sigset_t *mask, bool *handled)
 {
-	uint64_t deadline =
-		rsp_now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+	uint64_t deadline = rsp_deadline_us(timeout);
 	struct cma_bell me = {.fd = cma_bell_of_thread(real_ops())};
 	struct pollfd *fds;
 	struct ep_member *mem;
@@ -518,8 +517,7 @@ static int wait_rs(int epfd, struct epoll_event *events, int max, int timeout,
 RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int max,
 			   int timeout, const sigset_t *mask)
 {
-	uint64_t deadline =
-		rsp_now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+	uint64_t deadline = rsp_deadline_us(timeout);
 	bool handled;
 	int ret;
 
@@ -559,7 +557,7 @@ RSP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int max,
 			    const sigset_t *mask)
 {
 	int ms = rsp_ts_to_ms(timeout), ret;
-	uint64_t deadline = rsp_now_us() + (ms > 0 ? ms * 1000ULL : 0);
+	uint64_t deadline = rsp_deadline_us(ms);
 
 	rsp_init();
 	if (!__atomic_load_n(&sets, __ATOMIC_RELAXED) &&

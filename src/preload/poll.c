@@ -119,9 +119,15 @@ uint64_t rsp_now_us(void)
 	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 }
 
+/* When a wait of @timeout ms that starts now ends, in microseconds. */
+uint64_t rsp_deadline_us(int timeout)
+{
+	return rsp_now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+}
+
 /*
  * What is left, in milliseconds rounded up, of a wait of @timeout that
- * ends at @deadline (in microseconds); -1 (for ever) and 0 stay.
+ * ends at @deadline (rsp_deadline_us); -1 (for ever) and 0 stay.
  */
 int rsp_left_ms(uint64_t deadline, int timeout)
 {
@@ -140,8 +146,7 @@ int rsp_left_ms(uint64_t deadline, int timeout)
 static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct pollfd small[32], *copy = small;
-	uint64_t deadline =
-		rsp_now_us() + (timeout > 0 ? timeout * 1000ULL : 0);
+	uint64_t deadline = rsp_deadline_us(timeout);
 	bool poked;
 	nfds_t i;
 	int ret, ready;

@@ -238,8 +238,12 @@ short rsp_poll_heard(const struct pollfd *p, const struct pollfd got[2],
 		     bool *poked);
 int rsp_poll_masked(int (*fn)(struct pollfd *, nfds_t, int), struct pollfd *fds,
 		    nfds_t n, int timeout, const sigset_t *mask);
-/* Microseconds on the monotonic clock; what is left of a wait (poll.c). */
+/*
+ * Microseconds on the monotonic clock; when a wait of @timeout ms ends;
+ * what is left of it (poll.c).
+ */
 uint64_t rsp_now_us(void);
+uint64_t rsp_deadline_us(int timeout);
 int rsp_left_ms(uint64_t deadline, int timeout);
 /* A timespec timeout in milliseconds, rounded up; NULL: -1 (poll.c). */
 int rsp_ts_to_ms(const struct timespec *ts);
