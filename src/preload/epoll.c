@@ -267,26 +267,23 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
  * A new epoll instance: its number may be one the program closed behind
  * our back (a raw syscall), so it starts with no rsocket members.
  */
-RSP_EXPORT int epoll_create1(int flags)
+static int new_set(int epfd)
 {
-	int epfd;
-
-	rsp_init();
-	epfd = rsp_real.epoll_create1(flags);
 	if (epfd >= 0)
 		rsp_epoll_forget(epfd);
 	return epfd;
 }
 
+RSP_EXPORT int epoll_create1(int flags)
+{
+	rsp_init();
+	return new_set(rsp_real.epoll_create1(flags));
+}
+
 RSP_EXPORT int epoll_create(int size)
 {
-	int epfd;
-
 	rsp_init();
-	epfd = rsp_real.epoll_create(size);
-	if (epfd >= 0)
-		rsp_epoll_forget(epfd);
-	return epfd;
+	return new_set(rsp_real.epoll_create(size));
 }
 
 /* Forgets fd in every set, or the set epfd itself (close() calls this). */
