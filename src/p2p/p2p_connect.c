@@ -649,18 +649,19 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	}
 	if (cma_p2p_route_later(conn)) /* only the higher end leaves it */
 		return cma_err(EINVAL);
+	/* Registered first: its place in the window's queue is by seq. */
+	cma_p2p_conn_register(conn, CMA_P2P_RESEND);
 	if (!cma_p2p_slot_take(conn)) {
 		cma_p2p_dbg("connect %s: lower end, its REQ waits for a place "
 			    "in the window",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 		conn->unsent = true;
-		cma_p2p_conn_register(conn, CMA_P2P_RESEND);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 		return 0;
 	}
 	cma_p2p_dbg("connect %s: lower end, sending a REQ",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-	cma_p2p_conn_register(conn, CMA_P2P_PENDING);
+	cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 	return 0;
 }
 
@@ -975,12 +976,16 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 	struct cma_event *evt;
 	bool refused = conn->refused_ns != 0, pending;
 
+	/*
+	 * Waiting for a place in the window: no bound runs, the place comes
+	 * with a timer of 0 (p2p_window.c).
+	 */
+	if (conn->queued)
+		return false;
 	if (conn->state == CMA_P2P_RESEND && !cma_p2p_resolving(conn) &&
 	    cma_p2p_now_ns() < cma_p2p_bound_due_ns(conn)) {
-		if (!cma_p2p_slot_take(conn)) {
-			cma_p2p_bound_resume(conn); /* queued, still bounded */
-			return false;
-		}
+		if (!cma_p2p_slot_take(conn))
+			return false; /* queued */
 		/* The first REQ, and iWARP's again, go on the id's kernel id. */
 		if (conn->unsent) {
 			conn->unsent = false;

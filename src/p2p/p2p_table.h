@@ -174,6 +174,7 @@ struct cma_p2p_conn {
 	 */
 	bool slot, queued, unsent;
 	struct cma_list_node qnode; /* in the window's queue */
+	uint64_t queued_ns; /* since when it queues: its bound stands still */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or

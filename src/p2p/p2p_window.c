@@ -10,10 +10,16 @@
  * 4 s) leaves copies behind, which the peer's listener must challenge
  * (p2p_challenge.c), which costs rounds, which makes more copies.  So a
  * process has at most CMA_P2P_REQ_WINDOW REQs out (PENDING, or answering
- * a challenge); a connect that would send one more waits, oldest first,
- * for one of them to be answered, refused or given up.  Its bound runs
- * meanwhile.  The window decides when a REQ goes out, never which
- * attempts pair.  Everything here runs under p2p_lock.
+ * a challenge); a connect that would send one more waits for one of them
+ * to be answered, refused or given up.  The oldest connect goes first, a
+ * refused one included: sent again, it takes its place by when the
+ * application connected, not at the back, where the connects made since
+ * would keep its peer waiting.  The wait is the process's, not the peer's:
+ * a connect's bound stands still while it queues (cma_p2p_queue_remove),
+ * or the last connects of a loaded mesh would be given up for the
+ * window's slowness while their peers wait for them.  The window decides
+ * when a REQ goes out, never which attempts pair, nor whether one fails.
+ * Everything here runs under p2p_lock.
  */
 #include <config.h>
 
@@ -25,10 +31,30 @@ static unsigned int p2p_reqs_out;
 /* Connects waiting for a place in the window, oldest first. */
 static struct cma_list p2p_queue;
 
+/* In registration order (conn->seq): the oldest connect first. */
+static void cma_p2p_queue_insert(struct cma_p2p_conn *conn)
+{
+	struct cma_p2p_conn *pos =
+		cma_list_last(&p2p_queue, struct cma_p2p_conn, qnode);
+
+	while (pos && pos->seq > conn->seq)
+		pos = cma_list_prev(pos, qnode);
+	cma_list_insert_after(&p2p_queue, pos ? &pos->qnode : NULL,
+			      &conn->qnode);
+	conn->queued = true;
+	conn->queued_ns = cma_p2p_now_ns();
+}
+
+/* Out of the queue: the time it spent there is added to its bound. */
 static void cma_p2p_queue_remove(struct cma_p2p_conn *conn)
 {
+	uint64_t waited = cma_p2p_now_ns() - conn->queued_ns;
+
 	cma_list_unlink(&p2p_queue, &conn->qnode);
 	conn->queued = false;
+	conn->bound_ns += waited;
+	if (conn->refused_ns)
+		conn->refused_ns += waited;
 }
 
 bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
@@ -40,10 +66,8 @@ bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
 		p2p_reqs_out++;
 		return true;
 	}
-	if (!conn->queued) {
-		cma_list_append(&p2p_queue, &conn->qnode);
-		conn->queued = true;
-	}
+	if (!conn->queued)
+		cma_p2p_queue_insert(conn);
 	return false;
 }
 

@@ -47,6 +47,25 @@ static inline void cma_list_push(struct cma_list *l, struct cma_list_node *n)
 	l->len++;
 }
 
+/* After @pos, or at the head for no @pos: for a list kept in an order. */
+static inline void cma_list_insert_after(struct cma_list *l,
+					 struct cma_list_node *pos,
+					 struct cma_list_node *n)
+{
+	if (!pos) {
+		cma_list_push(l, n);
+		return;
+	}
+	n->prev = pos;
+	n->next = pos->next;
+	if (pos->next)
+		pos->next->prev = n;
+	else
+		l->last = n;
+	pos->next = n;
+	l->len++;
+}
+
 static inline void cma_list_unlink(struct cma_list *l, struct cma_list_node *n)
 {
 	if (n->prev)
