@@ -117,6 +117,7 @@ struct mesh {
 	uint64_t sleeps; /* voluntary context switches over the same span */
 	uint64_t faults; /* page faults (minor: no I/O) over the same span */
 	unsigned long pumps, empty; /* loop turns, wake-ups with no event */
+	bool wait_over; /* an iteration failed because -w ran out */
 };
 
 static struct conn *slot(struct mesh *m, int peer, int k)
@@ -794,6 +795,7 @@ static int wait_all(struct mesh *m, conn_pred done, const char *what)
 			ex_err("iteration %d: %d connections not %s", m->iter,
 			       left, what);
 			report_stuck(m, done);
+			m->wait_over = true;
 			return -1;
 		}
 		if (pump(m, 20))
@@ -1026,8 +1028,10 @@ int main(int argc, char **argv)
 		return EX_FAIL;
 	for (m.iter = 0; m.iter < (int)m.iterations; m.iter++) {
 		if (run_iteration(&m)) {
-			ex_err("rank %d: FAILED in iteration %d", m.rank,
-			       m.iter);
+			/* When and why: a harness finds the first failure. */
+			ex_err("rank %d: FAILED in iteration %d at %llu ms (%s)",
+			       m.rank, m.iter, (unsigned long long)now_ms(),
+			       m.wait_over ? "wait over" : "error");
 			return EX_FAIL;
 		}
 		ex_info("rank %d: iteration %d: %d connections formed", m.rank,
