@@ -174,8 +174,8 @@ mesh() {
 	elif lost_ack "$name" "$log"; then
 		xfail "$name" "$LOST_ACK_BUG: a SEND on one rxe device never completed (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
-	elif mesh64_bound "$name" "$log"; then
-		xfail "$name" "$MESH64_BUG: under load, a connect refused until its bound (REJECTED 28), then its peers (exit status $rc, $conns of $want connection ends)"
+	elif mesh64_slow "$name" "$log"; then
+		xfail "$name" "$MESH64_BUG: under load, the mesh did not form within p2pmesh's wait, the first rank to fail timed out (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
 	else
 		fail "$name" "exit status $rc, $conns connection ends counted, expected $want"
@@ -199,18 +199,24 @@ lost_ack() {
 }
 
 # The 64-rank mesh under host load (tests/system/BUGS.md p2p-mesh64-ci):
-# a connect refused for now until its bound ends REJECTED (status 28), its
-# rank exits and its peers fail after it.  Exactly that is an XFAIL,
-# counted apart: a REJECTED 28, and every rank ended on its own (each
-# log ends in FAILED or OK: none hung, none crashed).
+# its REQs' round trips outlast the CM's response timeout, the copies the
+# CM sends spend the listener's challenges, and the mesh does not form
+# within p2pmesh's wait (-w).  Exactly that is an XFAIL, counted apart:
+# the first rank to fail (by the CLOCK_MONOTONIC time on its FAILED line,
+# which the ranks of one guest share) failed because its wait was over,
+# and every rank ended on its own (each log ends in FAILED or OK: none
+# hung, none crashed).  A rank failing first on an event of the library's
+# (a bound run out, a refusal) fails the scenario.
 MESH64_BUG="BUGS.md p2p-mesh64-ci"
-mesh64_bound() {
-	local f
+mesh64_slow() {
+	local f first
 	[[ "$1" =~ ^mesh64/ ]] || return 1
-	grep -q 'RDMA_CM_EVENT_REJECTED (status 28)' "$2".* || return 1
 	for f in "$2".*; do
 		grep -qE 'FAILED in iteration|OK connections=' "$f" || return 1
 	done
+	first=$(sed -n 's/.*FAILED in iteration [0-9]* at \([0-9]*\) ms (\(.*\))$/\1 \2/p' \
+		"$2".* | sort -n | head -n 1)
+	[[ "$first" == *" wait over" ]]
 }
 
 # The pair, written as an outside program (tests/system/p2p_pair_test.c:
@@ -435,10 +441,13 @@ for fam in ipv4 ipv6; do
 	# that, never who sends or what pairs (tests/system/BUGS.md
 	# p2p-mesh64).
 	# RDMACM_P2P_MESH64_BARRIER=1: after a start barrier, as MPI ranks
-	# connect once every rank has listened.
+	# connect once every rank has listened.  Quiet, it forms in under
+	# 40 s; beside the host lane's load (or two busy loops on the host) in
+	# up to about 200 s (BUGS.md p2p-mesh64-ci): the ranks wait 240 s
+	# instead of p2pmesh's 120, within the suite's 300 s per process.
 	mkdir -p "$out/barrier64-$fam"
 	[ $fam = ipv4 ] && [ "${RDMACM_P2P_MESH64:-1}" = 1 ] &&
-		mesh "mesh64/$fam" 64 $((base + 300)) "$x" "$y" \
+		mesh "mesh64/$fam" 64 $((base + 300)) "$x" "$y" -w 240000 \
 			${RDMACM_P2P_MESH64_BARRIER:+-b "$out/barrier64-$fam"}
 	# Every route resolved, then every connect (no PEER2PEER before
 	# resolving, no connect on route): the order before either existed.
