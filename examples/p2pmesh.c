@@ -1029,7 +1029,8 @@ int main(int argc, char **argv)
 	for (m.iter = 0; m.iter < (int)m.iterations; m.iter++) {
 		if (run_iteration(&m)) {
 			/* When and why: a harness finds the first failure. */
-			ex_err("rank %d: FAILED in iteration %d at %llu ms (%s)",
+			ex_err("rank %d: FAILED in iteration %d at %llu ms "
+			       "(%s)",
 			       m.rank, m.iter, (unsigned long long)now_ms(),
 			       m.wait_over ? "wait over" : "error");
 			return EX_FAIL;

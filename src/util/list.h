@@ -21,19 +21,6 @@ struct cma_list {
 	unsigned int len;
 };
 
-/* At the tail: the list stays oldest first. */
-static inline void cma_list_append(struct cma_list *l, struct cma_list_node *n)
-{
-	n->next = NULL;
-	n->prev = l->last;
-	if (l->last)
-		l->last->next = n;
-	else
-		l->first = n;
-	l->last = n;
-	l->len++;
-}
-
 /* At the head: the list stays most recently used first. */
 static inline void cma_list_push(struct cma_list *l, struct cma_list_node *n)
 {
@@ -64,6 +51,12 @@ static inline void cma_list_insert_after(struct cma_list *l,
 		l->last = n;
 	pos->next = n;
 	l->len++;
+}
+
+/* At the tail: the list stays oldest first. */
+static inline void cma_list_append(struct cma_list *l, struct cma_list_node *n)
+{
+	cma_list_insert_after(l, l->last, n);
 }
 
 static inline void cma_list_unlink(struct cma_list *l, struct cma_list_node *n)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * The intrusive list (src/util/list.h): a zeroed list is empty, order is
- * kept at both ends, unlinking from the middle, the head or the tail
- * leaves the others linked and the length right.
+ * kept at both ends and after any member, unlinking from the middle, the
+ * head or the tail leaves the others linked and the length right.
  */
 #include <config.h>
 
@@ -92,6 +92,22 @@ START_TEST(unlink_anywhere_leaves_the_rest)
 }
 END_TEST
 
+START_TEST(insert_after_keeps_an_order)
+{
+	struct cma_list l = {0};
+	struct item it[4] = {{.key = 0}, {.key = 1}, {.key = 2}, {.key = 3}};
+	int keys[4], i;
+
+	cma_list_insert_after(&l, NULL, &it[1].node); /* into an empty list */
+	cma_list_insert_after(&l, &it[1].node, &it[3].node); /* the tail */
+	cma_list_insert_after(&l, &it[1].node, &it[2].node); /* the middle */
+	cma_list_insert_after(&l, NULL, &it[0].node); /* the head */
+	ck_assert_int_eq(keys_of(&l, keys, 4), 4);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(keys[i], i);
+}
+END_TEST
+
 Suite *list_suite(void)
 {
 	Suite *s = suite_create("list");
@@ -100,6 +116,7 @@ Suite *list_suite(void)
 	tcase_add_test(tc, a_zeroed_list_is_empty);
 	tcase_add_test(tc, append_and_push_keep_their_ends);
 	tcase_add_test(tc, unlink_anywhere_leaves_the_rest);
+	tcase_add_test(tc, insert_after_keeps_an_order);
 	suite_add_tcase(s, tc);
 	return s;
 }
