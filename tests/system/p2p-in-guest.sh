@@ -174,7 +174,7 @@ mesh() {
 	elif lost_ack "$name" "$log"; then
 		xfail "$name" "$LOST_ACK_BUG: a SEND on one rxe device never completed (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
-	elif mesh64_slow "$name" "$log"; then
+	elif mesh64_met_bound "$name" "$log"; then
 		xfail "$name" "$MESH64_BUG: under load, the first rank to fail met a bound (the library's or p2pmesh's wait) (exit status $rc, $conns of $want connection ends)"
 		show "$log".*
 	else
@@ -210,7 +210,7 @@ lost_ack() {
 # none hung, none crashed).  Any other first failure fails the scenario.
 MESH64_BUG="BUGS.md p2p-mesh64-ci"
 MESH64_BOUND='RDMA_CM_EVENT_(UNREACHABLE \(status -110\)|REJECTED \(status (10|28)\))$'
-mesh64_slow() {
+mesh64_met_bound() {
 	local f first why
 	[[ "$1" =~ ^mesh64/ ]] || return 1
 	for f in "$2".*; do

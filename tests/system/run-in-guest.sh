@@ -296,10 +296,6 @@ done
 EX="$BUILD/examples"
 port=7470
 
-# pair NAME PROG "SERVER ARGS" "CLIENT ARGS" [PROG2]: the server, then
-# once it says "listening" (every server example does once rdma_listen is
-# done; a client started earlier is refused) the client; both must exit 0.
-# PROG2 is the client's program if it differs from the server's.
 # On iWARP, siw completes a SEND the peer received with a local QP
 # operation error when the peer's disconnection comes in between
 # (tests/system/BUGS.md siw-send-error): rdma_client's greeting, which
@@ -313,6 +309,10 @@ siw_send_error() {
 		grep -q 'send failed: local QP operation error' "$2"
 }
 
+# pair NAME PROG "SERVER ARGS" "CLIENT ARGS" [PROG2]: the server, then
+# once it says "listening" (every server example does once rdma_listen is
+# done; a client started earlier is refused) the client; both must exit 0.
+# PROG2 is the client's program if it differs from the server's.
 pair() {
 	local name="$1" sprog cprog sargs="$3" cargs="$4" lib port
 	wanted "$name" || return 0
