@@ -21,36 +21,33 @@ struct cma_list {
 	unsigned int len;
 };
 
-/* At the head: the list stays most recently used first. */
-static inline void cma_list_push(struct cma_list *l, struct cma_list_node *n)
-{
-	n->prev = NULL;
-	n->next = l->first;
-	if (l->first)
-		l->first->prev = n;
-	else
-		l->last = n;
-	l->first = n;
-	l->len++;
-}
-
-/* After @pos, or at the head for no @pos: for a list kept in an order. */
+/*
+ * After @pos, or at the head for no @pos: the one place that links a node
+ * in (push, append, and a list kept in an order).
+ */
 static inline void cma_list_insert_after(struct cma_list *l,
 					 struct cma_list_node *pos,
 					 struct cma_list_node *n)
 {
-	if (!pos) {
-		cma_list_push(l, n);
-		return;
-	}
+	struct cma_list_node *next = pos ? pos->next : l->first;
+
 	n->prev = pos;
-	n->next = pos->next;
-	if (pos->next)
-		pos->next->prev = n;
+	n->next = next;
+	if (pos)
+		pos->next = n;
+	else
+		l->first = n;
+	if (next)
+		next->prev = n;
 	else
 		l->last = n;
-	pos->next = n;
 	l->len++;
+}
+
+/* At the head: the list stays most recently used first. */
+static inline void cma_list_push(struct cma_list *l, struct cma_list_node *n)
+{
+	cma_list_insert_after(l, NULL, n);
 }
 
 /* At the tail: the list stays oldest first. */
