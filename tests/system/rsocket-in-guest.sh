@@ -126,6 +126,7 @@ run_pair() {
 	fi
 	echo "    --- server"
 	sed 's/^/    /' "$log/s.out" | tail -15
+	[ -s "$log/s.out.hang" ] && sed 's/^/    /' "$log/s.out.hang"
 	echo "    --- client"
 	sed 's/^/    /' "$log/c.out" | tail -15
 	[ -s "$log/c.out.hang" ] && sed 's/^/    /' "$log/c.out.hang"

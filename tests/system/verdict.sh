@@ -30,7 +30,8 @@
 # after sourcing this file.
 #
 # show FILE...: a program's output, indented so that its own PASS/FAIL
-# lines are not taken for the script's.
+# lines are not taken for the script's; for one FILE, followed by its
+# watchdog's FILE.hang (see server_start) when there is one.
 #
 # real_prog PATH: the binary behind the libtool wrapper PATH (its .libs/
 # copy) or PATH itself, or nothing when there is none.  built NAME PATH...:
@@ -54,7 +55,10 @@
 # line; gives up after SECONDS, or as soon as PID has exited.
 #
 # server_start LOG SECONDS CMD...: starts CMD in the background under
-# "timeout SECONDS", its output in LOG, and sets $server_pid.
+# "timeout SECONDS", its output in LOG, and sets $server_pid.  If it still
+# runs shortly before its timeout, a watchdog describes it in LOG.hang:
+# its threads' kernel and user stacks, the RDMA ids and QPs, the TCP
+# sockets (hang_snapshot); client_run does the same for its client.
 # server_wait: waits for it; its exit status.  server_stop: for a server
 # that never exits by itself: stops it; 0 if it was still running, else
 # its exit status (1 for 0: a server that should still serve has ended).
@@ -99,7 +103,14 @@ xfail() {
 skip() { echo "SKIP $1${2:+: $2}"; }
 info() { echo "INFO $1${2:+: $2}"; }
 wanted() { [ -z "${ONLY:-}" ] || [[ "$1" =~ $ONLY ]]; }
-show() { sed 's/^/    /' "$@"; }
+show() {
+	sed 's/^/    /' "$@"
+	# A watchdog's description of the program's last seconds (LOG.hang)
+	# belongs with its output.
+	if [ $# = 1 ] && [ -s "$1.hang" ]; then
+		sed 's/^/    /' "$1.hang"
+	fi
+}
 finish() {
 	local tail=
 	[ "$xfailed" = 0 ] || tail=", $xfailed skipped"
@@ -161,15 +172,24 @@ wait_output() {
 }
 
 server_pid=
+server_dog=
 server_start() {
 	local log=$1 secs=$2
 	shift 2
+	rm -f "$log.hang"
 	timeout -k 5 "$secs" "$@" >"$log" 2>&1 &
 	server_pid=$!
+	watchdog "$log.hang" "$secs" "$server_pid"
+	server_dog=$watchdog_pid
+}
+server_unwatch() {
+	[ -n "$server_dog" ] && unwatch "$server_dog"
+	server_dog=
 }
 server_wait() {
 	local rc=0
 	wait "$server_pid" || rc=$?
+	server_unwatch
 	return "$rc"
 }
 # Running, not a zombie waiting to be reaped.
@@ -180,6 +200,7 @@ running() {
 }
 server_stop() {
 	local rc=0
+	server_unwatch
 	if running "$server_pid"; then
 		kill "$server_pid" 2>/dev/null
 		wait "$server_pid" 2>/dev/null
@@ -189,39 +210,67 @@ server_stop() {
 	[ "$rc" = 0 ] && rc=1
 	return "$rc"
 }
+# Where one thread waits: its kernel stack, which says more than the wait
+# channel alone (a DISCONNECTED never delivered and a QP teardown that
+# blocks both sleep in a read or an ioctl).
+thread_stacks() {
+	local t
+	for t in "/proc/$1"/task/*; do
+		echo "  thread ${t##*/}: wchan $(cat "$t/wchan" 2>/dev/null)"
+		sed 's/^/    /' "$t/stack" 2>/dev/null
+	done
+}
 # What a pair that is about to time out is doing, for the verdict: each
-# process's kernel wait channel, the RDMA ids and QPs, and the TCP
-# sockets with their queues (over iWARP the connections' own: a message
-# stuck in a receive queue shows there).
+# process's threads (kernel stacks; the user-space ones too where gdb is
+# installed), the RDMA ids and QPs, and the TCP sockets with their queues
+# (over iWARP the connections' own: a message stuck in a receive queue
+# shows there).
 hang_snapshot() {
 	local p c
 	echo "--- state $(date +%T), before the timeout"
 	for p in "$@"; do
 		for c in $p $(pgrep -P "$p" 2>/dev/null); do
 			echo "pid $c ($(cat "/proc/$c/comm" 2>/dev/null)): wchan $(cat "/proc/$c/wchan" 2>/dev/null)"
+			[ "$c" = "$p" ] && continue # the timeout(1) around it
+			thread_stacks "$c"
+			command -v gdb >/dev/null &&
+				timeout 20 gdb -p "$c" -batch -ex 'thread apply all bt' 2>/dev/null |
+				grep '^#\|^Thread' | sed 's/^/    /'
 		done
 	done
 	rdma res show cm_id 2>/dev/null
 	rdma res show qp 2>/dev/null
 	ss -tnoi 2>/dev/null | head -40
 }
-# Runs "$@" (a client) for at most SECS with its LOG; if it still runs two
-# seconds before its timeout, it and the server are described in LOG.hang.
+# watchdog FILE SECS PID [PID...]: starts, as $watchdog_pid, a process
+# that describes the PIDs in FILE if the first still runs a few seconds
+# before its SECS run out (time for gdb to attach); kill it when that PID
+# is done.
+watchdog() {
+	local file=$1 secs=$2
+	shift 2
+	(
+		sleep $((secs > 10 ? secs - 5 : secs > 3 ? secs - 2 : secs)) &
+		trap 'kill $! 2>/dev/null; exit 0' TERM
+		wait $!
+		running "$1" && hang_snapshot "$@" >"$file"
+	) </dev/null >/dev/null 2>&1 &
+	watchdog_pid=$!
+}
+unwatch() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+# Runs "$@" (a client) for at most SECS with its LOG; if it still runs
+# shortly before its timeout, it and the server are described in LOG.hang.
 run_watched() {
-	local log=$1 secs=$2 pid dog rc=0
+	local log=$1 secs=$2 pid rc=0
 	shift 2
 	timeout -k 5 "$secs" "$@" >>"$log" 2>&1 &
 	pid=$!
-	(
-		sleep $((secs > 3 ? secs - 2 : secs)) &
-		trap 'kill $! 2>/dev/null; exit 0' TERM
-		wait $!
-		running "$pid" && hang_snapshot "$pid" $server_pid >"$log.hang"
-	) </dev/null >/dev/null 2>&1 &
-	dog=$!
+	watchdog "$log.hang" "$secs" "$pid" $server_pid
 	wait "$pid" || rc=$?
-	kill "$dog" 2>/dev/null
-	wait "$dog" 2>/dev/null
+	unwatch "$watchdog_pid"
 	return "$rc"
 }
 client_run() {
