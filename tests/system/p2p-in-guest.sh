@@ -487,11 +487,5 @@ for fam in ipv4 ipv6; do
 	fi
 done
 
-# The test-bed siw of RDMACM_VM_SIW_DRAIN=1 logs each time it saved a
-# connection from siw_accept's window, and any accept that still found its
-# listener not ready (tests/system/BUGS.md siw-accept-race, siw-listen-race).
-if [ "$TRANSPORT" = iwarp ] && dmesg 2>/dev/null | grep -q siw-testbed; then
-	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
-	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"
-fi
+siw_testbed_report
 finish

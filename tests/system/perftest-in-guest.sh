@@ -127,10 +127,5 @@ for lib in ours debian; do
 		done
 	done
 done
-# On the test-bed siw (RDMACM_VM_SIW_DRAIN=1), how often the accept race of
-# BUGS.md siw-accept-race came up: each of these would have been a hung run.
-if [ "$TRANSPORT" = iwarp ]; then
-	n="$(dmesg 2>/dev/null | grep -c 'siw-testbed: accept:')"
-	echo "# siw-testbed: $n accepts with data queued before the QP took the socket"
-fi
+siw_testbed_report
 finish

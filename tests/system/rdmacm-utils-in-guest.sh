@@ -425,4 +425,5 @@ $(show "$WORK/preload.log" 2>/dev/null | head -20)"
 	fi
 fi
 
+siw_testbed_report
 finish

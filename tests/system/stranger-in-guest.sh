@@ -108,4 +108,5 @@ for scenario in extqp extqp_srq ud_accept; do
 		done
 	done
 done
+siw_testbed_report
 finish

@@ -59,3 +59,17 @@ iwarp_skip() {
 	done
 	return 0
 }
+
+# siw_testbed_report: on iWARP, when the loaded siw is the test bed's
+# (tests/vm/siw-accept-drain.py, RDMACM_VM_SIW_DRAIN=1, or its lines in
+# the kernel log), a comment line each for how often it closed siw's
+# accept race (a first message queued before the QP took the socket:
+# without it, a hung pair) and its listen race (BUGS.md siw-accept-race,
+# siw-listen-race).
+siw_testbed_report() {
+	[ "$TRANSPORT" = iwarp ] || return 0
+	[ "${RDMACM_VM_SIW_DRAIN:-0}" = 1 ] ||
+		dmesg 2>/dev/null | grep -q siw-testbed || return 0
+	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
+	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"
+}
