@@ -301,8 +301,7 @@ elif wanted examples/rdma_xserver_xclient; then
 	if [ "$xrc" = 0 ]; then
 		server_wait || xsrc=$?
 	else
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
+		server_stop || :
 		xsrc=1
 	fi
 	pair_rc=$((xrc || xsrc))
