@@ -221,36 +221,41 @@ thread_stacks() {
 	done
 }
 # What a pair that is about to time out is doing, for the verdict: each
-# process's threads (kernel stacks; the user-space ones too where gdb is
-# installed), the RDMA ids and QPs, and the TCP sockets with their queues
-# (over iWARP the connections' own: a message stuck in a receive queue
-# shows there).
+# process's threads with their kernel stacks, the RDMA ids and QPs, the
+# TCP sockets with their queues (over iWARP the connections' own: a
+# message stuck in a receive queue shows there), and last, where gdb is
+# installed, the user-space stacks: attaching is slow under TCG, and the
+# rest must be taken while the processes still live.
 hang_snapshot() {
-	local p c
+	local p c procs=
 	echo "--- state $(date +%T), before the timeout"
 	for p in "$@"; do
 		for c in $p $(pgrep -P "$p" 2>/dev/null); do
 			echo "pid $c ($(cat "/proc/$c/comm" 2>/dev/null)): wchan $(cat "/proc/$c/wchan" 2>/dev/null)"
 			[ "$c" = "$p" ] && continue # the timeout(1) around it
 			thread_stacks "$c"
-			command -v gdb >/dev/null &&
-				timeout 20 gdb -p "$c" -batch -ex 'thread apply all bt' 2>/dev/null |
-				grep '^#\|^Thread' | sed 's/^/    /'
+			procs="$procs $c"
 		done
 	done
 	rdma res show cm_id 2>/dev/null
 	rdma res show qp 2>/dev/null
 	ss -tnoi 2>/dev/null | head -40
+	command -v gdb >/dev/null || return 0
+	for c in $procs; do
+		echo "pid $c, user-space stacks:"
+		timeout 8 gdb -p "$c" -batch -ex 'thread apply all bt' 2>/dev/null |
+			grep '^#\|^Thread' | sed 's/^/    /'
+	done
 }
 # watchdog FILE SECS PID [PID...]: starts, as $watchdog_pid, a process
-# that describes the PIDs in FILE if the first still runs a few seconds
-# before its SECS run out (time for gdb to attach); kill it when that PID
-# is done.
+# that describes the PIDs in FILE if the first still runs some seconds
+# before its SECS run out (10 when SECS allows: time for gdb to attach);
+# kill it when that PID is done.
 watchdog() {
 	local file=$1 secs=$2
 	shift 2
 	(
-		sleep $((secs > 10 ? secs - 5 : secs > 3 ? secs - 2 : secs)) &
+		sleep $((secs > 30 ? secs - 10 : secs > 10 ? secs - 5 : secs > 3 ? secs - 2 : secs)) &
 		trap 'kill $! 2>/dev/null; exit 0' TERM
 		wait $!
 		running "$1" && hang_snapshot "$@" >"$file"
