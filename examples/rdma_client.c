@@ -71,12 +71,17 @@ static int exchange(struct rdma_cm_id *id)
 		ex_syserr("rdma_post_send");
 		goto disconnect;
 	}
-	if (get_comp(id, rdma_get_send_comp, "send") ||
-	    get_comp(id, rdma_get_recv_comp, "receive"))
+	/*
+	 * The answer first: it proves the server has the greeting, so when
+	 * the greeting's own completion never comes (a device that lost the
+	 * ACK) the output says which of the two is missing.
+	 */
+	if (get_comp(id, rdma_get_recv_comp, "receive"))
 		goto disconnect;
-
 	recv_msg[sizeof(recv_msg) - 1] = '\0';
 	ex_info("server says: \"%s\"", recv_msg);
+	if (get_comp(id, rdma_get_send_comp, "send"))
+		goto disconnect;
 	ret = 0;
 disconnect:
 	rdma_disconnect(id);

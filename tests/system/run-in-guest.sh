@@ -296,25 +296,12 @@ done
 EX="$BUILD/examples"
 port=7470
 
-# On iWARP, siw completes a SEND the peer received with a local QP
-# operation error when the peer's disconnection comes in between
-# (tests/system/BUGS.md siw-send-error): rdma_client's greeting, which
-# rdma_server received and answered before it disconnected.  Exactly that
-# is an XFAIL: the server exited 0 having read the greeting, and the
-# client's error is that send's completion.
-SIW_SEND_BUG="BUGS.md siw-send-error"
-siw_send_error() {
-	[ "$TRANSPORT" = iwarp ] && [ "$server_rc" = 0 ] &&
-		grep -q 'client says: "hello from rdma_client"' "$1" &&
-		grep -q 'send failed: local QP operation error' "$2"
-}
-
 # pair NAME PROG "SERVER ARGS" "CLIENT ARGS" [PROG2]: the server, then
 # once it says "listening" (every server example does once rdma_listen is
 # done; a client started earlier is refused) the client; both must exit 0.
 # PROG2 is the client's program if it differs from the server's.
 pair() {
-	local name="$1" sprog cprog sargs="$3" cargs="$4" lib port
+	local name="$1" sprog cprog sargs="$3" cargs="$4" lib port why
 	wanted "$name" || return 0
 	sprog="$(real_prog "$EX/$2")"
 	cprog="$(real_prog "$EX/${5:-$2}")"
@@ -342,8 +329,8 @@ pair() {
 		show "$log.s"
 		echo "    client: $cprog $cargs (exit $client_rc)"
 		show "$log.c"
-		if siw_send_error "$log.s" "$log.c"; then
-			xfail "$name" "$SIW_SEND_BUG: the client's greeting, received, completed with a local QP operation error"
+		if why=$(example_pair_driver_bug "$log.s" "$log.c"); then
+			xfail "$name" "$why"
 		else
 			fail "$name" "server exit $server_rc, client exit $client_rc"
 		fi

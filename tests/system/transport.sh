@@ -73,3 +73,26 @@ siw_testbed_report() {
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: accept') accept(s) found the first message already queued"
 	echo "# siw test bed: $(dmesg | grep -c 'siw-testbed: listen') accept(s) came before their listener was ready"
 }
+
+# example_pair_driver_bug SLOG CLOG: whether this tree's rdma_server and
+# rdma_client (their logs SLOG and CLOG; $server_rc and $client_rc set by
+# launch_pair) failed exactly the way a known driver race makes them fail;
+# if so, prints the XFAIL reason naming the tests/system/BUGS.md entry.
+# Both need the server to have read the client's greeting:
+#   rxe-lost-ack: the client printed the server's answer, which proves the
+#     greeting arrived, then waited for the greeting's own send completion
+#     until its timeout (124): the device lost the ACK and never resent.
+#   siw-send-error: on iWARP the greeting's completion came with a local QP
+#     operation error after the server had read it and disconnected.
+example_pair_driver_bug() {
+	grep -q 'client says: "hello from rdma_client"' "$1" || return 1
+	if [ "$TRANSPORT" != iwarp ] && [ "$client_rc" = 124 ] &&
+		tail -n 1 "$2" | grep -q 'rdma_client: server says: '; then
+		echo "BUGS.md rxe-lost-ack: the client had the server's answer; its greeting's send never completed"
+	elif [ "$TRANSPORT" = iwarp ] && [ "$server_rc" = 0 ] &&
+		grep -q 'send failed: local QP operation error' "$2"; then
+		echo "BUGS.md siw-send-error: the client's greeting, received, completed with a local QP operation error"
+	else
+		return 1
+	fi
+}
