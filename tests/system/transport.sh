@@ -82,12 +82,16 @@ siw_testbed_report() {
 #   rxe-lost-ack: the client printed the server's answer, which proves the
 #     greeting arrived, then waited for the greeting's own send completion
 #     until its timeout (124): the device lost the ACK and never resent.
+#     The watchdog's snapshot (CLOG.hang) must show the client reading
+#     its completion channel, not waiting for a CM event in
+#     rdma_disconnect, which follows and would be the library's.
 #   siw-send-error: on iWARP the greeting's completion came with a local QP
 #     operation error after the server had read it and disconnected.
 example_pair_driver_bug() {
 	grep -q 'client says: "hello from rdma_client"' "$1" || return 1
 	if [ "$TRANSPORT" != iwarp ] && [ "$client_rc" = 124 ] &&
-		tail -n 1 "$2" | grep -q 'rdma_client: server says: '; then
+		tail -n 1 "$2" | grep -q 'rdma_client: server says: ' &&
+		grep -q '(rdma_client): wchan ib_uverbs_event_read' "$2.hang" 2>/dev/null; then
 		echo "BUGS.md rxe-lost-ack: the client had the server's answer; its greeting's send never completed"
 	elif [ "$TRANSPORT" = iwarp ] && [ "$server_rc" = 0 ] &&
 		grep -q 'send failed: local QP operation error' "$2"; then
