@@ -426,6 +426,14 @@ int cma_channel_wait_ready(struct rdma_event_channel *channel, bool *waiting);
 void cma_channel_waiter_leave(struct rdma_event_channel *channel);
 /* timer.c: the service thread watches / forgets a served kernel fd. */
 int cma_service_add(struct rdma_event_channel *channel, int kfd);
+/*
+ * The same for a channel of the library's own: the thread calls @handle
+ * when @fd is readable, which reads the channel as an application would
+ * (rdma_get_cm_event on a non-blocking fd) and returns whether to watch
+ * @fd again.
+ */
+int cma_service_add_handler(struct rdma_event_channel *channel, int fd,
+			    bool (*handle)(struct rdma_event_channel *channel));
 void cma_service_remove(struct rdma_event_channel *channel, int kfd);
 void cma_service_recheck(struct rdma_event_channel *channel);
 /* Stop the service thread and wait for it; it restarts when needed. */

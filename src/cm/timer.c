@@ -77,10 +77,16 @@ static bool timer_thread_ran;
  */
 static uint64_t timer_wakes_at;
 
-/* Served channels: what the thread's epoll set watches. */
+/*
+ * Served channels: what the thread's epoll set watches.  Handled as
+ * rdma_get_cm_event would (cma_event_serve), or, for a channel the
+ * library keeps for itself, by its own @handle.
+ */
 struct cma_served {
 	struct cma_served *next;
 	struct rdma_event_channel *channel;
+	int fd; /* in the epoll set */
+	bool (*handle)(struct rdma_event_channel *channel);
 };
 static struct cma_served *served;
 static int svc_epfd = -1; /* served channels' kernel fds, the two below */
@@ -257,6 +263,21 @@ static void cma_timer_sleep(void)
 	timer_wakes_at = 0;
 }
 
+static struct cma_served *cma_served_find(struct rdma_event_channel *channel)
+{
+	struct cma_served *s;
+
+	for (s = served; s; s = s->next)
+		if (s->channel == channel)
+			return s;
+	return NULL;
+}
+
+static bool cma_served_has(struct rdma_event_channel *channel)
+{
+	return cma_served_find(channel);
+}
+
 /*
  * A served kernel fd is watched one-shot: reported once, then not again
  * until armed anew, by the thread once it has read what was there or by
@@ -268,18 +289,10 @@ static void cma_service_arm(struct rdma_event_channel *channel)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
 				 .data.ptr = channel};
+	struct cma_served *s = cma_served_find(channel);
 
-	epoll_ctl(svc_epfd, EPOLL_CTL_MOD, cma_channel_kernel_fd(channel), &ev);
-}
-
-static bool cma_served_has(struct rdma_event_channel *channel)
-{
-	struct cma_served *s;
-
-	for (s = served; s; s = s->next)
-		if (s->channel == channel)
-			return true;
-	return false;
+	if (s)
+		epoll_ctl(svc_epfd, EPOLL_CTL_MOD, s->fd, &ev);
 }
 
 /*
@@ -311,6 +324,8 @@ static void cma_timer_poll(void)
 	svc_wakeups++;
 	for (i = 0; i < n && !timer_quit; i++) {
 		struct rdma_event_channel *channel = evs[i].data.ptr;
+		bool (*handle)(struct rdma_event_channel *channel);
+		struct cma_served *s;
 
 		if (!channel || channel == SVC_TIMER_TAG) {
 			/* The wake-up eventfd or the timerfd: clear it. */
@@ -319,12 +334,14 @@ static void cma_timer_poll(void)
 				count = 0; /* already drained, or set anew */
 			continue;
 		}
-		if (!cma_served_has(channel))
+		s = cma_served_find(channel);
+		if (!s)
 			continue;
+		handle = s->handle ? s->handle : cma_event_serve;
 		svc_busy = channel;
 		pthread_mutex_unlock(&timer_lock);
 		pthread_mutex_lock(&svc_fork_lock);
-		rearm = cma_event_serve(channel);
+		rearm = handle(channel);
 		pthread_mutex_unlock(&svc_fork_lock);
 		pthread_mutex_lock(&timer_lock);
 		/* Still ours: a destroy waits while svc_busy names it. */
@@ -655,7 +672,8 @@ static int cma_service_open(void)
 	return 0;
 }
 
-int cma_service_add(struct rdma_event_channel *channel, int kfd)
+int cma_service_add_handler(struct rdma_event_channel *channel, int kfd,
+			    bool (*handle)(struct rdma_event_channel *channel))
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
 				 .data.ptr = channel};
@@ -669,6 +687,8 @@ int cma_service_add(struct rdma_event_channel *channel, int kfd)
 	if (!cma_service_open() &&
 	    !epoll_ctl(svc_epfd, EPOLL_CTL_ADD, kfd, &ev)) {
 		s->channel = channel;
+		s->fd = kfd;
+		s->handle = handle;
 		s->next = served;
 		served = s;
 		s = NULL;
@@ -681,4 +701,9 @@ int cma_service_add(struct rdma_event_channel *channel, int kfd)
 	pthread_mutex_unlock(&timer_lock);
 	free(s);
 	return ret;
+}
+
+int cma_service_add(struct rdma_event_channel *channel, int kfd)
+{
+	return cma_service_add_handler(channel, kfd, NULL);
 }

@@ -485,7 +485,8 @@ static uint64_t cma_p2p_incarnation(void)
 	 * only needs a value unlikely to repeat, which the fallback gives.
 	 */
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-		v = cma_now_ns() ^ ((uint64_t)getpid() << 40);
+		v = cma_now_ns() ^ ((uint64_t)getpid() << 20);
+	v &= CMA_P2P_INCARNATION_MASK; /* what the header carries */
 	if (!v)
 		v = 1;
 	/* Two threads drawing at once: the first one stored wins. */
@@ -493,6 +494,22 @@ static uint64_t cma_p2p_incarnation(void)
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		v = stored;
 	return v;
+}
+
+uint64_t cma_p2p_own_incarnation(void)
+{
+	return cma_p2p_incarnation();
+}
+
+/* Under p2p_lock: our REQs are numbered 1, 2, ... and 1 again after 2^24-1. */
+uint32_t cma_p2p_next_req_number(void)
+{
+	static uint32_t last;
+
+	last = (last + 1) & CMA_P2P_NUMBER_MASK;
+	if (!last)
+		last = 1;
+	return last;
 }
 
 void cma_p2p_prepare(struct rdma_event_channel *channel)
@@ -539,14 +556,6 @@ void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		hdr.tag = key->tag;
 		hdr.flags = key->explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	}
-	cma_p2p_refuse_hdr(fd, handle, &hdr);
-}
-
-void cma_p2p_refuse_challenge(int fd, uint32_t handle, uint64_t challenge)
-{
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REJ_CHALLENGE,
-				  .challenge = challenge};
-
 	cma_p2p_refuse_hdr(fd, handle, &hdr);
 }
 
@@ -728,9 +737,8 @@ void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 	p2p_waiting += cma_p2p_conn_waits(conn);
 	if (p2p_waiting > p2p_waiting_peak || !p2p_waiting)
 		p2p_waiting_peak = p2p_waiting;
-	/* A REQ out, or one about to answer a challenge, keeps its place. */
-	if (conn->slot && state != CMA_P2P_PENDING &&
-	    !(state == CMA_P2P_RESEND && conn->answering))
+	/* A REQ out keeps its place. */
+	if (conn->slot && state != CMA_P2P_PENDING)
 		cma_p2p_slot_release(conn);
 }
 
@@ -798,6 +806,18 @@ struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  node);
 	     conn; conn = cma_list_next(conn, node))
 		if (!cma_p2p_ident_cmp(&conn->key.remote, remote))
+			return conn;
+	return NULL;
+}
+
+struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number)
+{
+	struct cma_p2p_conn *conn;
+
+	for (conn = cma_list_first(&p2p_conns, struct cma_p2p_conn, node); conn;
+	     conn = cma_list_next(conn, node))
+		if (conn->state == CMA_P2P_PENDING &&
+		    conn->req_number == number && conn->kparam.qp_num == qpn)
 			return conn;
 	return NULL;
 }
@@ -875,7 +895,6 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 		return -1;
 	rep.port = conn->req_hdr.port;
 	rep.tag = conn->req_hdr.tag;
-	/* The tag's kind, not the REQ's answer to a challenge. */
 	rep.flags = conn->req_hdr.flags & CMA_P2P_F_EXPLICIT_TAG;
 	rep.data_len = kparam->private_data_len;
 	cma_p2p_put_hdr(kparam, &rep);
@@ -896,6 +915,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 	struct cma_p2p_conn *conn;
 	bool chores = false;
 	struct cma_p2p_held *h;
+	uint16_t port = 0;
 
 	if (!p || (!p->conn && !p->listening))
 		return;
@@ -920,13 +940,16 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}
-		cma_p2p_challenges_drop(lis);
+		cma_p2p_asking_drop(lis);
+		port = lis->port;
 	}
 	if (conn) {
 		cma_p2p_conn_unregister(conn);
 		chores = cma_p2p_take_chores(conn, &c);
 	}
 	cma_p2p_unlock();
+	if (port) /* its port's companions answer for nobody now */
+		cma_p2p_companions_drop(port);
 	/*
 	 * Before the id's own DESTROY_ID: no event may outlive it.  Its QP
 	 * is the application's to destroy now, not ours to move.

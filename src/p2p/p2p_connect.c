@@ -118,7 +118,7 @@ static unsigned int cma_p2p_pending_ms(void)
  * A mesh whose peers start over half a minute would otherwise make every
  * early rank send five REQs a second to each late one: on a host past
  * its means that storm is what kept CM answers beyond the CM's response
- * timeout, and each such answer costs a late copy (p2p_challenge.c).
+ * timeout, and each such answer costs a late copy (p2p_verify.c).
  */
 #define CMA_P2P_RETRY_MS 200
 #define CMA_P2P_RETRY_MAX_MS 3200
@@ -433,8 +433,8 @@ static bool cma_p2p_claim_held(struct cma_p2p_conn *conn,
  * (no listener on the service ID: the peer's process does not listen yet,
  * or did not when our REQ came), or by the peer's library (it could not
  * hold or adopt it).  The higher end never sends, so nothing comes unless
- * ours goes out again: after cma_p2p_resend_delay_ms, or at once for a
- * challenge (cma_p2p_send_again), on a fresh kernel id, until the bound
+ * ours goes out again: after cma_p2p_resend_delay_ms (cma_p2p_send_again),
+ * on a fresh kernel id, with a number of its own, until the bound
  * reckoned from the first refusal.  A peer that never takes it fails the
  * connect then, REJECTED with the last refusal's status.
  */
@@ -447,22 +447,10 @@ unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn)
 	return ms < CMA_P2P_RETRY_MAX_MS ? ms : CMA_P2P_RETRY_MAX_MS;
 }
 
-void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
-			 uint64_t challenge)
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status)
 {
-	if (challenge) {
-		/*
-		 * Not a refusal: the peer listens and asks for proof that our
-		 * REQ is live.  Answered at once, within the wait for the
-		 * answer the challenged REQ began (never a new one), and in
-		 * its place in the window (set before the state says so).
-		 */
-		conn->challenge = challenge;
-		conn->answering = true;
-		cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
-		cma_timer_start(conn->id_priv->id.channel, &conn->timer, 0);
-		return;
-	}
+	/* The refused REQ is no longer current: a copy of it is stale. */
+	conn->req_number = 0;
 	cma_p2p_conn_set_state(conn, CMA_P2P_RESEND);
 	conn->wait_status = status;
 	if (!conn->refused_ns)
@@ -529,10 +517,7 @@ static void cma_p2p_make_req(const struct cma_p2p_conn *conn,
 	hdr.port = conn->key.local.port;
 	hdr.tag = conn->key.tag;
 	hdr.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
-	if (conn->challenge) {
-		hdr.flags |= CMA_P2P_F_ANSWER;
-		hdr.challenge = conn->challenge;
-	}
+	hdr.number = conn->req_number;
 	hdr.data_len = req->private_data_len;
 	cma_p2p_put_hdr(req, &hdr);
 }
@@ -553,6 +538,8 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 
 	cma_p2p_lock();
 	conn->busy++;
+	/* Current from now: the peer may ask about it before we return. */
+	conn->req_number = cma_p2p_next_req_number();
 	cma_p2p_unlock();
 	ret = cma_id_kernel(id_priv);
 	if (!ret) {
@@ -562,18 +549,16 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	}
 	err = errno;
 	cma_p2p_lock();
-	if (!ret && conn->answering) {
-		conn->answering = false;
-		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
-		cma_p2p_bound_resume(conn);
-	} else if (!ret) {
+	if (ret)
+		conn->req_number = 0; /* it never went out */
+	if (!ret) {
 		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv)) {
 		/* No listener yet: iWARP's refusal for now, on the spot. */
 		cma_p2p_dbg("connect %s: refused (no listener yet), retrying",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
-		cma_p2p_wait_resend(conn, -ECONNREFUSED, 0);
+		cma_p2p_wait_resend(conn, -ECONNREFUSED);
 		ret = 0;
 	} else {
 		cma_p2p_dbg("connect %s: REQ failed: %s",
@@ -628,8 +613,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->peer_gone = false;
 	conn->refused_ns = 0;
 	conn->refusals = 0;
-	conn->challenge = 0;
-	conn->answering = false;
+	conn->req_number = 0;
 	conn->unsent = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
@@ -665,6 +649,22 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	return 0;
 }
 
+/*
+ * The lower end on IB and RoCE, before its first REQ: the peer will ask
+ * whether our REQs are current (p2p_verify.c), at our listener's port.
+ * The key does not change while the id's qp_lock is held.
+ */
+static int cma_p2p_companion_for(const struct cma_p2p_conn *conn)
+{
+	const struct cma_id_private *id_priv = conn->id_priv;
+
+	if (cma_id_is_iwarp(id_priv))
+		return 0; /* TCP connects: no copies */
+	return cma_p2p_companion_ensure(id_priv->id.route.addr.src_addr.sa_family,
+					conn->key.local.addr,
+					conn->key.local.port);
+}
+
 /* With the id's qp_lock: the connect, once p2p_lock showed what to do. */
 static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_conn_param *kparam,
@@ -691,6 +691,12 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		cma_p2p_adopt_finish(&a, true);
 	if (!send)
 		return 0;
+	if (cma_p2p_companion_for(conn)) {
+		cma_p2p_lock();
+		cma_p2p_conn_unregister(conn);
+		cma_p2p_unlock();
+		return -1;
+	}
 	return cma_p2p_send_req(conn, false);
 }
 
@@ -751,13 +757,11 @@ static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
  * the peer library's "not now" (it could not hold or adopt it).  The
  * bound ends the resends if it never changes.
  */
-static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp,
-				    uint64_t *challenge)
+static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 {
 	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
 	struct cma_p2p_hdr hdr;
 
-	*challenge = 0;
 	if (resp->status == CMA_IB_REJ_INVALID_SERVICE_ID ||
 	    ((resp->status == CMA_IB_REJ_CONSUMER_DEFINED ||
 	      resp->status == CMA_IB_REJ_STALE_CONN) &&
@@ -766,11 +770,8 @@ static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp,
 	if (cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
 	    CMA_P2P_OK)
 		return false;
-	/* The peer's library challenges our REQ: answered at once. */
-	if (hdr.kind == CMA_P2P_REJ_CHALLENGE)
-		*challenge = hdr.challenge;
-	return hdr.kind == CMA_P2P_REJ_RETRY ||
-	       hdr.kind == CMA_P2P_REJ_CHALLENGE;
+	/* A stale copy's refusal reaches nobody; if it did, we send again. */
+	return hdr.kind == CMA_P2P_REJ_RETRY || hdr.kind == CMA_P2P_REJ_STALE;
 }
 
 enum cma_p2p_verdict
@@ -782,7 +783,6 @@ cma_p2p_filter_event(struct cma_event *evt,
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
-	uint64_t challenge;
 	uint32_t handle;
 
 	if (!conn)
@@ -805,9 +805,9 @@ cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* resolving for our REQ (p2p_resolve.c) */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
-		   cma_p2p_refused_for_now(resp, &challenge)) {
+		   cma_p2p_refused_for_now(resp)) {
 		/* Ours goes out again: the higher end never sends its own. */
-		cma_p2p_wait_resend(conn, (int)resp->status, challenge);
+		cma_p2p_wait_resend(conn, (int)resp->status);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -950,9 +950,8 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
 				cma_p2p_resend_delay_ms(conn));
 		return false;
 	}
-	cma_p2p_dbg("connect %s: our REQ refused for now, sending it again%s",
-		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
-		    conn->challenge ? " (answering a challenge)" : "");
+	cma_p2p_dbg("connect %s: our REQ refused for now, sending it again",
+		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)));
 	cma_p2p_retire(conn, old);
 	conn->kernel_unbound = true;
 	conn->route = CMA_P2P_ROUTE_LATER;
@@ -1141,4 +1140,46 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		cma_p2p_forget_peer(remote, keep);
 	}
 	c->incarnation = incarnation;
+}
+
+/* --- the lower end's answer (p2p_verify.c) --------------------------------- */
+
+/*
+ * Live: a connect of ours is PENDING with that REQ, and our CM still waits
+ * for its answer.  The library may not have read a refusal that our CM
+ * already took (the application reads its channel when it likes); the
+ * CM's state says: a kernel id whose REQ was refused or answered has left
+ * its request states, and the INIT attributes are refused then.  The
+ * peer sends its refusal before it asks about a copy, on the same path,
+ * so our CM has taken the refusal when the question comes.
+ */
+bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number)
+{
+	struct ib_uverbs_qp_attr attr;
+	struct cma_p2p_conn *conn;
+	uint32_t handle;
+	bool live;
+	int fd;
+
+	cma_p2p_lock();
+	conn = incarnation == cma_p2p_own_incarnation()
+		       ? cma_p2p_conn_of_req(qpn, number)
+		       : NULL;
+	if (!conn) {
+		cma_p2p_unlock();
+		return false;
+	}
+	conn->busy++; /* rdma_destroy_id waits for us */
+	fd = cma_id_fd(conn->id_priv);
+	handle = __atomic_load_n(&conn->id_priv->handle, __ATOMIC_ACQUIRE);
+	cma_p2p_unlock();
+	live = !ucma_cmd_init_qp_attr(fd, handle, IBV_QPS_INIT, &attr);
+	cma_p2p_lock();
+	/* Still that REQ: a refusal read meanwhile ended it. */
+	live = live && conn->state == CMA_P2P_PENDING &&
+	       conn->req_number == number;
+	conn->busy--;
+	cma_p2p_idle();
+	cma_p2p_unlock();
+	return live;
 }

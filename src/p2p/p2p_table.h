@@ -60,8 +60,6 @@ struct cma_p2p_listener {
 	/* Its held requests, oldest first: the first one's deadline is due first. */
 	struct cma_list held;
 	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
-	/* Challenges given to peers' QPs, oldest first (p2p_challenge.c). */
-	struct cma_list challenges;
 };
 
 struct cma_p2p_held {
@@ -77,6 +75,13 @@ struct cma_p2p_held {
 	/* Its kernel id's QUERY_ROUTE, taken to learn its ends (IP only). */
 	struct rdma_ucm_query_route_resp route;
 	bool has_route;
+	/*
+	 * Asking its sender whether it is current (not held yet: lnode is in
+	 * p2p_request.c's list of those): the question, and the serial its
+	 * answer names it by (the answer may come after it was dropped).
+	 */
+	struct cma_p2p_query *query;
+	uint64_t serial;
 };
 
 /*
@@ -160,13 +165,11 @@ struct cma_p2p_conn {
 	 */
 	uint64_t refused_ns;
 	/*
-	 * The last challenge the peer's listener gave our REQ (0: none
-	 * yet), answered by every REQ of ours after it (p2p_challenge.c).
+	 * The number our REQ out carries (p2p_wire.h), while the peer may
+	 * take it for current: set as it goes out, 0 once refused.
 	 */
-	uint64_t challenge;
-	uint8_t refusals; /* refusals for now so far, challenges aside */
-	/* RESEND for a challenge: the REQ answering it keeps the bound. */
-	bool answering;
+	uint32_t req_number;
+	uint8_t refusals; /* refusals for now so far */
 	/*
 	 * The window of REQs out (p2p_window.c): the conn holds a place in
 	 * it, or waits for one (RESEND, in the queue); its first REQ has not
@@ -316,8 +319,12 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 /* Refuse a request quietly, telling a p2p peer why, and forget its id. */
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key);
-/* The same with a challenge for the sender to answer (REJ_CHALLENGE). */
-void cma_p2p_refuse_challenge(int fd, uint32_t handle, uint64_t challenge);
+/* This process's incarnation (40 bits, never 0). */
+uint64_t cma_p2p_own_incarnation(void);
+/* The number of our next REQ (p2p_lock held). */
+uint32_t cma_p2p_next_req_number(void);
+/* The connect whose REQ out is numbered @number, from QP @qpn, or NULL. */
+struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number);
 /* Keep @h (its listener's list and the hash); refuses the oldest held
  * requests first when a cap would be exceeded. */
 void cma_p2p_held_link(struct cma_p2p_held *h);
@@ -437,12 +444,10 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
  * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, 10 or
- * 28 without data, the peer's "not now" refusal, or its challenge: not
- * 0; @status): RESEND, it goes out again every so often (a challenge: at
- * once, answering it) until the connect's bound.
+ * 28 without data, the peer's "not now" refusal; @status): RESEND, it
+ * goes out again every so often until the connect's bound.
  */
-void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status,
-			 uint64_t challenge);
+void cma_p2p_wait_resend(struct cma_p2p_conn *conn, int status);
 /* How long RESEND waits before the REQ goes out again (p2p_lock held). */
 unsigned int cma_p2p_resend_delay_ms(const struct cma_p2p_conn *conn);
 void cma_p2p_conn_timer_expire(struct cma_timer *timer);
@@ -509,22 +514,58 @@ void cma_p2p_slot_release(struct cma_p2p_conn *conn);
 /* REQs out now, places kept for woken connects included (tests). */
 unsigned int cma_p2p_reqs_out(void);
 
-/* --- p2p_challenge.c -------------------------------------------------- */
+/* --- p2p_verify.c ----------------------------------------------------- */
+
+/* What the lower end answered about one of its REQs. */
+enum cma_p2p_liveness {
+	CMA_P2P_UNKNOWN, /* no answer: unreachable, refused, malformed */
+	CMA_P2P_LIVE, /* a connect of its waits for that REQ's answer */
+	CMA_P2P_STALE, /* it has moved on: a late copy */
+};
+
+/* Called once, without any lock, from the service thread. */
+typedef void (*cma_p2p_liveness_fn)(void *arg,
+				     enum cma_p2p_liveness verdict);
 
 /*
- * A REQ from QP @qpn of the peer at @remote, with header @hdr, reached
- * @lis: true if it may be adopted or held (it answers the QP's current
- * challenge, or it cannot have late copies); else it is to be refused
- * with *@challenge (0: no memory for one, refuse it for now).
+ * The lower end, before its REQ from @addr (a 16-byte identity address
+ * of @family) naming listening port @port goes out: a companion listener
+ * answers the peer's questions there.  0, or -1/errno.  Without p2p_lock.
  */
-bool cma_p2p_challenge_met(struct cma_p2p_listener *lis,
-			   const uint8_t remote[16], uint32_t qpn,
-			   const struct cma_p2p_hdr *hdr, uint64_t *challenge);
-/* The QP's current challenge at @lis (0: none): for tests and logs. */
-uint64_t cma_p2p_challenge_of(const struct cma_p2p_listener *lis,
-			      const uint8_t remote[16], uint32_t qpn);
-/* The listener goes: its challenges with it. */
-void cma_p2p_challenges_drop(struct cma_p2p_listener *lis);
+int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
+			     uint16_t port);
+/* The p2p listener on @port goes: its companions with it. */
+void cma_p2p_companions_drop(uint16_t port);
+
+struct cma_p2p_query;
+/*
+ * The higher end: ask the lower end at @dst (its listener's port) whether
+ * @req, which came from QP @qpn, is still its QP's current REQ; @done
+ * tells, with @arg.  NULL/errno if the question cannot be asked.  Without
+ * p2p_lock.
+ */
+struct cma_p2p_query *cma_p2p_query_start(const struct sockaddr *src,
+					  const struct sockaddr *dst,
+					  const struct cma_p2p_hdr *req,
+					  uint32_t qpn,
+					  cma_p2p_liveness_fn done, void *arg);
+/* @done will not be called (it may be running: @arg must be looked up). */
+void cma_p2p_query_cancel(struct cma_p2p_query *q);
+/* Tests whose service thread is parked read the channel themselves. */
+void cma_p2p_verify_serve_now(void);
+
+/* --- p2p_request.c: asking before holding or adopting ------------------- */
+
+/* Under p2p_lock: @lis goes; the requests it is asking about are refused. */
+void cma_p2p_asking_drop(struct cma_p2p_listener *lis);
+
+/* --- p2p_connect.c: the lower end's answer ------------------------------ */
+
+/*
+ * Is the REQ numbered @number from QP @qpn, stated with @incarnation,
+ * one a connect of this process still waits on?  Takes p2p_lock.
+ */
+bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number);
 
 /* --- p2p_request.c ---------------------------------------------------- */
 

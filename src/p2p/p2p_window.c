@@ -7,10 +7,10 @@
  * REQ of a host's processes lands on its device's CM queue, whose receive
  * ring is a few hundred MADs deep; a burst beyond it is dropped, and each
  * REQ whose answer does not come within the CM's response timeout (about
- * 4 s) leaves copies behind, which the peer's listener must challenge
- * (p2p_challenge.c), which costs rounds, which makes more copies.  So a
- * process has at most CMA_P2P_REQ_WINDOW REQs out (PENDING, or answering
- * a challenge); a connect that would send one more waits for one of them
+ * 4 s) leaves copies behind, each of which the peer's listener must ask
+ * us about (p2p_verify.c), which costs round trips on a host already
+ * behind.  So a process has at most CMA_P2P_REQ_WINDOW REQs out
+ * (PENDING); a connect that would send one more waits for one of them
  * to be answered, refused or given up.  The oldest connect goes first, a
  * refused one included: sent again, it takes its place by when the
  * application connected, not at the back, where the connects made since

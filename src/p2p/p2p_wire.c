@@ -3,7 +3,8 @@
  * The peer-to-peer header codec (layout in p2p_wire.h).  Every byte of it
  * comes from the network, so the parser checks each field against the
  * only values this version defines and reports anything else as
- * CMA_P2P_BAD; it never reads past @len.
+ * CMA_P2P_BAD; it never reads past @len.  Whatever it accepts encodes
+ * back to the same bytes.
  */
 /* No <config.h>: the fuzz target builds this file on its own. */
 #include <stdbool.h>
@@ -13,6 +14,11 @@
 #include "p2p_wire.h"
 
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
+
+static bool cma_p2p_is_query(uint8_t kind)
+{
+	return kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER;
+}
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 			  uint8_t out[CMA_P2P_HDR_LEN])
@@ -25,50 +31,52 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 	out[4] = hdr->flags;
 	out[5] = hdr->data_len;
 	cma_put_be16(out + 6, hdr->port);
-	cma_put_be64(out + 8, hdr->kind == CMA_P2P_REJ_CHALLENGE
-				      ? hdr->challenge
+	cma_put_be64(out + 8, cma_p2p_is_query(hdr->kind)
+				      ? hdr->qpn & CMA_P2P_QPN_MASK
 				      : hdr->tag);
 	if (v1)
 		return CMA_P2P_HDR_LEN_V1;
-	cma_put_be64(out + 16, hdr->flags & CMA_P2P_F_ANSWER
-				       ? hdr->challenge
-				       : hdr->incarnation);
+	cma_put_be64(out + 16,
+		     (hdr->incarnation & CMA_P2P_INCARNATION_MASK) << 24 |
+			     (hdr->number & CMA_P2P_NUMBER_MASK));
 	return CMA_P2P_HDR_LEN;
 }
 
 static bool cma_p2p_kind_valid(uint8_t kind)
 {
-	return kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_CHALLENGE;
+	return (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD) ||
+	       (kind >= CMA_P2P_REJ_STALE && kind <= CMA_P2P_ANSWER);
 }
 
 /*
- * The fields whose meaning depends on the kind: a challenge travels in
- * the tag's place in a REJ_CHALLENGE and in the incarnation's in a REQ
- * answering one; only a REQ answers, only version 2 has the room, and a
- * challenge is never 0.
+ * What each kind must say: a REQ its listening port (its number may be 0:
+ * a REQ nobody can ask about); a QUERY or ANSWER names a REQ completely
+ * and carries nothing else; only those and a REQ carry a number, and only
+ * an ANSWER says whether the REQ lives.
  */
-static bool cma_p2p_challenge_fields(struct cma_p2p_hdr *h)
+static bool cma_p2p_fields_valid(const struct cma_p2p_hdr *h, uint64_t word)
 {
-	h->challenge = 0;
-	if (h->kind == CMA_P2P_REJ_CHALLENGE) {
-		h->challenge = h->tag;
-		h->tag = 0;
-	}
-	if (h->flags & CMA_P2P_F_ANSWER) {
-		if (h->kind != CMA_P2P_REQ || h->len != CMA_P2P_HDR_LEN)
-			return false;
-		h->challenge = h->incarnation;
-		h->incarnation = 0;
-	}
-	return h->challenge || (h->kind != CMA_P2P_REJ_CHALLENGE &&
-				!(h->flags & CMA_P2P_F_ANSWER));
+	bool v3 = h->len == CMA_P2P_HDR_LEN;
+
+	if (h->flags & ~CMA_P2P_F_KNOWN)
+		return false;
+	if ((h->flags & CMA_P2P_F_LIVE) && h->kind != CMA_P2P_ANSWER)
+		return false;
+	if (cma_p2p_is_query(h->kind))
+		return v3 && !(h->flags & CMA_P2P_F_EXPLICIT_TAG) &&
+		       !h->data_len && word <= CMA_P2P_QPN_MASK &&
+		       h->incarnation && h->number;
+	if (h->kind == CMA_P2P_REQ)
+		return h->port;
+	return !h->number;
 }
 
 enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 				     struct cma_p2p_hdr *hdr)
 {
 	const uint8_t *p = buf;
-	struct cma_p2p_hdr h;
+	struct cma_p2p_hdr h = {0};
+	uint64_t word, tail;
 
 	if (!p || len < sizeof(cma_p2p_magic) ||
 	    memcmp(p, cma_p2p_magic, sizeof(cma_p2p_magic)))
@@ -78,13 +86,14 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	switch (p[3] >> 4) {
 	case 1:
 		h.len = CMA_P2P_HDR_LEN_V1;
-		h.incarnation = 0;
 		break;
 	case CMA_P2P_VERSION:
 		if (len < CMA_P2P_HDR_LEN)
 			return CMA_P2P_BAD;
 		h.len = CMA_P2P_HDR_LEN;
-		h.incarnation = cma_get_be64(p + 16);
+		tail = cma_get_be64(p + 16);
+		h.incarnation = tail >> 24;
+		h.number = (uint32_t)(tail & CMA_P2P_NUMBER_MASK);
 		break;
 	default:
 		return CMA_P2P_BAD;
@@ -93,15 +102,14 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	h.flags = p[4];
 	h.data_len = p[5];
 	h.port = cma_get_be16(p + 6);
-	h.tag = cma_get_be64(p + 8);
-	if (!cma_p2p_kind_valid(h.kind) || (h.flags & ~CMA_P2P_F_KNOWN))
+	word = cma_get_be64(p + 8);
+	if (!cma_p2p_kind_valid(h.kind) || h.data_len > len - h.len ||
+	    !cma_p2p_fields_valid(&h, word))
 		return CMA_P2P_BAD;
-	if (h.data_len > len - h.len)
-		return CMA_P2P_BAD;
-	if (h.kind == CMA_P2P_REQ && !h.port)
-		return CMA_P2P_BAD;
-	if (!cma_p2p_challenge_fields(&h))
-		return CMA_P2P_BAD;
+	if (cma_p2p_is_query(h.kind))
+		h.qpn = (uint32_t)word;
+	else
+		h.tag = word;
 	*hdr = h;
 	return CMA_P2P_OK;
 }

@@ -1,21 +1,29 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * The peer-to-peer header: 24 bytes at the front of the private data of a
- * peer-to-peer REQ, of the REP that answers one, and of the REJ the
- * library sends when it refuses one.  Encoding and parsing only; no state.
+ * peer-to-peer REQ, of the REP that answers one, of the REJ the library
+ * sends when it refuses one, and of the SIDR messages by which a
+ * listening end asks a connecting end whether a REQ is still its QP's
+ * current one (p2p_verify.c).  Encoding and parsing only; no state.
  *
  *   byte  0..2   magic 0xC5 0x70 0x32
- *   byte  3      version (high nibble, 2) | kind (low nibble)
+ *   byte  3      version (high nibble, 3) | kind (low nibble)
  *   byte  4      flags (CMA_P2P_F_*; unknown bits are refused)
  *   byte  5      length of the application's private data that follows
  *   byte  6..7   the sender's listening port, big-endian (REQ: not 0)
- *   byte  8..15  REQ, REP: the connection tag, big-endian;
- *                REJ_CHALLENGE: the challenge (never 0)
- *   byte 16..23  the sender process's incarnation, big-endian (random,
- *                drawn once per process; 0: not stated); a REQ with
- *                CMA_P2P_F_ANSWER: the challenge it answers instead
+ *   byte  8..15  REQ, REP, REJ: the connection tag, big-endian;
+ *                QUERY, ANSWER: the QP number the REQ asked about came
+ *                from (24 bits)
+ *   byte 16..20  an incarnation, big-endian, 40 bits: the sender
+ *                process's (random, drawn once per process; 0: not
+ *                stated); QUERY, ANSWER: that of the REQ asked about
+ *   byte 21..23  REQ: its number (the sending process counts its REQs
+ *                from 1, wrapping to 1; 0: nobody may ask about it);
+ *                QUERY, ANSWER: the number of the REQ asked about;
+ *                otherwise 0
  *
- * Version 1 (the first 16 bytes, no incarnation) is still understood.
+ * Version 1 (the first 16 bytes, no incarnation, no number) is still
+ * understood; version 2 (a 64-bit incarnation, and challenges) is not.
  *
  * Earlier builds put a 4-byte extension after a REQ's data (0xC5 0x70
  * 0x58 and a flags byte) to say their listener holds requests; nothing
@@ -32,7 +40,10 @@
 
 #define CMA_P2P_HDR_LEN 24 /* what this version sends */
 #define CMA_P2P_HDR_LEN_V1 16
-#define CMA_P2P_VERSION 2
+#define CMA_P2P_VERSION 3
+#define CMA_P2P_INCARNATION_MASK 0xFFFFFFFFFFull /* 40 bits */
+#define CMA_P2P_NUMBER_MASK 0xFFFFFFu /* 24 bits */
+#define CMA_P2P_QPN_MASK 0xFFFFFFu
 
 enum cma_p2p_kind {
 	CMA_P2P_REQ = 1, /* a peer-to-peer connect */
@@ -44,17 +55,19 @@ enum cma_p2p_kind {
 	CMA_P2P_REJ_RETRY = 3,
 	CMA_P2P_REJ_DUP = 4, /* the pair and tag are already connected */
 	CMA_P2P_REJ_BAD = 5, /* a malformed peer-to-peer header */
-	/*
-	 * Not adopted or held yet: send it again at once, answering this
-	 * challenge (rdma_cm_p2p(7), LATE COPIES).
-	 */
-	CMA_P2P_REJ_CHALLENGE = 6,
+	/* 6: version 2's challenge, retired */
+	/* Its sender said it is no longer its QP's current REQ: a late copy. */
+	CMA_P2P_REJ_STALE = 7,
+	/* SIDR REQ: is the REQ (incarnation, number, QP) still current? */
+	CMA_P2P_QUERY = 8,
+	/* SIDR REP (a SIDR reject carrying it): the answer to a QUERY. */
+	CMA_P2P_ANSWER = 9,
 };
 
 enum {
 	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
-	CMA_P2P_F_ANSWER = 0x02, /* a REQ answering a challenge (version 2) */
-	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_ANSWER,
+	CMA_P2P_F_LIVE = 0x04, /* ANSWER: yes, that REQ waits for its answer */
+	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_LIVE,
 };
 
 struct cma_p2p_hdr {
@@ -64,10 +77,10 @@ struct cma_p2p_hdr {
 	/* Bytes the header takes: CMA_P2P_HDR_LEN (0 encodes as that too). */
 	uint8_t len;
 	uint16_t port; /* host order */
-	uint64_t tag;
-	uint64_t incarnation;
-	/* REJ_CHALLENGE: the one it sets; REQ with F_ANSWER: the one answered. */
-	uint64_t challenge;
+	uint64_t tag; /* REQ, REP, REJ */
+	uint32_t qpn; /* QUERY, ANSWER */
+	uint64_t incarnation; /* 40 bits */
+	uint32_t number; /* REQ, QUERY, ANSWER; 24 bits */
 };
 
 enum cma_p2p_parse {
@@ -77,7 +90,7 @@ enum cma_p2p_parse {
 };
 
 /*
- * Write @hdr (version 2; version 1 when hdr->len says so, for a header
+ * Write @hdr (version 3; version 1 when hdr->len says so, for a header
  * parsed from one) to @out; returns the bytes written.
  */
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,

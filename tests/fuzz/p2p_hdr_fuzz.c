@@ -4,7 +4,7 @@
  * The peer-to-peer header parser takes private data straight from the
  * network.  Whatever the bytes, it must stay inside them, and whatever it
  * accepts must be a header this version can produce: re-encoding it gives
- * back the same bytes (16 for version 1, 24 for version 2).
+ * back the same bytes (16 for version 1, 24 for version 3).
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -31,13 +31,13 @@ UNIT_TEST_SOURCES = \
 	tests/unit/mcast_opt_test.c \
 	tests/unit/mcast_test.c \
 	tests/unit/options_test.c \
-	tests/unit/p2p_challenge_test.c \
 	tests/unit/p2p_connect_test.c \
 	tests/unit/p2p_interleave_test.c \
 	tests/unit/p2p_kernel_id_test.c \
 	tests/unit/p2p_options_test.c \
 	tests/unit/p2p_peers_test.c \
 	tests/unit/p2p_request_test.c \
+	tests/unit/p2p_verify_test.c \
 	tests/unit/p2p_resolve_test.c \
 	tests/unit/p2p_test.c \
 	tests/unit/p2p_window_test.c \

@@ -1082,7 +1082,7 @@ static void short_hold_setup(void)
 /*
  * A REQ refused for now goes out again after 200 ms, the wait doubling
  * with each refusal of the connect up to 3.2 s: early ranks of a mesh
- * must not flood the late ones (a challenge is answered at once).
+ * must not flood the late ones.
  */
 START_TEST(resends_back_off)
 {

@@ -29,13 +29,13 @@ static uint64_t req_incarnation;
 /* The kind the peer's "requests" claim (CMA_P2P_REQ unless a test lies). */
 static uint8_t req_kind = CMA_P2P_REQ;
 /*
- * The QP number the peer's requests come from.  0 (as iWARP's) leaves
- * them unchallenged (src/p2p/p2p_challenge.c): the tests of everything
- * else send them so; peer_request_answered plays an IB peer.
+ * The QP number the peer's requests come from, and the number each
+ * states.  A QP number of 0 (as iWARP's) or a number of 0 leaves them
+ * unasked about (src/p2p/p2p_verify.c): the tests of everything else
+ * send them so.
  */
 static uint32_t req_qpn;
-/* The challenge the peer's next request answers (0: none). */
-static uint64_t req_challenge;
+static uint32_t req_number;
 /* The listening port the peer's requests claim. */
 static uint16_t req_port = P2P_PORT;
 /* The address this process's listener is bound to (a test may widen it). */
@@ -157,15 +157,13 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 				  .port = req_port,
 				  .tag = tag,
 				  .incarnation = req_incarnation,
-				  .challenge = req_challenge,
+				  .number = req_number,
 				  .data_len = (uint8_t)strlen(data)};
 	struct rdma_ucm_event_resp *r;
 	struct sockaddr_in peer = unit_ipv4(from, 40000),
 			   me = unit_ipv4("192.0.2.1", P2P_PORT);
 	uint32_t child = 0;
 
-	if (req_challenge)
-		hdr.flags |= CMA_P2P_F_ANSWER;
 	fake_ucma_hold(); /* the library's thread may read a served fd */
 	r = fake_ucma_conn_req(kid_of(listener), &child);
 	ck_assert_ptr_nonnull(r);
@@ -286,14 +284,10 @@ static inline int cmd_at(uint32_t cmd, uint32_t handle)
 	return -1;
 }
 
-/*
- * The peer's library refuses our REQ on kernel id @own: "for now"
- * (CMA_P2P_REJ_RETRY), or with @challenge (CMA_P2P_REJ_CHALLENGE).
- */
-static inline void peer_refuses(uint32_t own, uint8_t kind, uint64_t challenge)
+/* The peer's library refuses our REQ on kernel id @own with @kind. */
+static inline void peer_refuses(uint32_t own, uint8_t kind)
 {
-	struct cma_p2p_hdr hdr = {
-		.kind = kind, .port = P2P_PORT, .challenge = challenge};
+	struct cma_p2p_hdr hdr = {.kind = kind, .port = P2P_PORT};
 	struct rdma_ucm_event_resp *r;
 
 	fake_ucma_hold();
@@ -306,7 +300,7 @@ static inline void peer_refuses(uint32_t own, uint8_t kind, uint64_t challenge)
 
 static inline void peer_refuses_for_now(uint32_t own)
 {
-	peer_refuses(own, CMA_P2P_REJ_RETRY, 0);
+	peer_refuses(own, CMA_P2P_REJ_RETRY);
 }
 
 /*

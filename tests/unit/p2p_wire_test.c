@@ -9,6 +9,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,13 +23,14 @@ START_TEST(header_round_trip)
 				 .data_len = 4,
 				 .port = 7471,
 				 .tag = 0x0102030405060708ull,
-				 .incarnation = 0x1112131415161718ull},
+				 .incarnation = 0x1112131415ull,
+				 .number = 0x161718},
 			   out;
 	uint8_t buf[CMA_P2P_HDR_LEN + 4] = {0};
 
 	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN);
 	ck_assert_uint_eq(buf[0], 0xC5);
-	ck_assert_uint_eq(buf[3], 0x21); /* version 2, REQ */
+	ck_assert_uint_eq(buf[3], 0x31); /* version 3, REQ */
 	ck_assert_uint_eq(buf[6], 7471 >> 8);
 	ck_assert_uint_eq(buf[15], 0x08);
 	ck_assert_uint_eq(buf[16], 0x11);
@@ -41,6 +43,8 @@ START_TEST(header_round_trip)
 	ck_assert_uint_eq(out.port, 7471);
 	ck_assert(out.tag == in.tag);
 	ck_assert(out.incarnation == in.incarnation);
+	ck_assert_uint_eq(out.number, in.number);
+	ck_assert_uint_eq(out.qpn, 0);
 }
 END_TEST
 
@@ -62,15 +66,20 @@ START_TEST(header_version_1_understood)
 	ck_assert_uint_eq(out.len, CMA_P2P_HDR_LEN_V1);
 	ck_assert(out.incarnation == 0);
 	ck_assert(out.tag == 3);
-	/* cut short of a version 2 header */
-	buf[3] = 0x21;
+	ck_assert_uint_eq(out.number, 0);
+	/* cut short of a version 3 header */
+	buf[3] = 0x31;
 	ck_assert_int_eq(cma_p2p_hdr_parse(buf, len, &out), CMA_P2P_BAD);
 }
 END_TEST
 
 START_TEST(header_rejects_malformed)
 {
-	struct cma_p2p_hdr h = {.kind = CMA_P2P_REQ, .port = 1, .tag = 1};
+	struct cma_p2p_hdr h = {.kind = CMA_P2P_REQ,
+				.port = 1,
+				.tag = 1,
+				.incarnation = 1,
+				.number = 1};
 	uint8_t good[CMA_P2P_HDR_LEN], buf[CMA_P2P_HDR_LEN];
 
 	cma_p2p_hdr_encode(&h, good);
@@ -83,7 +92,13 @@ START_TEST(header_rejects_malformed)
 	ck_assert_int_eq(cma_p2p_hdr_parse(good, CMA_P2P_HDR_LEN - 1, &h),
 			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
-	buf[3] = 0x31; /* version 3 */
+	buf[3] = 0x41; /* version 4 */
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	memcpy(buf, good, sizeof(buf));
+	buf[3] = 0x21; /* version 2: its challenges are gone */
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	memcpy(buf, good, sizeof(buf));
+	buf[3] = 0x32; /* a REP with a number */
 	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x1f; /* unknown kind */
@@ -108,7 +123,8 @@ START_TEST(bytes_after_the_data_are_ignored)
 {
 	static const uint8_t old_ext[4] = {0xC5, 0x70, 0x58, 0x01};
 	struct cma_p2p_hdr hdr = {
-		.kind = CMA_P2P_REQ, .port = 7471, .tag = 1, .data_len = 3};
+		.kind = CMA_P2P_REQ, .port = 7471, .tag = 1, .data_len = 3,
+		.incarnation = 2, .number = 3};
 	struct cma_p2p_hdr got;
 	uint8_t buf[64] = {0};
 	size_t n = cma_p2p_hdr_encode(&hdr, buf);
@@ -129,7 +145,11 @@ END_TEST
  */
 START_TEST(nothing_past_the_length_is_read)
 {
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ, .port = 9, .tag = 2},
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ,
+				  .port = 9,
+				  .tag = 2,
+				  .incarnation = 4,
+				  .number = 5},
 			   got;
 	uint8_t enc[CMA_P2P_HDR_LEN], *tail;
 	size_t n = cma_p2p_hdr_encode(&hdr, enc);
@@ -151,26 +171,45 @@ END_TEST
 
 /*
  * Every kind this version defines goes through; only a REQ needs the
- * port of the listener it comes from (answers name none), and kinds 0
- * and 7 to 15 are not this version's.
+ * port of the listener it comes from (answers name none), and kinds 0, 6
+ * (version 2's challenge) and 10 to 15 are not this version's.
  */
+static bool kind_defined(unsigned int kind)
+{
+	return (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD) ||
+	       (kind >= CMA_P2P_REJ_STALE && kind <= CMA_P2P_ANSWER);
+}
+
 START_TEST(every_defined_kind_and_no_other)
 {
-	struct cma_p2p_hdr hdr = {.tag = 5, .challenge = 5}, got;
+	struct cma_p2p_hdr hdr = {.incarnation = 3}, got;
 	uint8_t buf[CMA_P2P_HDR_LEN];
 	unsigned int kind;
 
-	for (kind = CMA_P2P_REP; kind <= CMA_P2P_REJ_CHALLENGE; kind++) {
+	for (kind = CMA_P2P_REP; kind <= CMA_P2P_ANSWER; kind++) {
+		if (!kind_defined(kind))
+			continue;
 		hdr.kind = (uint8_t)kind;
+		hdr.tag = 5;
+		hdr.qpn = 0;
+		hdr.number = 0;
+		if (kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER) {
+			hdr.tag = 0;
+			hdr.qpn = 0x11;
+			hdr.number = 6;
+		}
 		ck_assert_uint_eq(cma_p2p_hdr_encode(&hdr, buf),
 				  CMA_P2P_HDR_LEN);
 		ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
 				 CMA_P2P_OK);
 		ck_assert_uint_eq(got.kind, kind);
 		ck_assert_uint_eq(got.port, 0);
+		ck_assert(got.tag == hdr.tag);
+		ck_assert_uint_eq(got.qpn, hdr.qpn);
+		ck_assert_uint_eq(got.number, hdr.number);
 	}
 	for (kind = 0; kind < 16; kind++) {
-		if (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_CHALLENGE)
+		if (kind_defined(kind))
 			continue;
 		buf[3] = (uint8_t)(CMA_P2P_VERSION << 4 | kind);
 		ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
@@ -180,47 +219,63 @@ START_TEST(every_defined_kind_and_no_other)
 END_TEST
 
 /*
- * A challenge travels in the tag's place of a REJ_CHALLENGE and in the
- * incarnation's place of the REQ that answers it; it is never 0, only a
- * version 2 REQ may answer one.
+ * A QUERY and its ANSWER name a REQ by its QP, incarnation and number,
+ * all three stated; they carry no tag, no data, and only an ANSWER says
+ * whether the REQ lives.  A REP or REJ names no REQ.
  */
-START_TEST(challenge_and_its_answer)
+START_TEST(query_and_answer)
 {
-	struct cma_p2p_hdr rej = {.kind = CMA_P2P_REJ_CHALLENGE,
-				  .incarnation = 7,
-				  .challenge = 0xA1A2A3A4A5A6A7A8ull},
-			   req = {.kind = CMA_P2P_REQ,
-				  .flags = CMA_P2P_F_ANSWER |
-					   CMA_P2P_F_EXPLICIT_TAG,
-				  .port = 7471,
-				  .tag = 9,
-				  .incarnation = 7,
-				  .challenge = 0xB1ull},
+	struct cma_p2p_hdr q = {.kind = CMA_P2P_QUERY,
+				.port = 7471,
+				.qpn = 0xABCDEF,
+				.incarnation = 0xA1A2A3A4A5ull,
+				.number = 0xB1B2B3},
 			   got;
-	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_LEN], bad[CMA_P2P_HDR_LEN];
 
-	cma_p2p_hdr_encode(&rej, buf);
-	ck_assert_uint_eq(buf[8], 0xA1);
+	cma_p2p_hdr_encode(&q, buf);
+	ck_assert_uint_eq(buf[3], 0x38);
+	ck_assert_uint_eq(buf[13], 0xAB);
+	ck_assert_uint_eq(buf[16], 0xA1);
+	ck_assert_uint_eq(buf[23], 0xB3);
 	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
-	ck_assert(got.challenge == rej.challenge);
-	ck_assert(got.tag == 0 && got.incarnation == 7);
-	cma_p2p_hdr_encode(&req, buf);
-	ck_assert_uint_eq(buf[23], 0xB1);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
-	ck_assert(got.challenge == 0xB1 && got.tag == 9);
-	ck_assert(got.incarnation == 0); /* not stated in an answer */
-	/* A challenge of 0 is none. */
-	memset(buf + 16, 0, 8);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+	ck_assert_uint_eq(got.qpn, 0xABCDEF);
+	ck_assert(got.incarnation == q.incarnation);
+	ck_assert_uint_eq(got.number, 0xB1B2B3);
+	ck_assert(got.tag == 0);
+	/* only an ANSWER says "live" */
+	memcpy(bad, buf, sizeof(bad));
+	bad[4] = CMA_P2P_F_LIVE;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
 			 CMA_P2P_BAD);
-	rej.challenge = 0;
-	cma_p2p_hdr_encode(&rej, buf);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+	bad[3] = 0x39;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got), CMA_P2P_OK);
+	ck_assert_uint_eq(got.flags, CMA_P2P_F_LIVE);
+	/* a QP number is 24 bits */
+	memcpy(bad, buf, sizeof(bad));
+	bad[12] = 1;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
 			 CMA_P2P_BAD);
-	/* Only a REQ answers. */
-	req.kind = CMA_P2P_REP;
-	cma_p2p_hdr_encode(&req, buf);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+	/* the REQ named completely */
+	memcpy(bad, buf, sizeof(bad));
+	bad[21] = bad[22] = bad[23] = 0;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+			 CMA_P2P_BAD);
+	/* no data, no tag */
+	memcpy(bad, buf, sizeof(bad));
+	bad[4] = CMA_P2P_F_EXPLICIT_TAG;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+			 CMA_P2P_BAD);
+	/* only version 3 asks */
+	q.len = CMA_P2P_HDR_LEN_V1;
+	cma_p2p_hdr_encode(&q, bad);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN_V1, &got),
+			 CMA_P2P_BAD);
+	/* a REP names no REQ */
+	q.len = 0;
+	q.kind = CMA_P2P_REP;
+	cma_p2p_hdr_encode(&q, bad);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
 			 CMA_P2P_BAD);
 }
 END_TEST
@@ -236,7 +291,7 @@ Suite *p2p_wire_suite(void)
 	tcase_add_test(tc, bytes_after_the_data_are_ignored);
 	tcase_add_test(tc, nothing_past_the_length_is_read);
 	tcase_add_test(tc, every_defined_kind_and_no_other);
-	tcase_add_test(tc, challenge_and_its_answer);
+	tcase_add_test(tc, query_and_answer);
 	suite_add_tcase(s, tc);
 	return s;
 }
