@@ -810,14 +810,24 @@ struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 	return NULL;
 }
 
+/*
+ * Our REQ is out: PENDING, or RESEND while it goes out again (its number
+ * is set before the command; the peer may ask before we mark it PENDING).
+ */
+bool cma_p2p_req_out(const struct cma_p2p_conn *conn)
+{
+	return conn->req_number && (conn->state == CMA_P2P_PENDING ||
+				    conn->state == CMA_P2P_RESEND);
+}
+
 struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number)
 {
 	struct cma_p2p_conn *conn;
 
 	for (conn = cma_list_first(&p2p_conns, struct cma_p2p_conn, node); conn;
 	     conn = cma_list_next(conn, node))
-		if (conn->state == CMA_P2P_PENDING &&
-		    conn->req_number == number && conn->kparam.qp_num == qpn)
+		if (cma_p2p_req_out(conn) && conn->req_number == number &&
+		    conn->kparam.qp_num == qpn)
 			return conn;
 	return NULL;
 }

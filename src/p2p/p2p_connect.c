@@ -1176,8 +1176,7 @@ bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number)
 	live = !ucma_cmd_init_qp_attr(fd, handle, IBV_QPS_INIT, &attr);
 	cma_p2p_lock();
 	/* Still that REQ: a refusal read meanwhile ended it. */
-	live = live && conn->state == CMA_P2P_PENDING &&
-	       conn->req_number == number;
+	live = live && cma_p2p_req_out(conn) && conn->req_number == number;
 	conn->busy--;
 	cma_p2p_idle();
 	cma_p2p_unlock();

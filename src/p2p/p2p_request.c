@@ -137,15 +137,23 @@ static bool cma_p2p_must_ask(const struct cma_id_private *listen_priv,
 	       !cma_id_is_iwarp(listen_priv);
 }
 
-/* Under p2p_lock: keep the request while its sender is asked about it. */
+/*
+ * Under p2p_lock: keep the request while its sender is asked about it;
+ * NULL (to be refused for now) past the limits of held requests, which
+ * bound what a peer can make us ask too, or without memory.
+ */
 static struct cma_p2p_held *
 cma_p2p_asking_new(struct cma_p2p_listener *lis, uint32_t handle,
 		   const struct cma_p2p_key *key, const struct cma_p2p_hdr *hdr,
 		   const struct rdma_ucm_event_resp *resp,
 		   const struct rdma_ucm_query_route_resp *route)
 {
-	struct cma_p2p_held *h = cma_zalloc(sizeof(*h));
+	unsigned int max = cma_p2p_max_held();
+	struct cma_p2p_held *h;
 
+	if (lis->asking >= max || p2p_asking.len >= 4 * (size_t)max)
+		return NULL;
+	h = cma_zalloc(sizeof(*h));
 	if (!h)
 		return NULL;
 	h->lis = lis;
@@ -157,6 +165,7 @@ cma_p2p_asking_new(struct cma_p2p_listener *lis, uint32_t handle,
 	h->has_route = true;
 	h->serial = ++p2p_asking_serial;
 	cma_list_append(&p2p_asking, &h->lnode);
+	lis->asking++;
 	return h;
 }
 
@@ -175,8 +184,8 @@ static struct cma_p2p_held *cma_p2p_asking_find(uint64_t serial)
 static void cma_p2p_asking_unlink(struct cma_p2p_held *h)
 {
 	cma_list_unlink(&p2p_asking, &h->lnode);
-	if (h->query)
-		cma_p2p_query_cancel(h->query);
+	h->lis->asking--;
+	cma_p2p_query_cancel(h->serial);
 }
 
 void cma_p2p_asking_drop(struct cma_p2p_listener *lis)
@@ -199,7 +208,7 @@ void cma_p2p_asking_drop(struct cma_p2p_listener *lis)
  * is refused for good, an unanswered question for now (a live sender
  * sends again, and is asked again).
  */
-static void cma_p2p_answered(void *arg, enum cma_p2p_liveness verdict)
+static void cma_p2p_answered(uint64_t serial, enum cma_p2p_liveness verdict)
 {
 	static const char *const says[] = {"no answer", "current", "stale"};
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
@@ -209,9 +218,10 @@ static void cma_p2p_answered(void *arg, enum cma_p2p_liveness verdict)
 
 	a.conn = NULL;
 	cma_p2p_lock();
-	h = cma_p2p_asking_find((uint64_t)(uintptr_t)arg);
+	h = cma_p2p_asking_find(serial);
 	if (h) {
 		cma_list_unlink(&p2p_asking, &h->lnode);
+		h->lis->asking--;
 		lfd = cma_id_fd(h->lis->id_priv);
 		cma_p2p_dbg("request %s, handle %u, REQ %u: %s",
 			    cma_p2p_key_str(&h->key, kb, sizeof(kb)),
@@ -251,7 +261,6 @@ static void cma_p2p_ask(uint64_t serial,
 			const struct cma_p2p_hdr *hdr, uint32_t qpn)
 {
 	struct sockaddr_storage src, dst;
-	struct cma_p2p_query *q;
 	struct cma_p2p_held *h;
 
 	memset(&src, 0, sizeof(src));
@@ -260,16 +269,13 @@ static void cma_p2p_ask(uint64_t serial,
 	memcpy(&dst, &route->dst_addr, sizeof(route->dst_addr));
 	cma_p2p_set_port(&src, 0);
 	cma_p2p_set_port(&dst, hdr->port);
-	q = cma_p2p_query_start((struct sockaddr *)&src,
-				(struct sockaddr *)&dst, hdr, qpn,
-				cma_p2p_answered, (void *)(uintptr_t)serial);
+	if (!cma_p2p_query_start((struct sockaddr *)&src,
+				 (struct sockaddr *)&dst, hdr, qpn,
+				 cma_p2p_answered, serial))
+		return;
 	cma_p2p_lock();
 	h = cma_p2p_asking_find(serial);
-	if (h && q) {
-		h->query = q;
-	} else if (q) {
-		cma_p2p_query_cancel(q); /* dropped meanwhile */
-	} else if (h) {
+	if (h) {
 		cma_p2p_asking_unlink(h);
 		cma_p2p_held_drop(h); /* refused for now: it comes again */
 	}

@@ -60,6 +60,8 @@ struct cma_p2p_listener {
 	/* Its held requests, oldest first: the first one's deadline is due first. */
 	struct cma_list held;
 	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
+	/* Its requests whose senders are being asked about them. */
+	unsigned int asking;
 };
 
 struct cma_p2p_held {
@@ -77,10 +79,9 @@ struct cma_p2p_held {
 	bool has_route;
 	/*
 	 * Asking its sender whether it is current (not held yet: lnode is in
-	 * p2p_request.c's list of those): the question, and the serial its
-	 * answer names it by (the answer may come after it was dropped).
+	 * p2p_request.c's list of those): the serial its question and answer
+	 * name it by (the answer may come after it was dropped).
 	 */
-	struct cma_p2p_query *query;
 	uint64_t serial;
 };
 
@@ -323,6 +324,7 @@ void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 uint64_t cma_p2p_own_incarnation(void);
 /* The number of our next REQ (p2p_lock held). */
 uint32_t cma_p2p_next_req_number(void);
+bool cma_p2p_req_out(const struct cma_p2p_conn *conn);
 /* The connect whose REQ out is numbered @number, from QP @qpn, or NULL. */
 struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number);
 /* Keep @h (its listener's list and the hash); refuses the oldest held
@@ -524,7 +526,7 @@ enum cma_p2p_liveness {
 };
 
 /* Called once, without any lock, from the service thread. */
-typedef void (*cma_p2p_liveness_fn)(void *arg,
+typedef void (*cma_p2p_liveness_fn)(uint64_t serial,
 				     enum cma_p2p_liveness verdict);
 
 /*
@@ -537,22 +539,21 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 /* The p2p listener on @port goes: its companions with it. */
 void cma_p2p_companions_drop(uint16_t port);
 
-struct cma_p2p_query;
 /*
  * The higher end: ask the lower end at @dst (its listener's port) whether
  * @req, which came from QP @qpn, is still its QP's current REQ; @done
- * tells, with @arg.  NULL/errno if the question cannot be asked.  Without
- * p2p_lock.
+ * tells, naming the question @serial.  0, or -1/errno if it cannot be
+ * asked.  Without p2p_lock.
  */
-struct cma_p2p_query *cma_p2p_query_start(const struct sockaddr *src,
-					  const struct sockaddr *dst,
-					  const struct cma_p2p_hdr *req,
-					  uint32_t qpn,
-					  cma_p2p_liveness_fn done, void *arg);
-/* @done will not be called (it may be running: @arg must be looked up). */
-void cma_p2p_query_cancel(struct cma_p2p_query *q);
+int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
+			const struct cma_p2p_hdr *req, uint32_t qpn,
+			cma_p2p_liveness_fn done, uint64_t serial);
+/* @done will not be called for @serial (unless it is running already). */
+void cma_p2p_query_cancel(uint64_t serial);
 /* Tests whose service thread is parked read the channel themselves. */
 void cma_p2p_verify_serve_now(void);
+/* Fuzz targets start each input afresh: everything of p2p_verify.c goes. */
+void cma_p2p_verify_reset(void);
 
 /* --- p2p_request.c: asking before holding or adopting ------------------- */
 

@@ -27,8 +27,11 @@
  * service thread (timer.c, cma_service_add_handler) as an application
  * reads its channel: non-blocking rdma_get_cm_event, then the calls the
  * event asks for.  Its ids are ordinary datagram ids: p2p never looks at
- * them.  Everything here is under verify_lock; p2p_lock is taken inside
- * it only to read or report, never the other way round.
+ * them.  verify_lock covers the lists and the channel pointer only; it is
+ * taken under p2p_lock (a request dropped cancels its question), so no
+ * library call and no p2p_lock is ever taken under it.  A question's
+ * events are read by one thread at a time (the channel's reader), so its
+ * steps need no lock; its verdict callback is read under verify_lock.
  */
 #include <config.h>
 
@@ -37,8 +40,10 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cm/cma.h"
+#include "util/fd_high.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
 
@@ -69,13 +74,56 @@ struct cma_p2p_query {
 	enum cma_p2p_query_step step;
 	struct cma_p2p_hdr ask; /* the QUERY: the REQ it names */
 	cma_p2p_liveness_fn done; /* NULL once cancelled */
-	void *arg;
+	uint64_t serial; /* what the asker names it by */
+};
+
+/* An id whose destroy the kernel refused: tried again on the next read. */
+struct cma_p2p_orphan {
+	struct cma_p2p_orphan *next;
+	struct rdma_cm_id *id;
 };
 
 static pthread_mutex_t verify_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_event_channel *verify_ch;
 static struct cma_p2p_companion *companions;
 static struct cma_p2p_query *queries;
+static struct cma_p2p_orphan *orphans;
+
+/*
+ * Destroy one of our ids; if the kernel refuses, keep it to try again
+ * (cma_p2p_orphans_retry): nothing of ours is dropped on the floor.
+ */
+static void cma_p2p_id_destroy(struct rdma_cm_id *id)
+{
+	struct cma_p2p_orphan *o;
+
+	if (!rdma_destroy_id(id))
+		return;
+	o = malloc(sizeof(*o));
+	if (!o)
+		return;
+	o->id = id;
+	pthread_mutex_lock(&verify_lock);
+	o->next = orphans;
+	orphans = o;
+	pthread_mutex_unlock(&verify_lock);
+}
+
+static void cma_p2p_orphans_retry(void)
+{
+	struct cma_p2p_orphan *o, *next;
+
+	pthread_mutex_lock(&verify_lock);
+	o = orphans;
+	orphans = NULL;
+	pthread_mutex_unlock(&verify_lock);
+	for (; o; o = next) {
+		next = o->next;
+		cma_p2p_id_destroy(o->id);
+		free(o);
+	}
+}
 
 /* --- the channel -------------------------------------------------------- */
 
@@ -92,6 +140,7 @@ static void cma_p2p_verify_atfork_child(void)
 	struct cma_p2p_companion *c;
 
 	pthread_mutex_init(&verify_lock, NULL);
+	pthread_mutex_init(&make_lock, NULL);
 	while ((c = companions)) {
 		companions = c->next;
 		free(c);
@@ -109,26 +158,45 @@ static void cma_p2p_verify_once(void)
 	pthread_atfork(NULL, NULL, cma_p2p_verify_atfork_child);
 }
 
-/* The library's own channel, made and handed to the service thread once. */
-static struct rdma_event_channel *cma_p2p_verify_channel(void)
+static struct rdma_event_channel *cma_p2p_verify_channel_make(void)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct rdma_event_channel *ch;
 	int flags;
 
-	pthread_once(&once, cma_p2p_verify_once);
-	if (verify_ch)
-		return verify_ch;
 	ch = rdma_create_event_channel();
 	if (!ch)
 		return NULL;
+	/* Ours, not the application's: out of its way, as the others. */
+	ch->fd = cma_fd_move_high(ch->fd, fcntl, close);
 	flags = fcntl(ch->fd, F_GETFL);
 	if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) ||
 	    cma_service_add_handler(ch, ch->fd, cma_p2p_verify_serve)) {
 		rdma_destroy_event_channel(ch);
 		return NULL;
 	}
+	pthread_mutex_lock(&verify_lock);
 	verify_ch = ch;
+	pthread_mutex_unlock(&verify_lock);
+	return ch;
+}
+
+/*
+ * The library's own channel, made and handed to the service thread once
+ * (under make_lock, inside which only verify_lock is taken).
+ */
+static struct rdma_event_channel *cma_p2p_verify_channel(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct rdma_event_channel *ch;
+
+	pthread_once(&once, cma_p2p_verify_once);
+	pthread_mutex_lock(&make_lock);
+	pthread_mutex_lock(&verify_lock);
+	ch = verify_ch;
+	pthread_mutex_unlock(&verify_lock);
+	if (!ch)
+		ch = cma_p2p_verify_channel_make();
+	pthread_mutex_unlock(&make_lock);
 	return ch;
 }
 
@@ -153,26 +221,36 @@ static void cma_p2p_sockaddr(sa_family_t family, const uint8_t addr[16],
 	}
 }
 
+static struct cma_p2p_companion *
+cma_p2p_companion_find(sa_family_t family, const uint8_t addr[16],
+		       uint16_t port)
+{
+	struct cma_p2p_companion *c;
+
+	for (c = companions; c; c = c->next)
+		if (c->port == port && c->family == family &&
+		    !memcmp(c->addr, addr, 16))
+			return c;
+	return NULL;
+}
+
 int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 			     uint16_t port)
 {
-	struct cma_p2p_companion *c;
 	struct rdma_event_channel *ch;
+	struct cma_p2p_companion *c;
 	struct sockaddr_storage ss;
 	struct rdma_cm_id *id;
+	bool have;
 	int err;
 
 	if (family != AF_INET && family != AF_INET6)
 		return 0; /* AF_IB: not asked (rdma_cm_p2p(7), LATE COPIES) */
 	pthread_mutex_lock(&verify_lock);
-	for (c = companions; c; c = c->next)
-		if (c->port == port && c->family == family &&
-		    !memcmp(c->addr, addr, 16))
-			break;
-	if (c) {
-		pthread_mutex_unlock(&verify_lock);
+	have = cma_p2p_companion_find(family, addr, port);
+	pthread_mutex_unlock(&verify_lock);
+	if (have)
 		return 0;
-	}
 	ch = cma_p2p_verify_channel();
 	c = calloc(1, sizeof(*c));
 	if (!ch || !c || rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
@@ -180,7 +258,7 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 	cma_p2p_sockaddr(family, addr, port, &ss);
 	if (rdma_bind_addr(id, (struct sockaddr *)&ss) || rdma_listen(id, 64)) {
 		err = errno;
-		rdma_destroy_id(id);
+		cma_p2p_id_destroy(id);
 		errno = err;
 		goto fail;
 	}
@@ -188,13 +266,20 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 	memcpy(c->addr, addr, 16);
 	c->port = port;
 	c->id = id;
-	c->next = companions;
-	companions = c;
+	pthread_mutex_lock(&verify_lock);
+	have = cma_p2p_companion_find(family, addr, port);
+	if (!have) {
+		c->next = companions;
+		companions = c;
+	}
 	pthread_mutex_unlock(&verify_lock);
+	if (have) { /* another connect made it meanwhile */
+		cma_p2p_id_destroy(id);
+		free(c);
+	}
 	return 0;
 fail:
 	err = errno ? errno : ENOMEM;
-	pthread_mutex_unlock(&verify_lock);
 	free(c);
 	cma_p2p_dbg("port %u: no companion listener (%s)", port,
 		    strerror(err));
@@ -218,7 +303,7 @@ void cma_p2p_companions_drop(uint16_t port)
 	pthread_mutex_unlock(&verify_lock);
 	while ((c = gone)) {
 		gone = c->next;
-		rdma_destroy_id(c->id);
+		cma_p2p_id_destroy(c->id);
 		free(c);
 	}
 }
@@ -236,7 +321,7 @@ static void cma_p2p_answer(struct rdma_cm_event *ev)
 	    q.kind != CMA_P2P_QUERY) {
 		rdma_ack_cm_event(ev);
 		rdma_reject(req, NULL, 0);
-		rdma_destroy_id(req);
+		cma_p2p_id_destroy(req);
 		return;
 	}
 	rdma_ack_cm_event(ev);
@@ -249,14 +334,13 @@ static void cma_p2p_answer(struct rdma_cm_event *ev)
 		    a.flags ? "live" : "stale");
 	cma_p2p_hdr_encode(&a, buf);
 	rdma_reject(req, buf, sizeof(buf));
-	rdma_destroy_id(req);
+	cma_p2p_id_destroy(req);
 }
 
 /* --- the higher end: asking --------------------------------------------- */
 
 /* Unlink @q (verify_lock held); its verdict callback, if still wanted. */
-static cma_p2p_liveness_fn cma_p2p_query_unlink(struct cma_p2p_query *q,
-					       void **arg)
+static cma_p2p_liveness_fn cma_p2p_query_unlink(struct cma_p2p_query *q)
 {
 	struct cma_p2p_query **pp;
 
@@ -265,58 +349,78 @@ static cma_p2p_liveness_fn cma_p2p_query_unlink(struct cma_p2p_query *q,
 			*pp = q->next;
 			break;
 		}
-	*arg = q->arg;
 	return q->done;
 }
 
-struct cma_p2p_query *cma_p2p_query_start(const struct sockaddr *src,
-					  const struct sockaddr *dst,
-					  const struct cma_p2p_hdr *req,
-					  uint32_t qpn,
-					  cma_p2p_liveness_fn done, void *arg)
+/* Over: @q's id goes, then its asker hears @verdict if it still wants to. */
+static void cma_p2p_query_end(struct cma_p2p_query *q,
+			      enum cma_p2p_liveness verdict)
 {
-	struct rdma_event_channel *ch;
-	struct cma_p2p_query *q = calloc(1, sizeof(*q));
+	cma_p2p_liveness_fn done;
 
-	if (!q)
-		return NULL;
+	pthread_mutex_lock(&verify_lock);
+	done = cma_p2p_query_unlink(q);
+	pthread_mutex_unlock(&verify_lock);
+	cma_p2p_id_destroy(q->id);
+	if (done)
+		done(q->serial, verdict);
+	free(q);
+}
+
+int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
+			const struct cma_p2p_hdr *req, uint32_t qpn,
+			cma_p2p_liveness_fn done, uint64_t serial)
+{
+	struct rdma_event_channel *ch = cma_p2p_verify_channel();
+	struct cma_p2p_query *q = calloc(1, sizeof(*q));
+	int err;
+
+	if (!ch || !q || rdma_create_id(ch, &q->id, q, RDMA_PS_UDP)) {
+		err = errno ? errno : ENOMEM;
+		free(q);
+		return cma_err(err);
+	}
 	q->ask.kind = CMA_P2P_QUERY;
 	q->ask.qpn = qpn;
 	q->ask.incarnation = req->incarnation;
 	q->ask.number = req->number;
 	q->done = done;
-	q->arg = arg;
+	q->serial = serial;
 	q->step = CMA_P2P_Q_ADDR;
 	pthread_mutex_lock(&verify_lock);
-	ch = cma_p2p_verify_channel();
-	if (!ch || rdma_create_id(ch, &q->id, q, RDMA_PS_UDP)) {
-		pthread_mutex_unlock(&verify_lock);
-		free(q);
-		return NULL;
-	}
 	q->next = queries;
 	queries = q;
+	pthread_mutex_unlock(&verify_lock);
+	/* Its events may be read at once, on the service thread. */
 	if (rdma_resolve_addr(q->id, (struct sockaddr *)src,
 			      (struct sockaddr *)dst,
 			      CMA_P2P_VERIFY_RESOLVE_MS)) {
-		cma_p2p_query_unlink(q, &arg);
+		err = errno;
+		pthread_mutex_lock(&verify_lock);
+		cma_p2p_query_unlink(q);
 		pthread_mutex_unlock(&verify_lock);
-		rdma_destroy_id(q->id);
+		cma_p2p_id_destroy(q->id);
 		free(q);
-		return NULL;
+		return cma_err(err);
 	}
-	pthread_mutex_unlock(&verify_lock);
-	return q;
+	return 0;
 }
 
-void cma_p2p_query_cancel(struct cma_p2p_query *q)
+void cma_p2p_query_cancel(uint64_t serial)
 {
+	struct cma_p2p_query *q;
+
 	pthread_mutex_lock(&verify_lock);
-	q->done = NULL;
+	for (q = queries; q; q = q->next)
+		if (q->serial == serial)
+			q->done = NULL;
 	pthread_mutex_unlock(&verify_lock);
 }
 
-/* The next step of @q after @ev, or its verdict (then true: it is over). */
+/*
+ * The next step of @q after @ev, or its verdict (then true: it is over).
+ * Only the channel's reader runs it: no lock.
+ */
 static bool cma_p2p_query_step(struct cma_p2p_query *q,
 			       const struct rdma_cm_event *ev,
 			       enum cma_p2p_liveness *verdict)
@@ -358,22 +462,15 @@ static void cma_p2p_query_event(struct rdma_cm_event *ev)
 {
 	struct cma_p2p_query *q = ev->id->context;
 	enum cma_p2p_liveness verdict;
-	cma_p2p_liveness_fn done = NULL;
-	void *arg = NULL;
-	bool over;
+	bool over = cma_p2p_query_step(q, ev, &verdict);
 
-	pthread_mutex_lock(&verify_lock);
-	over = cma_p2p_query_step(q, ev, &verdict);
-	if (over)
-		done = cma_p2p_query_unlink(q, &arg);
-	pthread_mutex_unlock(&verify_lock);
+	if (over && verdict == CMA_P2P_UNKNOWN)
+		cma_p2p_dbg("question about REQ %u of QP %u: %s, status %d",
+			    q->ask.number, q->ask.qpn,
+			    rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
-	if (!over)
-		return;
-	rdma_destroy_id(q->id);
-	free(q);
-	if (done)
-		done(arg, verdict);
+	if (over)
+		cma_p2p_query_end(q, verdict);
 }
 
 /* The service thread: the channel's fd is readable. */
@@ -382,6 +479,7 @@ static bool cma_p2p_verify_serve(struct rdma_event_channel *channel)
 	struct rdma_cm_event *ev;
 	int i;
 
+	cma_p2p_orphans_retry();
 	for (i = 0; i < 16; i++) {
 		if (rdma_get_cm_event(channel, &ev))
 			return true; /* drained (EAGAIN) */
@@ -405,4 +503,39 @@ void cma_p2p_verify_serve_now(void)
 	pthread_mutex_unlock(&verify_lock);
 	if (ch)
 		cma_p2p_verify_serve(ch);
+}
+
+/*
+ * For fuzz targets, which run many inputs in one process on a fresh fake
+ * kernel each: the channel, its ids and the questions go, unanswered.
+ */
+void cma_p2p_verify_reset(void)
+{
+	struct cma_p2p_companion *c, *cn;
+	struct cma_p2p_query *q, *qn;
+	struct rdma_event_channel *ch;
+
+	pthread_mutex_lock(&verify_lock);
+	c = companions;
+	q = queries;
+	ch = verify_ch;
+	companions = NULL;
+	queries = NULL;
+	verify_ch = NULL;
+	pthread_mutex_unlock(&verify_lock);
+	for (; c; c = cn) {
+		cn = c->next;
+		cma_p2p_id_destroy(c->id);
+		free(c);
+	}
+	for (; q; q = qn) {
+		qn = q->next;
+		cma_p2p_id_destroy(q->id);
+		free(q);
+	}
+	cma_p2p_orphans_retry();
+	if (ch) {
+		cma_service_remove(ch, ch->fd);
+		rdma_destroy_event_channel(ch);
+	}
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * An intrusive doubly linked list with its length, for the bounded queues
- * that evict their oldest member: p2p's held requests, challenges,
+ * that evict their oldest member: p2p's held requests,
  * strangers and connects waiting for the window, rsocket's datagram
  * destinations.  A zeroed list is empty, so the calloc'd or static owner
  * needs no initialiser; a node knows nothing of its list, so unlinking

@@ -9,9 +9,11 @@
  * without the p2p REJ header, CONNECT_RESPONSE with or without the REP
  * header, ESTABLISHED, DISCONNECTED, errors), time passing (the monotonic
  * clock is the harness's, so hold and connect timers expire on demand),
- * headers of either version (1: 16 bytes; 2: 24, with an incarnation),
- * requests from an IB QP (challenged) or without one, answering the
- * library's last challenge or not, refusals that challenge our REQ,
+ * headers of either version (1: 16 bytes; 3: 24, with an incarnation and
+ * a REQ number), numbered requests from an IB QP (the library asks about
+ * them on its own channel) or unnumbered ones, answers to its questions
+ * (any event on the question's kernel id, with or without an ANSWER),
+ * questions to our companion listener about our REQs, stale refusals,
  * the application accepting, rejecting, disconnecting and destroying ids
  * (the listener too), and commands the kernel fails (through the fake's
  * hook).  Everything the library delivers must name an id the application
@@ -202,6 +204,16 @@ int cma_service_add(struct rdma_event_channel *channel, int kfd)
 	abort(); /* a channel was served after all */
 }
 
+/* The library's own channel (p2p_verify.c): pump() reads it. */
+int cma_service_add_handler(struct rdma_event_channel *channel, int fd,
+			    bool (*handle)(struct rdma_event_channel *channel))
+{
+	(void)channel;
+	(void)fd;
+	(void)handle;
+	return 0;
+}
+
 void cma_service_remove(struct rdma_event_channel *channel, int kfd)
 {
 	(void)channel;
@@ -295,6 +307,7 @@ static void pump(void)
 	int n;
 
 	run_timers();
+	cma_p2p_verify_serve_now(); /* as the service thread would */
 	/*
 	 * As an application does: poll, then read.  An empty read costs the
 	 * channel a timerfd re-arm, most of what a pump did; the fd's
@@ -357,17 +370,19 @@ static struct ibv_qp_init_attr qp_attr(void)
 /* --- operations ----------------------------------------------------------- */
 
 /*
- * Private data: a p2p header of @kind (0: none), then @n bytes.  A REQ
- * with a @challenge answers it; a REJ_CHALLENGE gives it.
+ * Private data: a p2p header of @kind (0: none), then @n bytes.  A REQ,
+ * QUERY or ANSWER names REQ @number (QUERY, ANSWER: from QP @tag).
  */
 static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
-			 uint16_t port, uint64_t tag, uint64_t challenge)
+			 uint16_t port, uint64_t tag, uint32_t number)
 {
+	bool asks = kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER;
 	struct cma_p2p_hdr hdr = {.kind = kind,
 				  .flags = flags,
 				  .port = port,
-				  .tag = tag,
-				  .challenge = challenge,
+				  .tag = asks ? 0 : tag,
+				  .qpn = asks ? (uint32_t)tag : 0,
+				  .number = number,
 				  .data_len = 0};
 	uint8_t len = 0, b;
 
@@ -383,37 +398,36 @@ static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 	if (kind) {
 		/* b: data length, bit 3 version 1, bits 4-5 the incarnation */
 		b = take8();
-		hdr.data_len = b % 8;
+		hdr.data_len = asks ? 0 : b % 8;
 		hdr.len = b & 8 ? CMA_P2P_HDR_LEN_V1 : CMA_P2P_HDR_LEN;
 		hdr.incarnation = (b >> 4) & 3; /* 0: not stated */
-		if (kind == CMA_P2P_REQ && challenge)
-			hdr.flags |= CMA_P2P_F_ANSWER;
+		if (kind == CMA_P2P_ANSWER && (b & 0x40))
+			hdr.flags |= CMA_P2P_F_LIVE;
+		if (kind != CMA_P2P_REQ && !asks)
+			hdr.number = 0;
 		len = (uint8_t)(cma_p2p_hdr_encode(&hdr, pd) + hdr.data_len);
 	}
 	return len;
 }
 
-/* The challenge in the library's last refusal of a request (0: none). */
-static uint64_t last_challenge(void)
+/* A datagram listener of the library's own (its companion), or 0. */
+static uint32_t companion_kid(void)
 {
-	const struct fake_cmd *c = fake_ucma_last(RDMA_USER_CM_CMD_REJECT);
-	const struct rdma_ucm_reject *k;
-	struct cma_p2p_hdr hdr;
+	const struct fake_kid *k;
+	uint32_t h;
 
-	if (!c)
-		return 0;
-	k = (const void *)c->body;
-	if (cma_p2p_hdr_parse(k->private_data, k->private_data_len, &hdr) !=
-		    CMA_P2P_OK ||
-	    hdr.kind != CMA_P2P_REJ_CHALLENGE)
-		return 0;
-	return hdr.challenge;
+	for (h = 1; h <= 64; h++) {
+		k = fake_ucma_kid(h);
+		if (k && k->live && k->listening && k->ps == RDMA_PS_UDP)
+			return h;
+	}
+	return 0;
 }
 
 /*
  * op 0: a peer's request to our listener.  a: sender and header kind; c:
- * from an IB QP (challenged) or not (iWARP's), answering the library's
- * last challenge or not.
+ * from an IB QP or not (iWARP's), numbered or not; or a peer's question
+ * to our companion listener about one of our REQs.
  */
 static void op_peer_req(void)
 {
@@ -423,6 +437,17 @@ static void op_peer_req(void)
 	uint32_t child = 0;
 	uint8_t kind;
 
+	if ((c & 0xc0) == 0xc0 && companion_kid()) {
+		r = fake_ucma_conn_req(companion_kid(), &child);
+		if (!r)
+			return;
+		r->param.ud.private_data_len = put_pdata(
+			r->param.ud.private_data,
+			a & 0x80 ? 0xff : CMA_P2P_QUERY, 0, PORT, 0x99,
+			(c >> 2) & 7);
+		memcpy(&fake_ucma_kid(child)->dst, &from, sizeof(from));
+		return;
+	}
 	if (!listener)
 		return;
 	switch ((a >> 2) & 3) {
@@ -443,7 +468,7 @@ static void op_peer_req(void)
 	r->param.conn.private_data_len = put_pdata(
 		r->param.conn.private_data, kind, (a >> 2) & 1 ? 1 : 0,
 		(uint16_t)(PORT + ((b >> 3) & 1)), (b >> 4) & 3,
-		c & 2 ? last_challenge() : 0);
+		c & 2 ? ((c >> 2) & 7) + 1u : 0);
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = c & 1 ? 0x99 : 0;
@@ -485,6 +510,35 @@ static void op_connect(void)
 	(void)rdma_connect(id, &p);
 }
 
+/*
+ * A question of the library's (a datagram id on its own channel): its
+ * resolutions, the SIDR answer (UNREACHABLE, status 2, an ANSWER or
+ * anything else in the UD private data), or its failures.
+ */
+static void op_question_event(const struct fake_kid *kid, uint8_t e,
+			      uint8_t k)
+{
+	static const uint32_t events[] = {
+		RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED,
+		RDMA_CM_EVENT_UNREACHABLE,   RDMA_CM_EVENT_UNREACHABLE,
+		RDMA_CM_EVENT_ADDR_ERROR,    RDMA_CM_EVENT_ROUTE_ERROR,
+		RDMA_CM_EVENT_ESTABLISHED,   RDMA_CM_EVENT_UNREACHABLE,
+	};
+	uint32_t ev = events[e % 8];
+	struct rdma_ucm_event_resp *r;
+
+	r = fake_ucma_event(kid->handle, ev,
+			    ev == RDMA_CM_EVENT_UNREACHABLE && !(e & 0x80)
+				    ? 2
+				    : (e & 0x40 ? -110 : 0));
+	if (!r || ev != RDMA_CM_EVENT_UNREACHABLE)
+		return;
+	r->param.ud.private_data_len =
+		put_pdata(r->param.ud.private_data,
+			  k & 1 ? CMA_P2P_ANSWER : 0xff, 0, 0, 0x99,
+			  ((k >> 1) & 7) + 1u);
+}
+
 /* op 2: the kernel reports an event on any of its ids. */
 static void op_kernel_event(void)
 {
@@ -501,7 +555,7 @@ static void op_kernel_event(void)
 					CMA_P2P_REJ_BAD,
 					CMA_P2P_REQ,
 					0xff,
-					CMA_P2P_REJ_CHALLENGE};
+					CMA_P2P_REJ_STALE};
 	uint8_t h = take8(), e = take8(), k = take8();
 	struct rdma_ucm_event_resp *r;
 	struct fake_kid *kid = fake_ucma_kid(1 + h % 64);
@@ -513,6 +567,10 @@ static void op_kernel_event(void)
 	 */
 	if (!kid || !kid->live || kid->listening || !kid->uid)
 		return;
+	if (kid->ps == RDMA_PS_UDP) {
+		op_question_event(kid, e, k);
+		return;
+	}
 	r = fake_ucma_event(kid->handle, events[e % 8],
 			    events[e % 8] == RDMA_CM_EVENT_REJECTED
 				    ? (e & 0x80 ? 28 : 8)
@@ -637,6 +695,7 @@ static void teardown(void)
 	if (listener && rdma_destroy_id(listener))
 		abort();
 	listener = NULL;
+	cma_p2p_verify_reset(); /* the next input has a fresh kernel */
 	rdma_destroy_event_channel(ch);
 	ch = NULL;
 	fake_ucma_set_hook(NULL);

@@ -325,6 +325,42 @@ START_TEST(listener_destroyed_while_asking)
 }
 END_TEST
 
+/*
+ * What a peer can make us ask is bounded like what it can make us hold:
+ * past RDMA_CM_P2P_MAX_HELD questions at once a new REQ is refused for
+ * now, without one.
+ */
+START_TEST(questions_are_bounded)
+{
+	uint32_t req[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		req_number = (uint32_t)(10 + i);
+		req[i] = peer_request("192.0.2.0", 0, "hers");
+		expect_nothing();
+	}
+	await_on(RDMA_USER_CM_CMD_REJECT, req[2], 1);
+	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req[2]).kind,
+			  CMA_P2P_REJ_RETRY);
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req[0]), 0);
+	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req[1]), 0);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
+}
+END_TEST
+
+static void capped_setup(void)
+{
+	setenv("RDMA_CM_P2P_MAX_HELD", "2", 1);
+	higher_setup();
+}
+
+static void capped_teardown(void)
+{
+	unsetenv("RDMA_CM_P2P_MAX_HELD");
+	higher_teardown();
+}
+
 Suite *p2p_verify_suite(void)
 {
 	Suite *s = suite_create("p2p_verify");
@@ -341,6 +377,10 @@ Suite *p2p_verify_suite(void)
 	tcase_add_test(th, higher_end_refuses_for_now_without_an_answer);
 	tcase_add_test(th, higher_end_holds_a_req_said_live);
 	tcase_add_test(th, listener_destroyed_while_asking);
+	suite_add_tcase(s, th);
+	th = tcase_create("caps");
+	tcase_add_checked_fixture(th, capped_setup, capped_teardown);
+	tcase_add_test(th, questions_are_bounded);
 	suite_add_tcase(s, th);
 	return s;
 }
