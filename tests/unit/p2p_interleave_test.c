@@ -13,9 +13,10 @@
  * (a connect on a fresh id, destroying an attempt's id), B's (a connect,
  * giving an attempt up, sending a refused REQ again, being killed and
  * started again with a new incarnation), the delivery of each message in
- * flight in either direction (REQ, REP, RTU, the refusals and the
- * kernel's own reports), its loss where the IB CM lets the library see
- * one, and the expiry of each of A's timers.  The explorer enumerates the
+ * flight in either direction (REQ, REP, RTU, the refusals, the
+ * questions about REQs and their answers, and the kernel's own
+ * reports), its loss where the IB CM lets the library see one, and the
+ * expiry of each of A's timers.  The explorer enumerates the
  * choices depth first up to a depth bound; each prefix is replayed from a
  * fresh state in a fork()ed child and then completed the fair way (every
  * message delivered, every connect made, timers last), and the outcome
@@ -26,11 +27,12 @@
  * timer expires.  And the library's service thread is parked inside a
  * timer of ours for the whole schedule, so that nothing fires on the wall
  * clock: the checker runs the expire function of a due timer itself, as
- * the thread would, and reads the served channel's kernel events itself
- * (cma_event_serve) after each step, as the thread would between the
- * steps of the peer.  The channel is served, so its fd must be readable
- * exactly when rdma_get_cm_event has an event, which is checked before
- * every read.
+ * the thread would, and has the library read the served channel's
+ * kernel events (cma_event_serve) and those of p2p's own verify channel
+ * (cma_p2p_verify_serve_now) after each step, as the thread would
+ * between the steps of the peer.  The channel is served, so its fd must
+ * be readable exactly when rdma_get_cm_event has an event, which is
+ * checked before every read.
  *
  * P2P_INTERLEAVE_DEPTH sets the depth bound, P2P_INTERLEAVE_FAULTS how many
  * losses and refusals a schedule may choose (P2P_INTERLEAVE_KILLS the
@@ -38,21 +40,48 @@
  * once.  A violation is printed with its schedule and the choices that
  * make it: P2P_INTERLEAVE_REPLAY=lower:1,3,0 runs that one alone.
  *
- * B lower's REQs come from a QP of B's attempt and must answer A's
- * challenge (src/p2p/p2p_challenge.c); A's CM may refuse one unseen (as
- * if A's listener were not up yet) while B's CM has sent a copy that
- * comes later, B's REQs from one QP keeping their order, and A's CM
- * refuses a REQ from a QP it still holds another request or a connection
- * from (reason 10, disconnecting a connection).  In the B higher case B
- * may challenge A's REQ, which A must answer.
+ * Late copies (src/p2p/p2p_verify.c).  Every REQ states its sender's
+ * number for it, its QP and its sender's incarnation; the higher end
+ * asks the lower end whether it is still current before it holds or
+ * adopts it, and the lower end answers from its own state.  B lower:
+ * B's REQs come from a QP of B's attempt, numbered by B's process; A's
+ * library asks on its verify channel (a UDP id: its address and route
+ * resolve at once, then a SIDR REQ, a QUERY, is a message to B), and B's
+ * answer is a message back (UNREACHABLE, status 2, the ANSWER in its
+ * data; status 1 while no B process listens; lost: -ETIMEDOUT), live iff
+ * an attempt of that process is pending on that very REQ.  B higher: A's
+ * REQs carry A's numbers and A makes its companion listener before the
+ * first; B asks about each REQ it receives (a CONNECT_REQUEST on the
+ * companion, the QUERY in its data), A answers (a REJECT with an ANSWER,
+ * checked against what the checker knows of that REQ), and B holds or
+ * adopts a live one as before, refuses a stale one for good (REJ_STALE)
+ * and one it had no answer for, for now.  A question or its answer may
+ * be lost.  Either end's CM may refuse a REQ unseen (as if the listener
+ * were not up yet) while the sender's CM has sent a copy that comes
+ * later; once a REJ or a timeout ends one of A's REQs in A's CM, its
+ * kernel id refuses the INIT attributes, as the kernel's does, which
+ * A's answer looks at.  The
+ * premise of asking is modelled, not assumed: messages from one CM to
+ * the other travel one path in order, so a question or an answer
+ * overtakes nothing its CM sent before it (the refusal of a REQ reaches
+ * the sender before a question about its copy); other messages may
+ * overtake each other across connections, which the wire never does.
+ * B's REQs from one QP keep their order, and A's CM refuses a REQ from a
+ * QP it still holds (or asks about) another request or a connection from
+ * (reason 10, disconnecting a connection).  A late copy is never held or
+ * adopted: by A (a copy of B's REQ) nor by B (a copy of A's).
  *
- * What the model leaves out: copies of a REQ A's library has seen (the
- * CM's duplicates while its kernel id lives), a request that sits in A's
- * CM unread while another from its QP arrives (A reads each as it is
- * delivered), lost RTUs, REJs and DREQs (the CM sends them again), a REJ
- * that overtakes its REQ, B's REQs in the B higher case (a peer breaking
- * the rule), explicit tags, iWARP, the hold and the held request caps,
- * the window of REQs out (A makes 3), A's own kernel failing a command.
+ * What the model leaves out: copies of a REQ whose kernel id lives (the
+ * CM answers them), copies of a REQ a library refused (only the CM's
+ * unseen refusal makes one), a request that sits in A's CM unread while
+ * another from its QP arrives (A reads each as it is delivered, so a
+ * refusal A's CM took is always read before a question comes), lost
+ * RTUs, REJs and DREQs (the CM sends them again), a REJ that overtakes
+ * its REQ, B's REQs in the B higher case (a peer breaking the rule), a
+ * question that cannot be asked (no route, no id) or an answer that does
+ * not parse, a lower end without a companion, REQ numbers wrapping,
+ * explicit tags, iWARP, AF_IB, the hold and the held request caps, the
+ * window of REQs out (A makes 3), A's own kernel failing a command.
  */
 #include <config.h>
 
@@ -122,12 +151,18 @@ const char *__tsan_default_options(void)
 #define MAX_DEPTH 48
 #define MAX_ACTS 64
 #define MAX_HELD_B 16
-#define B_INC(n) (0xb0b0000000000000ull + (uint64_t)(n) + 1)
+/* B's process @n's incarnation, as the header's 40 bits state it. */
+#define B_INC(n) (0xb0b0000000ull + (uint64_t)(n) + 1)
 /* B lower: the QP its attempt @i sends its REQs from. */
 #define B_QPN(i) (0x100u + (uint32_t)(i))
 /* IB CM REJ reasons the kernel reports as the event's status. */
 #define IB_REJ_TIMEOUT 1
 #define IB_REJ_CONSUMER 28
+/* SIDR reply statuses the kernel reports as UNREACHABLE's status. */
+#define IB_SIDR_UNSUPPORTED 1 /* nobody listens on that service ID */
+#define IB_SIDR_REJECT 2 /* refused, with the answer in its data */
+/* The connection a question and its answer are part of. */
+#define CHAN_VERIFY 0x30000u
 
 enum cfg { B_LOWER, B_HIGHER };
 
@@ -141,22 +176,30 @@ enum msg_type {
 	M_WITHDRAW, /* A gave up its REQ (its kernel id destroyed) */
 	M_DREQ, /* A's end of a formed or forming connection went away */
 	M_KEV, /* an event A's kernel reports on its own (a CM timeout) */
+	/*
+	 * The higher end asks the lower end whether a REQ is its QP's
+	 * current one (a SIDR REQ to its companion listener), and the
+	 * answer (a SIDR REP that refuses, the answer in its data).
+	 */
+	M_QUERY,
+	M_ANSWER,
 };
 
-static const char *const msg_name[] = {"REQ",	   "REP",  "RTU",  "REJ",
-				       "WITHDRAW", "DREQ", "event"};
+static const char *const msg_name[] = {"REQ",	"REP",	    "RTU",
+				       "REJ",	"WITHDRAW", "DREQ",
+				       "event", "QUERY",    "ANSWER"};
 
 struct msg {
 	uint8_t type;
 	bool to_b;
 	bool dead; /* a REQ its sender gave up on the way: arrives dead */
 	/*
-	 * B lower: a REQ B's CM sent again before the refusal of its first
-	 * copy came back, which A's CM refused unseen (a late copy).
+	 * A REQ its sender's CM sent again before the refusal of its first
+	 * copy came back, which the other end's CM refused unseen (a late
+	 * copy); M_QUERY, M_ANSWER: about such a copy.
 	 */
 	bool copy;
-	/* M_REQ: the challenge it answers; M_REJ: the one it gives (0: none) */
-	uint64_t challenge;
+	bool live; /* M_ANSWER: the REQ asked about is current */
 	uint8_t att; /* B's attempt it is of; an A REQ's: A's attempt */
 	uint8_t gen; /* B lower: which REQ of the attempt */
 	uint8_t kind; /* M_REJ */
@@ -165,13 +208,40 @@ struct msg {
 	uint32_t kid; /* A's kernel id it is about (0: a REQ not there yet) */
 	uint32_t chan; /* the connection: its messages keep their order */
 	uint32_t ev; /* M_KEV */
-	int status; /* M_REJ, M_KEV */
+	int status; /* M_REJ, M_KEV; B lower's M_ANSWER: the SIDR status */
+	/*
+	 * M_REQ: its number, its QP and its sender's incarnation as its
+	 * header states them; M_QUERY, M_ANSWER: those of the REQ asked
+	 * about.
+	 */
+	uint32_t number, qpn;
+	uint64_t incarnation;
+	uint32_t qid; /* B higher's M_QUERY, M_ANSWER: B's question */
 	uint32_t seq;
 };
 
 /* What the checker knows of one of A's kernel ids. */
-enum kid_role { K_NONE, K_BREQ, K_AREQ };
-enum kid_state { KS_NONE, KS_HELD, KS_SENT, KS_ACCEPTED, KS_ESTAB, KS_GONE };
+enum kid_role {
+	K_NONE,
+	K_BREQ,
+	K_AREQ,
+	K_QUERY, /* B lower: A's question about a REQ of B's */
+	K_COMP, /* B higher: A's companion listener */
+	K_CREQ, /* B higher: a question of B's at A's companion */
+};
+
+enum kid_state {
+	KS_NONE,
+	KS_HELD,
+	KS_SENT,
+	KS_ACCEPTED,
+	KS_ESTAB,
+	KS_GONE,
+	KS_ASKING, /* K_BREQ: A asks B whether it is current */
+};
+
+/* What the lower end said of a REQ (K_BREQ: B of its REQ, to A). */
+enum said { SAID_NOTHING, SAID_LIVE, SAID_STALE, SAID_NONE };
 
 struct kid_info {
 	uint8_t role;
@@ -183,6 +253,11 @@ struct kid_info {
 	bool copy; /* K_BREQ: a late copy of B's REQ (V_REFUSE_UNSEEN) */
 	bool term; /* a final event came: the kernel reports no other */
 	bool disc; /* DISCONNECTED came or is on its way: only once */
+	uint8_t said; /* K_BREQ: enum said */
+	uint32_t number; /* K_BREQ, K_AREQ: its REQ's number */
+	/* K_BREQ: A's question about it; K_QUERY, K_CREQ: the REQ's kid */
+	uint32_t about;
+	uint32_t qid; /* K_CREQ: B's question */
 };
 
 enum a_state { AS_IDLE, AS_WAIT, AS_ENDED };
@@ -198,7 +273,6 @@ struct a_att {
 	int64_t refused_at; /* when we last refused its REQ for now */
 	int epoch; /* how many of B's processes were gone when it began */
 	int reqs; /* B higher: REQs it sent */
-	uint64_t challenge; /* B higher: the last B gave its REQ */
 };
 
 enum b_state {
@@ -224,7 +298,7 @@ struct b_att {
 	int a_partner; /* the A attempt it paired with */
 	int64_t due; /* its bound */
 	int64_t refused_since, refused_at;
-	uint64_t challenge; /* lower: the last A's listener gave its REQ */
+	uint32_t number; /* lower: its REQ's number */
 };
 
 /* One action of a schedule. */
@@ -255,15 +329,13 @@ enum variant {
 	V_REFUSE_OTHER,
 	V_REFUSE_STALE,
 	/*
-	 * A REQ of B's that answers no challenge reaches A's CM as if A's
-	 * listener were not up yet: refused there (reason 8) before A's
-	 * library sees it, while B's CM, which had no answer in time, has
-	 * sent a copy, which reaches A's CM later (before B's next REQ
+	 * A REQ reaches the other end's CM as if its listener were not up
+	 * yet: refused there (reason 8) before its library sees it, while
+	 * the sender's CM, which had no answer in time, has sent a copy,
+	 * which reaches the other end later (before the sender's next REQ
 	 * from that QP: the CM's copies of a REQ all leave before it).
 	 */
 	V_REFUSE_UNSEEN,
-	/* B higher: B's library challenges A's REQ (p2p_challenge.c). */
-	V_REFUSE_CHALLENGE,
 };
 
 struct act {
@@ -288,9 +360,11 @@ enum coverage {
 	COV_RESET, /* failed because B restarted (-ECONNRESET) */
 	COV_DISCONNECTED,
 	COV_REFORMED, /* formed with B's process after a restart */
-	COV_CHALLENGED, /* A's listener challenged a REQ of B's */
-	COV_LATE_COPY, /* a late copy reached A's library and was refused */
-	COV_ANSWERED, /* A's REQ answered a challenge of B's */
+	COV_ASKED, /* the higher end asked whether a REQ is current */
+	COV_LIVE, /* the lower end answered: it is */
+	COV_STALE, /* the lower end answered: it is not */
+	COV_UNANSWERED, /* no answer came (lost, or nobody listened) */
+	COV_LATE_COPY, /* a late copy was refused as stale */
 	COV_COUNT
 };
 
@@ -307,9 +381,11 @@ static const char *const cov_name[] = {"established",
 				       "restart",
 				       "disconnected",
 				       "formed-after-restart",
-				       "challenged",
-				       "late-copy-refused",
-				       "answered"};
+				       "asked",
+				       "answered-live",
+				       "answered-stale",
+				       "unanswered",
+				       "stale-copy-refused"};
 
 static struct {
 	enum cfg cfg;
@@ -321,11 +397,22 @@ static struct {
 	bool b_up;
 	uint8_t b_inc;
 	int kills, faults;
+	uint32_t b_number; /* B lower: the last REQ number B's process gave */
 	struct {
 		uint32_t kid;
-		bool dead;
+		bool dead, copy;
 	} b_held[MAX_HELD_B];
 	int nb_held;
+	/* B higher: A's REQs B asks A about, each by its question */
+	struct {
+		uint32_t kid, qid;
+		bool dead, copy;
+	} b_ask[MAX_HELD_B];
+	int nb_ask;
+	uint32_t qid; /* B higher: B's last question */
+	uint32_t a_number; /* B higher: the last number A's REQs stated */
+	int vfd; /* the kernel fd of p2p's verify channel (0: none yet) */
+	uint32_t comp_kid; /* B higher: A's companion listener */
 	struct msg fl[MAX_FLIGHT];
 	int nfl;
 	uint32_t seq;
@@ -512,14 +599,26 @@ static void a_drain(void)
 	}
 }
 
-/* What the service thread would do: read and handle the kernel's events. */
+/* Events on p2p's verify channel that its handler has not read. */
+static int verify_queued(void)
+{
+	return w.vfd ? fake_ucma_queued(w.vfd) : 0;
+}
+
+/*
+ * What the service thread would do: read and handle the kernel's events,
+ * on the served channel and on p2p's own verify channel.
+ */
 static void serve(void)
 {
 	int guard;
 
-	for (guard = 0; fake_ucma_queued(w.kfd) > 0; guard++) {
-		CHECK(guard < 1000, "the served channel's events stay unread");
-		cma_event_serve(ch);
+	for (guard = 0; fake_ucma_queued(w.kfd) > 0 || verify_queued() > 0;
+	     guard++) {
+		CHECK(guard < 1000, "the served channels' events stay unread");
+		if (fake_ucma_queued(w.kfd) > 0)
+			cma_event_serve(ch);
+		cma_p2p_verify_serve_now();
 	}
 }
 
@@ -546,7 +645,7 @@ static void settle(void)
 		scan_cmds();
 		a_drain();
 		scan_cmds();
-		if (fake_ucma_queued(w.kfd))
+		if (fake_ucma_queued(w.kfd) || verify_queued())
 			continue;
 		for (j = 0; j < NA && !conn_chores_due(j); j++)
 			;
@@ -732,11 +831,22 @@ static bool from_b_process(const struct msg *m)
 	return !m->to_b && (m->type == M_REQ || m->type == M_REP);
 }
 
+static bool is_verify(const struct msg *m)
+{
+	return m->type == M_QUERY || m->type == M_ANSWER;
+}
+
 /*
  * A message is deliverable when it is the oldest of its connection; and
  * one of B's processes is not heard before the one it replaced, whose
  * messages were on the wire for less time than a restart takes (the
- * kernel stops sending them when the process dies).
+ * kernel stops sending them when the process dies).  A question or an
+ * answer overtakes nothing its CM sent before it: messages from one end's
+ * CM to the other's travel one path, in order, so the refusal of a REQ
+ * comes before a question about a copy of it (the premise of asking,
+ * p2p_verify.c).  The model lets other messages overtake each other
+ * across connections, which the wire never does: more schedules, none
+ * lost.
  */
 static bool deliverable(int i)
 {
@@ -745,6 +855,8 @@ static bool deliverable(int i)
 
 	for (k = 0; k < w.nfl; k++) {
 		if (k < i && w.fl[k].to_b == m->to_b && w.fl[k].chan == m->chan)
+			return false;
+		if (k < i && w.fl[k].to_b == m->to_b && is_verify(m))
 			return false;
 		/* B's REQs from one QP (one attempt) arrive in order. */
 		if (k < i && !m->to_b && m->type == M_REQ && w.cfg == B_LOWER &&
@@ -793,11 +905,17 @@ static void drop_in_flight(uint8_t type, bool to_b, uint32_t chan)
 	}
 }
 
-/* B higher: B holds A's REQ on @kid, or adopted it and waits for the RTU. */
+/*
+ * B higher: B asks about A's REQ on @kid, holds it, or adopted it and
+ * waits for the RTU.
+ */
 static bool b_has_req(uint32_t kid)
 {
 	int i;
 
+	for (i = 0; i < w.nb_ask; i++)
+		if (w.b_ask[i].kid == kid && !w.b_ask[i].dead)
+			return true;
 	for (i = 0; i < w.nb_held; i++)
 		if (w.b_held[i].kid == kid && !w.b_held[i].dead)
 			return true;
@@ -805,6 +923,17 @@ static bool b_has_req(uint32_t kid)
 		if (w.b[i].st == BS_REPSENT && w.b[i].kid == kid)
 			return true;
 	return false;
+}
+
+/* B higher: where B's question @qid is in its list (-1: forgotten). */
+static int b_ask_of(uint32_t qid)
+{
+	int i;
+
+	for (i = 0; i < w.nb_ask; i++)
+		if (w.b_ask[i].qid == qid)
+			return i;
+	return -1;
 }
 
 static bool b_current(int i);
@@ -820,6 +949,11 @@ static bool msg_matters(const struct msg *m)
 	const struct kid_info *k = m->kid ? &w.kid[m->kid] : NULL;
 	int i;
 
+	/* Every question is answered, or its asker times out. */
+	if (m->type == M_QUERY || (m->type == M_ANSWER && !m->to_b))
+		return true;
+	if (m->type == M_ANSWER)
+		return b_ask_of(m->qid) >= 0;
 	if (m->to_b && w.cfg == B_LOWER)
 		return (b_current(m->att) && w.b[m->att].gen == m->gen) ||
 		       (m->type == M_REP && !k->term);
@@ -903,23 +1037,134 @@ static void sent_req(const struct fake_cmd *c)
 	      c->handle);
 	CHECK(j >= 0, "a REQ on kernel id %u of no connect", c->handle);
 	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REQ && !hdr.tag &&
-		      !(hdr.flags & ~CMA_P2P_F_ANSWER) && hdr.port == P2P_PORT,
+		      !hdr.flags && hdr.port == P2P_PORT,
 	      "A's REQ has a wrong header");
-	/* Every REQ after a challenge answers the last one, none before. */
-	CHECK(hdr.challenge == w.a[j].challenge,
-	      "A's REQ answers challenge %llx, B's last was %llx",
-	      (unsigned long long)hdr.challenge,
-	      (unsigned long long)w.a[j].challenge);
-	if (hdr.challenge)
-		cover(COV_ANSWERED);
+	/* Each REQ a number of its own, so that B may ask about it. */
+	CHECK(hdr.number > w.a_number,
+	      "A's REQ on kernel id %u states number %u after %u", c->handle,
+	      hdr.number, w.a_number);
+	CHECK(hdr.incarnation ==
+		      (cma_p2p_own_incarnation() & CMA_P2P_INCARNATION_MASK),
+	      "A's REQ states incarnation %llx, not its own",
+	      (unsigned long long)hdr.incarnation);
+	/* B may ask at once: A's companion answers from the first REQ on. */
+	CHECK(w.comp_kid && kinfo(w.comp_kid)->st != KS_GONE,
+	      "A's REQ went out with no companion listener to ask");
+	w.a_number = hdr.number;
 	k->role = K_AREQ;
 	k->st = KS_SENT;
 	k->att = (uint8_t)j;
+	k->number = hdr.number;
 	if (w.a[j].reqs++)
 		cover(COV_RESEND);
 	m = flight_add(M_REQ, true, c->handle);
 	m->kid = c->handle;
 	m->att = (uint8_t)j;
+	m->number = hdr.number;
+	m->qpn = ((const struct rdma_ucm_connect *)c->body)->conn_param.qp_num;
+	m->incarnation = hdr.incarnation;
+}
+
+/* B lower: A's question about a REQ of B's (a SIDR REQ on a UDP id). */
+static void sent_query(const struct fake_cmd *c)
+{
+	struct fake_kid *fk = fake_ucma_kid(c->handle);
+	const struct sockaddr_in *dst = (const void *)&fk->dst;
+	struct cma_p2p_hdr hdr;
+	struct kid_info *q = kinfo(c->handle), *k = NULL;
+	struct msg *m;
+	uint32_t kid;
+	int i;
+
+	CHECK(w.cfg == B_LOWER, "A, the lower end, asked about a REQ");
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_QUERY && !hdr.flags,
+	      "A's question on kernel id %u has a wrong header", c->handle);
+	CHECK(dst->sin_family == AF_INET &&
+		      dst->sin_addr.s_addr == htonl(0xc0000200) &&
+		      ntohs(dst->sin_port) == P2P_PORT,
+	      "A asks elsewhere than at B's listener's address and port");
+	i = (int)hdr.qpn - (int)B_QPN(0);
+	/* The REQ it names: being asked about, and not yet asked. */
+	for (kid = 1; kid < MAX_KIDS && i >= 0 && i < NB; kid++) {
+		k = &w.kid[kid];
+		if (k->role == K_BREQ && k->st == KS_ASKING && !k->about &&
+		    k->att == i && k->number == hdr.number &&
+		    hdr.incarnation == B_INC(w.b[i].inc))
+			break;
+	}
+	CHECK(i >= 0 && i < NB && kid < MAX_KIDS,
+	      "A asks about REQ %u of QP %x, which it does not ask about",
+	      hdr.number, hdr.qpn);
+	k->about = c->handle;
+	q->role = K_QUERY;
+	q->st = KS_SENT;
+	q->about = kid;
+	q->att = k->att;
+	q->gen = k->gen;
+	cover(COV_ASKED);
+	m = flight_add(M_QUERY, true, CHAN_VERIFY + c->handle);
+	m->kid = c->handle;
+	m->att = k->att;
+	m->gen = k->gen;
+	m->copy = k->copy;
+	m->number = hdr.number;
+	m->qpn = hdr.qpn;
+	m->incarnation = hdr.incarnation;
+}
+
+/* B higher: A's companion listens, where B will ask. */
+static void sent_listen(const struct fake_cmd *c)
+{
+	struct fake_kid *fk = fake_ucma_kid(c->handle);
+	const struct sockaddr_in *src = (const void *)&fk->src;
+
+	if (fk->ps != RDMA_PS_UDP)
+		return;
+	CHECK(w.cfg == B_HIGHER && !w.comp_kid,
+	      "A, the %s end, makes another companion listener (%u)",
+	      w.cfg == B_LOWER ? "higher" : "lower", c->handle);
+	CHECK(src->sin_family == AF_INET &&
+		      src->sin_addr.s_addr == htonl(0xc0000201) &&
+		      ntohs(src->sin_port) == P2P_PORT,
+	      "A's companion listens elsewhere than at its listener's "
+	      "address and port");
+	w.comp_kid = c->handle;
+	kinfo(c->handle)->role = K_COMP;
+	kinfo(c->handle)->st = KS_HELD;
+}
+
+/*
+ * B higher: A's companion answers a question of B's: whether A's REQ on
+ * that kernel id is current, which the checker knows too.
+ */
+static void sent_answer(const struct fake_cmd *c)
+{
+	struct kid_info *q = kinfo(c->handle), *k = kinfo(q->about);
+	struct cma_p2p_conn *conn;
+	struct cma_p2p_hdr hdr;
+	struct msg *m;
+	bool live, current;
+	int j = k->att;
+
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_ANSWER &&
+		      !(hdr.flags & ~CMA_P2P_F_LIVE) && hdr.number == k->number,
+	      "A's answer about its REQ on kernel id %u has a wrong header",
+	      q->about);
+	live = hdr.flags & CMA_P2P_F_LIVE;
+	conn = conn_of(j);
+	current = k->st == KS_SENT && !k->term && !k->dead && conn &&
+		  kid_of(w.a[j].id) == q->about &&
+		  conn->state == CMA_P2P_PENDING;
+	CHECK(live == current,
+	      "A says its REQ on kernel id %u (connect %d%s) is %s: it is %s",
+	      q->about, j, k->term ? ", refused" : "", live ? "live" : "stale",
+	      current ? "current" : "not current");
+	m = flight_add(M_ANSWER, true, CHAN_VERIFY + q->about);
+	m->kid = q->about;
+	m->att = (uint8_t)j;
+	m->qid = q->qid;
+	m->live = live;
+	m->copy = q->copy;
 }
 
 static void sent_accept(const struct fake_cmd *c)
@@ -939,6 +1184,10 @@ static void sent_accept(const struct fake_cmd *c)
 		m->att = k->att;
 		return;
 	}
+	CHECK(k->role == K_BREQ && k->st != KS_ASKING,
+	      "A adopted B's REQ %d.%d (kernel id %u) without B saying it is "
+	      "current",
+	      k->att, k->gen, c->handle);
 	CHECK(k->role == K_BREQ && k->st == KS_HELD,
 	      "ACCEPT on kernel id %u, no request of B's waiting", c->handle);
 	j = a_of_uid(acc->uid);
@@ -963,6 +1212,7 @@ static void sent_reject(const struct fake_cmd *c)
 	struct kid_info *k = kinfo(c->handle);
 	struct cma_p2p_hdr hdr;
 	struct msg *m;
+	uint8_t kind;
 
 	if (k->role == K_AREQ) {
 		/* A withdraws its REQ without destroying the kernel id. */
@@ -975,6 +1225,23 @@ static void sent_reject(const struct fake_cmd *c)
 	}
 	if (k->role != K_BREQ || k->st == KS_GONE)
 		return;
+	kind = cmd_hdr(c, &hdr) ? hdr.kind : 0;
+	/* A request asked about is refused as its answer says, only so. */
+	CHECK(k->st != KS_ASKING ||
+		      (k->said == SAID_STALE && kind == CMA_P2P_REJ_STALE) ||
+		      (k->said == SAID_NONE && kind == CMA_P2P_REJ_RETRY),
+	      "A refused B's REQ %d.%d (kernel id %u) with kind %u, asking "
+	      "about it, B's answer %d",
+	      k->att, k->gen, c->handle, kind, k->said);
+	CHECK(kind != CMA_P2P_REJ_STALE || k->said == SAID_STALE,
+	      "A refused B's REQ %d.%d (kernel id %u) as stale unasked", k->att,
+	      k->gen, c->handle);
+	if (kind == CMA_P2P_REJ_STALE && k->copy)
+		cover(COV_LATE_COPY);
+	if (k->dead && k->st == KS_ASKING) {
+		k->st = KS_GONE; /* its sender gave it up: reaches nobody */
+		return;
+	}
 	if (k->dead) {
 		/* Its sender gave it up: the REJ reaches nobody. */
 		cover(w.cur_act == ACT_FIRE_LIS ? COV_DEAD_DROPPED
@@ -987,13 +1254,7 @@ static void sent_reject(const struct fake_cmd *c)
 	m->att = k->att;
 	m->gen = k->gen;
 	m->status = IB_REJ_CONSUMER;
-	m->kind = cmd_hdr(c, &hdr) ? hdr.kind : 0;
-	if (m->kind == CMA_P2P_REJ_CHALLENGE) {
-		m->challenge = hdr.challenge;
-		cover(COV_CHALLENGED);
-	}
-	if (k->copy)
-		cover(COV_LATE_COPY);
+	m->kind = kind;
 	k->st = KS_GONE;
 }
 
@@ -1063,15 +1324,31 @@ static void scan_cmds(void)
 
 	for (; w.cmds_seen < fake_ucma_ncmds(); w.cmds_seen++) {
 		c = fake_ucma_cmd(w.cmds_seen);
+		/* Everything but the application's is p2p's verify channel. */
+		if (c->fd != w.kfd) {
+			CHECK(!w.vfd || w.vfd == c->fd,
+			      "commands on a third channel (%d)", c->fd);
+			w.vfd = c->fd;
+		}
 		switch (c->cmd) {
 		case RDMA_USER_CM_CMD_CONNECT:
-			sent_req(c);
+			if (fake_ucma_kid(c->handle)->ps == RDMA_PS_UDP)
+				sent_query(c);
+			else
+				sent_req(c);
+			break;
+		case RDMA_USER_CM_CMD_LISTEN:
+			sent_listen(c);
 			break;
 		case RDMA_USER_CM_CMD_ACCEPT:
 			sent_accept(c);
 			break;
 		case RDMA_USER_CM_CMD_REJECT:
-			sent_reject(c);
+			if (c->handle < MAX_KIDS &&
+			    w.kid[c->handle].role == K_CREQ)
+				sent_answer(c);
+			else
+				sent_reject(c);
 			break;
 		case RDMA_USER_CM_CMD_DESTROY_ID:
 			if (c->handle < MAX_KIDS && w.kid[c->handle].role)
@@ -1209,11 +1486,15 @@ static void b_send_req(int i)
 	b->gen++;
 	b->kid = 0;
 	b->due = w.now + ANSWER_MS;
+	/* B's library numbers its REQs, from 1 in each process. */
+	b->number = ++w.b_number;
 	m = flight_add(M_REQ, false, chan_b(i, b->gen));
 	m->att = (uint8_t)i;
 	m->gen = b->gen;
 	m->inc = b->inc;
-	m->challenge = b->challenge;
+	m->number = b->number;
+	m->qpn = B_QPN(i);
+	m->incarnation = B_INC(b->inc);
 }
 
 /*
@@ -1225,15 +1506,21 @@ static bool b_adopt_held(int i)
 	struct b_att *b = &w.b[i];
 	struct msg *m;
 	uint32_t kid;
-	bool dead;
+	bool dead, copy;
 
 	while (w.nb_held) {
 		kid = w.b_held[0].kid;
 		dead = w.b_held[0].dead;
+		copy = w.b_held[0].copy;
 		memmove(&w.b_held[0], &w.b_held[1],
 			sizeof(w.b_held[0]) * (size_t)--w.nb_held);
 		if (dead)
 			continue;
+		/* Its QP would be bound to a REQ A's CM is done with. */
+		CHECK(!copy,
+		      "B adopted a late copy of A's REQ on kernel id %u: A "
+		      "has moved on from it",
+		      kid);
 		b->st = BS_REPSENT;
 		b->kid = kid;
 		b->a_partner = kinfo(kid)->att;
@@ -1287,7 +1574,7 @@ static void b_withdraw(int i)
 				k->disc = true;
 				kev(b->kid, RDMA_CM_EVENT_DISCONNECTED, 0);
 			}
-		} else if (k->st == KS_HELD) {
+		} else if (k->st == KS_HELD || k->st == KS_ASKING) {
 			/* The CM left the request state: the request is dead. */
 			fake_ucma_kill_kid(b->kid);
 			k->dead = true;
@@ -1319,14 +1606,120 @@ static void b_kill(void)
 		b_withdraw(i);
 		b_done(i, "killed");
 	}
-	/* Its kernel destroys the requests it held: A's CM sees REJs. */
+	/*
+	 * Its kernel destroys the requests it held or asked about: A's CM
+	 * sees REJs.
+	 */
 	for (i = 0; i < w.nb_held; i++)
 		if (!w.b_held[i].dead && !kinfo(w.b_held[i].kid)->term)
 			kev(w.b_held[i].kid, RDMA_CM_EVENT_REJECTED,
 			    IB_REJ_CONSUMER);
+	for (i = 0; i < w.nb_ask; i++)
+		if (!w.b_ask[i].dead && !kinfo(w.b_ask[i].kid)->term)
+			kev(w.b_ask[i].kid, RDMA_CM_EVENT_REJECTED,
+			    IB_REJ_CONSUMER);
 	w.nb_held = 0;
+	w.nb_ask = 0;
 	w.b_up = false;
 	w.kills++;
+}
+
+/*
+ * B lower: A's question @m reaches B, whose companion answers from what
+ * B's library knows now: live while an attempt of this process waits for
+ * that very REQ's answer.
+ */
+static void b_answer(const struct msg *m, enum variant var)
+{
+	int i = (int)m->qpn - (int)B_QPN(0);
+	struct msg *r;
+
+	if (var == V_LOSE) {
+		/* Lost on the way: A's CM times the question out. */
+		kev(m->kid, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		return;
+	}
+	r = flight_add(M_ANSWER, false, CHAN_VERIFY + m->kid);
+	r->kid = m->kid;
+	r->att = m->att;
+	r->gen = m->gen;
+	r->copy = m->copy;
+	r->number = m->number;
+	r->qpn = m->qpn;
+	r->incarnation = m->incarnation;
+	if (!w.b_up) {
+		r->status = IB_SIDR_UNSUPPORTED; /* nobody listens */
+		return;
+	}
+	r->status = IB_SIDR_REJECT;
+	r->live = i >= 0 && i < NB && b_current(i) && w.b[i].st == BS_PENDING &&
+		  w.b[i].inc == w.b_inc && m->incarnation == B_INC(w.b_inc) &&
+		  w.b[i].number == m->number;
+}
+
+/* B higher: B's library asks A whether its REQ @m is current. */
+static void b_ask(const struct msg *m)
+{
+	struct msg *q;
+
+	CHECK(w.nb_ask < MAX_HELD_B, "B asks about too many requests");
+	w.b_ask[w.nb_ask].kid = m->kid;
+	w.b_ask[w.nb_ask].qid = ++w.qid;
+	w.b_ask[w.nb_ask].dead = false;
+	w.b_ask[w.nb_ask].copy = m->copy;
+	q = flight_add(M_QUERY, false, CHAN_VERIFY + m->kid);
+	q->kid = m->kid;
+	q->att = m->att;
+	q->copy = m->copy;
+	q->number = m->number;
+	q->qpn = m->qpn;
+	q->incarnation = m->incarnation;
+	q->qid = w.b_ask[w.nb_ask++].qid;
+	cover(COV_ASKED);
+}
+
+/*
+ * B higher: what B's question @qid came to: A's REQ is live, stale, or
+ * no answer came (SAID_NONE).  B holds a live one as before, refuses a
+ * stale one for good and another for now.
+ */
+static void b_answered(uint32_t qid, enum said said)
+{
+	int a = b_ask_of(qid), i;
+	struct msg *r;
+	uint32_t kid;
+	bool dead, copy;
+
+	if (a < 0)
+		return; /* asked by a process that is gone */
+	kid = w.b_ask[a].kid;
+	dead = w.b_ask[a].dead;
+	copy = w.b_ask[a].copy;
+	memmove(&w.b_ask[a], &w.b_ask[a + 1],
+		sizeof(w.b_ask[0]) * (size_t)(--w.nb_ask - a));
+	cover(said == SAID_LIVE	   ? COV_LIVE
+	      : said == SAID_STALE ? COV_STALE
+				   : COV_UNANSWERED);
+	if (said == SAID_LIVE) {
+		CHECK(w.nb_held < MAX_HELD_B, "B holds too many requests");
+		w.b_held[w.nb_held].kid = kid;
+		w.b_held[w.nb_held].dead = dead;
+		w.b_held[w.nb_held++].copy = copy;
+		/* The oldest waiting connect takes it. */
+		for (i = 0; i < NB; i++)
+			if (w.b[i].st == BS_WAIT && b_adopt_held(i))
+				break;
+		return;
+	}
+	if (dead)
+		return; /* A withdrew it: the REJ reaches nobody */
+	if (said == SAID_STALE && copy)
+		cover(COV_LATE_COPY);
+	r = flight_add(M_REJ, false, kid);
+	r->kid = kid;
+	r->status = IB_REJ_CONSUMER;
+	r->kind = said == SAID_STALE ? CMA_P2P_REJ_STALE : CMA_P2P_REJ_RETRY;
+	r->inc = w.b_inc;
 }
 
 /* A message reaches B. */
@@ -1336,6 +1729,16 @@ static void b_receive(struct msg *m, enum variant var)
 	struct msg *r;
 	int i;
 
+	if (w.cfg == B_LOWER && m->type == M_QUERY) {
+		b_answer(m, var);
+		return;
+	}
+	if (m->type == M_ANSWER) {
+		b_answered(m->qid, var == V_LOSE ? SAID_NONE
+				   : m->live	 ? SAID_LIVE
+						 : SAID_STALE);
+		return;
+	}
 	if (w.cfg == B_LOWER) {
 		b = &w.b[m->att];
 		if (m->type == M_REP &&
@@ -1375,8 +1778,11 @@ static void b_receive(struct msg *m, enum variant var)
 		case M_REJ:
 			if (b->st != BS_PENDING)
 				return;
+			/* B said that REQ is current when A asked. */
+			CHECK(m->kind != CMA_P2P_REJ_STALE,
+			      "A refused B's current REQ %d.%d as stale",
+			      m->att, m->gen);
 			if (m->kind != CMA_P2P_REJ_RETRY &&
-			    m->kind != CMA_P2P_REJ_CHALLENGE &&
 			    m->status != CMA_IB_REJ_INVALID_SERVICE_ID &&
 			    m->status != CMA_IB_REJ_STALE_CONN) {
 				b_done(m->att, "rejected");
@@ -1384,12 +1790,6 @@ static void b_receive(struct msg *m, enum variant var)
 			}
 			if (b->refused_since < 0)
 				b->refused_since = w.now;
-			/* A challenge is answered at once, as B's library does. */
-			if (m->kind == CMA_P2P_REJ_CHALLENGE) {
-				b->challenge = m->challenge;
-				b_send_req(m->att);
-				return;
-			}
 			b->st = BS_RESEND;
 			b->refused_at = w.now;
 			return;
@@ -1411,13 +1811,15 @@ static void b_receive(struct msg *m, enum variant var)
 			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
 			return;
 		}
-		if (var == V_REFUSE_CHALLENGE) {
+		if (var == V_REFUSE_UNSEEN) {
+			/* Refused by B's CM; A's CM's copy comes later. */
 			r = flight_add(M_REJ, false, m->kid);
 			r->kid = m->kid;
-			r->status = IB_REJ_CONSUMER;
-			r->kind = CMA_P2P_REJ_CHALLENGE;
-			r->challenge = 0xc0de0000ull + m->kid;
-			r->inc = w.b_inc;
+			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
+			r = flight_add(M_REQ, true, m->kid);
+			*r = *m;
+			r->copy = true;
+			r->seq = ++w.seq;
 			return;
 		}
 		if (var == V_REFUSE_STALE) {
@@ -1436,13 +1838,8 @@ static void b_receive(struct msg *m, enum variant var)
 			r->inc = w.b_inc;
 			return;
 		}
-		CHECK(w.nb_held < MAX_HELD_B, "B holds too many requests");
-		w.b_held[w.nb_held].kid = m->kid;
-		w.b_held[w.nb_held++].dead = false;
-		/* The oldest waiting connect takes it. */
-		for (i = 0; i < NB; i++)
-			if (w.b[i].st == BS_WAIT && b_adopt_held(i))
-				break;
+		/* Neither held nor adoptable before A says it is current. */
+		b_ask(m);
 		return;
 	case M_RTU:
 		for (i = 0; i < NB; i++) {
@@ -1454,6 +1851,9 @@ static void b_receive(struct msg *m, enum variant var)
 		}
 		return;
 	case M_WITHDRAW:
+		for (i = 0; i < w.nb_ask; i++)
+			if (w.b_ask[i].kid == m->kid)
+				w.b_ask[i].dead = true;
 		for (i = 0; i < w.nb_held; i++)
 			if (w.b_held[i].kid == m->kid)
 				w.b_held[i].dead = true;
@@ -1502,8 +1902,8 @@ static bool a_cm_stale(const struct msg *m)
 		k = &w.kid[kid];
 		if (k->role != K_BREQ || k->att != m->att || k->gen == m->gen ||
 		    k->dead || k->term ||
-		    (k->st != KS_HELD && k->st != KS_ACCEPTED &&
-		     k->st != KS_ESTAB))
+		    (k->st != KS_ASKING && k->st != KS_HELD &&
+		     k->st != KS_ACCEPTED && k->st != KS_ESTAB))
 			continue;
 		r = flight_add(M_REJ, true, chan_b(m->att, m->gen));
 		r->att = m->att;
@@ -1522,6 +1922,101 @@ static bool a_cm_stale(const struct msg *m)
 	return false;
 }
 
+/*
+ * B lower: what A's question @qkid came to, told to the library next: B
+ * said the REQ is live or stale, or no answer came (SAID_NONE).
+ */
+static void a_asked(uint32_t qkid, enum said said)
+{
+	struct kid_info *q = kinfo(qkid), *k = kinfo(q->about);
+
+	CHECK(k->st == KS_ASKING && !k->said,
+	      "A's question %u about B's REQ %d.%d comes to an end twice", qkid,
+	      k->att, k->gen);
+	k->said = (uint8_t)said;
+	if (said == SAID_LIVE)
+		k->st = KS_HELD; /* the library may hold or adopt it now */
+	cover(said == SAID_LIVE	   ? COV_LIVE
+	      : said == SAID_STALE ? COV_STALE
+				   : COV_UNANSWERED);
+}
+
+/* B lower: B's answer @m reaches A's question's kernel id. */
+static void a_answered(const struct msg *m, enum variant var)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_ANSWER,
+				  .flags = m->live ? CMA_P2P_F_LIVE : 0,
+				  .qpn = m->qpn,
+				  .incarnation = m->incarnation,
+				  .number = m->number};
+	struct rdma_ucm_event_resp *r;
+	int status = var == V_LOSE ? -ETIMEDOUT : m->status;
+
+	a_asked(m->kid, status != IB_SIDR_REJECT ? SAID_NONE
+			: m->live		 ? SAID_LIVE
+						 : SAID_STALE);
+	kinfo(m->kid)->term = true;
+	fake_ucma_hold();
+	r = fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE, status);
+	if (r && status == IB_SIDR_REJECT) {
+		cma_p2p_hdr_encode(&hdr, r->param.ud.private_data);
+		r->param.ud.private_data_len = CMA_P2P_HDR_LEN;
+	}
+	fake_ucma_release();
+	CHECK(r, "A's question's kernel id %u is gone before its answer",
+	      m->kid);
+}
+
+/* B higher: B's question @m reaches A's companion. */
+static void a_asked_by_b(const struct msg *m, enum variant var)
+{
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_QUERY,
+				  .port = P2P_PORT,
+				  .qpn = m->qpn,
+				  .incarnation = m->incarnation,
+				  .number = m->number};
+	struct rdma_ucm_event_resp *r;
+	struct kid_info *k;
+	uint32_t child = 0;
+
+	if (var == V_LOSE) {
+		/* B's SIDR times out: B has no answer. */
+		b_answered(m->qid, SAID_NONE);
+		return;
+	}
+	CHECK(w.comp_kid, "B asks A, which has no companion listener");
+	fake_ucma_hold();
+	r = fake_ucma_conn_req(w.comp_kid, &child);
+	if (r) {
+		cma_p2p_hdr_encode(&hdr, r->param.ud.private_data);
+		r->param.ud.private_data_len = CMA_P2P_HDR_LEN;
+	}
+	fake_ucma_release();
+	CHECK(r, "A's companion (kernel id %u) takes no question", w.comp_kid);
+	k = kinfo(child);
+	k->role = K_CREQ;
+	k->st = KS_HELD;
+	k->about = m->kid;
+	k->qid = m->qid;
+	k->copy = m->copy;
+	k->att = m->att;
+}
+
+/*
+ * A's REQ on kernel id @kid is over in A's CM (refused, or timed out):
+ * the CM has left its request states, so the kernel refuses its INIT
+ * attributes from now on, which A's answer to a question looks at.
+ */
+static void a_req_over(uint32_t kid)
+{
+	struct kid_info *k = kinfo(kid);
+
+	if (k->role != K_AREQ || k->dead)
+		return;
+	fake_ucma_kill_kid(kid);
+	k->dead = true;
+}
+
 /* A message reaches A: the kernel event it makes. */
 static void a_receive(struct msg *m, enum variant var)
 {
@@ -1532,6 +2027,14 @@ static void a_receive(struct msg *m, enum variant var)
 	uint32_t kid;
 	int i;
 
+	if (m->type == M_QUERY) {
+		a_asked_by_b(m, var);
+		return;
+	}
+	if (m->type == M_ANSWER) {
+		a_answered(m, var);
+		return;
+	}
 	if (m->type == M_REQ) {
 		if (var == V_LOSE) {
 			/* Lost for good: B's CM times out, A never hears. */
@@ -1548,16 +2051,18 @@ static void a_receive(struct msg *m, enum variant var)
 			return;
 		data[1] = (char)('0' + m->att);
 		req_incarnation = B_INC(m->inc);
-		req_qpn = B_QPN(m->att);
-		req_challenge = m->challenge;
+		req_qpn = m->qpn;
+		req_number = m->number;
 		kid = peer_request("192.0.2.0", 0, data);
 		req_qpn = 0;
-		req_challenge = 0;
+		req_number = 0;
 		k = kinfo(kid);
 		k->role = K_BREQ;
-		k->st = KS_HELD;
+		/* Numbered, from a QP, with a route: A asks B about it. */
+		k->st = KS_ASKING;
 		k->att = m->att;
 		k->gen = m->gen;
+		k->number = m->number;
 		k->a_att = -1;
 		k->copy = m->copy;
 		if (m->dead) {
@@ -1573,6 +2078,7 @@ static void a_receive(struct msg *m, enum variant var)
 		/* Both CMs give up: A's REQ times out, B's REP too. */
 		if (!k->term) {
 			k->term = true;
+			a_req_over(m->kid);
 			fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE,
 					-ETIMEDOUT);
 		}
@@ -1614,11 +2120,11 @@ static void a_receive(struct msg *m, enum variant var)
 		break;
 	case M_REJ:
 		k->term = true;
+		a_req_over(m->kid);
 		r = fake_ucma_event(m->kid, RDMA_CM_EVENT_REJECTED, m->status);
 		if (r && m->kind) {
 			hdr.kind = m->kind;
 			hdr.incarnation = B_INC(m->inc);
-			hdr.challenge = m->challenge;
 			cma_p2p_hdr_encode(&hdr, r->param.conn.private_data);
 			r->param.conn.private_data_len = CMA_P2P_HDR_LEN;
 		} else if (r && m->app_data) {
@@ -1628,16 +2134,16 @@ static void a_receive(struct msg *m, enum variant var)
 		/* If it refuses for now, the REQ goes out again from here. */
 		if (k->role == K_AREQ)
 			w.a[k->att].refused_at = w.now;
-		if (k->role == K_AREQ && m->kind == CMA_P2P_REJ_CHALLENGE &&
-		    a_waits(k->att) && kid_of(w.a[k->att].id) == m->kid &&
-		    conn_of(k->att)->state == CMA_P2P_PENDING)
-			w.a[k->att].challenge = m->challenge;
 		break;
 	case M_KEV:
 		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ)
 			w.a[k->att].refused_at = w.now;
-		if (m->ev != RDMA_CM_EVENT_DISCONNECTED)
+		if (k->role == K_QUERY)
+			a_asked(m->kid, SAID_NONE);
+		if (m->ev != RDMA_CM_EVENT_DISCONNECTED) {
 			k->term = true;
+			a_req_over(m->kid);
+		}
 		fake_ucma_event(m->kid, m->ev, m->status);
 		break;
 	}
@@ -1688,8 +2194,7 @@ static int64_t conn_due(int j)
 	case T_CHORES:
 		break;
 	case T_RETRY:
-		return w.a[j].refused_at +
-		       (c->answering ? 0 : cma_p2p_resend_delay_ms(c));
+		return w.a[j].refused_at + cma_p2p_resend_delay_ms(c);
 	case T_BOUND:
 		return conn_bound_due(c);
 	}
@@ -1811,15 +2316,20 @@ static int enabled(struct act *acts)
 		ADD(ACT_DELIVER, i, V_OK);
 		if (!faults || m->dead)
 			continue;
-		if (m->type == M_REQ || m->type == M_REP)
-			ADD(ACT_DELIVER, i, V_LOSE);
-		if (m->type == M_REQ && !m->to_b && !m->copy && !m->challenge)
+		/*
+		 * B lower: answering changes nothing at B, and a lost
+		 * question's timeout may reach A at any time after, so a
+		 * lost answer is no other schedule than a lost question.
+		 */
+		if (m->type == M_REQ || m->type == M_REP || is_verify(m))
+			if (m->type != M_ANSWER || m->to_b)
+				ADD(ACT_DELIVER, i, V_LOSE);
+		if (m->type == M_REQ && !m->copy && (!m->to_b || w.b_up))
 			ADD(ACT_DELIVER, i, V_REFUSE_UNSEEN);
 		if (m->type == M_REQ && m->to_b && w.b_up) {
 			ADD(ACT_DELIVER, i, V_REFUSE_RETRY);
 			ADD(ACT_DELIVER, i, V_REFUSE_OTHER);
 			ADD(ACT_DELIVER, i, V_REFUSE_STALE);
-			ADD(ACT_DELIVER, i, V_REFUSE_CHALLENGE);
 		}
 	}
 	/* A's timers expire in the order of their deadlines, ties any way. */
@@ -1833,9 +2343,9 @@ static int enabled(struct act *acts)
 	return n;
 }
 
-static const char *const var_name[] = {
-	"deliver",	"lose",		 "refuse-for-now", "refuse",
-	"refuse-stale", "refuse-unseen", "challenge"};
+static const char *const var_name[] = {"deliver",	 "lose",
+				       "refuse-for-now", "refuse",
+				       "refuse-stale",	 "refuse-unseen"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
@@ -1916,6 +2426,7 @@ static void apply(const struct act *x)
 		note("\n    B.start");
 		w.b_up = true;
 		w.b_inc++;
+		w.b_number = 0;
 		break;
 	case ACT_DELIVER:
 		m = w.fl[x->arg];
@@ -2087,6 +2598,10 @@ static void complete(void)
 	}
 }
 
+static const char *const kid_role_name[] = {
+	"A's own",	"B's request",	 "A's REQ",
+	"A's question", "A's companion", "B's question at A's companion"};
+
 /* What rdma_cm_p2p(7) promises, checked once everything came to rest. */
 static void finish(void)
 {
@@ -2142,8 +2657,15 @@ static void finish(void)
 	cma_p2p_unlock();
 	CHECK(!h, "%u requests left held", h);
 	CHECK(!timer_armed(&w.lis->timer), "the listener's timer left armed");
-	/* No kernel id left but the listener's and the connections'. */
+	CHECK(!w.nb_ask, "B still asks about %d of A's REQs", w.nb_ask);
+	/*
+	 * No kernel id left but the listener's, the connections' and the
+	 * companion listener's (it lasts while A's listener does): every
+	 * question's is gone.
+	 */
 	expected[kid_of(listener)] = true;
+	if (w.comp_kid)
+		expected[w.comp_kid] = true;
 	for (j = 0; j < NA; j++) {
 		if (!w.a[j].id)
 			continue;
@@ -2155,9 +2677,7 @@ static void finish(void)
 	for (h = 1; (fk = fake_ucma_kid(h)); h++)
 		CHECK(!fk->live || (h < MAX_KIDS && expected[h]),
 		      "kernel id %u (%s) left behind", h,
-		      h < MAX_KIDS && w.kid[h].role == K_BREQ	? "B's request"
-		      : h < MAX_KIDS && w.kid[h].role == K_AREQ ? "A's REQ"
-								: "A's own");
+		      h >= MAX_KIDS ? "?" : kid_role_name[w.kid[h].role]);
 }
 
 /* --- the state a prefix reached ------------------------------------------ */
@@ -2176,27 +2696,14 @@ static uint64_t kid_label(uint32_t kid)
 	if (!kid || kid >= MAX_KIDS)
 		return kid ? 0xffff : 0;
 	k = &w.kid[kid];
-	return (uint64_t)k->copy << 32 | (uint64_t)k->role << 24 |
-	       (uint64_t)k->att << 16 | (uint64_t)k->gen << 8 |
-	       (uint64_t)k->st << 2 | (uint64_t)k->dead << 1 | k->term;
-}
-
-/*
- * A challenge by what it is to the schedule (the values are random): none,
- * the one A's listener holds for B's attempt @i's QP now, or a spent one.
- */
-static uint64_t challenge_label(int i, uint64_t value)
-{
-	static const uint8_t b_addr[16] = {[10] = 0xff, [11] = 0xff, [12] = 192,
-					   [13] = 0,	[14] = 2,    [15] = 0};
-	uint64_t now;
-
-	if (!value)
-		return 0;
-	cma_p2p_lock();
-	now = cma_p2p_challenge_of(w.lis, b_addr, B_QPN(i));
-	cma_p2p_unlock();
-	return value == now ? 1 : 2;
+	/* A question: by the REQ it is about. */
+	if (k->role == K_QUERY || k->role == K_CREQ)
+		return hash_mix((uint64_t)k->role << 8 | k->st,
+				kid_label(k->about));
+	return (uint64_t)k->said << 36 | (uint64_t)k->copy << 32 |
+	       (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
+	       (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
+	       (uint64_t)k->dead << 1 | k->term;
 }
 
 static uint64_t state_hash(void)
@@ -2247,11 +2754,16 @@ static uint64_t state_hash(void)
 		h = hash_mix(h, (uint64_t)(b->due - w.now));
 		h = hash_mix(h, (uint64_t)(b->refused_since - w.now));
 		h = hash_mix(h, (uint64_t)(b->refused_at - w.now));
-		h = hash_mix(h, challenge_label(i, b->challenge));
 	}
 	for (i = 0; i < w.nb_held; i++)
-		h = hash_mix(h, kid_label(w.b_held[i].kid) << 1 |
+		h = hash_mix(h, kid_label(w.b_held[i].kid) << 2 |
+					(uint64_t)w.b_held[i].copy << 1 |
 					w.b_held[i].dead);
+	/* B's questions by the REQ each is about (their order counts). */
+	for (i = 0; i < w.nb_ask; i++)
+		h = hash_mix(h, kid_label(w.b_ask[i].kid) << 3 | 4 |
+					(uint64_t)w.b_ask[i].copy << 1 |
+					w.b_ask[i].dead);
 	cma_p2p_lock();
 	for (held = cma_p2p_held_first(w.lis); held;
 	     held = cma_list_next(held, lnode))
@@ -2276,8 +2788,8 @@ static uint64_t state_hash(void)
 		    (uint64_t)m->inc << 28 | (uint64_t)pos << 24 |
 		    (uint64_t)(m->ev & 0xff) << 16 |
 		    (uint64_t)(m->status & 0xffff);
-		t = hash_mix(t, (uint64_t)m->copy << 2 |
-					challenge_label(m->att, m->challenge));
+		t = hash_mix(t,
+			     (uint64_t)m->copy << 2 | (uint64_t)m->live << 1);
 		cm[n++] = hash_mix(t, m->kid ? kid_label(m->kid) : m->chan);
 	}
 	/* Sorted, so that the order across connections does not count. */
@@ -2585,7 +3097,11 @@ static void explore_cfg(enum cfg cfg, unsigned long floor_plain,
 {
 	struct explorer *x = calloc(1, sizeof(*x));
 	struct timespec t0;
-	/* B lower's REQs answer a challenge first: a round more to see. */
+	/*
+	 * B lower: a round more.  Its states grow slower with the depth
+	 * (B higher's 6 takes four times its 5), and B's attempt must
+	 * connect before A adopts anything.
+	 */
 	int dflt =
 		(SANITIZED ? DEPTH_SANITIZED : DEPTH_PLAIN) + (cfg == B_LOWER);
 	char missed[256] = "";
@@ -2649,7 +3165,9 @@ START_TEST(b_lower_every_interleaving)
 		    1u << COV_ESTABLISHED | 1u << COV_ADOPT_HELD |
 			    1u << COV_ADOPT_ARRIVING | 1u << COV_DEAD_PASSED |
 			    1u << COV_DEAD_DROPPED | 1u << COV_BOUND |
-			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED);
+			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
+			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
+			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY);
 }
 END_TEST
 
@@ -2658,7 +3176,9 @@ START_TEST(b_higher_every_interleaving)
 	explore_cfg(B_HIGHER, 1500, 70,
 		    1u << COV_ESTABLISHED | 1u << COV_RESEND |
 			    1u << COV_WITHDRAW | 1u << COV_BOUND |
-			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED);
+			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
+			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
+			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY);
 }
 END_TEST
 
