@@ -324,7 +324,7 @@ static void cma_timer_poll(void)
 	svc_wakeups++;
 	for (i = 0; i < n && !timer_quit; i++) {
 		struct rdma_event_channel *channel = evs[i].data.ptr;
-		bool (*handle)(struct rdma_event_channel *channel);
+		bool (*handle)(struct rdma_event_channel * channel);
 		struct cma_served *s;
 
 		if (!channel || channel == SVC_TIMER_TAG) {

@@ -660,9 +660,9 @@ static int cma_p2p_companion_for(const struct cma_p2p_conn *conn)
 
 	if (cma_id_is_iwarp(id_priv))
 		return 0; /* TCP connects: no copies */
-	return cma_p2p_companion_ensure(id_priv->id.route.addr.src_addr.sa_family,
-					conn->key.local.addr,
-					conn->key.local.port);
+	return cma_p2p_companion_ensure(
+		id_priv->id.route.addr.src_addr.sa_family, conn->key.local.addr,
+		conn->key.local.port);
 }
 
 /* With the id's qp_lock: the connect, once p2p_lock showed what to do. */

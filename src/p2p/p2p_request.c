@@ -224,8 +224,8 @@ static void cma_p2p_answered(uint64_t serial, enum cma_p2p_liveness verdict)
 		h->lis->asking--;
 		lfd = cma_id_fd(h->lis->id_priv);
 		cma_p2p_dbg("request %s, handle %u, REQ %u: %s",
-			    cma_p2p_key_str(&h->key, kb, sizeof(kb)),
-			    h->handle, h->hdr.number, says[verdict]);
+			    cma_p2p_key_str(&h->key, kb, sizeof(kb)), h->handle,
+			    h->hdr.number, says[verdict]);
 		if (verdict == CMA_P2P_LIVE)
 			cma_p2p_settle(h->lis, h->handle, &h->key, &h->hdr,
 				       &h->resp, &h->route, &a);
@@ -348,12 +348,11 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	} else {
 		key.local.port = lis->port;
 		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		if (!cma_p2p_must_ask(listen_priv, &hdr, kp->qp_num,
-				      has_route))
+		if (!cma_p2p_must_ask(listen_priv, &hdr, kp->qp_num, has_route))
 			cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
 				       has_route ? &route : NULL, &a);
 		else if (!(ask = cma_p2p_asking_new(lis, resp->id, &key, &hdr,
-						      resp, &route)))
+						    resp, &route)))
 			cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_RETRY, &key);
 		else
 			serial = ask->serial;

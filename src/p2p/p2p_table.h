@@ -527,7 +527,7 @@ enum cma_p2p_liveness {
 
 /* Called once, without any lock, from the service thread. */
 typedef void (*cma_p2p_liveness_fn)(uint64_t serial,
-				     enum cma_p2p_liveness verdict);
+				    enum cma_p2p_liveness verdict);
 
 /*
  * The lower end, before its REQ from @addr (a 16-byte identity address

@@ -221,9 +221,9 @@ static void cma_p2p_sockaddr(sa_family_t family, const uint8_t addr[16],
 	}
 }
 
-static struct cma_p2p_companion *
-cma_p2p_companion_find(sa_family_t family, const uint8_t addr[16],
-		       uint16_t port)
+static struct cma_p2p_companion *cma_p2p_companion_find(sa_family_t family,
+							const uint8_t addr[16],
+							uint16_t port)
 {
 	struct cma_p2p_companion *c;
 
@@ -281,8 +281,7 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 fail:
 	err = errno ? errno : ENOMEM;
 	free(c);
-	cma_p2p_dbg("port %u: no companion listener (%s)", port,
-		    strerror(err));
+	cma_p2p_dbg("port %u: no companion listener (%s)", port, strerror(err));
 	return cma_err(err);
 }
 
@@ -449,9 +448,8 @@ static bool cma_p2p_query_step(struct cma_p2p_query *q,
 		    a.kind == CMA_P2P_ANSWER && a.qpn == q->ask.qpn &&
 		    a.incarnation == q->ask.incarnation &&
 		    a.number == q->ask.number)
-			*verdict = a.flags & CMA_P2P_F_LIVE
-					   ? CMA_P2P_LIVE
-					   : CMA_P2P_STALE;
+			*verdict = a.flags & CMA_P2P_F_LIVE ? CMA_P2P_LIVE
+							    : CMA_P2P_STALE;
 		return true;
 	default: /* errors, a reply that accepts: no answer */
 		return true;
@@ -488,7 +486,8 @@ static bool cma_p2p_verify_serve(struct rdma_event_channel *channel)
 		else if (ev->id->context)
 			cma_p2p_query_event(ev);
 		else
-			rdma_ack_cm_event(ev); /* a companion's: nothing to do */
+			rdma_ack_cm_event(
+				ev); /* a companion's: nothing to do */
 	}
 	return true;
 }

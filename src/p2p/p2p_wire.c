@@ -36,9 +36,9 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 				      : hdr->tag);
 	if (v1)
 		return CMA_P2P_HDR_LEN_V1;
-	cma_put_be64(out + 16,
-		     (hdr->incarnation & CMA_P2P_INCARNATION_MASK) << 24 |
-			     (hdr->number & CMA_P2P_NUMBER_MASK));
+	cma_put_be64(out + 16, (hdr->incarnation & CMA_P2P_INCARNATION_MASK)
+					       << 24 |
+				       (hdr->number & CMA_P2P_NUMBER_MASK));
 	return CMA_P2P_HDR_LEN;
 }
 

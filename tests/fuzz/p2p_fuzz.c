@@ -441,10 +441,10 @@ static void op_peer_req(void)
 		r = fake_ucma_conn_req(companion_kid(), &child);
 		if (!r)
 			return;
-		r->param.ud.private_data_len = put_pdata(
-			r->param.ud.private_data,
-			a & 0x80 ? 0xff : CMA_P2P_QUERY, 0, PORT, 0x99,
-			(c >> 2) & 7);
+		r->param.ud.private_data_len =
+			put_pdata(r->param.ud.private_data,
+				  a & 0x80 ? 0xff : CMA_P2P_QUERY, 0, PORT,
+				  0x99, (c >> 2) & 7);
 		memcpy(&fake_ucma_kid(child)->dst, &from, sizeof(from));
 		return;
 	}
@@ -515,8 +515,7 @@ static void op_connect(void)
  * resolutions, the SIDR answer (UNREACHABLE, status 2, an ANSWER or
  * anything else in the UD private data), or its failures.
  */
-static void op_question_event(const struct fake_kid *kid, uint8_t e,
-			      uint8_t k)
+static void op_question_event(const struct fake_kid *kid, uint8_t e, uint8_t k)
 {
 	static const uint32_t events[] = {
 		RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED,
@@ -533,10 +532,9 @@ static void op_question_event(const struct fake_kid *kid, uint8_t e,
 				    : (e & 0x40 ? -110 : 0));
 	if (!r || ev != RDMA_CM_EVENT_UNREACHABLE)
 		return;
-	r->param.ud.private_data_len =
-		put_pdata(r->param.ud.private_data,
-			  k & 1 ? CMA_P2P_ANSWER : 0xff, 0, 0, 0x99,
-			  ((k >> 1) & 7) + 1u);
+	r->param.ud.private_data_len = put_pdata(
+		r->param.ud.private_data, k & 1 ? CMA_P2P_ANSWER : 0xff, 0, 0,
+		0x99, ((k >> 1) & 7) + 1u);
 }
 
 /* op 2: the kernel reports an event on any of its ids. */

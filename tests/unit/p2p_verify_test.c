@@ -100,8 +100,9 @@ START_TEST(lower_end_answers_for_its_current_req)
 	companion = last_on(RDMA_USER_CM_CMD_LISTEN);
 	k = fake_ucma_kid(companion);
 	ck_assert_uint_eq(k->ps, RDMA_PS_UDP);
-	ck_assert_uint_eq(be16toh(((const struct sockaddr_in *)&k->src)->sin_port),
-			  P2P_PORT);
+	ck_assert_uint_eq(
+		be16toh(((const struct sockaddr_in *)&k->src)->sin_port),
+		P2P_PORT);
 
 	a = peer_asks(companion, req.incarnation, id->qp->qp_num, req.number);
 	ck_assert_uint_eq(a.kind, CMA_P2P_ANSWER);

@@ -122,9 +122,12 @@ END_TEST
 START_TEST(bytes_after_the_data_are_ignored)
 {
 	static const uint8_t old_ext[4] = {0xC5, 0x70, 0x58, 0x01};
-	struct cma_p2p_hdr hdr = {
-		.kind = CMA_P2P_REQ, .port = 7471, .tag = 1, .data_len = 3,
-		.incarnation = 2, .number = 3};
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_REQ,
+				  .port = 7471,
+				  .tag = 1,
+				  .data_len = 3,
+				  .incarnation = 2,
+				  .number = 3};
 	struct cma_p2p_hdr got;
 	uint8_t buf[64] = {0};
 	size_t n = cma_p2p_hdr_encode(&hdr, buf);
