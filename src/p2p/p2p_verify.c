@@ -47,6 +47,7 @@
 #include "p2p_table.h"
 #include "p2p_wire.h"
 
+#define CMA_P2P_COMPANION_BACKLOG 1024
 /* How long resolving the lower end's address and route may take. */
 #define CMA_P2P_VERIFY_RESOLVE_MS 2000
 
@@ -256,7 +257,13 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 	if (!ch || !c || rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
 		goto fail;
 	cma_p2p_sockaddr(family, addr, port, &ss);
-	if (rdma_bind_addr(id, (struct sockaddr *)&ss) || rdma_listen(id, 64)) {
+	/*
+	 * Every peer asks at once in a mesh, and a question the kernel finds
+	 * no room for in the backlog is dropped unanswered: the most the
+	 * kernel allows (net.rdma_ucm.max_backlog, 1024 by default).
+	 */
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss) ||
+	    rdma_listen(id, CMA_P2P_COMPANION_BACKLOG)) {
 		err = errno;
 		cma_p2p_id_destroy(id);
 		errno = err;

@@ -199,9 +199,8 @@ lost_ack() {
 }
 
 # The 64-rank mesh under host load (tests/system/BUGS.md p2p-mesh64-ci):
-# its REQs' round trips outlast the CM's response timeout, the copies the
-# CM sends spend the listener's challenges, pairs are challenged again
-# and again, and one of the library's bounds runs out (a lower end's REQ
+# its REQs' and questions' round trips outlast the CM's timeouts, and one
+# of the library's bounds runs out (a lower end's REQ
 # refused, REJECTED 10 or 28; a connect that never formed, UNREACHABLE
 # -ETIMEDOUT) or p2pmesh's own wait (-w).  Exactly that is an XFAIL,
 # counted apart: the first rank to fail (by the CLOCK_MONOTONIC time on
