@@ -76,6 +76,13 @@ struct cma_p2p_query {
 	struct cma_p2p_hdr ask; /* the QUERY: the REQ it names */
 	cma_p2p_liveness_fn done; /* NULL once cancelled */
 	uint64_t serial; /* what the asker names it by */
+	/*
+	 * cma_p2p_query_start is still inside rdma_resolve_addr: a question
+	 * over before it returns (its events read on the service thread) is
+	 * ended by it, not under its feet.  Under verify_lock.
+	 */
+	bool starting, over;
+	enum cma_p2p_liveness verdict;
 };
 
 /* An id whose destroy the kernel refused: tried again on the next read. */
@@ -379,6 +386,7 @@ int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
 {
 	struct rdma_event_channel *ch = cma_p2p_verify_channel();
 	struct cma_p2p_query *q = calloc(1, sizeof(*q));
+	bool over;
 	int err;
 
 	if (!ch || !q || rdma_create_id(ch, &q->id, q, RDMA_PS_UDP)) {
@@ -393,6 +401,7 @@ int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
 	q->done = done;
 	q->serial = serial;
 	q->step = CMA_P2P_Q_ADDR;
+	q->starting = true;
 	pthread_mutex_lock(&verify_lock);
 	q->next = queries;
 	queries = q;
@@ -409,6 +418,12 @@ int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
 		free(q);
 		return cma_err(err);
 	}
+	pthread_mutex_lock(&verify_lock);
+	q->starting = false;
+	over = q->over;
+	pthread_mutex_unlock(&verify_lock);
+	if (over) /* answered before we got here: ours to end */
+		cma_p2p_query_end(q, q->verdict);
 	return 0;
 }
 
@@ -467,14 +482,27 @@ static void cma_p2p_query_event(struct rdma_cm_event *ev)
 {
 	struct cma_p2p_query *q = ev->id->context;
 	enum cma_p2p_liveness verdict;
-	bool over = cma_p2p_query_step(q, ev, &verdict);
+	bool over, starting;
 
+	/* What cma_p2p_query_start wrote before linking @q is seen here. */
+	pthread_mutex_lock(&verify_lock);
+	pthread_mutex_unlock(&verify_lock);
+	over = cma_p2p_query_step(q, ev, &verdict);
 	if (over && verdict == CMA_P2P_UNKNOWN)
 		cma_p2p_dbg("question about REQ %u of QP %u: %s, status %d",
 			    q->ask.number, q->ask.qpn,
 			    rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
-	if (over)
+	if (!over)
+		return;
+	pthread_mutex_lock(&verify_lock);
+	starting = q->starting;
+	if (starting) {
+		q->over = true;
+		q->verdict = verdict;
+	}
+	pthread_mutex_unlock(&verify_lock);
+	if (!starting)
 		cma_p2p_query_end(q, verdict);
 }
 

@@ -1073,6 +1073,17 @@ int fake_ucma_count(uint32_t cmd)
 	return n;
 }
 
+int fake_ucma_count_on(uint32_t cmd, uint32_t handle)
+{
+	int i, n = 0;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = 0; i < log_len; i++)
+		n += log_cmds[i].cmd == cmd && log_cmds[i].handle == handle;
+	pthread_mutex_unlock(&fake_lock);
+	return n;
+}
+
 const struct fake_cmd *fake_ucma_last(uint32_t cmd)
 {
 	const struct fake_cmd *c = NULL;

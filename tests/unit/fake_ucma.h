@@ -153,6 +153,8 @@ int fake_ucma_ncmds(void);
 const struct fake_cmd *fake_ucma_cmd(int i);
 /* How many commands of a kind were sent (since install or clear). */
 int fake_ucma_count(uint32_t cmd);
+/* The same on kernel id @handle; safe while library threads send. */
+int fake_ucma_count_on(uint32_t cmd, uint32_t handle);
 /* The last command of a kind, NULL if none. */
 const struct fake_cmd *fake_ucma_last(uint32_t cmd);
 void fake_ucma_clear_log(void);

@@ -42,9 +42,9 @@ static void await_on(uint32_t cmd, uint32_t kid, int n)
 {
 	int i;
 
-	for (i = 0; i < 500 && cmds_on(cmd, kid) < n; i++)
+	for (i = 0; i < 500 && fake_ucma_count_on(cmd, kid) < n; i++)
 		usleep(10000);
-	ck_assert_int_ge(cmds_on(cmd, kid), n);
+	ck_assert_int_ge(fake_ucma_count_on(cmd, kid), n);
 }
 
 /* The p2p header of the SIDR question the library put in its CONNECT. */
@@ -151,7 +151,8 @@ START_TEST(lower_end_ignores_a_malformed_question)
 	await_cmd(RDMA_USER_CM_CMD_REJECT, rejects + 1);
 	ck_assert_int_eq(fake_ucma_last(RDMA_USER_CM_CMD_REJECT)->handle,
 			 child);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_DESTROY_ID, child), 1);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_DESTROY_ID, child),
+			 1);
 	expect_nothing();
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
@@ -235,10 +236,10 @@ START_TEST(higher_end_adopts_a_req_said_live)
 	ck_assert_int_eq(p2p_connect(id), 0);
 	req = peer_request("192.0.2.0", 0, "hers");
 	q = asked_about(0x100, 7, 0xB0B);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	peer_answers(q, 1, 2);
 	await_on(RDMA_USER_CM_CMD_ACCEPT, req, 1);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_DESTROY_ID, q), 1);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_DESTROY_ID, q), 1);
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
 }
@@ -257,7 +258,7 @@ START_TEST(higher_end_refuses_a_req_said_stale)
 	await_on(RDMA_USER_CM_CMD_REJECT, req, 1);
 	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
 			  CMA_P2P_REJ_STALE);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	/* The connect still waits: the peer's next REQ is adopted. */
 	req_number = 8;
 	req = peer_request("192.0.2.0", 0, "hers");
@@ -299,7 +300,7 @@ START_TEST(higher_end_holds_a_req_said_live)
 	q = asked_about(0x100, 7, 0xB0B);
 	peer_answers(q, 1, 2);
 	await_on(RDMA_USER_CM_CMD_DESTROY_ID, q, 1);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, req), 0);
 	expect_nothing();
 	id = connecting_id("192.0.2.0");
 	ck_assert_int_eq(p2p_connect(id), 0);
@@ -317,11 +318,11 @@ START_TEST(listener_destroyed_while_asking)
 	req = peer_request("192.0.2.0", 0, "hers");
 	q = asked_about(0x100, 7, 0xB0B);
 	ck_assert_int_eq(rdma_destroy_id(listener), 0);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req), 1);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, req), 1);
 	/* The answer that comes after finds nothing to act on. */
 	peer_answers(q, 1, 2);
 	await_on(RDMA_USER_CM_CMD_DESTROY_ID, q, 1);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	listener = NULL;
 }
 END_TEST
@@ -344,8 +345,10 @@ START_TEST(questions_are_bounded)
 	await_on(RDMA_USER_CM_CMD_REJECT, req[2], 1);
 	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req[2]).kind,
 			  CMA_P2P_REJ_RETRY);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req[0]), 0);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req[1]), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, req[0]),
+			 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, req[1]),
+			 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
 }
 END_TEST
