@@ -471,7 +471,7 @@ static void cma_p2p_incarnation_once(void)
  * Random, drawn once per process, never 0: a peer that sees a new one for
  * the same address and port knows the process behind it was restarted.
  */
-static uint64_t cma_p2p_incarnation(void)
+uint64_t cma_p2p_incarnation(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	uint64_t v = __atomic_load_n(&p2p_incarnation, __ATOMIC_RELAXED);
@@ -494,11 +494,6 @@ static uint64_t cma_p2p_incarnation(void)
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		v = stored;
 	return v;
-}
-
-uint64_t cma_p2p_own_incarnation(void)
-{
-	return cma_p2p_incarnation();
 }
 
 /* Under p2p_lock: our REQs are numbered 1, 2, ... and 1 again after 2^24-1. */

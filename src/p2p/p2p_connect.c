@@ -1162,7 +1162,7 @@ bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number)
 	int fd;
 
 	cma_p2p_lock();
-	conn = incarnation == cma_p2p_own_incarnation()
+	conn = incarnation == cma_p2p_incarnation()
 		       ? cma_p2p_conn_of_req(qpn, number)
 		       : NULL;
 	if (!conn) {

@@ -54,16 +54,17 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 	return 0;
 }
 
-static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
-			const struct cma_p2p_key *key,
-			const struct cma_p2p_hdr *hdr,
-			const struct rdma_ucm_event_resp *resp,
-			const struct rdma_ucm_query_route_resp *route)
+/* A request kept out of sight, held or asked about; NULL without memory. */
+static struct cma_p2p_held *
+cma_p2p_held_new(struct cma_p2p_listener *lis, uint32_t handle,
+		 const struct cma_p2p_key *key, const struct cma_p2p_hdr *hdr,
+		 const struct rdma_ucm_event_resp *resp,
+		 const struct rdma_ucm_query_route_resp *route)
 {
 	struct cma_p2p_held *h = cma_zalloc(sizeof(*h));
 
 	if (!h)
-		return cma_err(ENOMEM);
+		return NULL;
 	h->lis = lis;
 	h->handle = handle;
 	h->key = *key;
@@ -72,6 +73,20 @@ static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
 	h->has_route = route;
 	if (route)
 		h->route = *route;
+	return h;
+}
+
+static int cma_p2p_hold(struct cma_p2p_listener *lis, uint32_t handle,
+			const struct cma_p2p_key *key,
+			const struct cma_p2p_hdr *hdr,
+			const struct rdma_ucm_event_resp *resp,
+			const struct rdma_ucm_query_route_resp *route)
+{
+	struct cma_p2p_held *h =
+		cma_p2p_held_new(lis, handle, key, hdr, resp, route);
+
+	if (!h)
+		return cma_err(ENOMEM);
 	if (cma_p2p_listener_mode(lis) == CMA_P2P_HOLD_TIMED)
 		h->deadline_ns = cma_p2p_now_ns() +
 				 (uint64_t)cma_p2p_hold_ms() * 1000000ull;
@@ -153,16 +168,9 @@ cma_p2p_asking_new(struct cma_p2p_listener *lis, uint32_t handle,
 
 	if (lis->asking >= max || p2p_asking.len >= 4 * (size_t)max)
 		return NULL;
-	h = cma_zalloc(sizeof(*h));
+	h = cma_p2p_held_new(lis, handle, key, hdr, resp, route);
 	if (!h)
 		return NULL;
-	h->lis = lis;
-	h->handle = handle;
-	h->key = *key;
-	h->hdr = *hdr;
-	h->resp = *resp;
-	h->route = *route;
-	h->has_route = true;
 	h->serial = ++p2p_asking_serial;
 	cma_list_append(&p2p_asking, &h->lnode);
 	lis->asking++;
@@ -180,7 +188,10 @@ static struct cma_p2p_held *cma_p2p_asking_find(uint64_t serial)
 	return NULL;
 }
 
-/* Under p2p_lock: @h is no longer asked about; its answer is ignored. */
+/*
+ * Under p2p_lock: @h is no longer asked about; an answer still to come
+ * is ignored (one being delivered finds @h gone).
+ */
 static void cma_p2p_asking_unlink(struct cma_p2p_held *h)
 {
 	cma_list_unlink(&p2p_asking, &h->lnode);
@@ -220,8 +231,7 @@ static void cma_p2p_answered(uint64_t serial, enum cma_p2p_liveness verdict)
 	cma_p2p_lock();
 	h = cma_p2p_asking_find(serial);
 	if (h) {
-		cma_list_unlink(&p2p_asking, &h->lnode);
-		h->lis->asking--;
+		cma_p2p_asking_unlink(h);
 		lfd = cma_id_fd(h->lis->id_priv);
 		cma_p2p_dbg("request %s, handle %u, REQ %u: %s",
 			    cma_p2p_key_str(&h->key, kb, sizeof(kb)), h->handle,

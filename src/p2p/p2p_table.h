@@ -321,7 +321,7 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 		    const struct cma_p2p_key *key);
 /* This process's incarnation (40 bits, never 0). */
-uint64_t cma_p2p_own_incarnation(void);
+uint64_t cma_p2p_incarnation(void);
 /* The number of our next REQ (p2p_lock held). */
 uint32_t cma_p2p_next_req_number(void);
 bool cma_p2p_req_out(const struct cma_p2p_conn *conn);

@@ -1044,7 +1044,7 @@ static void sent_req(const struct fake_cmd *c)
 	      "A's REQ on kernel id %u states number %u after %u", c->handle,
 	      hdr.number, w.a_number);
 	CHECK(hdr.incarnation ==
-		      (cma_p2p_own_incarnation() & CMA_P2P_INCARNATION_MASK),
+		      (cma_p2p_incarnation() & CMA_P2P_INCARNATION_MASK),
 	      "A's REQ states incarnation %llx, not its own",
 	      (unsigned long long)hdr.incarnation);
 	/* B may ask at once: A's companion answers from the first REQ on. */
@@ -1624,6 +1624,17 @@ static void b_kill(void)
 	w.kills++;
 }
 
+/* A question or an answer about the same REQ, of the same attempt, as @m. */
+static void msg_names_req_of(struct msg *dst, const struct msg *m)
+{
+	dst->kid = m->kid;
+	dst->att = m->att;
+	dst->copy = m->copy;
+	dst->number = m->number;
+	dst->qpn = m->qpn;
+	dst->incarnation = m->incarnation;
+}
+
 /*
  * B lower: A's question @m reaches B, whose companion answers from what
  * B's library knows now: live while an attempt of this process waits for
@@ -1640,13 +1651,8 @@ static void b_answer(const struct msg *m, enum variant var)
 		return;
 	}
 	r = flight_add(M_ANSWER, false, CHAN_VERIFY + m->kid);
-	r->kid = m->kid;
-	r->att = m->att;
+	msg_names_req_of(r, m);
 	r->gen = m->gen;
-	r->copy = m->copy;
-	r->number = m->number;
-	r->qpn = m->qpn;
-	r->incarnation = m->incarnation;
 	if (!w.b_up) {
 		r->status = IB_SIDR_UNSUPPORTED; /* nobody listens */
 		return;
@@ -1668,12 +1674,7 @@ static void b_ask(const struct msg *m)
 	w.b_ask[w.nb_ask].dead = false;
 	w.b_ask[w.nb_ask].copy = m->copy;
 	q = flight_add(M_QUERY, false, CHAN_VERIFY + m->kid);
-	q->kid = m->kid;
-	q->att = m->att;
-	q->copy = m->copy;
-	q->number = m->number;
-	q->qpn = m->qpn;
-	q->incarnation = m->incarnation;
+	msg_names_req_of(q, m);
 	q->qid = w.b_ask[w.nb_ask++].qid;
 	cover(COV_ASKED);
 }

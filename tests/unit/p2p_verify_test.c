@@ -228,14 +228,25 @@ static void higher_teardown(void)
 	p2p_peer_teardown();
 }
 
-START_TEST(higher_end_adopts_a_req_said_live)
+/*
+ * A connect of ours waits for the peer's REQ, which comes (the REQ's kernel
+ * id in *@req) and is asked about (the question's in *@q).  The id.
+ */
+static struct rdma_cm_id *waiting_and_asked(uint32_t *req, uint32_t *q)
 {
 	struct rdma_cm_id *id = connecting_id("192.0.2.0");
-	uint32_t req, q;
 
 	ck_assert_int_eq(p2p_connect(id), 0);
-	req = peer_request("192.0.2.0", 0, "hers");
-	q = asked_about(0x100, 7, 0xB0B);
+	*req = peer_request("192.0.2.0", 0, "hers");
+	*q = asked_about(0x100, 7, 0xB0B);
+	return id;
+}
+
+START_TEST(higher_end_adopts_a_req_said_live)
+{
+	uint32_t req, q;
+	struct rdma_cm_id *id = waiting_and_asked(&req, &q);
+
 	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	peer_answers(q, 1, 2);
 	await_on(RDMA_USER_CM_CMD_ACCEPT, req, 1);
@@ -248,12 +259,9 @@ END_TEST
 /* A copy its sender has moved on from is refused for good, never adopted. */
 START_TEST(higher_end_refuses_a_req_said_stale)
 {
-	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	uint32_t req, q;
+	struct rdma_cm_id *id = waiting_and_asked(&req, &q);
 
-	ck_assert_int_eq(p2p_connect(id), 0);
-	req = peer_request("192.0.2.0", 0, "hers");
-	q = asked_about(0x100, 7, 0xB0B);
 	peer_answers(q, 0, 2);
 	await_on(RDMA_USER_CM_CMD_REJECT, req, 1);
 	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
@@ -274,12 +282,9 @@ END_TEST
 /* No answer (the peer is gone, or has no companion): refused for now. */
 START_TEST(higher_end_refuses_for_now_without_an_answer)
 {
-	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	uint32_t req, q;
+	struct rdma_cm_id *id = waiting_and_asked(&req, &q);
 
-	ck_assert_int_eq(p2p_connect(id), 0);
-	req = peer_request("192.0.2.0", 0, "hers");
-	q = asked_about(0x100, 7, 0xB0B);
 	peer_answers(q, -1, -ETIMEDOUT);
 	await_on(RDMA_USER_CM_CMD_REJECT, req, 1);
 	ck_assert_uint_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
