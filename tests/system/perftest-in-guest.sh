@@ -86,8 +86,9 @@ run() {
 		show "$s"
 		return
 	fi
-	# It says so just before it listens.
-	sleep 1
+	# It says so just before it listens: wait for its listening id (a
+	# client that comes first is refused, and perftest then crashes).
+	wait_bound "$port" "$spid"
 	# shellcheck disable=SC2086
 	LD_LIBRARY_PATH="$lib" timeout $T stdbuf -oL "$prog" -d "$DEV" -R \
 		-n 200 -p $port $EXTRA "$A1" >"$c" 2>&1 || crc=$?
