@@ -15,8 +15,10 @@
  * started again with a new incarnation), the delivery of each message in
  * flight in either direction (REQ, REP, RTU, the refusals, the
  * questions about REQs and their answers, and the kernel's own
- * reports), its loss where the IB CM lets the library see one, and the
- * expiry of each of A's timers.  The explorer enumerates the
+ * reports), its loss where the IB CM lets the library see one, A's
+ * library reading what its CM took while it was behind (see Late
+ * copies), and the expiry of each of A's timers.  The explorer
+ * enumerates the
  * choices depth first up to a depth bound; each prefix is replayed from a
  * fresh state in a fork()ed child and then completed the fair way (every
  * message delivered, every connect made, timers last), and the outcome
@@ -58,14 +60,22 @@
  * and one it had no answer for, for now.  A question or its answer may
  * be lost.  Either end's CM may refuse a REQ unseen (as if the listener
  * were not up yet) while the sender's CM has sent a copy that comes
- * later; once a REJ or a timeout ends one of A's REQs in A's CM, its
- * kernel id refuses the INIT attributes, as the kernel's does, which
- * A's answer looks at.  The
- * premise of asking is modelled, not assumed: messages from one CM to
- * the other travel one path in order, so a question or an answer
- * overtakes nothing its CM sent before it (the refusal of a REQ reaches
- * the sender before a question about its copy); other messages may
- * overtake each other across connections, which the wire never does.
+ * later.  Once a REJ or a timeout ends one of A's REQs in A's
+ * CM, its kernel id refuses the INIT attributes, as the kernel's does,
+ * which A's answer looks at.  B higher, A's CM may take such an end
+ * (B's REJ, the kernel's report of B's restart) while A's library reads
+ * it only later, at a step of its own (the service thread is late), and
+ * A's CM may time its REQ out while B asks about it (B's CM sends no MRA
+ * meanwhile; a fault), read later too: a question about that REQ or a
+ * copy of it then finds A's connect still waiting on it, and only the
+ * kernel id tells A to answer stale.  While such an event is unread,
+ * nothing on A's served channel is read (the kernel's order stays), and
+ * the application reads only what its fd shows.  The premise of asking
+ * is modelled, not assumed: messages from one CM to the other travel one
+ * path in order, so a question or an answer overtakes nothing its CM
+ * sent before it (the refusal of a REQ reaches the sender before a
+ * question about its copy); other messages may overtake each other
+ * across connections, which the wire never does.
  * B's REQs from one QP keep their order, and A's CM refuses a REQ from a
  * QP it still holds (or asks about) another request or a connection from
  * (reason 10, disconnecting a connection).  A late copy is never held or
@@ -73,15 +83,18 @@
  *
  * What the model leaves out: copies of a REQ whose kernel id lives (the
  * CM answers them), copies of a REQ a library refused (only the CM's
- * unseen refusal makes one), a request that sits in A's CM unread while
- * another from its QP arrives (A reads each as it is delivered, so a
- * refusal A's CM took is always read before a question comes), lost
- * RTUs, REJs and DREQs (the CM sends them again), a REJ that overtakes
- * its REQ, B's REQs in the B higher case (a peer breaking the rule), a
- * question that cannot be asked (no route, no id) or an answer that does
- * not parse, a lower end without a companion, REQ numbers wrapping,
- * explicit tags, iWARP, AF_IB, the hold and the held request caps, the
- * window of REQs out (A makes 3), A's own kernel failing a command.
+ * unseen refusal makes one), A's library reading
+ * late anything but the end of one of its REQs while B may still ask
+ * about it (a request of B's that sits in A's CM unread while another
+ * from its QP arrives: B's REQs and the answers to A's questions are
+ * read as they are delivered, and so is the end of a REQ of A's nobody
+ * can ask about any more), lost RTUs, REJs and DREQs (the CM sends them
+ * again), a REJ that overtakes its REQ, B's REQs in the B higher case (a
+ * peer breaking the rule), a question that cannot be asked (no route, no
+ * id) or an answer that does not parse, a lower end without a
+ * companion, REQ numbers wrapping, explicit tags, iWARP, AF_IB, the hold
+ * and the held request caps, the window of REQs out (A makes 3), A's own
+ * kernel failing a command.
  */
 #include <config.h>
 
@@ -258,6 +271,8 @@ struct kid_info {
 	/* K_BREQ: A's question about it; K_QUERY, K_CREQ: the REQ's kid */
 	uint32_t about;
 	uint32_t qid; /* K_CREQ: B's question */
+	/* What its kernel queued while A's library was behind (w.unread). */
+	uint32_t unread_ev;
 };
 
 enum a_state { AS_IDLE, AS_WAIT, AS_ENDED };
@@ -270,7 +285,8 @@ struct a_att {
 	int end_ev, end_status;
 	int b_partner; /* the B attempt its ESTABLISHED came from */
 	int64_t start;
-	int64_t refused_at; /* when we last refused its REQ for now */
+	int64_t refused_at; /* when its REQ was last refused (for now) */
+	bool refusal_unread; /* that refusal is in A's CM, not read yet */
 	int epoch; /* how many of B's processes were gone when it began */
 	int reqs; /* B higher: REQs it sent */
 };
@@ -314,6 +330,8 @@ enum act_kind {
 	ACT_DELIVER,
 	ACT_FIRE_CONN,
 	ACT_FIRE_LIS,
+	/* A's library reads the events its CM took meanwhile (V_UNREAD). */
+	ACT_A_READ,
 };
 
 /*
@@ -336,6 +354,19 @@ enum variant {
 	 * from that QP: the CM's copies of a REQ all leave before it).
 	 */
 	V_REFUSE_UNSEEN,
+	/*
+	 * An order, not a fault: B higher, a refusal or a timeout of A's REQ
+	 * is taken by A's CM (its kernel id refuses the INIT attributes from
+	 * then on, the event is queued) but A's library reads it only at a
+	 * later A.read step, while a question about that REQ may still come.
+	 */
+	V_UNREAD,
+	/*
+	 * B higher, a fault: B's question about A's REQ comes after A's CM
+	 * timed that REQ out (B's CM sends no MRA while B asks), the event
+	 * not read yet (V_UNREAD).
+	 */
+	V_REQ_TIMEOUT,
 };
 
 struct act {
@@ -365,6 +396,8 @@ enum coverage {
 	COV_STALE, /* the lower end answered: it is not */
 	COV_UNANSWERED, /* no answer came (lost, or nobody listened) */
 	COV_LATE_COPY, /* a late copy was refused as stale */
+	/* A's REQ's refusal or timeout unread, its kernel id said: stale */
+	COV_UNREAD_STALE,
 	COV_COUNT
 };
 
@@ -385,7 +418,8 @@ static const char *const cov_name[] = {"established",
 				       "answered-live",
 				       "answered-stale",
 				       "unanswered",
-				       "stale-copy-refused"};
+				       "stale-copy-refused",
+				       "stale-while-unread"};
 
 static struct {
 	enum cfg cfg;
@@ -412,6 +446,11 @@ static struct {
 	uint32_t qid; /* B higher: B's last question */
 	uint32_t a_number; /* B higher: the last number A's REQs stated */
 	int vfd; /* the kernel fd of p2p's verify channel (0: none yet) */
+	/*
+	 * A's CM took events that A's library has not read yet: the served
+	 * channel's kernel fd is not read until an A.read step.
+	 */
+	bool unread;
 	uint32_t comp_kid; /* B higher: A's companion listener */
 	struct msg fl[MAX_FLIGHT];
 	int nfl;
@@ -584,6 +623,12 @@ static void a_drain(void)
 
 	for (;;) {
 		readable = unit_readable(ch->fd);
+		/*
+		 * Events A's CM took but nobody read: the application, which
+		 * waits on its fd, does not read the kernel's either.
+		 */
+		if (w.unread && !readable)
+			return;
 		ret = rdma_get_cm_event(ch, &ev);
 		CHECK(readable == !ret,
 		      "the channel's fd is %sreadable but rdma_get_cm_event %s",
@@ -605,18 +650,24 @@ static int verify_queued(void)
 	return w.vfd ? fake_ucma_queued(w.vfd) : 0;
 }
 
+/* Events on the served channel that the library is to read now. */
+static int served_queued(void)
+{
+	return w.unread ? 0 : fake_ucma_queued(w.kfd);
+}
+
 /*
  * What the service thread would do: read and handle the kernel's events,
- * on the served channel and on p2p's own verify channel.
+ * on the served channel (unless it is late: w.unread) and on p2p's own
+ * verify channel.
  */
 static void serve(void)
 {
 	int guard;
 
-	for (guard = 0; fake_ucma_queued(w.kfd) > 0 || verify_queued() > 0;
-	     guard++) {
+	for (guard = 0; served_queued() > 0 || verify_queued() > 0; guard++) {
 		CHECK(guard < 1000, "the served channels' events stay unread");
-		if (fake_ucma_queued(w.kfd) > 0)
+		if (served_queued() > 0)
 			cma_event_serve(ch);
 		cma_p2p_verify_serve_now();
 	}
@@ -645,7 +696,7 @@ static void settle(void)
 		scan_cmds();
 		a_drain();
 		scan_cmds();
-		if (fake_ucma_queued(w.kfd) || verify_queued())
+		if (served_queued() || verify_queued())
 			continue;
 		for (j = 0; j < NA && !conn_chores_due(j); j++)
 			;
@@ -1156,9 +1207,14 @@ static void sent_answer(const struct fake_cmd *c)
 		  kid_of(w.a[j].id) == q->about &&
 		  conn->state == CMA_P2P_PENDING;
 	CHECK(live == current,
-	      "A says its REQ on kernel id %u (connect %d%s) is %s: it is %s",
-	      q->about, j, k->term ? ", refused" : "", live ? "live" : "stale",
+	      "A says its REQ on kernel id %u (connect %d%s%s) is %s: it is %s",
+	      q->about, j, k->term ? ", refused" : "",
+	      w.unread ? ", unread" : "", live ? "live" : "stale",
 	      current ? "current" : "not current");
+	/* Only its kernel id could tell: the library still waits on it. */
+	if (!live && k->term && conn && kid_of(w.a[j].id) == q->about &&
+	    conn->state == CMA_P2P_PENDING)
+		cover(COV_UNREAD_STALE);
 	m = flight_add(M_ANSWER, true, CHAN_VERIFY + q->about);
 	m->kid = q->about;
 	m->att = (uint8_t)j;
@@ -1968,6 +2024,28 @@ static void a_answered(const struct msg *m, enum variant var)
 	      m->kid);
 }
 
+/* An event A's kernel queued while A's library was behind, for the hash. */
+static uint32_t unread_code(uint8_t type, uint32_t ev, int status, uint8_t kind)
+{
+	return 1u << 31 | (uint32_t)type << 24 | (ev & 0xff) << 16 |
+	       (uint32_t)(status & 0xff) << 8 | kind;
+}
+
+/*
+ * A's REQ on kernel id @kid is over in A's CM (refused, or timed out):
+ * the CM has left its request states, so the kernel refuses its INIT
+ * attributes from now on, which A's answer to a question looks at.
+ */
+static void a_req_over(uint32_t kid)
+{
+	struct kid_info *k = kinfo(kid);
+
+	if (k->role != K_AREQ || k->dead)
+		return;
+	fake_ucma_kill_kid(kid);
+	k->dead = true;
+}
+
 /* B higher: B's question @m reaches A's companion. */
 static void a_asked_by_b(const struct msg *m, enum variant var)
 {
@@ -1985,6 +2063,18 @@ static void a_asked_by_b(const struct msg *m, enum variant var)
 		b_answered(m->qid, SAID_NONE);
 		return;
 	}
+	if (var == V_REQ_TIMEOUT) {
+		/* A's CM gave the REQ up first; A's library has not read it. */
+		k = kinfo(m->kid);
+		k->unread_ev = unread_code(M_KEV, RDMA_CM_EVENT_UNREACHABLE,
+					   -ETIMEDOUT, 0);
+		k->term = true;
+		a_req_over(m->kid);
+		fake_ucma_hold();
+		fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		fake_ucma_release();
+		w.unread = true;
+	}
 	CHECK(w.comp_kid, "B asks A, which has no companion listener");
 	fake_ucma_hold();
 	r = fake_ucma_conn_req(w.comp_kid, &child);
@@ -2001,21 +2091,6 @@ static void a_asked_by_b(const struct msg *m, enum variant var)
 	k->qid = m->qid;
 	k->copy = m->copy;
 	k->att = m->att;
-}
-
-/*
- * A's REQ on kernel id @kid is over in A's CM (refused, or timed out):
- * the CM has left its request states, so the kernel refuses its INIT
- * attributes from now on, which A's answer to a question looks at.
- */
-static void a_req_over(uint32_t kid)
-{
-	struct kid_info *k = kinfo(kid);
-
-	if (k->role != K_AREQ || k->dead)
-		return;
-	fake_ucma_kill_kid(kid);
-	k->dead = true;
 }
 
 /* A message reaches A: the kernel event it makes. */
@@ -2099,6 +2174,9 @@ static void a_receive(struct msg *m, enum variant var)
 	    !(m->type == M_KEV && m->ev == RDMA_CM_EVENT_DISCONNECTED &&
 	      k->st == KS_ESTAB))
 		return; /* the kernel reports nothing more on it */
+	if (w.unread)
+		k->unread_ev = unread_code(m->type, m->ev, m->status,
+					   m->kind | m->app_data << 7);
 	fake_ucma_hold();
 	switch (m->type) {
 	case M_REP:
@@ -2133,12 +2211,16 @@ static void a_receive(struct msg *m, enum variant var)
 			r->param.conn.private_data_len = 2;
 		}
 		/* If it refuses for now, the REQ goes out again from here. */
-		if (k->role == K_AREQ)
+		if (k->role == K_AREQ) {
 			w.a[k->att].refused_at = w.now;
+			w.a[k->att].refusal_unread = w.unread;
+		}
 		break;
 	case M_KEV:
-		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ)
+		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ) {
 			w.a[k->att].refused_at = w.now;
+			w.a[k->att].refusal_unread = w.unread;
+		}
 		if (k->role == K_QUERY)
 			a_asked(m->kid, SAID_NONE);
 		if (m->ev != RDMA_CM_EVENT_DISCONNECTED) {
@@ -2277,6 +2359,38 @@ static int64_t timers_first(void)
 	return first;
 }
 
+/*
+ * B higher: whether a question of B's about A's REQ on @kid may still
+ * reach A (its QUERY is on the way, or a copy of the REQ is, which B
+ * will ask about): then whether A has read its REQ's end matters.
+ */
+static bool question_may_come(uint32_t kid)
+{
+	const struct msg *m;
+	int i;
+
+	for (i = 0; i < w.nfl; i++) {
+		m = &w.fl[i];
+		if (m->kid == kid && ((m->type == M_QUERY && !m->to_b) ||
+				      (m->type == M_REQ && m->to_b && m->copy)))
+			return true;
+	}
+	return false;
+}
+
+/* The orders (not faults) a delivery of @m may take besides V_OK. */
+static bool unread_matters(const struct msg *m)
+{
+	const struct kid_info *k;
+
+	if (w.cfg != B_HIGHER || w.unread || m->to_b || m->dead ||
+	    (m->type != M_REJ &&
+	     (m->type != M_KEV || m->ev == RDMA_CM_EVENT_DISCONNECTED)))
+		return false;
+	k = kinfo(m->kid);
+	return k->role == K_AREQ && !k->term && question_may_come(m->kid);
+}
+
 static int enabled(struct act *acts)
 {
 	int64_t first;
@@ -2315,8 +2429,13 @@ static int enabled(struct act *acts)
 		if (!deliverable(i))
 			continue;
 		ADD(ACT_DELIVER, i, V_OK);
+		if (unread_matters(m))
+			ADD(ACT_DELIVER, i, V_UNREAD);
 		if (!faults || m->dead)
 			continue;
+		if (w.cfg == B_HIGHER && m->type == M_QUERY && !m->to_b &&
+		    kinfo(m->kid)->st == KS_SENT && !kinfo(m->kid)->term)
+			ADD(ACT_DELIVER, i, V_REQ_TIMEOUT);
 		/*
 		 * B lower: answering changes nothing at B, and a lost
 		 * question's timeout may reach A at any time after, so a
@@ -2340,21 +2459,23 @@ static int enabled(struct act *acts)
 			ADD(ACT_FIRE_CONN, j, V_OK);
 	if (lis_check_acts() && timer_due(lis_due()) == first && n < MAX_ACTS)
 		ADD(ACT_FIRE_LIS, 0, V_OK);
+	if (w.unread && n < MAX_ACTS)
+		ADD(ACT_A_READ, 0, V_OK);
 #undef ADD
 	return n;
 }
 
-static const char *const var_name[] = {"deliver",	 "lose",
-				       "refuse-for-now", "refuse",
-				       "refuse-stale",	 "refuse-unseen"};
+static const char *const var_name[] = {
+	"deliver",	"lose",		 "refuse-for-now", "refuse",
+	"refuse-stale", "refuse-unseen", "deliver-unread", "req-timed-out"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
 {
 	static const char *const kind[] = {
-		"A.connect", "A.destroy", "B.connect",	  "B.giveup",
-		"B.bound",   "B.resend",  "B.kill",	  "B.start",
-		"",	     "fire conn", "fire listener"};
+		"A.connect", "A.destroy", "B.connect",	   "B.giveup",
+		"B.bound",   "B.resend",  "B.kill",	   "B.start",
+		"",	     "fire conn", "fire listener", "A.read"};
 	const struct msg *m = &w.fl[x->arg];
 
 	if (x->kind == ACT_DELIVER)
@@ -2363,7 +2484,7 @@ static void act_label(const struct act *x, char *buf, size_t len)
 			 m->copy ? "(copy)" : "", m->to_b ? ">B" : ">A", m->att,
 			 m->gen, m->kid);
 	else if (x->kind == ACT_B_KILL || x->kind == ACT_B_START ||
-		 x->kind == ACT_FIRE_LIS)
+		 x->kind == ACT_FIRE_LIS || x->kind == ACT_A_READ)
 		snprintf(buf, len, "%s", kind[x->kind]);
 	else
 		snprintf(buf, len, "%s%d", kind[x->kind], x->arg);
@@ -2371,6 +2492,7 @@ static void act_label(const struct act *x, char *buf, size_t len)
 
 static void apply(const struct act *x)
 {
+	enum variant x_var = (enum variant)x->var;
 	struct msg m;
 	int j;
 
@@ -2442,12 +2564,28 @@ static void apply(const struct act *x)
 		     msg_name[m.type], m.dead ? "(dead)" : "",
 		     m.copy ? "(copy)" : "", m.to_b ? ">B " : ">A ", m.att,
 		     m.gen, m.kid);
-		if (x->var != V_OK)
+		if (x->var != V_OK && x->var != V_UNREAD)
 			w.faults++;
+		if (x->var == V_UNREAD) {
+			w.unread = true;
+			x_var = V_OK;
+		}
 		if (m.to_b)
-			b_receive(&m, (enum variant)x->var);
+			b_receive(&m, x_var);
 		else
-			a_receive(&m, (enum variant)x->var);
+			a_receive(&m, x_var);
+		break;
+	case ACT_A_READ:
+		note("\n    A.read");
+		w.unread = false;
+		/* A refusal read now: its REQ goes out again from now. */
+		for (j = 0; j < NA; j++) {
+			if (w.a[j].refusal_unread)
+				w.a[j].refused_at = w.now;
+			w.a[j].refusal_unread = false;
+		}
+		for (j = 0; j < MAX_KIDS; j++)
+			w.kid[j].unread_ev = 0;
 		break;
 	case ACT_FIRE_CONN:
 		j = x->arg;
@@ -2538,6 +2676,10 @@ static bool next_completion(struct act *x)
 	if (w.a_made < NA) {
 		x->kind = ACT_A_CONNECT;
 		x->arg = (uint8_t)w.a_made;
+		return true;
+	}
+	if (w.unread) {
+		x->kind = ACT_A_READ;
 		return true;
 	}
 	for (i = 0; i < w.nfl; i++) {
@@ -2693,6 +2835,7 @@ static uint64_t hash_mix(uint64_t h, uint64_t v)
 static uint64_t kid_label(uint32_t kid)
 {
 	const struct kid_info *k;
+	uint64_t h;
 
 	if (!kid || kid >= MAX_KIDS)
 		return kid ? 0xffff : 0;
@@ -2701,10 +2844,11 @@ static uint64_t kid_label(uint32_t kid)
 	if (k->role == K_QUERY || k->role == K_CREQ)
 		return hash_mix((uint64_t)k->role << 8 | k->st,
 				kid_label(k->about));
-	return (uint64_t)k->said << 36 | (uint64_t)k->copy << 32 |
-	       (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
-	       (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
-	       (uint64_t)k->dead << 1 | k->term;
+	h = (uint64_t)k->said << 36 | (uint64_t)k->copy << 32 |
+	    (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
+	    (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
+	    (uint64_t)k->dead << 1 | k->term;
+	return k->unread_ev ? hash_mix(h, k->unread_ev) : h;
 }
 
 static uint64_t state_hash(void)
@@ -2717,7 +2861,8 @@ static uint64_t state_hash(void)
 	h = hash_mix(h, (uint64_t)w.a_made << 32 | (uint64_t)w.b_made << 24 |
 				(uint64_t)w.b_up << 16 |
 				(uint64_t)w.b_inc << 8 |
-				(uint64_t)w.kills << 4 | (uint64_t)w.faults);
+				(uint64_t)w.kills << 4 | (uint64_t)w.faults |
+				(uint64_t)w.unread << 40);
 	for (j = 0; j < NA; j++) {
 		const struct a_att *a = &w.a[j];
 		const struct cma_p2p_conn *c = conn_of(j);
@@ -2728,7 +2873,8 @@ static uint64_t state_hash(void)
 					(uint64_t)a->disconnected << 16 |
 					(uint64_t)(a->end_ev & 0xff) << 8 |
 					(uint64_t)(a->b_partner + 1));
-		h = hash_mix(h, (uint64_t)(a->refused_at - w.now));
+		h = hash_mix(h, (uint64_t)(a->refused_at - w.now) << 1 |
+					a->refusal_unread);
 		if (!c)
 			continue;
 		h = hash_mix(h, (uint64_t)c->state << 40 |
@@ -3179,7 +3325,8 @@ START_TEST(b_higher_every_interleaving)
 			    1u << COV_WITHDRAW | 1u << COV_BOUND |
 			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
 			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
-			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY);
+			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY |
+			    1u << COV_UNREAD_STALE);
 }
 END_TEST
 
