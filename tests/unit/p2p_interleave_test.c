@@ -60,7 +60,11 @@
  * and one it had no answer for, for now.  A question or its answer may
  * be lost.  Either end's CM may refuse a REQ unseen (as if the listener
  * were not up yet) while the sender's CM has sent a copy that comes
- * later.  Once a REJ or a timeout ends one of A's REQs in A's
+ * later; and B lower, A's refusal of B's REQ (by its library, its
+ * question having had no answer, say, or by its CM for a stale
+ * connection) may reach B after B's CM sent a copy of it, which reaches
+ * A's CM later as a fresh REQ (A's kernel id for the first is gone by
+ * then).  Once a REJ or a timeout ends one of A's REQs in A's
  * CM, its kernel id refuses the INIT attributes, as the kernel's does,
  * which A's answer looks at.  B higher, A's CM may take such an end
  * (B's REJ, the kernel's report of B's restart) while A's library reads
@@ -82,8 +86,8 @@
  * adopted: by A (a copy of B's REQ) nor by B (a copy of A's).
  *
  * What the model leaves out: copies of a REQ whose kernel id lives (the
- * CM answers them), copies of a REQ a library refused (only the CM's
- * unseen refusal makes one), A's library reading
+ * CM answers them), copies of A's REQs that B's library refused (B
+ * higher: only B's CM's unseen refusal makes one), A's library reading
  * late anything but the end of one of its REQs while B may still ask
  * about it (a request of B's that sits in A's CM unread while another
  * from its QP arrives: B's REQs and the answers to A's questions are
@@ -179,6 +183,17 @@ const char *__tsan_default_options(void)
 
 enum cfg { B_LOWER, B_HIGHER };
 
+/* Where a late copy of a REQ comes from. */
+enum copy_kind {
+	COPY_NONE,
+	COPY_UNSEEN, /* its first copy was refused by the other end's CM */
+	/*
+	 * B lower: A refused it (A's library, or A's CM for a stale
+	 * connection) after B's CM had sent it again.
+	 */
+	COPY_REFUSED,
+};
+
 /* --- the model's state -------------------------------------------------- */
 
 enum msg_type {
@@ -208,10 +223,10 @@ struct msg {
 	bool dead; /* a REQ its sender gave up on the way: arrives dead */
 	/*
 	 * A REQ its sender's CM sent again before the refusal of its first
-	 * copy came back, which the other end's CM refused unseen (a late
-	 * copy); M_QUERY, M_ANSWER: about such a copy.
+	 * copy came back (a late copy; enum copy_kind: who refused it);
+	 * M_QUERY, M_ANSWER: about such a copy.
 	 */
-	bool copy;
+	uint8_t copy;
 	bool live; /* M_ANSWER: the REQ asked about is current */
 	uint8_t att; /* B's attempt it is of; an A REQ's: A's attempt */
 	uint8_t gen; /* B lower: which REQ of the attempt */
@@ -263,7 +278,7 @@ struct kid_info {
 	uint8_t gen;
 	int8_t a_att; /* K_BREQ: the A attempt that accepted it */
 	bool dead; /* fake_ucma_kill_kid */
-	bool copy; /* K_BREQ: a late copy of B's REQ (V_REFUSE_UNSEEN) */
+	uint8_t copy; /* K_BREQ: a late copy of B's REQ (enum copy_kind) */
 	bool term; /* a final event came: the kernel reports no other */
 	bool disc; /* DISCONNECTED came or is on its way: only once */
 	uint8_t said; /* K_BREQ: enum said */
@@ -367,6 +382,15 @@ enum variant {
 	 * not read yet (V_UNREAD).
 	 */
 	V_REQ_TIMEOUT,
+	/*
+	 * An order, not a fault: B lower, A's refusal of B's REQ (by its
+	 * library, or by its CM for a stale connection) reaches B after B's
+	 * CM sent a copy of that REQ (the refusal took longer than the CM's
+	 * response timeout: A's library asked first, say), which reaches
+	 * A's CM later, as a fresh REQ: A's kernel id for the original is
+	 * gone.
+	 */
+	V_COPIED,
 };
 
 struct act {
@@ -398,6 +422,7 @@ enum coverage {
 	COV_LATE_COPY, /* a late copy was refused as stale */
 	/* A's REQ's refusal or timeout unread, its kernel id said: stale */
 	COV_UNREAD_STALE,
+	COV_REFUSED_COPY, /* a copy of a REQ A refused, refused stale */
 	COV_COUNT
 };
 
@@ -419,7 +444,8 @@ static const char *const cov_name[] = {"established",
 				       "answered-stale",
 				       "unanswered",
 				       "stale-copy-refused",
-				       "stale-while-unread"};
+				       "stale-while-unread",
+				       "refused-copy-refused"};
 
 static struct {
 	enum cfg cfg;
@@ -1294,6 +1320,8 @@ static void sent_reject(const struct fake_cmd *c)
 	      k->gen, c->handle);
 	if (kind == CMA_P2P_REJ_STALE && k->copy)
 		cover(COV_LATE_COPY);
+	if (kind == CMA_P2P_REJ_STALE && k->copy == COPY_REFUSED)
+		cover(COV_REFUSED_COPY);
 	if (k->dead && k->st == KS_ASKING) {
 		k->st = KS_GONE; /* its sender gave it up: reaches nobody */
 		return;
@@ -1779,6 +1807,29 @@ static void b_answered(uint32_t qid, enum said said)
 	r->inc = w.b_inc;
 }
 
+/*
+ * B lower, V_COPIED: A's refusal @m of B's REQ comes after B's CM, which
+ * had no answer within its response timeout, sent a copy of that REQ: it
+ * reaches A's CM later, before B's next REQ from the QP.
+ */
+static void b_copied(const struct msg *m)
+{
+	const struct b_att *b = &w.b[m->att];
+	struct msg *c;
+
+	CHECK(b_current(m->att) && b->st == BS_PENDING && b->gen == m->gen,
+	      "a copy of B's REQ %d.%d, which B is not waiting on", m->att,
+	      m->gen);
+	c = flight_add(M_REQ, false, chan_b(m->att, m->gen));
+	c->att = m->att;
+	c->gen = m->gen;
+	c->inc = b->inc;
+	c->number = b->number;
+	c->qpn = B_QPN(m->att);
+	c->incarnation = B_INC(b->inc);
+	c->copy = COPY_REFUSED;
+}
+
 /* A message reaches B. */
 static void b_receive(struct msg *m, enum variant var)
 {
@@ -1798,6 +1849,8 @@ static void b_receive(struct msg *m, enum variant var)
 	}
 	if (w.cfg == B_LOWER) {
 		b = &w.b[m->att];
+		if (var == V_COPIED)
+			b_copied(m);
 		if (m->type == M_REP &&
 		    (!b_current(m->att) || b->gen != m->gen ||
 		     b->st != BS_PENDING)) {
@@ -1875,7 +1928,7 @@ static void b_receive(struct msg *m, enum variant var)
 			r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
 			r = flight_add(M_REQ, true, m->kid);
 			*r = *m;
-			r->copy = true;
+			r->copy = COPY_UNSEEN;
 			r->seq = ++w.seq;
 			return;
 		}
@@ -1940,7 +1993,7 @@ static void r_unseen(const struct msg *m)
 	r->status = CMA_IB_REJ_INVALID_SERVICE_ID;
 	copy = flight_add(M_REQ, false, chan_b(m->att, m->gen));
 	*copy = *m;
-	copy->copy = true;
+	copy->copy = COPY_UNSEEN;
 	copy->seq = ++w.seq;
 }
 
@@ -2391,6 +2444,20 @@ static bool unread_matters(const struct msg *m)
 	return k->role == K_AREQ && !k->term && question_may_come(m->kid);
 }
 
+static bool copy_matters(const struct msg *m)
+{
+	const struct b_att *b = &w.b[m->att];
+
+	/*
+	 * A REJ of A's library's (with the kernel id it refused) or of its
+	 * CM's for a stale connection; one for a REQ refused unseen has its
+	 * copy already (r_unseen).
+	 */
+	return w.cfg == B_LOWER && m->to_b && m->type == M_REJ &&
+	       (m->kid || m->status == CMA_IB_REJ_STALE_CONN) &&
+	       b_current(m->att) && b->st == BS_PENDING && b->gen == m->gen;
+}
+
 static int enabled(struct act *acts)
 {
 	int64_t first;
@@ -2431,6 +2498,8 @@ static int enabled(struct act *acts)
 		ADD(ACT_DELIVER, i, V_OK);
 		if (unread_matters(m))
 			ADD(ACT_DELIVER, i, V_UNREAD);
+		if (copy_matters(m))
+			ADD(ACT_DELIVER, i, V_COPIED);
 		if (!faults || m->dead)
 			continue;
 		if (w.cfg == B_HIGHER && m->type == M_QUERY && !m->to_b &&
@@ -2466,8 +2535,9 @@ static int enabled(struct act *acts)
 }
 
 static const char *const var_name[] = {
-	"deliver",	"lose",		 "refuse-for-now", "refuse",
-	"refuse-stale", "refuse-unseen", "deliver-unread", "req-timed-out"};
+	"deliver",	  "lose",	   "refuse-for-now",
+	"refuse",	  "refuse-stale",  "refuse-unseen",
+	"deliver-unread", "req-timed-out", "deliver-copied"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
@@ -2564,7 +2634,7 @@ static void apply(const struct act *x)
 		     msg_name[m.type], m.dead ? "(dead)" : "",
 		     m.copy ? "(copy)" : "", m.to_b ? ">B " : ">A ", m.att,
 		     m.gen, m.kid);
-		if (x->var != V_OK && x->var != V_UNREAD)
+		if (x->var != V_OK && x->var != V_UNREAD && x->var != V_COPIED)
 			w.faults++;
 		if (x->var == V_UNREAD) {
 			w.unread = true;
@@ -2610,12 +2680,20 @@ static void apply(const struct act *x)
 
 static void check_invariants(void)
 {
+	struct cma_p2p_held *h;
 	unsigned int held;
+	uint32_t copy = 0;
 	int j;
 
 	cma_p2p_lock();
 	held = w.lis->held.len;
+	for (h = cma_p2p_held_first(w.lis); h && !copy;
+	     h = cma_list_next(h, lnode))
+		if (h->handle < MAX_KIDS && w.kid[h->handle].copy)
+			copy = h->handle;
 	cma_p2p_unlock();
+	CHECK(!copy, "A holds a late copy of B's REQ %d.%d (kernel id %u)",
+	      w.kid[copy].att, w.kid[copy].gen, copy);
 	for (j = 0; j < NA; j++) {
 		struct cma_p2p_conn *c = conn_of(j);
 
@@ -3314,7 +3392,8 @@ START_TEST(b_lower_every_interleaving)
 			    1u << COV_DEAD_DROPPED | 1u << COV_BOUND |
 			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
 			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
-			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY);
+			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY |
+			    1u << COV_REFUSED_COPY);
 }
 END_TEST
 
