@@ -1651,6 +1651,12 @@ static void b_withdraw(int i)
 			req->dead = true;
 			return;
 		}
+		/*
+		 * Refused by A's CM unseen, its copy lost: A has no request
+		 * of it, nothing to tell.
+		 */
+		if (!b->kid)
+			return;
 		k = kinfo(b->kid);
 		if (b->st == BS_ESTAB) {
 			/* A DREQ: after the RTU, on the same connection. */
