@@ -1560,11 +1560,25 @@ static void b_done(int i, const char *why)
 	note(" [B%d %s]", i, why);
 }
 
+/* B lower: attempt @i's current REQ on its way to A (a copy, or not). */
+static struct msg *b_req_msg(int i)
+{
+	const struct b_att *b = &w.b[i];
+	struct msg *m = flight_add(M_REQ, false, chan_b(i, b->gen));
+
+	m->att = (uint8_t)i;
+	m->gen = b->gen;
+	m->inc = b->inc;
+	m->number = b->number;
+	m->qpn = B_QPN(i);
+	m->incarnation = B_INC(b->inc);
+	return m;
+}
+
 /* B lower: attempt @i's REQ, sent now. */
 static void b_send_req(int i)
 {
 	struct b_att *b = &w.b[i];
-	struct msg *m;
 
 	b->st = BS_PENDING;
 	b->gen++;
@@ -1572,13 +1586,7 @@ static void b_send_req(int i)
 	b->due = w.now + ANSWER_MS;
 	/* B's library numbers its REQs, from 1 in each process. */
 	b->number = ++w.b_number;
-	m = flight_add(M_REQ, false, chan_b(i, b->gen));
-	m->att = (uint8_t)i;
-	m->gen = b->gen;
-	m->inc = b->inc;
-	m->number = b->number;
-	m->qpn = B_QPN(i);
-	m->incarnation = B_INC(b->inc);
+	b_req_msg(i);
 }
 
 /*
@@ -1821,19 +1829,11 @@ static void b_answered(uint32_t qid, enum said said)
 static void b_copied(const struct msg *m)
 {
 	const struct b_att *b = &w.b[m->att];
-	struct msg *c;
 
 	CHECK(b_current(m->att) && b->st == BS_PENDING && b->gen == m->gen,
 	      "a copy of B's REQ %d.%d, which B is not waiting on", m->att,
 	      m->gen);
-	c = flight_add(M_REQ, false, chan_b(m->att, m->gen));
-	c->att = m->att;
-	c->gen = m->gen;
-	c->inc = b->inc;
-	c->number = b->number;
-	c->qpn = B_QPN(m->att);
-	c->incarnation = B_INC(b->inc);
-	c->copy = COPY_REFUSED;
+	b_req_msg(m->att)->copy = COPY_REFUSED;
 }
 
 /* A message reaches B. */
