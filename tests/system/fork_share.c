@@ -44,6 +44,10 @@
  * connection has its own, a function of the offset), every wait is
  * bounded (20 s without progress; an alarm at 45 s), sockets are
  * non-blocking from accept or connect on (the children inherit that).
+ * A process's first call on the connection is poll() in first's and
+ * parent-first's children and split-connect's reader (socat waits in
+ * select), and a read or write (then poll on EAGAIN) in split's child and
+ * parent, the grandchild and split-connect's writer.
  * Each process prints one line per outcome, in one write:
  *   ROLE.CONN[PID]: OK ...
  *   ROLE.CONN[PID]: FAIL KIND: ...
@@ -171,6 +175,7 @@ struct plan {
 	bool eof; /* then the end of the stream */
 	int eof_ms; /* within this many ms of the last byte (0: no bound) */
 	bool echo; /* send back what comes in, unchecked */
+	bool eager; /* the first call is a read or write, not poll */
 };
 
 static long sent, got;
@@ -204,7 +209,7 @@ static int run(int fd, const struct plan *p)
 {
 	static unsigned char obuf[CHUNK], ibuf[CHUNK], want[CHUNK];
 	size_t opos = 0, olen = 0, n;
-	bool eof = false, shut = false, reading, writing;
+	bool eof = false, shut = false, eager = p->eager, reading, writing;
 	long long eof_by = 0, last = now_ms();
 	struct pollfd pfd = {.fd = fd};
 	ssize_t r;
@@ -239,7 +244,13 @@ static int run(int fd, const struct plan *p)
 			left = (int)(eof_by - now_ms());
 		pfd.events = (short)((reading ? POLLIN : 0) |
 				     (writing ? POLLOUT : 0));
-		r = poll(&pfd, 1, left > 0 ? left : 0);
+		if (eager) { /* as if poll said so: the call comes first */
+			eager = false;
+			pfd.revents = pfd.events;
+			r = 1;
+		} else {
+			r = poll(&pfd, 1, left > 0 ? left : 0);
+		}
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -410,10 +421,13 @@ static int take(int l)
 	return c;
 }
 
-/* An echo until EOF (or of @limit bytes), for the child of a shape. */
-static int echo(int c, long limit)
+/*
+ * An echo until EOF (or of @limit bytes); @eager: it reads before it
+ * polls.
+ */
+static int echo(int c, long limit, bool eager)
 {
-	struct plan p = {.echo = true, .in_len = limit};
+	struct plan p = {.echo = true, .in_len = limit, .eager = eager};
 
 	return run(c, &p);
 }
@@ -437,7 +451,7 @@ static int first(int l, int conns)
 		if (!pids[i - 1]) {
 			become("child", i);
 			close(l);
-			_exit(echo(c, -1)); /* no close: exit does it */
+			_exit(echo(c, -1, false)); /* no close: exit does it */
 		}
 		close(c); /* the child's connection must survive this */
 		say("accepted, child %d", (int)pids[i - 1]);
@@ -452,8 +466,12 @@ static int first(int l, int conns)
 
 static int split(int l, long bytes)
 {
-	struct plan in = {.in_seed = CSEED(1), .in_len = bytes, .eof = true};
-	struct plan out = {.out_seed = SSEED(1), .out_len = bytes};
+	struct plan in = {.in_seed = CSEED(1),
+			  .in_len = bytes,
+			  .eof = true,
+			  .eager = true};
+	struct plan out = {
+		.out_seed = SSEED(1), .out_len = bytes, .eager = true};
 	int c = take(l), bad;
 	pid_t pid;
 
@@ -509,7 +527,7 @@ static int unused(int l, long bytes)
 		_exit(0);
 	}
 	say("accepted, holder %d", (int)pid);
-	bad = echo(c, bytes);
+	bad = echo(c, bytes, true);
 	bad |= reap(pid, "holder", now_ms() + 10000);
 	close(c);
 	return bad;
@@ -536,7 +554,7 @@ static int closed_unused(int l, long bytes)
 		_exit(0);
 	}
 	say("accepted, holder %d", (int)pid);
-	bad = await(p[0]) || echo(c, bytes);
+	bad = await(p[0]) || echo(c, bytes, true);
 	close(c);
 	say("closed it; holder %d lives on", (int)pid);
 	return bad; /* without waiting for the holder */
@@ -560,7 +578,7 @@ static int grandchild(int l)
 			_exit(call_failed("fork", errno));
 		if (!gpid) {
 			become("grandchild", 1);
-			bad = echo(c, -1);
+			bad = echo(c, -1, true);
 			close(c);
 			_exit(bad);
 		}
@@ -591,7 +609,7 @@ static int parent_first(int l)
 		close(p[1]);
 		if (await(p[0]))
 			_exit(1);
-		bad = echo(c, -1);
+		bad = echo(c, -1, false);
 		close(c);
 		_exit(bad);
 	}
@@ -631,7 +649,8 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 static int client_split(int s, long bytes)
 {
 	struct plan in = {.in_seed = SSEED(conn), .in_len = bytes, .eof = true};
-	struct plan out = {.out_seed = CSEED(conn), .out_len = bytes};
+	struct plan out = {
+		.out_seed = CSEED(conn), .out_len = bytes, .eager = true};
 	pid_t pid = fork();
 	int bad;
 
