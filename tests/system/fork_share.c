@@ -36,6 +36,13 @@
  *   parent-first   accept, fork; the parent closes its copy, then tells the
  *                  child, which only then echoes until EOF, and closes.
  *                  Client: echo
+ *   names          accept, fork; the child asks getpeername and
+ *                  getsockname first (the rsync daemon's child does), then
+ *                  echoes until EOF; the parent closes its copy at once.
+ *                  Client: echo
+ * Every process also checks both addresses once the connection first
+ * moved a byte for it: they must be those the process that made the
+ * connection saw.
  * Clients: echo: sends BYTES of its stream, shuts its write side, reads
  * them back and then EOF, at the same time; echo-eof: the same without
  * the shutdown (the server's close ends the stream).
@@ -52,10 +59,10 @@
  *   ROLE.CONN[PID]: OK ...
  *   ROLE.CONN[PID]: FAIL KIND: ...
  * KIND is the call and its errno (read:ENOTCONN, write:EPIPE), eof (the
- * stream ended early), eof-late, extra, differs, timeout, or "child PID
- * exit N" from a process that waited for one; "killed by signal" and "did
- * not end" follow it there.  Exit status 0 when this process and the ones
- * it waited for did their part.
+ * stream ended early), eof-late, extra, differs, names, timeout, or
+ * "child PID exit N" from a process that waited for one; "killed by
+ * signal" and "did not end" follow it there.  Exit status 0 when this
+ * process and the ones it waited for did their part.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -202,6 +209,54 @@ static int call_failed(const char *call, int e)
 }
 
 /*
+ * The connection's addresses as the process that made it saw them
+ * (accept's and getsockname's, or getsockname's and getpeername's after
+ * connect): its children inherit them.
+ */
+static struct sockaddr_in want_me, want_peer;
+
+static int name_of(int fd, bool peer, struct sockaddr_in *sin)
+{
+	socklen_t len = sizeof(*sin);
+
+	memset(sin, 0, sizeof(*sin));
+	return peer ? getpeername(fd, (struct sockaddr *)sin, &len)
+		    : getsockname(fd, (struct sockaddr *)sin, &len);
+}
+
+static bool same(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_family == b->sin_family && a->sin_port == b->sin_port &&
+	       a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+static int check_name(int fd, bool peer)
+{
+	const struct sockaddr_in *want = peer ? &want_peer : &want_me;
+	const char *call = peer ? "getpeername" : "getsockname";
+	struct sockaddr_in sin;
+
+	if (name_of(fd, peer, &sin))
+		return call_failed(call, errno);
+	if (!same(&sin, want))
+		return failed("names",
+			      "%s says family %d %08x port %d, not %08x "
+			      "port %d",
+			      call, sin.sin_family, ntohl(sin.sin_addr.s_addr),
+			      ntohs(sin.sin_port), ntohl(want->sin_addr.s_addr),
+			      ntohs(want->sin_port));
+	return 0;
+}
+
+/* Both addresses, as the maker saw them (e.g. rsync's daemon asks). */
+static int names(int fd)
+{
+	int bad = check_name(fd, true);
+
+	return check_name(fd, false) | bad;
+}
+
+/*
  * The plan on non-blocking @fd, in one poll loop.  0 when it all went
  * as planned; else a FAIL line was printed.
  */
@@ -308,6 +363,8 @@ static int run(int fd, const struct plan *p)
 				opos = 0;
 				olen = (size_t)r;
 			}
+			if (r > 0 && !got && !sent && names(fd))
+				return 1;
 			if (r > 0) {
 				got += r;
 				last = now_ms();
@@ -318,6 +375,8 @@ static int run(int fd, const struct plan *p)
 			r = write(fd, obuf + opos, olen - opos);
 			if (r < 0 && errno != EAGAIN && errno != EINTR)
 				return call_failed("write", errno);
+			if (r > 0 && !got && !sent && names(fd))
+				return 1;
 			if (r > 0) {
 				opos += (size_t)r;
 				sent += r;
@@ -412,9 +471,10 @@ static int listen_on(const char *port)
 
 static int take(int l)
 {
-	int c = accept(l, NULL, NULL);
+	socklen_t len = sizeof(want_peer);
+	int c = accept(l, (struct sockaddr *)&want_peer, &len);
 
-	if (c < 0 || nonblock(c)) {
+	if (c < 0 || nonblock(c) || name_of(c, false, &want_me)) {
 		call_failed("accept", errno);
 		return -1;
 	}
@@ -462,6 +522,34 @@ static int first(int l, int conns)
 		bad |= reap(pids[i - 1], "child", end);
 	}
 	return bad;
+}
+
+/*
+ * The rsync daemon's child: it asks the connection's addresses before
+ * anything else (and goes on to echo whatever they said).
+ */
+static int names_first(int l)
+{
+	int c = take(l), bad;
+	pid_t pid;
+
+	if (c < 0)
+		return 1;
+	pid = fork();
+	if (pid < 0)
+		return call_failed("fork", errno);
+	if (!pid) {
+		become("child", 1);
+		close(l);
+		sent = got = 0;
+		bad = names(c);
+		bad |= echo(c, -1, false);
+		close(c);
+		_exit(bad);
+	}
+	close(c);
+	say("accepted, child %d", (int)pid);
+	return reap(pid, "child", now_ms() + REAP_MS);
 }
 
 static int split(int l, long bytes)
@@ -630,6 +718,8 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 	conn = 1;
 	if (!strcmp(shape, "first"))
 		return first(l, conns);
+	if (!strcmp(shape, "names"))
+		return names_first(l);
 	if (!strcmp(shape, "split"))
 		return split(l, bytes);
 	if (!strcmp(shape, "split-connect"))
@@ -691,6 +781,8 @@ static int client(const char *addr, const char *port, const char *shape,
 		return call_failed("connect", errno);
 	if (nonblock(s))
 		return call_failed("fcntl", errno);
+	if (name_of(s, false, &want_me) || name_of(s, true, &want_peer))
+		return call_failed("getsockname or getpeername", errno);
 	if (!strcmp(shape, "split-connect"))
 		return client_split(s, bytes);
 	if (!strcmp(shape, "split"))

@@ -78,12 +78,17 @@
 #              close their copies
 #     share-parent-first  the parent closes its copy before the child
 #              reads a byte; the child then echoes 2 MiB and closes
+#     share-names         the rsync daemon's child: getpeername and
+#              getsockname before anything (the addresses the accepting
+#              process saw), then a 1 MiB echo; every process of the
+#              others checks them too once it moved its first byte
 #              A failure under the preload that is exactly today's (the
 #              user's first read ENOTCONN, the preload's "this process has
 #              only its kernel socket" naming the accepting or connecting
 #              process as the owner; the rest what its peer sees of it) is
 #              an XFAIL naming BUGS.md fork-first-accept (share-first,
-#              -grandchild, -parent-first) or preload-split-connection
+#              -grandchild, -parent-first; -names with its getpeername's
+#              ENOTCONN before the read's) or preload-split-connection
 #              (share-split, -split-connect); anything else a FAIL
 # A program passes when its data are verified (compared; iperf3's are
 # counted) and the RDMA device's packet counter shows the bytes went over
@@ -560,46 +565,56 @@ share_on() {
 	res[$name.$mode.pkts]=$((after - before))
 }
 
-# share_today NAME: whether the failed run under the preload is exactly
-# today's signature (BUGS.md fork-first-accept, preload-split-connection):
-# a process other than the connection's owner found only the kernel socket:
-# its first read failed with ENOTCONN and the preload logged, for that
-# process, "connected over RDMA by process OWNER; this process has only its
-# kernel socket", OWNER being the process that accepted (or connected);
-# every other FAIL line is of that same connection (the first) and is what
-# the others see of it: the stream ended early or was reset, a waiting
-# process's child exited 1.  No hang, no signal, no other errno, no wrong
-# byte.  Prints what was seen.
+# share_today NAME [REQUIRED [EXTRA]]: whether the failed run under the
+# preload is exactly today's signature (BUGS.md fork-first-accept,
+# preload-split-connection): a process other than the connection's owner
+# found only the kernel socket: its first read failed with ENOTCONN and the
+# preload logged, for that process, "connected over RDMA by process OWNER;
+# this process has only its kernel socket", OWNER being the process that
+# accepted (or connected); every other FAIL line is of that same connection
+# (the first) and is what the others see of it: the stream ended early or
+# was reset, a waiting process's child exited 1.  REQUIRED: a FAIL kind
+# (an extended regular expression) that process must also have shown, and
+# EXTRA others it may have (share-names: its getpeername before the read).
+# No hang, no signal, no other errno, no wrong byte.  Prints what was seen.
 share_today() {
-	local o="$W/fs.$1.rdma" fails sig pid line owner seen=
+	local o="$W/fs.$1.rdma" req=${2:-} extra=${3:-} fails sig pid line owner seen=
+	local first='read:ENOTCONN: .* after sending 0 and receiving 0 bytes'
+	local ok="$first|eof: the stream ended [0-9]+ bytes early .*|(read|write):(ECONNRESET|EPIPE): .*|(child|grandchild|client-reader) [0-9]+ exit 1"
 	[ "${res[$1.rdma.hard]:-0}" = 0 ] || return 1
 	fails=$(grep -h ': FAIL ' "$o".*)
-	sig=$(grep -E '^[a-z-]+\.1\[[0-9]+\]: FAIL read:ENOTCONN: .* after sending 0 and receiving 0 bytes$' <<<"$fails")
+	sig=$(grep -E "^[a-z-]+\.1\[[0-9]+\]: FAIL $first\$" <<<"$fails")
 	[ -n "$sig" ] || return 1
-	grep -vE '^[a-z-]+\.1\[[0-9]+\]: FAIL (read:ENOTCONN: .* after sending 0 and receiving 0 bytes|eof: the stream ended [0-9]+ bytes early .*|(read|write):(ECONNRESET|EPIPE): .*|(child|grandchild|client-reader) [0-9]+ exit 1)$' \
-		<<<"$fails" | grep -q . && return 1
+	grep -vE "^[a-z-]+\.1\[[0-9]+\]: FAIL ($ok)\$" <<<"$fails" >"$o.other"
 	for pid in $(sed 's/^[a-z-]*\.1\[\([0-9]*\)\].*/\1/' <<<"$sig"); do
 		line=$(grep -m1 "^rspreload\[$pid\]: fd [0-9]*: connected over RDMA by process [0-9]*; this process has only its kernel socket$" "$W/rsp.log") ||
 			return 1
 		owner=${line##*by process }
 		owner=${owner%%;*}
 		grep -qE "^(server|client-writer)\.[0-9]+\[$owner\]: " "$o".* || return 1
+		if [ -n "$req" ]; then
+			grep -qE "^[a-z-]+\.1\[$pid\]: FAIL ($req)\$" "$o.other" || return 1
+			seen="${seen:+$seen; }$(grep -m1 -E "^[a-z-]+\.1\[$pid\]: FAIL ($req)\$" "$o.other")"
+			# what that process may show besides: nothing else
+			sed -i -E "/^[a-z-]+\.1\[$pid\]: FAIL ($req${extra:+|$extra})\$/d" "$o.other"
+		fi
 		seen="${seen:+$seen; }$line"
 	done
+	[ -s "$o.other" ] && return 1
 	echo "$(head -1 <<<"$sig"); $seen"
 }
 
-# share_verdict NAME ID UNIT BETTER: today's known failure (share_today)
-# with the TCP control passed is an XFAIL naming ID; else the usual check.
+# share_verdict NAME ID UNIT BETTER [REQUIRED [EXTRA]]: today's known
+# failure (share_today) with the TCP control passed is an XFAIL naming ID;
+# else the usual check.
 share_verdict() {
-	local name=$1 id=$2 seen
-	shift 2
+	local name=$1 id=$2 unit=$3 better=$4 seen
 	if [ "${res[$name.rdma.ok]:-0}" != 1 ] && [ "${res[$name.tcp.ok]:-0}" = 1 ] &&
-		seen=$(share_today "$name"); then
+		seen=$(share_today "$name" "${5:-}" "${6:-}"); then
 		xfail "$name" "BUGS.md $id: under the preload: $seen; all said: ${res[$name.rdma.why]}"
 		return
 	fi
-	check "$name" "$@"
+	check "$name" "$unit" "$better"
 }
 
 # socat TCP-LISTEN:p,fork: the first connection is served by a child of the
@@ -633,6 +648,13 @@ share-grandchild_verdict() { share_verdict share-grandchild fork-first-accept "$
 # The parent closes its copy before the child reads a byte.
 share-parent-first_run() { share_on share-parent-first "$1" parent-first 2097152; }
 share-parent-first_verdict() { share_verdict share-parent-first fork-first-accept "$@"; }
+# The rsync daemon's child: getpeername and getsockname before anything.
+share-names_run() { share_on share-names "$1" names 1048576; }
+share-names_verdict() {
+	share_verdict share-names fork-first-accept "$@" \
+		'getpeername:ENOTCONN: .* after sending 0 and receiving 0 bytes' \
+		'names: getsockname says .*'
+}
 
 if [ ! -e "$PRELOAD" ]; then
 	fail setup "no $PRELOAD"
@@ -654,7 +676,7 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	share-first:$FORK_SHARE:lower:ms share-split:$FORK_SHARE:lower:ms \
 	share-split-connect:$FORK_SHARE:lower:ms share-unused:$FORK_SHARE:lower:ms \
 	share-closed-unused:$FORK_SHARE:lower:ms share-grandchild:$FORK_SHARE:lower:ms \
-	share-parent-first:$FORK_SHARE:lower:ms \
+	share-parent-first:$FORK_SHARE:lower:ms share-names:$FORK_SHARE:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do
