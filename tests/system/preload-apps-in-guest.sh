@@ -73,7 +73,7 @@
 #              only its kernel socket (it stayed direct)
 #     share-closed-unused the child closes its copy at once and sleeps
 #              20 s; after one 64 KiB echo the parent closes: the client
-#              must read EOF within 5 s
+#              must read EOF within 5 s, and the connection stayed direct
 #     share-grandchild    the child's child echoes 2 MiB; child and parent
 #              close their copies
 #     share-parent-first  the parent closes its copy before the child
@@ -627,21 +627,28 @@ share-split_verdict() { share_verdict share-split preload-split-connection "$@";
 # The same on the connecting side: the client forks its reader.
 share-split-connect_run() { share_on share-split-connect "$1" split-connect 4194304; }
 share-split-connect_verdict() { share_verdict share-split-connect preload-split-connection "$@"; }
+# stayed_direct NAME: under the preload, no process but the owner used the
+# connection: none found only its kernel socket, and no relay started (a
+# relay's log lines say "relay").
+stayed_direct() {
+	[ "${res[$1.rdma.ok]:-0}" = 1 ] || return 0
+	if grep -qi 'relay\|this process has only its kernel socket' "$W/rsp.log"; then
+		res[$1.rdma.ok]=0
+		res[$1.rdma.why]="the connection did not stay direct: $(grep -i -m3 'relay\|only its kernel socket' "$W/rsp.log" | tr '\n' '|')"
+	fi
+}
 # A child that holds the connection and never uses it: it stays direct.
 share-unused_run() {
 	share_on share-unused "$1" unused 2097152
-	[ "$1" = rdma ] && [ "${res[share-unused.rdma.ok]:-0}" = 1 ] || return 0
-	# Nothing but the owner may have used it: no process found only the
-	# kernel socket, and no relay started (a relay's log lines say
-	# "relay").
-	if grep -qi 'relay\|this process has only its kernel socket' "$W/rsp.log"; then
-		res[share-unused.rdma.ok]=0
-		res[share-unused.rdma.why]="the connection did not stay direct: $(grep -i -m3 'relay\|only its kernel socket' "$W/rsp.log" | tr '\n' '|')"
-	fi
+	[ "$1" = tcp ] || stayed_direct share-unused
 }
 # A child that closes its copy unused: the parent's close still ends the
-# stream at once (the child sleeps 20 s; the client allows 5).
-share-closed-unused_run() { share_on share-closed-unused "$1" closed-unused 65536; }
+# stream at once (the child sleeps 20 s; the client allows 5), and the
+# connection stays direct.
+share-closed-unused_run() {
+	share_on share-closed-unused "$1" closed-unused 65536
+	[ "$1" = tcp ] || stayed_direct share-closed-unused
+}
 # A grandchild serves it; child and parent close their copies.
 share-grandchild_run() { share_on share-grandchild "$1" grandchild 2097152; }
 share-grandchild_verdict() { share_verdict share-grandchild fork-first-accept "$@"; }
