@@ -181,8 +181,11 @@ vm_suite rsocket rsocket-in-guest.sh
 # rsocket keepalive: a killed peer noticed within idle + interval x count.
 vm_suite keepalive keepalive-in-guest.sh
 # Real programs over librspreload (iperf3, redis, memcached, sockperf),
-# each against the same run on plain TCP.
-vm_suite preload-apps preload-apps-in-guest.sh
+# each against the same run on plain TCP.  About 5.5 minutes; the longer
+# bound is for the share-* scenarios: were each to run into its own
+# bounds (20 s without progress, 60 s a process), the guest's default
+# 600 s would end the suite before its verdicts.
+vm_suite preload-apps preload-apps-in-guest.sh RDMACM_VM_TIMEOUT=1200
 # Unmodified servers in their default process models over librspreload
 # (nginx's forked workers, the rsync daemon, PostgreSQL, sshd, python's
 # http.server), each with its own clients and against plain TCP; with
