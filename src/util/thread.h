@@ -11,8 +11,8 @@
 #include <signal.h>
 #include <time.h>
 
-/* Start @fn(NULL) so: 0, or pthread_create's error number. */
-static inline int cma_thread_detached(void *(*fn)(void *))
+/* Start @fn(@arg) so: 0, or pthread_create's error number. */
+static inline int cma_thread_detached_arg(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -23,10 +23,16 @@ static inline int cma_thread_detached(void *(*fn)(void *))
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&tid, &attr, fn, NULL);
+	ret = pthread_create(&tid, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return ret;
+}
+
+/* The same for a thread that serves the whole library: @fn(NULL). */
+static inline int cma_thread_detached(void *(*fn)(void *))
+{
+	return cma_thread_detached_arg(fn, NULL);
 }
 
 /*
