@@ -23,12 +23,12 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rdma/rsocket.h>
@@ -36,7 +36,6 @@
 #include "preload.h"
 #include "relay.h"
 #include "util/fd_high.h"
-#include "util/list.h"
 #include "util/thread.h"
 
 /* Each direction's buffer: what one read takes at most. */
@@ -72,42 +71,101 @@ struct rsp_relay {
 	bool end_hung_up;
 	/* The thread, and the starter until it allows reads (atomic). */
 	int refs;
-	struct cma_list_node node; /* in rsp_relays, under rsp_relays_lock */
+	/* Where a child finds the end and the wake-up (below). */
+	struct rsp_relay_slot *end_slot, *wake_slot;
 };
 
 /*
- * Every relay whose memory is live, so that a child can close the ends it
- * inherited.  A fork while a relay thread changes the list: the lock is
- * taken around fork (pthread_atfork), and a relay closes its end under
- * it, so a child's copy of the list is whole and names exactly the ends
- * still open; the child only reads its copy, with no lock, since its
- * handlers may run before ours set the lock free again.
+ * Where a child finds the descriptors the relays keep, with no lock to
+ * take (a fork may come while a relay thread is anywhere, and a lock
+ * held around fork would order itself against every lock the callers
+ * hold then): a list that only grows, by an atomic push, of slots that
+ * are reused and never freed.  A slot names a descriptor and the file it
+ * is.  A relay closes its end first and frees the slot after: a child
+ * forked in between finds the number closed, or taken by another file (a
+ * socket's inode is its own), and leaves it alone; so no child keeps a
+ * copy of an end, and none closes what is not one.  The wake-up goes the
+ * other way round, freed and then closed, since its anonymous inode could
+ * not tell it from another eventfd: a child forked in between keeps a
+ * copy, which costs it a descriptor and nothing else.
  */
-static struct cma_list rsp_relays;
-static pthread_mutex_t rsp_relays_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t rsp_relays_once = PTHREAD_ONCE_INIT;
+struct rsp_relay_slot {
+	struct rsp_relay_slot *next; /* set once, before the push */
+	int fd; /* atomic: a descriptor, or one of these */
+	dev_t dev;
+	ino_t ino;
+};
+
+#define RSP_SLOT_FREE -1
+#define RSP_SLOT_FILLING -2 /* claimed, its file not written yet */
+
+static struct rsp_relay_slot *rsp_relay_slots; /* atomic */
 static int rsp_relays_running; /* atomic */
 
-static void rsp_relays_lock_for_fork(void)
+static struct rsp_relay_slot *rsp_slot_reuse(void)
 {
-	pthread_mutex_lock(&rsp_relays_lock);
+	struct rsp_relay_slot *s =
+		__atomic_load_n(&rsp_relay_slots, __ATOMIC_ACQUIRE);
+
+	for (; s; s = s->next) {
+		int free_fd = RSP_SLOT_FREE;
+
+		if (__atomic_compare_exchange_n(
+			    &s->fd, &free_fd, RSP_SLOT_FILLING, false,
+			    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return s;
+	}
+	return NULL;
 }
 
-static void rsp_relays_unlock_after_fork(void)
+static struct rsp_relay_slot *rsp_slot_add(void)
 {
-	pthread_mutex_unlock(&rsp_relays_lock);
+	struct rsp_relay_slot *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->fd = RSP_SLOT_FILLING;
+	s->next = __atomic_load_n(&rsp_relay_slots, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&rsp_relay_slots, &s->next, s, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return s;
 }
 
-/* The child's lock is a copy of one its only thread held: a fresh one. */
-static void rsp_relays_lock_in_child(void)
+/* A slot naming @fd and its file; NULL with errno (EBADF: no such fd). */
+static struct rsp_relay_slot *rsp_slot_claim(int fd)
 {
-	pthread_mutex_init(&rsp_relays_lock, NULL);
+	struct rsp_relay_slot *s;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return NULL;
+	s = rsp_slot_reuse();
+	if (!s)
+		s = rsp_slot_add();
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
+	return s;
 }
 
-static void rsp_relays_register_fork(void)
+static void rsp_slot_free(struct rsp_relay_slot *s)
 {
-	pthread_atfork(rsp_relays_lock_for_fork, rsp_relays_unlock_after_fork,
-		       rsp_relays_lock_in_child);
+	if (s)
+		__atomic_store_n(&s->fd, RSP_SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+/* In a child: whether the slot's number is still the file it named. */
+static bool rsp_slot_still_names(const struct rsp_relay_slot *s)
+{
+	struct stat st;
+
+	return s->fd >= 0 && !fstat(s->fd, &st) && st.st_dev == s->dev &&
+	       st.st_ino == s->ino;
 }
 
 /* --- the sockets' calls, never blocking -------------------------------- */
@@ -357,11 +415,12 @@ static void rsp_relay_pump(struct rsp_relay *r)
 	}
 }
 
-/* Its memory and wake-up, errno kept. */
-static void rsp_relay_drop(struct rsp_relay *r)
+/* Its memory and wake-up (freed, then closed: see the slots), errno kept. */
+static void rsp_relay_free(struct rsp_relay *r)
 {
 	int err = errno;
 
+	rsp_slot_free(r->wake_slot);
 	if (r->wake >= 0)
 		rsp_real.close(r->wake);
 	free(r->down.buf);
@@ -370,37 +429,17 @@ static void rsp_relay_drop(struct rsp_relay *r)
 	errno = err;
 }
 
-/*
- * The wake-up closes under the lock as the end does, and the memory
- * goes: a child forked from now on does not know the relay.
- */
-static void rsp_relay_free(struct rsp_relay *r)
-{
-	pthread_mutex_lock(&rsp_relays_lock);
-	cma_list_unlink(&rsp_relays, &r->node);
-	if (r->wake >= 0)
-		rsp_real.close(r->wake);
-	r->wake = -1;
-	pthread_mutex_unlock(&rsp_relays_lock);
-	rsp_relay_drop(r);
-}
-
 static void rsp_relay_put(struct rsp_relay *r)
 {
 	if (!__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
 		rsp_relay_free(r);
 }
 
-/*
- * The end is closed under the list's lock: a child forked at any moment
- * finds it either open and listed, or closed.
- */
+/* The end closes before its slot is freed (see the slots). */
 static void rsp_relay_close(struct rsp_relay *r)
 {
-	pthread_mutex_lock(&rsp_relays_lock);
 	rsp_real.close(r->end);
-	r->end = -1;
-	pthread_mutex_unlock(&rsp_relays_lock);
+	rsp_slot_free(r->end_slot);
 	if (rclose(r->rs))
 		rsp_log("relay: closing rsocket %d: %s\n", r->rs,
 			strerror(errno));
@@ -442,15 +481,16 @@ static struct rsp_relay *rsp_relay_new(int rs, int end, bool reads_held)
 	r->up.buf = malloc(RSP_RELAY_BUF);
 	if (!r->down.buf || !r->up.buf) {
 		errno = ENOMEM;
-		rsp_relay_drop(r);
+		rsp_relay_free(r);
 		return NULL;
 	}
 	if (reads_held) {
 		int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
 		r->wake = cma_fd_move_high(fd, rsp_real.fcntl, rsp_real.close);
-		if (r->wake < 0) {
-			rsp_relay_drop(r);
+		r->wake_slot = r->wake < 0 ? NULL : rsp_slot_claim(r->wake);
+		if (!r->wake_slot) {
+			rsp_relay_free(r);
 			return NULL;
 		}
 	}
@@ -466,21 +506,20 @@ struct rsp_relay *rsp_relay_start(int rs, int end, bool reads_held)
 		errno = EBADF;
 		return NULL;
 	}
-	pthread_once(&rsp_relays_once, rsp_relays_register_fork);
 	r = rsp_relay_new(rs, end, reads_held);
 	if (!r)
 		return NULL;
-	pthread_mutex_lock(&rsp_relays_lock);
-	cma_list_append(&rsp_relays, &r->node);
-	pthread_mutex_unlock(&rsp_relays_lock);
+	r->end_slot = rsp_slot_claim(end);
+	if (!r->end_slot) {
+		rsp_relay_free(r);
+		return NULL;
+	}
 	__atomic_add_fetch(&rsp_relays_running, 1, __ATOMIC_RELAXED);
 	err = cma_thread_detached_arg(rsp_relay_run, r);
 	if (err) {
 		__atomic_sub_fetch(&rsp_relays_running, 1, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&rsp_relays_lock);
-		cma_list_unlink(&rsp_relays, &r->node);
-		pthread_mutex_unlock(&rsp_relays_lock);
-		rsp_relay_drop(r);
+		rsp_slot_free(r->end_slot);
+		rsp_relay_free(r);
 		rsp_log("relay: no thread for rsocket %d: %s\n", rs,
 			strerror(err));
 		errno = err;
@@ -500,18 +539,19 @@ void rsp_relay_allow_reads(struct rsp_relay *r)
 	rsp_relay_put(r);
 }
 
+/*
+ * The child's copy of the slots is still whole: a push is one atomic
+ * store, and a claim writes the file before the number.
+ */
 void rsp_relay_forget_all_in_child(void)
 {
-	struct rsp_relay *r;
+	struct rsp_relay_slot *s;
 
-	for (r = cma_list_first(&rsp_relays, struct rsp_relay, node); r;
-	     r = cma_list_next(r, node)) {
-		if (r->end >= 0)
-			rsp_real.close(r->end);
-		if (r->wake >= 0)
-			rsp_real.close(r->wake);
+	for (s = rsp_relay_slots; s; s = s->next) {
+		if (rsp_slot_still_names(s))
+			rsp_real.close(s->fd);
+		s->fd = RSP_SLOT_FREE;
 	}
-	rsp_relays = (struct cma_list){0};
 	__atomic_store_n(&rsp_relays_running, 0, __ATOMIC_RELAXED);
 }
 
