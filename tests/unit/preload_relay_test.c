@@ -555,6 +555,47 @@ START_TEST(peer_dying_silently_ends_the_holders_stream)
 END_TEST
 
 /*
+ * The connection fails under the relay (its QP flushed, as when the
+ * peer's host vanishes): the holders read what came before, then EOF,
+ * as a socketpair cannot carry the reset.
+ */
+START_TEST(a_failed_connection_ends_the_holders_stream)
+{
+	struct ibv_qp_attr err = {.qp_state = IBV_QPS_ERR};
+
+	start_relay(false, NULL);
+	peer_says("before the fault");
+	expect_bytes(holder, false, "before", false);
+	ck_assert_int_eq(ibv_modify_qp(qp_of(relayed), &err, IBV_QP_STATE), 0);
+	expect_bytes(holder, false, " the fault", true);
+	close(holder);
+	holder = -1;
+	ck_assert(relays_ended());
+}
+END_TEST
+
+/*
+ * A holder's shutdown(SHUT_RD): the peer's bytes are dropped from then on
+ * (as TCP does), and the holders' way works on until they end it too.
+ */
+START_TEST(holders_that_read_no_more_still_write)
+{
+	start_relay(false, NULL);
+	ck_assert_int_eq(shutdown(holder, SHUT_RD), 0);
+	peer_says("nobody reads this");
+	holder_says("still heard");
+	expect_bytes(peer, true, "still heard", false);
+	peer_says("nor this");
+	holder_says(" twice");
+	expect_bytes(peer, true, " twice", false);
+	ck_assert_int_eq(rsp_relay_count(), 1);
+	ck_assert_int_eq(shutdown(holder, SHUT_WR), 0);
+	expect_bytes(peer, true, "", true);
+	ck_assert(relays_ended());
+}
+END_TEST
+
+/*
  * A child forked while the relay runs closes its copy of the relay's end:
  * the holders then see the hang-up when the relay closes it, with the
  * child still alive.
@@ -627,6 +668,8 @@ Suite *preload_relay_suite(void)
 		       a_relay_over_while_reads_are_held_waits_for_the_allow);
 	tcase_add_test(tc, peer_closing_ends_the_holders_stream);
 	tcase_add_test(tc, peer_dying_silently_ends_the_holders_stream);
+	tcase_add_test(tc, a_failed_connection_ends_the_holders_stream);
+	tcase_add_test(tc, holders_that_read_no_more_still_write);
 	tcase_add_test(tc, a_child_keeps_no_copy_of_the_relay_end);
 	tcase_add_test(tc, a_bad_start_takes_nothing);
 	suite_add_tcase(s, tc);
