@@ -268,8 +268,8 @@ static bool rsp_way_take(struct rsp_relay_way *w)
 		return false;
 	/* A reset the holders cannot be told of ends the stream as well. */
 	if (n < 0 && errno != ECONNRESET)
-		rsp_log("relay: reading the %s: %s\n", w->ops->from,
-			strerror(errno));
+		rsp_log("relay of fd %d: reading the %s: %s", w->src,
+			w->ops->from, strerror(errno));
 	w->src_ended = true;
 	return true;
 }
@@ -287,7 +287,8 @@ static bool rsp_way_give(struct rsp_relay_way *w)
 		return false;
 	/* EPIPE: nobody reads there any more, as TCP after SHUT_RD. */
 	if (!(n < 0 && (errno == EPIPE || errno == ECONNRESET)))
-		rsp_log("relay: writing the %s: %s\n", w->ops->to,
+		rsp_log("relay of fd %d: writing the %s: %s", w->sink,
+			w->ops->to,
 			n < 0 ? strerror(errno) : "nothing written");
 	rsp_way_lose_sink(w);
 	return true;
@@ -297,8 +298,8 @@ static bool rsp_way_give(struct rsp_relay_way *w)
 static void rsp_way_shut(struct rsp_relay_way *w)
 {
 	if (w->ops->shut(w->sink) && errno != ENOTCONN)
-		rsp_log("relay: ending the %s's stream: %s\n", w->ops->to,
-			strerror(errno));
+		rsp_log("relay of fd %d: ending the %s's stream: %s", w->sink,
+			w->ops->to, strerror(errno));
 	w->sink_shut = true;
 }
 
@@ -383,13 +384,15 @@ static void rsp_relay_heard(struct rsp_relay *r, const struct pollfd p[3])
 
 	if (p[1].revents & (POLLHUP | POLLERR | POLLNVAL) && !r->end_hung_up) {
 		if (p[1].revents & POLLNVAL)
-			rsp_log("relay: socketpair end %d is closed\n", r->end);
+			rsp_log("relay of rsocket %d: fd %d closed", r->rs,
+				r->end);
 		r->end_hung_up = true;
 		rsp_way_lose_sink(&r->down);
 	}
 	if (p[2].revents && rsp_real.read(r->wake, &rung, sizeof(rung)) < 0 &&
 	    errno != EAGAIN)
-		rsp_log("relay: wake-up: %s\n", strerror(errno));
+		rsp_log("relay of rsocket %d: wake-up: %s", r->rs,
+			strerror(errno));
 }
 
 /* Move what moves until nothing does, then wait; until the relay is over. */
@@ -407,7 +410,7 @@ static void rsp_relay_pump(struct rsp_relay *r)
 		if (rpoll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			rsp_log("relay: rpoll: %s; the connection ends\n",
+			rsp_log("relay of rsocket %d: rpoll: %s", r->rs,
 				strerror(errno));
 			return;
 		}
@@ -441,8 +444,9 @@ static void rsp_relay_close(struct rsp_relay *r)
 	rsp_real.close(r->end);
 	rsp_slot_free(r->end_slot);
 	if (rclose(r->rs))
-		rsp_log("relay: closing rsocket %d: %s\n", r->rs,
+		rsp_log("relay of rsocket %d: closing it: %s", r->rs,
 			strerror(errno));
+	rsp_log("rsocket %d: relay over", r->rs);
 }
 
 static void *rsp_relay_run(void *arg)
@@ -520,11 +524,13 @@ struct rsp_relay *rsp_relay_start(int rs, int end, bool reads_held)
 		__atomic_sub_fetch(&rsp_relays_running, 1, __ATOMIC_RELAXED);
 		rsp_slot_free(r->end_slot);
 		rsp_relay_free(r);
-		rsp_log("relay: no thread for rsocket %d: %s\n", rs,
+		rsp_log("rsocket %d: no thread to relay it: %s", rs,
 			strerror(err));
 		errno = err;
 		return NULL;
 	}
+	rsp_log("rsocket %d: relayed through fd %d%s", rs, end,
+		reads_held ? ", its reads held" : "");
 	return r;
 }
 
@@ -534,7 +540,7 @@ void rsp_relay_allow_reads(struct rsp_relay *r)
 
 	__atomic_store_n(&r->reads_allowed, true, __ATOMIC_RELEASE);
 	if (rsp_real.write(r->wake, &one, sizeof(one)) < 0)
-		rsp_log("relay: waking rsocket %d's relay: %s\n", r->rs,
+		rsp_log("relay of rsocket %d: cannot allow reads: %s", r->rs,
 			strerror(errno));
 	rsp_relay_put(r);
 }

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,6 +33,8 @@
 
 /* The runner has no init.c: the relay's kernel calls are the C library's. */
 struct rsp_real rsp_real;
+/* The preload's last log line (preload_config_test.c). */
+extern char unit_rsp_log_last[];
 
 /* The test's bound on any wait for the relay, in milliseconds. */
 #define WAIT_MS 3000
@@ -439,8 +442,8 @@ END_TEST
 START_TEST(holders_gone_end_the_relay_and_close_the_rsocket)
 {
 	struct rsocket *rs;
+	char c, want[64];
 	ssize_t ret;
-	char c;
 
 	start_relay(false, NULL);
 	holder_says("last words");
@@ -453,6 +456,9 @@ START_TEST(holders_gone_end_the_relay_and_close_the_rsocket)
 	ck_assert(relays_ended());
 	rs = rs_get(relayed);
 	ck_assert_ptr_null(rs);
+	/* The log tells when a connection was relayed (none: it never was). */
+	snprintf(want, sizeof(want), "rsocket %d: relay over", relayed);
+	ck_assert_str_eq(unit_rsp_log_last, want);
 }
 END_TEST
 
