@@ -149,10 +149,11 @@ static void setup(void)
 	/* The accepted end takes its ESTABLISHED, as an owner's used one has. */
 	ck_assert_int_eq(rpoll(&out, 1, WAIT_MS), 1);
 	ck_assert_int_eq(out.revents, POLLOUT);
-	ck_assert_int_eq(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	/* The relay's end blocking: its calls must not wait all the same. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	relay_end = sp[0];
 	holder = sp[1];
+	ck_assert_int_eq(fcntl(holder, F_SETFL, O_NONBLOCK), 0);
 }
 
 /* Within WAIT_MS: whether the relay count fell to 0. */
@@ -276,56 +277,109 @@ static bool side_read(struct side *s)
 	return true;
 }
 
-/* Waits (bounded) until one side can go on. */
-static void sides_wait(struct side *a, struct side *b, bool reading, int ms)
+/* What a side waits for: room for the rest it writes, and what it reads. */
+static short side_events(const struct side *s, bool writing, bool reading)
 {
-	struct side *sides[2] = {a, b};
-	struct pollfd p[2];
-	int i;
+	short events = 0;
 
-	for (i = 0; i < 2; i++) {
-		p[i].fd = side_fd(sides[i]);
-		p[i].events = sides[i]->sent < sides[i]->total ? POLLOUT : 0;
-		if (reading && !sides[i]->eof)
-			p[i].events |= POLLIN;
-	}
+	if (writing && s->sent < s->total)
+		events |= POLLOUT;
+	if (reading && !s->eof && s->received < s->total)
+		events |= POLLIN;
+	return events;
+}
+
+/* Waits (bounded by @ms) until a side can go on. */
+static void sides_wait(const struct side *a, short a_events,
+		       const struct side *b, short b_events, int ms)
+{
+	struct pollfd p[2] = {{.fd = side_fd(a), .events = a_events},
+			      {.fd = side_fd(b), .events = b_events}};
+
 	ck_assert_int_ge(rpoll(p, 2, ms), 0);
 }
 
+static void check_progress(const struct side *p, const struct side *h,
+			   const struct timespec *t0)
+{
+	if (unit_ms_since(t0) > WAIT_MS * 2 || p->eof || h->eof)
+		ck_abort_msg("stuck or ended: peer %zu/%zu, holder %zu/%zu",
+			     p->sent, p->received, h->sent, h->received);
+}
+
 /*
- * Both sides write @total bytes to each other at once and read what the
- * other wrote.  @fill_first: neither reads until neither can write any
- * more (each direction full from end to end, the relay's buffers
- * included), as two programs that write a whole request before reading.
+ * Both write, neither reads, until neither can write any more: each
+ * direction full from end to end, the relay's buffers included.
  */
-static void exchange(size_t total, bool fill_first)
+static void fill_both_ways(struct side *p, struct side *h)
+{
+	bool room = true;
+
+	while (room) {
+		if (side_write(p) | side_write(h))
+			continue;
+		/* Full when a while passes with no room on either side. */
+		sides_wait(p, POLLOUT, h, POLLOUT, 100);
+		room = side_write(p) | side_write(h);
+	}
+	ck_assert(p->sent < p->total && h->sent < h->total);
+}
+
+/*
+ * One way only: @w writes the rest of its stream and @r reads all of it,
+ * while the other way stays full (@r writes nothing more, @w reads
+ * nothing): the relay must not wait on that one to move this one.
+ */
+static void one_way_only(struct side *w, struct side *r, struct side *p,
+			 struct side *h, const struct timespec *t0)
+{
+	while (r->received < r->total) {
+		check_progress(p, h, t0);
+		if (!(side_write(w) | side_read(r)))
+			sides_wait(w, side_events(w, true, false), r,
+				   side_events(r, false, true), WAIT_MS);
+	}
+}
+
+/* Both ways at once until each side has read the other's whole stream. */
+static void both_ways(struct side *p, struct side *h, const struct timespec *t0)
+{
+	bool moved;
+
+	while (p->received < p->total || h->received < h->total) {
+		check_progress(p, h, t0);
+		moved = side_write(p) | side_write(h);
+		moved |= side_read(p) | side_read(h);
+		if (!moved)
+			sides_wait(p, side_events(p, true, true), h,
+				   side_events(h, true, true), WAIT_MS);
+	}
+}
+
+/*
+ * The peer and the holders write @total bytes to each other and read
+ * what the other wrote, in odd chunks, both ways at once.  @full_first:
+ * they first fill both directions, as two programs that write a whole
+ * request before they read; then only the way towards the peer
+ * (@peer_reads_first) or towards the holders moves, until its reader has
+ * it all.
+ */
+static void exchange(size_t total, bool full_first, bool peer_reads_first)
 {
 	struct side p = {.rsocket = true, .out_seed = 1, .in_seed = 2};
 	struct side h = {.out_seed = 2, .in_seed = 1};
 	struct timespec t0;
-	bool moved;
 
 	p.total = h.total = total;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (fill_first) {
-		moved = side_write(&p) | side_write(&h);
-		if (moved)
-			continue;
-		/* Full when a while passes with no room on either side. */
-		sides_wait(&p, &h, false, 100);
-		fill_first = side_write(&p) | side_write(&h);
+	if (full_first) {
+		fill_both_ways(&p, &h);
+		if (peer_reads_first)
+			one_way_only(&h, &p, &p, &h, &t0);
+		else
+			one_way_only(&p, &h, &p, &h, &t0);
 	}
-	ck_assert(p.sent < total && h.sent < total);
-	while (p.received < total || h.received < total) {
-		if (unit_ms_since(&t0) > WAIT_MS * 2 || p.eof || h.eof)
-			ck_abort_msg("stuck or ended: peer %zu/%zu, holder "
-				     "%zu/%zu",
-				     p.sent, p.received, h.sent, h.received);
-		moved = side_write(&p) | side_write(&h);
-		moved |= side_read(&p) | side_read(&h);
-		if (!moved)
-			sides_wait(&p, &h, true, WAIT_MS);
-	}
+	both_ways(&p, &h, &t0);
 }
 
 /* Reads from an rsocket or the holder until @n bytes or WAIT_MS. */
@@ -378,7 +432,7 @@ static void peer_says(const char *s)
 START_TEST(bytes_flow_whole_and_in_order_both_ways)
 {
 	start_relay(false, NULL);
-	exchange(1 << 20, false);
+	exchange(1 << 20, false, false);
 	ck_assert_int_eq(rshutdown(peer, SHUT_WR), 0);
 	expect_bytes(holder, false, "", true);
 	ck_assert_int_eq(shutdown(holder, SHUT_WR), 0);
@@ -388,16 +442,29 @@ START_TEST(bytes_flow_whole_and_in_order_both_ways)
 END_TEST
 
 /*
- * Both programs write 2 MiB before reading anything: each direction fills
- * up to the relay, which must still move the other one.
+ * Both programs write before they read, far more than anything buffers:
+ * both directions fill up to the relay.  Then the holders still read
+ * nothing while the peer reads and they write on: the relay, stuck
+ * towards them, must still move their bytes; and the same the other way.
  */
-START_TEST(both_directions_full_at_once_still_drain)
+static void full_both_ways(bool peer_reads_first)
 {
 	start_relay(false, NULL);
-	exchange(2 << 20, true);
+	exchange(2 << 20, true, peer_reads_first);
 	close(holder);
 	holder = -1;
 	ck_assert(relays_ended());
+}
+
+START_TEST(holders_bytes_move_while_the_way_to_them_is_full)
+{
+	full_both_ways(true);
+}
+END_TEST
+
+START_TEST(peers_bytes_move_while_the_way_to_it_is_full)
+{
+	full_both_ways(false);
 }
 END_TEST
 
@@ -504,6 +571,25 @@ START_TEST(held_reads_leave_the_bytes_to_the_call_inside)
 	ck_assert(!unit_readable(holder));
 	rsp_relay_allow_reads(r);
 	expect_bytes(holder, false, "second", false);
+	close(holder);
+	holder = -1;
+	ck_assert(relays_ended());
+}
+END_TEST
+
+/* Held reads with no call inside: the bytes wait in the rsocket. */
+START_TEST(held_reads_keep_the_bytes_in_the_rsocket_until_allowed)
+{
+	struct rsp_relay *r;
+	char buf[16];
+
+	start_relay(true, &r);
+	peer_says("kept");
+	ck_assert_int_eq(
+		rrecv(relayed, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT), 4);
+	ck_assert(!unit_readable(holder));
+	rsp_relay_allow_reads(r);
+	expect_bytes(holder, false, "kept", false);
 	close(holder);
 	holder = -1;
 	ck_assert(relays_ended());
@@ -642,6 +728,36 @@ START_TEST(a_child_keeps_no_copy_of_the_relay_end)
 }
 END_TEST
 
+/*
+ * A child closes a relay's number only while it is still the relay's end:
+ * had the relay closed it just before the fork and another file taken the
+ * number, the child leaves that file alone (here the child puts it there).
+ */
+START_TEST(a_child_leaves_a_reused_number_alone)
+{
+	int status, other = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	ck_assert_int_ge(other, 0);
+	start_relay(false, NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (dup2(other, relay_end) != relay_end)
+			_exit(2);
+		rsp_relay_forget_all_in_child();
+		_exit(fcntl(relay_end, F_GETFD) == -1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	close(other);
+	close(holder);
+	holder = -1;
+	ck_assert(relays_ended());
+}
+END_TEST
+
 /* A start that fails takes nothing. */
 START_TEST(a_bad_start_takes_nothing)
 {
@@ -663,7 +779,8 @@ Suite *preload_relay_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, bytes_flow_whole_and_in_order_both_ways);
-	tcase_add_test(tc, both_directions_full_at_once_still_drain);
+	tcase_add_test(tc, holders_bytes_move_while_the_way_to_them_is_full);
+	tcase_add_test(tc, peers_bytes_move_while_the_way_to_it_is_full);
 	tcase_add_test(tc, peer_end_of_stream_reaches_holders_after_its_bytes);
 	tcase_add_test(tc,
 		       holders_end_of_stream_reaches_peer_after_their_bytes);
@@ -671,12 +788,15 @@ Suite *preload_relay_suite(void)
 	tcase_add_test(tc, holders_gone_while_the_peer_streams);
 	tcase_add_test(tc, held_reads_leave_the_bytes_to_the_call_inside);
 	tcase_add_test(tc,
+		       held_reads_keep_the_bytes_in_the_rsocket_until_allowed);
+	tcase_add_test(tc,
 		       a_relay_over_while_reads_are_held_waits_for_the_allow);
 	tcase_add_test(tc, peer_closing_ends_the_holders_stream);
 	tcase_add_test(tc, peer_dying_silently_ends_the_holders_stream);
 	tcase_add_test(tc, a_failed_connection_ends_the_holders_stream);
 	tcase_add_test(tc, holders_that_read_no_more_still_write);
 	tcase_add_test(tc, a_child_keeps_no_copy_of_the_relay_end);
+	tcase_add_test(tc, a_child_leaves_a_reused_number_alone);
 	tcase_add_test(tc, a_bad_start_takes_nothing);
 	suite_add_tcase(s, tc);
 	return s;
