@@ -1166,11 +1166,12 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		fake_qp_fail(f);
 	if (fake_closes_connection(f, to))
 		fake_qp_fail(f->peer);
-	pthread_mutex_unlock(&fake_lock);
+	/* Recorded under the lock too: a test may move a QP a thread moves. */
 	if (f->nstates < FAKE_VERBS_MAX_STATES)
 		f->states[f->nstates++] = to;
 	f->last[to] = *attr;
 	f->last_mask[to] = attr_mask;
+	pthread_mutex_unlock(&fake_lock);
 	return 0;
 }
 

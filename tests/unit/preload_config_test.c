@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,20 @@
 /*
  * The preload's log for the runner's preload tests (config.c logs what it
  * skips): the last line is kept, for the tests that check what is said.
+ * Relay threads log too, meanwhile: one line at a time.
  */
 char unit_rsp_log_last[256];
+static pthread_mutex_t unit_rsp_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void rsp_log(const char *fmt, ...)
 {
 	va_list ap;
 
+	pthread_mutex_lock(&unit_rsp_log_lock);
 	va_start(ap, fmt);
 	vsnprintf(unit_rsp_log_last, sizeof(unit_rsp_log_last), fmt, ap);
 	va_end(ap);
+	pthread_mutex_unlock(&unit_rsp_log_lock);
 }
 
 START_TEST(lines_parse_as_rdma_core_writes_them)
