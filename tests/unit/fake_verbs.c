@@ -28,6 +28,7 @@ static bool fake_plugged[FAKE_MAX_DEVS];
 static int fake_ndevs;
 static bool fake_roce;
 static struct fake_verbs_port fake_ports[FAKE_MAX_DEVS];
+/* Atomic: two threads may each close a socket, and free its objects. */
 static struct fake_verbs_counts counts;
 static uint32_t next_qpn;
 static enum ibv_qp_state fail_state;
@@ -277,14 +278,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->cmd_fd = -1;
 	ctx->async_fd = -1;
 	ctx->num_comp_vectors = 1;
-	counts.contexts++;
+	__atomic_add_fetch(&counts.contexts, 1, __ATOMIC_RELAXED);
 	return ctx;
 }
 
 int ibv_close_device(struct ibv_context *context)
 {
 	free(context);
-	counts.contexts--;
+	__atomic_sub_fetch(&counts.contexts, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -386,14 +387,14 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	if (!pd)
 		return NULL;
 	pd->context = context;
-	counts.pds++;
+	__atomic_add_fetch(&counts.pds, 1, __ATOMIC_RELAXED);
 	return pd;
 }
 
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	free(pd);
-	counts.pds--;
+	__atomic_sub_fetch(&counts.pds, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -420,7 +421,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		free(ch);
 		return NULL;
 	}
-	counts.channels++;
+	__atomic_add_fetch(&counts.channels, 1, __ATOMIC_RELAXED);
 	return ch;
 }
 
@@ -428,7 +429,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	close(channel->fd);
 	free(channel);
-	counts.channels--;
+	__atomic_sub_fetch(&counts.channels, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -520,14 +521,14 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
 	cq->channel = channel;
 	if (channel)
 		((struct fake_channel *)channel)->cq = cq;
-	counts.cqs++;
+	__atomic_add_fetch(&counts.cqs, 1, __ATOMIC_RELAXED);
 	return cq;
 }
 
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	pthread_mutex_lock(&fake_lock);
-	counts.cqs--;
+	__atomic_sub_fetch(&counts.cqs, 1, __ATOMIC_RELAXED);
 	if (reuse_cqs) {
 		cq->cq_context = spare_cqs;
 		spare_cqs = fake_cq_of(cq);
@@ -548,14 +549,14 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	srq->context = pd->context;
 	srq->pd = pd;
 	srq->srq_context = attr->srq_context;
-	counts.srqs++;
+	__atomic_add_fetch(&counts.srqs, 1, __ATOMIC_RELAXED);
 	return srq;
 }
 
 int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	free(srq);
-	counts.srqs--;
+	__atomic_sub_fetch(&counts.srqs, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -574,7 +575,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	f->ah.context = pd->context;
 	f->ah.pd = pd;
 	f->attr = *attr;
-	counts.ahs++;
+	__atomic_add_fetch(&counts.ahs, 1, __ATOMIC_RELAXED);
 	return &f->ah;
 }
 
@@ -586,7 +587,7 @@ struct ibv_ah_attr fake_verbs_ah_attr(struct ibv_ah *ah)
 int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	free(ah);
-	counts.ahs--;
+	__atomic_sub_fetch(&counts.ahs, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -611,7 +612,7 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	mr->lkey = mr->rkey = next_key++;
 	f->next = fake_mrs;
 	fake_mrs = f;
-	counts.mrs++;
+	__atomic_add_fetch(&counts.mrs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fake_lock);
 	return mr;
 }
@@ -633,7 +634,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 			*pp = (*pp)->next;
 			break;
 		}
-	counts.mrs--;
+	__atomic_sub_fetch(&counts.mrs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fake_lock);
 	free(mr);
 	return 0;
@@ -656,7 +657,7 @@ int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	(void)gid;
 	(void)lid;
 	fake_qp_of(qp)->mcast_attached++;
-	counts.mcast_attached++;
+	__atomic_add_fetch(&counts.mcast_attached, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -665,7 +666,7 @@ int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 	(void)gid;
 	(void)lid;
 	fake_qp_of(qp)->mcast_attached--;
-	counts.mcast_attached--;
+	__atomic_sub_fetch(&counts.mcast_attached, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -1138,7 +1139,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	/* The inline ibv_post_send/recv call through the context's ops. */
 	pd->context->ops.post_send = fake_post_send;
 	pd->context->ops.post_recv = fake_post_recv;
-	counts.qps++;
+	__atomic_add_fetch(&counts.qps, 1, __ATOMIC_RELAXED);
 	return &f->qp;
 }
 
@@ -1209,6 +1210,6 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	pthread_mutex_unlock(&fake_lock);
 	counts.mcast_attached -= f->mcast_attached;
 	free(f);
-	counts.qps--;
+	__atomic_sub_fetch(&counts.qps, 1, __ATOMIC_RELAXED);
 	return 0;
 }
