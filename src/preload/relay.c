@@ -17,9 +17,13 @@
  * shutdown(SHUT_WR) once the bytes before it are written; the holders'
  * end of stream is passed to the peer as rshutdown(SHUT_WR) the same way.
  * When no holder can read any more (the socketpair hangs up, or a write
- * fails with EPIPE) what the peer still sends is read and dropped.  The
- * relay ends when both directions have ended, or when the holders are
- * gone and what they wrote has been sent: then it closes both sockets.
+ * fails with EPIPE) what the peer still sends is read and dropped.  When
+ * the peer can take nothing more (a send fails: it closed, or the
+ * connection broke), the relay stops reading the socketpair with
+ * shutdown(SHUT_RD), so that the holders' writes fail with EPIPE as they
+ * would on TCP.  The relay ends when both directions have ended, or when
+ * the holders are gone and what they wrote has been sent: then it closes
+ * both sockets.
  */
 #include <errno.h>
 #include <poll.h>
@@ -46,6 +50,8 @@ struct rsp_relay_ops {
 	ssize_t (*take)(int fd, void *buf, size_t len);
 	ssize_t (*give)(int fd, const void *buf, size_t len);
 	int (*shut)(int fd);
+	/* The sink is gone: tell the source's writers, if it can be told. */
+	int (*refuse)(int fd);
 	const char *from, *to; /* for the log */
 };
 
@@ -69,6 +75,8 @@ struct rsp_relay {
 	struct rsp_relay_way down, up;
 	/* The end hung up: no holder reads or will write any more. */
 	bool end_hung_up;
+	/* Closed under the relay (a bug elsewhere): not ours to close. */
+	bool end_lost;
 	/* The thread, and the starter until it allows reads (atomic). */
 	int refs;
 	/* Where a child finds the end and the wake-up (below). */
@@ -201,6 +209,15 @@ static int rsp_end_shut(int end)
 	return rsp_real.shutdown(end, SHUT_WR);
 }
 
+/*
+ * The peer is gone: the holders' later writes fail with EPIPE, as on a
+ * TCP connection the peer closed, instead of vanishing for ever.
+ */
+static int rsp_end_refuse(int end)
+{
+	return rsp_real.shutdown(end, SHUT_RD);
+}
+
 static const struct rsp_relay_ops rsp_relay_down_ops = {
 	.take = rsp_rs_take,
 	.give = rsp_end_give,
@@ -213,6 +230,7 @@ static const struct rsp_relay_ops rsp_relay_up_ops = {
 	.take = rsp_end_take,
 	.give = rsp_rs_give,
 	.shut = rsp_rs_shut,
+	.refuse = rsp_end_refuse,
 	.from = "socketpair",
 	.to = "rsocket",
 };
@@ -291,6 +309,9 @@ static bool rsp_way_give(struct rsp_relay_way *w)
 			w->ops->to,
 			n < 0 ? strerror(errno) : "nothing written");
 	rsp_way_lose_sink(w);
+	if (w->ops->refuse && w->ops->refuse(w->src))
+		rsp_log("relay of fd %d: refusing the %s's bytes: %s", w->src,
+			w->ops->from, strerror(errno));
 	return true;
 }
 
@@ -383,9 +404,11 @@ static void rsp_relay_heard(struct rsp_relay *r, const struct pollfd p[3])
 	uint64_t rung;
 
 	if (p[1].revents & (POLLHUP | POLLERR | POLLNVAL) && !r->end_hung_up) {
-		if (p[1].revents & POLLNVAL)
-			rsp_log("relay of rsocket %d: fd %d closed", r->rs,
-				r->end);
+		if (p[1].revents & POLLNVAL) {
+			rsp_log("relay of rsocket %d: fd %d closed under it",
+				r->rs, r->end);
+			r->end_lost = true;
+		}
 		r->end_hung_up = true;
 		rsp_way_lose_sink(&r->down);
 	}
@@ -441,7 +464,8 @@ static void rsp_relay_put(struct rsp_relay *r)
 /* The end closes before its slot is freed (see the slots). */
 static void rsp_relay_close(struct rsp_relay *r)
 {
-	rsp_real.close(r->end);
+	if (!r->end_lost)
+		rsp_real.close(r->end);
 	rsp_slot_free(r->end_slot);
 	if (rclose(r->rs))
 		rsp_log("relay of rsocket %d: closing it: %s", r->rs,
