@@ -25,7 +25,12 @@ struct rsp_relay;
  * The handle only serves rsp_relay_allow_reads: with @reads_held it stays
  * valid until that call, which must come exactly once; without, the relay
  * may be gone already when this returns (compare the handle with NULL
- * only).
+ * only).  The relay's calls never wait on either socket whatever their
+ * O_NONBLOCK (each call says MSG_DONTWAIT), so a call of the program's
+ * still inside the rsocket keeps the blocking it was made with; only its
+ * rshutdown and rclose wait for their sends, as long as the linger time.
+ * From then on @end is the relay's alone, and no child forked later keeps
+ * a copy of it (rsp_relay_forget_all_in_child).
  */
 struct rsp_relay *rsp_relay_start(int rs, int end, bool reads_held);
 /* The rsocket may be read from now on; the handle is the relay's again. */
@@ -34,7 +39,9 @@ void rsp_relay_allow_reads(struct rsp_relay *r);
  * In a child just forked: the relays are the parent's; close their @end
  * descriptors here (they would keep the holders' sockets from ever reading
  * end-of-stream), free nothing the parent's threads use, forget them.
- * Async-signal-safe enough for an atfork child handler.
+ * Async-signal-safe (fstat and close, no lock): for an atfork child
+ * handler; a second call does nothing.  An @end made but not yet handed
+ * to rsp_relay_start when the fork came is the caller's to close.
  */
 void rsp_relay_forget_all_in_child(void);
 /* How many relays run (tests and logging). */
