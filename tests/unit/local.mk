@@ -92,7 +92,10 @@ UNIT_HELPERS = \
 	tests/unit/option_ids.h \
 	tests/unit/p2p_peer.h \
 	tests/unit/preload_child.h \
+	tests/unit/preload_libc.c \
 	tests/unit/rs_call.h \
+	tests/unit/rs_cm_carry.h \
 	tests/unit/rs_dgram.h \
+	tests/unit/rs_pair.h \
 	tests/unit/suites.h \
 	tests/unit/unit.h

@@ -30,9 +30,9 @@
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
+#include "rs_cm_carry.h"
+#include "rs_pair.h"
 
-/* The runner has no init.c: the relay's kernel calls are the C library's. */
-struct rsp_real rsp_real;
 /* The preload's last log line (preload_config_test.c). */
 extern char unit_rsp_log_last[];
 
@@ -45,28 +45,6 @@ static int holder; /* the socketpair end the test holds, non-blocking */
 static int relay_end; /* the other end, the relay's */
 static struct sockaddr_in listen_addr;
 
-static uint32_t kid_of(int s)
-{
-	struct rsocket *rs = rs_get(s);
-	uint32_t handle;
-
-	ck_assert_ptr_nonnull(rs);
-	handle = fake_ucma_kid_of(rs->cm_id)->handle;
-	rs_put(rs);
-	return handle;
-}
-
-static struct ibv_qp *qp_of(int s)
-{
-	struct rsocket *rs = rs_get(s);
-	struct ibv_qp *qp;
-
-	ck_assert_ptr_nonnull(rs);
-	qp = rs->cm_id->qp;
-	rs_put(rs);
-	return qp;
-}
-
 static int peer_connect(void)
 {
 	return rconnect(peer, (struct sockaddr *)&listen_addr,
@@ -76,8 +54,6 @@ static int peer_connect(void)
 /* The fake kernel carries the peer's connect to the listener. */
 static uint32_t carry_connect(void)
 {
-	const struct rdma_ucm_connect *c;
-	struct rdma_ucm_event_resp *r;
 	uint32_t child;
 
 	ck_assert_int_eq(peer_connect(), -1);
@@ -85,15 +61,8 @@ static uint32_t carry_connect(void)
 	ck_assert_int_eq(peer_connect(), -1);
 	fake_ucma_event(kid_of(peer), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	ck_assert_int_eq(peer_connect(), -1);
-	c = (const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
 	fake_ucma_hold();
-	r = fake_ucma_conn_req(kid_of(listener), &child);
-	ck_assert_ptr_nonnull(r);
-	memcpy(r->param.conn.private_data, c->conn_param.private_data,
-	       c->conn_param.private_data_len);
-	r->param.conn.private_data_len = c->conn_param.private_data_len;
-	r->param.conn.responder_resources = 1;
-	r->param.conn.initiator_depth = 1;
+	child = carry_request_to(kid_of(listener));
 	fake_ucma_release();
 	return child;
 }
@@ -101,15 +70,7 @@ static uint32_t carry_connect(void)
 /* ... and the listener's accept back: both ends established. */
 static void carry_accept(uint32_t child)
 {
-	const struct rdma_ucm_accept *a =
-		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
-	struct rdma_ucm_event_resp *r;
-
-	r = fake_ucma_event(kid_of(peer), RDMA_CM_EVENT_ESTABLISHED, 0);
-	ck_assert_ptr_nonnull(r);
-	memcpy(r->param.conn.private_data, a->conn_param.private_data,
-	       a->conn_param.private_data_len);
-	r->param.conn.private_data_len = a->conn_param.private_data_len;
+	carry_accept_to(kid_of(peer));
 	ck_assert_ptr_nonnull(
 		fake_ucma_event(child, RDMA_CM_EVENT_ESTABLISHED, 0));
 }

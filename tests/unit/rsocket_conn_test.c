@@ -30,31 +30,11 @@
 #include "fake_ucma.h"
 #include "fake_verbs.h"
 #include "unit.h"
+#include "rs_cm_carry.h"
+#include "rs_pair.h"
 
 static int server, client;
 static struct sockaddr_in server_addr;
-
-static uint32_t kid_of_socket(int s)
-{
-	struct rsocket *rs = rs_get(s);
-	uint32_t handle;
-
-	ck_assert_ptr_nonnull(rs);
-	handle = fake_ucma_kid_of(rs->cm_id)->handle;
-	rs_put(rs);
-	return handle;
-}
-
-static struct ibv_qp *qp_of_socket(int s)
-{
-	struct rsocket *rs = rs_get(s);
-	struct ibv_qp *qp;
-
-	ck_assert_ptr_nonnull(rs);
-	qp = rs->cm_id->qp;
-	rs_put(rs);
-	return qp;
-}
 
 static void setup(void)
 {
@@ -90,35 +70,13 @@ static void resolve_client(void)
 {
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EINPROGRESS);
-	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EALREADY);
-	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EALREADY);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 1);
-}
-
-/*
- * The client's last CONNECT arrives at the listener whose kernel id is
- * @listen_kid (events held back, so that nobody reads it half filled);
- * the request's handle.
- */
-static uint32_t carry_request_to(uint32_t listen_kid)
-{
-	const struct rdma_ucm_connect *c =
-		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_CONNECT)->body;
-	struct rdma_ucm_event_resp *r;
-	uint32_t child;
-
-	r = fake_ucma_conn_req(listen_kid, &child);
-	ck_assert_ptr_nonnull(r);
-	memcpy(r->param.conn.private_data, c->conn_param.private_data,
-	       c->conn_param.private_data_len);
-	r->param.conn.private_data_len = c->conn_param.private_data_len;
-	r->param.conn.responder_resources = 1;
-	r->param.conn.initiator_depth = 1;
-	return child;
 }
 
 /* The same, read at once (by a shared listener's relay thread, say). */
@@ -127,30 +85,15 @@ static uint32_t carry_request(void)
 	uint32_t child;
 
 	fake_ucma_hold();
-	child = carry_request_to(kid_of_socket(server));
+	child = carry_request_to(kid_of(server));
 	fake_ucma_release();
 	return child;
-}
-
-/* The server's ACCEPT reaches the client: the client is ESTABLISHED. */
-static void carry_accept_to_client(void)
-{
-	const struct rdma_ucm_accept *a =
-		(const void *)fake_ucma_last(RDMA_USER_CM_CMD_ACCEPT)->body;
-	struct rdma_ucm_event_resp *r;
-
-	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
-			    0);
-	ck_assert_ptr_nonnull(r);
-	memcpy(r->param.conn.private_data, a->conn_param.private_data,
-	       a->conn_param.private_data_len);
-	r->param.conn.private_data_len = a->conn_param.private_data_len;
 }
 
 /* The same, and the server's end too: both ends ESTABLISHED. */
 static void carry_accept(uint32_t child)
 {
-	carry_accept_to_client();
+	carry_accept_to(kid_of(client));
 	ck_assert_ptr_nonnull(
 		fake_ucma_event(child, RDMA_CM_EVENT_ESTABLISHED, 0));
 }
@@ -184,7 +127,7 @@ static int connect_pair(void)
 	s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(s, 0);
 	carry_accept(child);
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	fake_verbs_connect(qp_of(client), qp_of(s));
 	ck_assert_int_eq(start_connect(), 0);
 	return s;
 }
@@ -205,7 +148,7 @@ START_TEST(handshake_then_data_both_ways)
 	ck_assert_int_ge(s, 0);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
 	carry_accept(child);
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	fake_verbs_connect(qp_of(client), qp_of(s));
 
 	ck_assert_int_eq(start_connect(), 0); /* done now */
 	ck_assert_int_eq(start_connect(), -1);
@@ -267,8 +210,8 @@ START_TEST(a_silent_peer_end_wakes_a_blocked_read)
 	int s = connect_pair();
 
 	blocked_read_start(&r, client);
-	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
-					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
 	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
 	ck_assert_int_eq(r.ret, 0);
 	/* Writing to a peer that is gone fails, as after a TCP reset. */
@@ -285,8 +228,8 @@ START_TEST(data_sent_before_a_silent_end_is_read_first)
 	int s = connect_pair();
 
 	ck_assert_int_eq(rsend(s, "last", 4, 0), 4);
-	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
-					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
 	/* rpoll sees the end (the watch's, asynchronous) within its bound. */
 	p.fd = client;
 	ck_assert_int_eq(rpoll(&p, 1, 5000), 1);
@@ -322,8 +265,8 @@ START_TEST(other_cm_events_leave_the_connection_alone)
 	char buf[16];
 	int s = connect_pair();
 
-	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
-					      RDMA_CM_EVENT_ADDR_CHANGE, 0));
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ADDR_CHANGE, 0));
 	/* The watch reads it off the channel, and goes on watching. */
 	for (int i = 0; i < 5000 && cm_event_pending(client); i++)
 		usleep(1000);
@@ -361,8 +304,8 @@ START_TEST(a_forked_child_closes_its_copies_of_watched_sockets)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* The parent's watch still ends its reads at the peer's end. */
-	ck_assert_ptr_nonnull(fake_ucma_event(kid_of_socket(client),
-					      RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
 	ck_assert_int_eq(rfcntl(client, F_SETFL, 0), 0);
 	ck_assert_int_eq(rrecv(client, buf, sizeof(buf), 0), 0);
 	rclose(s);
@@ -412,8 +355,8 @@ START_TEST(a_connect_ended_after_arming_still_wakes_rpoll)
 	pr.s = raccept(server, NULL, NULL);
 	ck_assert_int_ge(pr.s, 0);
 	/* the client is connected; the server's ESTABLISHED comes later */
-	carry_accept_to_client();
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(pr.s));
+	carry_accept_to(kid_of(client));
+	fake_verbs_connect(qp_of(client), qp_of(pr.s));
 	ck_assert_int_eq(start_connect(), 0);
 
 	rs_poll_set_armed_hook(established_after_arming);
@@ -438,7 +381,7 @@ START_TEST(a_refused_connect_is_econnrefused)
 	struct pollfd pfd = {.fd = client, .events = POLLOUT};
 
 	resolve_client();
-	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_REJECTED, 28);
+	fake_ucma_event(kid_of(client), RDMA_CM_EVENT_REJECTED, 28);
 	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, ECONNREFUSED);
@@ -451,14 +394,12 @@ START_TEST(a_timed_out_resolution_is_retried)
 {
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EINPROGRESS);
-	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_ERROR,
-			-ETIMEDOUT);
+	fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EALREADY);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR), 2);
 	/* Any other address error ends the connect. */
-	fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ADDR_ERROR,
-			-ENETUNREACH);
+	fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ADDR_ERROR, -ENETUNREACH);
 	ck_assert_int_eq(start_connect(), -1);
 	ck_assert_int_eq(errno, EHOSTUNREACH);
 }
@@ -495,7 +436,7 @@ START_TEST(a_foreign_request_is_refused)
 	struct rdma_ucm_event_resp *r;
 	uint32_t child;
 
-	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	r = fake_ucma_conn_req(kid_of(server), &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, "not an rsocket", 14);
 	r->param.conn.private_data_len = 14;
@@ -519,8 +460,7 @@ START_TEST(a_dropped_request_does_not_block_raccept)
 	uint32_t child;
 	int s;
 
-	ck_assert_ptr_nonnull(
-		fake_ucma_conn_req(kid_of_socket(server), &child));
+	ck_assert_ptr_nonnull(fake_ucma_conn_req(kid_of(server), &child));
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_QUERY_ROUTE, EIO);
 	ck_assert_int_eq(rpoll(&pfd, 1, 0), 1);
 	errno = 0;
@@ -546,8 +486,7 @@ START_TEST(an_answer_in_another_version_fails_the_connect)
 	resolve_client();
 	memset(&bad, 0, sizeof(bad));
 	bad.version = 9;
-	r = fake_ucma_event(kid_of_socket(client), RDMA_CM_EVENT_ESTABLISHED,
-			    0);
+	r = fake_ucma_event(kid_of(client), RDMA_CM_EVENT_ESTABLISHED, 0);
 	memcpy(r->param.conn.private_data, &bad, sizeof(bad));
 	r->param.conn.private_data_len = sizeof(bad);
 	ck_assert_int_eq(start_connect(), -1);
@@ -671,7 +610,7 @@ START_TEST(a_forked_listener_accepts_through_its_queue)
 			  child);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_ACCEPT), 1);
 	carry_accept(child);
-	fake_verbs_connect(qp_of_socket(client), qp_of_socket(s));
+	fake_verbs_connect(qp_of(client), qp_of(s));
 	ck_assert_int_eq(start_connect(), 0);
 	ck_assert_int_eq(rsend(client, "ping", 4, 0), 4);
 	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), 0), 4);
@@ -688,7 +627,7 @@ START_TEST(the_relay_refuses_a_foreign_request)
 
 	fork_and_reap();
 	fake_ucma_hold();
-	r = fake_ucma_conn_req(kid_of_socket(server), &child);
+	r = fake_ucma_conn_req(kid_of(server), &child);
 	ck_assert_ptr_nonnull(r);
 	memcpy(r->param.conn.private_data, "not an rsocket", 14);
 	r->param.conn.private_data_len = 14;
@@ -720,7 +659,7 @@ START_TEST(two_children_each_accept_one_request)
 	resolve_client(); /* its CONNECT's data, sent twice */
 	fake_ucma_hold();
 	for (i = 0; i < 2; i++)
-		kid[i] = carry_request_to(kid_of_socket(server));
+		kid[i] = carry_request_to(kid_of(server));
 	for (c = 0; c < 2; c++) {
 		pid[c] = fork();
 		ck_assert_int_ge(pid[c], 0);
@@ -800,7 +739,7 @@ START_TEST(reuseport_sockets_share_one_listener)
 	uint32_t kid;
 
 	a = reuseport_listener(&addr);
-	kid = kid_of_socket(a);
+	kid = kid_of(a);
 	binds = fake_ucma_count(RDMA_USER_CM_CMD_BIND);
 	b = reuseport_listener(&addr);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_BIND), binds);
@@ -980,9 +919,9 @@ static void resolve_socket(int s)
 	struct sockaddr *to = (struct sockaddr *)&server_addr;
 
 	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
-	fake_ucma_event(kid_of_socket(s), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	fake_ucma_event(kid_of(s), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
-	fake_ucma_event(kid_of_socket(s), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	fake_ucma_event(kid_of(s), RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	ck_assert_int_eq(rconnect(s, to, sizeof(server_addr)), -1);
 	ck_assert_int_eq(errno, EALREADY);
 }
