@@ -24,7 +24,9 @@
  * read, only the bytes that came over RDMA, in ordinary memory: every
  * process reads its own copy.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,13 +76,30 @@ struct rsp_file *rsp_get(int fd)
 		return NULL;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	return f && rsp_file_ours(f) ? f : NULL;
+	/* A relayed connection's descriptor is the relay's kernel socket. */
+	return f && rsp_file_ours(f) &&
+			       !__atomic_load_n(&f->relayed, __ATOMIC_ACQUIRE)
+		       ? f
+		       : NULL;
+}
+
+struct rsp_file *rsp_peek(int fd)
+{
+	struct rsp_file **s;
+
+	if (!__atomic_load_n(&mapped, __ATOMIC_RELAXED))
+		return NULL;
+	s = slot(fd, false);
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
 }
 
 struct rsp_file *rsp_use(int fd)
 {
 	struct rsp_file *f = rsp_get(fd);
 
+	/* Another process's connection: its owner relays it if asked. */
+	if (!f && rsp_share_claim(fd))
+		return NULL;
 	if (f && f->handed) {
 		f->owner = rsp_pid;
 		f->handed = false;
@@ -96,7 +115,7 @@ void rsp_note_foreign(int fd)
 		return;
 	s = slot(fd, false);
 	f = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
-	if (!f || rsp_file_ours(f) ||
+	if (!f || rsp_file_ours(f) || f->claimed ||
 	    __atomic_exchange_n(&f->noted, rsp_pid, __ATOMIC_RELAXED) ==
 		    rsp_pid)
 		return;
@@ -125,12 +144,17 @@ struct rsp_file *rsp_file_new(int rs, int domain)
 
 static void release(struct rsp_file *f)
 {
-	if (rsp_file_ours(f)) {
+	if (f->forked && rsp_share_keep(f)) {
+		rsp_log("rsocket %d: kept for the processes a fork shared it "
+			"with",
+			f->rs);
+	} else if (rsp_file_ours(f)) {
 		rsp_log("rsocket %d closed", f->rs);
 		rclose(f->rs);
 	} else {
 		rsp_log("rsocket %d: the parent's, left alone", f->rs);
 	}
+	free(f->addrs);
 	free(f);
 }
 
@@ -237,33 +261,149 @@ void rsp_release_retired(int fd)
 	}
 }
 
-int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out)
+/*
+ * Calls @fn(f, fd, arg) for each mapped descriptor, under the lock (@fn
+ * must not take it); stops when @fn returns false.
+ */
+static void each_fd(bool (*fn)(struct rsp_file *f, int fd, void *arg),
+		    void *arg)
 {
 	struct rsp_file **page;
-	int *fds = NULL, n = 0, cap = 0, p, i;
+	int p, i;
 
-	*out = NULL;
 	pthread_mutex_lock(&lock);
 	for (p = 0; p < NPAGES; p++) {
 		page = pages[p];
-		for (i = 0; page && i < PAGE_SLOTS; i++) {
-			if (!page[i] || !rsp_file_ours(page[i]) ||
-			    !pred(page[i]))
-				continue;
-			if (n == cap) {
-				int *grown = realloc(fds, (cap ? 2 * cap : 16) *
-								  sizeof(*fds));
-
-				if (!grown)
-					goto out;
-				fds = grown;
-				cap = cap ? 2 * cap : 16;
-			}
-			fds[n++] = (p << PAGE_SHIFT) | i;
-		}
+		for (i = 0; page && i < PAGE_SLOTS; i++)
+			if (page[i] && !fn(page[i], (p << PAGE_SHIFT) | i, arg))
+				goto out;
 	}
 out:
 	pthread_mutex_unlock(&lock);
+}
+
+/* A growing array of pointers or descriptors, for the collectors below. */
+struct collect {
+	const struct rsp_file *of; /* rsp_fds_of: the file */
+	bool (*pred)(const struct rsp_file *f, void *arg);
+	void *arg;
+	void **items;
+	int n, cap;
+};
+
+static bool collect_add(struct collect *c, void *item)
+{
+	if (c->n == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 16;
+		void **grown = realloc(c->items, cap * sizeof(*grown));
+
+		if (!grown)
+			return false; /* the list so far: as before, partial */
+		c->items = grown;
+		c->cap = cap;
+	}
+	c->items[c->n++] = item;
+	return true;
+}
+
+static bool collect_fd(struct rsp_file *f, int fd, void *arg)
+{
+	struct collect *c = arg;
+
+	return f != c->of || collect_add(c, (void *)(intptr_t)fd);
+}
+
+static bool collect_file(struct rsp_file *f, int fd, void *arg)
+{
+	struct collect *c = arg;
+
+	(void)fd;
+	return !c->pred(f, c->arg) || collect_add(c, f);
+}
+
+/* The descriptors collected, as an int array in *out; their number. */
+static int fds_from(struct collect *c, int **out)
+{
+	int *fds = NULL, i;
+
+	if (c->n)
+		fds = malloc(c->n * sizeof(*fds));
+	for (i = 0; fds && i < c->n; i++)
+		fds[i] = (int)(intptr_t)c->items[i];
+	free(c->items);
 	*out = fds;
+	return fds ? c->n : 0;
+}
+
+int rsp_fds_of(const struct rsp_file *f, int **out)
+{
+	struct collect c = {.of = f};
+
+	each_fd(collect_fd, &c);
+	return fds_from(&c, out);
+}
+
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (void *const *)a;
+	uintptr_t y = (uintptr_t) * (void *const *)b;
+
+	return (x > y) - (x < y);
+}
+
+int rsp_files_where(bool (*pred)(const struct rsp_file *f, void *arg),
+		    void *arg, struct rsp_file ***out)
+{
+	struct collect c = {.pred = pred, .arg = arg};
+	int i, n = 0;
+
+	each_fd(collect_file, &c);
+	/* A file mapped by several descriptors (dup) is listed once. */
+	if (c.n > 1)
+		qsort(c.items, c.n, sizeof(*c.items), by_address);
+	for (i = 0; i < c.n; i++)
+		if (!n || c.items[n - 1] != c.items[i])
+			c.items[n++] = c.items[i];
+	*out = (struct rsp_file **)c.items;
 	return n;
+}
+
+bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with)
+{
+	struct rsp_file **s;
+	bool swapped = false;
+	int flags;
+
+	pthread_mutex_lock(&lock);
+	s = slot(fd, false);
+	if (s && *s == f) {
+		flags = rsp_real.fcntl(fd, F_GETFD);
+		swapped = rsp_real.dup3(with, fd,
+					flags >= 0 && (flags & FD_CLOEXEC)
+						? O_CLOEXEC
+						: 0) == fd;
+	}
+	pthread_mutex_unlock(&lock);
+	return swapped;
+}
+
+struct where {
+	bool (*pred)(const struct rsp_file *f);
+	struct collect c;
+};
+
+static bool collect_ours(struct rsp_file *f, int fd, void *arg)
+{
+	struct where *w = arg;
+
+	return !rsp_file_ours(f) || !w->pred(f) ||
+	       collect_add(&w->c, (void *)(intptr_t)fd);
+}
+
+int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out)
+{
+	struct where w = {.pred = pred};
+
+	each_fd(collect_ours, &w);
+	return fds_from(&w.c, out);
 }

@@ -23,9 +23,10 @@ RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 	f = rsp_get_io(fd, false, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	if (!f)
+	if (!f || !rsp_read_enter(f))
 		return rsp_real.read(fd, buf, len);
 	n = rread(f->rs, buf, len);
+	rsp_read_leave(f);
 	return rsp_back_after_read(fd, f, n) ? rsp_real.read(fd, buf, len) : n;
 }
 
@@ -45,9 +46,10 @@ RSP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	f = rsp_get_io(fd, false, 0);
 	if (f == RSP_AGAIN)
 		return -1;
-	if (!f)
+	if (!f || !rsp_read_enter(f))
 		return rsp_real.readv(fd, iov, n);
 	got = rreadv(f->rs, iov, n);
+	rsp_read_leave(f);
 	return rsp_back_after_read(fd, f, got) ? rsp_real.readv(fd, iov, n)
 					       : got;
 }
@@ -93,9 +95,10 @@ RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 	f = rsp_get_io(fd, false, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	if (!f)
+	if (!f || !rsp_read_enter(f))
 		return rsp_real.recv(fd, buf, len, flags);
 	n = rrecv(f->rs, buf, len, flags);
+	rsp_read_leave(f);
 	return rsp_back_after_read(fd, f, n)
 		       ? rsp_real.recv(fd, buf, len, flags)
 		       : n;
@@ -119,9 +122,10 @@ RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 	f = rsp_get_io(fd, false, flags);
 	if (f == RSP_AGAIN)
 		return -1;
-	if (!f)
+	if (!f || !rsp_read_enter(f))
 		return rsp_real.recvfrom(fd, buf, len, flags, sa, salen);
 	n = rrecvfrom(f->rs, buf, len, flags, sa, salen);
+	rsp_read_leave(f);
 	return rsp_back_after_read(fd, f, n)
 		       ? rsp_real.recvfrom(fd, buf, len, flags, sa, salen)
 		       : n;
@@ -165,9 +169,10 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 		return -1;
 	if (f && f->dgram && msg)
 		return recvmsg_dgram(f, msg, flags);
-	if (!f)
+	if (!f || !rsp_read_enter(f))
 		return rsp_real.recvmsg(fd, msg, flags);
 	n = rrecvmsg(f->rs, msg, flags);
+	rsp_read_leave(f);
 	return rsp_back_after_read(fd, f, n) ? rsp_real.recvmsg(fd, msg, flags)
 					     : n;
 }

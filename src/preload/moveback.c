@@ -229,11 +229,15 @@ void rsp_move_back_cut_child(void)
  */
 RSP_EXPORT pid_t fork(void)
 {
+	struct rsp_share_fork sf;
 	pid_t pid;
 
 	rsp_init();
 	rsp_move_back_all("fork", false);
+	/* The rest, made by rsockets, are relayed if the child uses them. */
+	rsp_share_before_fork(&sf);
 	pid = rsp_real.fork();
+	rsp_share_after_fork(&sf, pid);
 	if (pid == 0)
 		rsp_move_back_cut_child();
 	return pid;

@@ -24,6 +24,9 @@
  */
 bool rsp_poll_maps(int fd)
 {
+	/* Another process's connection: its owner relays it if asked. */
+	if (!rsp_get(fd))
+		rsp_share_claim(fd);
 	return rsp_get(fd) || rsp_fk_pending(rsp_lazy_get(fd));
 }
 
@@ -140,12 +143,46 @@ int rsp_left_ms(uint64_t deadline, int timeout)
 }
 
 /*
+ * The files whose rsocket this poll waits to read, in @held (NULL where
+ * none): a relay (share.c) reads an rsocket only when no call waits on it,
+ * or the bytes it took would wake nobody.  One the relay took meanwhile is
+ * watched on its descriptor, the relay's kernel socket now.
+ */
+static void enter_readers(const struct pollfd *fds, nfds_t n,
+			  struct pollfd *copy, struct rsp_file **held)
+{
+	struct rsp_file *f;
+	nfds_t i;
+
+	for (i = 0; i < n; i++) {
+		held[i] = NULL;
+		f = rsp_get(fds[i].fd);
+		if (!f || !(fds[i].events & POLLIN) || copy[2 * i].fd != f->rs)
+			continue;
+		if (rsp_read_enter(f))
+			held[i] = f;
+		else
+			copy[2 * i] = fds[i];
+	}
+}
+
+static void leave_readers(struct rsp_file **held, nfds_t n)
+{
+	nfds_t i;
+
+	for (i = 0; i < n; i++)
+		if (held[i])
+			rsp_read_leave(held[i]);
+}
+
+/*
  * rpoll over fds, each mapped descriptor replaced by what it waits on;
  * again, for what is left of the timeout, while only handshakes moved.
  */
 static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 {
 	struct pollfd small[32], *copy = small;
+	struct rsp_file *held_small[16], **held = held_small;
 	uint64_t deadline = rsp_deadline_us(timeout);
 	bool poked;
 	nfds_t i;
@@ -153,7 +190,10 @@ static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 
 	if (n > 16) {
 		copy = malloc(2 * n * sizeof(*copy));
-		if (!copy) {
+		held = malloc(n * sizeof(*held));
+		if (!copy || !held) {
+			free(copy);
+			free(held);
 			errno = ENOMEM;
 			return -1;
 		}
@@ -161,7 +201,9 @@ static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 	do {
 		for (i = 0; i < n; i++)
 			rsp_poll_watch(&fds[i], &copy[2 * i]);
+		enter_readers(fds, n, copy, held);
 		ret = rsp_rpoll(copy, 2 * n, timeout);
+		leave_readers(held, n);
 		poked = false;
 		ready = 0;
 		for (i = 0; i < n; i++) {
@@ -173,8 +215,10 @@ static int poll_rs(struct pollfd *fds, nfds_t n, int timeout)
 		}
 		timeout = rsp_left_ms(deadline, timeout);
 	} while (ret >= 0 && !ready && poked && timeout);
-	if (copy != small)
+	if (copy != small) {
 		free(copy);
+		free(held);
+	}
 	return ret < 0 ? ret : ready;
 }
 

@@ -198,6 +198,26 @@ struct rsp_file {
 	 */
 	int retired_fd;
 	struct rsp_file *retired_next;
+	/*
+	 * share.c: a connection a fork shared.  In its owner: descendants
+	 * may hold it; in a descendant: its owner relays it when asked.
+	 */
+	bool forked;
+	/* A descendant asked for it: its descriptors are the relay's socket. */
+	bool claimed;
+	/* The owner's relay took the rsocket: the descriptors are kernel's. */
+	bool relayed;
+	uint32_t share_id; /* the owner's number for it (share.c) */
+	/*
+	 * The connection's addresses, kept at the fork: what getsockname and
+	 * getpeername say where the descriptor is the relay's socket.
+	 */
+	struct rsp_addrs {
+		struct sockaddr_storage local, peer;
+		socklen_t local_len, peer_len;
+	} * addrs;
+	/* Calls reading or waiting to read on the rsocket (atomic). */
+	int readers;
 };
 
 /* The rsocket file behind fd, or NULL for an ordinary descriptor. */
@@ -220,6 +240,22 @@ void rsp_clear(int fd);
 struct rsp_file *rsp_file_new(int rs, int domain);
 /* Whether any descriptor is mapped at all (a fast path for poll). */
 bool rsp_any(void);
+/* Whatever fd maps, another process's file too (share.c). */
+struct rsp_file *rsp_peek(int fd);
+/* The descriptors mapped to f, in *out (malloc'ed); their number. */
+int rsp_fds_of(const struct rsp_file *f, int **out);
+/*
+ * The distinct files mapped in this process with @pred(f, arg) true,
+ * whoever owns them, in *out (malloc'ed); their number.
+ */
+int rsp_files_where(bool (*pred)(const struct rsp_file *f, void *arg),
+		    void *arg, struct rsp_file ***out);
+/*
+ * If fd still maps f, makes fd a duplicate of kernel descriptor @with
+ * (keeping fd's close-on-exec flag), atomically with respect to the
+ * program's close of fd; false when fd no longer maps f.
+ */
+bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with);
 
 /* Applies RDMA_RSOCKET_* to a fresh rsocket. */
 void rsp_apply_config(int rs);
@@ -232,7 +268,7 @@ int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout);
  * hears of them (a handshake that went on sets *@poked); @fn with the
  * signal mask @mask (NULL: as it is) in place for the wait.
  */
-bool rsp_poll_maps(int fd);
+bool rsp_poll_maps(int fd); /* asks for another's connection first */
 void rsp_poll_watch(const struct pollfd *p, struct pollfd out[2]);
 short rsp_poll_heard(const struct pollfd *p, const struct pollfd got[2],
 		     bool *poked);
@@ -448,6 +484,57 @@ bool rsp_back_after_write(int fd, struct rsp_file *f, ssize_t n);
 extern int rsp_nmoved;
 /* The descriptors mapped to a file of this process with @pred true. */
 int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out);
+
+/* --- share.c: connections a forked descendant uses ---------------------- */
+
+/* How long a descendant waits for its connection's owner to answer. */
+#define RSP_SHARE_ASK_MS 10000
+/* How long an exit waits for relays to send what their holders wrote. */
+#define RSP_SHARE_EXIT_MS 10000
+
+/*
+ * fd, unmapped here, carries a connection another process owns and a
+ * fork shared: ask the owner for it.  True when fd is now the relay's
+ * kernel socket (the call goes on there); false when it is not ours to
+ * ask for, or the owner could not answer (logged).
+ */
+bool rsp_share_claim(int fd);
+/*
+ * The last descriptor of f in this process closed: whether share.c keeps
+ * its rsocket (a descendant may still ask for it, or the relay has it),
+ * rather than the caller closing it.  Another process's f: its owner
+ * hears that this process no longer holds it.
+ */
+bool rsp_share_keep(struct rsp_file *f);
+/*
+ * getsockname (@peer false) or getpeername on fd, if it is a connection
+ * a fork shared: true with the answer (@sa NULL: only whether it is
+ * one), false when fd is none.
+ */
+bool rsp_share_name(int fd, bool peer, struct sockaddr *sa, socklen_t *len);
+/*
+ * A call reads or waits to read on f's rsocket: false when the relay has
+ * it already (the call goes to the descriptor's kernel socket instead).
+ * Every true is followed by rsp_read_leave once the call is out of the
+ * rsocket: the relay reads only when no such call is in it.
+ */
+bool rsp_read_enter(struct rsp_file *f);
+void rsp_read_leave(struct rsp_file *f);
+
+/* What a fork carries over between its two halves (the channels made). */
+#define RSP_SHARE_MAX_LINKS 16
+struct rsp_share_fork {
+	int n;
+	struct {
+		int owner; /* the process the channel goes to */
+		int give; /* the child's end */
+	} ends[RSP_SHARE_MAX_LINKS + 1];
+};
+
+/* Before fork(): the channels for the child, its holdings announced. */
+void rsp_share_before_fork(struct rsp_share_fork *sf);
+/* After fork() (@pid as it returned), in both halves. */
+void rsp_share_after_fork(struct rsp_share_fork *sf, pid_t pid);
 
 /* --- addr.c, dgram.c: UDP sockets --------------------------------------- */
 

@@ -585,6 +585,30 @@ void rsp_relay_forget_all_in_child(void)
 	__atomic_store_n(&rsp_relays_running, 0, __ATOMIC_RELAXED);
 }
 
+void rsp_relay_finish_orphans(int ms)
+{
+	uint64_t deadline = rsp_now_ms() + (uint64_t)ms;
+	struct rsp_relay_slot *s;
+	struct pollfd p;
+	int fd;
+
+	if (!rsp_relay_count())
+		return;
+	s = __atomic_load_n(&rsp_relay_slots, __ATOMIC_ACQUIRE);
+	for (; s; s = s->next) {
+		fd = __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE);
+		p = (struct pollfd){.fd = fd};
+		/* An end that hung up (a wake-up, an eventfd, never does). */
+		if (fd < 0 || rsp_real.poll(&p, 1, 0) != 1 ||
+		    !(p.revents & POLLHUP))
+			continue;
+		/* Its relay closes it, then frees the slot. */
+		while (__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE) == fd &&
+		       rsp_now_ms() < deadline)
+			usleep(1000);
+	}
+}
+
 int rsp_relay_count(void)
 {
 	return __atomic_load_n(&rsp_relays_running, __ATOMIC_ACQUIRE);

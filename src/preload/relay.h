@@ -44,6 +44,13 @@ void rsp_relay_allow_reads(struct rsp_relay *r);
  * to rsp_relay_start when the fork came is the caller's to close.
  */
 void rsp_relay_forget_all_in_child(void);
+/*
+ * The process exits: the relays whose holders are all gone still send what
+ * the holders wrote last, as TCP delivers a closed socket's bytes; wait
+ * for them to end, @ms at most.  Relays whose holders live are cut by the
+ * exit.
+ */
+void rsp_relay_finish_orphans(int ms);
 /* How many relays run (tests and logging). */
 int rsp_relay_count(void);
 

@@ -303,6 +303,9 @@ RSP_EXPORT int shutdown(int fd, int how)
 	struct rsp_file *f;
 
 	rsp_init();
+	/* Another process's connection: its owner relays it if asked. */
+	if (!rsp_get(fd))
+		rsp_share_claim(fd);
 	f = rsp_get(fd);
 	/* Moving back: what is left on RDMA is only ours to read. */
 	if (f && __atomic_load_n(&f->writes_tcp, __ATOMIC_ACQUIRE))
@@ -310,10 +313,17 @@ RSP_EXPORT int shutdown(int fd, int how)
 	return f ? rshutdown(f->rs, how) : rsp_real.shutdown(fd, how);
 }
 
-/* After the kernel duplicated old into new, new shares old's rsocket. */
+/*
+ * After the kernel duplicated old into new, new shares old's rsocket, or
+ * old's record of a connection a fork shared (share.c: a child that
+ * moves it to its standard input asks for it there).
+ */
 static int share(int oldfd, int newfd)
 {
-	struct rsp_file *f = rsp_get(oldfd);
+	struct rsp_file *f = rsp_get(oldfd), *forked = rsp_peek(oldfd);
+
+	if (!f && forked && forked->forked)
+		f = forked;
 
 	if (newfd < 0)
 		return newfd;
@@ -431,6 +441,8 @@ RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 
 	rsp_init();
 	f = rsp_get(fd);
+	if (!f && rsp_share_name(fd, false, sa, len))
+		return 0;
 	/* Fork mode: the program's connection is the TCP one it made. */
 	return f && !f->via_tcp ? rgetsockname(f->rs, sa, len)
 				: rsp_real.getsockname(fd, sa, len);
@@ -442,6 +454,8 @@ RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 
 	rsp_init();
 	f = rsp_get(fd);
+	if (!f && rsp_share_name(fd, true, sa, len))
+		return 0;
 	return f && !f->via_tcp ? rgetpeername(f->rs, sa, len)
 				: rsp_real.getpeername(fd, sa, len);
 }
@@ -463,6 +477,9 @@ RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 
 	rsp_init();
 	f = rsp_get(fd);
+	/* A relayed connection (share.c): TCP's options have no socket. */
+	if (!f && level == IPPROTO_TCP && rsp_share_name(fd, true, NULL, NULL))
+		return 0;
 	if (!f)
 		return rsp_real.setsockopt(fd, level, name, val, len);
 	if (!rsetsockopt(f->rs, level, name, val, len)) {

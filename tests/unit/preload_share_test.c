@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Connections a forked descendant uses (src/preload/share.c, relay.c):
+ * a descriptor of this process mapped to one end of an rsocket pair over
+ * the fake device, as librspreload maps a program's socket, then a fork
+ * as the preload's fork() makes it.  The child uses its copy as an
+ * outside program would, through the kernel's calls (the runner has no
+ * wrappers: the test's own app_* calls do what the preload's do); the
+ * peer end stays in the test.  The expectations are TCP's for a socket
+ * a fork shared: every byte reaches exactly one reader, in order, and the
+ * peer reads the end of the stream once no process holds the connection.
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cm/cma.h"
+#include "preload/preload.h"
+#include "preload/relay.h"
+#include "rsocket/rs.h"
+#include "rsocket/wire.h"
+#include "fake_ucma.h"
+#include "fake_verbs.h"
+#include "unit.h"
+#include "rs_pair.h"
+
+#define WAIT_MS 10000 /* every wait is bounded: a hang fails the test */
+
+static int a, b; /* the connected pair: a is the program's, b the peer */
+static int fd; /* the program's descriptor of a */
+
+static void setup(void)
+{
+	struct rsp_file *f;
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	rs_pair_connect(&a, &b, 0);
+	rsp_pid = (int)getpid();
+	fd = socket(AF_INET, SOCK_STREAM, 0); /* the placeholder */
+	ck_assert_int_ge(fd, 0);
+	f = rsp_file_new(a, AF_INET);
+	ck_assert_ptr_nonnull(f);
+	rsp_set(fd, f);
+}
+
+static void teardown(void)
+{
+	rclose(b);
+	fake_ucma_uninstall();
+}
+
+/* --- what the preload's calls do (io.c, socket.c, moveback.c) ---------- */
+
+static ssize_t app_read(int d, void *buf, size_t len)
+{
+	struct rsp_file *f = rsp_use(d);
+	ssize_t n;
+
+	if (!f || !rsp_read_enter(f))
+		return read(d, buf, len);
+	n = rread(f->rs, buf, len);
+	rsp_read_leave(f);
+	return n;
+}
+
+static ssize_t app_write(int d, const void *buf, size_t len)
+{
+	struct rsp_file *f = rsp_use(d);
+
+	return f ? rwrite(f->rs, buf, len) : write(d, buf, len);
+}
+
+static void app_close(int d)
+{
+	rsp_clear(d);
+	rsp_release_retired(d);
+	close(d);
+}
+
+static pid_t app_fork(void)
+{
+	struct rsp_share_fork sf;
+	pid_t pid;
+
+	rsp_share_before_fork(&sf);
+	pid = fork();
+	if (pid == 0)
+		rsp_pid = (int)getpid(); /* init.c's atfork handler */
+	rsp_share_after_fork(&sf, pid);
+	return pid;
+}
+
+/* --- helpers ----------------------------------------------------------- */
+
+/* All @len bytes from the program's descriptor; false on EOF or error. */
+static bool app_read_all(int d, void *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = app_read(d, (char *)buf + got, len - got);
+		if (n <= 0)
+			return false;
+		got += n;
+	}
+	return true;
+}
+
+static bool app_write_all(int d, const void *buf, size_t len)
+{
+	size_t put = 0;
+	ssize_t n;
+
+	while (put < len) {
+		n = app_write(d, (const char *)buf + put, len - put);
+		if (n <= 0)
+			return false;
+		put += n;
+	}
+	return true;
+}
+
+/* The peer reads @len bytes, each wait bounded; how many came before EOF. */
+static size_t peer_read(void *buf, size_t len)
+{
+	struct pollfd p = {.fd = b, .events = POLLIN};
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		if (rpoll(&p, 1, WAIT_MS) != 1)
+			break;
+		n = rrecv(b, (char *)buf + got, len - got, MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+static void peer_write(const void *buf, size_t len)
+{
+	size_t put = 0;
+	ssize_t n;
+
+	while (put < len) {
+		n = rsend(b, (const char *)buf + put, len - put, 0);
+		ck_assert_int_gt(n, 0);
+		put += n;
+	}
+}
+
+/* The peer reads the end of the stream (bounded). */
+static void peer_sees_eof(void)
+{
+	char c;
+
+	ck_assert_uint_eq(peer_read(&c, 1), 0);
+	ck_assert_int_eq(rrecv(b, &c, 1, MSG_DONTWAIT), 0);
+}
+
+static void wait_child(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child status %#x", status);
+}
+
+/* Relays end when the last descriptor of their socket closes. */
+static void no_relay_left(void)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rsp_relay_count() && unit_ms_since(&t0) < WAIT_MS)
+		usleep(1000);
+	ck_assert_int_eq(rsp_relay_count(), 0);
+}
+
+/* A pattern byte for offset @i of stream @seed. */
+static uint8_t pattern(unsigned int seed, size_t i)
+{
+	return (uint8_t)(i * 7 + seed + (i >> 9));
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pattern(seed, i);
+}
+
+static bool matches(const uint8_t *buf, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != pattern(seed, i))
+			return false;
+	return true;
+}
+
+/* The child echoes @len bytes on its copy of fd, then exits. */
+static void child_echo(size_t len)
+{
+	uint8_t *buf = malloc(len);
+
+	_exit(buf && app_read_all(fd, buf, len) && app_write_all(fd, buf, len)
+		      ? 0
+		      : 1);
+}
+
+/* The peer sends @len pattern bytes and checks that they come back. */
+static void peer_echo(size_t len, unsigned int seed)
+{
+	uint8_t *out = malloc(len), *in = malloc(len);
+
+	ck_assert(out && in);
+	fill(out, len, seed);
+	peer_write(out, len);
+	ck_assert_uint_eq(peer_read(in, len), len);
+	ck_assert(memcmp(in, out, len) == 0);
+	free(out);
+	free(in);
+}
+
+/* --- the tests ---------------------------------------------------------- */
+
+/* socat's fork: accept, fork, the parent closes, the child serves. */
+START_TEST(a_child_serves_what_its_parent_closed)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		child_echo(100000);
+	app_close(fd);
+	peer_echo(100000, 1);
+	wait_child(pid);
+	peer_sees_eof();
+	no_relay_left();
+}
+END_TEST
+
+/* The parent closes only once the child has asked. */
+START_TEST(a_child_serves_while_its_parent_holds_it)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		child_echo(5000);
+	peer_echo(5000, 2);
+	wait_child(pid);
+	app_close(fd);
+	peer_sees_eof();
+	no_relay_left();
+}
+END_TEST
+
+/* The peer's side of a transfer, in a thread of its own. */
+struct transfer {
+	pthread_t t;
+	uint8_t *buf;
+	size_t len;
+	unsigned int seed;
+	size_t done; /* bytes moved */
+	bool eof; /* reading: the end of the stream came after them */
+};
+
+static void *peer_sender(void *arg)
+{
+	struct transfer *x = arg;
+
+	fill(x->buf, x->len, x->seed);
+	peer_write(x->buf, x->len);
+	x->done = x->len;
+	rshutdown(b, SHUT_WR);
+	return NULL;
+}
+
+static void *peer_receiver(void *arg)
+{
+	struct transfer *x = arg;
+	char c;
+
+	x->done = peer_read(x->buf, x->len);
+	x->eof = x->done == x->len && peer_read(&c, 1) == 0 &&
+		 rrecv(b, &c, 1, MSG_DONTWAIT) == 0;
+	return NULL;
+}
+
+static struct transfer *transfer_start(void *(*fn)(void *), size_t len,
+				       unsigned int seed)
+{
+	struct transfer *x = calloc(1, sizeof(*x));
+
+	ck_assert_ptr_nonnull(x);
+	x->buf = malloc(len);
+	ck_assert_ptr_nonnull(x->buf);
+	x->len = len;
+	x->seed = seed;
+	ck_assert_int_eq(pthread_create(&x->t, NULL, fn, x), 0);
+	return x;
+}
+
+static void transfer_join(struct transfer *x)
+{
+	pthread_join(x->t, NULL);
+}
+
+static void transfer_free(struct transfer *x)
+{
+	free(x->buf);
+	free(x);
+}
+
+/* The child reads everything of @seed, then the end of the stream. */
+static void child_reads_all(size_t len, unsigned int seed)
+{
+	uint8_t *buf = malloc(len), c;
+
+	_exit(buf && app_read_all(fd, buf, len) && matches(buf, len, seed) &&
+			      app_read(fd, &c, 1) == 0
+		      ? 0
+		      : 1);
+}
+
+/* The rsync daemon: the child reads, the parent writes, both at once. */
+START_TEST(a_child_reads_while_its_parent_writes)
+{
+	const size_t len = 1 << 20;
+	struct transfer *down, *up;
+	uint8_t *out = malloc(len);
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		child_reads_all(len, 3);
+	down = transfer_start(peer_sender, len, 3);
+	up = transfer_start(peer_receiver, len, 4);
+	ck_assert_ptr_nonnull(out);
+	fill(out, len, 4);
+	ck_assert(app_write_all(fd, out, len));
+	app_close(fd);
+	wait_child(pid);
+	transfer_join(down);
+	transfer_join(up);
+	ck_assert_uint_eq(up->done, len);
+	ck_assert(matches(up->buf, len, 4));
+	ck_assert(up->eof);
+	transfer_free(down);
+	transfer_free(up);
+	free(out);
+	no_relay_left();
+}
+END_TEST
+
+/* A BGSAVE: the child never touches it; the parent's path stays direct. */
+START_TEST(a_child_that_never_uses_it_changes_nothing)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(0);
+	wait_child(pid);
+	{
+		uint8_t buf[3000];
+
+		fill(buf, sizeof(buf), 5);
+		peer_write(buf, sizeof(buf));
+		memset(buf, 0, sizeof(buf));
+		ck_assert(app_read_all(fd, buf, sizeof(buf)));
+		ck_assert(matches(buf, sizeof(buf), 5));
+	}
+	ck_assert_ptr_nonnull(rsp_get(fd)); /* still the rsocket's */
+	ck_assert_int_eq(rsp_relay_count(), 0);
+	app_close(fd);
+	peer_sees_eof();
+}
+END_TEST
+
+/* The child closes its copy and lives on: the parent's close ends it. */
+START_TEST(a_child_that_closed_its_copy_holds_nothing)
+{
+	int ready[2], stay[2];
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(stay), 0);
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		app_close(fd);
+		c = 1;
+		/* Says it closed, then lives until the parent is done. */
+		_exit(write(ready[1], &c, 1) == 1 && read(stay[0], &c, 1) >= 0
+			      ? 0
+			      : 1);
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	app_close(fd);
+	peer_sees_eof(); /* while the child still lives */
+	ck_assert_int_eq(write(stay[1], &c, 1), 1);
+	wait_child(pid);
+	close(ready[0]);
+	close(ready[1]);
+	close(stay[0]);
+	close(stay[1]);
+}
+END_TEST
+
+/* A grandchild serves it: the child announced it to the owner. */
+START_TEST(a_grandchild_serves_it)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		pid_t grand = app_fork();
+		int status;
+
+		if (grand == 0)
+			child_echo(20000);
+		app_close(fd);
+		_exit(grand > 0 && waitpid(grand, &status, 0) == grand &&
+				      WIFEXITED(status) && !WEXITSTATUS(status)
+			      ? 0
+			      : 1);
+	}
+	app_close(fd);
+	peer_echo(20000, 6);
+	wait_child(pid);
+	peer_sees_eof();
+	no_relay_left();
+}
+END_TEST
+
+/*
+ * A read of the parent's that was inside the rsocket when the child asked
+ * gets the bytes that come first: the relay reads only once it is out.
+ */
+START_TEST(a_read_in_flight_gets_its_bytes_first)
+{
+	struct rsp_file *f = rsp_use(fd);
+	struct pollfd p = {.events = POLLIN};
+	int ready[2];
+	pid_t pid;
+	char c, rest[5];
+
+	ck_assert_int_eq(pipe(ready), 0);
+	/* What io.c's read does up to its rrecv. */
+	ck_assert_ptr_nonnull(f);
+	ck_assert(rsp_read_enter(f));
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		/* Asks (the first use), says so, then reads the rest. */
+		c = 1;
+		rsp_use(fd);
+		_exit(write(ready[1], &c, 1) == 1 &&
+				      app_read_all(fd, rest, sizeof(rest)) &&
+				      !memcmp(rest, "BCDEF", 5)
+			      ? 0
+			      : 1);
+	}
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	ck_assert_ptr_null(rsp_get(fd)); /* relayed now */
+	peer_write("A", 1);
+	/*
+	 * Had the relay read, the byte would be gone from the rsocket: the
+	 * pause gives a relay that wrongly reads the time to (the outcome
+	 * here does not depend on it).
+	 */
+	usleep(200 * 1000);
+	p.fd = f->rs;
+	ck_assert_int_eq(rpoll(&p, 1, WAIT_MS), 1);
+	ck_assert_int_eq(rrecv(f->rs, &c, 1, MSG_DONTWAIT), 1);
+	ck_assert_int_eq(c, 'A');
+	rsp_read_leave(f);
+	peer_write("BCDEF", 5);
+	wait_child(pid);
+	app_close(fd);
+	peer_sees_eof();
+	no_relay_left();
+	close(ready[0]);
+	close(ready[1]);
+}
+END_TEST
+
+Suite *preload_share_suite(void)
+{
+	Suite *s = suite_create("preload_share");
+	TCase *tc = tcase_create("share");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_child_serves_what_its_parent_closed);
+	tcase_add_test(tc, a_child_serves_while_its_parent_holds_it);
+	tcase_add_test(tc, a_child_reads_while_its_parent_writes);
+	tcase_add_test(tc, a_child_that_never_uses_it_changes_nothing);
+	tcase_add_test(tc, a_child_that_closed_its_copy_holds_nothing);
+	tcase_add_test(tc, a_grandchild_serves_it);
+	tcase_add_test(tc, a_read_in_flight_gets_its_bytes_first);
+	suite_add_tcase(s, tc);
+	return s;
+}
