@@ -482,6 +482,28 @@ static int take(int l)
 }
 
 /*
+ * Every shape's start: accept on @l into *@c, then fork (with a pipe in
+ * @p first, when given, for the two to say when).  The fork's pid, or -1
+ * when a step failed (said).
+ */
+static pid_t take_and_fork(int l, int *c, int p[2])
+{
+	pid_t pid;
+
+	*c = take(l);
+	if (*c < 0)
+		return -1;
+	if (p && pipe(p)) {
+		call_failed("pipe", errno);
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0)
+		call_failed("fork", errno);
+	return pid;
+}
+
+/*
  * An echo until EOF (or of @limit bytes); @eager: it reads before it
  * polls.
  */
@@ -530,14 +552,11 @@ static int first(int l, int conns)
  */
 static int names_first(int l)
 {
-	int c = take(l), bad;
-	pid_t pid;
+	int c, bad;
+	pid_t pid = take_and_fork(l, &c, NULL);
 
-	if (c < 0)
-		return 1;
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		become("child", 1);
 		close(l);
@@ -560,14 +579,11 @@ static int split(int l, long bytes)
 			  .eager = true};
 	struct plan out = {
 		.out_seed = SSEED(1), .out_len = bytes, .eager = true};
-	int c = take(l), bad;
-	pid_t pid;
+	int c, bad;
+	pid_t pid = take_and_fork(l, &c, NULL);
 
-	if (c < 0)
-		return 1;
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		become("child", 1);
 		close(l);
@@ -602,14 +618,11 @@ static int split_connect(int l, long bytes)
 
 static int unused(int l, long bytes)
 {
-	int c = take(l), bad;
-	pid_t pid;
+	int c, bad;
+	pid_t pid = take_and_fork(l, &c, NULL);
 
-	if (c < 0)
-		return 1;
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		usleep(500000); /* holds c and l, touches neither */
 		_exit(0);
@@ -623,16 +636,11 @@ static int unused(int l, long bytes)
 
 static int closed_unused(int l, long bytes)
 {
-	int c = take(l), p[2], bad;
-	pid_t pid;
+	int c, p[2], bad;
+	pid_t pid = take_and_fork(l, &c, p);
 
-	if (c < 0)
-		return 1;
-	if (pipe(p))
-		return call_failed("pipe", errno);
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		become("holder", 1);
 		close(c);
@@ -650,14 +658,11 @@ static int closed_unused(int l, long bytes)
 
 static int grandchild(int l)
 {
-	int c = take(l), bad;
-	pid_t pid, gpid;
+	int c, bad;
+	pid_t gpid, pid = take_and_fork(l, &c, NULL);
 
-	if (c < 0)
-		return 1;
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		become("child", 1);
 		close(l);
@@ -681,16 +686,11 @@ static int grandchild(int l)
 
 static int parent_first(int l)
 {
-	int c = take(l), p[2], bad;
-	pid_t pid;
+	int c, p[2], bad;
+	pid_t pid = take_and_fork(l, &c, p);
 
-	if (c < 0)
-		return 1;
-	if (pipe(p))
-		return call_failed("pipe", errno);
-	pid = fork();
 	if (pid < 0)
-		return call_failed("fork", errno);
+		return 1;
 	if (!pid) {
 		become("child", 1);
 		close(l);

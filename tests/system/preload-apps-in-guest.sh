@@ -56,9 +56,9 @@
 #              itself (a server that binds, then drops its privileges):
 #              the listener follows the new credentials; two clients
 #   share-*      tests/system/fork_share, without RDMAV_FORK_SAFE: a
-#              connection used by a process forked after it was made
-#              (the acceptance of its owner relaying it); every byte of
-#              each direction checked, every wait bounded:
+#              connection used by a process forked after it was made,
+#              which its owner relays (rspreload(7)); every byte of each
+#              direction checked, every wait bounded:
 #     share-first         socat TCP-LISTEN:p,fork's shape: a child forked
 #              per accepted connection echoes it, the parent closes its
 #              copy at once and accepts the next; 3 MiB on the first
@@ -82,14 +82,6 @@
 #              getsockname before anything (the addresses the accepting
 #              process saw), then a 1 MiB echo; every process of the
 #              others checks them too once it moved its first byte
-#              A failure under the preload that is exactly today's (the
-#              user's first read ENOTCONN, the preload's "this process has
-#              only its kernel socket" naming the accepting or connecting
-#              process as the owner; the rest what its peer sees of it) is
-#              an XFAIL naming BUGS.md fork-first-accept (share-first,
-#              -grandchild, -parent-first; -names with its getpeername's
-#              ENOTCONN before the read's) or preload-split-connection
-#              (share-split, -split-connect); anything else a FAIL
 # A program passes when its data are verified (compared; iperf3's are
 # counted) and the RDMA device's packet counter shows the bytes went over
 # RDMA: at least one packet per 4 KiB moved under the preload (rxe's
@@ -498,9 +490,8 @@ fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 nobody-server_run() { forkrun nobody-server "$1" nofork-nobody client 2; }
 
 # --- connections shared by fork, without RDMAV_FORK_SAFE -------------------
-# tests/system/fork_share: the acceptance tests of a connection that a
-# forked descendant uses (its owner is to relay it, on demand); see the
-# share-* lines at the top.
+# tests/system/fork_share: a connection that a forked descendant uses,
+# which its owner relays; see the share-* lines at the top.
 FORK_SHARE="$BUILD/tests/system/fork_share"
 ST=60 # each process's bound; fork_share's own (20 s stalls) come first
 # share_on NAME MODE SHAPE BYTES...: fork_share's server in SHAPE, one
@@ -565,68 +556,13 @@ share_on() {
 	res[$name.$mode.pkts]=$((after - before))
 }
 
-# share_today NAME [REQUIRED [EXTRA]]: whether the failed run under the
-# preload is exactly today's signature (BUGS.md fork-first-accept,
-# preload-split-connection): a process other than the connection's owner
-# found only the kernel socket: its first read failed with ENOTCONN and the
-# preload logged, for that process, "connected over RDMA by process OWNER;
-# this process has only its kernel socket", OWNER being the process that
-# accepted (or connected); every other FAIL line is of that same connection
-# (the first) and is what the others see of it: the stream ended early or
-# was reset, a waiting process's child exited 1.  REQUIRED: a FAIL kind
-# (an extended regular expression) that process must also have shown, and
-# EXTRA others it may have (share-names: its getpeername before the read).
-# No hang, no signal, no other errno, no wrong byte.  Prints what was seen.
-share_today() {
-	local o="$W/fs.$1.rdma" req=${2:-} extra=${3:-} fails sig pid line owner seen=
-	local first='read:ENOTCONN: .* after sending 0 and receiving 0 bytes'
-	local ok="$first|eof: the stream ended [0-9]+ bytes early .*|(read|write):(ECONNRESET|EPIPE): .*|(child|grandchild|client-reader) [0-9]+ exit 1"
-	[ "${res[$1.rdma.hard]:-0}" = 0 ] || return 1
-	fails=$(grep -h ': FAIL ' "$o".*)
-	sig=$(grep -E "^[a-z-]+\.1\[[0-9]+\]: FAIL $first\$" <<<"$fails")
-	[ -n "$sig" ] || return 1
-	grep -vE "^[a-z-]+\.1\[[0-9]+\]: FAIL ($ok)\$" <<<"$fails" >"$o.other"
-	for pid in $(sed 's/^[a-z-]*\.1\[\([0-9]*\)\].*/\1/' <<<"$sig"); do
-		line=$(grep -m1 "^rspreload\[$pid\]: fd [0-9]*: connected over RDMA by process [0-9]*; this process has only its kernel socket$" "$W/rsp.log") ||
-			return 1
-		owner=${line##*by process }
-		owner=${owner%%;*}
-		grep -qE "^(server|client-writer)\.[0-9]+\[$owner\]: " "$o".* || return 1
-		if [ -n "$req" ]; then
-			grep -qE "^[a-z-]+\.1\[$pid\]: FAIL ($req)\$" "$o.other" || return 1
-			seen="${seen:+$seen; }$(grep -m1 -E "^[a-z-]+\.1\[$pid\]: FAIL ($req)\$" "$o.other")"
-			# what that process may show besides: nothing else
-			sed -i -E "/^[a-z-]+\.1\[$pid\]: FAIL ($req${extra:+|$extra})\$/d" "$o.other"
-		fi
-		seen="${seen:+$seen; }$line"
-	done
-	[ -s "$o.other" ] && return 1
-	echo "$(head -1 <<<"$sig"); $seen"
-}
-
-# share_verdict NAME ID UNIT BETTER [REQUIRED [EXTRA]]: today's known
-# failure (share_today) with the TCP control passed is an XFAIL naming ID;
-# else the usual check.
-share_verdict() {
-	local name=$1 id=$2 unit=$3 better=$4 seen
-	if [ "${res[$name.rdma.ok]:-0}" != 1 ] && [ "${res[$name.tcp.ok]:-0}" = 1 ] &&
-		seen=$(share_today "$name" "${5:-}" "${6:-}"); then
-		xfail "$name" "BUGS.md $id: under the preload: $seen; all said: ${res[$name.rdma.why]}"
-		return
-	fi
-	check "$name" "$unit" "$better"
-}
-
 # socat TCP-LISTEN:p,fork: the first connection is served by a child of the
 # process that accepted it; then 12 KiB and 1 MiB while it is served.
 share-first_run() { share_on share-first "$1" first 3145728 12288 1048576; }
-share-first_verdict() { share_verdict share-first fork-first-accept "$@"; }
 # rsync's receiver and generator: the child reads, the parent writes.
 share-split_run() { share_on share-split "$1" split 4194304; }
-share-split_verdict() { share_verdict share-split preload-split-connection "$@"; }
 # The same on the connecting side: the client forks its reader.
 share-split-connect_run() { share_on share-split-connect "$1" split-connect 4194304; }
-share-split-connect_verdict() { share_verdict share-split-connect preload-split-connection "$@"; }
 # stayed_direct NAME: under the preload, no process but the owner used the
 # connection: none found only its kernel socket, and no relay started (a
 # relay's log lines say "relay").
@@ -651,17 +587,10 @@ share-closed-unused_run() {
 }
 # A grandchild serves it; child and parent close their copies.
 share-grandchild_run() { share_on share-grandchild "$1" grandchild 2097152; }
-share-grandchild_verdict() { share_verdict share-grandchild fork-first-accept "$@"; }
 # The parent closes its copy before the child reads a byte.
 share-parent-first_run() { share_on share-parent-first "$1" parent-first 2097152; }
-share-parent-first_verdict() { share_verdict share-parent-first fork-first-accept "$@"; }
 # The rsync daemon's child: getpeername and getsockname before anything.
 share-names_run() { share_on share-names "$1" names 1048576; }
-share-names_verdict() {
-	share_verdict share-names fork-first-accept "$@" \
-		'getpeername:ENOTCONN: .* after sending 0 and receiving 0 bytes' \
-		'names: getsockname says .*'
-}
 
 if [ ! -e "$PRELOAD" ]; then
 	fail setup "no $PRELOAD"
@@ -706,10 +635,6 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 		cat "$W/fs.$name.rdma".* 2>/dev/null | show
 	fi
 	"${name}_run" tcp
-	if declare -F "${name}_verdict" >/dev/null; then
-		"${name}_verdict" "$unit" "$better"
-	else
-		check "$name" "$unit" "$better"
-	fi
+	check "$name" "$unit" "$better"
 done
 finish

@@ -64,10 +64,10 @@
 #
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
-#   rsync: the daemon's child answers the connection its parent accepted
-#     (rsocket(7)), then changes its ids for the module (BUGS.md
-#     preload-cred-change), and its receiver reads the connection the
-#     generator writes (BUGS.md preload-split-connection)
+#   rsync: the push works (the first connection is the listener's, which
+#     relays it to the daemon's child and its receiver: rspreload(7)); the
+#     daemon's child answers the pull's connection (rsocket(7)), then
+#     changes its ids for the module (BUGS.md preload-cred-change)
 #   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
 #   rsync-forksafe, rsync-forksafe-user: work, but over TCP after the
 #     greeting: the daemon's child moves the connection back to TCP
@@ -206,9 +206,9 @@ cause() {
 		printf 'cause: the workers cannot accept on the listener the master made before fork() (accept4: EINVAL): the listener was not shared with them (rsocket(7), Listeners and fork). '
 	fi
 	if grep -qs 'Transport endpoint is not connected' "$@"; then
-		printf 'cause: BUGS.md preload-split-connection: a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
+		printf 'cause: like BUGS.md preload-split-connection (fixed): a forked child uses the connection its parent accepted over RDMA; in the child it is the plain, unconnected kernel socket (ENOTCONN). '
 	elif grep -qs 'this process has only its kernel socket' "$W/rsp.log"; then
-		printf 'cause: BUGS.md preload-split-connection: a process used a connection another process moved to RDMA; it has only the kernel socket, shut down by the move (%s). ' \
+		printf 'cause: like BUGS.md preload-split-connection (fixed): a process used a connection another process moved to RDMA; it has only the kernel socket, shut down by the move (%s). ' \
 			"$(grep -m1 'this process has only its kernel socket' "$W/rsp.log")"
 	fi
 	if grep -qs 'changes the credentials' "$W/rsp.log" &&
@@ -240,7 +240,7 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[rsync]="preload-split-connection preload-cred-change"
+	[rsync]="preload-cred-change"
 	[rsync-forksafe]="preload-moved-back"
 	[rsync-forksafe-user]="preload-moved-back"
 	[sshd]="preload-exec-inherited"
