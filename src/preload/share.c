@@ -75,6 +75,7 @@
 #include "preload.h"
 #include "relay.h"
 #include "share.h"
+#include "util/thread.h"
 
 /* --- the owner's side ---------------------------------------------------- */
 
@@ -177,21 +178,47 @@ static bool proc_drop(struct share_proc *p, uint32_t id)
 	return false;
 }
 
-static void close_later(int *closing, int *n, int rs)
+/*
+ * The rsockets to close once share_lock is dropped (rclose may wait for
+ * its sends): a process that goes may have held any number of them.
+ */
+struct share_closing {
+	int *rs;
+	int n, cap;
+};
+
+static void close_one(int rs)
 {
-	if (rs >= 0)
-		closing[(*n)++] = rs;
+	rsp_log("rsocket %d: closed, no process holds it any more", rs);
+	rclose(rs);
 }
 
-static void close_all(const int *rs, int n)
+static void close_later(struct share_closing *cl, int rs)
+{
+	int *grown;
+
+	if (rs < 0)
+		return;
+	if (cl->n == cl->cap) {
+		grown = realloc(cl->rs,
+				(cl->cap ? 2 * cl->cap : 8) * sizeof(*grown));
+		if (!grown) {
+			close_one(rs); /* under the lock, but closed */
+			return;
+		}
+		cl->rs = grown;
+		cl->cap = cl->cap ? 2 * cl->cap : 8;
+	}
+	cl->rs[cl->n++] = rs;
+}
+
+static void close_all(struct share_closing *cl)
 {
 	int i;
 
-	for (i = 0; i < n; i++) {
-		rsp_log("rsocket %d: closed, no process holds it any more",
-			rs[i]);
-		rclose(rs[i]);
-	}
+	for (i = 0; i < cl->n; i++)
+		close_one(cl->rs[i]);
+	cl->n = 0;
 }
 
 /* --- relaying ---------------------------------------------------------- */
@@ -259,8 +286,7 @@ static int start_relay(struct share_conn *c)
 	return 0;
 }
 
-static void answer(struct share_proc *p, uint32_t id, int *closing,
-		   int *nclosing)
+static void answer(struct share_proc *p, uint32_t id, struct share_closing *cl)
 {
 	struct share_msg m = {.type = SHARE_ERR, .val = ENOTCONN};
 	struct share_conn *c;
@@ -286,7 +312,7 @@ static void answer(struct share_proc *p, uint32_t id, int *closing,
 		/* The relay may read now, unless a call of ours is reading. */
 		reads_maybe_free(c, f);
 		/* It holds the relay's socket (or never will): the kernel counts. */
-		close_later(closing, nclosing, holder_gone(c));
+		close_later(cl, holder_gone(c));
 		conn_maybe_free(c);
 	}
 	pthread_mutex_unlock(&share_lock);
@@ -310,7 +336,7 @@ static void proc_free(struct share_proc *p)
 }
 
 /* p is gone (its channel ended): it holds nothing any more. */
-static void proc_gone(struct share_proc *p, int *closing, int *nclosing)
+static void proc_gone(struct share_proc *p, struct share_closing *cl)
 {
 	struct share_proc **pp;
 	struct share_conn *c;
@@ -324,7 +350,7 @@ static void proc_gone(struct share_proc *p, int *closing, int *nclosing)
 		}
 	for (i = 0; i < p->n; i++)
 		if ((c = find_conn(p->ids[i]))) {
-			close_later(closing, nclosing, holder_gone(c));
+			close_later(cl, holder_gone(c));
 			conn_maybe_free(c);
 		}
 	pthread_mutex_unlock(&share_lock);
@@ -370,8 +396,8 @@ static struct share_proc *proc_add(int fd, const uint32_t *ids, int n,
 }
 
 /* Handles one message of p's (into @m); false when p is gone. */
-static bool serve_one(struct share_proc *p, struct share_msg *m, int *closing,
-		      int *nclosing)
+static bool serve_one(struct share_proc *p, struct share_msg *m,
+		      struct share_closing *cl)
 {
 	int got;
 	ssize_t n = share_recv(p->fd, m, SHARE_MAX_MSG, &got);
@@ -379,7 +405,7 @@ static bool serve_one(struct share_proc *p, struct share_msg *m, int *closing,
 	if (n <= 0) {
 		if (n < 0 && (errno == EAGAIN || errno == EPROTO))
 			return true;
-		proc_gone(p, closing, nclosing);
+		proc_gone(p, cl);
 		return false;
 	}
 	switch (m->type) {
@@ -394,7 +420,7 @@ static bool serve_one(struct share_proc *p, struct share_msg *m, int *closing,
 		pthread_mutex_unlock(&share_lock);
 		return true;
 	case SHARE_DEMAND:
-		answer(p, (uint32_t)m->val, closing, nclosing);
+		answer(p, (uint32_t)m->val, cl);
 		break;
 	case SHARE_RELEASE: {
 		struct share_conn *c;
@@ -402,7 +428,7 @@ static bool serve_one(struct share_proc *p, struct share_msg *m, int *closing,
 		pthread_mutex_lock(&share_lock);
 		if ((c = find_conn((uint32_t)m->val)) &&
 		    proc_drop(p, (uint32_t)m->val)) {
-			close_later(closing, nclosing, holder_gone(c));
+			close_later(cl, holder_gone(c));
 			conn_maybe_free(c);
 		}
 		pthread_mutex_unlock(&share_lock);
@@ -436,6 +462,8 @@ static int watch(struct pollfd **fds, struct share_proc ***who)
 			(*who)[n] = p;
 		}
 	} else {
+		free(*fds);
+		free(*who);
 		n = 0;
 	}
 	pthread_mutex_unlock(&share_lock);
@@ -453,9 +481,10 @@ static void drain_bell(void)
 static void *serve(void *arg)
 {
 	struct share_msg *m = malloc(SHARE_MAX_MSG);
+	struct share_closing cl = {0};
 	struct share_proc **who;
 	struct pollfd *fds;
-	int n, i, nclosing, *closing;
+	int n, i;
 
 	(void)arg;
 	if (!m) {
@@ -464,27 +493,26 @@ static void *serve(void *arg)
 	}
 	for (;;) {
 		n = watch(&fds, &who);
-		closing = calloc(n ? n : 1, sizeof(*closing));
-		if (!n || !closing || rsp_real.poll(fds, n, -1) < 0) {
+		if (!n) {
+			/* No memory for the list: again in a while. */
+			rsp_real.poll(NULL, 0, 100);
+			continue;
+		}
+		if (rsp_real.poll(fds, n, -1) < 0) {
 			if (errno != EINTR)
 				rsp_log("share: the thread waits: %s",
 					strerror(errno));
-			free(fds);
-			free(who);
-			free(closing);
-			continue;
+		} else {
+			if (fds[0].revents)
+				drain_bell();
+			/* Only this thread removes processes: who[] stays. */
+			for (i = 1; i < n; i++)
+				if (fds[i].revents)
+					serve_one(who[i], m, &cl);
+			close_all(&cl);
 		}
-		if (fds[0].revents)
-			drain_bell();
-		/* Only this thread removes processes: who[] stays valid. */
-		nclosing = 0;
-		for (i = 1; i < n; i++)
-			if (fds[i].revents)
-				serve_one(who[i], m, closing, &nclosing);
-		close_all(closing, nclosing);
 		free(fds);
 		free(who);
-		free(closing);
 	}
 	return NULL;
 }
@@ -492,8 +520,6 @@ static void *serve(void *arg)
 /* Under share_lock. */
 static int start_serving(void)
 {
-	sigset_t all, old;
-	pthread_t t;
 	int err;
 
 	if (serving)
@@ -502,17 +528,13 @@ static int start_serving(void)
 		return -1;
 	bell[0] = share_high(bell[0]);
 	bell[1] = share_high(bell[1]);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, NULL, serve, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = cma_thread_detached(serve);
 	if (err) {
 		rsp_real.close(bell[0]);
 		rsp_real.close(bell[1]);
 		errno = err;
 		return -1;
 	}
-	pthread_detach(t);
 	serving = true;
 	return 0;
 }

@@ -1208,7 +1208,8 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 		free(fw);
 	}
 	pthread_mutex_unlock(&fake_lock);
-	counts.mcast_attached -= f->mcast_attached;
+	__atomic_sub_fetch(&counts.mcast_attached, f->mcast_attached,
+			   __ATOMIC_RELAXED);
 	free(f);
 	__atomic_sub_fetch(&counts.qps, 1, __ATOMIC_RELAXED);
 	return 0;

@@ -507,6 +507,50 @@ START_TEST(a_read_in_flight_gets_its_bytes_first)
 }
 END_TEST
 
+/*
+ * A child that held many connections goes after its parent closed them
+ * all: the owner closes every one (its records of what a gone process
+ * held have no bound but memory).
+ */
+START_TEST(a_child_holding_many_lets_them_all_go)
+{
+	enum { MANY = 12 };
+	int mine[MANY], peers[MANY], fds[MANY], stay[2], i;
+	struct rsp_file *f;
+	pid_t pid;
+	char c;
+
+	for (i = 0; i < MANY; i++) {
+		rs_pair_connect(&mine[i], &peers[i], 0);
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(fds[i], 0);
+		f = rsp_file_new(mine[i], AF_INET);
+		ck_assert_ptr_nonnull(f);
+		rsp_set(fds[i], f);
+	}
+	ck_assert_int_eq(pipe(stay), 0);
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		_exit(read(stay[0], &c, 1) >= 0 ? 0 : 1); /* holds them all */
+	for (i = 0; i < MANY; i++)
+		app_close(fds[i]); /* kept: the child holds them */
+	c = 1;
+	ck_assert_int_eq(write(stay[1], &c, 1), 1);
+	wait_child(pid);
+	for (i = 0; i < MANY; i++) {
+		struct pollfd p = {.fd = peers[i], .events = POLLIN};
+
+		ck_assert_int_eq(rpoll(&p, 1, WAIT_MS), 1);
+		ck_assert_int_eq(rrecv(peers[i], &c, 1, MSG_DONTWAIT), 0);
+		rclose(peers[i]);
+	}
+	close(stay[0]);
+	close(stay[1]);
+	app_close(fd);
+}
+END_TEST
+
 Suite *preload_share_suite(void)
 {
 	Suite *s = suite_create("preload_share");
@@ -521,6 +565,7 @@ Suite *preload_share_suite(void)
 	tcase_add_test(tc, a_child_that_closed_its_copy_holds_nothing);
 	tcase_add_test(tc, a_grandchild_serves_it);
 	tcase_add_test(tc, a_read_in_flight_gets_its_bytes_first);
+	tcase_add_test(tc, a_child_holding_many_lets_them_all_go);
 	suite_add_tcase(s, tc);
 	return s;
 }
