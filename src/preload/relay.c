@@ -375,9 +375,15 @@ static bool rsp_relay_watches_hangup(const struct rsp_relay *r)
  */
 static void rsp_relay_watch(const struct rsp_relay *r, struct pollfd p[3])
 {
+	/*
+	 * Read once: reads allowed between two looks would have the sleep
+	 * watch neither the rsocket's input nor the wake-up that says so,
+	 * and sleep through the allow (BUGS.md share-split-stall).
+	 */
+	bool reads = rsp_relay_reads_allowed(r);
 	short rs_ev = 0, end_ev = 0;
 
-	if (rsp_relay_reads_allowed(r) && rsp_way_wants_input(&r->down))
+	if (reads && rsp_way_wants_input(&r->down))
 		rs_ev |= POLLIN;
 	if (rsp_way_has_output(&r->up))
 		rs_ev |= POLLOUT;
@@ -389,7 +395,7 @@ static void rsp_relay_watch(const struct rsp_relay *r, struct pollfd p[3])
 	p[0].events = rs_ev;
 	p[1].fd = end_ev || rsp_relay_watches_hangup(r) ? r->end : -1;
 	p[1].events = end_ev;
-	p[2].fd = rsp_relay_reads_allowed(r) ? -1 : r->wake;
+	p[2].fd = reads ? -1 : r->wake;
 	p[2].events = POLLIN;
 	p[0].revents = p[1].revents = p[2].revents = 0;
 }
