@@ -487,8 +487,6 @@ int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out);
 
 /* --- share.c: connections a forked descendant uses ---------------------- */
 
-/* How long a descendant waits for its connection's owner to answer. */
-#define RSP_SHARE_ASK_MS 10000
 /* How long an exit waits for relays to send what their holders wrote. */
 #define RSP_SHARE_EXIT_MS 10000
 

@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,24 +48,23 @@ static void link_drop(struct share_link *l)
 	*l = links[--nlinks];
 }
 
-/* Sends @m on @l and waits (bounded) for the answer; its descriptor. */
+/*
+ * Sends @m on @l and waits for the answer; its descriptor.  No clock
+ * bounds the wait: an owner that is gone ends the channel, and one that
+ * lives answers (a stopped one holds its connection up, as it would any
+ * peer's).
+ */
 static int ask(struct share_link *l, const struct share_msg *m, int *err)
 {
-	struct pollfd p = {.fd = l->fd, .events = POLLIN};
 	struct share_msg a;
-	int got, n;
+	ssize_t n = share_send(l->fd, m, -1);
+	int got;
 
-	if (share_send(l->fd, m, -1) < 0) {
-		*err = errno;
-		link_drop(l);
-		return -1;
-	}
-	do {
-		n = rsp_real.poll(&p, 1, RSP_SHARE_ASK_MS);
-	} while (n < 0 && errno == EINTR);
-	if (n <= 0 || share_recv(l->fd, &a, sizeof(a), &got) <= 0) {
-		/* A late answer would answer the next question: no more. */
-		*err = n < 0 ? errno : n ? ENOTCONN : ETIMEDOUT;
+	if (n >= 0)
+		n = share_recv(l->fd, &a, sizeof(a), &got);
+	if (n <= 0) {
+		/* The owner is gone, or a torn answer: this channel is over. */
+		*err = n ? errno : ENOTCONN;
 		link_drop(l);
 		return -1;
 	}
@@ -79,7 +77,10 @@ static int ask(struct share_link *l, const struct share_msg *m, int *err)
 	return got;
 }
 
-/* This process's descriptors of f become @s2, f's mapping goes. */
+/*
+ * This process's descriptors of f become @s2; f stays mapped to them (its
+ * addresses answer getpeername), claimed: their calls go to the kernel.
+ */
 static void claim_descriptors(struct rsp_file *f, int s2)
 {
 	int *fds, n, i, fl;
