@@ -154,6 +154,17 @@ static void release(struct rsp_file *f)
 	} else {
 		rsp_log("rsocket %d: the parent's, left alone", f->rs);
 	}
+	/*
+	 * A reader another thread still has inside the rsocket (a close
+	 * under a blocking read) frees it as it leaves (rsp_read_leave).
+	 */
+	if (!(__atomic_or_fetch(&f->readers, RSP_FILE_GONE, __ATOMIC_SEQ_CST) &
+	      ~RSP_FILE_GONE))
+		rsp_file_free(f);
+}
+
+void rsp_file_free(struct rsp_file *f)
+{
 	free(f->addrs);
 	free(f);
 }

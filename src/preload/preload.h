@@ -216,7 +216,11 @@ struct rsp_file {
 		struct sockaddr_storage local, peer;
 		socklen_t local_len, peer_len;
 	} * addrs;
-	/* Calls reading or waiting to read on the rsocket (atomic). */
+	/*
+	 * Calls reading or waiting to read on the rsocket (atomic), and
+	 * RSP_FILE_GONE once the program closed the file: the last of the
+	 * two to go frees it.
+	 */
 	int readers;
 };
 
@@ -238,6 +242,9 @@ void rsp_set(int fd, struct rsp_file *f);
 void rsp_clear(int fd);
 /* A new file for rsocket rs: refs 0 until mapped. */
 struct rsp_file *rsp_file_new(int rs, int domain);
+/* Its memory (fdtab.c's release and the last reader decide when). */
+void rsp_file_free(struct rsp_file *f);
+#define RSP_FILE_GONE 0x40000000
 /* Whether any descriptor is mapped at all (a fast path for poll). */
 bool rsp_any(void);
 /* Whatever fd maps, another process's file too (share.c). */

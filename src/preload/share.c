@@ -229,7 +229,8 @@ static void close_all(struct share_closing *cl)
  */
 static void reads_maybe_free(struct share_conn *c, struct rsp_file *f)
 {
-	if (!c->held || (f && __atomic_load_n(&f->readers, __ATOMIC_SEQ_CST)))
+	if (!c->held || (f && (__atomic_load_n(&f->readers, __ATOMIC_SEQ_CST) &
+			       ~RSP_FILE_GONE)))
 		return;
 	rsp_relay_allow_reads(c->held);
 	c->held = NULL;
@@ -552,18 +553,25 @@ bool rsp_read_enter(struct rsp_file *f)
 
 void rsp_read_leave(struct rsp_file *f)
 {
+	/* Read first: once the count drops, a close may free f. */
+	bool relayed = __atomic_load_n(&f->relayed, __ATOMIC_SEQ_CST);
+	uint32_t id = f->share_id;
 	struct share_conn *c;
+	int left = __atomic_sub_fetch(&f->readers, 1, __ATOMIC_SEQ_CST);
 
-	if (__atomic_sub_fetch(&f->readers, 1, __ATOMIC_SEQ_CST) ||
-	    !__atomic_load_n(&f->relayed, __ATOMIC_SEQ_CST))
-		return;
-	pthread_mutex_lock(&share_lock);
-	/* The last reader of the moved rsocket is out: the relay may read. */
-	if ((c = find_conn(f->share_id))) {
-		reads_maybe_free(c, f);
-		conn_maybe_free(c);
+	if (left & ~RSP_FILE_GONE)
+		return; /* not the last reader */
+	if (relayed) {
+		pthread_mutex_lock(&share_lock);
+		/* The last reader of the moved rsocket is out: relay reads. */
+		if ((c = find_conn(id))) {
+			reads_maybe_free(c, NULL);
+			conn_maybe_free(c);
+		}
+		pthread_mutex_unlock(&share_lock);
 	}
-	pthread_mutex_unlock(&share_lock);
+	if (left == RSP_FILE_GONE)
+		rsp_file_free(f); /* closed under this call: the last one out */
 }
 
 bool rsp_share_keep(struct rsp_file *f)

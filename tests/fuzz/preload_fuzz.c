@@ -134,6 +134,10 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/io.c"
 #include "../../src/preload/moveback.c"
 #include "../../src/preload/poll.c"
+#include "../../src/preload/relay.c"
+#include "../../src/preload/share.c"
+#include "../../src/preload/share_ask.c"
+#include "../../src/preload/share_channel.c"
 #include "../../src/preload/socket.c"
 
 #undef socket
