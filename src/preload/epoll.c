@@ -247,10 +247,10 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	bool ours = false;
 
 	rsp_init();
-	/* Another process's connection: its owner relays it if asked. */
-	if (op != EPOLL_CTL_DEL)
-		rsp_share_claim(fd);
-	/* a pending handshake's too: its kernel memberships are gone */
+	/*
+	 * An rsocket's (another process's connection is asked for first:
+	 * share.c), or a pending handshake's: its kernel memberships are gone.
+	 */
 	if (rsp_poll_maps(fd))
 		return ctl_rs(epfd, op, fd, ev);
 	if (is_lazy(fd))

@@ -25,8 +25,7 @@
 bool rsp_poll_maps(int fd)
 {
 	/* Another process's connection: its owner relays it if asked. */
-	if (!rsp_get(fd))
-		rsp_share_claim(fd);
+	rsp_share_claim(fd);
 	return rsp_get(fd) || rsp_fk_pending(rsp_lazy_get(fd));
 }
 

@@ -165,17 +165,26 @@ static int holder_gone(struct share_conn *c)
 	return rs;
 }
 
-/* Drops @id from p's holdings; whether p held it. */
-static bool proc_drop(struct share_proc *p, uint32_t id)
+/* Where @id is in p's holdings; -1 if p does not hold it. */
+static int proc_find(const struct share_proc *p, uint32_t id)
 {
 	int i;
 
 	for (i = 0; i < p->n; i++)
-		if (p->ids[i] == id) {
-			p->ids[i] = p->ids[--p->n];
-			return true;
-		}
-	return false;
+		if (p->ids[i] == id)
+			return i;
+	return -1;
+}
+
+/* Drops @id from p's holdings; whether p held it. */
+static bool proc_drop(struct share_proc *p, uint32_t id)
+{
+	int i = proc_find(p, id);
+
+	if (i < 0)
+		return false;
+	p->ids[i] = p->ids[--p->n];
+	return true;
 }
 
 /*
@@ -358,16 +367,6 @@ static void proc_gone(struct share_proc *p, struct share_closing *cl)
 	proc_free(p);
 }
 
-static bool proc_holds(const struct share_proc *p, uint32_t id)
-{
-	int i;
-
-	for (i = 0; i < p->n; i++)
-		if (p->ids[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * A new holder (@ids), its channel @fd, forked by @parent (NULL: by us):
  * what @parent does not hold, or is no longer ours, is left out.  Under
@@ -386,7 +385,7 @@ static struct share_proc *proc_add(int fd, const uint32_t *ids, int n,
 	}
 	p->fd = fd;
 	for (i = 0; i < n; i++)
-		if ((!parent || proc_holds(parent, ids[i])) &&
+		if ((!parent || proc_find(parent, ids[i]) >= 0) &&
 		    (c = find_conn(ids[i]))) {
 			c->holders++;
 			p->ids[p->n++] = ids[i];

@@ -304,8 +304,7 @@ RSP_EXPORT int shutdown(int fd, int how)
 
 	rsp_init();
 	/* Another process's connection: its owner relays it if asked. */
-	if (!rsp_get(fd))
-		rsp_share_claim(fd);
+	rsp_share_claim(fd);
 	f = rsp_get(fd);
 	/* Moving back: what is left on RDMA is only ours to read. */
 	if (f && __atomic_load_n(&f->writes_tcp, __ATOMIC_ACQUIRE))
