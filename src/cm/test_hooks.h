@@ -70,4 +70,11 @@ uint32_t ds_dest_count(const struct rsocket *rs);
  */
 void rs_poll_set_armed_hook(void (*fn)(void));
 
+/*
+ * rsocket/conn.c: @fn is called by a connect or accept that has just
+ * been made, before its last look at the socket's state, so that a test
+ * can end the connection in that window; NULL removes it.
+ */
+void rs_connect_set_made_hook(void (*fn)(struct rsocket *rs));
+
 #endif /* CMA_TEST_HOOKS_H */

@@ -16,6 +16,7 @@
 
 #include <infiniband/ib.h>
 
+#include "cm/test_hooks.h"
 #include "rs.h"
 
 /*
@@ -316,6 +317,13 @@ static int rs_connect_step(struct rsocket *rs, struct rdma_cm_event *event)
 	return err;
 }
 
+static void (*rs_connect_made_hook)(struct rsocket *rs);
+
+void rs_connect_set_made_hook(void (*fn)(struct rsocket *rs))
+{
+	rs_connect_made_hook = fn;
+}
+
 int rs_do_connect(struct rsocket *rs, bool nonblock)
 {
 	struct rdma_cm_event *event;
@@ -340,7 +348,15 @@ int rs_do_connect(struct rsocket *rs, bool nonblock)
 		if (err)
 			goto failed;
 	}
-	if (rs_state(rs) & RS_CONNECTED)
+	if (rs_connect_made_hook)
+		rs_connect_made_hook(rs);
+	/*
+	 * Made, and perhaps ended since: the peer watch (peerwatch.c), which
+	 * starts with the connection, may already have read the peer's end.
+	 * The call still succeeds, as connect(2) and TCP's first read do:
+	 * what the peer sent before it went is read first, then the end.
+	 */
+	if (rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR))
 		return 0;
 	if (rs_state(rs) == RS_CONNECT_ERROR)
 		return cma_err(rs->err ? rs->err : ECONNREFUSED);

@@ -279,6 +279,53 @@ START_TEST(other_cm_events_leave_the_connection_alone)
 }
 END_TEST
 
+static struct rsocket *ending_rs;
+static uint32_t ending_kid;
+
+/*
+ * The connection made hook: the peer's end reaches the watch before the
+ * call's last look at the state (what a thread switch can do anyway).
+ */
+static void peer_ends_before_the_last_look(struct rsocket *rs)
+{
+	if (rs != ending_rs)
+		return;
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(ending_kid, RDMA_CM_EVENT_DISCONNECTED, 0));
+	for (int i = 0; i < 5000 && rs_state(rs) != RS_DISCONNECTED; i++)
+		usleep(1000);
+	ck_assert_int_eq(rs_state(rs), RS_DISCONNECTED);
+}
+
+/*
+ * A client that sends and closes at once (`echo x | nc`): the accepted
+ * socket's first call, which makes the connection, finds it already
+ * ended.  It reads the bytes, then the end, as on TCP; it used to fail
+ * with ENOTCONN (BUGS.md accept-first-call-enotconn).
+ */
+START_TEST(the_first_read_of_a_connection_already_ended_gets_its_bytes)
+{
+	char buf[16];
+	int s = connect_pair(); /* its first call is still to come */
+
+	ck_assert_int_eq(rsend(client, "last", 4, 0), 4);
+
+	ending_rs = rs_get(s);
+	ck_assert_ptr_nonnull(ending_rs);
+	rs_put(ending_rs);
+	ending_kid = kid_of(s);
+	rs_connect_set_made_hook(peer_ends_before_the_last_look);
+	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), 0), 4);
+	rs_connect_set_made_hook(NULL);
+	ck_assert_mem_eq(buf, "last", 4);
+	ck_assert_int_eq(rrecv(s, buf, sizeof(buf), 0), 0);
+	/* The CM ends the client's side too (it closed). */
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
+	rclose(s);
+}
+END_TEST
+
 /*
  * A child forked while the parent's sockets are watched: its copies are
  * not (the watch is the parent's), so freeing them there (what rclose's
@@ -1036,6 +1083,9 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_silent_peer_end_wakes_a_blocked_read);
 	tcase_add_test(tc, data_sent_before_a_silent_end_is_read_first);
 	tcase_add_test(tc, other_cm_events_leave_the_connection_alone);
+	tcase_add_test(
+		tc,
+		the_first_read_of_a_connection_already_ended_gets_its_bytes);
 	tcase_add_test(tc, a_forked_child_closes_its_copies_of_watched_sockets);
 	suite_add_tcase(s, tc);
 
