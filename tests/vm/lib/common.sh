@@ -294,15 +294,27 @@ vm_trap_signals() {
 # run).  Every watchdog and time bound in the guest that spanned it fired
 # for nothing: a failure then is the test bed's to explain, not the
 # library's.  The verdicts stand; this only says why they may be void.
+# Which it was shows in the reports: a guest stopped from outside reports
+# once, with the whole gap; a CPU that spins in the guest's kernel is
+# reported every 20-odd seconds, the first after about 22 s, with where
+# it spun (RIP) and which task: both are printed.
 vm_note_stalls() {
-	local guest="$1" secs
+	local guest="$1" log="$VM_OUT/console-$1.log" secs n first where
 	secs=$(sed -n 's/.*soft lockup - CPU#[0-9]* stuck for \([0-9]*\)s!.*/\1/p' \
-		"$VM_OUT/console-$guest.log" 2>/dev/null | sort -n | tail -n1)
+		"$log" 2>/dev/null)
 	[ -n "$secs" ] || return 0
-	vm_say "guest $guest: its kernel saw a CPU stuck for ${secs} s (soft" \
-		"lockup): the host stopped the guest or its clock jumped; the" \
-		"guest's watchdogs and time bounds across that span are void" \
-		"(console: $VM_OUT/console-$guest.log)"
+	n=$(printf '%s\n' "$secs" | wc -l)
+	first=$(sed -n '/soft lockup - CPU#/{s/.*stuck for \([0-9]*s\)! *\(.*\)/\1 \2/p;q}' \
+		"$log")
+	where=$(sed -n '/soft lockup - CPU#/,${/RIP: /{s/.*RIP: [0-9a-f]*://p;q}}' \
+		"$log")
+	vm_say "guest $guest: its kernel saw a CPU stuck for" \
+		"$(printf '%s\n' "$secs" | sort -n | tail -n1) s (soft" \
+		"lockup; $n report(s), the first: stuck for $first, RIP" \
+		"${where:-not shown}): one report with the whole gap is the host" \
+		"stopping the guest or its clock jumping, reports every 20-odd s" \
+		"a spin in the guest's kernel; the guest's watchdogs and time" \
+		"bounds across that span are void (console: $log)"
 }
 
 # Waits for guest $1 (and its output stream) and sets VM_STATUS to the
@@ -315,7 +327,8 @@ vm_wait_guest() {
 	vm_note_stalls "$guest"
 	if [ "$rc" = 124 ]; then
 		vm_say "TIMEOUT: guest $guest still running after ${VM_TIMEOUT}s; killed" \
-			"(console: $VM_OUT/console-$guest.log)"
+			"(console: $VM_OUT/console-$guest.log); its last console lines:"
+		tail -n 40 "$VM_OUT/console-$guest.log" >&2 2>/dev/null || true
 		VM_STATUS=124
 		return
 	fi
