@@ -77,4 +77,13 @@ void rs_poll_set_armed_hook(void (*fn)(void));
  */
 void rs_connect_set_made_hook(void (*fn)(struct rsocket *rs));
 
+/*
+ * preload/relay.c (librspreload): @fn is called, in the relay's thread,
+ * before each look at whether the relay may read its rsocket, and before
+ * each sleep, so that a test can allow the reads at every point of the
+ * pump; NULL removes it.
+ */
+enum rsp_relay_point { RSP_RELAY_LOOK, RSP_RELAY_SLEEP };
+void rsp_relay_set_hook(void (*fn)(enum rsp_relay_point at));
+
 #endif /* CMA_TEST_HOOKS_H */

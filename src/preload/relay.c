@@ -37,6 +37,7 @@
 
 #include <rdma/rsocket.h>
 
+#include "cm/test_hooks.h"
 #include "preload.h"
 #include "relay.h"
 #include "util/fd_high.h"
@@ -343,8 +344,18 @@ static bool rsp_way_step(struct rsp_relay_way *w, bool may_read)
 
 /* --- the relay ---------------------------------------------------------- */
 
+/* Test hook (test_hooks.h): each look at the allow, each sleep. */
+static void (*rsp_relay_hook)(enum rsp_relay_point at);
+
+void rsp_relay_set_hook(void (*fn)(enum rsp_relay_point at))
+{
+	rsp_relay_hook = fn;
+}
+
 static bool rsp_relay_reads_allowed(const struct rsp_relay *r)
 {
+	if (rsp_relay_hook)
+		rsp_relay_hook(RSP_RELAY_LOOK);
 	return __atomic_load_n(&r->reads_allowed, __ATOMIC_ACQUIRE);
 }
 
@@ -436,6 +447,8 @@ static void rsp_relay_pump(struct rsp_relay *r)
 		if (moved)
 			continue;
 		rsp_relay_watch(r, p);
+		if (rsp_relay_hook)
+			rsp_relay_hook(RSP_RELAY_SLEEP);
 		if (rpoll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;

@@ -561,26 +561,8 @@ share_on() {
 share-first_run() { share_on share-first "$1" first 3145728 12288 1048576; }
 # rsync's receiver and generator: the child reads, the parent writes.
 share-split_run() { share_on share-split "$1" split 4194304; }
-share-split_verdict() { split_verdict share-split "$@"; }
 # The same on the connecting side: the client forks its reader.
 share-split-connect_run() { share_on share-split-connect "$1" split-connect 4194304; }
-share-split-connect_verdict() { split_verdict share-split-connect "$@"; }
-# split_verdict NAME UNIT BETTER: BUGS.md share-split-stall, exactly: the
-# relay started, then no process moved a byte for fork_share's 20 s (every
-# FAIL line a stall, or a parent reporting its stalled child), nothing
-# killed, the TCP control passed; an XFAIL.  Anything else: check.
-split_verdict() {
-	local name=$1 o="$W/fs.$1.rdma" fails
-	fails=$(grep -h ': FAIL ' "$o".* 2>/dev/null)
-	if [ "${res[$name.rdma.ok]:-0}" != 1 ] && [ "${res[$name.tcp.ok]:-0}" = 1 ] &&
-		[ "${res[$name.rdma.hard]:-0}" = 0 ] && [ -n "$fails" ] &&
-		grep -q 'relayed through fd' "$W/rsp.log" &&
-		! grep -vqE ': FAIL (timeout: no progress in 20 s .*|(child|client-reader) [0-9]+ exit 1)$' <<<"$fails"; then
-		xfail "$name" "BUGS.md share-split-stall: under the preload: $(tr '\n' '|' <<<"$fails")"
-		return
-	fi
-	check "$name" "$2" "$3"
-}
 # stayed_direct NAME: under the preload, no process but the owner used the
 # connection: none found only its kernel socket, and no relay started (a
 # relay's log lines say "relay").

@@ -18,12 +18,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cm/test_hooks.h"
 #include "preload/preload.h"
 #include "preload/relay.h"
 #include "rsocket/rs.h"
@@ -557,6 +559,69 @@ START_TEST(held_reads_keep_the_bytes_in_the_rsocket_until_allowed)
 }
 END_TEST
 
+/*
+ * The allow, placed at each look the relay takes at it (the hook runs in
+ * the relay's thread), or after its first sleep began when it slept
+ * before look number _i.  Written to the relay's state from its thread.
+ */
+static struct rsp_relay *allowing;
+static int allow_at, looks;
+static bool allowed, slept;
+
+static void allow_at_look(enum rsp_relay_point at)
+{
+	if (at == RSP_RELAY_SLEEP) {
+		__atomic_store_n(&slept, true, __ATOMIC_RELEASE);
+		return;
+	}
+	if (++looks == allow_at && !__atomic_load_n(&slept, __ATOMIC_ACQUIRE)) {
+		/* The handle is the test's once rsp_relay_start returned. */
+		while (!__atomic_load_n(&allowing, __ATOMIC_ACQUIRE))
+			sched_yield();
+		rsp_relay_allow_reads(allowing);
+		__atomic_store_n(&allowed, true, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * Wherever the allow lands among the relay's looks at it, the relay
+ * reads: what it sleeps on was chosen from one look, so an allow after
+ * that look rings the wake-up it sleeps on.  With two looks (one for the
+ * rsocket's input, one for the wake-up), an allow between them had the
+ * relay sleep on neither (BUGS.md share-split-stall): this test, with
+ * the second look put back, fails at _i = 3.
+ */
+START_TEST(an_allow_at_any_look_is_not_slept_through)
+{
+	struct rsp_relay *r;
+	struct timespec t0;
+
+	peer_says("held");
+	allow_at = _i;
+	looks = 0;
+	allowed = slept = false;
+	allowing = NULL;
+	rsp_relay_set_hook(allow_at_look);
+	start_relay(true, &r);
+	__atomic_store_n(&allowing, r, __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!__atomic_load_n(&allowed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&slept, __ATOMIC_ACQUIRE))
+		ck_assert(unit_ms_since(&t0) < WAIT_MS);
+	/* Look 1 always comes before any sleep. */
+	ck_assert(_i != 1 || __atomic_load_n(&allowed, __ATOMIC_ACQUIRE));
+	/* Asleep before look _i: the allow comes from outside, as usual. */
+	if (!__atomic_load_n(&allowed, __ATOMIC_ACQUIRE))
+		rsp_relay_allow_reads(r);
+	expect_bytes(holder, false, "held", false);
+	close(holder);
+	holder = -1;
+	ck_assert(relays_ended());
+	/* Only now: the relay's thread, which reads the hook, is over. */
+	rsp_relay_set_hook(NULL);
+}
+END_TEST
+
 /* Relay ends before reads are allowed: the handle stays good till then. */
 START_TEST(a_relay_over_while_reads_are_held_waits_for_the_allow)
 {
@@ -771,6 +836,9 @@ Suite *preload_relay_suite(void)
 		       held_reads_keep_the_bytes_in_the_rsocket_until_allowed);
 	tcase_add_test(tc,
 		       a_relay_over_while_reads_are_held_waits_for_the_allow);
+	/* Looks 1 to 2 come before the first sleep; 3 and 4 after it. */
+	tcase_add_loop_test(tc, an_allow_at_any_look_is_not_slept_through, 1,
+			    5);
 	tcase_add_test(tc, peer_closing_ends_the_holders_stream);
 	tcase_add_test(tc, peer_dying_silently_ends_the_holders_stream);
 	tcase_add_test(tc, a_failed_connection_ends_the_holders_stream);
