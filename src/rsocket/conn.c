@@ -82,7 +82,7 @@ void rs_stream_free(struct rsocket *rs)
 	rs_destroy_ep(rs);
 	if (rs->comp_channel)
 		ibv_destroy_comp_channel(rs->comp_channel);
-	if (rs->cm_id)
+	if (rs->cm_id && rdma_destroy_id(rs->cm_id) && !rs_follow_creds(rs))
 		rdma_destroy_id(rs->cm_id);
 	if (rs->channel)
 		rdma_destroy_event_channel(rs->channel);
@@ -125,9 +125,8 @@ static int rs_get_cm_event(struct rsocket *rs, bool nonblock,
 		if (errno == EACCES && !followed &&
 		    rs_state(rs) == RS_LISTENING) {
 			followed = true;
-			if (!cma_follow_creds(rs->channel, rs->cm_id))
+			if (!rs_follow_creds(rs))
 				continue;
-			errno = EACCES;
 		}
 		/* Nothing after all: the library dropped what it read. */
 		if (errno != EAGAIN)

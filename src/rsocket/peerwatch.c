@@ -24,6 +24,7 @@
  * fetched for a socket freed meanwhile is recognised (the socket is no
  * longer listed) and dropped.  Lock order: pw_mut, then rs->lock.
  */
+#include <errno.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -83,20 +84,71 @@ static void rs_pw_peer_gone(struct rsocket *rs)
 	pthread_mutex_unlock(&rs->lock);
 }
 
+/*
+ * pw_mut held: the id follows the process's new credentials (creds.c)
+ * onto a file opened now, at the same descriptor number; a watched
+ * socket's registration was the old file's, and is made for the new one.
+ */
+static int rs_pw_follow_creds(struct rsocket *rs)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+				 .data.ptr = rs};
+	bool watched = rs->pw_watched;
+	int ret;
+
+	if (watched) /* while the number still names the old file */
+		epoll_ctl(pw_epfd, EPOLL_CTL_DEL, rs->channel->fd, NULL);
+	ret = cma_follow_creds(rs->channel, rs->cm_id);
+	if (watched && epoll_ctl(pw_epfd, EPOLL_CTL_ADD, rs->channel->fd, &ev))
+		rs_pw_drop(rs);
+	return ret;
+}
+
+int rs_follow_creds(struct rsocket *rs)
+{
+	int ret;
+
+	if (errno != EACCES || !rs->channel || !rs->cm_id)
+		return -1;
+	pthread_mutex_lock(&pw_mut);
+	ret = rs_pw_follow_creds(rs);
+	pthread_mutex_unlock(&pw_mut);
+	if (ret)
+		errno = EACCES; /* the call's own failure, not the move's */
+	return ret;
+}
+
 /* pw_mut held: read what the CM reported; watch on unless it is the end. */
 static void rs_pw_look(struct rsocket *rs)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
 				 .data.ptr = rs};
 	struct rdma_cm_event *event;
-	bool ended = false;
+	bool ended = false, followed = false;
 
+again:
 	/* The channel is non-blocking (rs_cm_channel): EAGAIN when empty. */
 	while (!rdma_get_cm_event(rs->channel, &event)) {
 		if (event->event == RDMA_CM_EVENT_DISCONNECTED ||
 		    event->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
 			ended = true;
 		rdma_ack_cm_event(event);
+	}
+	/* Refused since the process changed credentials: once, follow. */
+	if (errno == EACCES && !followed) {
+		followed = true;
+		if (!rs_pw_follow_creds(rs) && rs->pw_watched)
+			goto again;
+	}
+	/*
+	 * Anything but an empty channel: what is waiting there would wake
+	 * the watch at once, for ever.  The socket goes unwatched (its
+	 * reader learns of a silent end by sending, as before the watch).
+	 */
+	if (!ended && errno != EAGAIN && errno != EWOULDBLOCK) {
+		if (rs->pw_watched)
+			rs_pw_drop(rs);
+		return;
 	}
 	if (ended) {
 		rs_pw_peer_gone(rs);

@@ -452,6 +452,13 @@ void rs_stream_free(struct rsocket *rs);
  */
 void rs_peer_watch(struct rsocket *rs);
 void rs_peer_unwatch(struct rsocket *rs);
+/*
+ * A CM call on @rs's id failed with EACCES: the process changed its
+ * credentials since the id's file was opened (the kernel refuses it).
+ * The id follows them onto a file opened now (creds.c), the watch with
+ * it; the call may then be made again.  0, or -1 with errno EACCES.
+ */
+int rs_follow_creds(struct rsocket *rs);
 /* Take the next connection request off listener @rs: the new socket. */
 int rs_accept_one(struct rsocket *rs, bool nonblock);
 

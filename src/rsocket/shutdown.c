@@ -140,7 +140,8 @@ disconnect:
 	/* Flushes the QP, which wakes any thread asleep on the CQ. */
 	if (rs->cq)
 		ibv_req_notify_cq(rs->cq, 0);
-	if (rs->cm_id) /* none once a quiesce detached the socket */
+	/* none once a quiesce detached the socket */
+	if (rs->cm_id && rdma_disconnect(rs->cm_id) && !rs_follow_creds(rs))
 		rdma_disconnect(rs->cm_id);
 	return ret;
 }

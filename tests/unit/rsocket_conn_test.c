@@ -1033,6 +1033,93 @@ START_TEST(a_listener_accepts_after_a_credential_change)
 END_TEST
 
 /*
+ * A connection made before the process changed credentials (the rsync
+ * daemon's child serving a module as its user): the kernel refuses the
+ * old file's commands from then on.  The watch still learns of the
+ * peer's silent end (its read follows the credentials), where it used to
+ * be refused and wake again at once, for ever.
+ */
+START_TEST(a_connection_hears_its_peers_end_after_a_credential_change)
+{
+	struct blocked_read r;
+	uint32_t kid;
+	int s = connect_pair();
+
+	kid = kid_of(client);
+	fake_ucma_new_creds();
+	blocked_read_start(&r, client);
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid, RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_int_eq(pthread_join(r.thread, NULL), 0);
+	ck_assert_int_eq(r.ret, 0);
+	rclose(s);
+}
+END_TEST
+
+static bool watched(int s)
+{
+	struct rsocket *rs = rs_get(s);
+	bool w;
+
+	ck_assert_ptr_nonnull(rs);
+	w = __atomic_load_n(&rs->pw_watched, __ATOMIC_ACQUIRE);
+	rs_put(rs);
+	return w;
+}
+
+static int refuse_moves(const struct fake_cmd *cmd, void *resp, size_t resp_len)
+{
+	(void)resp;
+	(void)resp_len;
+	return cmd->cmd == RDMA_USER_CM_CMD_MIGRATE_ID ? ENOMEM
+						       : FAKE_UCMA_MODEL;
+}
+
+/*
+ * The same when the id cannot follow (the kernel refuses the move): the
+ * event stays unread, and would wake the watch at once for ever; the
+ * socket leaves the watch instead (its reader learns of the end by
+ * sending, as before there was a watch).
+ */
+START_TEST(a_watch_refused_for_good_lets_the_socket_go)
+{
+	int s = connect_pair();
+
+	ck_assert(watched(client));
+	fake_ucma_new_creds();
+	fake_ucma_set_hook(refuse_moves);
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
+	for (int i = 0; i < 5000 && watched(client); i++)
+		usleep(1000);
+	ck_assert(!watched(client));
+	fake_ucma_set_hook(NULL);
+	/* Its goodbye first, while the peer's QP is there to take it. */
+	ck_assert_int_eq(rclose(client), 0);
+	client = -1;
+	rclose(s);
+}
+END_TEST
+
+/*
+ * ... and its close still destroys its kernel id: a CM call refused for
+ * the old credentials follows them and is made again (the id used to be
+ * left behind, and the channel's file with it).
+ */
+START_TEST(a_connection_closes_after_a_credential_change)
+{
+	int s = connect_pair();
+	uint32_t kid = kid_of(s);
+
+	fake_ucma_new_creds();
+	ck_assert_ptr_nonnull(
+		fake_ucma_event(kid_of(client), RDMA_CM_EVENT_DISCONNECTED, 0));
+	ck_assert_int_eq(rclose(s), 0);
+	ck_assert(!fake_ucma_kid_live(kid, 0));
+}
+END_TEST
+
+/*
  * The move fails (the kernel refuses the migration): the listener stays
  * as it was, on its old file, and the accept fails with the kernel's
  * refusal; the next accept tries again, and succeeds.
@@ -1076,6 +1163,10 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, a_listener_accepts_after_a_credential_change);
 	tcase_add_test(tc, a_failed_move_leaves_the_listener_as_it_was);
+	tcase_add_test(
+		tc, a_connection_hears_its_peers_end_after_a_credential_change);
+	tcase_add_test(tc, a_connection_closes_after_a_credential_change);
+	tcase_add_test(tc, a_watch_refused_for_good_lets_the_socket_go);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("the peer's end");
