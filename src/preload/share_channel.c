@@ -53,7 +53,8 @@ ssize_t share_send(int fd, const struct share_msg *m, int pass)
 /*
  * One message from @fd into @m (@size bytes of room), with the descriptor
  * it carried in *@got (-1 if none).  The message's size; 0 at the end of
- * the channel.
+ * the channel; -1 with EPROTO for a malformed one (one longer than the
+ * room too).
  */
 ssize_t share_recv(int fd, struct share_msg *m, size_t size, int *got)
 {
@@ -65,17 +66,38 @@ ssize_t share_recv(int fd, struct share_msg *m, size_t size, int *got)
 			   .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c;
 	ssize_t n;
+	int i, k, one;
 
 	*got = -1;
 	do {
 		n = rsp_real.recvmsg(fd, &h, MSG_CMSG_CLOEXEC);
 	} while (n < 0 && errno == EINTR);
-	for (c = n > 0 ? CMSG_FIRSTHDR(&h) : NULL; c; c = CMSG_NXTHDR(&h, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int)))
-			memcpy(got, CMSG_DATA(c), sizeof(int));
-	if (n > 0 && ((size_t)n < SHARE_HDR || m->n > SHARE_MAX_IDS ||
-		      (size_t)n != SHARE_HDR + m->n * sizeof(m->ids[0]))) {
+	/*
+	 * CMSG_SPACE rounds the room up (on 64-bit, to two descriptors) and
+	 * the kernel installs as many as fit, with an empty datagram too:
+	 * keep the first, close the others, so none stays open unseen.
+	 */
+	for (c = n >= 0 ? CMSG_FIRSTHDR(&h) : NULL; c; c = CMSG_NXTHDR(&h, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < k; i++) {
+			memcpy(&one, CMSG_DATA(c) + i * sizeof(int),
+			       sizeof(int));
+			if (*got < 0)
+				*got = one;
+			else
+				rsp_real.close(one);
+		}
+	}
+	/*
+	 * A datagram longer than the room comes truncated (MSG_TRUNC): its
+	 * first bytes may look whole, but it is not the message sent.
+	 */
+	if ((n > 0 || (n == 0 && (h.msg_flags & MSG_TRUNC))) &&
+	    ((h.msg_flags & MSG_TRUNC) || (size_t)n < SHARE_HDR ||
+	     m->n > SHARE_MAX_IDS ||
+	     (size_t)n != SHARE_HDR + m->n * sizeof(m->ids[0]))) {
 		/* Only our own library writes here: a torn message is a bug. */
 		rsp_log("share: a malformed message of %zd bytes", n);
 		if (*got >= 0)
@@ -83,6 +105,11 @@ ssize_t share_recv(int fd, struct share_msg *m, size_t size, int *got)
 		*got = -1;
 		errno = EPROTO;
 		return -1;
+	}
+	if (n == 0 && *got >= 0) {
+		/* An empty datagram's: no message it could belong to. */
+		rsp_real.close(*got);
+		*got = -1;
 	}
 	return n;
 }

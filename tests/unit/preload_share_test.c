@@ -14,7 +14,9 @@
 #include <config.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "cm/cma.h"
 #include "preload/preload.h"
 #include "preload/relay.h"
+#include "preload/share.h"
 #include "rsocket/rs.h"
 #include "rsocket/wire.h"
 #include "fake_ucma.h"
@@ -551,6 +554,79 @@ START_TEST(a_child_holding_many_lets_them_all_go)
 }
 END_TEST
 
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* @len bytes of @msg on channel @s, with @n descriptors of /dev/null. */
+static void send_with_fds(int s, const void *msg, size_t len, int n)
+{
+	char cbuf[CMSG_SPACE(3 * sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	int fds[3], i;
+
+	for (i = 0; i < n; i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (n) {
+		h.msg_control = cbuf;
+		h.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	}
+	ck_assert_int_eq(sendmsg(s, &h, 0), (ssize_t)len);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/*
+ * share_recv keeps one descriptor, the message's, and only with a whole
+ * message: any other the kernel installed is closed, not left open.
+ */
+START_TEST(a_message_leaves_no_stray_descriptor)
+{
+	uint8_t buf[SHARE_HDR + 4] = {0};
+	struct share_msg *m = (struct share_msg *)buf, in;
+	int sv[2], got, before;
+
+	m->type = SHARE_DEMAND;
+	m->val = 1;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	before = count_fds();
+	/* Two descriptors (the room holds two): the second is closed. */
+	send_with_fds(sv[1], m, SHARE_HDR, 2);
+	ck_assert_int_eq(share_recv(sv[0], &in, sizeof(in), &got), SHARE_HDR);
+	ck_assert_int_ge(got, 0);
+	close(got);
+	ck_assert_int_eq(count_fds(), before);
+	/* An empty datagram: no message for its descriptor. */
+	send_with_fds(sv[1], m, 0, 1);
+	ck_assert_int_eq(share_recv(sv[0], &in, sizeof(in), &got), 0);
+	ck_assert_int_eq(got, -1);
+	ck_assert_int_eq(count_fds(), before);
+	/* Longer than the room: cut, its head looks whole, yet malformed. */
+	send_with_fds(sv[1], buf, sizeof(buf), 1);
+	ck_assert_int_eq(share_recv(sv[0], &in, sizeof(in), &got), -1);
+	ck_assert_int_eq(errno, EPROTO);
+	ck_assert_int_eq(got, -1);
+	ck_assert_int_eq(count_fds(), before);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 Suite *preload_share_suite(void)
 {
 	Suite *s = suite_create("preload_share");
@@ -566,6 +642,7 @@ Suite *preload_share_suite(void)
 	tcase_add_test(tc, a_grandchild_serves_it);
 	tcase_add_test(tc, a_read_in_flight_gets_its_bytes_first);
 	tcase_add_test(tc, a_child_holding_many_lets_them_all_go);
+	tcase_add_test(tc, a_message_leaves_no_stray_descriptor);
 	suite_add_tcase(s, tc);
 	return s;
 }
