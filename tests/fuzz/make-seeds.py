@@ -538,3 +538,97 @@ put("preload", "inherited_drops", pl_flags() + pl_tcp_blocking +
     bytes([PL_INHERIT, 0]) + pl_io(1) + pl_io(0))
 put("preload", "disabled", pl_flags(disable=True) + pl_tcp +
     bytes([4, 0, PL_OPEN]) + pl_peer(b"x"))
+
+
+# --- share_msg: a header, a byte per file, then operations ----------------
+# (the layouts: share_msg_fuzz.c's head comment, take_msg and fuzz_op)
+SH_NEWPROC, SH_DEMAND, SH_RELEASE, SH_OK, SH_ERR = 0, 1, 2, 3, 4
+SH_FD_NONE, SH_FD_NULL, SH_FD_PIPE, SH_FD_SEQ, SH_FD_STREAM, SH_FD_TWO = \
+    0, 1, 2, 3, 4, 5
+SH_EXACT, SH_CUT, SH_AFTER, SH_COUNT = 0, 1, 2, 3
+
+
+def sh_head(nfiles=2, relay_fails=False, file_flags=None):
+    flags = file_flags or [0] * nfiles
+    return bytes([(nfiles - 1) | (4 if relay_fails else 0)] + flags)
+
+
+def sh_msg(kind, val=0, ids=(), fd=SH_FD_NONE, shape=SH_EXACT, arg=b""):
+    return bytes([kind | fd << 3 | shape << 6, val, len(ids)] + list(ids)) + \
+        arg
+
+
+def sh_send(chan, msg):  # op 0: a message on one of the harness's channels
+    return bytes([0, chan]) + msg
+
+
+def sh_ask(how, share_id, answer):  # op 6: the holder's side
+    return bytes([6, how, share_id]) + answer
+
+
+def sh_recv(room, msg):  # op 7: share_recv alone, room coded as in op_recv
+    return bytes([7, room]) + msg
+
+
+put("share_msg", "demand", sh_head() + sh_send(0, sh_msg(SH_DEMAND, 1)))
+put("share_msg", "demand_unknown", sh_head() +
+    sh_send(0, sh_msg(SH_DEMAND, 9)) + sh_send(0, sh_msg(SH_DEMAND, 0)))
+put("share_msg", "demand_twice", sh_head() +
+    sh_send(0, sh_msg(SH_DEMAND, 2)) + sh_send(0, sh_msg(SH_DEMAND, 2)))
+put("share_msg", "release", sh_head() + sh_send(0, sh_msg(SH_RELEASE, 1)) +
+    sh_send(0, sh_msg(SH_RELEASE, 7)) + bytes([3, 0]))
+put("share_msg", "relay_fails", sh_head(relay_fails=True) +
+    sh_send(0, sh_msg(SH_DEMAND, 1)))
+put("share_msg", "demand_reading", sh_head(file_flags=[2, 8]) +
+    bytes([4, 0]) + sh_send(0, sh_msg(SH_DEMAND, 1)) + bytes([3, 0]) +
+    bytes([4, 0]))
+put("share_msg", "closed_then_demand", sh_head() + bytes([3, 0]) +
+    sh_send(0, sh_msg(SH_DEMAND, 1)) + bytes([2, 0]))
+put("share_msg", "newproc_seq", sh_head(3) +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1, 3, 9], fd=SH_FD_SEQ)) +
+    sh_send(1, sh_msg(SH_DEMAND, 3)) + sh_send(0, sh_msg(SH_DEMAND, 3)) +
+    bytes([2, 0]))
+put("share_msg", "newproc_stream", sh_head() +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1, 2], fd=SH_FD_STREAM)) +
+    sh_send(1, sh_msg(SH_RELEASE, 2)))
+put("share_msg", "newproc_pipe", sh_head() +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1], fd=SH_FD_PIPE)) +
+    sh_send(1, sh_msg(SH_DEMAND, 1)))
+put("share_msg", "newproc_null", sh_head() +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [2], fd=SH_FD_NULL)))
+put("share_msg", "newproc_no_fd", sh_head() +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1, 2])))
+# what share_recv left open before it closed every descriptor it got: the
+# second of two, and one that came with an empty datagram
+put("share_msg", "newproc_two_fds", sh_head() +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1], fd=SH_FD_TWO)))
+put("share_msg", "empty_with_fd", sh_head() +
+    sh_send(0, sh_msg(SH_DEMAND, 1, fd=SH_FD_NULL, shape=SH_CUT,
+                      arg=b"\x0c")))
+put("share_msg", "fork_twice", sh_head(4, file_flags=[0, 1, 4, 8]) +
+    sh_send(0, sh_msg(SH_DEMAND, 1)) + bytes([5]) +
+    sh_send(1, sh_msg(SH_DEMAND, 2)) + bytes([2, 0]))
+put("share_msg", "malformed", sh_head() +
+    sh_send(0, sh_msg(SH_DEMAND, 1, shape=SH_CUT, arg=b"\x02")) +
+    sh_send(0, sh_msg(SH_DEMAND, 1, shape=SH_AFTER, arg=b"\x04abcd")) +
+    sh_send(0, sh_msg(SH_NEWPROC, 0, [1], shape=SH_COUNT,
+                      arg=b"\xff\xff\x00\x00")) +
+    sh_send(0, sh_msg(SH_OK, 1, fd=SH_FD_NULL)))
+put("share_msg", "ask_ok", sh_head(1) +
+    sh_ask(4, 5, sh_msg(SH_OK, 0, fd=SH_FD_STREAM)))
+put("share_msg", "ask_after_fork", sh_head(1) +
+    sh_ask(0x18, 5, sh_msg(SH_OK, 0, fd=SH_FD_STREAM)))
+put("share_msg", "ask_err", sh_head(1) + sh_ask(1, 5, sh_msg(SH_ERR, 111)))
+put("share_msg", "ask_gone", sh_head(1) + sh_ask(6, 5, sh_msg(SH_OK, 0)))
+put("share_msg", "ask_long_answer", sh_head(1) +
+    sh_ask(0, 5, sh_msg(SH_OK, 0, fd=SH_FD_NULL, shape=SH_AFTER,
+                        arg=b"\x04abcd")))
+put("share_msg", "recv_newproc", sh_head(1) +
+    sh_recv(0x82, sh_msg(SH_NEWPROC, 0, [1, 2], fd=SH_FD_SEQ)))
+put("share_msg", "recv_two_fds", sh_head(1) +
+    sh_recv(0x80, sh_msg(SH_DEMAND, 1, fd=SH_FD_TWO)))
+put("share_msg", "recv_empty_with_fd", sh_head(1) +
+    sh_recv(0x80, sh_msg(SH_DEMAND, 1, fd=SH_FD_NULL, shape=SH_CUT,
+                         arg=b"\x0c")))
+put("share_msg", "recv_short_room", sh_head(1) +
+    sh_recv(0x81, sh_msg(SH_NEWPROC, 0, [1, 2])))
