@@ -63,8 +63,12 @@ RSP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	f = rsp_get_io(fd, true, 0);
 	if (f == RSP_AGAIN)
 		return -1;
+	/*
+	 * Not a socket of ours: libibverbs' commands come this way, and one
+	 * refused after a credential change may be sent again.
+	 */
 	if (!f)
-		return rsp_real.write(fd, buf, len);
+		return rsp_verbs_write(fd, buf, len);
 	n = rwrite(f->rs, buf, len);
 	return rsp_back_after_write(fd, f, n) ? rsp_real.write(fd, buf, len)
 					      : n;

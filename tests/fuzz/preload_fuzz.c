@@ -139,6 +139,7 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/share_ask.c"
 #include "../../src/preload/share_channel.c"
 #include "../../src/preload/socket.c"
+#include "../../src/preload/verbs_again.c"
 
 #undef socket
 #undef bind
