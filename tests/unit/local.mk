@@ -55,6 +55,7 @@ UNIT_TEST_SOURCES = \
 	tests/unit/preload_relay_test.c \
 	tests/unit/preload_share_test.c \
 	tests/unit/preload_socket_test.c \
+	tests/unit/preload_verbs_test.c \
 	tests/unit/qp_test.c \
 	tests/unit/rsocket_close_test.c \
 	tests/unit/rsocket_conn_test.c \
