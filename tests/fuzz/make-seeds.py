@@ -632,3 +632,27 @@ put("share_msg", "recv_empty_with_fd", sh_head(1) +
                          arg=b"\x0c")))
 put("share_msg", "recv_short_room", sh_head(1) +
     sh_recv(0x81, sh_msg(SH_NEWPROC, 0, [1, 2])))
+
+
+# --- verbs_again: a write to a uverbs device, as the kernel would see it --
+VA_POST_SEND, VA_POST_RECV, VA_POST_SRQ_RECV = 28, 29, 36
+VA_EXTENDED = 0x80000000
+
+
+def va_cmd(command, handle, wrs=b"", wr_count=0, sge_count=0, wqe_size=16,
+           out_words=1, response=0x7FFF12345678):
+    body = struct.pack("<QIIII", response, handle, wr_count, sge_count,
+                       wqe_size) + wrs
+    return struct.pack("<IHH", command, (8 + len(body)) // 4,
+                       out_words) + body
+
+
+# Soft-RoCE's and Soft-iWARP's doorbell: a POST_SEND of no work request
+put("verbs_again", "post_send_doorbell", va_cmd(VA_POST_SEND, 5,
+                                                wqe_size=112))
+put("verbs_again", "post_recv_one", va_cmd(
+    VA_POST_RECV, 5, struct.pack("<QII", 1, 1, 0) +
+    struct.pack("<QII", 0x1000, 64, 7), wr_count=1, sge_count=1))
+put("verbs_again", "post_srq_recv_none", va_cmd(VA_POST_SRQ_RECV, 3))
+put("verbs_again", "extended", va_cmd(VA_EXTENDED | VA_POST_SEND, 5,
+                                      wqe_size=112))
