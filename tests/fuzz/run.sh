@@ -22,7 +22,7 @@
 #   BUILD_DIR    the configured build tree (default <repo>/build): config.h
 #                comes from there, binaries go to $BUILD_DIR/fuzz/
 #   FUZZ_TIME    seconds per target (default 10; tests/run-all.sh gives 5,
-#                10 in its long run; with 20 targets and their builds about
+#                10 in its long run; with 21 targets and their builds about
 #                6 minutes of CPU at 10).  The long run is e.g.
 #                FUZZ_TIME=3600 tests/fuzz/run.sh
 #   FUZZ_ONLY    a regular expression: only targets whose name matches
