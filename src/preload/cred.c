@@ -14,12 +14,14 @@
  *
  * So a call that would change no id, and that the kernel would allow,
  * returns success without reaching the kernel: the process is exactly as
- * it would be, and its RDMA files keep working.  Before a real change,
- * the connections fork mode moved to RDMA go back to TCP (moveback.c).
- * After it, listening rsockets follow the new credentials at their next
- * accept (the library's src/cm/creds.c), so a server may listen as root
- * and serve as a user; other connections made before stop working, as
- * the log says.
+ * it would be, and its RDMA files keep working.  After a real change the
+ * rsockets made before follow the new credentials: their CM calls move to
+ * a file opened under them when the old one is refused (the library's
+ * src/cm/creds.c: a listener at its next accept, a connection at its
+ * next CM call), and a send the device rings through write() goes again
+ * through the device's ioctl (verbs_again.c).  So a server may listen as
+ * root and serve as a user, and an rsync daemon's child may change its
+ * ids for a module on a connection it holds.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -117,13 +119,9 @@ static bool noop_re(const struct ids *id, unsigned int r, unsigned int e)
 
 static void changing(const char *call)
 {
-	/* Fork mode's connections go back to TCP first (moveback.c). */
-	rsp_move_back_all(call, true);
 	if (rsp_any())
-		rsp_log("%s changes the credentials: listening rsockets "
-			"follow, connections made before stop working (the "
-			"kernel's RDMA files refuse a process whose "
-			"credentials changed)",
+		rsp_log("%s changes the credentials: the rsockets made "
+			"before follow them",
 			call);
 }
 

@@ -14,7 +14,7 @@
  * TCP socket's own address with an ephemeral port, named in its offer,
  * and the active end connects to it.  The TCP connection stays open,
  * idle: the connection moves back to it before a fork that would share
- * it or a credential change (moveback.c); its descriptor keeps the
+ * it (moveback.c); its descriptor keeps the
  * number, as every rsocket descriptor of the preload does.  Unlike
  * rdma-core, the passive side needs no named semaphore (its listener's
  * port is its own).

@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Fork mode's way back: a connection that moved to RDMA (fork.c) returns
- * to the TCP connection it came from, which stays open for this, when
- * RDMA can no longer carry it in this process:
- *
- *  - before fork(): the child holds the descriptor but none of the RDMA
- *    resources, yet servers read a connection in one process and write
- *    it in another (the rsync daemon's receiver and generator);
- *  - before a credential change (cred.c): the kernel refuses the device
- *    files to the new credentials.
+ * to the TCP connection it came from, which stays open for this, before
+ * fork(): the child holds the descriptor but none of the RDMA resources,
+ * yet servers read a connection in one process and write it in another
+ * (the rsync daemon's receiver and generator).  (A credential change
+ * needs no move: the connection follows the new credentials, cred.c.)
  *
  * RDMA_QUIESCE (src/rsocket/quiesce.c) agrees with the peer's library on
  * where each direction's RDMA bytes end, without a clock.  The bytes that
@@ -18,8 +15,8 @@
  * waits for its slowest peer, RSP_MOVE_BACK_MS at most: a peer's library
  * answers when its program next reads, writes or polls the connection.
  * A connection whose peer did not answer in time is cut where its bytes
- * were lost (its reads and writes fail with ECONNRESET): the forked
- * child, or the process that changed its credentials.
+ * were lost (its reads and writes fail with ECONNRESET): in the forked
+ * child.
  *
  * The peer's preload and this one's then notice at their next call: a
  * read that found the end of the RDMA bytes, or a write that RDMA
@@ -149,21 +146,7 @@ static bool moved_here(const struct rsp_file *f)
 	return f->via_tcp && f->owner == rsp_pid && !f->detached;
 }
 
-/*
- * A connection this process cannot keep: its descriptor fails from now
- * on, and its rsocket goes without lingering (its QUIESCE is out: the peer
- * reads our bytes, then TCP) when the program closes the descriptor.
- */
-static void cut(int fd, struct rsp_file *f)
-{
-	struct linger now = {.l_onoff = 1, .l_linger = 0};
-
-	rsetsockopt(f->rs, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
-	unmap(fd, f);
-	rsp_lazy_set(fd, RSP_LAZY_CUT);
-}
-
-void rsp_move_back_all(const char *why, bool cut_here)
+void rsp_move_back_all(const char *why)
 {
 	uint64_t deadline = rsp_now_ms() + RSP_MOVE_BACK_MS, now;
 	int *fds, n, i, kept = 0;
@@ -193,13 +176,9 @@ void rsp_move_back_all(const char *why, bool cut_here)
 			__atomic_store_n(&f->writes_tcp, true,
 					 __ATOMIC_RELEASE);
 		rsp_log("fd %d: did not move back to TCP before %s: %s; cut "
-			"in %s",
-			fds[i], why, strerror(errno),
-			cut_here ? "this process" : "the child");
-		if (cut_here)
-			cut(fds[i], f);
-		else
-			fds[kept++] = fds[i];
+			"in the child",
+			fds[i], why, strerror(errno));
+		fds[kept++] = fds[i];
 	}
 	if (kept) {
 		unmoved = fds;
@@ -233,7 +212,7 @@ RSP_EXPORT pid_t fork(void)
 	pid_t pid;
 
 	rsp_init();
-	rsp_move_back_all("fork", false);
+	rsp_move_back_all("fork");
 	/* The rest, made by rsockets, are relayed if the child uses them. */
 	rsp_share_before_fork(&sf);
 	pid = rsp_real.fork();

@@ -472,16 +472,15 @@ int rsp_fall_back(int fd, struct rsp_file *f, const char *why);
 
 /* --- moveback.c: fork mode's way back from RDMA to TCP ------------------ */
 
-/* How long a fork or a credential change waits for the peers to answer. */
+/* How long a fork waits for the peers to answer. */
 #define RSP_MOVE_BACK_MS 10000
 
 /*
- * Before a fork or a credential change (@why): every connection this
- * process moved to RDMA goes back to TCP.  Those whose peer did not
- * answer in time are cut: in this process (@cut_here) or, after a fork,
- * in the child (rsp_move_back_cut_child).
+ * Before a fork (@why, for the log): every connection this process moved
+ * to RDMA goes back to TCP.  Those whose peer did not answer in time are
+ * cut in the child (rsp_move_back_cut_child).
  */
-void rsp_move_back_all(const char *why, bool cut_here);
+void rsp_move_back_all(const char *why);
 /* In a forked child: the connections that did not move back are cut. */
 void rsp_move_back_cut_child(void);
 /*

@@ -38,8 +38,11 @@
 #              with rsync's rule that a write after select() said
 #              writable must not fail with EAGAIN
 #   fork-setuid  the same, each child becoming nobody after the first
-#              echo (the rsync daemon's module ids): the connection moves
-#              back to TCP before the change and the echo goes on there
+#              echo (the rsync daemon's module ids): the connection
+#              follows the new credentials and stays on RDMA
+#   setuid-direct  fork-setuid without it: the connections stay on RDMA
+#              through the change (three clients: the first relayed by the
+#              parent, the others answered by the child itself)
 #   fork-split   the same, each child forking a reader after the first
 #              echo and writing back what the reader passes it (the rsync
 #              daemon's receiver and generator): the connection moves back
@@ -471,8 +474,13 @@ fork-greet_run() { forkrun fork-greet "$1" fork-greet client-greet 3 RDMAV_FORK_
 # The child becomes nobody once the connection is on RDMA: back to TCP.
 # Only the first chunk and its echo go over RDMA.
 fork-setuid_run() {
-	FE_RDMA_BYTES=$((2 * 65536)) forkrun fork-setuid "$1" fork-setuid client 1 RDMAV_FORK_SAFE=1
-	moved_back fork-setuid "$1" 1
+	forkrun fork-setuid "$1" fork-setuid client 1 RDMAV_FORK_SAFE=1
+}
+# Without it: the same child becomes nobody on a connection it answered
+# itself (the parent accepted it on a listener a fork shared, as the rsync
+# daemon's), or that its parent answered and relays: it stays on RDMA.
+setuid-direct_run() {
+	FE_RDMA_BYTES=$((3 * 2 * 1048576)) forkrun setuid-direct "$1" fork-setuid client 3
 }
 # The child forks a reader once the connection is on RDMA: back to TCP.
 fork-split_run() {
@@ -607,6 +615,7 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	fork-server:$FORK_ECHO:lower:ms fork-poll:$FORK_ECHO:lower:ms \
 	fork-setid:$FORK_ECHO:lower:ms fork-epoll:$FORK_ECHO:lower:ms \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
+	setuid-direct:$FORK_ECHO:lower:ms \
 	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
 	fork-close:$FORK_ECHO:lower:ms nobody-server:$FORK_ECHO:lower:ms \
 	share-first:$FORK_SHARE:lower:ms share-split:$FORK_SHARE:lower:ms \

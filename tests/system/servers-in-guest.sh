@@ -64,16 +64,11 @@
 #
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
-#   rsync: the push works (the first connection is the listener's, which
-#     relays it to the daemon's child and its receiver: rspreload(7)); the
-#     daemon's child answers the pull's connection (rsocket(7)), then
-#     changes its ids for the module (BUGS.md preload-cred-change)
 #   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
 #   rsync-forksafe, rsync-forksafe-user: work, but over TCP after the
 #     greeting: the daemon's child moves the connection back to TCP
-#     before it switches to nobody, or before it forks its receiver,
-#     which reads the connection the generator writes (BUGS.md
-#     preload-moved-back)
+#     before it forks its receiver, which reads the connection the
+#     generator writes (BUGS.md preload-moved-back)
 #   sshd-forksafe: works, but over TCP: the re-executed sshd inherits the
 #     connection on fds 0 and 1, and an inherited connection stays on TCP
 #     (BUGS.md preload-exec-inherited)
@@ -211,10 +206,6 @@ cause() {
 		printf 'cause: like BUGS.md preload-split-connection (fixed): a process used a connection another process moved to RDMA; it has only the kernel socket, shut down by the move (%s). ' \
 			"$(grep -m1 'this process has only its kernel socket' "$W/rsp.log")"
 	fi
-	if grep -qs 'changes the credentials' "$W/rsp.log" &&
-		grep -qs 'Input/output error\|Resource temporarily unavailable' "$@"; then
-		printf 'cause: BUGS.md preload-cred-change: the connection moved to RDMA, then the daemon changed its ids for the module (nobody) and the RDMA files refused it. '
-	fi
 	# PostgreSQL with log_connections: a backend that logged its
 	# connection and nothing else, and is gone, never got its client's
 	# startup packet (authentication_timeout ends it without a word)
@@ -240,7 +231,6 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[rsync]="preload-cred-change"
 	[rsync-forksafe]="preload-moved-back"
 	[rsync-forksafe-user]="preload-moved-back"
 	[sshd]="preload-exec-inherited"
@@ -463,7 +453,7 @@ EOF
 	b=$(tree_bytes)
 	echo "# $name $mode: pushed and pulled $b bytes, compared$(rsp_summary "$mode")"
 	if [ "$mode" = rdma ] && grep -qs ': back on TCP' "$W/rsp.log"; then
-		res[$name.$mode.why]="pushed and pulled $b bytes, compared, but over TCP after the greeting: cause: BUGS.md preload-moved-back: the daemon's child moved each connection back to TCP before it $(grep -qs 'back on TCP (set' "$W/rsp.log" && echo "changed its ids" || echo "forked its receiver") ($(grep -m1 ': back on TCP' "$W/rsp.log")). "
+		res[$name.$mode.why]="pushed and pulled $b bytes, compared, but over TCP after the greeting: cause: BUGS.md preload-moved-back: the daemon's child moved each connection back to TCP before it forked its receiver ($(grep -m1 ': back on TCP' "$W/rsp.log")). "
 		return
 	fi
 	res[$name.$mode.ok]=1
