@@ -41,6 +41,8 @@ struct cma_device {
 	uint64_t eth_ports; /* bit n: port n is Ethernet (RoCE) */
 	bool removed; /* DEVICE_REMOVAL seen: close when unused */
 	bool gone; /* removed or no longer listed: never handed out again */
+	/* Contexts a credential change retired (device.c: kept open). */
+	struct cma_retired_context *retired;
 };
 
 /* One-time library set-up: checks the kernel ABI.  0 or -1/errno. */

@@ -38,6 +38,19 @@ static int kept_count;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_errno;
 
+/*
+ * A context opened before a credential change: the ids made on it keep
+ * using it (its files still take the process's ioctls), and so may what
+ * the program made on id->verbs.  rdma-core never closes a context it
+ * opened, and a program may rely on that; so it stays open, listed here
+ * rather than lost: one per device and credential change.
+ */
+struct cma_retired_context {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct cma_retired_context *next;
+};
+
 static void cma_device_atfork_prepare(void)
 {
 	pthread_mutex_lock(&dev_lock);
@@ -69,17 +82,41 @@ static void cma_device_forget_locked(void)
 
 static void cma_device_atfork_child(void)
 {
+	struct cma_retired_context *r;
+	int i;
+
 	pthread_mutex_unlock(&dev_lock); /* the forking thread's (prepare) */
 	cma_device_forget_locked();
+	/* The parent's retired contexts too: its, not ours. */
+	for (i = 0; i < dev_count; i++)
+		while ((r = devs[i]->retired)) {
+			devs[i]->retired = r->next;
+			free(r);
+		}
 }
 
 /*
  * The same after a credential change (creds.c): the contexts opened before
- * it refuse the new credentials' commands.  Ids made on them keep them.
+ * it refuse the new credentials' commands.  Ids made on them keep them;
+ * unlike a forked child's, they are this process's: kept (retired).
  */
 void cma_device_forget_contexts(void)
 {
+	struct cma_retired_context *r;
+	int i;
+
 	pthread_mutex_lock(&dev_lock);
+	for (i = 0; i < dev_count; i++) {
+		if (!devs[i]->verbs)
+			continue;
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			continue; /* forgotten unclosed, as in a child */
+		r->verbs = devs[i]->verbs;
+		r->pd = devs[i]->pd;
+		r->next = devs[i]->retired;
+		devs[i]->retired = r;
+	}
 	cma_device_forget_locked();
 	pthread_mutex_unlock(&dev_lock);
 }

@@ -299,6 +299,12 @@ void rs_peer_unwatch(struct rsocket *rs)
 	abort();
 }
 
+/* A CM call refused for new credentials (peerwatch.c): never here. */
+int rs_follow_creds(struct rsocket *rs)
+{
+	abort();
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	abort();
