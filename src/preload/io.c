@@ -13,6 +13,7 @@
 #include <rdma/rsocket.h>
 
 #include "preload.h"
+#include "verbs_again.h"
 
 RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {

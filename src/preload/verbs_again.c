@@ -28,6 +28,7 @@
 #include <rdma/rdma_user_ioctl.h>
 
 #include "preload.h"
+#include "verbs_again.h"
 
 /*
  * The character major of /dev/infiniband/uverbsN: the kernel's

@@ -22,6 +22,7 @@
 #include <rdma/rdma_user_ioctl.h>
 
 #include "preload/preload.h"
+#include "preload/verbs_again.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

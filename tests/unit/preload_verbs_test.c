@@ -30,6 +30,7 @@
 #include <rdma/rdma_user_ioctl.h>
 
 #include "preload/preload.h"
+#include "preload/verbs_again.h"
 #include "unit.h"
 
 /*
