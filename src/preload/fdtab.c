@@ -20,9 +20,9 @@
  * accepted on a listener a fork shared, until one process uses them
  * (rsp_use): that process answers the connection and owns it; the others'
  * close frees their copy, which answered nothing.  A connection fork mode
- * moved back to TCP before a fork (moveback.c) keeps, until they are
- * read, only the bytes that came over RDMA, in ordinary memory: every
- * process reads its own copy.
+ * moved back to TCP (moveback.c) keeps, until they are read, only the
+ * bytes that came over RDMA, in ordinary memory: a process forked since
+ * reads its own copy.
  */
 #include <fcntl.h>
 #include <pthread.h>

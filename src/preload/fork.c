@@ -13,9 +13,10 @@
  * offers ready, the passive (accepted) end listens on an rsocket at the
  * TCP socket's own address with an ephemeral port, named in its offer,
  * and the active end connects to it.  The TCP connection stays open,
- * idle: the connection moves back to it before a fork that would share
- * it (moveback.c); its descriptor keeps the
- * number, as every rsocket descriptor of the preload does.  Unlike
+ * idle: the connection moves back to it before an exec (moveback.c); a
+ * fork child that uses the connection has it relayed by the process that
+ * made the rsocket (share.c).  Its descriptor keeps the number, as every
+ * rsocket descriptor of the preload does.  Unlike
  * rdma-core, the passive side needs no named semaphore (its listener's
  * port is its own).
  *
@@ -739,11 +740,11 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 						  __ATOMIC_ACQUIRE)
 			       ? NULL
 			       : f;
-	state = rsp_lazy_get(fd);
-	if (state == RSP_LAZY_CUT) {
+	if (rsp_share_lost(fd)) {
 		errno = ECONNRESET;
 		return RSP_AGAIN;
 	}
+	state = rsp_lazy_get(fd);
 	if (state == RSP_LAZY_INHERITED && writing)
 		return NULL; /* the kernel counts it: see rsp_inherit_sent */
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&

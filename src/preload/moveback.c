@@ -1,30 +1,30 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Fork mode's way back: a connection that moved to RDMA (fork.c) returns
- * to the TCP connection it came from, which stays open for this, before
- * fork(): the child holds the descriptor but none of the RDMA resources,
- * yet servers read a connection in one process and write it in another
- * (the rsync daemon's receiver and generator).  (A credential change
- * needs no move: the connection follows the new credentials, cred.c.)
+ * to the TCP connection it came from, which stays open for this.  A fork
+ * needs no move (the owner relays for a child that uses the connection,
+ * share.c), nor does a credential change (cred.c); an exec does: the
+ * rsocket lives in the memory of the image the exec replaces, and the
+ * new one inherits only the descriptor, the TCP socket.
  *
  * RDMA_QUIESCE (src/rsocket/quiesce.c) agrees with the peer's library on
- * where each direction's RDMA bytes end, without a clock.  The bytes that
- * came and were not read yet stay with the rsocket, which then holds no
- * RDMA resources (detached) and, after a fork, is every process's to read.
- * All connections are asked first and waited for together, so a fork
- * waits for its slowest peer, RSP_MOVE_BACK_MS at most: a peer's library
+ * where each direction's RDMA bytes end, without a clock.  All the
+ * connections are asked first and waited for together, so an exec waits
+ * for its slowest peer, RSP_MOVE_BACK_MS at most: a peer's library
  * answers when its program next reads, writes or polls the connection.
- * A connection whose peer did not answer in time is cut where its bytes
- * were lost (its reads and writes fail with ECONNRESET): in the forked
- * child.
+ * A connection whose peer did not answer in time, or whose last RDMA
+ * bytes were not read yet (they end with this image), is shut down: the
+ * new image and the peer see an end, not a gap.
  *
- * The peer's preload and this one's then notice at their next call: a
- * read that found the end of the RDMA bytes, or a write that RDMA
- * refused, moves the descriptor to its TCP socket, with its epoll
- * memberships, and is made again there.
+ * The peer's preload then notices at its next call: a read that found
+ * the end of the RDMA bytes, or a write that RDMA refused, moves the
+ * descriptor to its TCP socket, with its epoll memberships, and is made
+ * again there.  Bytes that came and were not read yet stay with the
+ * rsocket (detached: it holds no RDMA resources any more) until read.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,10 +33,6 @@
 #include <rdma/rsocket.h>
 
 #include "preload.h"
-
-/* The descriptors the last fork could not move back, for its child. */
-static int *unmoved;
-static int nunmoved;
 
 /* Which directions' RDMA bytes have ended (RDMA_QUIESCE_*). */
 static int quiesced(const struct rsp_file *f)
@@ -146,78 +142,49 @@ static bool moved_here(const struct rsp_file *f)
 	return f->via_tcp && f->owner == rsp_pid && !f->detached;
 }
 
-void rsp_move_back_all(const char *why)
+/* Moved by this process, inherited by the image an exec starts. */
+static bool crosses_exec(int fd)
+{
+	int fl = rsp_real.fcntl(fd, F_GETFD);
+
+	return fl >= 0 && !(fl & FD_CLOEXEC);
+}
+
+void rsp_move_back_before_exec(void)
 {
 	uint64_t deadline = rsp_now_ms() + RSP_MOVE_BACK_MS, now;
 	int *fds, n, i, kept = 0;
 	struct rsp_file *f;
 
-	free(unmoved);
-	unmoved = NULL;
-	nunmoved = 0;
 	if (!__atomic_load_n(&rsp_nmoved, __ATOMIC_RELAXED))
 		return;
 	n = rsp_fds_where(moved_here, &fds);
-	/* Every peer is asked before any is waited for. */
 	for (i = 0; i < n; i++)
+		if (crosses_exec(fds[i]))
+			fds[kept++] = fds[i];
+	/* Every peer is asked before any is waited for. */
+	for (i = 0; i < kept; i++)
 		if ((f = rsp_get(fds[i])))
 			quiesce(f, 0);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < kept; i++) {
 		f = rsp_get(fds[i]);
 		if (!f)
 			continue;
 		now = rsp_now_ms();
-		if (!quiesce(f, now < deadline ? (int)(deadline - now) : 0)) {
-			moved_back(fds[i], f, why);
+		if (!quiesce(f, now < deadline ? (int)(deadline - now) : 0) &&
+		    drained(f)) {
+			back_on_tcp(fds[i], f, "exec");
 			continue;
 		}
-		/* Our QUIESCE is out (unless the peer cannot take one). */
-		if (quiesced(f))
-			__atomic_store_n(&f->writes_tcp, true,
-					 __ATOMIC_RELEASE);
-		rsp_log("fd %d: did not move back to TCP before %s: %s; cut "
-			"in the child",
-			fds[i], why, strerror(errno));
-		fds[kept++] = fds[i];
+		/*
+		 * Bytes the new image cannot have: the peer's that did not
+		 * end in time, or came and were not read (they live in this
+		 * image's memory).  An end both sides see beats a gap.
+		 */
+		rsp_log("fd %d: cannot move back to TCP before exec (%s): "
+			"shut down",
+			fds[i], drained(f) ? strerror(errno) : "bytes unread");
+		rsp_real.shutdown(fds[i], SHUT_RDWR);
 	}
-	if (kept) {
-		unmoved = fds;
-		nunmoved = kept;
-	} else {
-		free(fds);
-	}
-}
-
-void rsp_move_back_cut_child(void)
-{
-	int i;
-
-	/* The parent's rsockets: not ours to close (fdtab.c). */
-	for (i = 0; i < nunmoved; i++) {
-		rsp_clear(unmoved[i]);
-		rsp_lazy_set(unmoved[i], RSP_LAZY_CUT);
-	}
-	free(unmoved);
-	unmoved = NULL;
-	nunmoved = 0;
-}
-
-/*
- * fork(): the connections this process moved to RDMA go back to TCP
- * first, so that parent and child both have them, as with TCP.
- */
-RSP_EXPORT pid_t fork(void)
-{
-	struct rsp_share_fork sf;
-	pid_t pid;
-
-	rsp_init();
-	rsp_move_back_all("fork");
-	/* The rest, made by rsockets, are relayed if the child uses them. */
-	rsp_share_before_fork(&sf);
-	pid = rsp_real.fork();
-	rsp_share_after_fork(&sf, pid);
-	if (pid == 0)
-		rsp_move_back_cut_child();
-	return pid;
+	free(fds);
 }

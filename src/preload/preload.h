@@ -181,7 +181,8 @@ struct rsp_file {
 	int noted;
 	/*
 	 * Fork mode (fork.c): the connection moved from the kernel socket's
-	 * TCP connection, which stays open to move back to (moveback.c).
+	 * TCP connection, which stays open to move back to before an exec
+	 * (moveback.c).
 	 */
 	bool via_tcp;
 	/* Moving back: writes go to the TCP connection already. */
@@ -328,12 +329,6 @@ enum rsp_lazy {
 	 * TCP, and its first read takes the peer's offer, if any (inherit.c).
 	 */
 	RSP_LAZY_INHERITED,
-	/*
-	 * A connection that could not move back from RDMA in time for a fork
-	 * or a credential change (moveback.c): this process has lost its
-	 * bytes, its reads and writes fail with ECONNRESET.
-	 */
-	RSP_LAZY_CUT,
 };
 
 /* forkstep.c: the handshake's decisions (no I/O) */
@@ -467,19 +462,16 @@ bool rsp_inherit_sent(int fd);
 /* Stops carrying fd over rsockets: the kernel socket takes over. */
 int rsp_fall_back(int fd, struct rsp_file *f, const char *why);
 
-/* --- moveback.c: fork mode's way back from RDMA to TCP ------------------ */
+/* --- moveback.c: fork mode's way back from RDMA to TCP, before an exec -- */
 
-/* How long a fork waits for the peers to answer. */
+/* How long an exec waits for the peers to answer. */
 #define RSP_MOVE_BACK_MS 10000
 
 /*
- * Before a fork (@why, for the log): every connection this process moved
- * to RDMA goes back to TCP.  Those whose peer did not answer in time are
- * cut in the child (rsp_move_back_cut_child).
+ * Before an exec: every connection this process moved to RDMA that the
+ * new image inherits goes back to TCP, or is shut down if it cannot.
  */
-void rsp_move_back_all(const char *why);
-/* In a forked child: the connections that did not move back are cut. */
-void rsp_move_back_cut_child(void);
+void rsp_move_back_before_exec(void);
 /*
  * After a read of @n on f's rsocket, or a write that failed: whether the
  * connection moved back to TCP (the caller repeats the call on fd).
@@ -503,6 +495,11 @@ int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out);
  * ask for, or the owner could not answer (logged).
  */
 bool rsp_share_claim(int fd);
+/*
+ * Whether fd is another process's fork-mode connection that it did not
+ * relay (its owner is gone or refused): its calls fail with ECONNRESET.
+ */
+bool rsp_share_lost(int fd);
 /*
  * The last descriptor of f in this process closed: whether share.c keeps
  * its rsocket (a descendant may still ask for it, or the relay has it),

@@ -639,7 +639,11 @@ __attribute__((destructor)) static void share_at_exit(void)
 
 /* --- fork --------------------------------------------------------------- */
 
-/* A connected stream rsocket of ours that a child could use. */
+/*
+ * A connected stream rsocket of ours that a child could use: made by
+ * rsockets, or moved from TCP by fork mode (fork.c).  One that is moving
+ * back to TCP (moveback.c) is every process's to read already.
+ */
 static bool shareable(const struct rsp_file *f, void *arg)
 {
 	struct sockaddr_storage ss;
@@ -647,7 +651,7 @@ static bool shareable(const struct rsp_file *f, void *arg)
 
 	(void)arg;
 	return f->owner == rsp_pid && !f->shared && !f->handed && !f->dgram &&
-	       !f->via_tcp && !f->detached && !f->relayed &&
+	       !f->detached && !f->relayed &&
 	       !rgetpeername(f->rs, (struct sockaddr *)&ss, &len);
 }
 
@@ -662,21 +666,39 @@ bool share_add_end(struct rsp_share_fork *sf, int owner, int give)
 	return true;
 }
 
+/*
+ * The names the program knows fd's connection by: the rsocket's, or in
+ * fork mode those of the TCP connection it made (the rsocket's ports are
+ * the handshake's own).
+ */
+static int names_of(int fd, const struct rsp_file *f, struct rsp_addrs *a)
+{
+	struct sockaddr *local = (struct sockaddr *)&a->local;
+	struct sockaddr *peer = (struct sockaddr *)&a->peer;
+
+	a->local_len = sizeof(a->local);
+	a->peer_len = sizeof(a->peer);
+	if (f->via_tcp)
+		return rsp_real.getsockname(fd, local, &a->local_len) ||
+		       rsp_real.getpeername(fd, peer, &a->peer_len);
+	return rgetsockname(f->rs, local, &a->local_len) ||
+	       rgetpeername(f->rs, peer, &a->peer_len);
+}
+
 /* f's addresses, for the processes that will ask for it (once). */
 static void keep_names(struct rsp_file *f)
 {
 	struct rsp_addrs *a;
+	int *fds, n;
 
 	if (f->addrs || !(a = calloc(1, sizeof(*a))))
 		return;
-	a->local_len = sizeof(a->local);
-	a->peer_len = sizeof(a->peer);
-	if (rgetsockname(f->rs, (struct sockaddr *)&a->local, &a->local_len) ||
-	    rgetpeername(f->rs, (struct sockaddr *)&a->peer, &a->peer_len)) {
+	n = rsp_fds_of(f, &fds);
+	if (n > 0 && !names_of(fds[0], f, a))
+		f->addrs = a;
+	else
 		free(a);
-		return;
-	}
-	f->addrs = a;
+	free(fds);
 }
 
 bool rsp_share_name(int fd, bool peer, struct sockaddr *sa, socklen_t *len)

@@ -109,18 +109,20 @@ bool rsp_share_claim(int fd)
 	struct share_msg m = {.type = SHARE_DEMAND};
 	struct share_link *l;
 	struct rsp_file *f = rsp_peek(fd);
-	int s2, err = 0;
+	int s2 = -1, err = ENOTCONN;
 
 	if (!share_claimable(f))
 		return false;
 	pthread_mutex_lock(&ask_lock);
-	f = rsp_peek(fd); /* another thread may have asked meanwhile */
-	if (!share_claimable(f) || !(l = link_to(f->owner))) {
+	f = rsp_peek(fd);
+	if (!share_claimable(f)) {
 		pthread_mutex_unlock(&ask_lock);
 		return f && f->claimed; /* another thread asked meanwhile */
 	}
-	m.val = (int32_t)f->share_id;
-	s2 = ask(l, &m, &err);
+	if ((l = link_to(f->owner))) {
+		m.val = (int32_t)f->share_id;
+		s2 = ask(l, &m, &err);
+	}
 	if (s2 >= 0) {
 		claim_descriptors(f, s2);
 		rsp_real.close(s2);
@@ -134,6 +136,19 @@ bool rsp_share_claim(int fd)
 	}
 	pthread_mutex_unlock(&ask_lock);
 	return s2 >= 0;
+}
+
+bool rsp_share_lost(int fd)
+{
+	const struct rsp_file *f = rsp_peek(fd);
+
+	/*
+	 * Fork mode's descriptor is the TCP connection, which the peer no
+	 * longer reads (its bytes go over RDMA): without the relay this
+	 * process's calls fail rather than talk to nobody.
+	 */
+	return f && f->via_tcp && f->owner != rsp_pid && !f->detached &&
+	       !__atomic_load_n(&f->claimed, __ATOMIC_ACQUIRE);
 }
 
 /* Another's connection this process holds, owned by *(int *)arg. */

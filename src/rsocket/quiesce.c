@@ -3,8 +3,8 @@
  * RDMA_QUIESCE: ending a stream rsocket's RDMA data path in both directions
  * with the peer's agreement, so that its program can carry the byte stream
  * on over another transport.  librspreload's fork mode moves a connection
- * back to the TCP connection it came from this way, before a fork that
- * shares it or a change of credentials (src/preload/moveback.c).
+ * back to the TCP connection it came from this way, before an exec that
+ * the rsocket cannot cross (src/preload/moveback.c).
  *
  * Each end's QUIESCE control message is its last RDMA message: every byte
  * it wrote before arrives before it (one RC QP: in order).  The end that

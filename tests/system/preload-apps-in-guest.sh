@@ -45,13 +45,13 @@
 #              parent, the others answered by the child itself)
 #   fork-split   the same, each child forking a reader after the first
 #              echo and writing back what the reader passes it (the rsync
-#              daemon's receiver and generator): the connection moves back
-#              to TCP before that fork; 3 clients
+#              daemon's receiver and generator): the child relays the
+#              connection for its reader, which stays on RDMA; 3 clients
 #   fork-threads the same, each child passing the socket's bytes from a
 #              reader thread to its main thread, which writes them back and
-#              forks a helper after every fourth chunk: the first fork
-#              moves the connection back to TCP while the reader may be
-#              blocked in read(); 3 clients
+#              forks a helper after every fourth chunk, while the reader
+#              may be blocked in read(): the helpers never use the
+#              connection, which stays direct on RDMA; 3 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 #   nobody-server  without it: tests/system/fork_echo listens as root,
@@ -446,15 +446,17 @@ forkrun() {
 	res[$name.$mode.metric]=$((t1 - t0))
 	res[$name.$mode.pkts]=$((after - before))
 }
-# moved_back NAME MODE N: under the preload, each of N connections went
-# back to TCP at both ends, as the preload's log says.
-moved_back() {
-	local got
+# on_rdma NAME MODE RELAYED: under the preload, no connection went back
+# to TCP, and RELAYED of them were relayed for a process the owner forked
+# (the preload's log says which).
+on_rdma() {
+	local back relayed
 	[ "$2" = rdma ] && [ "${res[$1.$2.ok]:-0}" = 1 ] || return 0
-	got=$(grep -c "back on TCP" "$W/rsp.log")
-	if [ "$got" -lt $((2 * $3)) ]; then
+	back=$(grep -c "back on TCP" "$W/rsp.log")
+	relayed=$(grep -c "relayed by process" "$W/rsp.log")
+	if [ "$back" != 0 ] || [ "$relayed" != "$3" ]; then
 		res[$1.$2.ok]=0
-		res[$1.$2.why]="$got \"back on TCP\" lines in the preload's log, $((2 * $3)) expected"
+		res[$1.$2.why]="$back \"back on TCP\" and $relayed \"relayed by process\" lines in the preload's log, 0 and $3 expected"
 	fi
 }
 memcached_run() { memcached_on memcached "$1" root; }
@@ -482,15 +484,16 @@ fork-setuid_run() {
 setuid-direct_run() {
 	FE_RDMA_BYTES=$((3 * 2 * 1048576)) forkrun setuid-direct "$1" fork-setuid client 3
 }
-# The child forks a reader once the connection is on RDMA: back to TCP.
+# The child forks a reader once the connection is on RDMA: it relays.
 fork-split_run() {
-	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-split "$1" fork-split client 3 RDMAV_FORK_SAFE=1
-	moved_back fork-split "$1" 3
+	forkrun fork-split "$1" fork-split client 3 RDMAV_FORK_SAFE=1
+	on_rdma fork-split "$1" 3
 }
-# Threads on the connection at the fork (one blocked reading): back to TCP.
+# Threads on the connection at each fork (one may be blocked reading),
+# helpers that never use it: the connection stays direct.
 fork-threads_run() {
-	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-threads "$1" fork-threads client 3 RDMAV_FORK_SAFE=1
-	moved_back fork-threads "$1" 3
+	forkrun fork-threads "$1" fork-threads client 3 RDMAV_FORK_SAFE=1
+	on_rdma fork-threads "$1" 0
 }
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }

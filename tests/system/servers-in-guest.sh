@@ -65,10 +65,6 @@
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
 #   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
-#   rsync-forksafe, rsync-forksafe-user: work, but over TCP after the
-#     greeting: the daemon's child moves the connection back to TCP
-#     before it forks its receiver, which reads the connection the
-#     generator writes (BUGS.md preload-moved-back)
 #   sshd-forksafe: works, but over TCP: the re-executed sshd inherits the
 #     connection on fds 0 and 1, and an inherited connection stays on TCP
 #     (BUGS.md preload-exec-inherited)
@@ -231,8 +227,6 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[rsync-forksafe]="preload-moved-back"
-	[rsync-forksafe-user]="preload-moved-back"
 	[sshd]="preload-exec-inherited"
 	[sshd-forksafe]="preload-exec-inherited"
 )
@@ -453,7 +447,7 @@ EOF
 	b=$(tree_bytes)
 	echo "# $name $mode: pushed and pulled $b bytes, compared$(rsp_summary "$mode")"
 	if [ "$mode" = rdma ] && grep -qs ': back on TCP' "$W/rsp.log"; then
-		res[$name.$mode.why]="pushed and pulled $b bytes, compared, but over TCP after the greeting: cause: BUGS.md preload-moved-back: the daemon's child moved each connection back to TCP before it forked its receiver ($(grep -m1 ': back on TCP' "$W/rsp.log")). "
+		res[$name.$mode.why]="pushed and pulled $b bytes, compared, but over TCP after the greeting: $(grep -m1 ': back on TCP' "$W/rsp.log"). "
 		return
 	fi
 	res[$name.$mode.ok]=1

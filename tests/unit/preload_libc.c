@@ -24,6 +24,8 @@ struct rsp_real rsp_real = {
 	.recvmsg = recvmsg,
 	.sendmsg = sendmsg,
 	.shutdown = shutdown,
+	.getsockname = getsockname,
+	.getpeername = getpeername,
 	.poll = poll,
 	.fork = fork,
 };

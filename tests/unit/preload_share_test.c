@@ -42,7 +42,8 @@
 static int a, b; /* the connected pair: a is the program's, b the peer */
 static int fd; /* the program's descriptor of a */
 
-static void setup(void)
+/* The pair, and a's file, which @kernel_fd maps to. */
+static struct rsp_file *map_pair(int kernel_fd)
 {
 	struct rsp_file *f;
 
@@ -50,11 +51,17 @@ static void setup(void)
 	fake_verbs_install(true);
 	rs_pair_connect(&a, &b, 0);
 	rsp_pid = (int)getpid();
-	fd = socket(AF_INET, SOCK_STREAM, 0); /* the placeholder */
+	fd = kernel_fd;
 	ck_assert_int_ge(fd, 0);
 	f = rsp_file_new(a, AF_INET);
 	ck_assert_ptr_nonnull(f);
 	rsp_set(fd, f);
+	return f;
+}
+
+static void setup(void)
+{
+	map_pair(socket(AF_INET, SOCK_STREAM, 0)); /* the placeholder */
 }
 
 static void teardown(void)
@@ -63,13 +70,24 @@ static void teardown(void)
 	fake_ucma_uninstall();
 }
 
-/* --- what the preload's calls do (io.c, socket.c, moveback.c) ---------- */
+/* --- what the preload's calls do (io.c, socket.c, fork.c) -------------- */
+
+/* fork.c's rsp_get_io: a fork-mode connection nobody relays is cut. */
+static bool app_lost(int d)
+{
+	if (!rsp_share_lost(d))
+		return false;
+	errno = ECONNRESET;
+	return true;
+}
 
 static ssize_t app_read(int d, void *buf, size_t len)
 {
 	struct rsp_file *f = rsp_use(d);
 	ssize_t n;
 
+	if (!f && app_lost(d))
+		return -1;
 	if (!f || !rsp_read_enter(f))
 		return read(d, buf, len);
 	n = rread(f->rs, buf, len);
@@ -81,6 +99,8 @@ static ssize_t app_write(int d, const void *buf, size_t len)
 {
 	struct rsp_file *f = rsp_use(d);
 
+	if (!f && app_lost(d))
+		return -1;
 	return f ? rwrite(f->rs, buf, len) : write(d, buf, len);
 }
 
@@ -377,6 +397,20 @@ START_TEST(a_child_reads_while_its_parent_writes)
 END_TEST
 
 /* A BGSAVE: the child never touches it; the parent's path stays direct. */
+/* The peer's bytes reach this process on the rsocket, no relay between. */
+static void owner_reads_directly(unsigned int seed)
+{
+	uint8_t buf[3000];
+
+	fill(buf, sizeof(buf), seed);
+	peer_write(buf, sizeof(buf));
+	memset(buf, 0, sizeof(buf));
+	ck_assert(app_read_all(fd, buf, sizeof(buf)));
+	ck_assert(matches(buf, sizeof(buf), seed));
+	ck_assert_ptr_nonnull(rsp_get(fd)); /* still the rsocket's */
+	ck_assert_int_eq(rsp_relay_count(), 0);
+}
+
 START_TEST(a_child_that_never_uses_it_changes_nothing)
 {
 	pid_t pid = app_fork();
@@ -385,17 +419,7 @@ START_TEST(a_child_that_never_uses_it_changes_nothing)
 	if (!pid)
 		_exit(0);
 	wait_child(pid);
-	{
-		uint8_t buf[3000];
-
-		fill(buf, sizeof(buf), 5);
-		peer_write(buf, sizeof(buf));
-		memset(buf, 0, sizeof(buf));
-		ck_assert(app_read_all(fd, buf, sizeof(buf)));
-		ck_assert(matches(buf, sizeof(buf), 5));
-	}
-	ck_assert_ptr_nonnull(rsp_get(fd)); /* still the rsocket's */
-	ck_assert_int_eq(rsp_relay_count(), 0);
+	owner_reads_directly(5);
 	app_close(fd);
 	peer_sees_eof();
 }
@@ -627,6 +651,106 @@ START_TEST(a_message_leaves_no_stray_descriptor)
 }
 END_TEST
 
+/* --- fork mode: the descriptor is the TCP connection it moved from ----- */
+
+static int tcp_peer; /* the TCP connection's other end, which stays idle */
+
+/*
+ * As fork.c leaves a connection it moved: the program's descriptor is
+ * the TCP socket it connected, mapped to the rsocket a.
+ */
+static void setup_fork_mode(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	int l, c;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(c, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	tcp_peer = accept(l, NULL, NULL);
+	ck_assert_int_ge(tcp_peer, 0);
+	close(l);
+	map_pair(c)->via_tcp = true;
+	__atomic_add_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
+}
+
+static void teardown_fork_mode(void)
+{
+	close(tcp_peer);
+	teardown();
+}
+
+/* Nothing went over the TCP connection, which ended with the last copy. */
+static void tcp_stayed_idle(void)
+{
+	struct pollfd p = {.fd = tcp_peer, .events = POLLIN};
+	char c;
+
+	ck_assert_int_eq(poll(&p, 1, WAIT_MS), 1);
+	ck_assert_int_eq(recv(tcp_peer, &c, 1, MSG_DONTWAIT), 0);
+}
+
+/* Whether the names fd answers are the TCP connection's, not RDMA's. */
+static bool names_are_tcp(int d)
+{
+	struct sockaddr_in mine, want;
+	socklen_t len = sizeof(mine), wlen = sizeof(want);
+
+	return rsp_share_name(d, true, (struct sockaddr *)&mine, &len) &&
+	       !getsockname(tcp_peer, (struct sockaddr *)&want, &wlen) &&
+	       len == wlen && !memcmp(&mine, &want, len);
+}
+
+/* The rsync daemon's child: a fork mode connection read by its own fork. */
+START_TEST(a_child_serves_a_fork_mode_connection)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (!names_are_tcp(fd))
+			_exit(2);
+		child_echo(200000);
+	}
+	app_close(fd);
+	peer_echo(200000, 7);
+	wait_child(pid);
+	peer_sees_eof();
+	no_relay_left();
+	tcp_stayed_idle();
+}
+END_TEST
+
+/* No owner to relay: the TCP connection is nobody's to talk to. */
+START_TEST(a_fork_mode_connection_nobody_relays_is_cut)
+{
+	struct rsp_share_fork none = {.n = 0};
+	pid_t pid = app_fork();
+	char c = 'x';
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		share_links_adopt(&none); /* the channel to the owner is gone */
+		_exit(app_write(fd, &c, 1) == -1 && errno == ECONNRESET &&
+				      app_read(fd, &c, 1) == -1 &&
+				      errno == ECONNRESET
+			      ? 0
+			      : 1);
+	}
+	wait_child(pid);
+	owner_reads_directly(8);
+	app_close(fd);
+	peer_sees_eof();
+}
+END_TEST
+
 Suite *preload_share_suite(void)
 {
 	Suite *s = suite_create("preload_share");
@@ -643,6 +767,12 @@ Suite *preload_share_suite(void)
 	tcase_add_test(tc, a_read_in_flight_gets_its_bytes_first);
 	tcase_add_test(tc, a_child_holding_many_lets_them_all_go);
 	tcase_add_test(tc, a_message_leaves_no_stray_descriptor);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fork mode");
+	tcase_add_checked_fixture(tc, setup_fork_mode, teardown_fork_mode);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_child_serves_a_fork_mode_connection);
+	tcase_add_test(tc, a_fork_mode_connection_nobody_relays_is_cut);
 	suite_add_tcase(s, tc);
 	return s;
 }
