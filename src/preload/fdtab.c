@@ -101,6 +101,7 @@ struct rsp_file *rsp_use(int fd)
 	if (!f && rsp_share_claim(fd))
 		return NULL;
 	if (f && f->handed) {
+		rsp_share_answering(f);
 		f->owner = rsp_pid;
 		f->handed = false;
 	}

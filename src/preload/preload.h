@@ -496,6 +496,13 @@ int rsp_fds_where(bool (*pred)(const struct rsp_file *f), int **out);
  */
 bool rsp_share_claim(int fd);
 /*
+ * The same before an exec that fd survives, for a connection not
+ * answered yet too (the new image could not answer it).
+ */
+bool rsp_share_claim_before_exec(int fd);
+/* This process answers f, a connection not answered yet that it holds. */
+void rsp_share_answering(struct rsp_file *f);
+/*
  * Whether fd is another process's fork-mode connection that it did not
  * relay (its owner is gone or refused): its calls fail with ECONNRESET.
  */

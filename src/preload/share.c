@@ -641,8 +641,11 @@ __attribute__((destructor)) static void share_at_exit(void)
 
 /*
  * A connected stream rsocket of ours that a child could use: made by
- * rsockets, or moved from TCP by fork mode (fork.c).  One that is moving
- * back to TCP (moveback.c) is every process's to read already.
+ * rsockets, moved from TCP by fork mode (fork.c), or taken off a listener
+ * a fork shared and not answered yet (handed: a child that uses it
+ * answers it itself, share_ask.c; one that execs asks us, and our relay
+ * answers it).  One that is moving back to TCP (moveback.c) is every
+ * process's to read already.
  */
 static bool shareable(const struct rsp_file *f, void *arg)
 {
@@ -650,8 +653,8 @@ static bool shareable(const struct rsp_file *f, void *arg)
 	socklen_t len = sizeof(ss);
 
 	(void)arg;
-	return f->owner == rsp_pid && !f->shared && !f->handed && !f->dgram &&
-	       !f->detached && !f->relayed &&
+	return f->owner == rsp_pid && !f->shared && !f->dgram && !f->detached &&
+	       !f->relayed &&
 	       !rgetpeername(f->rs, (struct sockaddr *)&ss, &len);
 }
 

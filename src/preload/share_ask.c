@@ -104,18 +104,22 @@ bool share_claimable(const struct rsp_file *f)
 	       !__atomic_load_n(&f->claimed, __ATOMIC_ACQUIRE);
 }
 
-bool rsp_share_claim(int fd)
+/*
+ * Asks f's owner for the relay; @handed_too: even a connection not
+ * answered yet, which this process would otherwise answer itself.
+ */
+static bool claim(int fd, bool handed_too)
 {
 	struct share_msg m = {.type = SHARE_DEMAND};
 	struct share_link *l;
 	struct rsp_file *f = rsp_peek(fd);
 	int s2 = -1, err = ENOTCONN;
 
-	if (!share_claimable(f))
+	if (!share_claimable(f) || (f->handed && !handed_too))
 		return false;
 	pthread_mutex_lock(&ask_lock);
 	f = rsp_peek(fd);
-	if (!share_claimable(f)) {
+	if (!share_claimable(f) || (f->handed && !handed_too)) {
 		pthread_mutex_unlock(&ask_lock);
 		return f && f->claimed; /* another thread asked meanwhile */
 	}
@@ -136,6 +140,30 @@ bool rsp_share_claim(int fd)
 	}
 	pthread_mutex_unlock(&ask_lock);
 	return s2 >= 0;
+}
+
+bool rsp_share_claim(int fd)
+{
+	return claim(fd, false);
+}
+
+bool rsp_share_claim_before_exec(int fd)
+{
+	/*
+	 * A connection not answered yet cannot be answered by the new image
+	 * (its request's file is this image's, and daemons close every
+	 * descriptor they do not know at their start): the owner answers.
+	 */
+	return claim(fd, true);
+}
+
+void rsp_share_answering(struct rsp_file *f)
+{
+	/* Its owner keeps a copy of it for us while we may ask: let it go. */
+	if (f->forked && f->owner != rsp_pid) {
+		share_release(f);
+		f->forked = false;
+	}
 }
 
 bool rsp_share_lost(int fd)

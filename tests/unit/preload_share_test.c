@@ -651,6 +651,87 @@ START_TEST(a_message_leaves_no_stray_descriptor)
 }
 END_TEST
 
+/* --- connections not answered yet (taken off a listener a fork shared) -- */
+
+/*
+ * This process's file of the connection is marked handed, as socket.c
+ * marks one accepted after a fork (the rsocket is answered already here:
+ * what is tested is who asks whom).
+ */
+static void mark_handed(void)
+{
+	rsp_peek(fd)->handed = true;
+}
+
+/*
+ * sshd's child re-executes itself with the connection: the new image
+ * could not answer it, so before the exec the owner is asked to, and
+ * relays; the new image's raw reads and writes go to the relay.
+ */
+START_TEST(a_child_that_execs_has_its_owner_answer_a_handed_connection)
+{
+	pid_t pid;
+
+	mark_handed();
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		uint8_t buf[4096];
+		ssize_t n;
+
+		/* A use would answer it here: it is not asked for then. */
+		if (rsp_share_claim(fd) || !rsp_share_claim_before_exec(fd))
+			_exit(2);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			if (write(fd, buf, (size_t)n) != n)
+				_exit(3);
+		_exit(n < 0);
+	}
+	app_close(fd);
+	peer_echo(50000, 9);
+	rshutdown(b, SHUT_WR);
+	wait_child(pid);
+	peer_sees_eof();
+	no_relay_left();
+}
+END_TEST
+
+/*
+ * PostgreSQL's backend answers the connection itself: the owner's copy,
+ * kept for it while it might have asked, goes at once.
+ */
+START_TEST(a_child_that_answers_a_handed_connection_lets_the_owner_copy_go)
+{
+	int go[2], done[2];
+	char c = 0;
+	pid_t pid;
+
+	mark_handed();
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(done), 0);
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct rsp_file *f = rsp_use(fd); /* answers it */
+
+		if (!f || f->owner != rsp_pid || write(go[1], &c, 1) != 1 ||
+		    read(done[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0); /* alive till then: no exit let the copy go */
+	}
+	app_close(fd); /* kept: the child may still ask for it */
+	ck_assert_int_eq(read(go[0], &c, 1), 1);
+	/* Here both ends are this one rsocket: the owner's close ends it. */
+	peer_sees_eof();
+	ck_assert_int_eq(write(done[1], &c, 1), 1);
+	wait_child(pid);
+	close(go[0]);
+	close(go[1]);
+	close(done[0]);
+	close(done[1]);
+}
+END_TEST
+
 /* --- fork mode: the descriptor is the TCP connection it moved from ----- */
 
 static int tcp_peer; /* the TCP connection's other end, which stays idle */
@@ -767,6 +848,12 @@ Suite *preload_share_suite(void)
 	tcase_add_test(tc, a_read_in_flight_gets_its_bytes_first);
 	tcase_add_test(tc, a_child_holding_many_lets_them_all_go);
 	tcase_add_test(tc, a_message_leaves_no_stray_descriptor);
+	tcase_add_test(
+		tc,
+		a_child_that_execs_has_its_owner_answer_a_handed_connection);
+	tcase_add_test(
+		tc,
+		a_child_that_answers_a_handed_connection_lets_the_owner_copy_go);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fork mode");
 	tcase_add_checked_fixture(tc, setup_fork_mode, teardown_fork_mode);
