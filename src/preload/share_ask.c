@@ -86,11 +86,15 @@ static void claim_descriptors(struct rsp_file *f, int s2)
 	int *fds, n, i, fl;
 
 	n = rsp_fds_of(f, &fds);
-	/* The placeholder's status flags are the program's: keep them. */
+	/*
+	 * The placeholder's status flags are the program's: keep them (on
+	 * the one open file all holders now share, as a TCP socket's are).
+	 */
 	fl = n ? rsp_real.fcntl(fds[0], F_GETFL) : -1;
-	if (fl >= 0 && (fl & O_NONBLOCK))
+	if (fl >= 0)
 		rsp_real.fcntl(s2, F_SETFL,
-			       rsp_real.fcntl(s2, F_GETFL) | O_NONBLOCK);
+			       (rsp_real.fcntl(s2, F_GETFL) & ~O_NONBLOCK) |
+				       (fl & O_NONBLOCK));
 	for (i = 0; i < n; i++)
 		rsp_swap_kernel(fds[i], f, s2);
 	/* Mapped still, for getpeername; the calls go to the descriptor. */

@@ -673,12 +673,16 @@ START_TEST(a_child_that_execs_has_its_owner_answer_a_handed_connection)
 	pid_t pid;
 
 	mark_handed();
+	/* The server's socket is non-blocking; the child's program is not. */
+	ck_assert_int_eq(rfcntl(a, F_SETFL, O_NONBLOCK), 0);
 	pid = app_fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
 		uint8_t buf[4096];
 		ssize_t n;
 
+		if (fcntl(fd, F_SETFL, 0))
+			_exit(4);
 		/* A use would answer it here: it is not asked for then. */
 		if (rsp_share_claim(fd) || !rsp_share_claim_before_exec(fd))
 			_exit(2);
