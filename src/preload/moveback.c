@@ -155,6 +155,7 @@ void rsp_move_back_before_exec(void)
 	uint64_t deadline = rsp_now_ms() + RSP_MOVE_BACK_MS, now;
 	int *fds, n, i, kept = 0;
 	struct rsp_file *f;
+	const char *why;
 
 	if (!__atomic_load_n(&rsp_nmoved, __ATOMIC_RELAXED))
 		return;
@@ -171,8 +172,11 @@ void rsp_move_back_before_exec(void)
 		if (!f)
 			continue;
 		now = rsp_now_ms();
-		if (!quiesce(f, now < deadline ? (int)(deadline - now) : 0) &&
-		    drained(f)) {
+		if (quiesce(f, now < deadline ? (int)(deadline - now) : 0)) {
+			why = strerror(errno);
+		} else if (!drained(f)) {
+			why = "bytes unread";
+		} else {
 			back_on_tcp(fds[i], f, "exec");
 			continue;
 		}
@@ -183,7 +187,7 @@ void rsp_move_back_before_exec(void)
 		 */
 		rsp_log("fd %d: cannot move back to TCP before exec (%s): "
 			"shut down",
-			fds[i], drained(f) ? strerror(errno) : "bytes unread");
+			fds[i], why);
 		rsp_real.shutdown(fds[i], SHUT_RDWR);
 	}
 	free(fds);
