@@ -17,6 +17,9 @@
  * for that answer), and drops it silently after the program's own bytes
  * went first (the peer took those for a peer without the preload and
  * went on on TCP).  Writes need nothing: the kernel counts what went.
+ * The exception: a connection the image before the exec accepted or
+ * connected in fork mode and never used, which it named in the
+ * environment (exec_pass.c), makes fork mode's handshake instead.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -135,6 +138,13 @@ static void scan(void)
  */
 __attribute__((constructor)) static void rsp_inherit_at_start(void)
 {
-	if (rsp_fork_safe_env() && !rsp_disabled_env())
+	bool on = rsp_fork_safe_env() && !rsp_disabled_env();
+
+	/*
+	 * First the connections the image before the exec named as not used
+	 * yet (exec_pass.c): those make the handshake, the scan leaves them.
+	 */
+	rsp_exec_roles_at_start(on, rsp_lazy_set);
+	if (on)
 		scan();
 }

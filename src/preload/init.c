@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The C library's socket calls behind ours, the RDMA_RSOCKET_* settings
- * and the debug log.
+ * The C library's socket and exec calls behind ours, the RDMA_RSOCKET_*
+ * settings and the debug log.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -83,6 +83,11 @@ static void resolve_all(void)
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
 	RESOLVE(fork);
+	RESOLVE(execve);
+	RESOLVE(execvpe);
+	RESOLVE(fexecve);
+	/* optional: exec.c makes the system call where the C library has none */
+	*(void **)&rsp_real.execveat = dlsym(RTLD_NEXT, "execveat");
 	/* optional: a program can only call it where the C library has it */
 	*(void **)&rsp_real.epoll_pwait2 = dlsym(RTLD_NEXT, "epoll_pwait2");
 }
@@ -271,6 +276,7 @@ static void init_once(void)
 	resolve_all();
 	read_config();
 	rsp_read_rules();
+	rsp_exec_roles_log(); /* the image's start could not: no log yet */
 }
 
 void rsp_init(void)

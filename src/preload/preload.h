@@ -85,6 +85,11 @@ struct rsp_real {
 	int (*epoll_pwait2)(int, struct epoll_event *, int,
 			    const struct timespec *, const sigset_t *);
 	pid_t (*fork)(void);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	/* glibc 2.34 and later; NULL before (exec.c makes the system call) */
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
 };
 
 extern struct rsp_real rsp_real;
@@ -543,6 +548,71 @@ struct rsp_share_fork {
 void rsp_share_before_fork(struct rsp_share_fork *sf);
 /* After fork() (@pid as it returned), in both halves. */
 void rsp_share_after_fork(struct rsp_share_fork *sf, pid_t pid);
+
+/* --- exec_roles.c, exec_pass.c, exec.c: what survives an execve ---------- */
+
+/*
+ * Fork mode: the connections the image before an exec accepted or
+ * connected on TCP and never used, named for the new image, which then
+ * makes the handshake itself (exec_pass.c).
+ */
+#define RSP_EXEC_ROLES "RDMA_RSOCKET_EXEC_ROLES"
+#define RSP_EXEC_MAX_ROLES 64
+/* "65535:P:" and two 32-digit addresses with ".65535", a comma: bounded */
+#define RSP_EXEC_ROLE_LEN 90
+#define RSP_EXEC_ROLES_LEN (RSP_EXEC_MAX_ROLES * RSP_EXEC_ROLE_LEN)
+
+struct rsp_exec_addr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network order; IPv4 in the first 4 */
+	uint16_t port; /* host order */
+};
+
+struct rsp_exec_role {
+	int fd;
+	bool passive; /* accepted (RSP_LAZY_PASSIVE), else connected */
+	struct rsp_exec_addr local, peer;
+};
+
+/* @sa as an rsp_exec_addr: false when it is no IPv4 or IPv6 address. */
+bool rsp_exec_addr_from(struct rsp_exec_addr *a, const struct sockaddr *sa,
+			socklen_t len);
+/* Whether @sa is the address @a names. */
+bool rsp_exec_addr_is(const struct rsp_exec_addr *a, const struct sockaddr *sa,
+		      socklen_t len);
+/* One entry of the variable in @out (@size bytes); its length, or -1. */
+int rsp_exec_role_format(char *out, size_t size, const struct rsp_exec_role *r);
+/*
+ * The variable's value: its entries in @out (room for @max); their
+ * number, or -1 when anything in it is malformed (every entry is then
+ * ignored).
+ */
+int rsp_exec_roles_parse(const char *s, struct rsp_exec_role *out, int max);
+
+/*
+ * Before an exec (exec.c's calls): every connection of another process's
+ * this one holds on a descriptor that survives it is asked for (the new
+ * image inherits the relay's socket), and in fork mode the unused ones of
+ * this image's are named in the environment the image gets: @envp, or a
+ * copy of it with RSP_EXEC_ROLES (malloc'ed; without memory for it,
+ * @envp), returned.  rsp_exec_failed frees the copy.
+ */
+char **rsp_exec_prepare(char *const envp[]);
+void rsp_exec_failed(char **env, char *const envp[]);
+/*
+ * At the new image's start (inherit.c's constructor; raw calls only):
+ * RSP_EXEC_ROLES taken out of the environment, and if @apply, each
+ * descriptor it names that is that connection made RSP_LAZY_PASSIVE or
+ * ACTIVE (@mark: rsp_lazy_set).  rsp_exec_roles_log writes what it did
+ * to the log, once the log is open (rsp_init).
+ */
+void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy));
+void rsp_exec_roles_log(void);
+/*
+ * The new image's check of one entry: whether fd is a connected TCP
+ * socket with those addresses (raw system calls only).
+ */
+bool rsp_exec_role_fits(const struct rsp_exec_role *r);
 
 /* --- addr.c, dgram.c: UDP sockets --------------------------------------- */
 

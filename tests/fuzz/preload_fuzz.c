@@ -118,6 +118,15 @@
 #define __poll_chk rspf___poll_chk
 #define __ppoll_chk rspf___ppoll_chk
 #define fork rspf_fork
+#define execve rspf_execve
+#define execv rspf_execv
+#define execvp rspf_execvp
+#define execvpe rspf_execvpe
+#define execl rspf_execl
+#define execlp rspf_execlp
+#define execle rspf_execle
+#define fexecve rspf_fexecve
+#define execveat rspf_execveat
 /* preload_config comes from the input. */
 #define fopen rspf_fopen
 FILE *rspf_fopen(const char *path, const char *mode);
@@ -126,6 +135,9 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #include "../../src/preload/config.c"
 #include "../../src/preload/dgram.c"
 #include "../../src/preload/epoll.c"
+#include "../../src/preload/exec.c"
+#include "../../src/preload/exec_pass.c"
+#include "../../src/preload/exec_roles.c"
 #include "../../src/preload/fdtab.c"
 #include "../../src/preload/fork.c"
 #include "../../src/preload/forkstep.c"
@@ -182,6 +194,15 @@ FILE *rspf_fopen(const char *path, const char *mode);
 #undef epoll_pwait
 #undef epoll_pwait2
 #undef fork
+#undef execve
+#undef execv
+#undef execvp
+#undef execvpe
+#undef execl
+#undef execlp
+#undef execle
+#undef fexecve
+#undef execveat
 #undef fopen
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * What the preload's files linked into the unit runner (fdtab.c,
- * share.c, relay.c) take from the rest of librspreload: the C library's
- * calls are the runner's own (no wrappers stand in front of them here),
- * and the runner keeps no epoll sets of the preload's.
+ * share.c, relay.c, exec_pass.c) take from the rest of librspreload: the
+ * C library's calls are the runner's own (no wrappers stand in front of
+ * them here), the runner keeps no epoll sets of the preload's, and fork
+ * mode's states (fork.c) are a plain table the tests set.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -28,7 +29,24 @@ struct rsp_real rsp_real = {
 	.getpeername = getpeername,
 	.poll = poll,
 	.fork = fork,
+	.getsockname = getsockname,
+	.getpeername = getpeername,
 };
+
+static uint8_t lazy[1024];
+
+enum rsp_lazy rsp_lazy_get(int fd)
+{
+	return fd >= 0 && fd < 1024 ? (enum rsp_lazy)lazy[fd] : RSP_LAZY_NONE;
+}
+
+bool rsp_lazy_set(int fd, enum rsp_lazy state)
+{
+	if (fd < 0 || fd >= 1024)
+		return false;
+	lazy[fd] = (uint8_t)state;
+	return true;
+}
 
 void rsp_epoll_fell_back(int fd)
 {

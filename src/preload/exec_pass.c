@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * What an execve() passes on to the new program image: its descriptors,
+ * which the preload of the new image knows nothing about.  Two kinds of
+ * connection can be made to survive it (exec.c calls rsp_exec_prepare
+ * before every exec; the new image's start calls
+ * rsp_exec_roles_at_start).
+ *
+ * Another process's connection this one holds (a fork shared it,
+ * share.c): its descriptor here is an unconnected placeholder, which the
+ * new image would get as it is.  So the owner is asked for the relay
+ * first (rsp_share_claim), as at the first use of it: every descriptor of
+ * it becomes the relay's kernel socket, which the new image inherits and
+ * uses as it would a TCP socket (a forked child that puts the connection
+ * on its standard descriptors and runs cat).  The owner must outlive the
+ * use, as for any relayed connection.  An exec that then fails leaves the
+ * connection relayed: nothing the program can see.
+ *
+ * Fork mode: a TCP connection accepted or connected here and never used
+ * (RSP_LAZY_PASSIVE, RSP_LAZY_ACTIVE) has not made its handshake yet, so
+ * the new image can make it, if it knows which end it is: otherwise it
+ * keeps such a connection on TCP (inherit.c).  The roles go in the new
+ * image's environment (RSP_EXEC_ROLES, exec_roles.c), each with the
+ * connection's two addresses, so that the new image applies it only to a
+ * descriptor that is that connection; the caller's arrays are never
+ * changed (a copy is given to the exec).  Not passed, and so inherited
+ * as today: a descriptor closed on exec; a handshake under way (its
+ * progress is this image's memory); a connection with another descriptor
+ * that survives too (a dup: fork mode's state is a descriptor's, and two
+ * handshakes on one connection would mix their bytes).
+ *
+ * The new image reads the variable at its start, before the program
+ * runs, and removes it from the environment so that it reaches no later
+ * image (a later exec names its own).  A set-user-ID image ignores it
+ * (secure_getenv): the invoker could name any descriptor.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "share.h"
+#include "util/env.h"
+
+/* Whether fd is open and not closed on exec. */
+static bool survives(int fd)
+{
+	int fl = rsp_real.fcntl(fd, F_GETFD);
+
+	return fl >= 0 && !(fl & FD_CLOEXEC);
+}
+
+static bool claimable(const struct rsp_file *f, void *arg)
+{
+	(void)arg;
+	return share_claimable(f);
+}
+
+/* Another process's connections held on a surviving descriptor: relayed. */
+static void claim_held(void)
+{
+	struct rsp_file **files;
+	int n = rsp_files_where(claimable, NULL, &files), i, k, m, *fds;
+
+	for (i = 0; i < n; i++) {
+		m = rsp_fds_of(files[i], &fds);
+		for (k = 0; k < m && !survives(fds[k]); k++)
+			;
+		/* it rechecks what fd maps: another thread may close it */
+		if (k < m && !rsp_share_claim(fds[k]))
+			rsp_log("fd %d: the new image gets the placeholder",
+				fds[k]);
+		free(fds);
+	}
+	free(files);
+}
+
+/* The descriptors that survive the exec, and the sockets they are. */
+struct survivors {
+	int n, size;
+	struct {
+		int fd;
+		dev_t dev;
+		ino_t ino;
+	} * e;
+};
+
+/* From /proc (false without it: then no role is passed). */
+static bool list_survivors(struct survivors *s)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	struct stat st;
+	char *end;
+	long fd;
+	void *p;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d))) {
+		fd = strtol(e->d_name, &end, 10);
+		if (*end || end == e->d_name || fd == dirfd(d) ||
+		    !survives((int)fd) || fstat((int)fd, &st))
+			continue;
+		if (s->n == s->size) {
+			s->size = s->size ? 2 * s->size : 64;
+			p = realloc(s->e, s->size * sizeof(*s->e));
+			if (!p)
+				break;
+			s->e = p;
+		}
+		s->e[s->n].fd = (int)fd;
+		s->e[s->n].dev = st.st_dev;
+		s->e[s->n++].ino = st.st_ino;
+	}
+	closedir(d);
+	return !e;
+}
+
+/* The other surviving descriptor of entry @i's socket, or -1. */
+static int other_of(const struct survivors *s, int i)
+{
+	int k;
+
+	for (k = 0; k < s->n; k++)
+		if (k != i && s->e[k].dev == s->e[i].dev &&
+		    s->e[k].ino == s->e[i].ino)
+			return s->e[k].fd;
+	return -1;
+}
+
+/* fd's entry, if it can be passed. */
+static bool role_of(int fd, struct rsp_exec_role *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	enum rsp_lazy state = rsp_lazy_get(fd);
+
+	if ((state != RSP_LAZY_PASSIVE && state != RSP_LAZY_ACTIVE) ||
+	    rsp_get(fd))
+		return false;
+	r->fd = fd;
+	r->passive = state == RSP_LAZY_PASSIVE;
+	if (rsp_real.getsockname(fd, (struct sockaddr *)&ss, &len) ||
+	    !rsp_exec_addr_from(&r->local, (struct sockaddr *)&ss, len))
+		return false;
+	len = sizeof(ss);
+	return !rsp_real.getpeername(fd, (struct sockaddr *)&ss, &len) &&
+	       rsp_exec_addr_from(&r->peer, (struct sockaddr *)&ss, len);
+}
+
+/* The variable's value for this exec in @out; its number of entries. */
+static int collect_roles(char *out, size_t size)
+{
+	struct survivors s = {0};
+	struct rsp_exec_role r;
+	size_t used = 0;
+	int i, n = 0, k, other;
+
+	if (!list_survivors(&s)) {
+		free(s.e);
+		return 0;
+	}
+	for (i = 0; i < s.n && n < RSP_EXEC_MAX_ROLES; i++) {
+		if (!role_of(s.e[i].fd, &r))
+			continue;
+		other = other_of(&s, i);
+		if (other >= 0) {
+			rsp_log("fd %d: not passed to the new image as fork "
+				"mode's (fd %d is the same connection)",
+				s.e[i].fd, other);
+			continue;
+		}
+		if (n)
+			out[used++] = ',';
+		k = rsp_exec_role_format(out + used, size - used, &r);
+		if (k < 0) {
+			used -= n ? 1 : 0;
+			continue;
+		}
+		used += k;
+		n++;
+		rsp_log("fd %d: passed to the new image (%s, not used yet)",
+			r.fd, r.passive ? "accepted" : "connected");
+	}
+	out[used] = 0;
+	free(s.e);
+	return n;
+}
+
+static bool is_ours(const char *var)
+{
+	size_t n = sizeof(RSP_EXEC_ROLES) - 1;
+
+	return !strncmp(var, RSP_EXEC_ROLES, n) && var[n] == '=';
+}
+
+/*
+ * @envp without any RSP_EXEC_ROLES of its own (only ours names these
+ * descriptors), with @roles if not NULL: @envp itself when that changes
+ * nothing.
+ */
+static char **env_with(char *const envp[], const char *roles)
+{
+	size_t n, i, k = 0, vlen = 0;
+	bool stale = false;
+	char **env;
+
+	for (n = 0; envp && envp[n]; n++)
+		stale |= is_ours(envp[n]);
+	if (!roles && !stale)
+		return (char **)envp;
+	if (roles)
+		vlen = sizeof(RSP_EXEC_ROLES) + 1 + strlen(roles);
+	env = malloc((n + 2) * sizeof(*env) + vlen);
+	if (!env) {
+		rsp_log("exec: no memory for the environment's copy: "
+			"its connections stay on TCP");
+		return (char **)envp;
+	}
+	for (i = 0; i < n; i++)
+		if (!is_ours(envp[i]))
+			env[k++] = envp[i];
+	if (roles) {
+		env[k] = (char *)(env + n + 2);
+		snprintf(env[k++], vlen, "%s=%s", RSP_EXEC_ROLES, roles);
+	}
+	env[k] = NULL;
+	return env;
+}
+
+char **rsp_exec_prepare(char *const envp[])
+{
+	char roles[RSP_EXEC_ROLES_LEN + 1];
+	int n;
+
+	/*
+	 * A vfork child runs in its parent's memory, which the claims would
+	 * change (and the atfork handlers, which keep rsp_pid current, did
+	 * not run): it execs as it would without us.
+	 */
+	if ((int)getpid() != rsp_pid)
+		return (char **)envp;
+	claim_held();
+	n = collect_roles(roles, sizeof(roles));
+	return env_with(envp, n ? roles : NULL);
+}
+
+void rsp_exec_failed(char **env, char *const envp[])
+{
+	if (env != (char **)envp)
+		free(env);
+}
+
+/* --- the new image's start ---------------------------------------------- */
+
+static int so_int(int fd, int name)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, name, &v, &len))
+		return -1;
+	return v;
+}
+
+bool rsp_exec_role_fits(const struct rsp_exec_role *r)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (r->fd < 0 || so_int(r->fd, SO_DOMAIN) != r->local.family ||
+	    so_int(r->fd, SO_TYPE) != SOCK_STREAM ||
+	    so_int(r->fd, SO_PROTOCOL) != IPPROTO_TCP)
+		return false;
+	if (syscall(SYS_getsockname, r->fd, (struct sockaddr *)&ss, &len) ||
+	    !rsp_exec_addr_is(&r->local, (struct sockaddr *)&ss, len))
+		return false;
+	len = sizeof(ss);
+	return !syscall(SYS_getpeername, r->fd, (struct sockaddr *)&ss, &len) &&
+	       rsp_exec_addr_is(&r->peer, (struct sockaddr *)&ss, len);
+}
+
+/*
+ * What the start did, for the log: the log opens only with the program's
+ * first socket call (inherit.c says why).
+ */
+static struct {
+	bool malformed;
+	int n;
+	struct {
+		int fd;
+		bool passive, marked;
+	} e[RSP_EXEC_MAX_ROLES];
+} seen;
+
+/* Whether entry @i names the socket of another entry's descriptor. */
+static bool shared_socket(const struct rsp_exec_role *r, int n, int i)
+{
+	struct stat a, b;
+	int k;
+
+	if (fstat(r[i].fd, &a))
+		return true;
+	for (k = 0; k < n; k++)
+		if (k != i && !fstat(r[k].fd, &b) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return true;
+	return false;
+}
+
+void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy))
+{
+	static char copy[RSP_EXEC_ROLES_LEN + 1];
+	struct rsp_exec_role r[RSP_EXEC_MAX_ROLES];
+	const char *v = cma_env(RSP_EXEC_ROLES);
+	bool too_long = v && strnlen(v, sizeof(copy)) == sizeof(copy);
+	int n, i;
+
+	if (v && !too_long)
+		strcpy(copy, v);
+	/* also in secure-execution mode: it is never a later image's */
+	unsetenv(RSP_EXEC_ROLES);
+	if (!v || !apply)
+		return;
+	n = too_long ? -1 : rsp_exec_roles_parse(copy, r, RSP_EXEC_MAX_ROLES);
+	if (n < 0) {
+		seen.malformed = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		seen.e[i].fd = r[i].fd;
+		seen.e[i].passive = r[i].passive;
+		seen.e[i].marked =
+			rsp_exec_role_fits(&r[i]) && !shared_socket(r, n, i) &&
+			mark(r[i].fd,
+			     r[i].passive ? RSP_LAZY_PASSIVE : RSP_LAZY_ACTIVE);
+	}
+	seen.n = n;
+}
+
+void rsp_exec_roles_log(void)
+{
+	int i;
+
+	if (seen.malformed)
+		rsp_log("%s is malformed: its descriptors stay inherited",
+			RSP_EXEC_ROLES);
+	for (i = 0; i < seen.n; i++) {
+		if (seen.e[i].marked)
+			rsp_log("fd %d: %s by the image before execve, "
+				"not used yet: fork mode's handshake at its "
+				"first use",
+				seen.e[i].fd,
+				seen.e[i].passive ? "accepted" : "connected");
+		else
+			rsp_log("fd %d: named by %s but not that connection: "
+				"it stays inherited",
+				seen.e[i].fd, RSP_EXEC_ROLES);
+	}
+	seen.malformed = false;
+	seen.n = 0;
+}
