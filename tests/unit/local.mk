@@ -46,6 +46,7 @@ UNIT_TEST_SOURCES = \
 	tests/unit/preload_config_test.c \
 	tests/unit/preload_cred_test.c \
 	tests/unit/preload_dgram_test.c \
+	tests/unit/preload_exec_test.c \
 	tests/unit/preload_fdtab_test.c \
 	tests/unit/preload_fork_test.c \
 	tests/unit/preload_forkstep_test.c \

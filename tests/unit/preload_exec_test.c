@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+/*
+ * Fork mode's connections across an exec (src/preload/exec_pass.c,
+ * exec_roles.c, compiled in): the text of RDMA_RSOCKET_EXEC_ROLES written
+ * and read back, what its reader refuses (case text); the new image's
+ * check of an entry against a descriptor, on real loopback connections,
+ * and its start, which marks only what fits and takes the variable out
+ * of the environment (case start); the image before the exec, which
+ * names its unused connections in a copy of the environment and leaves
+ * out what cannot be passed (case before).  fork.c's states are
+ * preload_libc.c's table here.  Relaying another process's connection
+ * before an exec is preload_share_test.c's; the whole path under the
+ * preload, preload_fork_test.c's.
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+#include "unit.h"
+
+static struct rsp_exec_role v4_role(int fd, bool passive, uint16_t lport,
+				    uint16_t pport)
+{
+	struct rsp_exec_role r = {.fd = fd, .passive = passive};
+
+	r.local.family = r.peer.family = AF_INET;
+	memcpy(r.local.addr, (uint8_t[]){127, 0, 0, 1}, 4);
+	memcpy(r.peer.addr, (uint8_t[]){10, 1, 255, 0}, 4);
+	r.local.port = lport;
+	r.peer.port = pport;
+	return r;
+}
+
+static bool same_role(const struct rsp_exec_role *a,
+		      const struct rsp_exec_role *b)
+{
+	return a->fd == b->fd && a->passive == b->passive &&
+	       !memcmp(&a->local, &b->local, sizeof(a->local)) &&
+	       !memcmp(&a->peer, &b->peer, sizeof(a->peer));
+}
+
+/* --- text ---------------------------------------------------------------- */
+
+START_TEST(roles_round_trip)
+{
+	struct rsp_exec_role in[3], out[4];
+	char buf[RSP_EXEC_ROLES_LEN + 1];
+	int i, n = 0, k;
+
+	in[0] = v4_role(5, true, 8080, 41234);
+	in[1] = v4_role(65535, false, 0, 65535);
+	in[2] = (struct rsp_exec_role){.fd = 0, .passive = true};
+	in[2].local.family = in[2].peer.family = AF_INET6;
+	for (i = 0; i < 16; i++) {
+		in[2].local.addr[i] = (uint8_t)(i * 17);
+		in[2].peer.addr[i] = (uint8_t)(255 - i);
+	}
+	in[2].local.port = 22;
+	in[2].peer.port = 1;
+	for (i = 0; i < 3; i++) {
+		if (n)
+			buf[n++] = ',';
+		k = rsp_exec_role_format(buf + n, sizeof(buf) - n, &in[i]);
+		ck_assert_int_gt(k, 0);
+		ck_assert_int_le(k, RSP_EXEC_ROLE_LEN - 1);
+		n += k;
+	}
+	ck_assert_str_eq(buf, "5:P:7f000001.8080:0a01ff00.41234,"
+			      "65535:A:7f000001.0:0a01ff00.65535,"
+			      "0:P:00112233445566778899aabbccddeeff.22:"
+			      "fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0.1");
+	ck_assert_int_eq(rsp_exec_roles_parse(buf, out, 4), 3);
+	for (i = 0; i < 3; i++)
+		ck_assert(same_role(&in[i], &out[i]));
+	ck_assert_int_eq(rsp_exec_roles_parse("", out, 4), 0);
+	/* no room for the third: refused, not cut short */
+	ck_assert_int_eq(rsp_exec_roles_parse(buf, out, 2), -1);
+}
+END_TEST
+
+START_TEST(roles_format_refuses_what_cannot_be_read_back)
+{
+	struct rsp_exec_role r = v4_role(5, true, 1, 2);
+	char buf[RSP_EXEC_ROLE_LEN];
+
+	ck_assert_int_eq(rsp_exec_role_format(buf, 10, &r), -1);
+	r.fd = 65536;
+	ck_assert_int_eq(rsp_exec_role_format(buf, sizeof(buf), &r), -1);
+	r.fd = -1;
+	ck_assert_int_eq(rsp_exec_role_format(buf, sizeof(buf), &r), -1);
+	r = v4_role(5, true, 1, 2);
+	r.peer.family = AF_INET6;
+	ck_assert_int_eq(rsp_exec_role_format(buf, sizeof(buf), &r), -1);
+	r.local.family = r.peer.family = AF_UNIX;
+	ck_assert_int_eq(rsp_exec_role_format(buf, sizeof(buf), &r), -1);
+}
+END_TEST
+
+START_TEST(malformed_roles_are_refused_whole)
+{
+	static const char *const bad[] = {
+		"5",
+		"5:",
+		"5:P",
+		"5:P:",
+		"5:X:7f000001.1:7f000001.2",
+		"5:p:7f000001.1:7f000001.2",
+		"05:P:7f000001.1:7f000001.2",
+		"-5:P:7f000001.1:7f000001.2",
+		"+5:P:7f000001.1:7f000001.2",
+		" 5:P:7f000001.1:7f000001.2",
+		"65536:P:7f000001.1:7f000001.2",
+		"99999999999999999999:P:7f000001.1:7f000001.2",
+		"5:P:7f00001.1:7f000001.2",
+		"5:P:7f0000011.1:7f000001.2",
+		"5:P:7F000001.1:7f000001.2",
+		"5:P:7f000001.65536:7f000001.2",
+		"5:P:7f000001.01:7f000001.2",
+		"5:P:7f000001.:7f000001.2",
+		"5:P:7f000001:7f000001.2",
+		"5:P:7f000001.1",
+		"5:P:7f000001.1:",
+		"5:P:7f000001.1:7f000001.2:",
+		"5:P:7f000001.1:7f000001.2 ",
+		"5:P:7f000001.1:00112233445566778899aabbccddeeff.2",
+		"5:P:7f000001.1:7f000001.2,",
+		",5:P:7f000001.1:7f000001.2",
+		"5:P:7f000001.1:7f000001.2,,6:A:7f000001.1:7f000001.2",
+		"5:P:7f000001.1:7f000001.2;6:A:7f000001.1:7f000001.2",
+		"5:P:7f000001.1:7f000001.2,5:A:7f000001.3:7f000001.4",
+		"5:P:7f000001.1:7f000001.2,6:A:7f000001.1:7f000001.2x",
+	};
+	struct rsp_exec_role out[RSP_EXEC_MAX_ROLES + 1];
+	char *many = malloc(RSP_EXEC_ROLES_LEN * 2);
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(rsp_exec_roles_parse(bad[i], out, 4) == -1,
+			      "accepted: '%s'", bad[i]);
+	/* one entry too many */
+	ck_assert_ptr_nonnull(many);
+	for (i = 0; i <= RSP_EXEC_MAX_ROLES; i++)
+		n += sprintf(many + n, "%s%zu:A:7f000001.1:7f000001.2",
+			     i ? "," : "", i);
+	ck_assert_int_eq(
+		rsp_exec_roles_parse(many, out, RSP_EXEC_MAX_ROLES + 1), -1);
+	/* the most there may be */
+	many[n - strlen(",64:A:7f000001.1:7f000001.2")] = 0;
+	ck_assert_int_eq(rsp_exec_roles_parse(many, out, RSP_EXEC_MAX_ROLES),
+			 RSP_EXEC_MAX_ROLES);
+	/* longer than any the preload writes */
+	memset(many, '0', RSP_EXEC_ROLES_LEN + 1);
+	many[RSP_EXEC_ROLES_LEN + 1] = 0;
+	ck_assert_int_eq(rsp_exec_roles_parse(many, out, 4), -1);
+	free(many);
+}
+END_TEST
+
+/* --- the new image's start ----------------------------------------------- */
+
+static int srv = -1, cli = -1; /* a loopback connection: accepted, connected */
+
+static void pair_setup(void)
+{
+	struct sockaddr_in sin = unit_ipv4("127.0.0.1", 0);
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(l, 0);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	cli = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(cli, 0);
+	ck_assert_int_eq(connect(cli, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	srv = accept(l, NULL, NULL);
+	ck_assert_int_ge(srv, 0);
+	close(l);
+	rsp_pid = (int)getpid();
+}
+
+static void pair_teardown(void)
+{
+	rsp_lazy_set(srv, RSP_LAZY_NONE);
+	rsp_lazy_set(cli, RSP_LAZY_NONE);
+	close(srv);
+	close(cli);
+	unsetenv(RSP_EXEC_ROLES);
+}
+
+/* fd's entry, with the addresses its socket has. */
+static struct rsp_exec_role real_role(int fd, bool passive)
+{
+	struct rsp_exec_role r = {.fd = fd, .passive = passive};
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	ck_assert(rsp_exec_addr_from(&r.local, (struct sockaddr *)&ss, len));
+	len = sizeof(ss);
+	ck_assert_int_eq(getpeername(fd, (struct sockaddr *)&ss, &len), 0);
+	ck_assert(rsp_exec_addr_from(&r.peer, (struct sockaddr *)&ss, len));
+	return r;
+}
+
+START_TEST(an_entry_fits_only_its_connection)
+{
+	struct rsp_exec_role r = real_role(srv, true), w;
+	int udp = socket(AF_INET, SOCK_DGRAM, 0), tcp, p[2];
+	struct sockaddr_in sin = unit_ipv4("127.0.0.1", 9);
+
+	ck_assert(rsp_exec_role_fits(&r));
+	w = real_role(cli, false);
+	ck_assert(rsp_exec_role_fits(&w));
+	/* another port, another peer, the two swapped, another descriptor */
+	w = r;
+	w.local.port++;
+	ck_assert(!rsp_exec_role_fits(&w));
+	w = r;
+	w.peer.port++;
+	ck_assert(!rsp_exec_role_fits(&w));
+	w = r;
+	w.peer.addr[3] = 2;
+	ck_assert(!rsp_exec_role_fits(&w));
+	w = r;
+	w.local = r.peer;
+	w.peer = r.local;
+	ck_assert(!rsp_exec_role_fits(&w));
+	w = r;
+	w.fd = cli;
+	ck_assert(!rsp_exec_role_fits(&w));
+	/* the same bytes as IPv6 */
+	w = r;
+	w.local.family = w.peer.family = AF_INET6;
+	ck_assert(!rsp_exec_role_fits(&w));
+	/* a connected UDP socket with the addresses the entry names */
+	ck_assert_int_ge(udp, 0);
+	ck_assert_int_eq(connect(udp, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	w = real_role(udp, false);
+	ck_assert(!rsp_exec_role_fits(&w));
+	/* an unconnected TCP socket, a pipe, nothing */
+	tcp = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(tcp, 0);
+	w = r;
+	w.fd = tcp;
+	ck_assert(!rsp_exec_role_fits(&w));
+	ck_assert_int_eq(pipe(p), 0);
+	w.fd = p[0];
+	ck_assert(!rsp_exec_role_fits(&w));
+	w.fd = 1000;
+	ck_assert(!rsp_exec_role_fits(&w));
+	w.fd = -1;
+	ck_assert(!rsp_exec_role_fits(&w));
+	close(udp);
+	close(tcp);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/* The variable's value naming @n entries. */
+static void set_roles(const struct rsp_exec_role *r, int n)
+{
+	char buf[RSP_EXEC_ROLES_LEN + 1];
+	int i, used = 0;
+
+	for (i = 0; i < n; i++) {
+		if (i)
+			buf[used++] = ',';
+		used += rsp_exec_role_format(buf + used, sizeof(buf) - used,
+					     &r[i]);
+	}
+	buf[used] = 0;
+	ck_assert_int_eq(setenv(RSP_EXEC_ROLES, buf, 1), 0);
+}
+
+START_TEST(the_start_marks_what_fits_and_removes_the_variable)
+{
+	struct rsp_exec_role r[3] = {real_role(srv, true),
+				     real_role(cli, false),
+				     real_role(srv, true)};
+	int other = socket(AF_INET, SOCK_STREAM, 0);
+
+	r[2].fd = other; /* names a socket that is not that connection */
+	set_roles(r, 3);
+	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_PASSIVE);
+	ck_assert_int_eq(rsp_lazy_get(cli), RSP_LAZY_ACTIVE);
+	ck_assert_int_eq(rsp_lazy_get(other), RSP_LAZY_NONE);
+	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
+	rsp_exec_roles_log();
+	close(other);
+}
+END_TEST
+
+START_TEST(the_start_outside_fork_mode_only_removes_it)
+{
+	struct rsp_exec_role r = real_role(srv, true);
+
+	set_roles(&r, 1);
+	rsp_exec_roles_at_start(false, rsp_lazy_set);
+	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
+	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
+}
+END_TEST
+
+START_TEST(a_malformed_variable_marks_nothing)
+{
+	struct rsp_exec_role r = real_role(srv, true);
+	char buf[RSP_EXEC_ROLE_LEN + 8];
+	int n = rsp_exec_role_format(buf, sizeof(buf), &r);
+
+	strcpy(buf + n, ",x");
+	setenv(RSP_EXEC_ROLES, buf, 1);
+	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
+	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
+	rsp_exec_roles_log();
+}
+END_TEST
+
+/* Two descriptors of one connection both named: neither is marked. */
+START_TEST(two_descriptors_of_one_connection_are_not_marked)
+{
+	struct rsp_exec_role r[2] = {real_role(srv, true),
+				     real_role(srv, true)};
+	int d = dup(srv);
+
+	ck_assert_int_ge(d, 0);
+	r[1].fd = d;
+	set_roles(r, 2);
+	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
+	ck_assert_int_eq(rsp_lazy_get(d), RSP_LAZY_NONE);
+	close(d);
+}
+END_TEST
+
+/* --- the image before the exec ------------------------------------------ */
+
+/* The roles @env carries (-1: none), in @out; no entry twice. */
+static int roles_in(char **env, struct rsp_exec_role *out)
+{
+	const char *v = NULL;
+	size_t len = strlen(RSP_EXEC_ROLES);
+	int i;
+
+	for (i = 0; env[i]; i++) {
+		if (strncmp(env[i], RSP_EXEC_ROLES, len) || env[i][len] != '=')
+			continue;
+		ck_assert_ptr_null(v);
+		v = env[i] + len + 1;
+	}
+	return v ? rsp_exec_roles_parse(v, out, RSP_EXEC_MAX_ROLES) : -1;
+}
+
+START_TEST(unused_connections_are_named_in_a_copy)
+{
+	char *envp[] = {"A=1", RSP_EXEC_ROLES "=1:P:7f000001.1:7f000001.2",
+			"B=2", NULL};
+	char *copy[4];
+	struct rsp_exec_role got[RSP_EXEC_MAX_ROLES], want[2];
+	char **env;
+	int n, i;
+
+	memcpy(copy, envp, sizeof(copy));
+	rsp_lazy_set(srv, RSP_LAZY_PASSIVE);
+	rsp_lazy_set(cli, RSP_LAZY_ACTIVE);
+	want[0] = real_role(srv, true);
+	want[1] = real_role(cli, false);
+	env = rsp_exec_prepare(envp);
+	ck_assert_ptr_ne(env, envp);
+	ck_assert(!memcmp(copy, envp, sizeof(copy))); /* the caller's, as is */
+	ck_assert_str_eq(env[0], "A=1");
+	ck_assert_str_eq(env[1], "B=2");
+	n = roles_in(env, got);
+	ck_assert_int_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		ck_assert(same_role(&got[i], &want[got[i].fd != srv]));
+		ck_assert(rsp_exec_role_fits(&got[i]));
+	}
+	ck_assert_ptr_null(env[3]);
+	rsp_exec_failed(env, envp);
+}
+END_TEST
+
+START_TEST(what_cannot_be_passed_is_not_named)
+{
+	char *envp[] = {"A=1", NULL};
+	struct rsp_exec_role got[RSP_EXEC_MAX_ROLES];
+	char **env;
+	int d;
+
+	/* closed on exec; a handshake under way */
+	rsp_lazy_set(srv, RSP_LAZY_PASSIVE);
+	ck_assert_int_eq(fcntl(srv, F_SETFD, FD_CLOEXEC), 0);
+	rsp_lazy_set(cli, RSP_LAZY_OFFERED_A);
+	env = rsp_exec_prepare(envp);
+	ck_assert_ptr_eq(env, envp); /* nothing to say: the caller's own */
+	/* a duplicate survives too */
+	ck_assert_int_eq(fcntl(srv, F_SETFD, 0), 0);
+	d = dup(srv);
+	ck_assert_int_ge(d, 0);
+	rsp_lazy_set(cli, RSP_LAZY_ACTIVE);
+	env = rsp_exec_prepare(envp);
+	ck_assert_int_eq(roles_in(env, got), 1);
+	ck_assert_int_eq(got[0].fd, cli);
+	rsp_exec_failed(env, envp);
+	close(d);
+	/* a vfork child: its parent's memory, left alone */
+	rsp_pid = (int)getppid();
+	env = rsp_exec_prepare(envp);
+	ck_assert_ptr_eq(env, envp);
+	/* no environment at all */
+	rsp_pid = (int)getpid();
+	env = rsp_exec_prepare(NULL);
+	ck_assert_ptr_nonnull(env);
+	ck_assert_int_eq(roles_in(env, got), 2);
+	rsp_exec_failed(env, NULL);
+}
+END_TEST
+
+Suite *preload_exec_suite(void)
+{
+	Suite *s = suite_create("preload_exec");
+	TCase *tc = tcase_create("text");
+
+	tcase_add_test(tc, roles_round_trip);
+	tcase_add_test(tc, roles_format_refuses_what_cannot_be_read_back);
+	tcase_add_test(tc, malformed_roles_are_refused_whole);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("start");
+	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
+	tcase_add_test(tc, an_entry_fits_only_its_connection);
+	tcase_add_test(tc, the_start_marks_what_fits_and_removes_the_variable);
+	tcase_add_test(tc, the_start_outside_fork_mode_only_removes_it);
+	tcase_add_test(tc, a_malformed_variable_marks_nothing);
+	tcase_add_test(tc, two_descriptors_of_one_connection_are_not_marked);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("before");
+	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
+	tcase_add_test(tc, unused_connections_are_named_in_a_copy);
+	tcase_add_test(tc, what_cannot_be_passed_is_not_named);
+	suite_add_tcase(s, tc);
+	return s;
+}
