@@ -8,7 +8,9 @@
  * wrappers: the test's own app_* calls do what the preload's do); the
  * peer end stays in the test.  The expectations are TCP's for a socket
  * a fork shared: every byte reaches exactly one reader, in order, and the
- * peer reads the end of the stream once no process holds the connection.
+ * peer reads the end of the stream once no process holds the connection;
+ * a holder that executes another program on it first asks for the relay
+ * (src/preload/exec_pass.c), unless the descriptor is closed on exec.
  */
 #define _GNU_SOURCE
 #include <config.h>
@@ -736,6 +738,101 @@ START_TEST(a_child_that_answers_a_handed_connection_lets_the_owner_copy_go)
 }
 END_TEST
 
+/* --- an exec in a process holding the connection (exec_pass.c) ---------- */
+
+/* What the preload's dup2 does (socket.c): the copy maps the record too. */
+static bool app_dup2(int oldfd, int newfd)
+{
+	struct rsp_file *f = rsp_peek(oldfd);
+
+	if (dup2(oldfd, newfd) != newfd)
+		return false;
+	if (f)
+		rsp_set(newfd, f);
+	return true;
+}
+
+static int domain_of(int d)
+{
+	socklen_t len = sizeof(int);
+	int v = -1;
+
+	return getsockopt(d, SOL_SOCKET, SO_DOMAIN, &v, &len) ? -1 : v;
+}
+
+/*
+ * A forking server's child runs cat on the connection (its standard
+ * input and output): before the exec, the preload's execvpe asks the
+ * owner for the relay, and the new image inherits its kernel socket.
+ */
+static void child_execs_cat(void)
+{
+	char **env;
+
+	if (!app_dup2(fd, 0) || !app_dup2(fd, 1))
+		_exit(5);
+	app_close(fd);
+	env = rsp_exec_prepare(environ);
+	if (domain_of(0) != AF_UNIX || domain_of(1) != AF_UNIX)
+		_exit(6); /* the placeholder: cat would read ENOTCONN */
+	execvpe("cat", (char *[]){"cat", NULL}, env);
+	_exit(7);
+}
+
+START_TEST(a_child_execs_cat_on_its_parents_connection)
+{
+	const size_t len = 100000;
+	uint8_t *in = malloc(len);
+	struct transfer *down;
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		child_execs_cat();
+	ck_assert_ptr_nonnull(in);
+	/* sent from a thread, then cat's end of input: the reads are bounded */
+	down = transfer_start(peer_sender, len, 11);
+	ck_assert_uint_eq(peer_read(in, len), len);
+	ck_assert(matches(in, len, 11));
+	transfer_join(down);
+	transfer_free(down);
+	wait_child(pid);
+	/* the owner's descriptor is the relay's too: the end comes with it */
+	app_close(fd);
+	peer_sees_eof();
+	no_relay_left();
+	free(in);
+}
+END_TEST
+
+/* A descriptor closed on exec stays the placeholder: no relay for it. */
+START_TEST(a_descriptor_closed_on_exec_is_not_claimed)
+{
+	pid_t pid = app_fork();
+	struct rsp_file *f;
+	uint8_t buf[3000];
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC))
+			_exit(5);
+		rsp_exec_prepare(environ);
+		f = rsp_peek(fd);
+		_exit(f && !f->claimed && domain_of(fd) == AF_INET ? 0 : 1);
+	}
+	wait_child(pid);
+	ck_assert_int_eq(rsp_relay_count(), 0);
+	ck_assert_ptr_nonnull(rsp_get(fd)); /* the owner's path, direct */
+	fill(buf, sizeof(buf), 12);
+	peer_write(buf, sizeof(buf));
+	memset(buf, 0, sizeof(buf));
+	ck_assert(app_read_all(fd, buf, sizeof(buf)));
+	ck_assert(matches(buf, sizeof(buf), 12));
+	app_close(fd);
+	peer_sees_eof();
+}
+END_TEST
+
 /* --- fork mode: the descriptor is the TCP connection it moved from ----- */
 
 static int tcp_peer; /* the TCP connection's other end, which stays idle */
@@ -858,6 +955,8 @@ Suite *preload_share_suite(void)
 	tcase_add_test(
 		tc,
 		a_child_that_answers_a_handed_connection_lets_the_owner_copy_go);
+	tcase_add_test(tc, a_child_execs_cat_on_its_parents_connection);
+	tcase_add_test(tc, a_descriptor_closed_on_exec_is_not_claimed);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fork mode");
 	tcase_add_checked_fixture(tc, setup_fork_mode, teardown_fork_mode);
