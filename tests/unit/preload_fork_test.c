@@ -167,8 +167,18 @@ static int child(const char *who, const char *how, bool raw_client)
 	return 0;
 }
 
+/* run, whose log must also lack @log_lacks (NULL: anything goes). */
+static void run_lacking(const char *who, const char *how, const char *raw,
+			const char *log_has, const char *log_lacks);
+
 static void run(const char *who, const char *how, const char *raw,
 		const char *log_has)
+{
+	run_lacking(who, how, raw, log_has, NULL);
+}
+
+static void run_lacking(const char *who, const char *how, const char *raw,
+			const char *log_has, const char *log_lacks)
 {
 	char path[] = "/tmp/rsp-fork-log.XXXXXX", out[256];
 	int status;
@@ -183,6 +193,8 @@ static void run(const char *who, const char *how, const char *raw,
 		      how, out, slurp(path));
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ck_assert_msg(strstr(slurp(path), log_has), "log: %s", slurp(path));
+	ck_assert_msg(!log_lacks || !strstr(slurp(path), log_lacks), "log: %s",
+		      slurp(path));
 	unlink(path);
 }
 
@@ -636,10 +648,16 @@ static const char *request(const char *mode)
 	return strstr(mode, "prefix") ? "RS" : REQ;
 }
 
-static int inherited_server(const char *mode)
+static int inherited_server(const char *mode, const char *arg)
 {
 	int s;
 
+	/* the connection where the image before the exec had it: fd @arg */
+	if (!strcmp(mode, "own-fd"))
+		return expect(atoi(arg), REQ, false) ||
+				       say(atoi(arg), REPLY, false)
+			       ? 3
+			       : 0;
 	if (!strcmp(mode, "write-first")) {
 		s = dup(0);
 		close(0);
@@ -674,14 +692,20 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 	fflush(stdout);
 	pid = fork();
 	if (!pid) {
+		char num[16] = "-";
+
 		close(c);
-		if (dup2(s, 0) != 0 || dup2(s, 1) != 1)
-			_exit(4);
-		if (s > 1)
-			close(s);
+		if (!strcmp(mode, "own-fd")) {
+			snprintf(num, sizeof(num), "%d", s);
+		} else {
+			if (dup2(s, 0) != 0 || dup2(s, 1) != 1)
+				_exit(4);
+			if (s > 1)
+				close(s);
+		}
 		execv("/proc/self/exe",
 		      (char *[]){"preload_fork_test", "--fork-child",
-				 "inherited-server", (char *)mode, "-", NULL});
+				 "inherited-server", (char *)mode, num, NULL});
 		_exit(5);
 	}
 	close(s);
@@ -757,13 +781,28 @@ START_TEST(inherited_connection_gets_an_offers_start_as_data)
 }
 END_TEST
 
+/*
+ * A forking server's child executes the server image with the connection
+ * it accepted and never used on that same descriptor: the image before
+ * the exec names it (src/preload/exec_pass.c), and the new image makes
+ * fork mode's handshake itself (here both ends offer "not ready", no
+ * device) rather than keep it as an inherited connection.
+ */
+START_TEST(unused_connection_makes_the_handshake_after_an_exec)
+{
+	run_lacking("inherited", "own-fd", "preload",
+		    "accepted by the image before execve, not used yet",
+		    "(inherited:");
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
 	if (argc != 5)
 		return 2;
 	if (!strcmp(argv[2], "inherited-server"))
-		return inherited_server(argv[3]);
+		return inherited_server(argv[3], argv[4]);
 	if (!strncmp(argv[2], "inherited", 9))
 		return inherited_child(
 			argv[3], !strcmp(argv[2], "inherited-client-reads"),
@@ -809,6 +848,7 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, inherited_nonblocking_connection_declines_the_offer);
 	tcase_add_test(tc, inherited_connection_from_a_plain_client);
 	tcase_add_test(tc, inherited_connection_gets_an_offers_start_as_data);
+	tcase_add_test(tc, unused_connection_makes_the_handshake_after_an_exec);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
