@@ -8,7 +8,9 @@
  * of the environment (case start); the image before the exec, which
  * names its unused connections in a copy of the environment and leaves
  * out what cannot be passed (case before).  fork.c's states are
- * preload_libc.c's table here.  Relaying another process's connection
+ * preload_libc.c's table here.  Then every call of the exec family under
+ * the preload (case family): the new image gets the arguments and the
+ * environment its caller gave, less a stale RDMA_RSOCKET_EXEC_ROLES.  Relaying another process's connection
  * before an exec is preload_share_test.c's; the whole path under the
  * preload, preload_fork_test.c's.
  */
@@ -17,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "preload/preload.h"
+#include "preload_child.h"
 #include "unit.h"
 
 static struct rsp_exec_role v4_role(int fd, bool passive, uint16_t lport,
@@ -430,6 +434,111 @@ START_TEST(what_cannot_be_passed_is_not_named)
 }
 END_TEST
 
+/* --- the exec family under the preload ------------------------------------ */
+
+#define EXEC_ARG "two words"
+
+/* The new image: its last argument and environment as the caller gave. */
+static int exec_check(const char *form, const char *arg)
+{
+	const char *v = getenv("RSP_EXEC_TEST");
+
+	if (strcmp(arg, EXEC_ARG) || !v || strcmp(v, "kept") ||
+	    getenv(RSP_EXEC_ROLES))
+		printf("FAIL %s: argument '%s', RSP_EXEC_TEST %s, %s %s\n",
+		       form, arg, v ? v : "unset", RSP_EXEC_ROLES,
+		       getenv(RSP_EXEC_ROLES) ? "set" : "unset");
+	else
+		printf("ok\n");
+	return 0;
+}
+
+/*
+ * The image before: executes this program again (--exec-child FORM
+ * check) with @form.  The environment the e-forms give has no
+ * LD_PRELOAD, so only the caller's preload can have taken the stale
+ * variable out of it; the others' is the caller's own environ.
+ */
+static int exec_go(const char *form)
+{
+	char self[4096], *base, lib[4200], *libs = getenv("LD_LIBRARY_PATH");
+	char *args[] = {NULL,	 "--exec-child", (char *)form,
+			"check", EXEC_ARG,	 NULL};
+	char *env[] = {"RSP_EXEC_TEST=kept", RSP_EXEC_ROLES "=junk", lib, NULL};
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int fd;
+
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s", libs ? libs : "");
+	setenv("RSP_EXEC_TEST", "kept", 1);
+	setenv(RSP_EXEC_ROLES, "junk", 1);
+	base = strrchr(self, '/') + 1;
+	args[0] = base;
+	/* the p-forms find it in PATH */
+	base[-1] = 0;
+	setenv("PATH", self, 1);
+	base[-1] = '/';
+	if (!strcmp(form, "execve"))
+		execve(self, args, env);
+	else if (!strcmp(form, "execv"))
+		execv(self, args);
+	else if (!strcmp(form, "execvp"))
+		execvp(base, args);
+	else if (!strcmp(form, "execvpe"))
+		execvpe(base, args, env);
+	else if (!strcmp(form, "execl"))
+		execl(self, base, "--exec-child", form, "check", EXEC_ARG,
+		      (char *)NULL);
+	else if (!strcmp(form, "execlp"))
+		execlp(base, base, "--exec-child", form, "check", EXEC_ARG,
+		       (char *)NULL);
+	else if (!strcmp(form, "execle"))
+		execle(self, base, "--exec-child", form, "check", EXEC_ARG,
+		       (char *)NULL, env);
+	else if (!strcmp(form, "fexecve") && (fd = open(self, O_RDONLY)) >= 0)
+		fexecve(fd, args, env);
+	else if (!strcmp(form, "execveat"))
+		execveat(AT_FDCWD, self, args, env, 0);
+	printf("FAIL %s: %s\n", form, strerror(errno));
+	return 1;
+}
+
+/* The runner's --exec-child FORM go|check [ARG], run under the preload. */
+int preload_exec_child(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[3], "check"))
+		return exec_check(argv[2], argv[4]);
+	return argc == 4 ? exec_go(argv[2]) : 2;
+}
+
+START_TEST(every_exec_form_passes_arguments_and_environment)
+{
+	static const char *const forms[] = {
+		"execve", "execv",  "execvp",  "execvpe",  "execl",
+		"execlp", "execle", "fexecve", "execveat",
+	};
+	char path[32], out[256];
+	size_t i;
+	int status;
+
+	setenv("RDMAV_FORK_SAFE", "1", 1);
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		strcpy(path, "/tmp/rsp-exec-log.XXXXXX");
+		status = unit_run_preloaded(
+			path,
+			(char *[]){"preload_exec_test", "--exec-child",
+				   (char *)forms[i], "go", NULL},
+			out, sizeof(out));
+		ck_assert_msg(!strncmp(out, "ok", 2), "%s: %s; log: %s",
+			      forms[i], out, slurp(path));
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		unlink(path);
+	}
+}
+END_TEST
+
 Suite *preload_exec_suite(void)
 {
 	Suite *s = suite_create("preload_exec");
@@ -451,6 +560,10 @@ Suite *preload_exec_suite(void)
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
 	tcase_add_test(tc, unused_connections_are_named_in_a_copy);
 	tcase_add_test(tc, what_cannot_be_passed_is_not_named);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("family");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, every_exec_form_passes_arguments_and_environment);
 	suite_add_tcase(s, tc);
 	return s;
 }
