@@ -27,7 +27,9 @@
  * as today: a descriptor closed on exec; a handshake under way (its
  * progress is this image's memory); a connection with another descriptor
  * that survives too (a dup: fork mode's state is a descriptor's, and two
- * handshakes on one connection would mix their bytes).
+ * handshakes on one connection would mix their bytes).  Limit: a
+ * connection already moved to RDMA is not moved back first, as a fork
+ * does (moveback.c): the new image has only its idle TCP connection.
  *
  * The new image reads the variable at its start, before the program
  * runs, and removes it from the environment so that it reaches no later
