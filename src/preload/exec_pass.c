@@ -9,12 +9,19 @@
  * Another process's connection this one holds (a fork shared it,
  * share.c): its descriptor here is an unconnected placeholder, which the
  * new image would get as it is.  So the owner is asked for the relay
- * first (rsp_share_claim), as at the first use of it: every descriptor of
- * it becomes the relay's kernel socket, which the new image inherits and
- * uses as it would a TCP socket (a forked child that puts the connection
- * on its standard descriptors and runs cat).  The owner must outlive the
- * use, as for any relayed connection.  An exec that then fails leaves the
- * connection relayed: nothing the program can see.
+ * first (rsp_share_claim_before_exec), as at the first use of it: every
+ * descriptor of it becomes the relay's kernel socket, which the new image
+ * inherits and uses as it would a TCP socket (a forked child that puts
+ * the connection on its standard descriptors and runs cat).  That holds
+ * for a connection not answered yet too (taken off a listener a fork
+ * shared, as sshd's): the new image could not answer it, so the owner
+ * does.  The owner must outlive the use, as for any relayed connection.
+ * An exec that then fails leaves the connection relayed: nothing the
+ * program can see.
+ *
+ * This process's own connections that fork mode moved to RDMA go back to
+ * their TCP connections first (moveback.c): the rsocket ends with this
+ * image.
  *
  * Fork mode: a TCP connection accepted or connected here and never used
  * (RSP_LAZY_PASSIVE, RSP_LAZY_ACTIVE) has not made its handshake yet, so
@@ -27,9 +34,7 @@
  * as today: a descriptor closed on exec; a handshake under way (its
  * progress is this image's memory); a connection with another descriptor
  * that survives too (a dup: fork mode's state is a descriptor's, and two
- * handshakes on one connection would mix their bytes).  Limit: a
- * connection already moved to RDMA is not moved back first, as a fork
- * does (moveback.c): the new image has only its idle TCP connection.
+ * handshakes on one connection would mix their bytes).
  *
  * The new image reads the variable at its start, before the program
  * runs, and removes it from the environment so that it reaches no later
@@ -77,7 +82,7 @@ static void claim_held(void)
 		for (k = 0; k < m && !survives(fds[k]); k++)
 			;
 		/* it rechecks what fd maps: another thread may close it */
-		if (k < m && !rsp_share_claim(fds[k]))
+		if (k < m && !rsp_share_claim_before_exec(fds[k]))
 			rsp_log("fd %d: the new image gets the placeholder",
 				fds[k]);
 		free(fds);
@@ -252,6 +257,7 @@ char **rsp_exec_prepare(char *const envp[])
 	if ((int)getpid() != rsp_pid)
 		return (char **)envp;
 	claim_held();
+	rsp_move_back_before_exec();
 	n = collect_roles(roles, sizeof(roles));
 	return env_with(envp, n ? roles : NULL);
 }
