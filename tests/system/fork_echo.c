@@ -29,7 +29,12 @@
  *       the main thread, which writes them back and, after every fourth
  *       chunk, forks a helper that exits at once: each fork comes while
  *       the reader thread may be blocked in read() and with the writer
- *       between writes (a threaded server that runs helpers)
+ *       between writes (a threaded server that runs helpers);
+ *       fork-exec: after the first chunk went back, the child forks a
+ *       process that runs cat(1) on the connection (its standard input
+ *       and output: a server running a handler) and waits for it;
+ *       exec: after the first chunk went back, the child itself runs
+ *       a shell on the connection that says READY and runs cat(1)
  *   fork_echo client|client-nb|client-greet ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it; client-nb: on a non-blocking socket,
@@ -39,6 +44,9 @@
  *       (safe_write): a write that says EAGAIN waits in select() for the
  *       socket to be writable, and a write after select() said so must
  *       make progress
+ *   fork_echo client-ready ADDR PORT BYTES
+ *       client, waiting after the first echo for a line READY (the
+ *       server's exec mode) before it sends more
  *   fork_echo client-forkclose ADDR PORT BYTES
  *       the same, but half way a forked child closes the inherited socket
  *       and exits; the rest must still flow
@@ -83,7 +91,12 @@ enum mode {
 	FORK_SPLIT,
 	FORK_THREADS,
 	NOFORK_NOBODY,
+	FORK_EXEC,
+	EXEC_SELF,
 };
+
+/* exec's program's first line: sent by the new image, over TCP. */
+#define READY "READY"
 
 /* rsync's greeting: 41 bytes, sent by each end before it reads. */
 #define GREETING "@RSYNCD: 31.0 sha512 sha256 sha1 md5 md4\n"
@@ -360,6 +373,37 @@ static int echo_nb(int c)
 	return n < 0;
 }
 
+/*
+ * cat(1) on the connection, as its standard input and output; @banner:
+ * after a line of its own ("READY", which client-ready waits for).
+ */
+static int exec_cat(int c, bool banner)
+{
+	if (dup2(c, 0) < 0 || dup2(c, 1) < 0)
+		return 1;
+	close(c);
+	if (banner)
+		execlp("sh", "sh", "-c", "echo " READY "; exec cat",
+		       (char *)NULL);
+	else
+		execlp("cat", "cat", (char *)NULL);
+	_exit(127);
+}
+
+/* The rest of the connection in cat(1), run by a child of this one. */
+static int fork_exec(int c)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return 1;
+	if (!pid)
+		_exit(exec_cat(c, false));
+	close(c);
+	return waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
 static int echo(int c, enum mode mode)
 {
 	char buf[CHUNK];
@@ -384,6 +428,10 @@ static int echo(int c, enum mode mode)
 			return split(c);
 		if (first && mode == FORK_THREADS)
 			return threads(c);
+		if (first && mode == FORK_EXEC)
+			return fork_exec(c);
+		if (first && mode == EXEC_SELF)
+			return exec_cat(c, true);
 		first = false;
 	}
 	return n < 0;
@@ -462,8 +510,24 @@ static int xfer(int s, int ep, char *out, char *in, size_t len)
 	return memcmp(out, in, len) ? -2 : 0;
 }
 
+/* All of READY's line, on a blocking socket: 0 when it came whole. */
+static int wait_ready(int s)
+{
+	char line[sizeof(READY)];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(line)) {
+		n = read(s, line + got, sizeof(line) - got);
+		if (n <= 0)
+			return 1;
+		got += (size_t)n;
+	}
+	return memcmp(line, READY "\n", sizeof(line)) != 0;
+}
+
 static int client(const char *addr, const char *port, long bytes,
-		  bool fork_close, bool nb, bool greets)
+		  bool fork_close, bool nb, bool greets, bool ready)
 {
 	struct addrinfo hints = {.ai_family = AF_INET,
 				 .ai_socktype = SOCK_STREAM},
@@ -503,6 +567,10 @@ static int client(const char *addr, const char *port, long bytes,
 			return 1;
 		}
 		done += CHUNK;
+		if (ready && done == CHUNK && wait_ready(s)) {
+			printf("FAIL no " READY " line after the first echo\n");
+			return 1;
+		}
 	}
 	close(s);
 	printf("OK %ld\n", done);
@@ -513,11 +581,12 @@ int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	static const char *const modes[] = {
-		"nofork",	"fork",		"fork-poll",   "fork-setid",
-		"fork-epoll",	"fork-greet",	"fork-setuid", "fork-split",
-		"fork-threads", "nofork-nobody"};
-	static const char *const clients[] = {
-		"client", "client-nb", "client-forkclose", "client-greet"};
+		"nofork",	"fork",		 "fork-poll",	"fork-setid",
+		"fork-epoll",	"fork-greet",	 "fork-setuid", "fork-split",
+		"fork-threads", "nofork-nobody", "fork-exec",	"exec"};
+	static const char *const clients[] = {"client", "client-nb",
+					      "client-forkclose",
+					      "client-greet", "client-ready"};
 	unsigned int m;
 
 	for (m = 0; argc == 5 && !strcmp(argv[1], "server") &&
@@ -528,7 +597,7 @@ int main(int argc, char **argv)
 	for (m = 0; argc == 5 && m < sizeof(clients) / sizeof(clients[0]); m++)
 		if (!strcmp(argv[1], clients[m]))
 			return client(argv[2], argv[3], atol(argv[4]), m == 2,
-				      m == 1, m == 3);
+				      m == 1, m == 3, m == 4);
 	fprintf(stderr, "usage: see the comment at the top of fork_echo.c\n");
 	return 2;
 }

@@ -13,6 +13,11 @@
  *                  for each echoes it until EOF and exits without closing
  *                  it; the parent closes its copy at once and accepts the
  *                  next (socat TCP-LISTEN:p,fork).  Client: echo
+ *   exec           the same, each child running cat(1) on the
+ *                  connection as its standard input and output (inetd,
+ *                  sshd's re-execution), made blocking first: from the
+ *                  second connection on, none is answered when the child
+ *                  executes.  Client: echo
  *   split          accept, fork: the child reads BYTES and then EOF and
  *                  closes; the parent writes BYTES at the same time, waits
  *                  for the child, closes (the rsync daemon's receiver and
@@ -514,7 +519,26 @@ static int echo(int c, long limit, bool eager)
 	return run(c, &p);
 }
 
-static int first(int l, int conns)
+/* first's children: an echo, or cat(1) run on the connection. */
+static int serve_echo(int c)
+{
+	return echo(c, -1, false); /* no close: exit does it */
+}
+
+/*
+ * inetd's and sshd's way: the connection becomes the standard input and
+ * output of a program executed in the child, here cat(1), an echo.
+ */
+static int serve_exec(int c)
+{
+	if (fcntl(c, F_SETFL, 0) || dup2(c, 0) < 0 || dup2(c, 1) < 0)
+		return call_failed("fcntl or dup2", errno);
+	close(c);
+	execlp("cat", "cat", (char *)NULL);
+	return call_failed("exec cat", errno);
+}
+
+static int first(int l, int conns, int (*serve)(int c))
 {
 	int i, c, bad = 0;
 	pid_t pids[64];
@@ -533,7 +557,7 @@ static int first(int l, int conns)
 		if (!pids[i - 1]) {
 			become("child", i);
 			close(l);
-			_exit(echo(c, -1, false)); /* no close: exit does it */
+			_exit(serve(c));
 		}
 		close(c); /* the child's connection must survive this */
 		say("accepted, child %d", (int)pids[i - 1]);
@@ -717,7 +741,9 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 		return 1;
 	conn = 1;
 	if (!strcmp(shape, "first"))
-		return first(l, conns);
+		return first(l, conns, serve_echo);
+	if (!strcmp(shape, "exec"))
+		return first(l, conns, serve_exec);
 	if (!strcmp(shape, "names"))
 		return names_first(l);
 	if (!strcmp(shape, "split"))

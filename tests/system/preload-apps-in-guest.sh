@@ -52,6 +52,14 @@
 #              forks a helper after every fourth chunk, while the reader
 #              may be blocked in read(): the helpers never use the
 #              connection, which stays direct on RDMA; 3 clients
+#   fork-exec    the same, each child forking a process that runs cat(1)
+#              on the connection after the first echo: the new image's
+#              descriptor is the child's relay, on RDMA; 3 clients
+#   fork-exec-self  the same, each child itself running a shell that says
+#              READY and runs cat(1) on the connection after the first
+#              echo (the client waits for that line): the connection goes
+#              back to TCP before the exec (the rsocket cannot cross it)
+#              and the rest flows there; 3 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 #   nobody-server  without it: tests/system/fork_echo listens as root,
@@ -66,6 +74,10 @@
 #              per accepted connection echoes it, the parent closes its
 #              copy at once and accepts the next; 3 MiB on the first
 #              connection, then 12 KiB and 1 MiB at once while it runs
+#     share-exec          inetd's and sshd's shape: a child forked per
+#              accepted connection runs cat(1) on it; 1 MiB, then 12 KiB
+#              and 1 MiB at once (connections not answered yet when their
+#              child executes: the parent answers and relays them)
 #     share-split         rsync's shape: the child reads 4 MiB and EOF
 #              while the parent writes 4 MiB, then closes once the child
 #              is done; the client's half-close, then its EOF
@@ -495,6 +507,23 @@ fork-threads_run() {
 	forkrun fork-threads "$1" fork-threads client 3 RDMAV_FORK_SAFE=1
 	on_rdma fork-threads "$1" 0
 }
+# The child forks a handler program once the connection is on RDMA.
+fork-exec_run() {
+	forkrun fork-exec "$1" fork-exec client 3 RDMAV_FORK_SAFE=1
+	on_rdma fork-exec "$1" 3
+}
+# The child executes a program itself: the connection goes back to TCP
+# first, at both ends; only the first chunk and its echo go over RDMA.
+fork-exec-self_run() {
+	local back
+	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-exec-self "$1" exec client-ready 3 RDMAV_FORK_SAFE=1
+	[ "$1" = rdma ] && [ "${res[fork-exec-self.rdma.ok]:-0}" = 1 ] || return 0
+	back=$(grep -c "back on TCP" "$W/rsp.log")
+	if [ "$back" != 6 ]; then
+		res[fork-exec-self.rdma.ok]=0
+		res[fork-exec-self.rdma.why]="$back \"back on TCP\" lines in the preload's log, 6 expected"
+	fi
+}
 # Without it: a forked child closes the parent's connected socket.
 fork-close_run() { forkrun fork-close "$1" nofork client-forkclose 1; }
 # Without it: listens as root, accepts as nobody.
@@ -570,6 +599,8 @@ share_on() {
 # socat TCP-LISTEN:p,fork: the first connection is served by a child of the
 # process that accepted it; then 12 KiB and 1 MiB while it is served.
 share-first_run() { share_on share-first "$1" first 3145728 12288 1048576; }
+# inetd's shape: a child per connection runs cat(1) on it.
+share-exec_run() { share_on share-exec "$1" exec 1048576 12288 1048576; }
 # rsync's receiver and generator: the child reads, the parent writes.
 share-split_run() { share_on share-split "$1" split 4194304; }
 # The same on the connecting side: the client forks its reader.
@@ -620,8 +651,10 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
 	setuid-direct:$FORK_ECHO:lower:ms \
 	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
+	fork-exec:$FORK_ECHO:lower:ms fork-exec-self:$FORK_ECHO:lower:ms \
 	fork-close:$FORK_ECHO:lower:ms nobody-server:$FORK_ECHO:lower:ms \
-	share-first:$FORK_SHARE:lower:ms share-split:$FORK_SHARE:lower:ms \
+	share-first:$FORK_SHARE:lower:ms share-exec:$FORK_SHARE:lower:ms \
+	share-split:$FORK_SHARE:lower:ms \
 	share-split-connect:$FORK_SHARE:lower:ms share-unused:$FORK_SHARE:lower:ms \
 	share-closed-unused:$FORK_SHARE:lower:ms share-grandchild:$FORK_SHARE:lower:ms \
 	share-parent-first:$FORK_SHARE:lower:ms share-names:$FORK_SHARE:lower:ms \
