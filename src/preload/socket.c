@@ -476,8 +476,14 @@ RSP_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 
 	rsp_init();
 	f = rsp_get(fd);
-	/* A relayed connection (share.c): TCP's options have no socket. */
-	if (!f && level == IPPROTO_TCP && rsp_share_name(fd, true, NULL, NULL))
+	/*
+	 * A relayed connection (share.c): TCP's and IP's options have no
+	 * socket (sshd sets IP_TOS on its client's).
+	 */
+	if (!f &&
+	    (level == IPPROTO_TCP || level == IPPROTO_IP ||
+	     level == IPPROTO_IPV6) &&
+	    rsp_share_name(fd, true, NULL, NULL))
 		return 0;
 	if (!f)
 		return rsp_real.setsockopt(fd, level, name, val, len);
