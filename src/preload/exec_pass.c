@@ -154,8 +154,8 @@ static bool role_of(int fd, struct rsp_exec_role *r)
 	if ((state != RSP_LAZY_PASSIVE && state != RSP_LAZY_ACTIVE) ||
 	    rsp_get(fd))
 		return false;
-	r->fd = fd;
-	r->passive = state == RSP_LAZY_PASSIVE;
+	*r = (struct rsp_exec_role){.fd = fd,
+				    .passive = state == RSP_LAZY_PASSIVE};
 	if (rsp_real.getsockname(fd, (struct sockaddr *)&ss, &len) ||
 	    !rsp_exec_addr_from(&r->local, (struct sockaddr *)&ss, len))
 		return false;
@@ -164,28 +164,56 @@ static bool role_of(int fd, struct rsp_exec_role *r)
 	       rsp_exec_addr_from(&r->peer, (struct sockaddr *)&ss, len);
 }
 
+/* Entry @i's fork-mode role, unless another survivor is its socket too. */
+static bool fork_role(const struct survivors *s, int i, struct rsp_exec_role *r)
+{
+	int other;
+
+	if (!role_of(s->e[i].fd, r))
+		return false;
+	other = other_of(s, i);
+	if (other >= 0)
+		rsp_log("fd %d: not passed to the new image as fork mode's "
+			"(fd %d is the same connection)",
+			s->e[i].fd, other);
+	return other < 0;
+}
+
+/*
+ * fd's entry if it is a connection another process relays for this one,
+ * whose names the program knows (share.c kept them at the fork).
+ */
+static bool relayed_of(int fd, struct rsp_exec_role *r)
+{
+	const struct rsp_file *f = rsp_peek(fd);
+
+	if (!f || !__atomic_load_n(&f->claimed, __ATOMIC_ACQUIRE) || !f->addrs)
+		return false;
+	*r = (struct rsp_exec_role){.fd = fd, .relayed = true};
+	return rsp_exec_addr_from(&r->local,
+				  (const struct sockaddr *)&f->addrs->local,
+				  f->addrs->local_len) &&
+	       rsp_exec_addr_from(&r->peer,
+				  (const struct sockaddr *)&f->addrs->peer,
+				  f->addrs->peer_len);
+}
+
 /* The variable's value for this exec in @out; its number of entries. */
 static int collect_roles(char *out, size_t size)
 {
 	struct survivors s = {0};
 	struct rsp_exec_role r;
 	size_t used = 0;
-	int i, n = 0, k, other;
+	int i, n = 0, k;
 
 	if (!list_survivors(&s)) {
 		free(s.e);
 		return 0;
 	}
 	for (i = 0; i < s.n && n < RSP_EXEC_MAX_ROLES; i++) {
-		if (!role_of(s.e[i].fd, &r))
+		/* A relayed connection's names: any descriptor may carry them. */
+		if (!relayed_of(s.e[i].fd, &r) && !fork_role(&s, i, &r))
 			continue;
-		other = other_of(&s, i);
-		if (other >= 0) {
-			rsp_log("fd %d: not passed to the new image as fork "
-				"mode's (fd %d is the same connection)",
-				s.e[i].fd, other);
-			continue;
-		}
 		if (n)
 			out[used++] = ',';
 		k = rsp_exec_role_format(out + used, size - used, &r);
@@ -195,8 +223,13 @@ static int collect_roles(char *out, size_t size)
 		}
 		used += k;
 		n++;
-		rsp_log("fd %d: passed to the new image (%s, not used yet)",
-			r.fd, r.passive ? "accepted" : "connected");
+		if (r.relayed)
+			rsp_log("fd %d: its addresses passed to the new image",
+				r.fd);
+		else
+			rsp_log("fd %d: passed to the new image (%s, not used "
+				"yet)",
+				r.fd, r.passive ? "accepted" : "connected");
 	}
 	out[used] = 0;
 	free(s.e);
@@ -306,7 +339,7 @@ static struct {
 	int n;
 	struct {
 		int fd;
-		bool passive, marked;
+		bool passive, relayed, marked;
 	} e[RSP_EXEC_MAX_ROLES];
 } seen;
 
@@ -325,7 +358,27 @@ static bool shared_socket(const struct rsp_exec_role *r, int n, int i)
 	return false;
 }
 
-void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy))
+/* A relayed connection's socket: one end of a local stream pair. */
+static bool relayed_fits(const struct rsp_exec_role *r)
+{
+	return so_int(r->fd, SO_DOMAIN) == AF_UNIX &&
+	       so_int(r->fd, SO_TYPE) == SOCK_STREAM;
+}
+
+/* Entry @r's names on its descriptor, if it is such a socket. */
+static bool apply_names(const struct rsp_exec_role *r)
+{
+	struct sockaddr_storage local, peer;
+	socklen_t llen = rsp_exec_addr_to(&r->local, &local);
+	socklen_t plen = rsp_exec_addr_to(&r->peer, &peer);
+
+	return relayed_fits(r) &&
+	       rsp_share_names_only(r->fd, (struct sockaddr *)&local, llen,
+				    (struct sockaddr *)&peer, plen);
+}
+
+void rsp_exec_roles_at_start(bool roles, bool names,
+			     bool (*mark)(int, enum rsp_lazy))
 {
 	static char copy[RSP_EXEC_ROLES_LEN + 1];
 	struct rsp_exec_role r[RSP_EXEC_MAX_ROLES];
@@ -337,7 +390,7 @@ void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy))
 		strcpy(copy, v);
 	/* also in secure-execution mode: it is never a later image's */
 	unsetenv(RSP_EXEC_ROLES);
-	if (!v || !apply)
+	if (!v || (!roles && !names))
 		return;
 	n = too_long ? -1 : rsp_exec_roles_parse(copy, r, RSP_EXEC_MAX_ROLES);
 	if (n < 0) {
@@ -347,10 +400,15 @@ void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy))
 	for (i = 0; i < n; i++) {
 		seen.e[i].fd = r[i].fd;
 		seen.e[i].passive = r[i].passive;
-		seen.e[i].marked =
-			rsp_exec_role_fits(&r[i]) && !shared_socket(r, n, i) &&
-			mark(r[i].fd,
-			     r[i].passive ? RSP_LAZY_PASSIVE : RSP_LAZY_ACTIVE);
+		seen.e[i].relayed = r[i].relayed;
+		if (r[i].relayed)
+			seen.e[i].marked = names && apply_names(&r[i]);
+		else
+			seen.e[i].marked =
+				roles && rsp_exec_role_fits(&r[i]) &&
+				!shared_socket(r, n, i) &&
+				mark(r[i].fd, r[i].passive ? RSP_LAZY_PASSIVE
+							   : RSP_LAZY_ACTIVE);
 	}
 	seen.n = n;
 }
@@ -363,7 +421,11 @@ void rsp_exec_roles_log(void)
 		rsp_log("%s is malformed: its descriptors stay inherited",
 			RSP_EXEC_ROLES);
 	for (i = 0; i < seen.n; i++) {
-		if (seen.e[i].marked)
+		if (seen.e[i].marked && seen.e[i].relayed)
+			rsp_log("fd %d: relayed by another process; its "
+				"addresses are the connection's",
+				seen.e[i].fd);
+		else if (seen.e[i].marked)
 			rsp_log("fd %d: %s by the image before execve, "
 				"not used yet: fork mode's handshake at its "
 				"first use",

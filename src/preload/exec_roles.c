@@ -2,11 +2,13 @@
 /*
  * RDMA_RSOCKET_EXEC_ROLES, the variable through which fork mode tells a
  * new program image which of its connections the image before the exec
- * accepted or connected and never used (exec_pass.c): its text, written
- * and read by pure functions.
+ * accepted or connected and never used, and through which the names of
+ * the relayed connections it inherits cross (exec_pass.c): its text,
+ * written and read by pure functions.
  *
- * An entry is "FD:R:LOCAL:PEER", R "P" (accepted: the passive end) or
- * "A" (connected), an address the hexadecimal digits of its 4 (IPv4) or
+ * An entry is "FD:R:LOCAL:PEER", R "P" (accepted: the passive end),
+ * "A" (connected) or "R" (a relayed connection: only its addresses cross
+ * the exec), an address the hexadecimal digits of its 4 (IPv4) or
  * 16 (IPv6) bytes in network order, a dot and the decimal port; entries
  * are separated by commas:
  *
@@ -55,6 +57,25 @@ bool rsp_exec_addr_is(const struct rsp_exec_addr *a, const struct sockaddr *sa,
 	       b.port == a->port && !memcmp(b.addr, a->addr, sizeof(b.addr));
 }
 
+socklen_t rsp_exec_addr_to(const struct rsp_exec_addr *a,
+			   struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, a->addr, 4);
+		sin->sin_port = htons(a->port);
+		return sizeof(*sin);
+	}
+	sin6->sin6_family = AF_INET6;
+	memcpy(&sin6->sin6_addr, a->addr, 16);
+	sin6->sin6_port = htons(a->port);
+	return sizeof(*sin6);
+}
+
 static int addr_len(const struct rsp_exec_addr *a)
 {
 	return a->family == AF_INET ? 4 : a->family == AF_INET6 ? 16 : 0;
@@ -79,7 +100,10 @@ int rsp_exec_role_format(char *out, size_t size, const struct rsp_exec_role *r)
 
 	if (r->fd < 0 || r->fd > 65535 || r->local.family != r->peer.family)
 		return -1;
-	n = snprintf(out, size, "%d:%c:", r->fd, r->passive ? 'P' : 'A');
+	n = snprintf(out, size, "%d:%c:", r->fd,
+		     r->relayed	  ? 'R'
+		     : r->passive ? 'P'
+				  : 'A');
 	if (n < 0 || (size_t)n >= size)
 		return -1;
 	m = format_addr(out + n, size - n, &r->local);
@@ -149,10 +173,11 @@ static bool parse_role(const char **p, struct rsp_exec_role *r)
 	const char *s = *p;
 	long fd = number(&s, 65535);
 
-	if (fd < 0 || *s++ != ':' || (*s != 'P' && *s != 'A'))
+	if (fd < 0 || *s++ != ':' || (*s != 'P' && *s != 'A' && *s != 'R'))
 		return false;
 	r->fd = (int)fd;
-	r->passive = *s++ == 'P';
+	r->passive = *s == 'P';
+	r->relayed = *s++ == 'R';
 	if (*s++ != ':' || !parse_addr(&s, &r->local) || *s++ != ':' ||
 	    !parse_addr(&s, &r->peer) || r->local.family != r->peer.family)
 		return false;

@@ -513,6 +513,15 @@ void rsp_share_answering(struct rsp_file *f);
  */
 bool rsp_share_lost(int fd);
 /*
+ * At a new image's start: fd is a relayed connection the image before the
+ * exec held (exec_pass.c), whose names the program knows as @local and
+ * @peer; getsockname and getpeername answer them, and TCP's options are
+ * taken, as in that image.  False without memory.
+ */
+bool rsp_share_names_only(int fd, const struct sockaddr *local,
+			  socklen_t local_len, const struct sockaddr *peer,
+			  socklen_t peer_len);
+/*
  * The last descriptor of f in this process closed: whether share.c keeps
  * its rsocket (a descendant may still ask for it, or the relay has it),
  * rather than the caller closing it.  Another process's f: its owner
@@ -554,7 +563,8 @@ void rsp_share_after_fork(struct rsp_share_fork *sf, pid_t pid);
 /*
  * Fork mode: the connections the image before an exec accepted or
  * connected on TCP and never used, named for the new image, which then
- * makes the handshake itself (exec_pass.c).
+ * makes the handshake itself (exec_pass.c); and in every mode the
+ * addresses of the relayed connections the new image inherits.
  */
 #define RSP_EXEC_ROLES "RDMA_RSOCKET_EXEC_ROLES"
 #define RSP_EXEC_MAX_ROLES 64
@@ -571,12 +581,21 @@ struct rsp_exec_addr {
 struct rsp_exec_role {
 	int fd;
 	bool passive; /* accepted (RSP_LAZY_PASSIVE), else connected */
+	/*
+	 * Not fork mode's: a connection another process relays, whose
+	 * socket's names are the connection's (the new image answers
+	 * getsockname and getpeername with them).
+	 */
+	bool relayed;
 	struct rsp_exec_addr local, peer;
 };
 
 /* @sa as an rsp_exec_addr: false when it is no IPv4 or IPv6 address. */
 bool rsp_exec_addr_from(struct rsp_exec_addr *a, const struct sockaddr *sa,
 			socklen_t len);
+/* @a as a socket address in @ss; its length. */
+socklen_t rsp_exec_addr_to(const struct rsp_exec_addr *a,
+			   struct sockaddr_storage *ss);
 /* Whether @sa is the address @a names. */
 bool rsp_exec_addr_is(const struct rsp_exec_addr *a, const struct sockaddr *sa,
 		      socklen_t len);
@@ -601,12 +620,14 @@ char **rsp_exec_prepare(char *const envp[]);
 void rsp_exec_failed(char **env, char *const envp[]);
 /*
  * At the new image's start (inherit.c's constructor; raw calls only):
- * RSP_EXEC_ROLES taken out of the environment, and if @apply, each
- * descriptor it names that is that connection made RSP_LAZY_PASSIVE or
- * ACTIVE (@mark: rsp_lazy_set).  rsp_exec_roles_log writes what it did
- * to the log, once the log is open (rsp_init).
+ * RSP_EXEC_ROLES taken out of the environment; if @roles (fork mode),
+ * each descriptor it names that is that connection made RSP_LAZY_PASSIVE
+ * or ACTIVE (@mark: rsp_lazy_set); if @names, each relayed connection's
+ * socket given its names (rsp_share_names_only).  rsp_exec_roles_log
+ * writes what it did to the log, once the log is open (rsp_init).
  */
-void rsp_exec_roles_at_start(bool apply, bool (*mark)(int, enum rsp_lazy));
+void rsp_exec_roles_at_start(bool roles, bool names,
+			     bool (*mark)(int, enum rsp_lazy));
 void rsp_exec_roles_log(void);
 /*
  * The new image's check of one entry: whether fd is a connected TCP

@@ -80,7 +80,9 @@ static void entry(const uint8_t *data, size_t size)
 	if (size < sizeof(r))
 		return;
 	memcpy(&r, data, sizeof(r));
-	r.passive = data[0] & 1; /* a bool's bytes must be 0 or 1 */
+	/* a bool's bytes must be 0 or 1; a relayed entry has no side */
+	r.relayed = (data[0] >> 1) & 1;
+	r.passive = !r.relayed && (data[0] & 1);
 	k = rsp_exec_role_format(buf, sizeof(buf), &r);
 	if (k < 0)
 		return;
@@ -88,6 +90,7 @@ static void entry(const uint8_t *data, size_t size)
 		abort();
 	check_entry(&back[0]);
 	if (back[0].fd != r.fd || back[0].passive != r.passive ||
+	    back[0].relayed != r.relayed ||
 	    back[0].local.family != r.local.family ||
 	    back[0].local.port != r.local.port ||
 	    back[0].peer.port != r.peer.port ||

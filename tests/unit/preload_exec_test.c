@@ -49,6 +49,7 @@ static bool same_role(const struct rsp_exec_role *a,
 		      const struct rsp_exec_role *b)
 {
 	return a->fd == b->fd && a->passive == b->passive &&
+	       a->relayed == b->relayed &&
 	       !memcmp(&a->local, &b->local, sizeof(a->local)) &&
 	       !memcmp(&a->peer, &b->peer, sizeof(a->peer));
 }
@@ -89,6 +90,20 @@ START_TEST(roles_round_trip)
 	ck_assert_int_eq(rsp_exec_roles_parse("", out, 4), 0);
 	/* no room for the third: refused, not cut short */
 	ck_assert_int_eq(rsp_exec_roles_parse(buf, out, 2), -1);
+}
+END_TEST
+
+/* A relayed connection's entry carries only its names. */
+START_TEST(a_relayed_entry_round_trips)
+{
+	struct rsp_exec_role in = v4_role(1, false, 22, 50000), out[2];
+	char buf[RSP_EXEC_ROLE_LEN];
+
+	in.relayed = true;
+	ck_assert_int_gt(rsp_exec_role_format(buf, sizeof(buf), &in), 0);
+	ck_assert_str_eq(buf, "1:R:7f000001.22:0a01ff00.50000");
+	ck_assert_int_eq(rsp_exec_roles_parse(buf, out, 2), 1);
+	ck_assert(same_role(&in, &out[0]));
 }
 END_TEST
 
@@ -297,7 +312,7 @@ START_TEST(the_start_marks_what_fits_and_removes_the_variable)
 
 	r[2].fd = other; /* names a socket that is not that connection */
 	set_roles(r, 3);
-	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_PASSIVE);
 	ck_assert_int_eq(rsp_lazy_get(cli), RSP_LAZY_ACTIVE);
 	ck_assert_int_eq(rsp_lazy_get(other), RSP_LAZY_NONE);
@@ -312,7 +327,7 @@ START_TEST(the_start_outside_fork_mode_only_removes_it)
 	struct rsp_exec_role r = real_role(srv, true);
 
 	set_roles(&r, 1);
-	rsp_exec_roles_at_start(false, rsp_lazy_set);
+	rsp_exec_roles_at_start(false, false, rsp_lazy_set);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
 	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
 }
@@ -326,7 +341,7 @@ START_TEST(a_malformed_variable_marks_nothing)
 
 	strcpy(buf + n, ",x");
 	setenv(RSP_EXEC_ROLES, buf, 1);
-	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
 	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
 	rsp_exec_roles_log();
@@ -343,10 +358,47 @@ START_TEST(two_descriptors_of_one_connection_are_not_marked)
 	ck_assert_int_ge(d, 0);
 	r[1].fd = d;
 	set_roles(r, 2);
-	rsp_exec_roles_at_start(true, rsp_lazy_set);
+	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
 	ck_assert_int_eq(rsp_lazy_get(d), RSP_LAZY_NONE);
 	close(d);
+}
+END_TEST
+
+/*
+ * A relayed connection's socket (a socketpair's end) answers the names
+ * it is given; a TCP socket named so is left alone.
+ */
+START_TEST(the_start_names_a_relayed_socket)
+{
+	struct rsp_exec_role r[2] = {v4_role(0, false, 22, 50000),
+				     v4_role(srv, false, 1, 2)};
+	struct sockaddr_in got, want;
+	socklen_t len = sizeof(got);
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	r[0].fd = sv[0];
+	r[0].relayed = r[1].relayed = true;
+	set_roles(r, 2);
+	rsp_exec_roles_at_start(false, true, rsp_lazy_set);
+	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
+	ck_assert(rsp_share_name(sv[0], true, (struct sockaddr *)&got, &len));
+	want = (struct sockaddr_in){.sin_family = AF_INET,
+				    .sin_port = htons(50000),
+				    .sin_addr.s_addr = htonl(0x0a01ff00)};
+	ck_assert_uint_eq(len, sizeof(want));
+	ck_assert(!memcmp(&got, &want, sizeof(want)));
+	len = sizeof(got);
+	ck_assert(rsp_share_name(sv[0], false, (struct sockaddr *)&got, &len));
+	ck_assert_uint_eq(ntohs(got.sin_port), 22);
+	/* not ours to use: its calls are the kernel's */
+	ck_assert_ptr_null(rsp_get(sv[0]));
+	ck_assert(!rsp_share_name(srv, true, NULL, NULL));
+	rsp_exec_roles_log();
+	rsp_clear(sv[0]);
+	close(sv[0]);
+	close(sv[1]);
 }
 END_TEST
 
@@ -545,6 +597,7 @@ Suite *preload_exec_suite(void)
 	TCase *tc = tcase_create("text");
 
 	tcase_add_test(tc, roles_round_trip);
+	tcase_add_test(tc, a_relayed_entry_round_trips);
 	tcase_add_test(tc, roles_format_refuses_what_cannot_be_read_back);
 	tcase_add_test(tc, malformed_roles_are_refused_whole);
 	suite_add_tcase(s, tc);
@@ -555,6 +608,7 @@ Suite *preload_exec_suite(void)
 	tcase_add_test(tc, the_start_outside_fork_mode_only_removes_it);
 	tcase_add_test(tc, a_malformed_variable_marks_nothing);
 	tcase_add_test(tc, two_descriptors_of_one_connection_are_not_marked);
+	tcase_add_test(tc, the_start_names_a_relayed_socket);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("before");
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);

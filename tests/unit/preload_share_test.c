@@ -760,6 +760,43 @@ static int domain_of(int d)
 	return getsockopt(d, SOL_SOCKET, SO_DOMAIN, &v, &len) ? -1 : v;
 }
 
+/* The connection's peer as the program knows it (the fake names none). */
+static const struct sockaddr_in client = {
+	.sin_family = AF_INET,
+	.sin_port = 0xc350,
+	.sin_addr.s_addr = 0x0100000a,
+};
+
+static void give_names(void)
+{
+	struct rsp_addrs *names = calloc(1, sizeof(*names));
+
+	ck_assert_ptr_nonnull(names);
+	memcpy(&names->local, &client, sizeof(client));
+	memcpy(&names->peer, &client, sizeof(client));
+	names->local_len = names->peer_len = sizeof(client);
+	rsp_peek(fd)->addrs = names;
+}
+
+/* Whether @env names descriptor @d relayed, with the connection's peer. */
+static bool names_passed(char **env, int d)
+{
+	struct rsp_exec_role r[RSP_EXEC_MAX_ROLES];
+	size_t k = strlen(RSP_EXEC_ROLES);
+	int i, n = -1;
+
+	for (; *env && n < 0; env++)
+		if (!strncmp(*env, RSP_EXEC_ROLES, k) && (*env)[k] == '=')
+			n = rsp_exec_roles_parse(*env + k + 1, r,
+						 RSP_EXEC_MAX_ROLES);
+	for (i = 0; i < n; i++)
+		if (r[i].fd == d && r[i].relayed)
+			return rsp_exec_addr_is(
+				&r[i].peer, (const struct sockaddr *)&client,
+				sizeof(client));
+	return false;
+}
+
 /*
  * A forking server's child runs cat on the connection (its standard
  * input and output): before the exec, the preload's execvpe asks the
@@ -775,6 +812,8 @@ static void child_execs_cat(void)
 	env = rsp_exec_prepare(environ);
 	if (domain_of(0) != AF_UNIX || domain_of(1) != AF_UNIX)
 		_exit(6); /* the placeholder: cat would read ENOTCONN */
+	if (!names_passed(env, 0) || !names_passed(env, 1))
+		_exit(8);
 	execvpe("cat", (char *[]){"cat", NULL}, env);
 	_exit(7);
 }
@@ -784,8 +823,10 @@ START_TEST(a_child_execs_cat_on_its_parents_connection)
 	const size_t len = 100000;
 	uint8_t *in = malloc(len);
 	struct transfer *down;
-	pid_t pid = app_fork();
+	pid_t pid;
 
+	give_names();
+	pid = app_fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid)
 		child_execs_cat();
