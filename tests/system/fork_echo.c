@@ -404,6 +404,25 @@ static int fork_exec(int c)
 	return waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st);
 }
 
+/*
+ * exec: the whole first chunk echoed, then the shell: a byte of the
+ * client's left unread would end with this image.
+ */
+static int exec_after_first(int c)
+{
+	static char buf[CHUNK];
+	ssize_t n;
+	size_t got = 0;
+
+	while (got < CHUNK) {
+		n = read(c, buf + got, CHUNK - got);
+		if (n <= 0)
+			return 1;
+		got += (size_t)n;
+	}
+	return write_all(c, buf, CHUNK) || exec_cat(c, true);
+}
+
 static int echo(int c, enum mode mode)
 {
 	char buf[CHUNK];
@@ -412,6 +431,8 @@ static int echo(int c, enum mode mode)
 
 	if (mode == FORK_EPOLL)
 		return echo_nb(c);
+	if (mode == EXEC_SELF)
+		return exec_after_first(c);
 	if (mode == FORK_GREET && greet(c))
 		return 1;
 	while ((n = next_chunk(c, buf, sizeof(buf), mode)) > 0) {
@@ -430,8 +451,6 @@ static int echo(int c, enum mode mode)
 			return threads(c);
 		if (first && mode == FORK_EXEC)
 			return fork_exec(c);
-		if (first && mode == EXEC_SELF)
-			return exec_cat(c, true);
 		first = false;
 	}
 	return n < 0;
