@@ -64,10 +64,10 @@
 #
 # Failing under the preload today (tests/system/README.md has the details;
 # each FAIL line says "cause: ..." when the logs show a known signature):
-#   sshd: the connection crosses execve (BUGS.md preload-exec-inherited)
-#   sshd-forksafe: works, but over TCP: the re-executed sshd inherits the
-#     connection on fds 0 and 1, and an inherited connection stays on TCP
-#     (BUGS.md preload-exec-inherited)
+#   sshd-forksafe: works, but over TCP: sshd's child puts the connection,
+#     not used yet, on fds 0 and 1 before it re-executes sshd, and fork
+#     mode's handshake is a descriptor's: a connection with two stays on
+#     TCP (BUGS.md preload-fork-dup)
 # Every client is bounded, so that a hang fails its run: the first
 # contact of each run by FIRST (30 s), the rest by T (40 s).
 # Prints PASS/FAIL lines and "N passed, N failed".
@@ -218,8 +218,9 @@ cause() {
 	if grep -qsE 'Operation timed out after [0-9]+ milliseconds with [1-9][0-9]* out of [0-9]+ bytes received' "$@"; then
 		printf 'cause: like BUGS.md apache-event-stall (fixed): the response stopped short of its end and never came whole. '
 	fi
-	if grep -qs 'Connection closed' "$@"; then
-		printf "cause: BUGS.md preload-exec-inherited: sshd accepts, then re-executes itself with the connection, which an rsocket cannot cross: the new image has the unconnected kernel socket. "
+	if grep -qs 'the new image gets the placeholder' "$W/rsp.log"; then
+		printf "cause: like BUGS.md preload-exec-inherited (fixed): a connection crossed an exec without its relay: %s. " \
+			"$(grep -m1 'the new image gets the placeholder' "$W/rsp.log")"
 	fi
 }
 
@@ -227,8 +228,7 @@ cause() {
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
 declare -A known=(
-	[sshd]="preload-exec-inherited"
-	[sshd-forksafe]="preload-exec-inherited"
+	[sshd-forksafe]="preload-fork-dup"
 )
 
 # verdict NAME UNIT BETTER: XFAIL for a known failure (above), else check.
@@ -625,7 +625,7 @@ EOF
 	# sshd closes the preload's log: the client's lines tell
 	if [ "$mode" = rdma ] && [[ " $* " == *" RDMAV_FORK_SAFE=1 "* ]] &&
 		grep -qs ': stays on TCP' "$W/rsp.log"; then
-		res[$name.$mode.why]="1 MiB up and back, compared, over TCP: cause: BUGS.md preload-exec-inherited: the re-executed sshd inherits the connection, which stays on TCP ($(grep -m1 ': stays on TCP' "$W/rsp.log")). "
+		res[$name.$mode.why]="1 MiB up and back, compared, over TCP: cause: BUGS.md preload-fork-dup: sshd's child puts the connection on two descriptors before the exec, and it stays on TCP ($(grep -m1 ': stays on TCP' "$W/rsp.log")). "
 		return
 	fi
 	res[$name.$mode.ok]=1
