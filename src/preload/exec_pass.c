@@ -303,7 +303,7 @@ void rsp_exec_failed(char **env, char *const envp[])
 
 /* --- the new image's start ---------------------------------------------- */
 
-static int so_int(int fd, int name)
+int rsp_sock_int(int fd, int name)
 {
 	int v = -1;
 	socklen_t len = sizeof(v);
@@ -318,9 +318,9 @@ bool rsp_exec_role_fits(const struct rsp_exec_role *r)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 
-	if (r->fd < 0 || so_int(r->fd, SO_DOMAIN) != r->local.family ||
-	    so_int(r->fd, SO_TYPE) != SOCK_STREAM ||
-	    so_int(r->fd, SO_PROTOCOL) != IPPROTO_TCP)
+	if (r->fd < 0 || rsp_sock_int(r->fd, SO_DOMAIN) != r->local.family ||
+	    rsp_sock_int(r->fd, SO_TYPE) != SOCK_STREAM ||
+	    rsp_sock_int(r->fd, SO_PROTOCOL) != IPPROTO_TCP)
 		return false;
 	if (syscall(SYS_getsockname, r->fd, (struct sockaddr *)&ss, &len) ||
 	    !rsp_exec_addr_is(&r->local, (struct sockaddr *)&ss, len))
@@ -361,8 +361,8 @@ static bool shared_socket(const struct rsp_exec_role *r, int n, int i)
 /* A relayed connection's socket: one end of a local stream pair. */
 static bool relayed_fits(const struct rsp_exec_role *r)
 {
-	return so_int(r->fd, SO_DOMAIN) == AF_UNIX &&
-	       so_int(r->fd, SO_TYPE) == SOCK_STREAM;
+	return rsp_sock_int(r->fd, SO_DOMAIN) == AF_UNIX &&
+	       rsp_sock_int(r->fd, SO_TYPE) == SOCK_STREAM;
 }
 
 /* Entry @r's names on its descriptor, if it is such a socket. */

@@ -48,31 +48,16 @@ struct rsp_tcp_info {
 _Static_assert(offsetof(struct rsp_tcp_info, bytes_acked) == 120,
 	       "tcpi_bytes_acked is at offset 120 of the kernel's tcp_info");
 
-/*
- * The kernel's answers, asked with raw system calls: the image's start
- * resolves none of the C library's calls (rsp_init waits for the
- * program's first socket call, see rsp_inherit_at_start).
- */
-static int sockopt(int fd, int name)
-{
-	int v = -1;
-	socklen_t len = sizeof(v);
-
-	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, name, &v, &len))
-		return -1;
-	return v;
-}
-
 /* Whether fd is a TCP socket over IPv4 or IPv6 that has a peer. */
 static bool tcp_connection(int fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	int domain = sockopt(fd, SO_DOMAIN);
+	int domain = rsp_sock_int(fd, SO_DOMAIN);
 
 	return (domain == AF_INET || domain == AF_INET6) &&
-	       sockopt(fd, SO_TYPE) == SOCK_STREAM &&
-	       sockopt(fd, SO_PROTOCOL) == IPPROTO_TCP &&
+	       rsp_sock_int(fd, SO_TYPE) == SOCK_STREAM &&
+	       rsp_sock_int(fd, SO_PROTOCOL) == IPPROTO_TCP &&
 	       !syscall(SYS_getpeername, fd, (struct sockaddr *)&ss, &len);
 }
 

@@ -593,6 +593,12 @@ struct rsp_exec_role {
 /* @sa as an rsp_exec_addr: false when it is no IPv4 or IPv6 address. */
 bool rsp_exec_addr_from(struct rsp_exec_addr *a, const struct sockaddr *sa,
 			socklen_t len);
+/*
+ * fd's SOL_SOCKET option @name (SO_DOMAIN, SO_TYPE...), -1 when refused:
+ * a raw system call, for an image's start, which resolves none of the C
+ * library's calls (rsp_init waits for the program's first socket call).
+ */
+int rsp_sock_int(int fd, int name);
 /* @a as a socket address in @ss; its length. */
 socklen_t rsp_exec_addr_to(const struct rsp_exec_addr *a,
 			   struct sockaddr_storage *ss);
