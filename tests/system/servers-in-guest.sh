@@ -622,6 +622,12 @@ EOF
 		return
 	fi
 	echo "# $name $mode: 1 MiB up and back, compared$(rsp_summary "$mode")"
+	# sshd knows its client by its address, as on TCP (it crossed sshd's
+	# re-execution with the relayed connection)
+	if [ "$(grep -c "Accepted publickey for root from $A1 port" "$d/log")" != 2 ]; then
+		res[$name.$mode.why]="1 MiB up and back, compared, but sshd did not log two logins from $A1: $(grep -m2 'Accepted\|Connection from' "$d/log" | tr '\n' '|')"
+		return
+	fi
 	# sshd closes the preload's log: the client's lines tell
 	if [ "$mode" = rdma ] && [[ " $* " == *" RDMAV_FORK_SAFE=1 "* ]] &&
 		grep -qs ': stays on TCP' "$W/rsp.log"; then
