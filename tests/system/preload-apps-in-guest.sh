@@ -513,15 +513,17 @@ fork-exec_run() {
 	on_rdma fork-exec "$1" 3
 }
 # The child executes a program itself: the connection goes back to TCP
-# first, at both ends; only the first chunk and its echo go over RDMA.
+# first, at both ends (the server's two descriptors, the client's one);
+# only the first chunk and its echo go over RDMA.
 fork-exec-self_run() {
-	local back
+	local exec peer
 	FE_RDMA_BYTES=$((3 * 2 * 65536)) forkrun fork-exec-self "$1" exec client-ready 3 RDMAV_FORK_SAFE=1
 	[ "$1" = rdma ] && [ "${res[fork-exec-self.rdma.ok]:-0}" = 1 ] || return 0
-	back=$(grep -c "back on TCP" "$W/rsp.log")
-	if [ "$back" != 6 ]; then
+	exec=$(grep -c "back on TCP (exec)" "$W/rsp.log")
+	peer=$(grep -c "back on TCP (its RDMA bytes are read)" "$W/rsp.log")
+	if [ "$exec" != 6 ] || [ "$peer" != 3 ]; then
 		res[fork-exec-self.rdma.ok]=0
-		res[fork-exec-self.rdma.why]="$back \"back on TCP\" lines in the preload's log, 6 expected"
+		res[fork-exec-self.rdma.why]="$exec \"back on TCP (exec)\" and $peer \"back on TCP (its RDMA bytes are read)\" lines in the preload's log, 6 and 3 expected"
 	fi
 }
 # Without it: a forked child closes the parent's connected socket.
