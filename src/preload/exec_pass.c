@@ -17,7 +17,10 @@
  * shared, as sshd's): the new image could not answer it, so the owner
  * does.  The owner must outlive the use, as for any relayed connection.
  * An exec that then fails leaves the connection relayed: nothing the
- * program can see.
+ * program can see.  The connection's two addresses go along (role R in
+ * the variable below): the new image's getpeername and getsockname answer
+ * them on the local socket, as the image before did (sshd logs and
+ * matches its client's address).
  *
  * This process's own connections that fork mode moved to RDMA go back to
  * their TCP connections first (moveback.c): the rsocket ends with this
