@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * The exec family.  Before the program image goes, what survives it is
- * prepared (exec_pass.c): connections of other processes' held here are
- * relayed, and in fork mode the new image is told which connections it
- * may still move to RDMA.  The C library's execv, execvp, execl ... call
- * its execve from inside, not through the PLT, so each of them is stood
- * in front of here; the variadic forms build their argument vector and
- * take the path of the vector form they stand for.
+ * fork() and the exec family: what a new process or program image keeps.
+ * A fork shares the connections (share.c).  Before an exec replaces the
+ * program image, what survives it is prepared (exec_pass.c): connections
+ * of other processes' held here are relayed, this process's own go back
+ * to TCP, and the new image is told their names and, in fork mode, which
+ * connections it may still move to RDMA.  The C library's execv, execvp,
+ * execl ... call its execve from inside, not through the PLT, so each of
+ * them is stood in front of here; the variadic forms build their argument
+ * vector and take the path of the vector form they stand for.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -186,4 +188,20 @@ RSP_EXPORT int execle(const char *path, const char *arg, ...)
 	argv = va_argv(arg, ap, &envp);
 	va_end(ap);
 	return run_l(&c, argv, envp);
+}
+
+/*
+ * fork(): every connection of ours, made by rsockets or moved from TCP by
+ * fork mode, is relayed if the child uses it (share.c).
+ */
+RSP_EXPORT pid_t fork(void)
+{
+	struct rsp_share_fork sf;
+	pid_t pid;
+
+	rsp_init();
+	rsp_share_before_fork(&sf);
+	pid = rsp_real.fork();
+	rsp_share_after_fork(&sf, pid);
+	return pid;
 }

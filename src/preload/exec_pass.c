@@ -368,6 +368,41 @@ static bool relayed_fits(const struct rsp_exec_role *r)
 	       rsp_sock_int(r->fd, SO_TYPE) == SOCK_STREAM;
 }
 
+/*
+ * fd, a relayed connection the image before the exec held, becomes what
+ * it was there for getsockname and getpeername (share.c's rsp_share_name
+ * answers @local and @peer) and TCP's options; its calls are the local
+ * socket's.  False without memory.
+ */
+static bool names_only(int fd, const struct sockaddr *local,
+		       socklen_t local_len, const struct sockaddr *peer,
+		       socklen_t peer_len)
+{
+	struct rsp_file *f = rsp_file_new(-1, local->sa_family);
+	struct rsp_addrs *a = calloc(1, sizeof(*a));
+
+	if (!f || !a || local_len > sizeof(a->local) ||
+	    peer_len > sizeof(a->peer)) {
+		free(f);
+		free(a);
+		return false;
+	}
+	memcpy(&a->local, local, local_len);
+	a->local_len = local_len;
+	memcpy(&a->peer, peer, peer_len);
+	a->peer_len = peer_len;
+	f->addrs = a;
+	/*
+	 * No process of this one's makes its calls (the kernel's socket is
+	 * the relay's already), and nobody is asked for it.
+	 */
+	f->owner = 0;
+	f->forked = true;
+	f->claimed = true;
+	rsp_set(fd, f);
+	return true;
+}
+
 /* Entry @r's names on its descriptor, if it is such a socket. */
 static bool apply_names(const struct rsp_exec_role *r)
 {
@@ -376,8 +411,8 @@ static bool apply_names(const struct rsp_exec_role *r)
 	socklen_t plen = rsp_exec_addr_to(&r->peer, &peer);
 
 	return relayed_fits(r) &&
-	       rsp_share_names_only(r->fd, (struct sockaddr *)&local, llen,
-				    (struct sockaddr *)&peer, plen);
+	       names_only(r->fd, (struct sockaddr *)&local, llen,
+			  (struct sockaddr *)&peer, plen);
 }
 
 void rsp_exec_roles_at_start(bool roles, bool names,

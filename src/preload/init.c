@@ -253,22 +253,6 @@ static void rsp_forked(void)
 	rsp_pid = (int)getpid();
 }
 
-/*
- * fork(): every connection of ours, made by rsockets or moved from TCP by
- * fork mode, is relayed if the child uses it (share.c).
- */
-RSP_EXPORT pid_t fork(void)
-{
-	struct rsp_share_fork sf;
-	pid_t pid;
-
-	rsp_init();
-	rsp_share_before_fork(&sf);
-	pid = rsp_real.fork();
-	rsp_share_after_fork(&sf, pid);
-	return pid;
-}
-
 static void init_once(void)
 {
 	rsp_pid = (int)getpid();

@@ -513,15 +513,6 @@ void rsp_share_answering(struct rsp_file *f);
  */
 bool rsp_share_lost(int fd);
 /*
- * At a new image's start: fd is a relayed connection the image before the
- * exec held (exec_pass.c), whose names the program knows as @local and
- * @peer; getsockname and getpeername answer them, and TCP's options are
- * taken, as in that image.  False without memory.
- */
-bool rsp_share_names_only(int fd, const struct sockaddr *local,
-			  socklen_t local_len, const struct sockaddr *peer,
-			  socklen_t peer_len);
-/*
  * The last descriptor of f in this process closed: whether share.c keeps
  * its rsocket (a descendant may still ask for it, or the relay has it),
  * rather than the caller closing it.  Another process's f: its owner
@@ -629,8 +620,8 @@ void rsp_exec_failed(char **env, char *const envp[]);
  * RSP_EXEC_ROLES taken out of the environment; if @roles (fork mode),
  * each descriptor it names that is that connection made RSP_LAZY_PASSIVE
  * or ACTIVE (@mark: rsp_lazy_set); if @names, each relayed connection's
- * socket given its names (rsp_share_names_only).  rsp_exec_roles_log
- * writes what it did to the log, once the log is open (rsp_init).
+ * socket given its names.  rsp_exec_roles_log writes what it did to the
+ * log, once the log is open (rsp_init).
  */
 void rsp_exec_roles_at_start(bool roles, bool names,
 			     bool (*mark)(int, enum rsp_lazy));

@@ -183,35 +183,6 @@ bool rsp_share_lost(int fd)
 	       !__atomic_load_n(&f->claimed, __ATOMIC_ACQUIRE);
 }
 
-bool rsp_share_names_only(int fd, const struct sockaddr *local,
-			  socklen_t local_len, const struct sockaddr *peer,
-			  socklen_t peer_len)
-{
-	struct rsp_file *f = rsp_file_new(-1, local->sa_family);
-	struct rsp_addrs *a = calloc(1, sizeof(*a));
-
-	if (!f || !a || local_len > sizeof(a->local) ||
-	    peer_len > sizeof(a->peer)) {
-		free(f);
-		free(a);
-		return false;
-	}
-	memcpy(&a->local, local, local_len);
-	a->local_len = local_len;
-	memcpy(&a->peer, peer, peer_len);
-	a->peer_len = peer_len;
-	f->addrs = a;
-	/*
-	 * No process of this one's makes its calls (the kernel's socket is
-	 * the relay's already), and nobody is asked for it.
-	 */
-	f->owner = 0;
-	f->forked = true;
-	f->claimed = true;
-	rsp_set(fd, f);
-	return true;
-}
-
 /* Another's connection this process holds, owned by *(int *)arg. */
 static bool held_of(const struct rsp_file *f, void *arg)
 {
