@@ -60,8 +60,7 @@
 #include "share.h"
 #include "util/env.h"
 
-/* Whether fd is open and not closed on exec. */
-static bool survives(int fd)
+bool rsp_fd_survives_exec(int fd)
 {
 	int fl = rsp_real.fcntl(fd, F_GETFD);
 
@@ -82,7 +81,7 @@ static void claim_held(void)
 
 	for (i = 0; i < n; i++) {
 		m = rsp_fds_of(files[i], &fds);
-		for (k = 0; k < m && !survives(fds[k]); k++)
+		for (k = 0; k < m && !rsp_fd_survives_exec(fds[k]); k++)
 			;
 		/* it rechecks what fd maps: another thread may close it */
 		if (k < m && !rsp_share_claim_before_exec(fds[k]))
@@ -118,7 +117,7 @@ static bool list_survivors(struct survivors *s)
 	while ((e = readdir(d))) {
 		fd = strtol(e->d_name, &end, 10);
 		if (*end || end == e->d_name || fd == dirfd(d) ||
-		    !survives((int)fd) || fstat((int)fd, &st))
+		    !rsp_fd_survives_exec((int)fd) || fstat((int)fd, &st))
 			continue;
 		if (s->n == s->size) {
 			s->size = s->size ? 2 * s->size : 64;
@@ -369,28 +368,28 @@ static bool relayed_fits(const struct rsp_exec_role *r)
 }
 
 /*
- * fd, a relayed connection the image before the exec held, becomes what
- * it was there for getsockname and getpeername (share.c's rsp_share_name
- * answers @local and @peer) and TCP's options; its calls are the local
- * socket's.  False without memory.
+ * Entry @r's descriptor, if it is a relayed connection's local socket,
+ * becomes what it was in the image before for getsockname and
+ * getpeername (share.c's rsp_share_name answers the entry's addresses)
+ * and TCP's options; its calls stay the local socket's.  False when it
+ * is no such socket, or without memory.
  */
-static bool names_only(int fd, const struct sockaddr *local,
-		       socklen_t local_len, const struct sockaddr *peer,
-		       socklen_t peer_len)
+static bool apply_names(const struct rsp_exec_role *r)
 {
-	struct rsp_file *f = rsp_file_new(-1, local->sa_family);
-	struct rsp_addrs *a = calloc(1, sizeof(*a));
+	struct rsp_file *f;
+	struct rsp_addrs *a;
 
-	if (!f || !a || local_len > sizeof(a->local) ||
-	    peer_len > sizeof(a->peer)) {
+	if (!relayed_fits(r))
+		return false;
+	f = rsp_file_new(-1, r->local.family);
+	a = calloc(1, sizeof(*a));
+	if (!f || !a) {
 		free(f);
 		free(a);
 		return false;
 	}
-	memcpy(&a->local, local, local_len);
-	a->local_len = local_len;
-	memcpy(&a->peer, peer, peer_len);
-	a->peer_len = peer_len;
+	a->local_len = rsp_exec_addr_to(&r->local, &a->local);
+	a->peer_len = rsp_exec_addr_to(&r->peer, &a->peer);
 	f->addrs = a;
 	/*
 	 * No process of this one's makes its calls (the kernel's socket is
@@ -399,20 +398,8 @@ static bool names_only(int fd, const struct sockaddr *local,
 	f->owner = 0;
 	f->forked = true;
 	f->claimed = true;
-	rsp_set(fd, f);
+	rsp_set(r->fd, f);
 	return true;
-}
-
-/* Entry @r's names on its descriptor, if it is such a socket. */
-static bool apply_names(const struct rsp_exec_role *r)
-{
-	struct sockaddr_storage local, peer;
-	socklen_t llen = rsp_exec_addr_to(&r->local, &local);
-	socklen_t plen = rsp_exec_addr_to(&r->peer, &peer);
-
-	return relayed_fits(r) &&
-	       names_only(r->fd, (struct sockaddr *)&local, llen,
-			  (struct sockaddr *)&peer, plen);
 }
 
 void rsp_exec_roles_at_start(bool roles, bool names,

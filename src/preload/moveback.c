@@ -24,7 +24,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -142,14 +141,6 @@ static bool moved_here(const struct rsp_file *f)
 	return f->via_tcp && f->owner == rsp_pid && !f->detached;
 }
 
-/* Moved by this process, inherited by the image an exec starts. */
-static bool crosses_exec(int fd)
-{
-	int fl = rsp_real.fcntl(fd, F_GETFD);
-
-	return fl >= 0 && !(fl & FD_CLOEXEC);
-}
-
 void rsp_move_back_before_exec(void)
 {
 	uint64_t deadline = rsp_now_ms() + RSP_MOVE_BACK_MS, now;
@@ -161,7 +152,7 @@ void rsp_move_back_before_exec(void)
 		return;
 	n = rsp_fds_where(moved_here, &fds);
 	for (i = 0; i < n; i++)
-		if (crosses_exec(fds[i]))
+		if (rsp_fd_survives_exec(fds[i]))
 			fds[kept++] = fds[i];
 	/* Every peer is asked before any is waited for. */
 	for (i = 0; i < kept; i++)

@@ -590,6 +590,8 @@ bool rsp_exec_addr_from(struct rsp_exec_addr *a, const struct sockaddr *sa,
  * library's calls (rsp_init waits for the program's first socket call).
  */
 int rsp_sock_int(int fd, int name);
+/* Whether fd is open and not closed on exec. */
+bool rsp_fd_survives_exec(int fd);
 /* @a as a socket address in @ss; its length. */
 socklen_t rsp_exec_addr_to(const struct rsp_exec_addr *a,
 			   struct sockaddr_storage *ss);
