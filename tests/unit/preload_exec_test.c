@@ -191,20 +191,7 @@ static int srv = -1, cli = -1; /* a loopback connection: accepted, connected */
 
 static void pair_setup(void)
 {
-	struct sockaddr_in sin = unit_ipv4("127.0.0.1", 0);
-	socklen_t len = sizeof(sin);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-
-	ck_assert_int_ge(l, 0);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
-	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sin, &len), 0);
-	cli = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(cli, 0);
-	ck_assert_int_eq(connect(cli, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	srv = accept(l, NULL, NULL);
-	ck_assert_int_ge(srv, 0);
-	close(l);
+	ck_assert_int_eq(unit_tcp_pair(&srv, &cli), 0);
 	rsp_pid = (int)getpid();
 }
 

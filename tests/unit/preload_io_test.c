@@ -40,25 +40,6 @@ ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
 		return 1;                                                      \
 	} while (0)
 
-/* A loopback TCP connection: *srv accepted, *cli connected. */
-static int tcp_pair(int *srv, int *cli)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sin);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sin, &len))
-		return -1;
-	*cli = socket(AF_INET, SOCK_STREAM, 0);
-	if (*cli < 0 || connect(*cli, (struct sockaddr *)&sin, sizeof(sin)))
-		return -1;
-	*srv = accept(l, NULL, NULL);
-	close(l);
-	return *srv < 0 ? -1 : 0;
-}
-
 /* Exactly @len bytes from @fd by read(2), which must equal @want. */
 static int read_is(int fd, const char *want, size_t len)
 {
@@ -84,7 +65,7 @@ static int tcp_case(void)
 	struct msghdr m = {.msg_iov = out, .msg_iovlen = 2};
 	int s, c;
 
-	if (tcp_pair(&s, &c))
+	if (unit_tcp_pair(&s, &c))
 		BAD("pair");
 	if (write(c, "hello", 5) != 5 || read_is(s, "hello", 5))
 		BAD("write/read");
@@ -123,7 +104,7 @@ static int sendfile_case(void)
 	off_t off = 1000;
 	size_t i;
 
-	if (f < 0 || tcp_pair(&s, &c))
+	if (f < 0 || unit_tcp_pair(&s, &c))
 		BAD("set-up");
 	unlink(path);
 	for (i = 0; i < sizeof(data); i++)
@@ -224,7 +205,7 @@ static int chk_case(void)
 	char buf[8];
 	int s, c;
 
-	if (tcp_pair(&s, &c) || write(c, "abcdefgh", 8) != 8)
+	if (unit_tcp_pair(&s, &c) || write(c, "abcdefgh", 8) != 8)
 		BAD("set-up");
 	if (__recv_chk(s, buf, 3, sizeof(buf), MSG_WAITALL) != 3 ||
 	    memcmp(buf, "abc", 3))

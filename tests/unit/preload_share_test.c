@@ -884,22 +884,9 @@ static int tcp_peer; /* the TCP connection's other end, which stays idle */
  */
 static void setup_fork_mode(void)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sin);
-	int l, c;
+	int c;
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(l, 0);
-	ck_assert_int_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	ck_assert_int_eq(listen(l, 1), 0);
-	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sin, &len), 0);
-	c = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_ge(c, 0);
-	ck_assert_int_eq(connect(c, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	tcp_peer = accept(l, NULL, NULL);
-	ck_assert_int_ge(tcp_peer, 0);
-	close(l);
+	ck_assert_int_eq(unit_tcp_pair(&tcp_peer, &c), 0);
 	map_pair(c)->via_tcp = true;
 	__atomic_add_fetch(&rsp_nmoved, 1, __ATOMIC_RELAXED);
 }

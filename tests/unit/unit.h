@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 /* Each suite's constructor, and each mode the runner runs again in. */
@@ -61,6 +62,24 @@ static inline struct sockaddr_in unit_ipv4(const char *addr, uint16_t port)
 
 	inet_pton(AF_INET, addr, &sin.sin_addr);
 	return sin;
+}
+
+/* A loopback TCP connection: *srv accepted, *cli connected; 0 or -1. */
+static inline int unit_tcp_pair(int *srv, int *cli)
+{
+	struct sockaddr_in sin = unit_ipv4("127.0.0.1", 0);
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sin, &len))
+		return -1;
+	*cli = socket(AF_INET, SOCK_STREAM, 0);
+	if (*cli < 0 || connect(*cli, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	*srv = accept(l, NULL, NULL);
+	close(l);
+	return *srv < 0 ? -1 : 0;
 }
 
 /*
