@@ -380,6 +380,16 @@ int rsp_files_where(bool (*pred)(const struct rsp_file *f, void *arg),
 	return n;
 }
 
+int rsp_file_name(int fd, const struct rsp_file *f, bool peer,
+		  struct sockaddr *sa, socklen_t *len)
+{
+	if (f->via_tcp)
+		return peer ? rsp_real.getpeername(fd, sa, len)
+			    : rsp_real.getsockname(fd, sa, len);
+	return peer ? rgetpeername(f->rs, sa, len)
+		    : rgetsockname(f->rs, sa, len);
+}
+
 bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with)
 {
 	struct rsp_file **s;

@@ -264,6 +264,13 @@ int rsp_fds_of(const struct rsp_file *f, int **out);
 int rsp_files_where(bool (*pred)(const struct rsp_file *f, void *arg),
 		    void *arg, struct rsp_file ***out);
 /*
+ * The name (@peer: the peer's) the program knows fd's connection f by:
+ * the rsocket's, or in fork mode the TCP connection's it made (the
+ * rsocket's ports are the handshake's own).  getsockname's return.
+ */
+int rsp_file_name(int fd, const struct rsp_file *f, bool peer,
+		  struct sockaddr *sa, socklen_t *len);
+/*
  * If fd still maps f, makes fd a duplicate of kernel descriptor @with
  * (keeping fd's close-on-exec flag), atomically with respect to the
  * program's close of fd; false when fd no longer maps f.

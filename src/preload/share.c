@@ -669,25 +669,6 @@ bool share_add_end(struct rsp_share_fork *sf, int owner, int give)
 	return true;
 }
 
-/*
- * The names the program knows fd's connection by: the rsocket's, or in
- * fork mode those of the TCP connection it made (the rsocket's ports are
- * the handshake's own).
- */
-static int names_of(int fd, const struct rsp_file *f, struct rsp_addrs *a)
-{
-	struct sockaddr *local = (struct sockaddr *)&a->local;
-	struct sockaddr *peer = (struct sockaddr *)&a->peer;
-
-	a->local_len = sizeof(a->local);
-	a->peer_len = sizeof(a->peer);
-	if (f->via_tcp)
-		return rsp_real.getsockname(fd, local, &a->local_len) ||
-		       rsp_real.getpeername(fd, peer, &a->peer_len);
-	return rgetsockname(f->rs, local, &a->local_len) ||
-	       rgetpeername(f->rs, peer, &a->peer_len);
-}
-
 /* f's addresses, for the processes that will ask for it (once). */
 static void keep_names(struct rsp_file *f)
 {
@@ -696,8 +677,14 @@ static void keep_names(struct rsp_file *f)
 
 	if (f->addrs || !(a = calloc(1, sizeof(*a))))
 		return;
+	a->local_len = sizeof(a->local);
+	a->peer_len = sizeof(a->peer);
 	n = rsp_fds_of(f, &fds);
-	if (n > 0 && !names_of(fds[0], f, a))
+	if (n > 0 &&
+	    !rsp_file_name(fds[0], f, false, (struct sockaddr *)&a->local,
+			   &a->local_len) &&
+	    !rsp_file_name(fds[0], f, true, (struct sockaddr *)&a->peer,
+			   &a->peer_len))
 		f->addrs = a;
 	else
 		free(a);

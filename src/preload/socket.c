@@ -442,9 +442,8 @@ RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 	f = rsp_get(fd);
 	if (!f && rsp_share_name(fd, false, sa, len))
 		return 0;
-	/* Fork mode: the program's connection is the TCP one it made. */
-	return f && !f->via_tcp ? rgetsockname(f->rs, sa, len)
-				: rsp_real.getsockname(fd, sa, len);
+	return f ? rsp_file_name(fd, f, false, sa, len)
+		 : rsp_real.getsockname(fd, sa, len);
 }
 
 RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
@@ -455,8 +454,8 @@ RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 	f = rsp_get(fd);
 	if (!f && rsp_share_name(fd, true, sa, len))
 		return 0;
-	return f && !f->via_tcp ? rgetpeername(f->rs, sa, len)
-				: rsp_real.getpeername(fd, sa, len);
+	return f ? rsp_file_name(fd, f, true, sa, len)
+		 : rsp_real.getpeername(fd, sa, len);
 }
 
 /*

@@ -197,6 +197,15 @@ int rgetsockname(int rs, struct sockaddr *sa, socklen_t *len)
 	return fake_name(rs, sa, len, 8000);
 }
 
+/* fdtab.c's: the target's connections are all rsockets' (no fork mode). */
+int rsp_file_name(int fd, const struct rsp_file *f, bool peer,
+		  struct sockaddr *sa, socklen_t *len)
+{
+	(void)fd;
+	return peer ? rgetpeername(f->rs, sa, len)
+		    : rgetsockname(f->rs, sa, len);
+}
+
 bool rsp_any(void)
 {
 	return true;
