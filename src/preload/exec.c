@@ -112,44 +112,57 @@ RSP_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 }
 
 /*
- * execl's arguments from @arg0 to the NULL that ends them, as an argument
- * vector (malloc'ed; NULL with errno); with @envp, execle's environment,
- * the argument after that NULL.
+ * The variadic forms' argument vectors live on the stack up to this many
+ * arguments, as the C library's own: a vfork child of a threaded program
+ * may exec with execl, and must not take the allocator's lock, which
+ * another thread of its parent may hold.  Longer ones are malloc'ed.
  */
-static char **va_argv(const char *arg0, va_list ap, char *const **envp)
+#define ARGV_ON_STACK 1024
+
+/* How many arguments execl got from @arg0 to the NULL that ends them. */
+static size_t va_count(const char *arg0, va_list ap)
 {
-	size_t n = 0, i;
+	size_t n = 0;
 	va_list aq;
-	char **argv;
 
 	va_copy(aq, ap);
 	if (arg0)
 		for (n = 1; va_arg(aq, char *); n++)
 			;
 	va_end(aq);
-	argv = malloc((n + 1) * sizeof(*argv));
-	if (!argv)
-		return NULL;
+	return n;
+}
+
+/*
+ * @c with execl's arguments (@arg0, then @ap) as its argument vector, and
+ * the environment: execle's, the argument after their NULL, if
+ * @with_env; else the process's.
+ */
+static int run_l(struct exec_call *c, const char *arg0, va_list ap,
+		 bool with_env)
+{
+	size_t n = va_count(arg0, ap), i;
+	char *on_stack[ARGV_ON_STACK], **argv = on_stack;
+	char *const *envp = environ;
+	int ret, err;
+
+	if (n >= ARGV_ON_STACK) {
+		argv = malloc((n + 1) * sizeof(*argv));
+		if (!argv)
+			return -1;
+	}
 	argv[0] = (char *)arg0;
 	for (i = 1; i <= n; i++)
 		argv[i] = va_arg(ap, char *); /* argv[n]: the NULL */
-	if (envp)
-		*envp = va_arg(ap, char *const *);
-	return argv;
-}
-
-/* @c, its argument vector made of execl's arguments, freed if it fails. */
-static int run_l(struct exec_call *c, char **argv, char *const envp[])
-{
-	int ret, err;
-
-	if (!argv)
-		return -1;
+	if (with_env)
+		envp = va_arg(ap, char *const *);
 	c->argv = argv;
 	ret = run(c, envp);
-	err = errno;
-	free(argv);
-	errno = err;
+	if (argv != on_stack) {
+		err = errno;
+		free(argv);
+		errno = err;
+	}
 	return ret;
 }
 
@@ -157,37 +170,36 @@ RSP_EXPORT int execl(const char *path, const char *arg, ...)
 {
 	struct exec_call c = {.via = VIA_EXECVE, .path = path};
 	va_list ap;
-	char **argv;
+	int ret;
 
 	va_start(ap, arg);
-	argv = va_argv(arg, ap, NULL);
+	ret = run_l(&c, arg, ap, false);
 	va_end(ap);
-	return run_l(&c, argv, environ);
+	return ret;
 }
 
 RSP_EXPORT int execlp(const char *file, const char *arg, ...)
 {
 	struct exec_call c = {.via = VIA_EXECVPE, .path = file};
 	va_list ap;
-	char **argv;
+	int ret;
 
 	va_start(ap, arg);
-	argv = va_argv(arg, ap, NULL);
+	ret = run_l(&c, arg, ap, false);
 	va_end(ap);
-	return run_l(&c, argv, environ);
+	return ret;
 }
 
 RSP_EXPORT int execle(const char *path, const char *arg, ...)
 {
 	struct exec_call c = {.via = VIA_EXECVE, .path = path};
-	char *const *envp = NULL;
 	va_list ap;
-	char **argv;
+	int ret;
 
 	va_start(ap, arg);
-	argv = va_argv(arg, ap, &envp);
+	ret = run_l(&c, arg, ap, true);
 	va_end(ap);
-	return run_l(&c, argv, envp);
+	return ret;
 }
 
 /*
