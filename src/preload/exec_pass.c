@@ -33,11 +33,13 @@
  * image's environment (RSP_EXEC_ROLES, exec_roles.c), each with the
  * connection's two addresses, so that the new image applies it only to a
  * descriptor that is that connection; the caller's arrays are never
- * changed (a copy is given to the exec).  Not passed, and so inherited
- * as today: a descriptor closed on exec; a handshake under way (its
- * progress is this image's memory); a connection with another descriptor
- * that survives too (a dup: fork mode's state is a descriptor's, and two
- * handshakes on one connection would mix their bytes).
+ * changed (a copy is given to the exec).  A connection on several
+ * surviving descriptors (twins, fork.c) is passed with each, and they are
+ * twins in the new image too.  Not passed, and so inherited as today: a
+ * descriptor closed on exec; a handshake under way (its progress is this
+ * image's memory); a connection with another surviving descriptor that
+ * is no twin (a dup made once its handshake began: two handshakes on one
+ * connection would mix their bytes).
  *
  * The new image reads the variable at its start, before the program
  * runs, and removes it from the environment so that it reaches no later
@@ -134,14 +136,19 @@ static bool list_survivors(struct survivors *s)
 	return !e;
 }
 
-/* The other surviving descriptor of entry @i's socket, or -1. */
+/*
+ * A surviving descriptor of entry @i's socket that is not fork mode's
+ * twin of it (a dup made once a handshake began: TCP), or -1.
+ */
 static int other_of(const struct survivors *s, int i)
 {
+	enum rsp_lazy state = rsp_lazy_get(s->e[i].fd);
 	int k;
 
 	for (k = 0; k < s->n; k++)
 		if (k != i && s->e[k].dev == s->e[i].dev &&
-		    s->e[k].ino == s->e[i].ino)
+		    s->e[k].ino == s->e[i].ino &&
+		    (rsp_lazy_get(s->e[k].fd) != state || rsp_get(s->e[k].fd)))
 			return s->e[k].fd;
 	return -1;
 }
@@ -166,7 +173,10 @@ static bool role_of(int fd, struct rsp_exec_role *r)
 	       rsp_exec_addr_from(&r->peer, (struct sockaddr *)&ss, len);
 }
 
-/* Entry @i's fork-mode role, unless another survivor is its socket too. */
+/*
+ * Entry @i's fork-mode role, unless another survivor is its socket in
+ * another state (its twins are passed alike).
+ */
 static bool fork_role(const struct survivors *s, int i, struct rsp_exec_role *r)
 {
 	int other;
@@ -176,7 +186,7 @@ static bool fork_role(const struct survivors *s, int i, struct rsp_exec_role *r)
 	other = other_of(s, i);
 	if (other >= 0)
 		rsp_log("fd %d: not passed to the new image as fork mode's "
-			"(fd %d is the same connection)",
+			"(fd %d is the same connection, not as unused)",
 			s->e[i].fd, other);
 	return other < 0;
 }
@@ -345,7 +355,7 @@ static struct {
 	} e[RSP_EXEC_MAX_ROLES];
 } seen;
 
-/* Whether entry @i names the socket of another entry's descriptor. */
+/* Whether entry @i names the socket of another entry's descriptor: twins. */
 static bool shared_socket(const struct rsp_exec_role *r, int n, int i)
 {
 	struct stat a, b;
@@ -358,6 +368,11 @@ static bool shared_socket(const struct rsp_exec_role *r, int n, int i)
 		    a.st_ino == b.st_ino)
 			return true;
 	return false;
+}
+
+static enum rsp_lazy lazy_state(const struct rsp_exec_role *r)
+{
+	return r->passive ? RSP_LAZY_PASSIVE : RSP_LAZY_ACTIVE;
 }
 
 /* A relayed connection's socket: one end of a local stream pair. */
@@ -403,7 +418,7 @@ static bool apply_names(const struct rsp_exec_role *r)
 }
 
 void rsp_exec_roles_at_start(bool roles, bool names,
-			     bool (*mark)(int, enum rsp_lazy))
+			     bool (*mark)(int, enum rsp_lazy, bool))
 {
 	static char copy[RSP_EXEC_ROLES_LEN + 1];
 	struct rsp_exec_role r[RSP_EXEC_MAX_ROLES];
@@ -426,14 +441,12 @@ void rsp_exec_roles_at_start(bool roles, bool names,
 		seen.e[i].fd = r[i].fd;
 		seen.e[i].passive = r[i].passive;
 		seen.e[i].relayed = r[i].relayed;
+		seen.e[i].marked = false;
 		if (r[i].relayed)
 			seen.e[i].marked = names && apply_names(&r[i]);
-		else
-			seen.e[i].marked =
-				roles && rsp_exec_role_fits(&r[i]) &&
-				!shared_socket(r, n, i) &&
-				mark(r[i].fd, r[i].passive ? RSP_LAZY_PASSIVE
-							   : RSP_LAZY_ACTIVE);
+		else if (roles && rsp_exec_role_fits(&r[i]))
+			seen.e[i].marked = mark(r[i].fd, lazy_state(&r[i]),
+						shared_socket(r, n, i));
 	}
 	seen.n = n;
 }

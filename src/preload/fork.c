@@ -30,9 +30,18 @@
  * programs like rsync take for granted.  A blocking call waits for the
  * same things in turn.
  *
+ * A connection not used yet may have several descriptors (a dup, or
+ * several passed across an exec: sshd puts its connection on 0 and 1 and
+ * re-executes itself, which uses a third).  They are twins: each keeps the
+ * state, and the handshake, being one descriptor's, is made only by the
+ * last twin left open when the connection is first used.  Used while
+ * another twin is open (an inetd service reading 0 and writing 1), every
+ * twin keeps TCP as an inherited connection does (inherit.c): the peer's
+ * offer is taken and declined, never read by the program.
+ *
  * Limits: the end that speaks first sends its 8-byte offer to a peer
  * without the preload too (a peer that speaks first is recognised and
- * keeps plain TCP); dup'ed descriptors stay TCP.
+ * keeps plain TCP); a descriptor dup'ed once a handshake began stays TCP.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,7 +49,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +85,27 @@ static struct rsp_held {
 
 struct rsp_file rsp_again = {.rs = -1};
 
+/*
+ * Per descriptor: TWIN, one of several of a connection not used yet;
+ * BEGUN once its first use began (a dup of it is no twin: the handshake
+ * may have gone on from there).  Changed under twin_lock.
+ */
+enum { TWIN_NONE, TWIN, TWIN_BEGUN };
+static uint8_t twin[RSP_LAZY_MAX];
+static int twin_top; /* one past the highest descriptor ever a twin */
+static pthread_mutex_t twin_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Read without the lock by a descriptor's first use (rsp_get_io). */
+static int twin_get(int fd)
+{
+	return __atomic_load_n(&twin[fd], __ATOMIC_RELAXED);
+}
+
+static void twin_put(int fd, int value)
+{
+	__atomic_store_n(&twin[fd], (uint8_t)value, __ATOMIC_RELAXED);
+}
+
 enum rsp_lazy rsp_lazy_get(int fd)
 {
 	if (!__atomic_load_n(&nlazy, __ATOMIC_RELAXED) || fd < 0 ||
@@ -89,6 +121,8 @@ bool rsp_lazy_set(int fd, enum rsp_lazy state)
 
 	if (fd < 0 || fd >= RSP_LAZY_MAX)
 		return false;
+	if (!state)
+		twin_put(fd, TWIN_NONE);
 	old = __atomic_exchange_n(&lazy[fd], (uint8_t)state, __ATOMIC_ACQ_REL);
 	if (!old && state)
 		__atomic_add_fetch(&nlazy, 1, __ATOMIC_RELAXED);
@@ -98,6 +132,94 @@ bool rsp_lazy_set(int fd, enum rsp_lazy state)
 	if (d)
 		__atomic_add_fetch(&npending, d, __ATOMIC_RELAXED);
 	return true;
+}
+
+static bool unused(enum rsp_lazy state)
+{
+	return state == RSP_LAZY_ACTIVE || state == RSP_LAZY_PASSIVE;
+}
+
+static void twin_mark(int fd)
+{
+	twin_put(fd, TWIN);
+	if (fd >= twin_top)
+		twin_top = fd + 1;
+}
+
+bool rsp_lazy_twin(int oldfd, int newfd)
+{
+	enum rsp_lazy state = rsp_lazy_get(oldfd);
+	bool done = false;
+
+	if (!unused(state) || newfd < 0 || newfd >= RSP_LAZY_MAX)
+		return false;
+	pthread_mutex_lock(&twin_lock);
+	if (twin_get(oldfd) != TWIN_BEGUN && rsp_lazy_get(oldfd) == state &&
+	    rsp_lazy_set(newfd, state)) {
+		twin_mark(oldfd);
+		twin_mark(newfd);
+		done = true;
+	}
+	pthread_mutex_unlock(&twin_lock);
+	return done;
+}
+
+bool rsp_lazy_mark(int fd, enum rsp_lazy state, bool is_twin)
+{
+	if (!rsp_lazy_set(fd, state))
+		return false;
+	if (is_twin && unused(state)) {
+		pthread_mutex_lock(&twin_lock);
+		twin_mark(fd);
+		pthread_mutex_unlock(&twin_lock);
+	}
+	return true;
+}
+
+/* Whether descriptor k is a twin of the socket @st, not used yet. */
+static bool twin_of(int k, const struct stat *st)
+{
+	struct stat kst;
+
+	return twin_get(k) == TWIN && unused(rsp_lazy_get(k)) &&
+	       !fstat(k, &kst) && kst.st_dev == st->st_dev &&
+	       kst.st_ino == st->st_ino;
+}
+
+/*
+ * fd's first use begins: true if it may make the handshake (no other twin
+ * is open); false if every twin, fd too, is now an inherited connection.
+ */
+static bool begin(int fd)
+{
+	bool alone = true;
+	struct stat st;
+	int k;
+
+	pthread_mutex_lock(&twin_lock);
+	if (twin_get(fd) == TWIN && !fstat(fd, &st)) {
+		for (k = 0; k < twin_top; k++) {
+			if (k == fd || !twin_of(k, &st))
+				continue;
+			rsp_log("fd %d: stays on TCP as an inherited "
+				"connection (fd %d, its twin, is used)",
+				k, fd);
+			rsp_lazy_set(k, RSP_LAZY_INHERITED);
+			twin_put(k, TWIN_NONE);
+			alone = false;
+		}
+	}
+	if (alone) {
+		twin_put(fd, TWIN_BEGUN);
+	} else {
+		rsp_log("fd %d: stays on TCP as an inherited connection "
+			"(another descriptor is that connection too)",
+			fd);
+		rsp_lazy_set(fd, RSP_LAZY_INHERITED);
+		twin_put(fd, TWIN_NONE);
+	}
+	pthread_mutex_unlock(&twin_lock);
+	return alone;
 }
 
 bool rsp_fk_any(void)
@@ -745,6 +867,8 @@ struct rsp_file *rsp_get_io(int fd, bool writing, int flags)
 		return RSP_AGAIN;
 	}
 	state = rsp_lazy_get(fd);
+	if (unused(state) && twin_get(fd) != TWIN_BEGUN && !begin(fd))
+		state = RSP_LAZY_INHERITED;
 	if (state == RSP_LAZY_INHERITED && writing)
 		return NULL; /* the kernel counts it: see rsp_inherit_sent */
 	if (state != RSP_LAZY_ACTIVE && state != RSP_LAZY_PASSIVE &&

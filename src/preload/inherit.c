@@ -129,7 +129,7 @@ __attribute__((constructor)) static void rsp_inherit_at_start(void)
 	 * First the connections the image before the exec named as not used
 	 * yet (exec_pass.c): those make the handshake, the scan leaves them.
 	 */
-	rsp_exec_roles_at_start(on, !rsp_disabled_env(), rsp_lazy_set);
+	rsp_exec_roles_at_start(on, !rsp_disabled_env(), rsp_lazy_mark);
 	if (on)
 		scan();
 }

@@ -436,6 +436,13 @@ enum rsp_lazy rsp_lazy_get(int fd);
 bool rsp_lazy_set(int fd, enum rsp_lazy state);
 /* fd is closed or replaced: its state goes, and what a handshake held. */
 void rsp_lazy_drop(int fd);
+/*
+ * newfd was made a duplicate of oldfd: if oldfd is a connection not used
+ * yet, newfd becomes its twin (fork.c), and true.
+ */
+bool rsp_lazy_twin(int oldfd, int newfd);
+/* rsp_lazy_set, and fd a twin if @twin (the new image's start). */
+bool rsp_lazy_mark(int fd, enum rsp_lazy state, bool twin);
 /* Whether any handshake is pending (a fast path for poll). */
 bool rsp_fk_any(void);
 /*
@@ -628,12 +635,13 @@ void rsp_exec_failed(char **env, char *const envp[]);
  * At the new image's start (inherit.c's constructor; raw calls only):
  * RSP_EXEC_ROLES taken out of the environment; if @roles (fork mode),
  * each descriptor it names that is that connection made RSP_LAZY_PASSIVE
- * or ACTIVE (@mark: rsp_lazy_set); if @names, each relayed connection's
+ * or ACTIVE (@mark: rsp_lazy_mark; twins when several name one socket);
+ * if @names, each relayed connection's
  * socket given its names.  rsp_exec_roles_log writes what it did to the
  * log, once the log is open (rsp_init).
  */
 void rsp_exec_roles_at_start(bool roles, bool names,
-			     bool (*mark)(int, enum rsp_lazy));
+			     bool (*mark)(int, enum rsp_lazy, bool));
 void rsp_exec_roles_log(void);
 /*
  * The new image's check of one entry: whether fd is a connected TCP

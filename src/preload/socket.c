@@ -326,8 +326,10 @@ static int share(int oldfd, int newfd)
 
 	if (newfd < 0)
 		return newfd;
-	rsp_lazy_drop(newfd); /* dup'ed ones stay TCP */
-	rsp_inherit_dup(oldfd, newfd); /* its peer's offer is still due */
+	rsp_lazy_drop(newfd);
+	/* an unused connection's twin; else TCP, its peer's offer due */
+	if (!rsp_lazy_twin(oldfd, newfd))
+		rsp_inherit_dup(oldfd, newfd);
 	if (f)
 		rsp_set(newfd, f);
 	else if (rsp_get(newfd))

@@ -292,6 +292,17 @@ static void set_roles(const struct rsp_exec_role *r, int n)
 	ck_assert_int_eq(setenv(RSP_EXEC_ROLES, buf, 1), 0);
 }
 
+/* The start's marks: fork.c's state (the runner's stub) and twins. */
+static bool twin_marked[1024];
+
+static bool mark(int fd, enum rsp_lazy state, bool twin)
+{
+	if (fd < 0 || fd >= 1024 || !rsp_lazy_set(fd, state))
+		return false;
+	twin_marked[fd] = twin;
+	return true;
+}
+
 START_TEST(the_start_marks_what_fits_and_removes_the_variable)
 {
 	struct rsp_exec_role r[3] = {real_role(srv, true),
@@ -301,7 +312,7 @@ START_TEST(the_start_marks_what_fits_and_removes_the_variable)
 
 	r[2].fd = other; /* names a socket that is not that connection */
 	set_roles(r, 3);
-	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
+	rsp_exec_roles_at_start(true, true, mark);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_PASSIVE);
 	ck_assert_int_eq(rsp_lazy_get(cli), RSP_LAZY_ACTIVE);
 	ck_assert_int_eq(rsp_lazy_get(other), RSP_LAZY_NONE);
@@ -316,7 +327,7 @@ START_TEST(the_start_outside_fork_mode_only_removes_it)
 	struct rsp_exec_role r = real_role(srv, true);
 
 	set_roles(&r, 1);
-	rsp_exec_roles_at_start(false, false, rsp_lazy_set);
+	rsp_exec_roles_at_start(false, false, mark);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
 	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
 }
@@ -330,26 +341,33 @@ START_TEST(a_malformed_variable_marks_nothing)
 
 	strcpy(buf + n, ",x");
 	setenv(RSP_EXEC_ROLES, buf, 1);
-	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
+	rsp_exec_roles_at_start(true, true, mark);
 	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
 	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
 	rsp_exec_roles_log();
 }
 END_TEST
 
-/* Two descriptors of one connection both named: neither is marked. */
-START_TEST(two_descriptors_of_one_connection_are_not_marked)
+/*
+ * Two descriptors of one connection both named (sshd's 0 and 1): both
+ * marked, as twins; a connection named once is none.
+ */
+START_TEST(two_descriptors_of_one_connection_are_marked_twins)
 {
-	struct rsp_exec_role r[2] = {real_role(srv, true),
-				     real_role(srv, true)};
+	struct rsp_exec_role r[3] = {real_role(srv, true), real_role(srv, true),
+				     real_role(cli, false)};
 	int d = dup(srv);
 
 	ck_assert_int_ge(d, 0);
 	r[1].fd = d;
-	set_roles(r, 2);
-	rsp_exec_roles_at_start(true, true, rsp_lazy_set);
-	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_NONE);
-	ck_assert_int_eq(rsp_lazy_get(d), RSP_LAZY_NONE);
+	set_roles(r, 3);
+	rsp_exec_roles_at_start(true, true, mark);
+	ck_assert_int_eq(rsp_lazy_get(srv), RSP_LAZY_PASSIVE);
+	ck_assert_int_eq(rsp_lazy_get(d), RSP_LAZY_PASSIVE);
+	ck_assert(twin_marked[srv] && twin_marked[d]);
+	ck_assert_int_eq(rsp_lazy_get(cli), RSP_LAZY_ACTIVE);
+	ck_assert(!twin_marked[cli]);
+	rsp_lazy_set(d, RSP_LAZY_NONE);
 	close(d);
 }
 END_TEST
@@ -370,7 +388,7 @@ START_TEST(the_start_names_a_relayed_socket)
 	r[0].fd = sv[0];
 	r[0].relayed = r[1].relayed = true;
 	set_roles(r, 2);
-	rsp_exec_roles_at_start(false, true, rsp_lazy_set);
+	rsp_exec_roles_at_start(false, true, mark);
 	ck_assert_ptr_null(getenv(RSP_EXEC_ROLES));
 	ck_assert(rsp_share_name(sv[0], true, (struct sockaddr *)&got, &len));
 	want = (struct sockaddr_in){.sin_family = AF_INET,
@@ -439,6 +457,32 @@ START_TEST(unused_connections_are_named_in_a_copy)
 }
 END_TEST
 
+/* Twins (fork.c: a dup of an unused connection) are named each. */
+START_TEST(twins_are_named_each)
+{
+	char *envp[] = {"A=1", NULL};
+	struct rsp_exec_role got[RSP_EXEC_MAX_ROLES];
+	char **env;
+	int d = dup(srv), n, i;
+
+	ck_assert_int_ge(d, 0);
+	rsp_lazy_set(srv, RSP_LAZY_PASSIVE);
+	rsp_lazy_set(d, RSP_LAZY_PASSIVE);
+	env = rsp_exec_prepare(envp);
+	n = roles_in(env, got);
+	ck_assert_int_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		ck_assert(got[i].fd == srv || got[i].fd == d);
+		ck_assert(got[i].passive);
+		ck_assert(rsp_exec_role_fits(&got[i]));
+	}
+	ck_assert_int_ne(got[0].fd, got[1].fd);
+	rsp_exec_failed(env, envp);
+	rsp_lazy_set(d, RSP_LAZY_NONE);
+	close(d);
+}
+END_TEST
+
 START_TEST(what_cannot_be_passed_is_not_named)
 {
 	char *envp[] = {"A=1", NULL};
@@ -452,7 +496,7 @@ START_TEST(what_cannot_be_passed_is_not_named)
 	rsp_lazy_set(cli, RSP_LAZY_OFFERED_A);
 	env = rsp_exec_prepare(envp);
 	ck_assert_ptr_eq(env, envp); /* nothing to say: the caller's own */
-	/* a duplicate survives too */
+	/* a duplicate in another state (TCP) survives too */
 	ck_assert_int_eq(fcntl(srv, F_SETFD, 0), 0);
 	d = dup(srv);
 	ck_assert_int_ge(d, 0);
@@ -625,12 +669,13 @@ Suite *preload_exec_suite(void)
 	tcase_add_test(tc, the_start_marks_what_fits_and_removes_the_variable);
 	tcase_add_test(tc, the_start_outside_fork_mode_only_removes_it);
 	tcase_add_test(tc, a_malformed_variable_marks_nothing);
-	tcase_add_test(tc, two_descriptors_of_one_connection_are_not_marked);
+	tcase_add_test(tc, two_descriptors_of_one_connection_are_marked_twins);
 	tcase_add_test(tc, the_start_names_a_relayed_socket);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("before");
 	tcase_add_checked_fixture(tc, pair_setup, pair_teardown);
 	tcase_add_test(tc, unused_connections_are_named_in_a_copy);
+	tcase_add_test(tc, twins_are_named_each);
 	tcase_add_test(tc, what_cannot_be_passed_is_not_named);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("family");

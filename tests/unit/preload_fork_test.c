@@ -658,7 +658,7 @@ static int inherited_server(const char *mode, const char *arg)
 				       say(atoi(arg), REPLY, false)
 			       ? 3
 			       : 0;
-	if (!strcmp(mode, "write-first")) {
+	if (!strncmp(mode, "write-first", 11)) {
 		s = dup(0);
 		close(0);
 		close(1);
@@ -703,9 +703,18 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 			if (s > 1)
 				close(s);
 		}
-		execv("/proc/self/exe",
-		      (char *[]){"preload_fork_test", "--fork-child",
-				 "inherited-server", (char *)mode, num, NULL});
+		char *argv[] = {"preload_fork_test",
+				"--fork-child",
+				"inherited-server",
+				(char *)mode,
+				num,
+				NULL};
+
+		/* "-raw-exec": past the preload's exec, which names nothing */
+		if (strstr(mode, "-raw-exec"))
+			syscall(SYS_execve, "/proc/self/exe", argv, environ);
+		else
+			execv("/proc/self/exe", argv);
 		_exit(5);
 	}
 	close(s);
@@ -725,15 +734,16 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 }
 
 /*
- * sshd: both ends speak first.  Either the client's offer comes first and
- * is dropped ("the peer's offer taken after our data"), or the image's
- * data reach the client before it offers, and it sends data instead ("the
- * peer sent data first"): which one is the scheduler's, and both keep TCP
- * with every byte (the child checks them).
+ * sshd's shape, executed past the preload's exec (so nothing names the
+ * connection): both ends speak first.  Either the client's offer comes
+ * first and is dropped ("the peer's offer taken after our data"), or the
+ * image's data reach the client before it offers, and it sends data
+ * instead ("the peer sent data first"): which one is the scheduler's, and
+ * both keep TCP with every byte (the child checks them).
  */
 START_TEST(inherited_connection_both_speak_first)
 {
-	run("inherited", "write-first", "preload",
+	run("inherited", "write-first-raw-exec", "preload",
 	    "stays on TCP (inherited: the peer");
 }
 END_TEST
@@ -741,8 +751,84 @@ END_TEST
 /* The server image speaks first to a client that waits for it. */
 START_TEST(inherited_connection_speaks_to_a_reading_client)
 {
-	run("inherited-client-reads", "write-first", "preload",
+	run("inherited-client-reads", "write-first-raw-exec", "preload",
 	    "stays on TCP (inherited: the peer sent data first)");
+}
+END_TEST
+
+/*
+ * sshd: the connection, not used yet, on 0 and 1 across the exec, both
+ * named (twins); the image uses a dup of 0 once 0 and 1 are closed: the
+ * last twin left makes fork mode's handshake.
+ */
+START_TEST(twins_across_an_exec_leave_the_handshake_to_the_last)
+{
+	run_lacking("inherited", "write-first", "preload",
+		    "fd 1: accepted by the image before execve, not used yet",
+		    "inherited");
+}
+END_TEST
+
+/* inetd: 0 read and 1 written, both open: every twin keeps TCP. */
+START_TEST(twins_used_together_keep_tcp_as_inherited)
+{
+	run("inherited", "read-first", "preload",
+	    "stays on TCP as an inherited connection (fd");
+}
+END_TEST
+
+/*
+ * A forking server's child dups the accepted connection: "dup-close"
+ * closes the original and uses the dup (it makes the handshake),
+ * "dup-both" reads one and writes the other (both keep TCP, the client's
+ * offer declined).  The client speaks first.  Prints "ok" or "FAIL why".
+ */
+static int dup_child(const char *mode)
+{
+	bool both = !strcmp(mode, "dup-both");
+	int s, c, d, status;
+	pid_t pid;
+
+	if (pair(&s, &c, false)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		close(c);
+		d = dup(s);
+		if (d < 0 || (!both && close(s)))
+			_exit(4);
+		_exit(expect(both ? s : d, REQ, false) || say(d, REPLY, false)
+			      ? 3
+			      : 0);
+	}
+	close(s);
+	if (say(c, REQ, false) || expect(c, REPLY, false)) {
+		printf("FAIL client: %s\n", strerror(errno));
+		return 1;
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL server: status %d\n", status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+START_TEST(a_dup_left_alone_makes_the_handshake)
+{
+	run_lacking("dup-close", "-", "preload",
+		    "stays on TCP (no fork-mode peer or rsocket)", "inherited");
+}
+END_TEST
+
+START_TEST(a_dup_used_beside_its_original_keeps_tcp)
+{
+	run("dup-both", "-", "preload",
+	    "stays on TCP (inherited: the peer's offer declined)");
 }
 END_TEST
 
@@ -807,6 +893,8 @@ int preload_fork_child(int argc, char **argv)
 		return inherited_child(
 			argv[3], !strcmp(argv[2], "inherited-client-reads"),
 			!strcmp(argv[4], "raw"));
+	if (!strncmp(argv[2], "dup-", 4))
+		return dup_child(argv[2]);
 	if (!strcmp(argv[2], "nb-prefix") || !strcmp(argv[2], "nb-split"))
 		return rest_child(argv[2], argv[3]);
 	if (!strncmp(argv[2], "nb-", 3))
@@ -849,6 +937,11 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, inherited_connection_from_a_plain_client);
 	tcase_add_test(tc, inherited_connection_gets_an_offers_start_as_data);
 	tcase_add_test(tc, unused_connection_makes_the_handshake_after_an_exec);
+	tcase_add_test(tc,
+		       twins_across_an_exec_leave_the_handshake_to_the_last);
+	tcase_add_test(tc, twins_used_together_keep_tcp_as_inherited);
+	tcase_add_test(tc, a_dup_left_alone_makes_the_handshake);
+	tcase_add_test(tc, a_dup_used_beside_its_original_keeps_tcp);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
