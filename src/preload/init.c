@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -191,8 +192,35 @@ static void open_log(void)
 			strerror(errno));
 }
 
-/* The log's descriptor, opened again if the program closed it; -1: none. */
-static int log_fd(void)
+/*
+ * Whether @n more bytes fit in the log file @st under the process's file
+ * size limit.  Beyond it the kernel ends the process with SIGXFSZ, and a
+ * process that confines itself may set it to 0 first (sshd's
+ * pre-authentication child, right before its seccomp filter): its lines
+ * are dropped from then on, without asking the limit again, which a
+ * filter may forbid.
+ */
+static bool log_fits(const struct stat *st, size_t n)
+{
+	static int full_in; /* the process whose lines no longer fit */
+	struct rlimit rl;
+
+	if (!S_ISREG(st->st_mode))
+		return true;
+	if (full_in == (int)getpid())
+		return false;
+	if (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    (rlim_t)st->st_size + n <= rl.rlim_cur)
+		return true;
+	full_in = (int)getpid();
+	return false;
+}
+
+/*
+ * The log's descriptor, opened again if the program closed it, for a line
+ * of @n bytes; -1: none, or the line does not fit.
+ */
+static int log_fd(size_t n)
 {
 	struct stat st;
 	int fd;
@@ -204,7 +232,11 @@ static int log_fd(void)
 	    (fstat(fd, &st) || st.st_dev != log_dev || st.st_ino != log_ino)) {
 		fd = log_open();
 		__atomic_store_n(&rsp_config.log_fd, fd, __ATOMIC_RELAXED);
+		if (fd >= 0 && fstat(fd, &st))
+			fd = -1;
 	}
+	if (fd >= 0 && !log_fits(&st, n))
+		fd = -1;
 	pthread_mutex_unlock(&log_lock);
 	return fd;
 }
@@ -283,7 +315,7 @@ void rsp_log(const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	line[n++] = '\n';
-	fd = log_fd();
+	fd = log_fd((size_t)n);
 	/* The real write: ours would look the log descriptor up. */
 	if (fd >= 0 && rsp_real.write(fd, line, n) < 0)
 		return;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,7 +44,8 @@ static void close_all_and_reuse(const char *path)
 /*
  * The runner's --init-child mode, run under the preload: a UDP socket for
  * each port in argv[2..], each sending one datagram to 192.0.2.1 at that
- * port (an argument "reuse=PATH" instead: close_all_and_reuse(PATH));
+ * port (an argument "reuse=PATH" instead: close_all_and_reuse(PATH);
+ * "fsize0": its file size limit set to 0);
  * prints its pid, then "fd:port" for each.
  */
 int preload_init_child(int argc, char **argv)
@@ -56,6 +58,13 @@ int preload_init_child(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strncmp(argv[i], "reuse=", 6)) {
 			close_all_and_reuse(argv[i] + 6);
+			continue;
+		}
+		if (!strcmp(argv[i], "fsize0")) {
+			/* as sshd's child before its sandbox: no file grows */
+			setrlimit(
+				RLIMIT_FSIZE,
+				&(struct rlimit){.rlim_cur = 0, .rlim_max = 0});
 			continue;
 		}
 		fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -280,6 +289,31 @@ START_TEST(a_closed_log_is_opened_again_not_written_to_its_number)
 }
 END_TEST
 
+/*
+ * A process whose file size limit the log has reached (sshd's child sets
+ * it to 0 before its sandbox) is not killed by SIGXFSZ for a log line:
+ * the lines are dropped.
+ */
+START_TEST(log_lines_beyond_the_file_size_limit_are_dropped)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX", out[1024], want[64];
+	int fd;
+
+	clear_settings();
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	run_child(path, "7471 fsize0 7472", out, sizeof(out));
+	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
+		 fd_for(out, "7471"));
+	ck_assert_msg(strstr(slurp(path), want), "%s", slurp(path));
+	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
+		 fd_for(out, "7472"));
+	ck_assert_msg(!strstr(slurp(path), want), "%s", slurp(path));
+	unlink(path);
+}
+END_TEST
+
 Suite *preload_init_suite(void)
 {
 	Suite *s = suite_create("preload_init");
@@ -291,6 +325,7 @@ Suite *preload_init_suite(void)
 	tcase_add_test(tc, the_log_goes_to_stderr_with_the_pid);
 	tcase_add_test(tc,
 		       a_closed_log_is_opened_again_not_written_to_its_number);
+	tcase_add_test(tc, log_lines_beyond_the_file_size_limit_are_dropped);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
