@@ -75,15 +75,15 @@ static bool claimable(const struct rsp_file *f, void *arg)
 	return share_claimable(f);
 }
 
-/* Another process's connections held on a surviving descriptor: relayed. */
-static void claim_held(void)
+void rsp_claim_held(bool at_exec)
 {
 	struct rsp_file **files;
 	int n = rsp_files_where(claimable, NULL, &files), i, k, m, *fds;
 
 	for (i = 0; i < n; i++) {
 		m = rsp_fds_of(files[i], &fds);
-		for (k = 0; k < m && !rsp_fd_survives_exec(fds[k]); k++)
+		for (k = 0; k < m && at_exec && !rsp_fd_survives_exec(fds[k]);
+		     k++)
 			;
 		/* it rechecks what fd maps: another thread may close it */
 		if (k < m && !rsp_share_claim_before_exec(fds[k]))
@@ -301,7 +301,7 @@ char **rsp_exec_prepare(char *const envp[])
 	 */
 	if ((int)getpid() != rsp_pid)
 		return (char **)envp;
-	claim_held();
+	rsp_claim_held(true);
 	rsp_move_back_before_exec();
 	n = collect_roles(roles, sizeof(roles));
 	return env_with(envp, n ? roles : NULL);

@@ -630,6 +630,12 @@ int rsp_exec_roles_parse(const char *s, struct rsp_exec_role *out, int max);
  * @envp), returned.  rsp_exec_failed frees the copy.
  */
 char **rsp_exec_prepare(char *const envp[]);
+/*
+ * Every connection of another process's held here (on a descriptor that
+ * survives an exec, if @at_exec) relayed now, answered by its owner if
+ * nobody did yet (exec_pass.c; confine.c before a sandbox).
+ */
+void rsp_claim_held(bool at_exec);
 void rsp_exec_failed(char **env, char *const envp[]);
 /*
  * At the new image's start (inherit.c's constructor; raw calls only):

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -45,7 +46,8 @@ static void close_all_and_reuse(const char *path)
  * The runner's --init-child mode, run under the preload: a UDP socket for
  * each port in argv[2..], each sending one datagram to 192.0.2.1 at that
  * port (an argument "reuse=PATH" instead: close_all_and_reuse(PATH);
- * "fsize0": its file size limit set to 0);
+ * "fsize0": its file size limit set to 0; "confine": fewer descriptors
+ * and no new privileges, as a process about to confine itself);
  * prints its pid, then "fd:port" for each.
  */
 int preload_init_child(int argc, char **argv)
@@ -58,6 +60,19 @@ int preload_init_child(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strncmp(argv[i], "reuse=", 6)) {
 			close_all_and_reuse(argv[i] + 6);
+			continue;
+		}
+		if (!strcmp(argv[i], "confine")) {
+			/* the preload's first calls: it must be ready */
+			struct rlimit rl;
+
+			if (getrlimit(RLIMIT_NOFILE, &rl) || !rl.rlim_cur ||
+			    prlimit(0, RLIMIT_NOFILE, NULL, &rl))
+				return 3;
+			rl.rlim_cur--;
+			if (setrlimit(RLIMIT_NOFILE, &rl) ||
+			    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+				return 4;
 			continue;
 		}
 		if (!strcmp(argv[i], "fsize0")) {
@@ -290,6 +305,20 @@ START_TEST(a_closed_log_is_opened_again_not_written_to_its_number)
 END_TEST
 
 /*
+ * A program whose first calls the preload sees are the ones a process
+ * that confines itself makes (confine.c): they work as without it.
+ */
+START_TEST(limits_and_prctl_as_first_calls_work)
+{
+	char out[1024];
+
+	clear_settings();
+	run_child("stderr", "confine 7471", out, sizeof(out));
+	ck_assert_msg(fd_for(out, "7471") >= 0, "%s", out);
+}
+END_TEST
+
+/*
  * A process whose file size limit the log has reached (sshd's child sets
  * it to 0 before its sandbox) is not killed by SIGXFSZ for a log line:
  * the lines are dropped.
@@ -326,6 +355,7 @@ Suite *preload_init_suite(void)
 	tcase_add_test(tc,
 		       a_closed_log_is_opened_again_not_written_to_its_number);
 	tcase_add_test(tc, log_lines_beyond_the_file_size_limit_are_dropped);
+	tcase_add_test(tc, limits_and_prctl_as_first_calls_work);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -23,8 +23,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -279,6 +285,56 @@ START_TEST(a_child_serves_what_its_parent_closed)
 	app_close(fd);
 	peer_echo(100000, 1);
 	wait_child(pid);
+	peer_sees_eof();
+	no_relay_left();
+}
+END_TEST
+
+/*
+ * What sshd's pre-authentication child does before its first use: no file
+ * may grow, one descriptor at most, and a seccomp filter, here one under
+ * which the calls a first use would make to ask the owner for the relay
+ * end the process.
+ */
+static void confine(void)
+{
+	struct rlimit zero = {0, 0}, one = {1, 1};
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_recvmsg, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+	if (setrlimit(RLIMIT_FSIZE, &zero) || setrlimit(RLIMIT_NOFILE, &one) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		_exit(5);
+}
+
+/*
+ * A child that confines itself before its first use of the connection:
+ * the preload's setrlimit and prctl (confine.c) have it relayed first,
+ * and the confined child reads and writes a kernel socket only.
+ */
+START_TEST(a_child_that_confines_itself_is_relayed_first)
+{
+	pid_t pid = app_fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		rsp_claim_held(false); /* what the preload's calls do */
+		confine();
+		child_echo(5000);
+	}
+	peer_echo(5000, 12);
+	wait_child(pid);
+	app_close(fd);
 	peer_sees_eof();
 	no_relay_left();
 }
@@ -970,6 +1026,7 @@ Suite *preload_share_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_child_serves_what_its_parent_closed);
 	tcase_add_test(tc, a_child_serves_while_its_parent_holds_it);
+	tcase_add_test(tc, a_child_that_confines_itself_is_relayed_first);
 	tcase_add_test(tc, a_child_reads_while_its_parent_writes);
 	tcase_add_test(tc, a_child_that_never_uses_it_changes_nothing);
 	tcase_add_test(tc, a_child_that_closed_its_copy_holds_nothing);
