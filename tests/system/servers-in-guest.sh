@@ -62,12 +62,7 @@
 # preload-lib.sh).  The speed of the RDMA run against the TCP one is
 # printed as a ratio, without a threshold.
 #
-# Failing under the preload today (tests/system/README.md has the details;
-# each FAIL line says "cause: ..." when the logs show a known signature):
-#   sshd-forksafe: works, but over TCP: sshd's child puts the connection,
-#     not used yet, on fds 0 and 1 before it re-executes sshd, and fork
-#     mode's handshake is a descriptor's: a connection with two stays on
-#     TCP (BUGS.md preload-fork-dup)
+# Each FAIL line says "cause: ..." when the logs show a known signature.
 # Every client is bounded, so that a hang fails its run: the first
 # contact of each run by FIRST (30 s), the rest by T (40 s).
 # Prints PASS/FAIL lines and "N passed, N failed".
@@ -227,9 +222,7 @@ cause() {
 # The known failures each scenario may show, as BUGS.md ids: a failed run
 # under the preload whose causes are all among them (and which the TCP
 # control passed) is an XFAIL naming them; any other failure is a FAIL.
-declare -A known=(
-	[sshd-forksafe]="preload-fork-dup"
-)
+declare -A known=()
 
 # verdict NAME UNIT BETTER: XFAIL for a known failure (above), else check.
 verdict() {
@@ -631,7 +624,7 @@ EOF
 	# sshd closes the preload's log: the client's lines tell
 	if [ "$mode" = rdma ] && [[ " $* " == *" RDMAV_FORK_SAFE=1 "* ]] &&
 		grep -qs ': stays on TCP' "$W/rsp.log"; then
-		res[$name.$mode.why]="1 MiB up and back, compared, over TCP: cause: BUGS.md preload-fork-dup: sshd's child puts the connection on two descriptors before the exec, and it stays on TCP ($(grep -m1 ': stays on TCP' "$W/rsp.log")). "
+		res[$name.$mode.why]="1 MiB up and back, compared, over TCP: cause: like BUGS.md preload-fork-dup (fixed): the connection, on two descriptors across sshd's re-execution, stayed on TCP ($(grep -m1 ': stays on TCP' "$W/rsp.log")). "
 		return
 	fi
 	res[$name.$mode.ok]=1
