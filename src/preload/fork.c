@@ -60,8 +60,6 @@
 
 #include "preload.h"
 
-#define RSP_LAZY_MAX 65536 /* descriptors beyond are carried at once */
-
 static uint8_t lazy[RSP_LAZY_MAX];
 static int nlazy; /* descriptors with a state, for the fast path */
 static int npending; /* of them, handshakes under way (poll's fast path) */

@@ -89,6 +89,7 @@ static void resolve_all(void)
 	RESOLVE(fexecve);
 	/* optional: exec.c makes the system call where the C library has none */
 	*(void **)&rsp_real.execveat = dlsym(RTLD_NEXT, "execveat");
+	*(void **)&rsp_real.closefrom = dlsym(RTLD_NEXT, "closefrom");
 	/* optional: a program can only call it where the C library has it */
 	*(void **)&rsp_real.epoll_pwait2 = dlsym(RTLD_NEXT, "epoll_pwait2");
 }

@@ -90,6 +90,8 @@ struct rsp_real {
 	int (*fexecve)(int, char *const[], char *const[]);
 	/* glibc 2.34 and later; NULL before (exec.c makes the system call) */
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	/* glibc 2.34 and later; NULL before (socket.c makes the system call) */
+	void (*closefrom)(int);
 };
 
 extern struct rsp_real rsp_real;
@@ -431,6 +433,7 @@ enum rsp_fk_end rsp_fk_accepting(bool accepted, ssize_t tcp_n);
 /* CONNECTING: from the rsocket's poll @revents. */
 enum rsp_fk_end rsp_fk_connecting(short revents);
 
+#define RSP_LAZY_MAX 65536 /* descriptors beyond are carried at once */
 enum rsp_lazy rsp_lazy_get(int fd);
 /* false when fd is too large to be lazy (it is then carried at once). */
 bool rsp_lazy_set(int fd, enum rsp_lazy state);

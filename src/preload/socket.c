@@ -3,13 +3,16 @@
  * Socket life cycle, descriptors and options of the program's sockets.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rdma/rsocket.h>
@@ -286,16 +289,83 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	return rsp_real.connect(fd, sa, len);
 }
 
-RSP_EXPORT int close(int fd)
+/*
+ * A child of vfork runs in its parent's memory until it execs or exits:
+ * what the preload keeps there is the parent's, never the child's to
+ * change (its descriptors are its own copies).
+ */
+static bool in_vfork_child(void)
 {
-	rsp_init();
+	return (int)getpid() != rsp_pid;
+}
+
+/* What the preload kept for fd goes: the kernel closes it. */
+static void forget(int fd)
+{
 	rsp_epoll_forget(fd);
 	rsp_lazy_drop(fd); /* with a pending handshake's rsocket */
 	/* also a forked child's copy of the parent's rsocket (fdtab.c) */
 	if (rsp_any())
 		rsp_clear(fd);
 	rsp_release_retired(fd);
+}
+
+RSP_EXPORT int close(int fd)
+{
+	rsp_init();
+	if ((!rsp_peek(fd) && rsp_lazy_get(fd) == RSP_LAZY_NONE) ||
+	    !in_vfork_child())
+		forget(fd);
 	return rsp_real.close(fd);
+}
+
+/*
+ * closefrom and close_range close descriptors without close(): what the
+ * preload kept for each open one in [first, last] goes first, or a
+ * descriptor opened later with one of those numbers would be taken for
+ * the socket that had it.
+ */
+static void forget_range(unsigned int first, unsigned int last)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned int fd;
+	char *end;
+	long n;
+
+	if (!d) { /* no /proc: the numbers fork mode's state covers */
+		for (fd = first; fd <= last && fd < RSP_LAZY_MAX; fd++)
+			forget((int)fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		n = strtol(e->d_name, &end, 10);
+		if (*end || end == e->d_name || n == dirfd(d) ||
+		    n < (long)first || n > (long)last)
+			continue;
+		forget((int)n);
+	}
+	closedir(d);
+}
+
+RSP_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	rsp_init();
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last &&
+	    !in_vfork_child())
+		forget_range(first, last);
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+RSP_EXPORT void closefrom(int lowfd)
+{
+	rsp_init();
+	if (!in_vfork_child())
+		forget_range(lowfd < 0 ? 0 : (unsigned int)lowfd, ~0U);
+	if (rsp_real.closefrom)
+		rsp_real.closefrom(lowfd);
+	else /* closefrom itself returns nothing */
+		(void)syscall(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0U, 0);
 }
 
 RSP_EXPORT int shutdown(int fd, int how)

@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "preload_child.h"
@@ -42,6 +43,51 @@ static void close_all_and_reuse(const char *path)
 	close(fd);
 }
 
+/* "vfork-close": a child of vfork closes the socket @fd, then exits. */
+static void vfork_closes(int fd)
+{
+	pid_t pid = vfork();
+
+	if (!pid) {
+		close(fd);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/*
+ * "closefrom=PATH" or "close_range=PATH": a UDP socket made (a datagram
+ * rsocket until it sends), every descriptor from 3 on closed so, then the
+ * file PATH opened at the number the socket had, and read:
+ * prints " fd:udp read:" and what it read.  Bounded: a read taken for the
+ * old socket's would wait.
+ */
+static void read_after_closing(const char *arg)
+{
+	const char *path = strchr(arg, '=') + 1;
+	int sock = socket(AF_INET, SOCK_DGRAM, 0), fd;
+	char buf[64] = "";
+	ssize_t n;
+
+	printf(" %d:udp", sock);
+	if (arg[5] == 'f')
+		closefrom(3);
+	else
+		close_range(3, ~0U, 0);
+	alarm(10);
+	/* opened until it has the socket's number (the lower ones kept) */
+	do
+		fd = open(path, O_RDONLY);
+	while (fd >= 0 && fd < sock);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	alarm(0);
+	buf[n > 0 ? n : 0] = 0;
+	printf(" read:%s", buf);
+	if (fd >= 0)
+		close(fd);
+}
+
 /*
  * The runner's --init-child mode, run under the preload: a UDP socket for
  * each port in argv[2..], each sending one datagram to 192.0.2.1 at that
@@ -60,6 +106,17 @@ int preload_init_child(int argc, char **argv)
 	for (i = 2; i < argc; i++) {
 		if (!strncmp(argv[i], "reuse=", 6)) {
 			close_all_and_reuse(argv[i] + 6);
+			continue;
+		}
+		if (!strncmp(argv[i], "closefrom=", 10) ||
+		    !strncmp(argv[i], "close_range=", 12)) {
+			read_after_closing(argv[i]);
+			continue;
+		}
+		if (!strcmp(argv[i], "vfork-close")) {
+			fd = socket(AF_INET, SOCK_DGRAM, 0);
+			printf(" %d:vfork", fd);
+			vfork_closes(fd);
 			continue;
 		}
 		if (!strcmp(argv[i], "confine")) {
@@ -305,6 +362,64 @@ START_TEST(a_closed_log_is_opened_again_not_written_to_its_number)
 END_TEST
 
 /*
+ * closefrom and close_range close a datagram rsocket's descriptor without
+ * close(): a file opened at its number afterwards reads as the file.
+ */
+START_TEST(a_file_opened_after_closefrom_is_the_file)
+{
+	static const char *const how[] = {"closefrom", "close_range"};
+	char path[] = "/tmp/rsp-init-log.XXXXXX",
+	     data[] = "/tmp/rsp-data.XXXXXX", out[1024], arg[96];
+	size_t i;
+	int fd;
+
+	clear_settings();
+	fd = mkstemp(data);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "the file", 8), 8);
+	close(fd);
+	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		strcpy(path, "/tmp/rsp-init-log.XXXXXX");
+		fd = mkstemp(path);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		snprintf(arg, sizeof(arg), "%s=%s", how[i], data);
+		run_child(path, arg, out, sizeof(out));
+		ck_assert_msg(strstr(out, " read:the file"), "%s: %s; log: %s",
+			      how[i], out, slurp(path));
+		snprintf(arg, sizeof(arg), "fd %d: datagram rsocket",
+			 fd_for(out, "udp"));
+		ck_assert_msg(strstr(slurp(path), arg), "%s", slurp(path));
+		unlink(path);
+	}
+	unlink(data);
+}
+END_TEST
+
+/*
+ * A child of vfork that closes its copy of a socket before it execs or
+ * exits leaves its parent's socket as it was (it runs in the parent's
+ * memory).
+ */
+START_TEST(a_vfork_child_closing_a_socket_leaves_the_parents)
+{
+	char path[] = "/tmp/rsp-init-log.XXXXXX", out[1024], want[64];
+	int fd;
+
+	clear_settings();
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	run_child(path, "vfork-close", out, sizeof(out));
+	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
+		 fd_for(out, "vfork"));
+	ck_assert_msg(strstr(slurp(path), want), "%s", slurp(path));
+	ck_assert_msg(!strstr(slurp(path), " closed"), "%s", slurp(path));
+	unlink(path);
+}
+END_TEST
+
+/*
  * A program whose first calls the preload sees are the ones a process
  * that confines itself makes (confine.c): they work as without it.
  */
@@ -356,6 +471,8 @@ Suite *preload_init_suite(void)
 		       a_closed_log_is_opened_again_not_written_to_its_number);
 	tcase_add_test(tc, log_lines_beyond_the_file_size_limit_are_dropped);
 	tcase_add_test(tc, limits_and_prctl_as_first_calls_work);
+	tcase_add_test(tc, a_file_opened_after_closefrom_is_the_file);
+	tcase_add_test(tc, a_vfork_child_closing_a_socket_leaves_the_parents);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
