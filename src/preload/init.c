@@ -28,6 +28,7 @@ struct rsp_config rsp_config = {.log_fd = -1};
 int rsp_pid;
 unsigned int rsp_forks;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool inited; /* init_once is over */
 
 static void *next(const char *name)
 {
@@ -286,18 +287,39 @@ static void rsp_forked(void)
 	rsp_pid = (int)getpid();
 }
 
-static void init_once(void)
+/*
+ * The process is known from the library's load on, before any call: a
+ * child of vfork, which runs in its parent's memory until it execs, is
+ * told from its parent even when the parent never called the preload.
+ */
+__attribute__((constructor)) static void rsp_at_load(void)
 {
 	rsp_pid = (int)getpid();
 	pthread_atfork(rsp_forking, NULL, rsp_forked);
+}
+
+static void init_once(void)
+{
 	resolve_all();
 	read_config();
 	rsp_read_rules();
 	rsp_exec_roles_log(); /* the image's start could not: no log yet */
+	__atomic_store_n(&inited, true, __ATOMIC_RELEASE);
 }
 
 void rsp_init(void)
 {
+	if (__atomic_load_n(&inited, __ATOMIC_ACQUIRE))
+		return;
+	/*
+	 * A child of vfork whose parent never called us: the C library's
+	 * functions only (the same pointers the parent will find); the
+	 * settings and the log are the parent's to make, in its memory.
+	 */
+	if ((int)getpid() != rsp_pid) {
+		resolve_all();
+		return;
+	}
 	pthread_once(&once, init_once);
 }
 
