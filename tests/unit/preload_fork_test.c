@@ -84,6 +84,20 @@ static int say(int fd, const char *what, bool raw)
 		       : -1;
 }
 
+/* The forked @who ended well: prints "ok" (0), or "FAIL" and its status. */
+static int server_ended(pid_t pid, const char *who)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("FAIL %s: status %d\n", who, status);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
 /* Waits up to 10 s for fd to be readable: in epoll, poll or select. */
 static int wait_in(const char *how, int fd)
 {
@@ -125,7 +139,7 @@ static int child(const char *who, const char *how, bool raw_client)
 	bool prefix = fin || !strcmp(who, "prefix");
 	bool client_first = prefix || !strcmp(who, "client");
 	const char *req = prefix ? "RS" : REQ;
-	int s, c, status;
+	int s, c;
 	pid_t pid;
 
 	if (pair(&s, &c, raw_client)) {
@@ -158,13 +172,7 @@ static int child(const char *who, const char *how, bool raw_client)
 		printf("FAIL client waiting in %s\n", how);
 		return 1;
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
-		printf("FAIL server: status %d\n", status);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return server_ended(pid, "server");
 }
 
 /* run, whose log must also lack @log_lacks (NULL: anything goes). */
@@ -388,7 +396,7 @@ static int nb_child(const char *who, const char *how)
 {
 	bool server_first = !strcmp(who, "nb-server");
 	const char *err = NULL;
-	int s, c, go[2], status;
+	int s, c, go[2];
 	char g;
 	pid_t pid;
 
@@ -431,13 +439,7 @@ static int nb_child(const char *who, const char *how)
 		printf("FAIL client: %s\n", err);
 		return 1;
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
-		printf("FAIL server: status %d\n", status);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return server_ended(pid, "server");
 }
 
 /*
@@ -682,7 +684,7 @@ static int inherited_server(const char *mode, const char *arg)
  */
 static int inherited_child(const char *mode, bool client_reads, bool raw)
 {
-	int s, c, status;
+	int s, c;
 	pid_t pid;
 
 	if (pair(&s, &c, raw)) {
@@ -724,13 +726,7 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 		printf("FAIL client: %s\n", strerror(errno));
 		return 1;
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
-		printf("FAIL server image: status %d\n", status);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return server_ended(pid, "server image");
 }
 
 /*
@@ -786,7 +782,7 @@ END_TEST
 static int dup_child(const char *mode)
 {
 	bool both = !strcmp(mode, "dup-both");
-	int s, c, d, status;
+	int s, c, d;
 	pid_t pid;
 
 	if (pair(&s, &c, false)) {
@@ -809,13 +805,7 @@ static int dup_child(const char *mode)
 		printf("FAIL client: %s\n", strerror(errno));
 		return 1;
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status)) {
-		printf("FAIL server: status %d\n", status);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return server_ended(pid, "server");
 }
 
 START_TEST(a_dup_left_alone_makes_the_handshake)

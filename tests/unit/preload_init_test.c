@@ -230,17 +230,24 @@ static void clear_settings(void)
 		unsetenv(names[i]);
 }
 
+/* A new empty file made from the mkstemp template @path. */
+static void new_file(char *path)
+{
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
 /* Each port and each range, ends included; a port outside them is not. */
 START_TEST(ports_and_ranges_choose_the_sockets)
 {
 	char path[] = "/tmp/rsp-init-log.XXXXXX", out[512], *log;
 	static const char *const in[] = {"5201", "5210", "7471"},
 				 *const out_of[] = {"5200", "5211", "7470"};
-	int fd = mkstemp(path);
 	size_t i;
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
 	clear_settings();
 	setenv("RDMA_RSOCKET_PORTS", "5201-5210,7471", 1);
 	run_child(path, "5200 5201 5210 5211 7470 7471", out, sizeof(out));
@@ -265,10 +272,8 @@ END_TEST
 START_TEST(bad_settings_are_said_and_ignored)
 {
 	char path[] = "/tmp/rsp-init-log.XXXXXX", out[2048], *log;
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
 	clear_settings();
 	setenv("RDMA_RSOCKET_SQSIZE", "abc", 1);
 	setenv("RS_SQ_SIZE", "also-bad", 1); /* ours is set: never read */
@@ -299,10 +304,8 @@ END_TEST
 START_TEST(disable_keeps_every_socket_the_kernels)
 {
 	char path[] = "/tmp/rsp-init-log.XXXXXX", out[512];
-	int fd = mkstemp(path);
 
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
 	clear_settings();
 	setenv("RDMA_RSOCKET_DISABLE", "1", 1);
 	run_child(path, "7471", out, sizeof(out));
@@ -339,15 +342,10 @@ START_TEST(a_closed_log_is_opened_again_not_written_to_its_number)
 	char path[] = "/tmp/rsp-init-log.XXXXXX",
 	     other[] = "/tmp/rsp-other.XXXXXX";
 	char out[1024], arg[64], want[64];
-	int fd;
 
 	clear_settings();
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	fd = mkstemp(other);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
+	new_file(other);
 	snprintf(arg, sizeof(arg), "7471 reuse=%s 7472", other);
 	run_child(path, arg, out, sizeof(out));
 	ck_assert_msg(!*slurp(other), "the program's file got: %s",
@@ -380,9 +378,7 @@ START_TEST(a_file_opened_after_closefrom_is_the_file)
 	close(fd);
 	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
 		strcpy(path, "/tmp/rsp-init-log.XXXXXX");
-		fd = mkstemp(path);
-		ck_assert_int_ge(fd, 0);
-		close(fd);
+		new_file(path);
 		snprintf(arg, sizeof(arg), "%s=%s", how[i], data);
 		run_child(path, arg, out, sizeof(out));
 		ck_assert_msg(strstr(out, " read:the file"), "%s: %s; log: %s",
@@ -404,12 +400,9 @@ END_TEST
 START_TEST(a_vfork_child_closing_a_socket_leaves_the_parents)
 {
 	char path[] = "/tmp/rsp-init-log.XXXXXX", out[1024], want[64];
-	int fd;
 
 	clear_settings();
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
 	run_child(path, "vfork-close", out, sizeof(out));
 	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
 		 fd_for(out, "vfork"));
@@ -441,12 +434,9 @@ END_TEST
 START_TEST(log_lines_beyond_the_file_size_limit_are_dropped)
 {
 	char path[] = "/tmp/rsp-init-log.XXXXXX", out[1024], want[64];
-	int fd;
 
 	clear_settings();
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+	new_file(path);
 	run_child(path, "7471 fsize0 7472", out, sizeof(out));
 	snprintf(want, sizeof(want), "fd %d: datagram rsocket",
 		 fd_for(out, "7471"));
