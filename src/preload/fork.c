@@ -93,6 +93,11 @@ static uint8_t twin[RSP_LAZY_MAX];
 static int twin_top; /* one past the highest descriptor ever a twin */
 static pthread_mutex_t twin_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void rsp_twins_forked(void)
+{
+	pthread_mutex_init(&twin_lock, NULL);
+}
+
 /* Read without the lock by a descriptor's first use (rsp_get_io). */
 static int twin_get(int fd)
 {

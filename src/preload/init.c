@@ -282,9 +282,17 @@ static void rsp_forking(void)
 	__atomic_add_fetch(&rsp_forks, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The locks any thread of the parent's may have held for a moment (the
+ * log's, fork mode's twins') are made afresh in the child: that thread is
+ * not there to let them go.  Not held across the fork instead: a log line
+ * may wait on a full pipe, and the fork would wait with it.
+ */
 static void rsp_forked(void)
 {
 	rsp_pid = (int)getpid();
+	pthread_mutex_init(&log_lock, NULL);
+	rsp_twins_forked();
 }
 
 /*

@@ -446,6 +446,8 @@ void rsp_lazy_drop(int fd);
 bool rsp_lazy_twin(int oldfd, int newfd);
 /* rsp_lazy_set, and fd a twin if @twin (the new image's start). */
 bool rsp_lazy_mark(int fd, enum rsp_lazy state, bool twin);
+/* In a forked child: the twins' lock made afresh (init.c's handler). */
+void rsp_twins_forked(void);
 /* Whether any handshake is pending (a fast path for poll). */
 bool rsp_fk_any(void);
 /*

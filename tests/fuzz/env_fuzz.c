@@ -139,6 +139,11 @@ void rsp_exec_roles_log(void)
 {
 }
 
+/* init.c's fork handler makes fork mode's lock afresh; none here. */
+void rsp_twins_forked(void)
+{
+}
+
 int rsetsockopt(int socket, int level, int optname, const void *optval,
 		socklen_t optlen)
 {

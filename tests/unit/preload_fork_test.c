@@ -12,10 +12,12 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -872,6 +875,125 @@ START_TEST(unused_connection_makes_the_handshake_after_an_exec)
 }
 END_TEST
 
+/*
+ * "locked-fork": a thread of this process holds fork mode's twins' lock
+ * (its first use of one of two twins writes the log line that says both
+ * stay on TCP, into a log pipe this process filled) when another forks;
+ * the child dups the other twin, which takes that lock.  Prints "ok" or
+ * "FAIL why".  The log is the pipe @argv's caller made (no reader reads).
+ */
+static void *use_twin(void *arg)
+{
+	char b;
+
+	(void)read(*(int *)arg, &b, 1); /* blocks in the log line */
+	return NULL;
+}
+
+/* Whether thread @tid waits in write(2), as seen in /proc. */
+static bool in_write(pid_t tid)
+{
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return atoi(buf) == SYS_write;
+}
+
+/* A thread of this process's other than the caller that waits in write. */
+static pid_t writing_thread(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0, me = (pid_t)syscall(SYS_gettid), k;
+
+	while (d && !tid && (e = readdir(d))) {
+		k = (pid_t)atoi(e->d_name);
+		if (k > 0 && k != me && in_write(k))
+			tid = k;
+	}
+	if (d)
+		closedir(d);
+	return tid;
+}
+
+static int locked_fork(const char *log)
+{
+	int s, c, d, fill, i, status = 0;
+	pthread_t t;
+	pid_t pid, tid = 0;
+	char junk[4096] = {0};
+
+	if (pair(&s, &c, false) || (d = dup(s)) < 0) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	fill = (int)syscall(SYS_openat, AT_FDCWD, log, O_WRONLY | O_NONBLOCK);
+	while (fill >= 0 && syscall(SYS_write, fill, junk, sizeof(junk)) > 0)
+		;
+	pthread_create(&t, NULL, use_twin, &s);
+	for (i = 0; i < 1000 && !tid; i++) {
+		usleep(10000);
+		tid = writing_thread();
+	}
+	if (!tid) {
+		printf("FAIL the thread never wrote its log line\n");
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(dup(d) >= 0 ? 0 : 1);
+	for (i = 0; i < 1000 && !waitpid(pid, &status, WNOHANG); i++)
+		usleep(10000);
+	if (i == 1000) {
+		kill(pid, SIGKILL);
+		printf("FAIL the child hung on the lock its parent's thread "
+		       "held\n");
+		return 1;
+	}
+	printf(WIFEXITED(status) && !WEXITSTATUS(status) ? "ok\n"
+							 : "FAIL dup: %d\n",
+	       status);
+	fflush(stdout);
+	_exit(0); /* the thread waits in its log line for good */
+}
+
+/*
+ * A fork while another thread holds fork mode's twins' lock: the child
+ * finds it free (the preload makes it afresh there), as the C library's
+ * own locks are.
+ */
+START_TEST(a_fork_while_a_thread_holds_the_twins_lock)
+{
+	char dir[] = "/tmp/rsp-fork-fifo.XXXXXX", fifo[64], out[256];
+	int rd, status;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/log", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	rd = open(fifo, O_RDONLY | O_NONBLOCK); /* a reader that never reads */
+	ck_assert_int_ge(rd, 0);
+	setenv("RDMAV_FORK_SAFE", "1", 1);
+	status = unit_run_preloaded_at(fifo,
+				       (char *[]){"preload_fork_test",
+						  "--fork-child", "locked-fork",
+						  "-", "-", NULL},
+				       out, sizeof(out));
+	ck_assert_msg(!strncmp(out, "ok", 2), "%s", out);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(rd);
+	unlink(fifo);
+	rmdir(dir);
+}
+END_TEST
+
 /* The runner's --fork-child WHO HOW raw|tcp mode, run under the preload. */
 int preload_fork_child(int argc, char **argv)
 {
@@ -885,6 +1007,8 @@ int preload_fork_child(int argc, char **argv)
 			!strcmp(argv[4], "raw"));
 	if (!strncmp(argv[2], "dup-", 4))
 		return dup_child(argv[2]);
+	if (!strcmp(argv[2], "locked-fork"))
+		return locked_fork(getenv("RDMA_RSOCKET_LOG"));
 	if (!strcmp(argv[2], "nb-prefix") || !strcmp(argv[2], "nb-split"))
 		return rest_child(argv[2], argv[3]);
 	if (!strncmp(argv[2], "nb-", 3))
@@ -932,6 +1056,7 @@ Suite *preload_fork_suite(void)
 	tcase_add_test(tc, twins_used_together_keep_tcp_as_inherited);
 	tcase_add_test(tc, a_dup_left_alone_makes_the_handshake);
 	tcase_add_test(tc, a_dup_used_beside_its_original_keeps_tcp);
+	tcase_add_test(tc, a_fork_while_a_thread_holds_the_twins_lock);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
