@@ -299,7 +299,7 @@ char **rsp_exec_prepare(char *const envp[])
 	 * change (and the atfork handlers, which keep rsp_pid current, did
 	 * not run): it execs as it would without us.
 	 */
-	if ((int)getpid() != rsp_pid)
+	if (rsp_in_vfork_child())
 		return (char **)envp;
 	rsp_claim_held(true);
 	rsp_move_back_before_exec();

@@ -28,6 +28,7 @@ struct rsp_config rsp_config = {.log_fd = -1};
 int rsp_pid;
 unsigned int rsp_forks;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t resolved = PTHREAD_ONCE_INIT;
 static bool inited; /* init_once is over */
 
 static void *next(const char *name)
@@ -308,7 +309,7 @@ __attribute__((constructor)) static void rsp_at_load(void)
 
 static void init_once(void)
 {
-	resolve_all();
+	pthread_once(&resolved, resolve_all);
 	read_config();
 	rsp_read_rules();
 	rsp_exec_roles_log(); /* the image's start could not: no log yet */
@@ -324,8 +325,8 @@ void rsp_init(void)
 	 * functions only (the same pointers the parent will find); the
 	 * settings and the log are the parent's to make, in its memory.
 	 */
-	if ((int)getpid() != rsp_pid) {
-		resolve_all();
+	if (rsp_in_vfork_child()) {
+		pthread_once(&resolved, resolve_all);
 		return;
 	}
 	pthread_once(&once, init_once);

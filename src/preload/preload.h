@@ -24,6 +24,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RSP_EXPORT __attribute__((visibility("default")))
 
@@ -123,6 +124,16 @@ struct rsp_config {
 
 /* This process's id, kept current across fork (an rsocket's owner). */
 extern int rsp_pid;
+
+/*
+ * Whether this is a child of vfork (atfork handlers do not run for it):
+ * it runs in its parent's memory until it execs or exits, so what the
+ * preload keeps there is the parent's, never the child's to change.
+ */
+static inline bool rsp_in_vfork_child(void)
+{
+	return (int)getpid() != rsp_pid;
+}
 /* fork() calls this process and its parents made (the preload's view). */
 extern unsigned int rsp_forks;
 
@@ -635,21 +646,21 @@ int rsp_exec_roles_parse(const char *s, struct rsp_exec_role *out, int max);
  * @envp), returned.  rsp_exec_failed frees the copy.
  */
 char **rsp_exec_prepare(char *const envp[]);
+void rsp_exec_failed(char **env, char *const envp[]);
 /*
  * Every connection of another process's held here (on a descriptor that
  * survives an exec, if @at_exec) relayed now, answered by its owner if
  * nobody did yet (exec_pass.c; confine.c before a sandbox).
  */
 void rsp_claim_held(bool at_exec);
-void rsp_exec_failed(char **env, char *const envp[]);
 /*
  * At the new image's start (inherit.c's constructor; raw calls only):
  * RSP_EXEC_ROLES taken out of the environment; if @roles (fork mode),
  * each descriptor it names that is that connection made RSP_LAZY_PASSIVE
  * or ACTIVE (@mark: rsp_lazy_mark; twins when several name one socket);
- * if @names, each relayed connection's
- * socket given its names.  rsp_exec_roles_log writes what it did to the
- * log, once the log is open (rsp_init).
+ * if @names, each relayed connection's socket given its names.
+ * rsp_exec_roles_log writes what it did to the log, once the log is open
+ * (rsp_init).
  */
 void rsp_exec_roles_at_start(bool roles, bool names,
 			     bool (*mark)(int, enum rsp_lazy, bool));

@@ -289,16 +289,6 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	return rsp_real.connect(fd, sa, len);
 }
 
-/*
- * A child of vfork runs in its parent's memory until it execs or exits:
- * what the preload keeps there is the parent's, never the child's to
- * change (its descriptors are its own copies).
- */
-static bool in_vfork_child(void)
-{
-	return (int)getpid() != rsp_pid;
-}
-
 /* What the preload kept for fd goes: the kernel closes it. */
 static void forget(int fd)
 {
@@ -314,7 +304,7 @@ RSP_EXPORT int close(int fd)
 {
 	rsp_init();
 	if ((!rsp_peek(fd) && rsp_lazy_get(fd) == RSP_LAZY_NONE) ||
-	    !in_vfork_child())
+	    !rsp_in_vfork_child())
 		forget(fd);
 	return rsp_real.close(fd);
 }
@@ -352,7 +342,7 @@ RSP_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	rsp_init();
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last &&
-	    !in_vfork_child())
+	    !rsp_in_vfork_child())
 		forget_range(first, last);
 	return (int)syscall(SYS_close_range, first, last, flags);
 }
@@ -360,7 +350,7 @@ RSP_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 RSP_EXPORT void closefrom(int lowfd)
 {
 	rsp_init();
-	if (!in_vfork_child())
+	if (!rsp_in_vfork_child()) /* its descriptors are its own copies */
 		forget_range(lowfd < 0 ? 0 : (unsigned int)lowfd, ~0U);
 	if (rsp_real.closefrom)
 		rsp_real.closefrom(lowfd);
