@@ -60,6 +60,25 @@ static int pair(int *srv, int *cli, bool raw_client)
 	return *srv < 0 ? -1 : 0;
 }
 
+/*
+ * A loopback connection (pair), then a fork: the child's 0, the parent's
+ * the child's pid; -1 with "FAIL set-up" printed if either failed.
+ */
+static pid_t forked_pair(int *srv, int *cli, bool raw_client)
+{
+	pid_t pid;
+
+	if (pair(srv, cli, raw_client)) {
+		printf("FAIL set-up: %s\n", strerror(errno));
+		return -1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		printf("FAIL set-up: fork: %s\n", strerror(errno));
+	return pid;
+}
+
 /* All of @want from fd (raw: the kernel's read, past the preload). */
 static int expect(int fd, const char *want, bool raw)
 {
@@ -145,12 +164,9 @@ static int child(const char *who, const char *how, bool raw_client)
 	int s, c;
 	pid_t pid;
 
-	if (pair(&s, &c, raw_client)) {
-		printf("FAIL set-up: %s\n", strerror(errno));
+	pid = forked_pair(&s, &c, raw_client);
+	if (pid < 0)
 		return 1;
-	}
-	fflush(stdout);
-	pid = fork();
 	if (!pid) { /* the server, in a child as a forking server does */
 		close(c);
 		if (client_first) {
@@ -405,12 +421,13 @@ static int nb_child(const char *who, const char *how)
 
 	signal(SIGALRM, on_alarm);
 	alarm(20); /* a call that blocks where it must not */
-	if (pair(&s, &c, false) || pipe(go)) {
+	if (pipe(go)) {
 		printf("FAIL set-up: %s\n", strerror(errno));
 		return 1;
 	}
-	fflush(stdout);
-	pid = fork();
+	pid = forked_pair(&s, &c, false);
+	if (pid < 0)
+		return 1;
 	if (!pid) { /* the server, in a child as a forking server does */
 		close(c);
 		close(go[server_first ? 0 : 1]);
@@ -505,12 +522,9 @@ static int rest_child(const char *who, const char *how)
 
 	signal(SIGALRM, on_alarm);
 	alarm(20);
-	if (pair(&s, &c, true)) {
-		printf("FAIL set-up: %s\n", strerror(errno));
+	pid = forked_pair(&s, &c, true);
+	if (pid < 0)
 		return 1;
-	}
-	fflush(stdout);
-	pid = fork();
 	if (!pid) {
 		close(c);
 		err = rest_server(s, how, split, req);
@@ -690,12 +704,9 @@ static int inherited_child(const char *mode, bool client_reads, bool raw)
 	int s, c;
 	pid_t pid;
 
-	if (pair(&s, &c, raw)) {
-		printf("FAIL set-up: %s\n", strerror(errno));
+	pid = forked_pair(&s, &c, raw);
+	if (pid < 0)
 		return 1;
-	}
-	fflush(stdout);
-	pid = fork();
 	if (!pid) {
 		char num[16] = "-";
 
@@ -788,12 +799,9 @@ static int dup_child(const char *mode)
 	int s, c, d;
 	pid_t pid;
 
-	if (pair(&s, &c, false)) {
-		printf("FAIL set-up: %s\n", strerror(errno));
+	pid = forked_pair(&s, &c, false);
+	if (pid < 0)
 		return 1;
-	}
-	fflush(stdout);
-	pid = fork();
 	if (!pid) {
 		close(c);
 		d = dup(s);
