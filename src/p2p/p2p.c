@@ -520,24 +520,26 @@ void cma_p2p_put_hdr(struct rdma_ucm_conn_param *kp,
 		     const struct cma_p2p_hdr *hdr)
 {
 	struct cma_p2p_hdr h = *hdr;
+	uint8_t buf[CMA_P2P_HDR_MAX];
+	size_t len;
 
-	h.len = CMA_P2P_HDR_LEN;
+	h.len = 0; /* the length its flags give */
 	h.incarnation = cma_p2p_incarnation();
-	memmove(kp->private_data + CMA_P2P_HDR_LEN, kp->private_data,
-		kp->private_data_len);
-	cma_p2p_hdr_encode(&h, kp->private_data);
-	kp->private_data_len =
-		(uint8_t)(kp->private_data_len + CMA_P2P_HDR_LEN);
+	len = cma_p2p_hdr_encode(&h, buf);
+	memmove(kp->private_data + len, kp->private_data, kp->private_data_len);
+	memcpy(kp->private_data, buf, len);
+	kp->private_data_len = (uint8_t)(kp->private_data_len + len);
 }
 
 static void cma_p2p_refuse_hdr(int fd, uint32_t handle, struct cma_p2p_hdr *hdr)
 {
-	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_MAX];
 	uint32_t ignored;
+	size_t len;
 
 	hdr->incarnation = cma_p2p_incarnation();
-	cma_p2p_hdr_encode(hdr, buf);
-	ucma_cmd_reject(fd, handle, buf, sizeof(buf), 0);
+	len = cma_p2p_hdr_encode(hdr, buf);
+	ucma_cmd_reject(fd, handle, buf, (uint8_t)len, 0);
 	ucma_cmd_destroy_id(fd, handle, &ignored);
 }
 

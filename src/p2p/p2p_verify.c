@@ -327,7 +327,8 @@ static void cma_p2p_answer(struct rdma_cm_event *ev)
 	const struct rdma_ud_param *ud = &ev->param.ud;
 	struct rdma_cm_id *req = ev->id;
 	struct cma_p2p_hdr q, a = {.kind = CMA_P2P_ANSWER};
-	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_MAX];
+	size_t len;
 
 	if (cma_p2p_hdr_parse(ud->private_data, ud->private_data_len, &q) !=
 		    CMA_P2P_OK ||
@@ -345,8 +346,8 @@ static void cma_p2p_answer(struct rdma_cm_event *ev)
 		a.flags = CMA_P2P_F_LIVE;
 	cma_p2p_dbg("asked about REQ %u of QP %u: %s", q.number, q.qpn,
 		    a.flags ? "live" : "stale");
-	cma_p2p_hdr_encode(&a, buf);
-	rdma_reject(req, buf, sizeof(buf));
+	len = cma_p2p_hdr_encode(&a, buf);
+	rdma_reject(req, buf, (uint8_t)len);
 	cma_p2p_id_destroy(req);
 }
 
@@ -448,7 +449,7 @@ static bool cma_p2p_query_step(struct cma_p2p_query *q,
 {
 	const struct rdma_ud_param *ud = &ev->param.ud;
 	struct rdma_conn_param cp = {0};
-	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_MAX];
 	struct cma_p2p_hdr a;
 
 	*verdict = CMA_P2P_UNKNOWN;
@@ -458,9 +459,8 @@ static bool cma_p2p_query_step(struct cma_p2p_query *q,
 		return !!rdma_resolve_route(q->id, CMA_P2P_VERIFY_RESOLVE_MS);
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		q->step = CMA_P2P_Q_ASKED;
-		cma_p2p_hdr_encode(&q->ask, buf);
 		cp.private_data = buf;
-		cp.private_data_len = sizeof(buf);
+		cp.private_data_len = (uint8_t)cma_p2p_hdr_encode(&q->ask, buf);
 		return !!rdma_connect(q->id, &cp);
 	case RDMA_CM_EVENT_UNREACHABLE:
 		/* The answer travels in a SIDR reply that refuses. */

@@ -21,7 +21,7 @@ static bool cma_p2p_is_query(uint8_t kind)
 }
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
-			  uint8_t out[CMA_P2P_HDR_LEN])
+			  uint8_t out[CMA_P2P_HDR_MAX])
 {
 	bool v1 = hdr->len == CMA_P2P_HDR_LEN_V1;
 
@@ -39,7 +39,11 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 	cma_put_be64(out + 16, (hdr->incarnation & CMA_P2P_INCARNATION_MASK)
 					       << 24 |
 				       (hdr->number & CMA_P2P_NUMBER_MASK));
-	return CMA_P2P_HDR_LEN;
+	if (!(hdr->flags & CMA_P2P_F_PSNS))
+		return CMA_P2P_HDR_LEN;
+	cma_put_be24(out + 24, hdr->rq_psn & CMA_P2P_PSN_MASK);
+	cma_put_be24(out + 27, hdr->sq_psn & CMA_P2P_PSN_MASK);
+	return CMA_P2P_HDR_MAX;
 }
 
 static bool cma_p2p_kind_valid(uint8_t kind)
@@ -56,11 +60,14 @@ static bool cma_p2p_kind_valid(uint8_t kind)
  */
 static bool cma_p2p_fields_valid(const struct cma_p2p_hdr *h, uint64_t word)
 {
-	bool v3 = h->len == CMA_P2P_HDR_LEN;
+	bool v3 = h->len >= CMA_P2P_HDR_LEN;
 
 	if (h->flags & ~CMA_P2P_F_KNOWN)
 		return false;
 	if ((h->flags & CMA_P2P_F_LIVE) && h->kind != CMA_P2P_ANSWER)
+		return false;
+	if ((h->flags & CMA_P2P_F_PSNS) &&
+	    (h->kind != CMA_P2P_REP || h->len != CMA_P2P_HDR_MAX))
 		return false;
 	if (cma_p2p_is_query(h->kind))
 		return v3 && !(h->flags & CMA_P2P_F_EXPLICIT_TAG) &&
@@ -94,6 +101,13 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 		tail = cma_get_be64(p + 16);
 		h.incarnation = tail >> 24;
 		h.number = (uint32_t)(tail & CMA_P2P_NUMBER_MASK);
+		if (!(p[4] & CMA_P2P_F_PSNS))
+			break;
+		if (len < CMA_P2P_HDR_MAX)
+			return CMA_P2P_BAD;
+		h.len = CMA_P2P_HDR_MAX;
+		h.rq_psn = cma_get_be24(p + 24);
+		h.sq_psn = cma_get_be24(p + 27);
 		break;
 	default:
 		return CMA_P2P_BAD;

@@ -21,6 +21,9 @@
  *                from 1, wrapping to 1; 0: nobody may ask about it);
  *                QUERY, ANSWER: the number of the REQ asked about;
  *                otherwise 0
+ *   byte 24..29  REP with CMA_P2P_F_PSNS only: the sender QP's receive
+ *                PSN, then its send PSN, 24 bits each, big-endian; the
+ *                header is then 30 bytes long
  *
  * Version 1 (the first 16 bytes, no incarnation, no number) is still
  * understood; version 2 (a 64-bit incarnation, and challenges) is not.
@@ -39,11 +42,14 @@
 #include <stdint.h>
 
 #define CMA_P2P_HDR_LEN 24 /* what this version sends */
+#define CMA_P2P_PSNS_LEN 6 /* a REP's PSNs after it (CMA_P2P_F_PSNS) */
+#define CMA_P2P_HDR_MAX (CMA_P2P_HDR_LEN + CMA_P2P_PSNS_LEN)
 #define CMA_P2P_HDR_LEN_V1 16
 #define CMA_P2P_VERSION 3
 #define CMA_P2P_INCARNATION_MASK 0xFFFFFFFFFFull /* 40 bits */
 #define CMA_P2P_NUMBER_MASK 0xFFFFFFu /* 24 bits */
 #define CMA_P2P_QPN_MASK 0xFFFFFFu
+#define CMA_P2P_PSN_MASK 0xFFFFFFu
 
 enum cma_p2p_kind {
 	CMA_P2P_REQ = 1, /* a peer-to-peer connect */
@@ -67,20 +73,32 @@ enum cma_p2p_kind {
 enum {
 	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
 	CMA_P2P_F_LIVE = 0x04, /* ANSWER: yes, that REQ waits for its answer */
-	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_LIVE,
+	/*
+	 * REP: the answering QP was already at RTS for an earlier REQ from
+	 * the same QP (p2p_connect.c, a dead REQ passed over), so its PSNs
+	 * are those of that REQ's answer, not the ones this REP's CM fields
+	 * carry; the REQ's sender takes these.
+	 */
+	CMA_P2P_F_PSNS = 0x08,
+	CMA_P2P_F_KNOWN =
+		CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_LIVE | CMA_P2P_F_PSNS,
 };
 
 struct cma_p2p_hdr {
 	uint8_t kind; /* enum cma_p2p_kind */
 	uint8_t flags;
 	uint8_t data_len;
-	/* Bytes the header takes: CMA_P2P_HDR_LEN (0 encodes as that too). */
+	/*
+	 * Bytes the header takes: CMA_P2P_HDR_LEN, or CMA_P2P_HDR_MAX with
+	 * CMA_P2P_F_PSNS (0 encodes as the length its flags give).
+	 */
 	uint8_t len;
 	uint16_t port; /* host order */
 	uint64_t tag; /* REQ, REP, REJ */
 	uint32_t qpn; /* QUERY, ANSWER */
 	uint64_t incarnation; /* 40 bits */
 	uint32_t number; /* REQ, QUERY, ANSWER; 24 bits */
+	uint32_t rq_psn, sq_psn; /* REP with CMA_P2P_F_PSNS; 24 bits */
 };
 
 enum cma_p2p_parse {
@@ -94,7 +112,7 @@ enum cma_p2p_parse {
  * parsed from one) to @out; returns the bytes written.
  */
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
-			  uint8_t out[CMA_P2P_HDR_LEN]);
+			  uint8_t out[CMA_P2P_HDR_MAX]);
 /* Parse @len bytes at @buf; fills @hdr only when the result is CMA_P2P_OK. */
 enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 				     struct cma_p2p_hdr *hdr);

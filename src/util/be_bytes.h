@@ -19,6 +19,12 @@ static inline uint16_t cma_get_be16(const uint8_t *p)
 	return be16toh(v);
 }
 
+/* A 24-bit field (a PSN, a QP number). */
+static inline uint32_t cma_get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
 static inline uint64_t cma_get_be64(const uint8_t *p)
 {
 	uint64_t v;
@@ -31,6 +37,13 @@ static inline void cma_put_be16(uint8_t *p, uint16_t v)
 {
 	v = htobe16(v);
 	memcpy(p, &v, sizeof(v));
+}
+
+static inline void cma_put_be24(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 16);
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)v;
 }
 
 static inline void cma_put_be64(uint8_t *p, uint64_t v)

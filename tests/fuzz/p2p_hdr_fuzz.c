@@ -4,7 +4,8 @@
  * The peer-to-peer header parser takes private data straight from the
  * network.  Whatever the bytes, it must stay inside them, and whatever it
  * accepts must be a header this version can produce: re-encoding it gives
- * back the same bytes (16 for version 1, 24 for version 3).
+ * back the same bytes (16 for version 1, 24 for version 3, 30 for a
+ * version 3 REP with PSNs).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* A copy of exactly @size bytes, so ASan sees any over-read. */
 	uint8_t *buf = malloc(size ? size : 1);
-	uint8_t again[CMA_P2P_HDR_LEN];
+	uint8_t again[CMA_P2P_HDR_MAX];
 	struct cma_p2p_hdr hdr;
 
 	if (!buf)

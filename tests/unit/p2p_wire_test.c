@@ -26,7 +26,7 @@ START_TEST(header_round_trip)
 				 .incarnation = 0x1112131415ull,
 				 .number = 0x161718},
 			   out;
-	uint8_t buf[CMA_P2P_HDR_LEN + 4] = {0};
+	uint8_t buf[CMA_P2P_HDR_MAX + 4] = {0};
 
 	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN);
 	ck_assert_uint_eq(buf[0], 0xC5);
@@ -57,7 +57,7 @@ START_TEST(header_version_1_understood)
 				 .port = 7471,
 				 .tag = 3},
 			   out;
-	uint8_t buf[CMA_P2P_HDR_LEN] = {0};
+	uint8_t buf[CMA_P2P_HDR_MAX] = {0};
 	size_t len = CMA_P2P_HDR_LEN_V1 + 2;
 
 	ck_assert_uint_eq(cma_p2p_hdr_encode(&in, buf), CMA_P2P_HDR_LEN_V1);
@@ -80,7 +80,7 @@ START_TEST(header_rejects_malformed)
 				.tag = 1,
 				.incarnation = 1,
 				.number = 1};
-	uint8_t good[CMA_P2P_HDR_LEN], buf[CMA_P2P_HDR_LEN];
+	uint8_t good[CMA_P2P_HDR_MAX], buf[CMA_P2P_HDR_MAX];
 
 	cma_p2p_hdr_encode(&h, good);
 	/* Not ours at all: ordinary private data. */
@@ -93,25 +93,32 @@ START_TEST(header_rejects_malformed)
 			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x41; /* version 4 */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x21; /* version 2: its challenges are gone */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x32; /* a REP with a number */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[3] = 0x1f; /* unknown kind */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[4] = 0x80; /* unknown flag */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[5] = 1; /* claims data that is not there */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 	memcpy(buf, good, sizeof(buf));
 	buf[6] = buf[7] = 0; /* a REQ from no listener */
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &h), CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &h),
+			 CMA_P2P_BAD);
 }
 END_TEST
 
@@ -154,7 +161,7 @@ START_TEST(nothing_past_the_length_is_read)
 				  .incarnation = 4,
 				  .number = 5},
 			   got;
-	uint8_t enc[CMA_P2P_HDR_LEN], *tail;
+	uint8_t enc[CMA_P2P_HDR_MAX], *tail;
 	size_t n = cma_p2p_hdr_encode(&hdr, enc);
 	uint8_t *heap = malloc(n);
 
@@ -186,7 +193,7 @@ static bool kind_defined(unsigned int kind)
 START_TEST(every_defined_kind_and_no_other)
 {
 	struct cma_p2p_hdr hdr = {.incarnation = 3}, got;
-	uint8_t buf[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_MAX];
 	unsigned int kind;
 
 	for (kind = CMA_P2P_REP; kind <= CMA_P2P_ANSWER; kind++) {
@@ -203,7 +210,7 @@ START_TEST(every_defined_kind_and_no_other)
 		}
 		ck_assert_uint_eq(cma_p2p_hdr_encode(&hdr, buf),
 				  CMA_P2P_HDR_LEN);
-		ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+		ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &got),
 				 CMA_P2P_OK);
 		ck_assert_uint_eq(got.kind, kind);
 		ck_assert_uint_eq(got.port, 0);
@@ -215,7 +222,7 @@ START_TEST(every_defined_kind_and_no_other)
 		if (kind_defined(kind))
 			continue;
 		buf[3] = (uint8_t)(CMA_P2P_VERSION << 4 | kind);
-		ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got),
+		ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &got),
 				 CMA_P2P_BAD);
 	}
 }
@@ -234,14 +241,15 @@ START_TEST(query_and_answer)
 				.incarnation = 0xA1A2A3A4A5ull,
 				.number = 0xB1B2B3},
 			   got;
-	uint8_t buf[CMA_P2P_HDR_LEN], bad[CMA_P2P_HDR_LEN];
+	uint8_t buf[CMA_P2P_HDR_MAX], bad[CMA_P2P_HDR_MAX];
 
 	cma_p2p_hdr_encode(&q, buf);
 	ck_assert_uint_eq(buf[3], 0x38);
 	ck_assert_uint_eq(buf[13], 0xAB);
 	ck_assert_uint_eq(buf[16], 0xA1);
 	ck_assert_uint_eq(buf[23], 0xB3);
-	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_LEN, &got),
+			 CMA_P2P_OK);
 	ck_assert_uint_eq(got.qpn, 0xABCDEF);
 	ck_assert(got.incarnation == q.incarnation);
 	ck_assert_uint_eq(got.number, 0xB1B2B3);
@@ -249,25 +257,26 @@ START_TEST(query_and_answer)
 	/* only an ANSWER says "live" */
 	memcpy(bad, buf, sizeof(bad));
 	bad[4] = CMA_P2P_F_LIVE;
-	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
 	bad[3] = 0x39;
-	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got), CMA_P2P_OK);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
+			 CMA_P2P_OK);
 	ck_assert_uint_eq(got.flags, CMA_P2P_F_LIVE);
 	/* a QP number is 24 bits */
 	memcpy(bad, buf, sizeof(bad));
 	bad[12] = 1;
-	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
 	/* the REQ named completely */
 	memcpy(bad, buf, sizeof(bad));
 	bad[21] = bad[22] = bad[23] = 0;
-	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
 	/* no data, no tag */
 	memcpy(bad, buf, sizeof(bad));
 	bad[4] = CMA_P2P_F_EXPLICIT_TAG;
-	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
 	/* only version 3 asks */
 	q.len = CMA_P2P_HDR_LEN_V1;
@@ -278,6 +287,57 @@ START_TEST(query_and_answer)
 	q.len = 0;
 	q.kind = CMA_P2P_REP;
 	cma_p2p_hdr_encode(&q, bad);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
+			 CMA_P2P_BAD);
+}
+END_TEST
+
+/*
+ * A REP from a QP already at RTS for a dead REQ carries that QP's PSNs
+ * after the header (30 bytes, the data after them); only a REP may, and
+ * only with all six bytes there.
+ */
+START_TEST(rep_with_psns)
+{
+	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP,
+				  .flags = CMA_P2P_F_PSNS,
+				  .data_len = 2,
+				  .port = 7471,
+				  .incarnation = 9,
+				  .rq_psn = 0xA1A2A3,
+				  .sq_psn = 0xB1B2B3},
+			   got;
+	uint8_t buf[CMA_P2P_HDR_MAX + 2] = {0}, bad[CMA_P2P_HDR_MAX + 2];
+
+	ck_assert_uint_eq(cma_p2p_hdr_encode(&rep, buf), CMA_P2P_HDR_MAX);
+	ck_assert_uint_eq(buf[24], 0xA1);
+	ck_assert_uint_eq(buf[29], 0xB3);
+	buf[30] = 'h';
+	buf[31] = 'i';
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, sizeof(buf), &got), CMA_P2P_OK);
+	ck_assert_uint_eq(got.len, CMA_P2P_HDR_MAX);
+	ck_assert_uint_eq(got.flags, CMA_P2P_F_PSNS);
+	ck_assert_uint_eq(got.rq_psn, 0xA1A2A3);
+	ck_assert_uint_eq(got.sq_psn, 0xB1B2B3);
+	ck_assert_uint_eq(got.data_len, 2);
+	/* the PSNs, or the data, cut short */
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_MAX - 1, &got),
+			 CMA_P2P_BAD);
+	ck_assert_int_eq(cma_p2p_hdr_parse(buf, CMA_P2P_HDR_MAX + 1, &got),
+			 CMA_P2P_BAD);
+	/* not on a REQ, nor on a refusal */
+	memcpy(bad, buf, sizeof(bad));
+	bad[3] = (uint8_t)(CMA_P2P_VERSION << 4 | CMA_P2P_REJ_RETRY);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+			 CMA_P2P_BAD);
+	rep.kind = CMA_P2P_REQ;
+	rep.number = 1;
+	cma_p2p_hdr_encode(&rep, bad);
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
+			 CMA_P2P_BAD);
+	/* version 1 has no room for them */
+	memcpy(bad, buf, sizeof(bad));
+	bad[3] = 0x12;
 	ck_assert_int_eq(cma_p2p_hdr_parse(bad, sizeof(bad), &got),
 			 CMA_P2P_BAD);
 }
@@ -295,6 +355,7 @@ Suite *p2p_wire_suite(void)
 	tcase_add_test(tc, nothing_past_the_length_is_read);
 	tcase_add_test(tc, every_defined_kind_and_no_other);
 	tcase_add_test(tc, query_and_answer);
+	tcase_add_test(tc, rep_with_psns);
 	suite_add_tcase(s, tc);
 	return s;
 }
