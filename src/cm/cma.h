@@ -595,14 +595,34 @@ int cma_is_af_ib(const struct cma_id_private *id_priv);
 int cma_process_conn_req(struct cma_event *evt,
 			 struct cma_id_private *listen_priv, uint32_t handle,
 			 const struct rdma_ucm_event_resp *resp);
-/* A CONNECT_RESPONSE arrived on an id with a QP: finish the handshake. */
-int cma_process_conn_resp(struct cma_id_private *id_priv);
+struct cma_qp_psns;
+/*
+ * A CONNECT_RESPONSE arrived on an id with a QP: finish the handshake.
+ * @psns: NULL, or PSNs the answer dictates (its QP's; see qp.c).
+ */
+int cma_process_conn_resp(struct cma_id_private *id_priv,
+			  const struct cma_qp_psns *psns);
 
 /* --- qp.c -------------------------------------------------------------- */
 
+/*
+ * A connected QP's packet sequence numbers.  The CM derives them from
+ * the REQ and REP it carried; a p2p answer that reuses a QP already at
+ * RTS dictates its own instead (p2p_connect.c).  Given to a move with
+ * @dictated, they replace the CM's; every move writes back the one it
+ * set (rq at RTR, sq at RTS).
+ */
+struct cma_qp_psns {
+	bool dictated;
+	uint32_t rq, sq;
+};
+
 int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp);
-int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res);
-int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth);
+/* @psns may be NULL in both. */
+int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res,
+		  struct cma_qp_psns *psns);
+int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth,
+		  struct cma_qp_psns *psns);
 int cma_qp_to_err(struct cma_id_private *id_priv);
 int cma_qp_to_sqd(struct cma_id_private *id_priv);
 /* The QP the CM drives for this id, or NULL if the user manages it. */

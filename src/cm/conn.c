@@ -401,11 +401,14 @@ static int cma_send_rtu(struct cma_id_private *id_priv)
 			       (uint64_t)(uintptr_t)id_priv, NULL, NULL);
 }
 
-int cma_process_conn_resp(struct cma_id_private *id_priv)
+int cma_process_conn_resp(struct cma_id_private *id_priv,
+			  const struct cma_qp_psns *psns)
 {
-	if (cma_qp_to_rtr(id_priv, RDMA_MAX_RESP_RES))
+	struct cma_qp_psns set = psns ? *psns : (struct cma_qp_psns){0};
+
+	if (cma_qp_to_rtr(id_priv, RDMA_MAX_RESP_RES, &set))
 		return -1;
-	if (cma_qp_to_rts(id_priv, RDMA_MAX_INIT_DEPTH))
+	if (cma_qp_to_rts(id_priv, RDMA_MAX_INIT_DEPTH, &set))
 		return -1;
 	return cma_send_rtu(id_priv);
 }
@@ -484,8 +487,9 @@ static int cma_accept(struct rdma_cm_id *id,
 	cma_set_depths(id_priv, conn_param);
 	if (id->qp && id->qp_type != IBV_QPT_UD &&
 	    !id_priv->cma_dev->is_iwarp) {
-		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
-		    cma_qp_to_rts(id_priv, id_priv->initiator_depth)) {
+		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources,
+				  NULL) ||
+		    cma_qp_to_rts(id_priv, id_priv->initiator_depth, NULL)) {
 			int err = errno;
 
 			cma_qp_to_err(id_priv);

@@ -78,7 +78,8 @@ int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp)
 	return cma_modify_qp(qp, &attr, mask);
 }
 
-int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res)
+int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res,
+		  struct cma_qp_psns *psns)
 {
 	struct ibv_qp_attr attr;
 	int mask;
@@ -87,6 +88,10 @@ int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res)
 		return -1;
 	if (resp_res != RDMA_MAX_RESP_RES)
 		attr.max_dest_rd_atomic = resp_res;
+	if (psns && psns->dictated)
+		attr.rq_psn = psns->rq;
+	else if (psns)
+		psns->rq = attr.rq_psn;
 	/*
 	 * An active side moves its QP to INIT before the IB CM knows the
 	 * connection, when the kernel can only grant no remote access.  Grant
@@ -103,7 +108,8 @@ int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res)
 	return cma_modify_qp(id_priv->id.qp, &attr, mask);
 }
 
-int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth)
+int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth,
+		  struct cma_qp_psns *psns)
 {
 	struct ibv_qp_attr attr;
 	int mask;
@@ -112,6 +118,10 @@ int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth)
 		return -1;
 	if (init_depth != RDMA_MAX_INIT_DEPTH)
 		attr.max_rd_atomic = init_depth;
+	if (psns && psns->dictated)
+		attr.sq_psn = psns->sq;
+	else if (psns)
+		psns->sq = attr.sq_psn;
 	return cma_modify_qp(id_priv->id.qp, &attr, mask);
 }
 

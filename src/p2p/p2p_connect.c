@@ -230,20 +230,29 @@ static void cma_p2p_addressing_restore(struct cma_id_private *id_priv,
 	cma_store_paths(id_priv, NULL, 0); /* the request's: the id had none */
 }
 
+/* RESET, then INIT: the QP as rdma_create_qp left it. */
+static void cma_p2p_qp_reinit(struct cma_id_private *id_priv)
+{
+	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
+
+	if (!ibv_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE))
+		cma_qp_to_init(id_priv, id_priv->id.qp);
+}
+
 /*
  * Back out of a failed adoption: the connect keeps its own kernel id (or
- * none, if it had none yet).
+ * none, if it had none yet).  A QP that reached RTS stays there, bound
+ * (cma_p2p_conn.qp_bound); one left halfway goes back to INIT.
  */
 static void cma_p2p_adopt_undo(struct cma_p2p_conn *conn, uint32_t old,
 			       bool qp_moved,
 			       const struct cma_p2p_addressing *saved)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
-	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
 
 	cma_p2p_set_handle(id_priv, old);
-	if (qp_moved && !ibv_modify_qp(id_priv->id.qp, &attr, IBV_QP_STATE))
-		cma_qp_to_init(id_priv, id_priv->id.qp);
+	if (qp_moved && !conn->qp_bound)
+		cma_p2p_qp_reinit(id_priv);
 	if (conn->kernel_unbound && !saved->had_paths)
 		cma_p2p_addressing_restore(id_priv, saved);
 	else
@@ -269,6 +278,63 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 	cma_timer_stop(&conn->timer);
 	conn->busy++;
 	lis->busy++;
+}
+
+/*
+ * Whether the QP is at RTS for a REQ from @qpn already (an earlier REQ
+ * from it turned out dead in this connect): then it is answered as it
+ * is.  A QP bound to another QP's REQ, or changed by the application
+ * since (ibv_query_qp says), is reset first: the one case that loses the
+ * receives posted before connecting, as nothing else can free the QP.
+ */
+static bool cma_p2p_qp_ready(struct cma_p2p_conn *conn, uint32_t qpn)
+{
+	struct ibv_qp *qp = conn->id_priv->id.qp;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	if (!conn->qp_bound)
+		return false;
+	if (!ibv_query_qp(qp, &attr, IBV_QP_STATE | IBV_QP_DEST_QPN, &init) &&
+	    attr.qp_state == IBV_QPS_RTS && conn->bound_qpn == qpn &&
+	    attr.dest_qp_num == qpn)
+		return true;
+	conn->qp_bound = false;
+	cma_p2p_dbg("QP %u was answering QP %u's REQ: reset for QP %u's",
+		    qp->qp_num, conn->bound_qpn, qpn);
+	cma_p2p_qp_reinit(conn->id_priv);
+	return false;
+}
+
+/*
+ * Bring the QP to RTR and RTS for the request @a claimed, or find it
+ * there already (cma_p2p_qp_ready): then @rep dictates its PSNs.
+ * Sets *@moved once the QP left INIT: only a QP left at RTR needs INIT
+ * again (cma_p2p_adopt_undo).
+ */
+static int cma_p2p_adopt_qp(struct cma_p2p_adoption *a, struct cma_p2p_hdr *rep,
+			    bool *moved)
+{
+	struct cma_p2p_conn *conn = a->conn;
+	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t qpn = a->resp.param.conn.qp_num;
+	struct cma_qp_psns psns = {0};
+
+	if (cma_p2p_qp_ready(conn, qpn)) {
+		rep->flags |= CMA_P2P_F_PSNS;
+		rep->rq_psn = conn->bound_psns.rq;
+		rep->sq_psn = conn->bound_psns.sq;
+		return 0;
+	}
+	if (cma_qp_to_rtr(id_priv, id_priv->responder_resources, &psns))
+		return -1; /* a move that fails leaves the QP as it was */
+	*moved = true;
+	if (cma_qp_to_rts(id_priv, id_priv->initiator_depth, &psns))
+		return -1;
+	conn->qp_bound = true;
+	conn->bound_qpn = qpn;
+	conn->bound_psns = psns;
+	return 0;
 }
 
 /*
@@ -310,15 +376,11 @@ static int cma_p2p_adopt_answer(struct cma_p2p_adoption *a)
 		id_priv->responder_resources, req->responder_resources);
 	id_priv->initiator_depth =
 		cma_p2p_min_u8(id_priv->initiator_depth, req->initiator_depth);
-	if (!id_priv->cma_dev->is_iwarp) {
-		qp_moved = true;
-		if (cma_qp_to_rtr(id_priv, id_priv->responder_resources) ||
-		    cma_qp_to_rts(id_priv, id_priv->initiator_depth))
-			goto undo;
-	}
+	if (!id_priv->cma_dev->is_iwarp && cma_p2p_adopt_qp(a, &rep, &qp_moved))
+		goto undo;
 	rep.port = conn->key.local.port;
 	rep.tag = conn->key.tag;
-	rep.flags = conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
+	rep.flags |= conn->key.explicit_tag ? CMA_P2P_F_EXPLICIT_TAG : 0;
 	rep.data_len = kp.private_data_len;
 	cma_p2p_put_hdr(&kp, &rep);
 	kp.responder_resources = id_priv->responder_resources;
@@ -821,6 +883,25 @@ cma_p2p_filter_event(struct cma_event *evt,
 		return CMA_P2P_TAKEN;
 	/* Set only under the id's qp_lock, which the event path holds. */
 	return conn->adopted ? CMA_P2P_ADOPTED : CMA_P2P_PASS;
+}
+
+void cma_p2p_rep_psns(const struct cma_id_private *id_priv,
+		      const struct rdma_ucm_conn_param *kp,
+		      struct cma_qp_psns *psns)
+{
+	const struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
+	struct cma_p2p_hdr hdr;
+
+	memset(psns, 0, sizeof(*psns));
+	if (!conn || !conn->registered || conn->adopted ||
+	    cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
+		    CMA_P2P_OK ||
+	    hdr.kind != CMA_P2P_REP || !(hdr.flags & CMA_P2P_F_PSNS))
+		return;
+	/* What the answering QP receives from is what we send from. */
+	psns->dictated = true;
+	psns->rq = hdr.sq_psn;
+	psns->sq = hdr.rq_psn;
 }
 
 /* The answer to our REQ: take out a p2p header, note the connection. */

@@ -550,7 +550,8 @@ static void fake_fill_qp_attr(const struct fake_kid *kid, uint32_t state,
 				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				     IBV_QP_MIN_RNR_TIMER;
 		attr->path_mtu = IBV_MTU_1024;
-		attr->dest_qp_num = 0x77;
+		attr->dest_qp_num = kid->has_peer_qpn ? kid->peer_qpn : 0x77;
+		attr->rq_psn = FAKE_UCMA_RQ_PSN(kid->handle);
 		attr->max_dest_rd_atomic = 4;
 		break;
 	case IBV_QPS_RTS:
@@ -558,6 +559,7 @@ static void fake_fill_qp_attr(const struct fake_kid *kid, uint32_t state,
 				     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		attr->max_rd_atomic = 4;
+		attr->sq_psn = FAKE_UCMA_SQ_PSN(kid->handle);
 		attr->timeout = 14;
 		attr->retry_cnt = 7;
 		attr->rnr_retry = 7;

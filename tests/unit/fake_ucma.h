@@ -49,7 +49,17 @@ struct fake_kid {
 	uint32_t events_reported; /* events handed out by GET_EVENT */
 	struct sockaddr_storage src, dst;
 	bool dead; /* fake_ucma_kill_kid: its peer gave the request up */
+	/* A request's sender's QP, for RTR (without it: 0x77). */
+	bool has_peer_qpn;
+	uint32_t peer_qpn;
 };
+
+/*
+ * The PSNs the fake's CM gives a QP of kernel id @handle: at RTR (the
+ * REQ's or REP's starting PSN) and at RTS (its own), distinct per id.
+ */
+#define FAKE_UCMA_RQ_PSN(handle) (((handle)*0x10101u + 1) & 0xFFFFFFu)
+#define FAKE_UCMA_SQ_PSN(handle) (((handle)*0x10101u + 2) & 0xFFFFFFu)
 
 /* One command the library sent (GET_EVENT is not recorded). */
 struct fake_cmd {

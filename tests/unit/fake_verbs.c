@@ -1165,6 +1165,9 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	qp->state = to;
 	if (to == IBV_QPS_ERR)
 		fake_qp_fail(f);
+	/* RESET empties the queues without completions. */
+	if (to == IBV_QPS_RESET)
+		f->nrecvs = f->recv_head = 0;
 	if (fake_closes_connection(f, to))
 		fake_qp_fail(f->peer);
 	/* Recorded under the lock too: a test may move a QP a thread moves. */
@@ -1179,9 +1182,15 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
+	struct fake_qp *f = fake_qp_of(qp);
+
 	(void)attr_mask;
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = qp->state;
+	/* What the last moves to RTR and RTS set. */
+	attr->dest_qp_num = f->last[IBV_QPS_RTR].dest_qp_num;
+	attr->rq_psn = f->last[IBV_QPS_RTR].rq_psn;
+	attr->sq_psn = f->last[IBV_QPS_RTS].sq_psn;
 	if (init_attr) {
 		memset(init_attr, 0, sizeof(*init_attr));
 		init_attr->qp_type = qp->qp_type;

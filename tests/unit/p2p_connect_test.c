@@ -218,6 +218,171 @@ START_TEST(dead_held_request_is_passed_over)
 }
 END_TEST
 
+/* How many times the QP went through RESET since it was made. */
+static int resets_of(struct ibv_qp *qp)
+{
+	const struct fake_qp *f = fake_qp_of(qp);
+	int i, n = 0;
+
+	for (i = 1; i < f->nstates; i++) /* the first: made in RESET */
+		n += f->states[i] == IBV_QPS_RESET;
+	return n;
+}
+
+/* Post one receive, as an application does before connecting. */
+static void post_one_receive(struct ibv_qp *qp)
+{
+	struct ibv_recv_wr wr = {.wr_id = 7}, *bad;
+
+	ck_assert_int_eq(ibv_post_recv(qp, &wr, &bad), 0);
+	ck_assert_int_eq(fake_qp_of(qp)->nrecvs, 1);
+}
+
+/*
+ * A dead request leaves the QP at RTS for its sender's QP: the next
+ * request from that same QP (the peer sending its REQ again) is answered
+ * as the QP is, no RESET, so the receive the application posted before
+ * connecting is still there; the REP dictates the PSNs the QP has, which
+ * are the dead request's answer's, not the new kernel id's.
+ */
+START_TEST(next_request_from_the_same_qp_keeps_the_qp)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	const struct fake_qp *f = fake_qp_of(id->qp);
+	uint32_t dead, live;
+	struct cma_p2p_hdr rep;
+
+	req_qpn = 0x1234;
+	post_one_receive(id->qp);
+	dead = peer_request("192.0.2.0", 0, "gone");
+	live = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	req_qpn = 0;
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_uint_eq(kid_of(id), live);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	ck_assert_int_eq(resets_of(id->qp), 0);
+	ck_assert_int_eq(f->nrecvs, 1);
+	/* moved once, for the dead one */
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].dest_qp_num, 0x1234);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(dead));
+	ck_assert_uint_eq(f->last[IBV_QPS_RTS].sq_psn, FAKE_UCMA_SQ_PSN(dead));
+	rep = sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live);
+	ck_assert_int_eq(rep.kind, CMA_P2P_REP);
+	ck_assert(rep.flags & CMA_P2P_F_PSNS);
+	ck_assert_uint_eq(rep.rq_psn, FAKE_UCMA_RQ_PSN(dead));
+	ck_assert_uint_eq(rep.sq_psn, FAKE_UCMA_SQ_PSN(dead));
+	established_with_her_data(id, live);
+	expect_nothing();
+}
+END_TEST
+
+/*
+ * A request found dead before the QP moved (the kernel has no RTR
+ * attributes for it) leaves the QP in INIT as it was: no RESET, the
+ * posted receive stays, and the next request is answered as usual.
+ */
+START_TEST(request_dead_before_rtr_leaves_the_qp_alone)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	const struct fake_qp *f = fake_qp_of(id->qp);
+	uint32_t dead, live;
+
+	post_one_receive(id->qp);
+	dead = peer_request("192.0.2.0", 0, "gone");
+	live = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	fake_ucma_kill_kid(dead);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_uint_eq(kid_of(id), live);
+	ck_assert_int_eq(resets_of(id->qp), 0);
+	ck_assert_int_eq(f->nrecvs, 1);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(live));
+	ck_assert(!(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live).flags &
+		    CMA_P2P_F_PSNS));
+	established_with_her_data(id, live);
+}
+END_TEST
+
+/*
+ * A request from another QP cannot use a QP bound to the dead one's: it
+ * goes through RESET (the one case that drops the posted receives) and
+ * is answered with the new kernel id's PSNs, no dictated ones.
+ */
+START_TEST(next_request_from_another_qp_resets_the_qp)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	const struct fake_qp *f = fake_qp_of(id->qp);
+	uint32_t dead, live;
+
+	req_qpn = 0x1234;
+	dead = peer_request("192.0.2.0", 0, "gone");
+	req_qpn = 0x1235;
+	live = peer_request("192.0.2.0", 0, "hers");
+	req_qpn = 0;
+	expect_nothing();
+	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_uint_eq(kid_of(id), live);
+	ck_assert_int_eq(resets_of(id->qp), 1);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].dest_qp_num, 0x1235);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(live));
+	ck_assert(!(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live).flags &
+		    CMA_P2P_F_PSNS));
+	established_with_her_data(id, live);
+}
+END_TEST
+
+/*
+ * The lower end takes the PSNs a REP dictates: it receives from the
+ * answering QP's send PSN and sends from its receive PSN, whatever the
+ * CM's fields say; without them, the CM's.
+ */
+START_TEST(lower_end_takes_the_dictated_psns)
+{
+	struct cma_p2p_hdr rep = {.kind = CMA_P2P_REP,
+				  .flags = CMA_P2P_F_PSNS,
+				  .port = PORT,
+				  .incarnation = 0xaaaa,
+				  .rq_psn = 0x345678,
+				  .sq_psn = 0x123456};
+	struct rdma_ucm_event_resp *r;
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	const struct fake_qp *f = fake_qp_of(id->qp);
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_hold();
+	r = fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	ck_assert_ptr_nonnull(r);
+	r->param.conn.private_data_len =
+		(uint8_t)cma_p2p_hdr_encode(&rep, r->param.conn.private_data);
+	fake_ucma_release();
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, 0x123456);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTS].sq_psn, 0x345678);
+
+	id = connecting_id("192.0.2.3");
+	f = fake_qp_of(id->qp);
+	rep.flags = 0;
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_hold();
+	r = fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	r->param.conn.private_data_len =
+		(uint8_t)cma_p2p_hdr_encode(&rep, r->param.conn.private_data);
+	fake_ucma_release();
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn,
+			  FAKE_UCMA_RQ_PSN(kid_of(id)));
+	ck_assert_uint_eq(f->last[IBV_QPS_RTS].sq_psn,
+			  FAKE_UCMA_SQ_PSN(kid_of(id)));
+}
+END_TEST
+
 /*
  * The same for a request that arrives while the connect waits: a dead one
  * leaves it waiting, no event, and the peer's next attempt pairs with it.
@@ -1124,6 +1289,10 @@ Suite *p2p_connect_suite(void)
 	tcase_add_test(tc, attempts_pair_in_the_order_they_come);
 	tcase_add_test(tc, dead_held_request_is_passed_over);
 	tcase_add_test(tc, dead_arriving_request_leaves_the_connect_waiting);
+	tcase_add_test(tc, next_request_from_the_same_qp_keeps_the_qp);
+	tcase_add_test(tc, next_request_from_another_qp_resets_the_qp);
+	tcase_add_test(tc, request_dead_before_rtr_leaves_the_qp_alone);
+	tcase_add_test(tc, lower_end_takes_the_dictated_psns);
 	tcase_add_test(tc, failed_attempt_never_derails_the_next);
 	tcase_add_test(tc, orphaned_kernel_id_is_destroyed_with_the_id);
 	tcase_add_test(tc, connect_and_adoption_commands_go_out_unlocked);

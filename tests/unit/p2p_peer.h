@@ -175,6 +175,8 @@ static inline uint32_t peer_request(const char *from, uint64_t tag,
 	r->param.conn.responder_resources = 4;
 	r->param.conn.initiator_depth = 4;
 	r->param.conn.qp_num = req_qpn;
+	fake_ucma_kid(child)->has_peer_qpn = true;
+	fake_ucma_kid(child)->peer_qpn = req_qpn;
 	memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
 	/* As the kernel's: the address it came to, even on a wildcard. */
 	memcpy(&fake_ucma_kid(child)->src, &me, sizeof(me));

@@ -195,8 +195,9 @@ END_TEST
 /*
  * The held request cannot be answered any more (its peer gave up between
  * our reading it and our connect; here the ACCEPT fails): it is refused,
- * our QP is back where it was, and the connect, the higher end, waits for
- * the peer's next request on its own kernel id instead of failing.
+ * our QP stays at RTS for that QP (RESET would drop the application's
+ * receives), and the connect, the higher end, waits for the peer's next
+ * request on its own kernel id instead of failing.
  */
 START_TEST(adoption_that_fails_waits_for_the_next_request)
 {
@@ -216,13 +217,17 @@ START_TEST(adoption_that_fails_waits_for_the_next_request)
 	ck_assert_uint_eq(kid_of(id), own);
 	ck_assert(fake_ucma_kid(own)->live);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
-	ck_assert_int_eq(f->qp.state, IBV_QPS_INIT);
-	ck_assert_int_eq(f->states[f->nstates - 2], IBV_QPS_RESET);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	ck_assert_int_eq(f->states[f->nstates - 1], IBV_QPS_RTS);
 	expect_nothing();
-	/* The peer's next attempt: formed on its kernel id. */
+	/* The peer's next attempt: formed on its kernel id, QP as it is. */
 	next = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
 	ck_assert_uint_eq(kid_of(id), next);
+	ck_assert_int_eq(f->states[f->nstates - 1], IBV_QPS_RTS);
+	ck_assert_int_eq(f->states[f->nstates - 2], IBV_QPS_RTR);
+	ck_assert(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, next).flags &
+		  CMA_P2P_F_PSNS);
 	fake_ucma_event(next, RDMA_CM_EVENT_ESTABLISHED, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	expect_nothing();
