@@ -280,6 +280,26 @@ START_TEST(next_request_from_the_same_qp_keeps_the_qp)
 END_TEST
 
 /*
+ * @id's connect passed the dead request @dead over and answered @live
+ * with its QP brought up for it, after @resets RESETs: with the kernel
+ * id's own PSNs, none dictated; then it forms.
+ */
+static void answered_afresh(struct rdma_cm_id *id, uint32_t dead, uint32_t live,
+			    int resets)
+{
+	const struct fake_qp *f = fake_qp_of(id->qp);
+
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_uint_eq(kid_of(id), live);
+	ck_assert_int_eq(resets_of(id->qp), resets);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(live));
+	ck_assert(!(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live).flags &
+		    CMA_P2P_F_PSNS));
+	established_with_her_data(id, live);
+}
+
+/*
  * A request found dead before the QP moved (the kernel has no RTR
  * attributes for it) leaves the QP in INIT as it was: no RESET, the
  * posted receive stays, and the next request is answered as usual.
@@ -296,14 +316,8 @@ START_TEST(request_dead_before_rtr_leaves_the_qp_alone)
 	expect_nothing();
 	fake_ucma_kill_kid(dead);
 	ck_assert_int_eq(p2p_connect(id), 0);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
-	ck_assert_uint_eq(kid_of(id), live);
-	ck_assert_int_eq(resets_of(id->qp), 0);
 	ck_assert_int_eq(f->nrecvs, 1);
-	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(live));
-	ck_assert(!(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live).flags &
-		    CMA_P2P_F_PSNS));
-	established_with_her_data(id, live);
+	answered_afresh(id, dead, live, 0);
 }
 END_TEST
 
@@ -326,15 +340,8 @@ START_TEST(next_request_from_another_qp_resets_the_qp)
 	expect_nothing();
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
-	ck_assert_uint_eq(kid_of(id), live);
-	ck_assert_int_eq(resets_of(id->qp), 1);
-	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
 	ck_assert_uint_eq(f->last[IBV_QPS_RTR].dest_qp_num, 0x1235);
-	ck_assert_uint_eq(f->last[IBV_QPS_RTR].rq_psn, FAKE_UCMA_RQ_PSN(live));
-	ck_assert(!(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live).flags &
-		    CMA_P2P_F_PSNS));
-	established_with_her_data(id, live);
+	answered_afresh(id, dead, live, 1);
 }
 END_TEST
 
