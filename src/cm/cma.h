@@ -479,6 +479,18 @@ int cma_channel_next(struct rdma_event_channel *channel,
 
 /* --- event.c ----------------------------------------------------------- */
 
+/*
+ * A connected QP's packet sequence numbers.  The CM derives them from
+ * the REQ and REP it carried; a p2p answer that reuses a QP already at
+ * RTS dictates its own instead (p2p_connect.c).  Given to a move with
+ * @dictated, they replace the CM's; every move writes back the one it
+ * set (rq at RTR, sq at RTS).
+ */
+struct cma_qp_psns {
+	bool dictated;
+	uint32_t rq, sq;
+};
+
 struct cma_event {
 	struct rdma_cm_event event; /* must stay first: what users see */
 	uint8_t private_data[RDMA_MAX_PRIVATE_DATA];
@@ -486,6 +498,8 @@ struct cma_event {
 	struct cma_multicast *mc;
 	struct cma_event *next; /* a channel's queue of library events */
 	bool lib; /* made by the library, not read from the kernel */
+	/* A CONNECT_RESPONSE's PSNs, if p2p's filter found them dictated. */
+	struct cma_qp_psns psns;
 };
 
 /* Copy the kernel's connection or datagram parameters into an event. */
@@ -595,7 +609,6 @@ int cma_is_af_ib(const struct cma_id_private *id_priv);
 int cma_process_conn_req(struct cma_event *evt,
 			 struct cma_id_private *listen_priv, uint32_t handle,
 			 const struct rdma_ucm_event_resp *resp);
-struct cma_qp_psns;
 /*
  * A CONNECT_RESPONSE arrived on an id with a QP: finish the handshake.
  * @psns: NULL, or PSNs the answer dictates (its QP's; see qp.c).
@@ -604,18 +617,6 @@ int cma_process_conn_resp(struct cma_id_private *id_priv,
 			  const struct cma_qp_psns *psns);
 
 /* --- qp.c -------------------------------------------------------------- */
-
-/*
- * A connected QP's packet sequence numbers.  The CM derives them from
- * the REQ and REP it carried; a p2p answer that reuses a QP already at
- * RTS dictates its own instead (p2p_connect.c).  Given to a move with
- * @dictated, they replace the CM's; every move writes back the one it
- * set (rq at RTR, sq at RTS).
- */
-struct cma_qp_psns {
-	bool dictated;
-	uint32_t rq, sq;
-};
 
 int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp);
 /* @psns may be NULL in both. */

@@ -127,7 +127,6 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 				 const struct rdma_ucm_event_resp *resp,
 				 bool adopted)
 {
-	struct cma_qp_psns psns;
 	int err;
 
 	cma_copy_conn_param(evt, &resp->param.conn);
@@ -137,8 +136,7 @@ static void cma_handle_conn_resp(struct cma_event *evt,
 		goto fail;
 	if (!cma_id_qp(id_priv))
 		return; /* the application finishes with rdma_establish() */
-	cma_p2p_rep_psns(id_priv, &resp->param.conn, &psns);
-	if (cma_process_conn_resp(id_priv, &psns))
+	if (cma_process_conn_resp(id_priv, &evt->psns))
 		goto fail;
 	evt->event.event = RDMA_CM_EVENT_ESTABLISHED;
 	cma_p2p_conn_resp(evt, id_priv);

@@ -836,6 +836,27 @@ static bool cma_p2p_refused_for_now(const struct rdma_ucm_event_resp *resp)
 	return hdr.kind == CMA_P2P_REJ_RETRY || hdr.kind == CMA_P2P_REJ_STALE;
 }
 
+/*
+ * The answer to our REQ, from a QP already at RTS for an earlier REQ of
+ * ours (p2p_wire.h, CMA_P2P_F_PSNS): the PSNs our QP must take.
+ */
+static void cma_p2p_rep_psns(const struct rdma_ucm_event_resp *resp,
+			     struct cma_qp_psns *psns)
+{
+	const struct rdma_ucm_conn_param *kp = &resp->param.conn;
+	struct cma_p2p_hdr hdr;
+
+	if (resp->event != RDMA_CM_EVENT_CONNECT_RESPONSE ||
+	    cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
+		    CMA_P2P_OK ||
+	    hdr.kind != CMA_P2P_REP || !(hdr.flags & CMA_P2P_F_PSNS))
+		return;
+	/* What the answering QP receives from is what we send from. */
+	psns->dictated = true;
+	psns->rq = hdr.sq_psn;
+	psns->sq = hdr.rq_psn;
+}
+
 enum cma_p2p_verdict
 cma_p2p_filter_event(struct cma_event *evt,
 		     const struct rdma_ucm_event_resp *resp)
@@ -882,26 +903,10 @@ cma_p2p_filter_event(struct cma_event *evt,
 	if (drop)
 		return CMA_P2P_TAKEN;
 	/* Set only under the id's qp_lock, which the event path holds. */
-	return conn->adopted ? CMA_P2P_ADOPTED : CMA_P2P_PASS;
-}
-
-void cma_p2p_rep_psns(const struct cma_id_private *id_priv,
-		      const struct rdma_ucm_conn_param *kp,
-		      struct cma_qp_psns *psns)
-{
-	const struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
-	struct cma_p2p_hdr hdr;
-
-	memset(psns, 0, sizeof(*psns));
-	if (!conn || !conn->registered || conn->adopted ||
-	    cma_p2p_hdr_parse(kp->private_data, kp->private_data_len, &hdr) !=
-		    CMA_P2P_OK ||
-	    hdr.kind != CMA_P2P_REP || !(hdr.flags & CMA_P2P_F_PSNS))
-		return;
-	/* What the answering QP receives from is what we send from. */
-	psns->dictated = true;
-	psns->rq = hdr.sq_psn;
-	psns->sq = hdr.rq_psn;
+	if (conn->adopted)
+		return CMA_P2P_ADOPTED;
+	cma_p2p_rep_psns(resp, &evt->psns);
+	return CMA_P2P_PASS;
 }
 
 /* The answer to our REQ: take out a p2p header, note the connection. */

@@ -21,7 +21,6 @@ struct cma_event;
 struct rdma_ucm_event_resp;
 struct rdma_ucm_conn_param;
 struct rdma_ucm_ece;
-struct cma_qp_psns;
 
 /* --- conn.c: the calls p2p mode changes ---------------------------------- */
 
@@ -94,20 +93,14 @@ void cma_p2p_surfaced(struct cma_event *evt);
  * Any other event of an id, before anything else is done with it:
  * CMA_P2P_TAKEN when it is the library's business only, CMA_P2P_ADOPTED
  * when the id is a p2p connect that adopted the peer's request (not the
- * initiator), else CMA_P2P_PASS.
+ * initiator), else CMA_P2P_PASS.  On the answer to a p2p REQ that
+ * dictates its QP's PSNs, it sets evt->psns for the core's QP moves.
  */
 enum cma_p2p_verdict
 cma_p2p_filter_event(struct cma_event *evt,
 		     const struct rdma_ucm_event_resp *resp);
 /* ADDR_RESOLVED from the kernel needs no query: the id knows its device. */
 bool cma_p2p_addr_preset(const struct cma_id_private *id_priv);
-/*
- * A CONNECT_RESPONSE, before the core moves the QP: the PSNs a p2p REP
- * dictates, if it does (@psns->dictated), else none.
- */
-void cma_p2p_rep_psns(const struct cma_id_private *id_priv,
-		      const struct rdma_ucm_conn_param *kp,
-		      struct cma_qp_psns *psns);
 /* A CONNECT_RESPONSE the core completed: the answer to our REQ. */
 void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv);
 /* The answer to our REQ could not be completed: CONNECT_ERROR ends it. */
