@@ -759,6 +759,7 @@ static struct rdma_cm_id *a_new_id(void)
 	struct sockaddr_in src = unit_ipv4("192.0.2.1", 0),
 			   dst = unit_ipv4(peer_addr(), P2P_PORT);
 	struct ibv_qp_init_attr attr = unit_qp_attr(IBV_QPT_RC);
+	struct ibv_recv_wr *bad;
 	struct rdma_cm_id *id;
 
 	CHECK(!rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "create_id: %s",
@@ -772,6 +773,9 @@ static struct rdma_cm_id *a_new_id(void)
 	setup_event(RDMA_CM_EVENT_ROUTE_RESOLVED);
 	CHECK(!rdma_create_qp(id, NULL, &attr), "create_qp: %s",
 	      strerror(errno));
+	/* A receive posted before connecting, as programs do. */
+	CHECK(!ibv_post_recv(id->qp, &(struct ibv_recv_wr){.wr_id = 1}, &bad),
+	      "post_recv");
 	return id;
 }
 
@@ -1518,6 +1522,10 @@ static void a_event(struct rdma_cm_event *ev)
 		a_end(j, ev);
 		w.a[j].established = true;
 		cover(COV_ESTABLISHED);
+		CHECK(fake_qp_of(ev->id->qp)->nrecvs == 1,
+		      "connect %d established without the receive posted "
+		      "before connecting (its QP went through RESET)",
+		      j);
 		CHECK(ev->param.conn.private_data_len == 2 && data &&
 			      data[0] == 'b' && data[1] >= '0' &&
 			      data[1] < '0' + NB,
