@@ -456,6 +456,14 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
  * waits for the peer's next one (WAIT_PEER), its bound going on.
  */
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
+/* Under p2p_lock: claim the oldest held request with @conn's key into @a. */
+bool cma_p2p_claim_held(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a);
+/*
+ * Under p2p_lock: an adoption failed, the connect waits on: its bound,
+ * begun when it started waiting (or now, if it adopted at once), is
+ * neither restarted nor lost (p2p_connect.c).
+ */
+void cma_p2p_bound_resume(struct cma_p2p_conn *conn);
 /*
  * Under p2p_lock: @conn's REQ was refused for now (IB CM reason 8, 10 or
  * 28 without data, the peer's "not now" refusal; @status): RESEND, it
