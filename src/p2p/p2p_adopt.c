@@ -125,18 +125,17 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 static bool cma_p2p_qp_ready(struct cma_p2p_conn *conn, uint32_t qpn)
 {
 	struct ibv_qp *qp = conn->id_priv->id.qp;
-	struct ibv_qp_attr attr;
+	struct ibv_qp_attr attr = {0};
 	struct ibv_qp_init_attr init;
 
 	if (!conn->qp_bound)
 		return false;
 	if (!ibv_query_qp(qp, &attr, IBV_QP_STATE | IBV_QP_DEST_QPN, &init) &&
-	    attr.qp_state == IBV_QPS_RTS && conn->bound_qpn == qpn &&
-	    attr.dest_qp_num == qpn)
+	    attr.qp_state == IBV_QPS_RTS && attr.dest_qp_num == qpn)
 		return true;
 	conn->qp_bound = false;
 	cma_p2p_dbg("QP %u was answering QP %u's REQ: reset for QP %u's",
-		    qp->qp_num, conn->bound_qpn, qpn);
+		    qp->qp_num, attr.dest_qp_num, qpn);
 	cma_p2p_qp_reinit(conn->id_priv);
 	return false;
 }
@@ -167,7 +166,6 @@ static int cma_p2p_adopt_qp(struct cma_p2p_adoption *a, struct cma_p2p_hdr *rep,
 	if (cma_qp_to_rts(id_priv, id_priv->initiator_depth, &psns))
 		return -1;
 	conn->qp_bound = true;
-	conn->bound_qpn = qpn;
 	conn->bound_psns = psns;
 	return 0;
 }

@@ -181,16 +181,16 @@ struct cma_p2p_conn {
 	uint64_t queued_ns; /* since when it queues: its bound stands still */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
 	/*
-	 * An adoption moved the QP to RTS for a REQ from QP @bound_qpn, with
-	 * @bound_psns.  When that REQ turns out dead (its ACCEPT refused),
-	 * the QP stays so: only RESET would undo it, which drops the
-	 * receives the application posted.  A later REQ from the same QP is
-	 * answered without moving it again, the REP dictating the PSNs; one
-	 * from another QP finds it checked and reset (cma_p2p_qp_ready).
+	 * An adoption moved the QP to RTS for a REQ, with @bound_psns (the
+	 * REQ's QP is the QP's own RTR destination: ibv_query_qp says).
+	 * When that REQ turns out dead (its ACCEPT refused), the QP stays
+	 * so: only RESET would undo it, which drops the receives the
+	 * application posted.  A later REQ from the same QP is answered
+	 * without moving it again, the REP dictating the PSNs; one from
+	 * another QP finds it checked and reset (cma_p2p_qp_ready).
 	 * Only the adopting thread (the id's qp_lock) reads and writes these.
 	 */
 	bool qp_bound;
-	uint32_t bound_qpn;
 	struct cma_qp_psns bound_psns;
 	/*
 	 * Chores: kernel work for the id that must not run under p2p_lock or
