@@ -85,8 +85,10 @@ siw_testbed_report() {
 #     The watchdog's snapshot (CLOG.hang) must show the client reading
 #     its completion channel, not waiting for a CM event in
 #     rdma_disconnect, which follows and would be the library's.
-#   siw-send-error: on iWARP the greeting's completion came with a local QP
-#     operation error after the server had read it and disconnected.
+#   siw-send-error: on iWARP a SEND the peer received and acted on came
+#     back with a local QP operation error: the client's greeting (the
+#     server read it and disconnected) or the server's answer (the client
+#     printed it, ended OK and disconnected).
 example_pair_driver_bug() {
 	grep -q 'client says: "hello from rdma_client"' "$1" || return 1
 	if [ "$TRANSPORT" != iwarp ] && [ "$client_rc" = 124 ] &&
@@ -96,6 +98,10 @@ example_pair_driver_bug() {
 	elif [ "$TRANSPORT" = iwarp ] && [ "$server_rc" = 0 ] &&
 		grep -q 'send failed: local QP operation error' "$2"; then
 		echo "BUGS.md siw-send-error: the client's greeting, received, completed with a local QP operation error"
+	elif [ "$TRANSPORT" = iwarp ] && [ "$client_rc" = 0 ] &&
+		grep -q 'rdma_client: server says: "hello from rdma_server"' "$2" &&
+		grep -q 'send failed: local QP operation error' "$1"; then
+		echo "BUGS.md siw-send-error: the server's answer, received, completed with a local QP operation error"
 	else
 		return 1
 	fi
