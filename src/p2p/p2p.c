@@ -416,6 +416,34 @@ bool cma_p2p_listening(const struct cma_id_private *id_priv)
 }
 
 /*
+ * A p2p listener on one address of an IB or RoCE device: the companion
+ * that hears its peers' NOTICEs (p2p_notice.c) is made now, before any
+ * REQ, so that the first NOTICE finds it.  Others make it with their
+ * first held or adopted request (p2p_request.c), on the address it
+ * came to.
+ */
+static void cma_p2p_companion_now(struct cma_id_private *id_priv)
+{
+	struct cma_p2p_listener *lis;
+	sa_family_t family = AF_UNSPEC;
+	uint8_t addr[16];
+	uint16_t port = 0;
+
+	cma_p2p_lock();
+	lis = cma_p2p_find_listener(id_priv);
+	if (lis && !lis->wildcard && !lis->companion &&
+	    !cma_id_is_iwarp(id_priv)) {
+		lis->companion = true;
+		family = lis->family;
+		memcpy(addr, lis->addr, sizeof(addr));
+		port = lis->port;
+	}
+	cma_p2p_unlock();
+	if (port)
+		cma_p2p_companion_ensure(family, addr, port);
+}
+
+/*
  * Held requests must never wake the application's fd (channel.c), so
  * the channel of a listener that may hold them is one the library
  * serves once the process shows p2p activity; RDMA_CM_PEER2PEER=1 is
@@ -431,8 +459,10 @@ void cma_p2p_listen_may_hold(struct cma_id_private *id_priv)
 		cma_channel_serve_all();
 	cma_channel_may_hold(id_priv->id.channel);
 	/* Held until the peer gives up: this process runs in p2p mode. */
-	if (opt > 0 || cma_p2p_env())
+	if (opt > 0 || cma_p2p_env()) {
 		cma_p2p_prepare(id_priv->id.channel);
+		cma_p2p_companion_now(id_priv);
+	}
 }
 
 void cma_p2p_unlisten(struct cma_id_private *id_priv)
@@ -807,29 +837,19 @@ struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 	return NULL;
 }
 
-/*
- * Our REQ is out: PENDING, or RESEND while it goes out again (its number
- * is set before the command; the peer may ask before we mark it PENDING).
- */
-bool cma_p2p_req_out(const struct cma_p2p_conn *conn)
-{
-	return conn->req_number && (conn->state == CMA_P2P_PENDING ||
-				    conn->state == CMA_P2P_RESEND);
-}
-
-struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number)
+struct cma_p2p_conn *cma_p2p_conn_of_notice(uint64_t serial)
 {
 	struct cma_p2p_conn *conn;
 
 	for (conn = cma_list_first(&p2p_conns, struct cma_p2p_conn, node); conn;
 	     conn = cma_list_next(conn, node))
-		if (cma_p2p_req_out(conn) && conn->req_number == number &&
-		    conn->kparam.qp_num == qpn)
+		if (conn->notice_serial == serial)
 			return conn;
 	return NULL;
 }
 
-void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote)
+void cma_p2p_held_refuse_if(cma_p2p_held_pred match, const void *arg,
+			    enum cma_p2p_kind why)
 {
 	struct cma_p2p_held *h, *hnext;
 	struct cma_p2p_listener *lis;
@@ -837,13 +857,25 @@ void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote)
 	for (lis = p2p_listeners; lis; lis = lis->next) {
 		for (h = cma_p2p_held_first(lis); h; h = hnext) {
 			hnext = cma_list_next(h, lnode);
-			if (cma_p2p_ident_cmp(&h->key.remote, remote))
+			if (!match(h, arg))
 				continue;
 			cma_p2p_held_unlink(h);
-			cma_p2p_held_drop(h);
+			cma_p2p_refuse(cma_id_fd(lis->id_priv), h->handle, why,
+				       &h->key);
+			free(h);
 		}
 		cma_p2p_arm(lis);
 	}
+}
+
+static bool cma_p2p_held_from(const struct cma_p2p_held *h, const void *remote)
+{
+	return !cma_p2p_ident_cmp(&h->key.remote, remote);
+}
+
+void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote)
+{
+	cma_p2p_held_refuse_if(cma_p2p_held_from, remote, CMA_P2P_REJ_RETRY);
 }
 
 struct cma_p2p_listener *cma_p2p_listener_of(struct cma_timer *timer)
@@ -947,7 +979,6 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 			cma_p2p_held_unlink(h);
 			cma_p2p_held_drop(h);
 		}
-		cma_p2p_asking_drop(lis);
 		port = lis->port;
 	}
 	if (conn) {
@@ -955,7 +986,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 		chores = cma_p2p_take_chores(conn, &c);
 	}
 	cma_p2p_unlock();
-	if (port) /* its port's companions answer for nobody now */
+	if (port) /* its port's companions hear for nobody now */
 		cma_p2p_companions_drop(port);
 	/*
 	 * Before the id's own DESTROY_ID: no event may outlive it.  Its QP

@@ -108,6 +108,9 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 	a->has_route = route;
 	if (route)
 		a->route = *route;
+	conn->claimed_hdr = *hdr;
+	conn->claimed_qpn = resp->param.conn.qp_num;
+	conn->established = false;
 	/* No longer waiting: the peer's next request waits for another. */
 	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
 	cma_timer_stop(&conn->timer);
@@ -301,6 +304,47 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 		pthread_mutex_unlock(&id_priv->qp_lock);
 	a->conn = NULL;
 	return ret;
+}
+
+/*
+ * Under the id's qp_lock, without p2p_lock: the request @conn adopted is
+ * dead (a NOTICE said so, p2p_stale.c) and its connection was never
+ * established.  Its kernel id goes now: the kernel refuses it towards a
+ * sender that gave it up long ago, and forgets the sender's QP at once,
+ * so that QP's next REQ is not refused as stale.  The id takes a fresh
+ * kernel id and the connect waits for the peer's next REQ (or adopts one
+ * held already), its QP left at RTS bound to that QP
+ * (cma_p2p_conn.qp_bound): the next REQ from it is answered as the QP is,
+ * and no receive the application posted is lost.
+ */
+int cma_p2p_unadopt(struct cma_p2p_conn *conn)
+{
+	struct cma_id_private *id_priv = conn->id_priv;
+	uint32_t old = id_priv->handle;
+	struct cma_p2p_adoption a; /* filled by a claim, if any */
+	bool gone;
+
+	a.conn = NULL;
+	if (cma_p2p_renew_kernel_id(id_priv)) {
+		/* Its REP's retries end it: UNREACHABLE, as any lost peer. */
+		cma_p2p_dbg(
+			"dead adoption of handle %u kept: no kernel id (%m)",
+			old);
+		return -1;
+	}
+	gone = !cma_p2p_destroy_kernel_id(id_priv, old);
+	cma_p2p_lock();
+	if (!gone)
+		cma_p2p_retire(conn, old);
+	conn->adopted = false;
+	conn->reply_p2p = false;
+	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
+	if (conn->peer_gone || !cma_p2p_claim_held(conn, &a))
+		cma_p2p_bound_resume(conn);
+	cma_p2p_unlock();
+	if (a.conn)
+		cma_p2p_adopt_finish(&a, true);
+	return 0;
 }
 
 bool cma_p2p_claim_held(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a)

@@ -105,7 +105,7 @@ static unsigned int cma_p2p_pending_ms(void)
  * A mesh whose peers start over half a minute would otherwise make every
  * early rank send five REQs a second to each late one: on a host past
  * its means that storm is what kept CM answers beyond the CM's response
- * timeout, and each such answer costs a late copy (p2p_verify.c).
+ * timeout, and each such answer costs a late copy (p2p_notice.c).
  */
 #define CMA_P2P_RETRY_MS 200
 #define CMA_P2P_RETRY_MAX_MS 3200
@@ -368,6 +368,8 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->refused_ns = 0;
 	conn->refusals = 0;
 	conn->req_number = 0;
+	conn->notice_serial = 0;
+	conn->noticed = false;
 	conn->unsent = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
@@ -403,22 +405,6 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	return 0;
 }
 
-/*
- * The lower end on IB and RoCE, before its first REQ: the peer will ask
- * whether our REQs are current (p2p_verify.c), at our listener's port.
- * The key does not change while the id's qp_lock is held.
- */
-static int cma_p2p_companion_for(const struct cma_p2p_conn *conn)
-{
-	const struct cma_id_private *id_priv = conn->id_priv;
-
-	if (cma_id_is_iwarp(id_priv))
-		return 0; /* TCP connects: no copies */
-	return cma_p2p_companion_ensure(
-		id_priv->id.route.addr.src_addr.sa_family, conn->key.local.addr,
-		conn->key.local.port);
-}
-
 /* With the id's qp_lock: the connect, once p2p_lock showed what to do. */
 static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 				  const struct rdma_ucm_conn_param *kparam,
@@ -445,12 +431,6 @@ static int cma_p2p_connect_locked(struct cma_p2p_conn *conn,
 		cma_p2p_adopt_finish(&a, true);
 	if (!send)
 		return 0;
-	if (cma_p2p_companion_for(conn)) {
-		cma_p2p_lock();
-		cma_p2p_conn_unregister(conn);
-		cma_p2p_unlock();
-		return -1;
-	}
 	return cma_p2p_send_req(conn, false);
 }
 
@@ -506,8 +486,9 @@ static bool cma_p2p_no_data(const struct rdma_ucm_conn_param *kp)
  * addresses of one device on one port, the peer's listener not up yet);
  * reason 10 (stale connection: the peer's CM still holds an earlier REQ
  * from our QP: a copy our CM retransmitted, which arrived after the
- * first copy was refused and is held or being answered there; it
- * refuses every REQ from our QP until that copy's kernel id is gone); or
+ * first copy was refused and is held or adopted there; it refuses every
+ * REQ from our QP until that copy's kernel id is gone, which our NOTICE
+ * brings about, cma_p2p_notice_start); or
  * the peer library's "not now" (it could not hold or adopt it).  The
  * bound ends the resends if it never changes.
  */
@@ -549,6 +530,85 @@ static void cma_p2p_rep_psns(const struct rdma_ucm_event_resp *resp,
 	psns->sq = hdr.rq_psn;
 }
 
+/*
+ * The NOTICE @serial ended (the service thread, no lock held).  Heard
+ * for the first time in this connect: the peer let go of the dead REQs
+ * its CM held, and ours goes out again at once.  Otherwise (not heard: a
+ * peer without a companion, a reply lost; or heard again: the peer's
+ * library had not read the copy yet, and refuses it when it does) after
+ * the usual delay, which paces the rounds without deciding anything.
+ */
+static void cma_p2p_noticed(uint64_t serial, bool heard)
+{
+	struct cma_p2p_conn *conn;
+	bool now;
+
+	cma_p2p_lock();
+	conn = cma_p2p_conn_of_notice(serial);
+	if (conn) {
+		conn->notice_serial = 0;
+		now = heard && !conn->noticed;
+		conn->noticed = conn->noticed || heard;
+		if (conn->state == CMA_P2P_RESEND && !cma_p2p_resolving(conn))
+			cma_timer_start(conn->id_priv->id.channel, &conn->timer,
+					now ? 0
+					    : cma_p2p_resend_delay_ms(conn));
+	}
+	cma_p2p_unlock();
+}
+
+/* A NOTICE about to go out (cma_p2p_notice_start). */
+struct cma_p2p_notice_out {
+	uint64_t serial; /* 0: none */
+	sa_family_t family;
+	struct cma_p2p_key key;
+	struct cma_p2p_hdr hdr;
+};
+
+/*
+ * Under p2p_lock: our REQ @dead was refused as stale (IB CM reason 10
+ * without data): the peer's CM holds an earlier REQ from our QP, a late
+ * copy held or adopted there.  Before ours goes out again the peer hears
+ * that every REQ from our QP up to @dead is dead (p2p_notice.c); until
+ * that NOTICE ends, the conn's timer measures only its bound.  Fills @n
+ * for cma_p2p_notice_start; nothing without IP addressing.
+ */
+static void cma_p2p_notice_prepare(struct cma_p2p_conn *conn, uint32_t dead,
+				   struct cma_p2p_notice_out *n)
+{
+	static uint64_t serial;
+	sa_family_t family = conn->id_priv->id.route.addr.src_addr.sa_family;
+
+	n->serial = 0;
+	if (!dead || (family != AF_INET && family != AF_INET6))
+		return;
+	n->serial = ++serial;
+	n->family = family;
+	n->key = conn->key;
+	memset(&n->hdr, 0, sizeof(n->hdr));
+	n->hdr.kind = CMA_P2P_NOTICE;
+	n->hdr.port = conn->key.local.port;
+	n->hdr.qpn = conn->kparam.qp_num;
+	n->hdr.incarnation = cma_p2p_incarnation();
+	n->hdr.number = dead;
+	conn->notice_serial = n->serial;
+	cma_p2p_bound_resume(conn);
+}
+
+/* Without p2p_lock: send the NOTICE @n; one that cannot go is unheard. */
+static void cma_p2p_notice_start(const struct cma_p2p_notice_out *n)
+{
+	char kb[CMA_P2P_KEY_STRLEN];
+
+	if (!n->serial)
+		return;
+	cma_p2p_dbg("connect %s: REQ %u refused as stale, telling the peer",
+		    cma_p2p_key_str(&n->key, kb, sizeof(kb)), n->hdr.number);
+	if (cma_p2p_notice_send(n->family, &n->key, &n->hdr, cma_p2p_noticed,
+				n->serial))
+		cma_p2p_noticed(n->serial, false);
+}
+
 enum cma_p2p_verdict
 cma_p2p_filter_event(struct cma_event *evt,
 		     const struct rdma_ucm_event_resp *resp)
@@ -556,9 +616,10 @@ cma_p2p_filter_event(struct cma_event *evt,
 	struct cma_id_private *id_priv = evt->id_priv;
 	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
 	enum cma_p2p_route_step step = CMA_P2P_STEP_NONE;
+	struct cma_p2p_notice_out notice = {0};
 	char kb[CMA_P2P_KEY_STRLEN];
 	bool drop = false;
-	uint32_t handle;
+	uint32_t handle, dead;
 
 	if (!conn)
 		return CMA_P2P_PASS;
@@ -582,7 +643,11 @@ cma_p2p_filter_event(struct cma_event *evt,
 		   conn->state == CMA_P2P_PENDING &&
 		   cma_p2p_refused_for_now(resp)) {
 		/* Ours goes out again: the higher end never sends its own. */
+		dead = conn->req_number;
 		cma_p2p_wait_resend(conn, (int)resp->status);
+		if (resp->status == CMA_IB_REJ_STALE_CONN &&
+		    cma_p2p_no_data(&resp->param.conn))
+			cma_p2p_notice_prepare(conn, dead, &notice);
 		drop = true;
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
@@ -590,6 +655,7 @@ cma_p2p_filter_event(struct cma_event *evt,
 		cma_p2p_conn_unregister(conn); /* failed: a retry may come */
 	}
 	cma_p2p_unlock();
+	cma_p2p_notice_start(&notice);
 	/* The event path holds the id's qp_lock (event.c). */
 	cma_p2p_route_next(conn, step);
 	if (drop)
@@ -659,6 +725,10 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 	conn = cma_p2p_conn_of(id_priv);
 	if (!conn)
 		return;
+	/* A NOTICE no longer undoes it (p2p_stale.c). */
+	cma_p2p_lock();
+	conn->established = true;
+	cma_p2p_unlock();
 	if (conn->adopted) {
 		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
 		p->private_data_len = conn->peer_len;
@@ -918,45 +988,4 @@ void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,
 		cma_p2p_forget_peer(remote, keep);
 	}
 	c->incarnation = incarnation;
-}
-
-/* --- the lower end's answer (p2p_verify.c) --------------------------------- */
-
-/*
- * Live: a connect of ours is PENDING with that REQ, and our CM still waits
- * for its answer.  The library may not have read a refusal that our CM
- * already took (the application reads its channel when it likes); the
- * CM's state says: a kernel id whose REQ was refused or answered has left
- * its request states, and the INIT attributes are refused then.  The
- * peer sends its refusal before it asks about a copy, on the same path,
- * so our CM has taken the refusal when the question comes.
- */
-bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number)
-{
-	struct ib_uverbs_qp_attr attr;
-	struct cma_p2p_conn *conn;
-	uint32_t handle;
-	bool live;
-	int fd;
-
-	cma_p2p_lock();
-	conn = incarnation == cma_p2p_incarnation()
-		       ? cma_p2p_conn_of_req(qpn, number)
-		       : NULL;
-	if (!conn) {
-		cma_p2p_unlock();
-		return false;
-	}
-	conn->busy++; /* rdma_destroy_id waits for us */
-	fd = cma_id_fd(conn->id_priv);
-	handle = __atomic_load_n(&conn->id_priv->handle, __ATOMIC_ACQUIRE);
-	cma_p2p_unlock();
-	live = !ucma_cmd_init_qp_attr(fd, handle, IBV_QPS_INIT, &attr);
-	cma_p2p_lock();
-	/* Still that REQ: a refusal read meanwhile ended it. */
-	live = live && cma_p2p_req_out(conn) && conn->req_number == number;
-	conn->busy--;
-	cma_p2p_idle();
-	cma_p2p_unlock();
-	return live;
 }

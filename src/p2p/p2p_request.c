@@ -54,7 +54,7 @@ static int cma_p2p_query_ends(int fd, uint32_t handle, bool af_ib,
 	return 0;
 }
 
-/* A request kept out of sight, held or asked about; NULL without memory. */
+/* A request kept out of sight; NULL without memory. */
 static struct cma_p2p_held *
 cma_p2p_held_new(struct cma_p2p_listener *lis, uint32_t handle,
 		 const struct cma_p2p_key *key, const struct cma_p2p_hdr *hdr,
@@ -131,165 +131,20 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 	}
 }
 
-/* --- asking the sender (p2p_verify.c) ------------------------------------ */
-
-/* Requests whose senders are being asked about them, oldest first. */
-static struct cma_list p2p_asking;
-static uint64_t p2p_asking_serial;
-
 /*
- * Must this REQ's sender say it is current before we hold or adopt it?
- * Every numbered REQ from a QP on IB and RoCE with IP addressing: iWARP
- * connects are TCP connects (no copies, no QP number), version 1 headers
- * have no number, and AF_IB has no route reply to ask through
- * (rdma_cm_p2p(7), LATE COPIES).
+ * Under p2p_lock: the first request @lis holds or adopts names the
+ * address its peers' REQs come to; a companion listener there hears
+ * their NOTICEs (p2p_notice.c).  True if the caller makes it, once
+ * p2p_lock is dropped.  Not on iWARP (TCP connects have no copies) nor
+ * without IP addressing (no route to send a NOTICE through).
  */
-static bool cma_p2p_must_ask(const struct cma_id_private *listen_priv,
-			     const struct cma_p2p_hdr *hdr, uint32_t qpn,
-			     bool has_route)
+static bool cma_p2p_wants_companion(struct cma_p2p_listener *lis,
+				    bool has_route)
 {
-	return hdr->number && hdr->incarnation && qpn && has_route &&
-	       !cma_id_is_iwarp(listen_priv);
-}
-
-/*
- * Under p2p_lock: keep the request while its sender is asked about it;
- * NULL (to be refused for now) past the limits of held requests, which
- * bound what a peer can make us ask too, or without memory.
- */
-static struct cma_p2p_held *
-cma_p2p_asking_new(struct cma_p2p_listener *lis, uint32_t handle,
-		   const struct cma_p2p_key *key, const struct cma_p2p_hdr *hdr,
-		   const struct rdma_ucm_event_resp *resp,
-		   const struct rdma_ucm_query_route_resp *route)
-{
-	unsigned int max = cma_p2p_max_held();
-	struct cma_p2p_held *h;
-
-	if (lis->asking >= max || p2p_asking.len >= 4 * (size_t)max)
-		return NULL;
-	h = cma_p2p_held_new(lis, handle, key, hdr, resp, route);
-	if (!h)
-		return NULL;
-	h->serial = ++p2p_asking_serial;
-	cma_list_append(&p2p_asking, &h->lnode);
-	lis->asking++;
-	return h;
-}
-
-static struct cma_p2p_held *cma_p2p_asking_find(uint64_t serial)
-{
-	struct cma_p2p_held *h;
-
-	for (h = cma_list_first(&p2p_asking, struct cma_p2p_held, lnode); h;
-	     h = cma_list_next(h, lnode))
-		if (h->serial == serial)
-			return h;
-	return NULL;
-}
-
-/*
- * Under p2p_lock: @h is no longer asked about; an answer still to come
- * is ignored (one being delivered finds @h gone).
- */
-static void cma_p2p_asking_unlink(struct cma_p2p_held *h)
-{
-	cma_list_unlink(&p2p_asking, &h->lnode);
-	h->lis->asking--;
-	cma_p2p_query_cancel(h->serial);
-}
-
-void cma_p2p_asking_drop(struct cma_p2p_listener *lis)
-{
-	struct cma_p2p_held *h, *next;
-
-	for (h = cma_list_first(&p2p_asking, struct cma_p2p_held, lnode); h;
-	     h = next) {
-		next = cma_list_next(h, lnode);
-		if (h->lis != lis)
-			continue;
-		cma_p2p_asking_unlink(h);
-		cma_p2p_held_drop(h);
-	}
-}
-
-/*
- * The sender answered (p2p_verify.c, the service thread, no lock held):
- * a current REQ is held or adopted as if it had just come; a late copy
- * is refused for good, an unanswered question for now (a live sender
- * sends again, and is asked again).
- */
-static void cma_p2p_answered(uint64_t serial, enum cma_p2p_liveness verdict)
-{
-	static const char *const says[] = {"no answer", "current", "stale"};
-	struct cma_p2p_adoption a; /* filled by a claim, if any */
-	char kb[CMA_P2P_KEY_STRLEN];
-	struct cma_p2p_held *h;
-	int lfd;
-
-	a.conn = NULL;
-	cma_p2p_lock();
-	h = cma_p2p_asking_find(serial);
-	if (h) {
-		cma_p2p_asking_unlink(h);
-		lfd = cma_id_fd(h->lis->id_priv);
-		cma_p2p_dbg("request %s, handle %u, REQ %u: %s",
-			    cma_p2p_key_str(&h->key, kb, sizeof(kb)), h->handle,
-			    h->hdr.number, says[verdict]);
-		if (verdict == CMA_P2P_LIVE)
-			cma_p2p_settle(h->lis, h->handle, &h->key, &h->hdr,
-				       &h->resp, &h->route, &a);
-		else
-			cma_p2p_refuse(lfd, h->handle,
-				       verdict == CMA_P2P_STALE
-					       ? CMA_P2P_REJ_STALE
-					       : CMA_P2P_REJ_RETRY,
-				       &h->key);
-		free(h);
-	}
-	cma_p2p_unlock();
-	if (a.conn)
-		cma_p2p_adopt_finish(&a, false);
-}
-
-/* An IPv4 or IPv6 address's port (host order @port). */
-static void cma_p2p_set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
-
-/*
- * Without p2p_lock: ask the sender of the request @serial names, which
- * came from QP @qpn with @hdr and has @route's ends, at its listener's
- * port.  The request may be dropped meanwhile: only @serial finds it.
- */
-static void cma_p2p_ask(uint64_t serial,
-			const struct rdma_ucm_query_route_resp *route,
-			const struct cma_p2p_hdr *hdr, uint32_t qpn)
-{
-	struct sockaddr_storage src, dst;
-	struct cma_p2p_held *h;
-
-	memset(&src, 0, sizeof(src));
-	memset(&dst, 0, sizeof(dst));
-	memcpy(&src, &route->src_addr, sizeof(route->src_addr));
-	memcpy(&dst, &route->dst_addr, sizeof(route->dst_addr));
-	cma_p2p_set_port(&src, 0);
-	cma_p2p_set_port(&dst, hdr->port);
-	if (!cma_p2p_query_start((struct sockaddr *)&src,
-				 (struct sockaddr *)&dst, hdr, qpn,
-				 cma_p2p_answered, serial))
-		return;
-	cma_p2p_lock();
-	h = cma_p2p_asking_find(serial);
-	if (h) {
-		cma_p2p_asking_unlink(h);
-		cma_p2p_held_drop(h); /* refused for now: it comes again */
-	}
-	cma_p2p_unlock();
+	if (lis->companion || !has_route || cma_id_is_iwarp(lis->id_priv))
+		return false;
+	lis->companion = true;
+	return true;
 }
 
 enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
@@ -301,9 +156,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	struct cma_p2p_key key;
 	struct cma_p2p_hdr hdr;
 	struct rdma_ucm_query_route_resp route;
-	bool has_route;
-	struct cma_p2p_held *ask = NULL;
-	uint64_t serial = 0;
+	bool has_route, companion = false;
+	sa_family_t family = AF_UNSPEC;
 	enum cma_p2p_verdict v = CMA_P2P_TAKEN;
 	struct cma_p2p_adoption a; /* filled by a claim, if any */
 
@@ -358,18 +212,24 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 	} else {
 		key.local.port = lis->port;
 		cma_p2p_peer_seen(&key.remote, hdr.incarnation, NULL);
-		if (!cma_p2p_must_ask(listen_priv, &hdr, kp->qp_num, has_route))
+		if (cma_p2p_req_dead(&key.remote, &hdr, kp->qp_num)) {
+			/* A copy the NOTICE that named it overtook. */
+			cma_p2p_dbg("request handle %u: REQ %u of QP %u is "
+				    "dead, refused",
+				    resp->id, hdr.number, kp->qp_num);
+			cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_STALE, &key);
+		} else {
 			cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
 				       has_route ? &route : NULL, &a);
-		else if (!(ask = cma_p2p_asking_new(lis, resp->id, &key, &hdr,
-						    resp, &route)))
-			cma_p2p_refuse(lfd, resp->id, CMA_P2P_REJ_RETRY, &key);
-		else
-			serial = ask->serial;
+			companion = cma_p2p_wants_companion(lis, has_route);
+			family =
+				((struct sockaddr *)&route.src_addr)->sa_family;
+		}
 	}
 	cma_p2p_unlock();
-	if (ask) /* from here on only @serial may name it */
-		cma_p2p_ask(serial, &route, &hdr, kp->qp_num);
+	if (companion) /* the request's own kernel id has no claim on it */
+		cma_p2p_companion_ensure(family, key.local.addr,
+					 key.local.port);
 	/*
 	 * With the listener's qp_lock (event.c); the connecting id's is
 	 * taken next, which the lock order allows.

@@ -60,8 +60,12 @@ struct cma_p2p_listener {
 	/* Its held requests, oldest first: the first one's deadline is due first. */
 	struct cma_list held;
 	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
-	/* Its requests whose senders are being asked about them. */
-	unsigned int asking;
+	/*
+	 * A companion listener hears NOTICEs where its requests come to
+	 * (p2p_notice.c): made, or tried, for the address of its first
+	 * held or adopted request.
+	 */
+	bool companion;
 };
 
 struct cma_p2p_held {
@@ -77,12 +81,6 @@ struct cma_p2p_held {
 	/* Its kernel id's QUERY_ROUTE, taken to learn its ends (IP only). */
 	struct rdma_ucm_query_route_resp route;
 	bool has_route;
-	/*
-	 * Asking its sender whether it is current (not held yet: lnode is in
-	 * p2p_request.c's list of those): the serial its question and answer
-	 * name it by (the answer may come after it was dropped).
-	 */
-	uint64_t serial;
 };
 
 /*
@@ -180,6 +178,23 @@ struct cma_p2p_conn {
 	struct cma_list_node qnode; /* in the window's queue */
 	uint64_t queued_ns; /* since when it queues: its bound stands still */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
+	/*
+	 * The request claimed for adoption (ADOPTING, then CONNECTED when
+	 * adopted): its header and QP, which a NOTICE may name dead until
+	 * the connection is established (p2p_stale.c).  Under p2p_lock;
+	 * @established is set on the event path, under the id's qp_lock.
+	 */
+	struct cma_p2p_hdr claimed_hdr;
+	uint32_t claimed_qpn;
+	bool established;
+	/*
+	 * The lower end: our REQ was refused as stale (IB CM reason 10) and
+	 * the NOTICE this serial names is out; the REQ goes out again once
+	 * it ends (p2p_connect.c).  0: none.  @noticed: one was heard in
+	 * this connect already.
+	 */
+	uint64_t notice_serial;
+	bool noticed;
 	/*
 	 * An adoption moved the QP to RTS for a REQ, with @bound_psns (the
 	 * REQ's QP is the QP's own RTR destination: ibv_query_qp says).
@@ -336,9 +351,8 @@ void cma_p2p_refuse(int fd, uint32_t handle, enum cma_p2p_kind why,
 uint64_t cma_p2p_incarnation(void);
 /* The number of our next REQ (p2p_lock held). */
 uint32_t cma_p2p_next_req_number(void);
-bool cma_p2p_req_out(const struct cma_p2p_conn *conn);
-/* The connect whose REQ out is numbered @number, from QP @qpn, or NULL. */
-struct cma_p2p_conn *cma_p2p_conn_of_req(uint32_t qpn, uint32_t number);
+/* The connect waiting on NOTICE @serial (p2p_connect.c), or NULL. */
+struct cma_p2p_conn *cma_p2p_conn_of_notice(uint64_t serial);
 /* Keep @h (its listener's list and the hash); refuses the oldest held
  * requests first when a cap would be exceeded. */
 void cma_p2p_held_link(struct cma_p2p_held *h);
@@ -388,6 +402,11 @@ struct cma_p2p_conn *cma_p2p_conn_next_of(struct cma_p2p_conn *conn,
 					  const struct cma_p2p_ident *remote);
 /* Refuse every held request from @remote. */
 void cma_p2p_held_drop_from(const struct cma_p2p_ident *remote);
+/* Refuse (@why) every held request @match says so of. */
+typedef bool (*cma_p2p_held_pred)(const struct cma_p2p_held *h,
+				  const void *arg);
+void cma_p2p_held_refuse_if(cma_p2p_held_pred match, const void *arg,
+			    enum cma_p2p_kind why);
 /* (Re)arm @lis's timer for its held requests, or stop it. */
 void cma_p2p_arm(struct cma_p2p_listener *lis);
 /* The listener whose timer this is, if it is still in the table. */
@@ -456,6 +475,12 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
  * waits for the peer's next one (WAIT_PEER), its bound going on.
  */
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
+/*
+ * Under the id's qp_lock, without p2p_lock: undo @conn's adoption of a
+ * request a NOTICE named dead, its QP kept bound; the connect waits on.
+ * 0, or -1/errno with the adoption as it was (no fresh kernel id).
+ */
+int cma_p2p_unadopt(struct cma_p2p_conn *conn);
 /* Under p2p_lock: claim the oldest held request with @conn's key into @a. */
 bool cma_p2p_claim_held(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a);
 /*
@@ -536,23 +561,15 @@ void cma_p2p_slot_release(struct cma_p2p_conn *conn);
 /* REQs out now, places kept for woken connects included (tests). */
 unsigned int cma_p2p_reqs_out(void);
 
-/* --- p2p_verify.c ----------------------------------------------------- */
-
-/* What the lower end answered about one of its REQs. */
-enum cma_p2p_liveness {
-	CMA_P2P_UNKNOWN, /* no answer: unreachable, refused, malformed */
-	CMA_P2P_LIVE, /* a connect of its waits for that REQ's answer */
-	CMA_P2P_STALE, /* it has moved on: a late copy */
-};
+/* --- p2p_notice.c ----------------------------------------------------- */
 
 /* Called once, without any lock, from the service thread. */
-typedef void (*cma_p2p_liveness_fn)(uint64_t serial,
-				    enum cma_p2p_liveness verdict);
+typedef void (*cma_p2p_notice_fn)(uint64_t serial, bool heard);
 
 /*
- * The lower end, before its REQ from @addr (a 16-byte identity address
- * of @family) naming listening port @port goes out: a companion listener
- * answers the peer's questions there.  0, or -1/errno.  Without p2p_lock.
+ * The higher end, where a p2p listener's requests come to (@addr, a
+ * 16-byte identity address of @family, and port @port): a companion
+ * listener hears NOTICEs there.  0, or -1/errno.  Without p2p_lock.
  */
 int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 			     uint16_t port);
@@ -560,33 +577,33 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 void cma_p2p_companions_drop(uint16_t port);
 
 /*
- * The higher end: ask the lower end at @dst (its listener's port) whether
- * @req, which came from QP @qpn, is still its QP's current REQ; @done
- * tells, naming the question @serial.  0, or -1/errno if it cannot be
- * asked.  Without p2p_lock.
+ * The lower end: tell the higher end's companion where the REQs of the
+ * connect with @key went (its remote address and port, from its local
+ * address, in @family) that the REQs @notice names are dead; @done says
+ * whether it was heard, naming the NOTICE @serial.  0, or -1/errno if it
+ * cannot be sent.  Without p2p_lock.
  */
-int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
-			const struct cma_p2p_hdr *req, uint32_t qpn,
-			cma_p2p_liveness_fn done, uint64_t serial);
-/* @done will not be called for @serial (unless it is running already). */
-void cma_p2p_query_cancel(uint64_t serial);
+int cma_p2p_notice_send(sa_family_t family, const struct cma_p2p_key *key,
+			const struct cma_p2p_hdr *notice,
+			cma_p2p_notice_fn done, uint64_t serial);
 /* Tests whose service thread is parked read the channel themselves. */
 void cma_p2p_verify_serve_now(void);
-/* Fuzz targets start each input afresh: everything of p2p_verify.c goes. */
+/* Fuzz targets start each input afresh: everything of p2p_notice.c goes. */
 void cma_p2p_verify_reset(void);
 
-/* --- p2p_request.c: asking before holding or adopting ------------------- */
-
-/* Under p2p_lock: @lis goes; the requests it is asking about are refused. */
-void cma_p2p_asking_drop(struct cma_p2p_listener *lis);
-
-/* --- p2p_connect.c: the lower end's answer ------------------------------ */
+/* --- p2p_stale.c: what NOTICEs said is dead ------------------------------ */
 
 /*
- * Is the REQ numbered @number from QP @qpn, stated with @incarnation,
- * one a connect of this process still waits on?  Takes p2p_lock.
+ * Without any lock (the service thread): the peer at @from says every REQ
+ * from its QP @qpn of @incarnation numbered up to @number is dead.  Held
+ * ones are refused, an adoption of one not established is undone, and
+ * such a REQ still on its way is refused when it comes.
  */
-bool cma_p2p_req_live(uint64_t incarnation, uint32_t qpn, uint32_t number);
+void cma_p2p_dead_reqs(const struct cma_p2p_ident *from, uint64_t incarnation,
+		       uint32_t qpn, uint32_t number);
+/* Under p2p_lock: whether a NOTICE said this REQ from @from is dead. */
+bool cma_p2p_req_dead(const struct cma_p2p_ident *from,
+		      const struct cma_p2p_hdr *req, uint32_t qpn);
 
 /* --- p2p_request.c ---------------------------------------------------- */
 

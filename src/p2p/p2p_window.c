@@ -7,9 +7,8 @@
  * REQ of a host's processes lands on its device's CM queue, whose receive
  * ring is a few hundred MADs deep; a burst beyond it is dropped, and each
  * REQ whose answer does not come within the CM's response timeout (about
- * 4 s) leaves copies behind, each of which the peer's listener must ask
- * us about (p2p_verify.c), which costs round trips on a host already
- * behind.  So a process has at most CMA_P2P_REQ_WINDOW REQs out
+ * 4 s) leaves copies behind, each of which may cost a NOTICE
+ * (p2p_notice.c), round trips on a host already behind.  So a process has at most CMA_P2P_REQ_WINDOW REQs out
  * (PENDING); a connect that would send one more waits for one of them
  * to be answered, refused or given up.  The oldest connect goes first, a
  * refused one included: sent again, it takes its place by when the

@@ -15,9 +15,10 @@
 
 static const uint8_t cma_p2p_magic[3] = {0xC5, 0x70, 0x32};
 
-static bool cma_p2p_is_query(uint8_t kind)
+/* The kinds that name REQs by QP, incarnation and number, not by tag. */
+static bool cma_p2p_names_reqs(uint8_t kind)
 {
-	return kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER;
+	return kind == CMA_P2P_NOTICE || kind == CMA_P2P_ANSWER;
 }
 
 size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
@@ -31,7 +32,7 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 	out[4] = hdr->flags;
 	out[5] = hdr->data_len;
 	cma_put_be16(out + 6, hdr->port);
-	cma_put_be64(out + 8, cma_p2p_is_query(hdr->kind)
+	cma_put_be64(out + 8, cma_p2p_names_reqs(hdr->kind)
 				      ? hdr->qpn & CMA_P2P_QPN_MASK
 				      : hdr->tag);
 	if (v1)
@@ -49,14 +50,14 @@ size_t cma_p2p_hdr_encode(const struct cma_p2p_hdr *hdr,
 static bool cma_p2p_kind_valid(uint8_t kind)
 {
 	return (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD) ||
-	       (kind >= CMA_P2P_REJ_STALE && kind <= CMA_P2P_ANSWER);
+	       kind == CMA_P2P_REJ_STALE || kind == CMA_P2P_ANSWER ||
+	       kind == CMA_P2P_NOTICE;
 }
 
 /*
  * What each kind must say: a REQ its listening port (its number may be 0:
- * a REQ nobody can ask about); a QUERY or ANSWER names a REQ completely
- * and carries nothing else; only those and a REQ carry a number, and only
- * an ANSWER says whether the REQ lives.
+ * a REQ no NOTICE can name); a NOTICE or ANSWER names REQs completely
+ * and carries nothing else; only those and a REQ carry a number.
  */
 static bool cma_p2p_fields_valid(const struct cma_p2p_hdr *h, uint64_t word)
 {
@@ -64,12 +65,10 @@ static bool cma_p2p_fields_valid(const struct cma_p2p_hdr *h, uint64_t word)
 
 	if (h->flags & ~CMA_P2P_F_KNOWN)
 		return false;
-	if ((h->flags & CMA_P2P_F_LIVE) && h->kind != CMA_P2P_ANSWER)
-		return false;
 	if ((h->flags & CMA_P2P_F_PSNS) &&
 	    (h->kind != CMA_P2P_REP || h->len != CMA_P2P_HDR_MAX))
 		return false;
-	if (cma_p2p_is_query(h->kind))
+	if (cma_p2p_names_reqs(h->kind))
 		return v3 && !(h->flags & CMA_P2P_F_EXPLICIT_TAG) &&
 		       !h->data_len && word <= CMA_P2P_QPN_MASK &&
 		       h->incarnation && h->number;
@@ -120,7 +119,7 @@ enum cma_p2p_parse cma_p2p_hdr_parse(const void *buf, size_t len,
 	if (!cma_p2p_kind_valid(h.kind) || h.data_len > len - h.len ||
 	    !cma_p2p_fields_valid(&h, word))
 		return CMA_P2P_BAD;
-	if (cma_p2p_is_query(h.kind))
+	if (cma_p2p_names_reqs(h.kind))
 		h.qpn = (uint32_t)word;
 	else
 		h.tag = word;

@@ -3,8 +3,8 @@
  * The peer-to-peer header: 24 bytes at the front of the private data of a
  * peer-to-peer REQ, of the REP that answers one, of the REJ the library
  * sends when it refuses one, and of the SIDR messages by which a
- * listening end asks a connecting end whether a REQ is still its QP's
- * current one (p2p_verify.c).  Encoding and parsing only; no state.
+ * connecting end tells a listening end that its earlier REQs from a QP
+ * are dead (p2p_notice.c).  Encoding and parsing only; no state.
  *
  *   byte  0..2   magic 0xC5 0x70 0x32
  *   byte  3      version (high nibble, 3) | kind (low nibble)
@@ -12,14 +12,14 @@
  *   byte  5      length of the application's private data that follows
  *   byte  6..7   the sender's listening port, big-endian (REQ: not 0)
  *   byte  8..15  REQ, REP, REJ: the connection tag, big-endian;
- *                QUERY, ANSWER: the QP number the REQ asked about came
- *                from (24 bits)
+ *                NOTICE, ANSWER: the QP number the dead REQs came from
+ *                (24 bits)
  *   byte 16..20  an incarnation, big-endian, 40 bits: the sender
  *                process's (random, drawn once per process; 0: not
- *                stated); QUERY, ANSWER: that of the REQ asked about
+ *                stated); NOTICE, ANSWER: that of the dead REQs
  *   byte 21..23  REQ: its number (the sending process counts its REQs
- *                from 1, wrapping to 1; 0: nobody may ask about it);
- *                QUERY, ANSWER: the number of the REQ asked about;
+ *                from 1, wrapping to 1; 0: no NOTICE names it);
+ *                NOTICE, ANSWER: the highest number that is dead;
  *                otherwise 0
  *   byte 24..29  REP with CMA_P2P_F_PSNS only: the sender QP's receive
  *                PSN, then its send PSN, 24 bits each, big-endian; the
@@ -64,15 +64,19 @@ enum cma_p2p_kind {
 	/* 6: version 2's challenge, retired */
 	/* Its sender said it is no longer its QP's current REQ: a late copy. */
 	CMA_P2P_REJ_STALE = 7,
-	/* SIDR REQ: is the REQ (incarnation, number, QP) still current? */
-	CMA_P2P_QUERY = 8,
-	/* SIDR REP (a SIDR reject carrying it): the answer to a QUERY. */
+	/* 8: the question whether a REQ was current, retired */
+	/* SIDR REP (a SIDR reject carrying it): a NOTICE was acted on. */
 	CMA_P2P_ANSWER = 9,
+	/*
+	 * SIDR REQ: every REQ from this QP of this incarnation numbered up
+	 * to this number is dead (its sender's CM gave it up).
+	 */
+	CMA_P2P_NOTICE = 10,
 };
 
 enum {
 	CMA_P2P_F_EXPLICIT_TAG = 0x01, /* tag set by RDMA_OPTION_ID_P2P_TAG */
-	CMA_P2P_F_LIVE = 0x04, /* ANSWER: yes, that REQ waits for its answer */
+	/* 0x04: the ANSWER's "that REQ is current", retired */
 	/*
 	 * REP: the answering QP was already at RTS for an earlier REQ from
 	 * the same QP (p2p_connect.c, a dead REQ passed over), so its PSNs
@@ -80,8 +84,7 @@ enum {
 	 * carry; the REQ's sender takes these.
 	 */
 	CMA_P2P_F_PSNS = 0x08,
-	CMA_P2P_F_KNOWN =
-		CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_LIVE | CMA_P2P_F_PSNS,
+	CMA_P2P_F_KNOWN = CMA_P2P_F_EXPLICIT_TAG | CMA_P2P_F_PSNS,
 };
 
 struct cma_p2p_hdr {
@@ -95,9 +98,9 @@ struct cma_p2p_hdr {
 	uint8_t len;
 	uint16_t port; /* host order */
 	uint64_t tag; /* REQ, REP, REJ */
-	uint32_t qpn; /* QUERY, ANSWER */
+	uint32_t qpn; /* NOTICE, ANSWER */
 	uint64_t incarnation; /* 40 bits */
-	uint32_t number; /* REQ, QUERY, ANSWER; 24 bits */
+	uint32_t number; /* REQ, NOTICE, ANSWER; 24 bits */
 	uint32_t rq_psn, sq_psn; /* REP with CMA_P2P_F_PSNS; 24 bits */
 };
 

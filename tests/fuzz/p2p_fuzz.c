@@ -10,10 +10,10 @@
  * header, ESTABLISHED, DISCONNECTED, errors), time passing (the monotonic
  * clock is the harness's, so hold and connect timers expire on demand),
  * headers of either version (1: 16 bytes; 3: 24, with an incarnation and
- * a REQ number), numbered requests from an IB QP (the library asks about
- * them on its own channel) or unnumbered ones, answers to its questions
- * (any event on the question's kernel id, with or without an ANSWER),
- * questions to our companion listener about our REQs, stale refusals,
+ * a REQ number), numbered requests from an IB QP or unnumbered ones,
+ * peers' NOTICEs to our companion listener naming their REQs dead, our
+ * own NOTICEs after a stale-connection refusal (any event on the
+ * NOTICE's kernel id, with or without an ANSWER), stale refusals,
  * the application accepting, rejecting, disconnecting and destroying ids
  * (the listener too), and commands the kernel fails (through the fake's
  * hook).  Everything the library delivers must name an id the application
@@ -204,7 +204,7 @@ int cma_service_add(struct rdma_event_channel *channel, int kfd)
 	abort(); /* a channel was served after all */
 }
 
-/* The library's own channel (p2p_verify.c): pump() reads it. */
+/* The library's own channel (p2p_notice.c): pump() reads it. */
 int cma_service_add_handler(struct rdma_event_channel *channel, int fd,
 			    bool (*handle)(struct rdma_event_channel *channel))
 {
@@ -371,12 +371,12 @@ static struct ibv_qp_init_attr qp_attr(void)
 
 /*
  * Private data: a p2p header of @kind (0: none), then @n bytes.  A REQ,
- * QUERY or ANSWER names REQ @number (QUERY, ANSWER: from QP @tag).
+ * NOTICE or ANSWER names REQ @number (NOTICE, ANSWER: from QP @tag).
  */
 static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 			 uint16_t port, uint64_t tag, uint32_t number)
 {
-	bool asks = kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER;
+	bool asks = kind == CMA_P2P_NOTICE || kind == CMA_P2P_ANSWER;
 	struct cma_p2p_hdr hdr = {.kind = kind,
 				  .flags = flags,
 				  .port = port,
@@ -401,8 +401,6 @@ static uint8_t put_pdata(uint8_t *pd, uint8_t kind, uint8_t flags,
 		hdr.data_len = asks ? 0 : b % 8;
 		hdr.len = b & 8 ? CMA_P2P_HDR_LEN_V1 : CMA_P2P_HDR_LEN;
 		hdr.incarnation = (b >> 4) & 3; /* 0: not stated */
-		if (kind == CMA_P2P_ANSWER && (b & 0x40))
-			hdr.flags |= CMA_P2P_F_LIVE;
 		if (kind != CMA_P2P_REQ && !asks)
 			hdr.number = 0;
 		len = (uint8_t)(cma_p2p_hdr_encode(&hdr, pd) + hdr.data_len);
@@ -426,8 +424,8 @@ static uint32_t companion_kid(void)
 
 /*
  * op 0: a peer's request to our listener.  a: sender and header kind; c:
- * from an IB QP or not (iWARP's), numbered or not; or a peer's question
- * to our companion listener about one of our REQs.
+ * from an IB QP or not (iWARP's), numbered or not; or a peer's NOTICE to
+ * our companion listener naming its REQs from that QP dead up to a number.
  */
 static void op_peer_req(void)
 {
@@ -443,7 +441,7 @@ static void op_peer_req(void)
 			return;
 		r->param.ud.private_data_len =
 			put_pdata(r->param.ud.private_data,
-				  a & 0x80 ? 0xff : CMA_P2P_QUERY, 0, PORT,
+				  a & 0x80 ? 0xff : CMA_P2P_NOTICE, 0, PORT,
 				  0x99, (c >> 2) & 7);
 		memcpy(&fake_ucma_kid(child)->dst, &from, sizeof(from));
 		return;
@@ -511,11 +509,11 @@ static void op_connect(void)
 }
 
 /*
- * A question of the library's (a datagram id on its own channel): its
+ * A NOTICE of the library's (a datagram id on its own channel): its
  * resolutions, the SIDR answer (UNREACHABLE, status 2, an ANSWER or
  * anything else in the UD private data), or its failures.
  */
-static void op_question_event(const struct fake_kid *kid, uint8_t e, uint8_t k)
+static void op_notice_event(const struct fake_kid *kid, uint8_t e, uint8_t k)
 {
 	static const uint32_t events[] = {
 		RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED,
@@ -566,12 +564,14 @@ static void op_kernel_event(void)
 	if (!kid || !kid->live || kid->listening || !kid->uid)
 		return;
 	if (kid->ps == RDMA_PS_UDP) {
-		op_question_event(kid, e, k);
+		op_notice_event(kid, e, k);
 		return;
 	}
 	r = fake_ucma_event(kid->handle, events[e % 8],
 			    events[e % 8] == RDMA_CM_EVENT_REJECTED
-				    ? (e & 0x80 ? 28 : 8)
+				    ? (e & 0x80	  ? 28
+				       : e & 0x40 ? 10
+						  : 8)
 				    : (e & 0x80 ? -110 : 0));
 	if (!r)
 		return;

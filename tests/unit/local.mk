@@ -37,7 +37,7 @@ UNIT_TEST_SOURCES = \
 	tests/unit/p2p_options_test.c \
 	tests/unit/p2p_peers_test.c \
 	tests/unit/p2p_request_test.c \
-	tests/unit/p2p_verify_test.c \
+	tests/unit/p2p_notice_test.c \
 	tests/unit/p2p_resolve_test.c \
 	tests/unit/p2p_test.c \
 	tests/unit/p2p_window_test.c \

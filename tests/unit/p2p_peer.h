@@ -30,9 +30,8 @@ static uint64_t req_incarnation;
 static uint8_t req_kind = CMA_P2P_REQ;
 /*
  * The QP number the peer's requests come from, and the number each
- * states.  A QP number of 0 (as iWARP's) or a number of 0 leaves them
- * unasked about (src/p2p/p2p_verify.c): the tests of everything else
- * send them so.
+ * states (0: none, as iWARP's QP numbers, or version 1's numbers), which
+ * a NOTICE names (src/p2p/p2p_stale.c).
  */
 static uint32_t req_qpn;
 static uint32_t req_number;
@@ -329,6 +328,43 @@ static inline uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
 	expect_nothing();
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).tag, tag);
 	return again;
+}
+
+/*
+ * The kernel reports @kid established: the application sees it on @id with
+ * the peer's data ("hers"), without the library's header.
+ */
+static inline void established_with_her_data(struct rdma_cm_id *id,
+					     uint32_t kid)
+{
+	struct rdma_cm_event *ev;
+
+	fake_ucma_event(kid, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
+	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	rdma_ack_cm_event(ev);
+}
+
+/* How many times the QP went through RESET since it was made. */
+static inline int resets_of(struct ibv_qp *qp)
+{
+	const struct fake_qp *f = fake_qp_of(qp);
+	int i, n = 0;
+
+	for (i = 1; i < f->nstates; i++) /* the first: made in RESET */
+		n += f->states[i] == IBV_QPS_RESET;
+	return n;
+}
+
+/* Post one receive, as an application does before connecting. */
+static inline void post_one_receive(struct ibv_qp *qp)
+{
+	struct ibv_recv_wr wr = {.wr_id = 7}, *bad;
+
+	ck_assert_int_eq(ibv_post_recv(qp, &wr, &bad), 0);
+	ck_assert_int_eq(fake_qp_of(qp)->nrecvs, 1);
 }
 
 #endif /* P2P_PEER_H */

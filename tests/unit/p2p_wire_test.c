@@ -182,12 +182,14 @@ END_TEST
 /*
  * Every kind this version defines goes through; only a REQ needs the
  * port of the listener it comes from (answers name none), and kinds 0, 6
- * (version 2's challenge) and 10 to 15 are not this version's.
+ * (version 2's challenge), 8 (the retired question) and 11 to 15 are not
+ * this version's.
  */
 static bool kind_defined(unsigned int kind)
 {
 	return (kind >= CMA_P2P_REQ && kind <= CMA_P2P_REJ_BAD) ||
-	       (kind >= CMA_P2P_REJ_STALE && kind <= CMA_P2P_ANSWER);
+	       kind == CMA_P2P_REJ_STALE || kind == CMA_P2P_ANSWER ||
+	       kind == CMA_P2P_NOTICE;
 }
 
 START_TEST(every_defined_kind_and_no_other)
@@ -196,14 +198,14 @@ START_TEST(every_defined_kind_and_no_other)
 	uint8_t buf[CMA_P2P_HDR_MAX];
 	unsigned int kind;
 
-	for (kind = CMA_P2P_REP; kind <= CMA_P2P_ANSWER; kind++) {
+	for (kind = CMA_P2P_REP; kind <= CMA_P2P_NOTICE; kind++) {
 		if (!kind_defined(kind))
 			continue;
 		hdr.kind = (uint8_t)kind;
 		hdr.tag = 5;
 		hdr.qpn = 0;
 		hdr.number = 0;
-		if (kind == CMA_P2P_QUERY || kind == CMA_P2P_ANSWER) {
+		if (kind == CMA_P2P_NOTICE || kind == CMA_P2P_ANSWER) {
 			hdr.tag = 0;
 			hdr.qpn = 0x11;
 			hdr.number = 6;
@@ -229,13 +231,13 @@ START_TEST(every_defined_kind_and_no_other)
 END_TEST
 
 /*
- * A QUERY and its ANSWER name a REQ by its QP, incarnation and number,
- * all three stated; they carry no tag, no data, and only an ANSWER says
- * whether the REQ lives.  A REP or REJ names no REQ.
+ * A NOTICE and its ANSWER name REQs by their QP, incarnation and number,
+ * all three stated; they carry no tag, no data and no flag (0x04, the
+ * retired question's "live", is refused).  A REP or REJ names no REQ.
  */
-START_TEST(query_and_answer)
+START_TEST(notice_and_answer)
 {
-	struct cma_p2p_hdr q = {.kind = CMA_P2P_QUERY,
+	struct cma_p2p_hdr q = {.kind = CMA_P2P_NOTICE,
 				.port = 7471,
 				.qpn = 0xABCDEF,
 				.incarnation = 0xA1A2A3A4A5ull,
@@ -244,7 +246,7 @@ START_TEST(query_and_answer)
 	uint8_t buf[CMA_P2P_HDR_MAX], bad[CMA_P2P_HDR_MAX];
 
 	cma_p2p_hdr_encode(&q, buf);
-	ck_assert_uint_eq(buf[3], 0x38);
+	ck_assert_uint_eq(buf[3], 0x3A);
 	ck_assert_uint_eq(buf[13], 0xAB);
 	ck_assert_uint_eq(buf[16], 0xA1);
 	ck_assert_uint_eq(buf[23], 0xB3);
@@ -254,15 +256,21 @@ START_TEST(query_and_answer)
 	ck_assert(got.incarnation == q.incarnation);
 	ck_assert_uint_eq(got.number, 0xB1B2B3);
 	ck_assert(got.tag == 0);
-	/* only an ANSWER says "live" */
+	/* no flag, on either; the question (kind 8) is gone */
 	memcpy(bad, buf, sizeof(bad));
-	bad[4] = CMA_P2P_F_LIVE;
+	bad[4] = 0x04;
 	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
 	bad[3] = 0x39;
 	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
+			 CMA_P2P_BAD);
+	bad[4] = 0;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_OK);
-	ck_assert_uint_eq(got.flags, CMA_P2P_F_LIVE);
+	ck_assert_uint_eq(got.kind, CMA_P2P_ANSWER);
+	bad[3] = 0x38;
+	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
+			 CMA_P2P_BAD);
 	/* a QP number is 24 bits */
 	memcpy(bad, buf, sizeof(bad));
 	bad[12] = 1;
@@ -278,7 +286,7 @@ START_TEST(query_and_answer)
 	bad[4] = CMA_P2P_F_EXPLICIT_TAG;
 	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN, &got),
 			 CMA_P2P_BAD);
-	/* only version 3 asks */
+	/* only version 3 names REQs */
 	q.len = CMA_P2P_HDR_LEN_V1;
 	cma_p2p_hdr_encode(&q, bad);
 	ck_assert_int_eq(cma_p2p_hdr_parse(bad, CMA_P2P_HDR_LEN_V1, &got),
@@ -354,7 +362,7 @@ Suite *p2p_wire_suite(void)
 	tcase_add_test(tc, bytes_after_the_data_are_ignored);
 	tcase_add_test(tc, nothing_past_the_length_is_read);
 	tcase_add_test(tc, every_defined_kind_and_no_other);
-	tcase_add_test(tc, query_and_answer);
+	tcase_add_test(tc, notice_and_answer);
 	tcase_add_test(tc, rep_with_psns);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,37 +1,38 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
- * Peer-to-peer mode: is a REQ still its sender's current one?
- * (rdma_cm_p2p(7), LATE COPIES.)
+ * Peer-to-peer mode: late copies of a REQ and the NOTICE that clears them
+ * (rdma_cm_p2p(7), LATE COPIES).
  *
  * The IB CM sends a REQ again when no answer came within its response
  * timeout.  A copy of a REQ whose first copy was refused before a library
  * saw it (nobody listened yet: reason 8; the kernel's reason 28; reason
- * 10) can reach the higher end after the lower end has sent its QP's next
- * REQ.  Adopting it would bind the application's QP to a dead request in
- * RTR, which only RESET undoes, and RESET drops the receives the
- * application posted.  So the higher end asks before it holds or adopts
- * a REQ: over SIDR, the CM's own request/reply service on the datagram
- * port space, to the lower end's companion listener (the same address
- * and port as the lower end's listener, in RDMA_PS_UDP), naming the REQ
- * by its QP number, the sender's incarnation and the sender's number for
- * it (p2p_wire.h).  The lower end answers from its own table: live when
- * a connect of its still waits for that very REQ's answer.
+ * 10) can reach the higher end after the lower end sent its QP's next
+ * REQ.  The higher end holds or adopts it as any REQ: nothing in it tells
+ * it apart, and asking about every REQ cost a round trip on every
+ * connect.  Its kernel id then holds the lower end's QP number, and the
+ * higher end's CM refuses every later REQ from that QP with reason 10
+ * (stale connection) until that id is gone.  Only the lower end sees that
+ * refusal, and it is exact: so the lower end, before its REQ goes out
+ * again, tells the higher end "every REQ from QP q of incarnation i
+ * numbered up to n is dead" (a NOTICE), over SIDR, the CM's
+ * request/reply service on the datagram port space, at a companion
+ * listener on the address and port its REQs went to.  The higher end
+ * refuses such held requests, un-adopts such an adoption that is not
+ * established (p2p_stale.c; the QP stays bound, so no posted receive is
+ * lost), and answers; the lower end's next REQ then passes.
  *
- * Nothing is counted on both sides and no clock decides: a copy is asked
- * about like any REQ and refused when its sender has moved on, and the
- * REQ the sender waits on is adopted whatever copies came before it.
- * The REQ's own copies never reach the higher end's library while it
- * asks (its kernel id lives, so the CM answers them itself).
+ * No clock decides: the REQ goes out again when the answer says the way
+ * is clear.  A NOTICE nobody hears (a peer without a companion) lets it
+ * go out after the usual delay; the connect's bound ends the wait.
  *
  * Both roles run on one event channel of the library's own, read by the
  * service thread (timer.c, cma_service_add_handler) as an application
  * reads its channel: non-blocking rdma_get_cm_event, then the calls the
  * event asks for.  Its ids are ordinary datagram ids: p2p never looks at
- * them.  verify_lock covers the lists and the channel pointer only; it is
- * taken under p2p_lock (a request dropped cancels its question), so no
- * library call and no p2p_lock is ever taken under it.  A question's
- * events are read by one thread at a time (the channel's reader), so its
- * steps need no lock; its verdict callback is read under verify_lock.
+ * them.  verify_lock covers the lists and the channel pointer only; no
+ * library call and no p2p_lock is ever taken under it.  A NOTICE's events
+ * are read by one thread at a time (the channel's reader), so its steps
+ * need no lock; its callback is read under verify_lock.
  */
 #include <config.h>
 
@@ -52,8 +53,8 @@
 #define CMA_P2P_VERIFY_RESOLVE_MS 2000
 
 /*
- * A datagram listener answering for a p2p listener's port, on the address
- * a connect of ours sends its REQs from.
+ * A datagram listener hearing NOTICEs for a p2p listener's port, on the
+ * address the peers' REQs come to.
  */
 struct cma_p2p_companion {
 	struct cma_p2p_companion *next;
@@ -63,26 +64,26 @@ struct cma_p2p_companion {
 	struct rdma_cm_id *id;
 };
 
-enum cma_p2p_query_step {
-	CMA_P2P_Q_ADDR, /* resolving the lower end's address */
-	CMA_P2P_Q_ROUTE, /* resolving the route to it */
-	CMA_P2P_Q_ASKED, /* the SIDR REQ is out */
+enum cma_p2p_notice_step {
+	CMA_P2P_N_ADDR, /* resolving the higher end's address */
+	CMA_P2P_N_ROUTE, /* resolving the route to it */
+	CMA_P2P_N_SENT, /* the SIDR REQ is out */
 };
 
-struct cma_p2p_query {
-	struct cma_p2p_query *next;
+struct cma_p2p_notice {
+	struct cma_p2p_notice *next;
 	struct rdma_cm_id *id;
-	enum cma_p2p_query_step step;
-	struct cma_p2p_hdr ask; /* the QUERY: the REQ it names */
-	cma_p2p_liveness_fn done; /* NULL once cancelled */
-	uint64_t serial; /* what the asker names it by */
+	enum cma_p2p_notice_step step;
+	struct cma_p2p_hdr hdr; /* the NOTICE */
+	cma_p2p_notice_fn done;
+	uint64_t serial; /* what the sender names it by */
 	/*
-	 * cma_p2p_query_start is still inside rdma_resolve_addr: a question
+	 * cma_p2p_notice_send is still inside rdma_resolve_addr: a NOTICE
 	 * over before it returns (its events read on the service thread) is
 	 * ended by it, not under its feet.  Under verify_lock.
 	 */
 	bool starting, over;
-	enum cma_p2p_liveness verdict;
+	bool heard;
 };
 
 /* An id whose destroy the kernel refused: tried again on the next read. */
@@ -95,7 +96,7 @@ static pthread_mutex_t verify_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_event_channel *verify_ch;
 static struct cma_p2p_companion *companions;
-static struct cma_p2p_query *queries;
+static struct cma_p2p_notice *notices;
 static struct cma_p2p_orphan *orphans;
 
 /*
@@ -139,7 +140,7 @@ static bool cma_p2p_verify_serve(struct rdma_event_channel *channel);
 
 /*
  * A forked child is another process: the channel, its ids and the
- * questions are its parent's (the kernel's file is shared), so it forgets
+ * NOTICEs are its parent's (the kernel's file is shared), so it forgets
  * them without a command, and makes its own when it needs them; the
  * parent's go on answering for the parent.
  */
@@ -153,11 +154,8 @@ static void cma_p2p_verify_atfork_child(void)
 		companions = c->next;
 		free(c);
 	}
-	/*
-	 * Requests being asked about may still name their questions
-	 * (cma_p2p_query_cancel): those stay allocated, answered by nobody.
-	 */
-	queries = NULL;
+	/* The parent's NOTICEs: its connects, not ours, wait on them. */
+	notices = NULL;
 	verify_ch = NULL; /* its memory and descriptors stay, unused */
 }
 
@@ -208,7 +206,7 @@ static struct rdma_event_channel *cma_p2p_verify_channel(void)
 	return ch;
 }
 
-/* --- the lower end: answering ------------------------------------------- */
+/* --- the higher end: hearing ------------------------------------------- */
 
 static void cma_p2p_sockaddr(sa_family_t family, const uint8_t addr[16],
 			     uint16_t port, struct sockaddr_storage *ss)
@@ -253,7 +251,7 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 	int err;
 
 	if (family != AF_INET && family != AF_INET6)
-		return 0; /* AF_IB: not asked (rdma_cm_p2p(7), LATE COPIES) */
+		return 0; /* AF_IB: no NOTICE (rdma_cm_p2p(7), LATE COPIES) */
 	pthread_mutex_lock(&verify_lock);
 	have = cma_p2p_companion_find(family, addr, port);
 	pthread_mutex_unlock(&verify_lock);
@@ -265,8 +263,8 @@ int cma_p2p_companion_ensure(sa_family_t family, const uint8_t addr[16],
 		goto fail;
 	cma_p2p_sockaddr(family, addr, port, &ss);
 	/*
-	 * Every peer asks at once in a mesh, and a question the kernel finds
-	 * no room for in the backlog is dropped unanswered: the most the
+	 * Many peers may send at once in a mesh, and a NOTICE the kernel
+	 * finds no room for in the backlog is dropped unheard: the most the
 	 * kernel allows (net.rdma_ucm.max_backlog, 1024 by default).
 	 */
 	if (rdma_bind_addr(id, (struct sockaddr *)&ss) ||
@@ -321,189 +319,180 @@ void cma_p2p_companions_drop(uint16_t port)
 	}
 }
 
-/* A QUERY came: answer it from this process's connects, then let it go. */
-static void cma_p2p_answer(struct rdma_cm_event *ev)
+/* The address a NOTICE came from, as a 16-byte identity address. */
+static int cma_p2p_notice_sender(struct rdma_cm_id *req, uint8_t addr[16])
+{
+	return cma_p2p_addr16(rdma_get_peer_addr(req),
+			      sizeof(struct sockaddr_storage), addr);
+}
+
+/* A NOTICE came: act on it, answer that it was, then let it go. */
+static void cma_p2p_notice_heard(struct rdma_cm_event *ev)
 {
 	const struct rdma_ud_param *ud = &ev->param.ud;
 	struct rdma_cm_id *req = ev->id;
-	struct cma_p2p_hdr q, a = {.kind = CMA_P2P_ANSWER};
+	struct cma_p2p_hdr n, a = {.kind = CMA_P2P_ANSWER};
+	struct cma_p2p_ident from = {0};
 	uint8_t buf[CMA_P2P_HDR_MAX];
 	size_t len;
 
-	if (cma_p2p_hdr_parse(ud->private_data, ud->private_data_len, &q) !=
+	if (cma_p2p_hdr_parse(ud->private_data, ud->private_data_len, &n) !=
 		    CMA_P2P_OK ||
-	    q.kind != CMA_P2P_QUERY) {
+	    n.kind != CMA_P2P_NOTICE || !n.port ||
+	    cma_p2p_notice_sender(req, from.addr)) {
 		rdma_ack_cm_event(ev);
 		rdma_reject(req, NULL, 0);
 		cma_p2p_id_destroy(req);
 		return;
 	}
 	rdma_ack_cm_event(ev);
-	a.qpn = q.qpn;
-	a.incarnation = q.incarnation;
-	a.number = q.number;
-	if (cma_p2p_req_live(q.incarnation, q.qpn, q.number))
-		a.flags = CMA_P2P_F_LIVE;
-	cma_p2p_dbg("asked about REQ %u of QP %u: %s", q.number, q.qpn,
-		    a.flags ? "live" : "stale");
+	from.port = n.port;
+	cma_p2p_dead_reqs(&from, n.incarnation, n.qpn, n.number);
+	a.qpn = n.qpn;
+	a.incarnation = n.incarnation;
+	a.number = n.number;
 	len = cma_p2p_hdr_encode(&a, buf);
 	rdma_reject(req, buf, (uint8_t)len);
 	cma_p2p_id_destroy(req);
 }
 
-/* --- the higher end: asking --------------------------------------------- */
+/* --- the lower end: telling --------------------------------------------- */
 
-/* Unlink @q (verify_lock held); its verdict callback, if still wanted. */
-static cma_p2p_liveness_fn cma_p2p_query_unlink(struct cma_p2p_query *q)
+/* Unlink @n (verify_lock held). */
+static void cma_p2p_notice_unlink(struct cma_p2p_notice *n)
 {
-	struct cma_p2p_query **pp;
+	struct cma_p2p_notice **pp;
 
-	for (pp = &queries; *pp; pp = &(*pp)->next)
-		if (*pp == q) {
-			*pp = q->next;
+	for (pp = &notices; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
 			break;
 		}
-	return q->done;
 }
 
-/* Over: @q's id goes, then its asker hears @verdict if it still wants to. */
-static void cma_p2p_query_end(struct cma_p2p_query *q,
-			      enum cma_p2p_liveness verdict)
+/* Over: @n's id goes, then its sender hears whether it was heard. */
+static void cma_p2p_notice_end(struct cma_p2p_notice *n, bool heard)
 {
-	cma_p2p_liveness_fn done;
-
 	pthread_mutex_lock(&verify_lock);
-	done = cma_p2p_query_unlink(q);
+	cma_p2p_notice_unlink(n);
 	pthread_mutex_unlock(&verify_lock);
-	cma_p2p_id_destroy(q->id);
-	if (done)
-		done(q->serial, verdict);
-	free(q);
+	cma_p2p_id_destroy(n->id);
+	n->done(n->serial, heard);
+	free(n);
 }
 
-int cma_p2p_query_start(const struct sockaddr *src, const struct sockaddr *dst,
-			const struct cma_p2p_hdr *req, uint32_t qpn,
-			cma_p2p_liveness_fn done, uint64_t serial)
+int cma_p2p_notice_send(sa_family_t family, const struct cma_p2p_key *key,
+			const struct cma_p2p_hdr *notice,
+			cma_p2p_notice_fn done, uint64_t serial)
 {
 	struct rdma_event_channel *ch = cma_p2p_verify_channel();
-	struct cma_p2p_query *q = calloc(1, sizeof(*q));
+	struct cma_p2p_notice *n = calloc(1, sizeof(*n));
+	struct sockaddr_storage src, dst;
 	bool over;
 	int err;
 
-	if (!ch || !q || rdma_create_id(ch, &q->id, q, RDMA_PS_UDP)) {
+	if (!ch || !n || rdma_create_id(ch, &n->id, n, RDMA_PS_UDP)) {
 		err = errno ? errno : ENOMEM;
-		free(q);
+		free(n);
 		return cma_err(err);
 	}
-	q->ask.kind = CMA_P2P_QUERY;
-	q->ask.qpn = qpn;
-	q->ask.incarnation = req->incarnation;
-	q->ask.number = req->number;
-	q->done = done;
-	q->serial = serial;
-	q->step = CMA_P2P_Q_ADDR;
-	q->starting = true;
+	n->hdr = *notice;
+	n->hdr.kind = CMA_P2P_NOTICE;
+	n->done = done;
+	n->serial = serial;
+	n->step = CMA_P2P_N_ADDR;
+	n->starting = true;
 	pthread_mutex_lock(&verify_lock);
-	q->next = queries;
-	queries = q;
+	n->next = notices;
+	notices = n;
 	pthread_mutex_unlock(&verify_lock);
+	/* From where our REQs came, to where they went. */
+	cma_p2p_sockaddr(family, key->local.addr, 0, &src);
+	cma_p2p_sockaddr(family, key->remote.addr, key->remote.port, &dst);
 	/* Its events may be read at once, on the service thread. */
-	if (rdma_resolve_addr(q->id, (struct sockaddr *)src,
-			      (struct sockaddr *)dst,
+	if (rdma_resolve_addr(n->id, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst,
 			      CMA_P2P_VERIFY_RESOLVE_MS)) {
 		err = errno;
 		pthread_mutex_lock(&verify_lock);
-		cma_p2p_query_unlink(q);
+		cma_p2p_notice_unlink(n);
 		pthread_mutex_unlock(&verify_lock);
-		cma_p2p_id_destroy(q->id);
-		free(q);
+		cma_p2p_id_destroy(n->id);
+		free(n);
 		return cma_err(err);
 	}
 	pthread_mutex_lock(&verify_lock);
-	q->starting = false;
-	over = q->over;
+	n->starting = false;
+	over = n->over;
 	pthread_mutex_unlock(&verify_lock);
-	if (over) /* answered before we got here: ours to end */
-		cma_p2p_query_end(q, q->verdict);
+	if (over) /* ended before we got here: ours to end */
+		cma_p2p_notice_end(n, n->heard);
 	return 0;
 }
 
-void cma_p2p_query_cancel(uint64_t serial)
-{
-	struct cma_p2p_query *q;
-
-	pthread_mutex_lock(&verify_lock);
-	for (q = queries; q; q = q->next)
-		if (q->serial == serial)
-			q->done = NULL;
-	pthread_mutex_unlock(&verify_lock);
-}
-
 /*
- * The next step of @q after @ev, or its verdict (then true: it is over).
- * Only the channel's reader runs it: no lock.
+ * The next step of @n after @ev, or whether it was heard (then true: it
+ * is over).  Only the channel's reader runs it: no lock.
  */
-static bool cma_p2p_query_step(struct cma_p2p_query *q,
-			       const struct rdma_cm_event *ev,
-			       enum cma_p2p_liveness *verdict)
+static bool cma_p2p_notice_step(struct cma_p2p_notice *n,
+				const struct rdma_cm_event *ev, bool *heard)
 {
 	const struct rdma_ud_param *ud = &ev->param.ud;
 	struct rdma_conn_param cp = {0};
 	uint8_t buf[CMA_P2P_HDR_MAX];
 	struct cma_p2p_hdr a;
 
-	*verdict = CMA_P2P_UNKNOWN;
+	*heard = false;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		q->step = CMA_P2P_Q_ROUTE;
-		return !!rdma_resolve_route(q->id, CMA_P2P_VERIFY_RESOLVE_MS);
+		n->step = CMA_P2P_N_ROUTE;
+		return !!rdma_resolve_route(n->id, CMA_P2P_VERIFY_RESOLVE_MS);
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		q->step = CMA_P2P_Q_ASKED;
+		n->step = CMA_P2P_N_SENT;
 		cp.private_data = buf;
-		cp.private_data_len = (uint8_t)cma_p2p_hdr_encode(&q->ask, buf);
-		return !!rdma_connect(q->id, &cp);
+		cp.private_data_len = (uint8_t)cma_p2p_hdr_encode(&n->hdr, buf);
+		return !!rdma_connect(n->id, &cp);
 	case RDMA_CM_EVENT_UNREACHABLE:
 		/* The answer travels in a SIDR reply that refuses. */
-		if (q->step == CMA_P2P_Q_ASKED &&
-		    cma_p2p_hdr_parse(ud->private_data, ud->private_data_len,
-				      &a) == CMA_P2P_OK &&
-		    a.kind == CMA_P2P_ANSWER && a.qpn == q->ask.qpn &&
-		    a.incarnation == q->ask.incarnation &&
-		    a.number == q->ask.number)
-			*verdict = a.flags & CMA_P2P_F_LIVE ? CMA_P2P_LIVE
-							    : CMA_P2P_STALE;
+		*heard = n->step == CMA_P2P_N_SENT &&
+			 cma_p2p_hdr_parse(ud->private_data,
+					   ud->private_data_len,
+					   &a) == CMA_P2P_OK &&
+			 a.kind == CMA_P2P_ANSWER && a.qpn == n->hdr.qpn &&
+			 a.incarnation == n->hdr.incarnation &&
+			 a.number == n->hdr.number;
 		return true;
-	default: /* errors, a reply that accepts: no answer */
+	default: /* errors, a reply that accepts: not heard */
 		return true;
 	}
 }
 
-static void cma_p2p_query_event(struct rdma_cm_event *ev)
+static void cma_p2p_notice_event(struct rdma_cm_event *ev)
 {
-	struct cma_p2p_query *q = ev->id->context;
-	enum cma_p2p_liveness verdict;
-	bool over, starting;
+	struct cma_p2p_notice *n = ev->id->context;
+	bool over, starting, heard;
 
-	/* What cma_p2p_query_start wrote before linking @q is seen here. */
+	/* What cma_p2p_notice_send wrote before linking @n is seen here. */
 	pthread_mutex_lock(&verify_lock);
 	pthread_mutex_unlock(&verify_lock);
-	over = cma_p2p_query_step(q, ev, &verdict);
-	if (over && verdict == CMA_P2P_UNKNOWN)
-		cma_p2p_dbg("question about REQ %u of QP %u: %s, status %d",
-			    q->ask.number, q->ask.qpn,
+	over = cma_p2p_notice_step(n, ev, &heard);
+	if (over && !heard)
+		cma_p2p_dbg("NOTICE of REQs up to %u of QP %u not heard: %s, "
+			    "status %d",
+			    n->hdr.number, n->hdr.qpn,
 			    rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
 	if (!over)
 		return;
 	pthread_mutex_lock(&verify_lock);
-	starting = q->starting;
+	starting = n->starting;
 	if (starting) {
-		q->over = true;
-		q->verdict = verdict;
+		n->over = true;
+		n->heard = heard;
 	}
 	pthread_mutex_unlock(&verify_lock);
 	if (!starting)
-		cma_p2p_query_end(q, verdict);
+		cma_p2p_notice_end(n, heard);
 }
 
 /* The service thread: the channel's fd is readable. */
@@ -517,9 +506,9 @@ static bool cma_p2p_verify_serve(struct rdma_event_channel *channel)
 		if (rdma_get_cm_event(channel, &ev))
 			return true; /* drained (EAGAIN) */
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			cma_p2p_answer(ev);
+			cma_p2p_notice_heard(ev);
 		else if (ev->id->context)
-			cma_p2p_query_event(ev);
+			cma_p2p_notice_event(ev);
 		else
 			rdma_ack_cm_event(
 				ev); /* a companion's: nothing to do */
@@ -541,20 +530,20 @@ void cma_p2p_verify_serve_now(void)
 
 /*
  * For fuzz targets, which run many inputs in one process on a fresh fake
- * kernel each: the channel, its ids and the questions go, unanswered.
+ * kernel each: the channel, its ids and the NOTICEs go, unheard.
  */
 void cma_p2p_verify_reset(void)
 {
 	struct cma_p2p_companion *c, *cn;
-	struct cma_p2p_query *q, *qn;
+	struct cma_p2p_notice *n, *nn;
 	struct rdma_event_channel *ch;
 
 	pthread_mutex_lock(&verify_lock);
 	c = companions;
-	q = queries;
+	n = notices;
 	ch = verify_ch;
 	companions = NULL;
-	queries = NULL;
+	notices = NULL;
 	verify_ch = NULL;
 	pthread_mutex_unlock(&verify_lock);
 	for (; c; c = cn) {
@@ -562,10 +551,10 @@ void cma_p2p_verify_reset(void)
 		cma_p2p_id_destroy(c->id);
 		free(c);
 	}
-	for (; q; q = qn) {
-		qn = q->next;
-		cma_p2p_id_destroy(q->id);
-		free(q);
+	for (; n; n = nn) {
+		nn = n->next;
+		cma_p2p_id_destroy(n->id);
+		free(n);
 	}
 	cma_p2p_orphans_retry();
 	if (ch) {
