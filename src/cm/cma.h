@@ -619,7 +619,21 @@ int cma_process_conn_resp(struct cma_id_private *id_priv,
 /* --- qp.c -------------------------------------------------------------- */
 
 int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp);
-/* @psns may be NULL in both. */
+/*
+ * A move of the id's QP whose attributes were taken from the kernel id
+ * beforehand: p2p's adoption takes both while the request is known
+ * alive, before it resets a QP (the reset must never be for nothing).
+ */
+struct cma_qp_move {
+	struct ibv_qp_attr attr;
+	int mask;
+};
+/* @psns may be NULL in these four. */
+int cma_qp_rtr_attr(struct cma_id_private *id_priv, uint8_t resp_res,
+		    struct cma_qp_psns *psns, struct cma_qp_move *move);
+int cma_qp_rts_attr(struct cma_id_private *id_priv, uint8_t init_depth,
+		    struct cma_qp_psns *psns, struct cma_qp_move *move);
+int cma_qp_move(struct cma_id_private *id_priv, struct cma_qp_move *move);
 int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res,
 		  struct cma_qp_psns *psns);
 int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth,

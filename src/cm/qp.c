@@ -78,51 +78,74 @@ int cma_qp_to_init(struct cma_id_private *id_priv, struct ibv_qp *qp)
 	return cma_modify_qp(qp, &attr, mask);
 }
 
-int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res,
-		  struct cma_qp_psns *psns)
+int cma_qp_rtr_attr(struct cma_id_private *id_priv, uint8_t resp_res,
+		    struct cma_qp_psns *psns, struct cma_qp_move *move)
 {
-	struct ibv_qp_attr attr;
-	int mask;
+	struct ibv_qp_attr *attr = &move->attr;
 
-	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTR, &attr, &mask))
+	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTR, attr, &move->mask))
 		return -1;
 	if (resp_res != RDMA_MAX_RESP_RES)
-		attr.max_dest_rd_atomic = resp_res;
+		attr->max_dest_rd_atomic = resp_res;
 	if (psns && psns->dictated)
-		attr.rq_psn = psns->rq;
+		attr->rq_psn = psns->rq;
 	else if (psns)
-		psns->rq = attr.rq_psn;
+		psns->rq = attr->rq_psn;
 	/*
 	 * An active side moves its QP to INIT before the IB CM knows the
 	 * connection, when the kernel can only grant no remote access.  Grant
 	 * now what the CM grants a responder (access flags are optional on
 	 * INIT->RTR), which saves the INIT->INIT round trip to the kernel.
 	 */
-	if (!(mask & IBV_QP_ACCESS_FLAGS)) {
-		attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-		if (attr.max_dest_rd_atomic)
-			attr.qp_access_flags |= IBV_ACCESS_REMOTE_READ |
-						IBV_ACCESS_REMOTE_ATOMIC;
-		mask |= IBV_QP_ACCESS_FLAGS;
+	if (!(move->mask & IBV_QP_ACCESS_FLAGS)) {
+		attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		if (attr->max_dest_rd_atomic)
+			attr->qp_access_flags |= IBV_ACCESS_REMOTE_READ |
+						 IBV_ACCESS_REMOTE_ATOMIC;
+		move->mask |= IBV_QP_ACCESS_FLAGS;
 	}
-	return cma_modify_qp(id_priv->id.qp, &attr, mask);
+	return 0;
+}
+
+int cma_qp_rts_attr(struct cma_id_private *id_priv, uint8_t init_depth,
+		    struct cma_qp_psns *psns, struct cma_qp_move *move)
+{
+	struct ibv_qp_attr *attr = &move->attr;
+
+	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTS, attr, &move->mask))
+		return -1;
+	if (init_depth != RDMA_MAX_INIT_DEPTH)
+		attr->max_rd_atomic = init_depth;
+	if (psns && psns->dictated)
+		attr->sq_psn = psns->sq;
+	else if (psns)
+		psns->sq = attr->sq_psn;
+	return 0;
+}
+
+int cma_qp_move(struct cma_id_private *id_priv, struct cma_qp_move *move)
+{
+	return cma_modify_qp(id_priv->id.qp, &move->attr, move->mask);
+}
+
+int cma_qp_to_rtr(struct cma_id_private *id_priv, uint8_t resp_res,
+		  struct cma_qp_psns *psns)
+{
+	struct cma_qp_move move;
+
+	if (cma_qp_rtr_attr(id_priv, resp_res, psns, &move))
+		return -1;
+	return cma_qp_move(id_priv, &move);
 }
 
 int cma_qp_to_rts(struct cma_id_private *id_priv, uint8_t init_depth,
 		  struct cma_qp_psns *psns)
 {
-	struct ibv_qp_attr attr;
-	int mask;
+	struct cma_qp_move move;
 
-	if (cma_kernel_qp_attr(id_priv, IBV_QPS_RTS, &attr, &mask))
+	if (cma_qp_rts_attr(id_priv, init_depth, psns, &move))
 		return -1;
-	if (init_depth != RDMA_MAX_INIT_DEPTH)
-		attr.max_rd_atomic = init_depth;
-	if (psns && psns->dictated)
-		attr.sq_psn = psns->sq;
-	else if (psns)
-		psns->sq = attr.sq_psn;
-	return cma_modify_qp(id_priv->id.qp, &attr, mask);
+	return cma_qp_move(id_priv, &move);
 }
 
 static int cma_qp_to_state(struct cma_id_private *id_priv,

@@ -951,6 +951,7 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
 	struct cma_p2p_listener *lis = NULL, **pp;
 	struct cma_p2p_chores c = {.n = 0};
+	struct cma_p2p_notice_out notice = {0};
 	struct cma_p2p_conn *conn;
 	bool chores = false;
 	struct cma_p2p_held *h;
@@ -982,12 +983,15 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 		port = lis->port;
 	}
 	if (conn) {
+		cma_p2p_notice_ended(conn, &notice);
 		cma_p2p_conn_unregister(conn);
 		chores = cma_p2p_take_chores(conn, &c);
 	}
 	cma_p2p_unlock();
 	if (port) /* its port's companions hear for nobody now */
 		cma_p2p_companions_drop(port);
+	/* Its REQs' copies must not be left to its peer (LATE COPIES). */
+	cma_p2p_notice_start(&notice);
 	/*
 	 * Before the id's own DESTROY_ID: no event may outlive it.  Its QP
 	 * is the application's to destroy now, not ours to move.

@@ -122,32 +122,37 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
  * Whether the QP is at RTS for a REQ from @qpn already (an earlier REQ
  * from it turned out dead in this connect): then it is answered as it
  * is.  A QP bound to another QP's REQ, or changed by the application
- * since (ibv_query_qp says), is reset first: the one case that loses the
- * receives posted before connecting, as nothing else can free the QP.
+ * since (ibv_query_qp says), must be reset (*@reset): the one case that
+ * loses the receives posted before connecting, as nothing else can free
+ * the QP.
  */
-static bool cma_p2p_qp_ready(struct cma_p2p_conn *conn, uint32_t qpn)
+static bool cma_p2p_qp_ready(struct cma_p2p_conn *conn, uint32_t qpn,
+			     bool *reset)
 {
 	struct ibv_qp *qp = conn->id_priv->id.qp;
 	struct ibv_qp_attr attr = {0};
 	struct ibv_qp_init_attr init;
 
+	*reset = false;
 	if (!conn->qp_bound)
 		return false;
 	if (!ibv_query_qp(qp, &attr, IBV_QP_STATE | IBV_QP_DEST_QPN, &init) &&
 	    attr.qp_state == IBV_QPS_RTS && attr.dest_qp_num == qpn)
 		return true;
-	conn->qp_bound = false;
 	cma_p2p_dbg("QP %u was answering QP %u's REQ: reset for QP %u's",
 		    qp->qp_num, attr.dest_qp_num, qpn);
-	cma_p2p_qp_reinit(conn->id_priv);
+	*reset = true;
 	return false;
 }
 
 /*
  * Bring the QP to RTR and RTS for the request @a claimed, or find it
- * there already (cma_p2p_qp_ready): then @rep dictates its PSNs.
- * Sets *@moved once the QP left INIT: only a QP left at RTR needs INIT
- * again (cma_p2p_adopt_undo).
+ * there already (cma_p2p_qp_ready): then @rep dictates its PSNs.  Both
+ * moves' attributes are taken from the request's kernel id first, so a
+ * request found dead leaves the QP as it was, bound or not: a QP is
+ * never reset for a request that cannot be answered.  Sets *@moved once
+ * the QP left INIT: only a QP left at RTR needs INIT again
+ * (cma_p2p_adopt_undo).
  */
 static int cma_p2p_adopt_qp(struct cma_p2p_adoption *a, struct cma_p2p_hdr *rep,
 			    bool *moved)
@@ -156,17 +161,27 @@ static int cma_p2p_adopt_qp(struct cma_p2p_adoption *a, struct cma_p2p_hdr *rep,
 	struct cma_id_private *id_priv = conn->id_priv;
 	uint32_t qpn = a->resp.param.conn.qp_num;
 	struct cma_qp_psns psns = {0};
+	struct cma_qp_move rtr, rts;
+	bool reset;
 
-	if (cma_p2p_qp_ready(conn, qpn)) {
+	if (cma_p2p_qp_ready(conn, qpn, &reset)) {
 		rep->flags |= CMA_P2P_F_PSNS;
 		rep->rq_psn = conn->bound_psns.rq;
 		rep->sq_psn = conn->bound_psns.sq;
 		return 0;
 	}
-	if (cma_qp_to_rtr(id_priv, id_priv->responder_resources, &psns))
+	if (cma_qp_rtr_attr(id_priv, id_priv->responder_resources, &psns,
+			    &rtr) ||
+	    cma_qp_rts_attr(id_priv, id_priv->initiator_depth, &psns, &rts))
+		return -1;
+	if (reset) {
+		conn->qp_bound = false;
+		cma_p2p_qp_reinit(id_priv);
+	}
+	if (cma_qp_move(id_priv, &rtr))
 		return -1; /* a move that fails leaves the QP as it was */
 	*moved = true;
-	if (cma_qp_to_rts(id_priv, id_priv->initiator_depth, &psns))
+	if (cma_qp_move(id_priv, &rts))
 		return -1;
 	conn->qp_bound = true;
 	conn->bound_psns = psns;

@@ -287,6 +287,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	struct rdma_ucm_conn_param req;
+	struct cma_p2p_notice_out notice = {0};
 	char kb[CMA_P2P_KEY_STRLEN];
 	int ret, err;
 
@@ -306,6 +307,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	if (ret)
 		conn->req_number = 0; /* it never went out */
 	if (!ret) {
+		conn->last_number = conn->req_number;
 		cma_p2p_conn_set_state(conn, CMA_P2P_PENDING);
 		cma_p2p_bound_start(conn, CMA_P2P_BOUND_ANSWER);
 	} else if (err == ECONNREFUSED && cma_id_is_iwarp(id_priv)) {
@@ -318,6 +320,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 		cma_p2p_dbg("connect %s: REQ failed: %s",
 			    cma_p2p_key_str(&conn->key, kb, sizeof(kb)),
 			    strerror(err));
+		cma_p2p_notice_ended(conn, &notice);
 		cma_p2p_conn_unregister(conn);
 		if (deferred) /* rdma_connect has returned: an event tells */
 			cma_p2p_deferred_failed(conn, err);
@@ -327,6 +330,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	conn->busy--;
 	cma_p2p_idle();
 	cma_p2p_unlock();
+	cma_p2p_notice_start(&notice);
 	errno = err;
 	return ret;
 }
@@ -370,6 +374,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	conn->req_number = 0;
 	conn->notice_serial = 0;
 	conn->noticed = false;
+	conn->last_number = 0;
 	conn->unsent = false;
 	conn->bound = CMA_P2P_BOUND_NONE;
 	conn->wait_status = -ECONNREFUSED;
@@ -557,30 +562,20 @@ static void cma_p2p_noticed(uint64_t serial, bool heard)
 	cma_p2p_unlock();
 }
 
-/* A NOTICE about to go out (cma_p2p_notice_start). */
-struct cma_p2p_notice_out {
-	uint64_t serial; /* 0: none */
-	sa_family_t family;
-	struct cma_p2p_key key;
-	struct cma_p2p_hdr hdr;
-};
-
 /*
- * Under p2p_lock: our REQ @dead was refused as stale (IB CM reason 10
- * without data): the peer's CM holds an earlier REQ from our QP, a late
- * copy held or adopted there.  Before ours goes out again the peer hears
- * that every REQ from our QP up to @dead is dead (p2p_notice.c); until
- * that NOTICE ends, the conn's timer measures only its bound.  Fills @n
- * for cma_p2p_notice_start; nothing without IP addressing.
+ * Under p2p_lock: fill @n, a NOTICE that every REQ from @conn's QP up to
+ * @dead is dead; none (serial 0) without IP addressing or on iWARP (TCP
+ * connects have no copies).
  */
-static void cma_p2p_notice_prepare(struct cma_p2p_conn *conn, uint32_t dead,
-				   struct cma_p2p_notice_out *n)
+static void cma_p2p_notice_fill(const struct cma_p2p_conn *conn, uint32_t dead,
+				struct cma_p2p_notice_out *n)
 {
 	static uint64_t serial;
 	sa_family_t family = conn->id_priv->id.route.addr.src_addr.sa_family;
 
 	n->serial = 0;
-	if (!dead || (family != AF_INET && family != AF_INET6))
+	if (!dead || (family != AF_INET && family != AF_INET6) ||
+	    cma_id_is_iwarp(conn->id_priv))
 		return;
 	n->serial = ++serial;
 	n->family = family;
@@ -591,18 +586,42 @@ static void cma_p2p_notice_prepare(struct cma_p2p_conn *conn, uint32_t dead,
 	n->hdr.qpn = conn->kparam.qp_num;
 	n->hdr.incarnation = cma_p2p_incarnation();
 	n->hdr.number = dead;
+}
+
+/*
+ * Under p2p_lock: our REQ @dead was refused as stale (IB CM reason 10
+ * without data): the peer's CM holds an earlier REQ from our QP, a late
+ * copy held or adopted there.  Before ours goes out again the peer hears
+ * that every REQ from our QP up to @dead is dead (p2p_notice.c); until
+ * that NOTICE ends, the conn's timer measures only its bound.  Fills @n
+ * for cma_p2p_notice_start.
+ */
+static void cma_p2p_notice_prepare(struct cma_p2p_conn *conn, uint32_t dead,
+				   struct cma_p2p_notice_out *n)
+{
+	cma_p2p_notice_fill(conn, dead, n);
+	if (!n->serial)
+		return;
 	conn->notice_serial = n->serial;
 	cma_p2p_bound_resume(conn);
 }
 
-/* Without p2p_lock: send the NOTICE @n; one that cannot go is unheard. */
-static void cma_p2p_notice_start(const struct cma_p2p_notice_out *n)
+void cma_p2p_notice_ended(const struct cma_p2p_conn *conn,
+			  struct cma_p2p_notice_out *n)
+{
+	n->serial = 0;
+	if (conn->registered && conn->state != CMA_P2P_CONNECTED &&
+	    !cma_p2p_higher_end(conn))
+		cma_p2p_notice_fill(conn, conn->last_number, n);
+}
+
+void cma_p2p_notice_start(const struct cma_p2p_notice_out *n)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 
 	if (!n->serial)
 		return;
-	cma_p2p_dbg("connect %s: REQ %u refused as stale, telling the peer",
+	cma_p2p_dbg("connect %s: telling the peer our REQs up to %u are dead",
 		    cma_p2p_key_str(&n->key, kb, sizeof(kb)), n->hdr.number);
 	if (cma_p2p_notice_send(n->family, &n->key, &n->hdr, cma_p2p_noticed,
 				n->serial))
@@ -652,6 +671,7 @@ cma_p2p_filter_event(struct cma_event *evt,
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED ||
 		   resp->event == RDMA_CM_EVENT_UNREACHABLE ||
 		   resp->event == RDMA_CM_EVENT_CONNECT_ERROR) {
+		cma_p2p_notice_ended(conn, &notice);
 		cma_p2p_conn_unregister(conn); /* failed: a retry may come */
 	}
 	cma_p2p_unlock();
@@ -706,12 +726,15 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 void cma_p2p_conn_resp_failed(struct cma_id_private *id_priv)
 {
 	struct cma_p2p_conn *conn = cma_p2p_conn_of(id_priv);
+	struct cma_p2p_notice_out notice;
 
 	if (!conn)
 		return;
 	cma_p2p_lock();
+	cma_p2p_notice_ended(conn, &notice);
 	cma_p2p_conn_unregister(conn);
 	cma_p2p_unlock();
+	cma_p2p_notice_start(&notice);
 }
 
 void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
@@ -817,7 +840,8 @@ static bool cma_p2p_send_again(struct cma_p2p_conn *conn)
  * locks held; true if our REQ is due again now (refused, on IB or
  * iWARP), sent by the caller without p2p_lock.
  */
-static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
+static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn,
+				 struct cma_p2p_notice_out *notice)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 	struct cma_event *evt;
@@ -849,6 +873,7 @@ static bool cma_p2p_conn_timeout(struct cma_p2p_conn *conn)
 		    : refused ? "our REQ still refused, REJECTED"
 			      : "the peer's REQ never came, UNREACHABLE");
 	pending = conn->state == CMA_P2P_PENDING;
+	cma_p2p_notice_ended(conn, notice);
 	cma_p2p_conn_unregister(conn);
 	if (pending) {
 		cma_p2p_give_up(conn, -ETIMEDOUT);
@@ -877,6 +902,7 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 {
 	struct cma_p2p_conn *conn = cma_p2p_timer_conn(timer);
 	struct cma_id_private *id_priv = conn->id_priv;
+	struct cma_p2p_notice_out notice = {0};
 	struct cma_p2p_chores c;
 	bool resend = false, chores;
 
@@ -887,11 +913,13 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	else if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
 				      conn->state == CMA_P2P_PENDING ||
 				      conn->state == CMA_P2P_RESEND))
-		resend = cma_p2p_conn_timeout(conn);
+		resend = cma_p2p_conn_timeout(conn, &notice);
 	chores = cma_p2p_take_chores(conn, &c);
 	cma_p2p_unlock();
+	/* After the chores: a given-up REQ's kernel id is gone first. */
 	if (chores)
 		cma_p2p_do_chores(conn, &c);
+	cma_p2p_notice_start(&notice);
 	if (resend)
 		cma_p2p_send_or_resolve(conn, true);
 	pthread_mutex_unlock(&id_priv->qp_lock);

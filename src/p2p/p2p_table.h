@@ -196,6 +196,12 @@ struct cma_p2p_conn {
 	uint64_t notice_serial;
 	bool noticed;
 	/*
+	 * The number of the last REQ this connect sent: a connect that ends
+	 * unanswered names it and every REQ before it dead in a NOTICE, so
+	 * that no late copy of one is left adopted or held at the peer.
+	 */
+	uint32_t last_number;
+	/*
 	 * An adoption moved the QP to RTS for a REQ, with @bound_psns (the
 	 * REQ's QP is the QP's own RTR destination: ibv_query_qp says).
 	 * When that REQ turns out dead (its ACCEPT refused), the QP stays
@@ -590,6 +596,25 @@ int cma_p2p_notice_send(sa_family_t family, const struct cma_p2p_key *key,
 void cma_p2p_verify_serve_now(void);
 /* Fuzz targets start each input afresh: everything of p2p_notice.c goes. */
 void cma_p2p_verify_reset(void);
+
+/* A NOTICE about to go out (p2p_connect.c, cma_p2p_notice_start). */
+struct cma_p2p_notice_out {
+	uint64_t serial; /* 0: none */
+	sa_family_t family;
+	struct cma_p2p_key key;
+	struct cma_p2p_hdr hdr;
+};
+
+/*
+ * Under p2p_lock, before @conn leaves the table: a connect of the lower
+ * end that ends unanswered (refused for good, given up, destroyed) fills
+ * @n with a NOTICE naming its REQs dead, or none.
+ */
+void cma_p2p_notice_ended(const struct cma_p2p_conn *conn,
+			  struct cma_p2p_notice_out *n);
+/* Without p2p_lock: send the NOTICE @n, if any; one that cannot go is
+ * unheard. */
+void cma_p2p_notice_start(const struct cma_p2p_notice_out *n);
 
 /* --- p2p_stale.c: what NOTICEs said is dead ------------------------------ */
 

@@ -89,33 +89,52 @@ static struct cma_p2p_hdr refused_as_stale(struct rdma_cm_id *id, uint32_t *kid)
 
 /*
  * The NOTICE goes out on a datagram id of the library's own: to the
- * peer's address and listening port, naming our QP, incarnation and the
- * refused REQ.  Its kernel id, its SIDR REQ out.
+ * peer's address and listening port, naming our incarnation and the
+ * refused REQ @number.  Its header; its kernel id, its SIDR REQ out, in
+ * *@kid.
  */
-static uint32_t notice_sent(struct rdma_cm_id *id,
-			    const struct cma_p2p_hdr *req, int resolves)
+static struct cma_p2p_hdr notice_out(uint32_t number, uint64_t incarnation,
+				     int resolves, uint32_t *kid)
 {
 	const struct sockaddr_in *dst;
 	struct cma_p2p_hdr n;
-	uint32_t kid;
 
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 1);
-	kid = last_on(RDMA_USER_CM_CMD_RESOLVE_ADDR);
-	ck_assert_uint_eq(fake_ucma_kid(kid)->ps, RDMA_PS_UDP);
-	dst = (const struct sockaddr_in *)&fake_ucma_kid(kid)->dst;
+	*kid = last_on(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+	ck_assert_uint_eq(fake_ucma_kid(*kid)->ps, RDMA_PS_UDP);
+	dst = (const struct sockaddr_in *)&fake_ucma_kid(*kid)->dst;
 	ck_assert_uint_eq(be16toh(dst->sin_port), P2P_PORT);
 	ck_assert_uint_eq(dst->sin_addr.s_addr,
 			  unit_ipv4("192.0.2.2", 0).sin_addr.s_addr);
-	fake_ucma_event(kid, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-	await_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, kid, 1);
-	fake_ucma_event(kid, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-	await_on(RDMA_USER_CM_CMD_CONNECT, kid, 1);
-	n = sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid);
+	fake_ucma_event(*kid, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	await_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, *kid, 1);
+	fake_ucma_event(*kid, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	await_on(RDMA_USER_CM_CMD_CONNECT, *kid, 1);
+	n = sent_hdr(RDMA_USER_CM_CMD_CONNECT, *kid);
 	ck_assert_uint_eq(n.kind, CMA_P2P_NOTICE);
-	ck_assert_uint_eq(n.qpn, id->qp->qp_num);
-	ck_assert_uint_eq(n.number, req->number);
-	ck_assert(n.incarnation == req->incarnation);
+	ck_assert_uint_eq(n.number, number);
+	ck_assert(n.incarnation == incarnation);
 	ck_assert_uint_eq(n.port, P2P_PORT);
+	return n;
+}
+
+/* The same, once the id that sent the REQs is gone. */
+static void notice_sent_for(uint32_t number, uint64_t incarnation, int resolves)
+{
+	uint32_t kid;
+
+	notice_out(number, incarnation, resolves, &kid);
+}
+
+/* The same, for @id's REQ @req, from @id's QP. */
+static uint32_t notice_sent(struct rdma_cm_id *id,
+			    const struct cma_p2p_hdr *req, int resolves)
+{
+	uint32_t kid;
+	struct cma_p2p_hdr n =
+		notice_out(req->number, req->incarnation, resolves, &kid);
+
+	ck_assert_uint_eq(n.qpn, id->qp->qp_num);
 	return kid;
 }
 
@@ -230,6 +249,47 @@ START_TEST(stale_again_is_paced)
 	expect_nothing();
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
+/*
+ * A connect that ends unanswered (here destroyed while it waits to send
+ * its refused REQ again) names its REQs dead: a copy the peer's CM may
+ * still get must not stay adopted or held there, keeping the peer's
+ * connect from the attempt that comes next.
+ */
+START_TEST(connect_ended_unanswered_tells_the_peer)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	int resolves = fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+	struct cma_p2p_hdr req;
+	uint32_t kid;
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	kid = kid_of(id);
+	req = sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid);
+	fake_ucma_event(kid, RDMA_CM_EVENT_REJECTED, 8);
+	expect_nothing();
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	notice_sent_for(req.number, req.incarnation, resolves);
+}
+END_TEST
+
+/* An established connect names nothing when it goes. */
+START_TEST(connect_established_tells_nothing)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.2");
+	int resolves = fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+
+	ck_assert_int_eq(p2p_connect(id), 0);
+	fake_ucma_event(kid_of(id), RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	usleep(100000);
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR),
+			 resolves);
 }
 END_TEST
 
@@ -399,6 +459,48 @@ START_TEST(notice_undoes_an_adoption_not_established)
 }
 END_TEST
 
+/*
+ * Undone, the connect takes a held request from another QP whose sender
+ * gave it up meanwhile: found dead before anything moves, so the QP is
+ * not reset for it, and the next REQ from the first QP still finds the
+ * QP as it was, receive and all.
+ */
+START_TEST(undone_adoption_meets_a_dead_request_from_another_qp)
+{
+	struct rdma_cm_id *id = connecting_id("192.0.2.0");
+	const struct fake_qp *f = fake_qp_of(id->qp);
+	uint32_t copy, other, next;
+
+	post_one_receive(id->qp);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	copy = peer_request("192.0.2.0", 0, "gone");
+	expect_nothing();
+	await_on(RDMA_USER_CM_CMD_ACCEPT, copy, 1);
+	req_qpn = QPN + 1;
+	req_number = 20;
+	other = peer_request("192.0.2.0", 0, "gone");
+	expect_nothing();
+	fake_ucma_kill_kid(other);
+	peer_notices(INC, QPN, 7);
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, other), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, other), 0);
+	ck_assert_int_eq(resets_of(id->qp), 0);
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	req_qpn = QPN;
+	req_number = 8;
+	next = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	await_on(RDMA_USER_CM_CMD_ACCEPT, next, 1);
+	ck_assert(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, next).flags &
+		  CMA_P2P_F_PSNS);
+	ck_assert_int_eq(resets_of(id->qp), 0);
+	ck_assert_int_eq(f->nrecvs, 1);
+	established_with_her_data(id, next);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+END_TEST
+
 /* An established connection is its sender's: no NOTICE names it. */
 START_TEST(notice_leaves_an_established_adoption)
 {
@@ -478,10 +580,14 @@ Suite *p2p_notice_suite(void)
 	tcase_add_test(tc, unheard_notice_sends_after_the_delay);
 	tcase_add_test(tc, stale_again_is_paced);
 	tcase_add_test(tc, other_refusals_tell_nothing);
+	tcase_add_test(tc, connect_ended_unanswered_tells_the_peer);
+	tcase_add_test(tc, connect_established_tells_nothing);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(th, higher_setup, higher_teardown);
 	tcase_add_test(th, notice_refuses_held_copies);
 	tcase_add_test(th, notice_undoes_an_adoption_not_established);
+	tcase_add_test(th,
+		       undone_adoption_meets_a_dead_request_from_another_qp);
 	tcase_add_test(th, notice_leaves_an_established_adoption);
 	tcase_add_test(th, malformed_notice_is_refused);
 	tcase_add_test(th, floors_are_bounded);
