@@ -165,6 +165,24 @@ static double now_s(void)
 }
 
 /*
+ * The peer replies to NOTICE @n (@heard, @status), and the REQ refused on
+ * kernel id @refused goes out again: at least the usual delay (200 ms)
+ * later if @paced.  The new kernel id.
+ */
+static uint32_t replied_then_sent(struct rdma_cm_id *id, uint32_t n, bool heard,
+				  int status, uint32_t refused, int resolves,
+				  bool paced)
+{
+	double t0 = now_s();
+
+	peer_replies(n, heard, status);
+	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 1);
+	if (paced)
+		ck_assert(now_s() - t0 >= 0.15);
+	return req_sent_again(id, refused, 0);
+}
+
+/*
  * The REQ waits for the NOTICE's end, however long past the usual resend
  * delay (200 ms) that is, and goes out at once when the peer answers,
  * with a number of its own; the NOTICE's id goes, and the connection
@@ -182,9 +200,7 @@ START_TEST(lower_end_tells_the_peer_before_sending_again)
 	usleep(500000);
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR),
 			 resolves + 1);
-	peer_replies(n, true, 2);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 2);
-	again = req_sent_again(id, kid, 0);
+	again = replied_then_sent(id, n, true, 2, kid, resolves + 1, false);
 	ck_assert_uint_gt(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).number,
 			  req.number);
 	await_on(RDMA_USER_CM_CMD_DESTROY_ID, n, 1);
@@ -204,15 +220,10 @@ START_TEST(unheard_notice_sends_after_the_delay)
 	int resolves = fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR);
 	struct cma_p2p_hdr req;
 	uint32_t kid, n;
-	double t0;
 
 	req = refused_as_stale(id, &kid);
 	n = notice_sent(id, &req, resolves);
-	t0 = now_s();
-	peer_replies(n, false, -ETIMEDOUT);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 2);
-	ck_assert(now_s() - t0 >= 0.15);
-	req_sent_again(id, kid, 0);
+	replied_then_sent(id, n, false, -ETIMEDOUT, kid, resolves + 1, true);
 	expect_nothing();
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
@@ -230,22 +241,15 @@ START_TEST(stale_again_is_paced)
 	int resolves = fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR);
 	struct cma_p2p_hdr req;
 	uint32_t kid, n, again;
-	double t0;
 
 	req = refused_as_stale(id, &kid);
 	n = notice_sent(id, &req, resolves);
-	peer_replies(n, true, 2);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 2);
-	again = req_sent_again(id, kid, 0);
+	again = replied_then_sent(id, n, true, 2, kid, resolves + 1, false);
 	req = sent_hdr(RDMA_USER_CM_CMD_CONNECT, again);
 	fake_ucma_event(again, RDMA_CM_EVENT_REJECTED, 10);
 	expect_nothing();
 	n = notice_sent(id, &req, resolves + 2);
-	t0 = now_s();
-	peer_replies(n, true, 2);
-	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, resolves + 4);
-	ck_assert(now_s() - t0 >= 0.15);
-	req_sent_again(id, again, 0);
+	replied_then_sent(id, n, true, 2, again, resolves + 3, true);
 	expect_nothing();
 	rdma_destroy_qp(id);
 	ck_assert_int_eq(rdma_destroy_id(id), 0);
@@ -416,6 +420,38 @@ START_TEST(notice_refuses_held_copies)
 }
 END_TEST
 
+/* @id's connect, its receive posted, adopted a copy from QPN: its kid. */
+static uint32_t adopted_a_copy(struct rdma_cm_id *id)
+{
+	uint32_t copy;
+
+	post_one_receive(id->qp);
+	ck_assert_int_eq(p2p_connect(id), 0);
+	copy = peer_request("192.0.2.0", 0, "gone");
+	expect_nothing();
+	await_on(RDMA_USER_CM_CMD_ACCEPT, copy, 1);
+	ck_assert_uint_eq(kid_of(id), copy);
+	return copy;
+}
+
+/*
+ * The sender's next REQ from QPN (number 8) is answered by the QP as it
+ * stood since the undone adoption of @copy; then @id goes.
+ */
+static void next_req_answered(struct rdma_cm_id *id, uint32_t copy)
+{
+	uint32_t next;
+
+	req_qpn = QPN;
+	req_number = 8;
+	next = peer_request("192.0.2.0", 0, "hers");
+	expect_nothing();
+	await_on(RDMA_USER_CM_CMD_ACCEPT, next, 1);
+	answered_as_it_stood(id, copy, next);
+	rdma_destroy_qp(id);
+	ck_assert_int_eq(rdma_destroy_id(id), 0);
+}
+
 /*
  * A late copy adopted and answered (its sender's CM dropped that REP) is
  * undone by the NOTICE: its kernel id goes, the id has a fresh one, the
@@ -426,15 +462,9 @@ START_TEST(notice_undoes_an_adoption_not_established)
 {
 	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	const struct fake_qp *f = fake_qp_of(id->qp);
-	uint32_t copy, next;
-	struct cma_p2p_hdr a, rep;
+	uint32_t copy = adopted_a_copy(id);
+	struct cma_p2p_hdr a;
 
-	post_one_receive(id->qp);
-	ck_assert_int_eq(p2p_connect(id), 0);
-	copy = peer_request("192.0.2.0", 0, "gone");
-	expect_nothing();
-	await_on(RDMA_USER_CM_CMD_ACCEPT, copy, 1);
-	ck_assert_uint_eq(kid_of(id), copy);
 	a = peer_notices(INC, QPN, 7);
 	answered(&a, 7);
 	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_DESTROY_ID, copy),
@@ -442,20 +472,7 @@ START_TEST(notice_undoes_an_adoption_not_established)
 	ck_assert_uint_ne(kid_of(id), copy);
 	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
 	expect_nothing();
-	req_number = 8;
-	next = peer_request("192.0.2.0", 0, "hers");
-	expect_nothing();
-	await_on(RDMA_USER_CM_CMD_ACCEPT, next, 1);
-	rep = sent_hdr(RDMA_USER_CM_CMD_ACCEPT, next);
-	ck_assert(rep.flags & CMA_P2P_F_PSNS);
-	ck_assert_uint_eq(rep.rq_psn, FAKE_UCMA_RQ_PSN(copy));
-	ck_assert_uint_eq(rep.sq_psn, FAKE_UCMA_SQ_PSN(copy));
-	ck_assert_int_eq(resets_of(id->qp), 0);
-	ck_assert_int_eq(f->nrecvs, 1);
-	established_with_her_data(id, next);
-	expect_nothing();
-	rdma_destroy_qp(id);
-	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	next_req_answered(id, copy);
 }
 END_TEST
 
@@ -469,13 +486,8 @@ START_TEST(undone_adoption_meets_a_dead_request_from_another_qp)
 {
 	struct rdma_cm_id *id = connecting_id("192.0.2.0");
 	const struct fake_qp *f = fake_qp_of(id->qp);
-	uint32_t copy, other, next;
+	uint32_t copy = adopted_a_copy(id), other;
 
-	post_one_receive(id->qp);
-	ck_assert_int_eq(p2p_connect(id), 0);
-	copy = peer_request("192.0.2.0", 0, "gone");
-	expect_nothing();
-	await_on(RDMA_USER_CM_CMD_ACCEPT, copy, 1);
 	req_qpn = QPN + 1;
 	req_number = 20;
 	other = peer_request("192.0.2.0", 0, "gone");
@@ -486,18 +498,7 @@ START_TEST(undone_adoption_meets_a_dead_request_from_another_qp)
 	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, other), 0);
 	ck_assert_int_eq(resets_of(id->qp), 0);
 	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
-	req_qpn = QPN;
-	req_number = 8;
-	next = peer_request("192.0.2.0", 0, "hers");
-	expect_nothing();
-	await_on(RDMA_USER_CM_CMD_ACCEPT, next, 1);
-	ck_assert(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, next).flags &
-		  CMA_P2P_F_PSNS);
-	ck_assert_int_eq(resets_of(id->qp), 0);
-	ck_assert_int_eq(f->nrecvs, 1);
-	established_with_her_data(id, next);
-	rdma_destroy_qp(id);
-	ck_assert_int_eq(rdma_destroy_id(id), 0);
+	next_req_answered(id, copy);
 }
 END_TEST
 

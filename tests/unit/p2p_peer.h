@@ -367,4 +367,27 @@ static inline void post_one_receive(struct ibv_qp *qp)
 	ck_assert_int_eq(fake_qp_of(qp)->nrecvs, 1);
 }
 
+/*
+ * @id's connect answered request @live with its QP as it stood, at RTS
+ * since the answer to the dead request @dead: never reset, its one
+ * posted receive still there, the REP dictating the PSNs @dead's kernel
+ * id gave it; then the connection forms.
+ */
+static inline void answered_as_it_stood(struct rdma_cm_id *id, uint32_t dead,
+					uint32_t live)
+{
+	const struct fake_qp *f = fake_qp_of(id->qp);
+	struct cma_p2p_hdr rep = sent_hdr(RDMA_USER_CM_CMD_ACCEPT, live);
+
+	ck_assert_int_eq(rep.kind, CMA_P2P_REP);
+	ck_assert(rep.flags & CMA_P2P_F_PSNS);
+	ck_assert_uint_eq(rep.rq_psn, FAKE_UCMA_RQ_PSN(dead));
+	ck_assert_uint_eq(rep.sq_psn, FAKE_UCMA_SQ_PSN(dead));
+	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
+	ck_assert_int_eq(resets_of(id->qp), 0);
+	ck_assert_int_eq(f->nrecvs, 1);
+	established_with_her_data(id, live);
+	expect_nothing();
+}
+
 #endif /* P2P_PEER_H */
