@@ -132,16 +132,19 @@ static void cma_p2p_settle(struct cma_p2p_listener *lis, uint32_t handle,
 }
 
 /*
- * Under p2p_lock: the first request @lis holds or adopts names the
- * address its peers' REQs come to; a companion listener there hears
- * their NOTICEs (p2p_notice.c).  True if the caller makes it, once
- * p2p_lock is dropped.  Not on iWARP (TCP connects have no copies) nor
- * without IP addressing (no route to send a NOTICE through).
+ * Under p2p_lock: the first request @lis holds or adopts that a NOTICE
+ * can name (numbered, from a QP: IB and RoCE) names the address its
+ * peers' REQs come to; a companion listener there hears their NOTICEs
+ * (p2p_notice.c).  True if the caller makes it, once p2p_lock is
+ * dropped.  Not on iWARP (TCP connects have no copies and no QP number)
+ * nor without IP addressing (no route to send a NOTICE through).
  */
 static bool cma_p2p_wants_companion(struct cma_p2p_listener *lis,
+				    const struct cma_p2p_hdr *hdr, uint32_t qpn,
 				    bool has_route)
 {
-	if (lis->companion || !has_route || cma_id_is_iwarp(lis->id_priv))
+	if (lis->companion || !has_route || !qpn || !hdr->number ||
+	    !hdr->incarnation || cma_id_is_iwarp(lis->id_priv))
 		return false;
 	lis->companion = true;
 	return true;
@@ -221,7 +224,8 @@ enum cma_p2p_verdict cma_p2p_conn_req(struct cma_id_private *listen_priv,
 		} else {
 			cma_p2p_settle(lis, resp->id, &key, &hdr, resp,
 				       has_route ? &route : NULL, &a);
-			companion = cma_p2p_wants_companion(lis, has_route);
+			companion = cma_p2p_wants_companion(
+				lis, &hdr, kp->qp_num, has_route);
 			family =
 				((struct sockaddr *)&route.src_addr)->sa_family;
 		}

@@ -317,6 +317,42 @@ START_TEST(other_refusals_tell_nothing)
 }
 END_TEST
 
+/*
+ * An ordinary listener (held for a time) makes its companion with the
+ * first request a NOTICE can name, on the address it came to; one from
+ * no QP (iWARP's) or unnumbered makes none.
+ */
+START_TEST(timed_listener_makes_its_companion_on_first_use)
+{
+	int listens = fake_ucma_count(RDMA_USER_CM_CMD_LISTEN);
+	const struct fake_kid *k;
+
+	req_incarnation = 0xB0B;
+	peer_request("192.0.2.0", 1, "x"); /* no QP, no number */
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LISTEN), listens);
+	req_qpn = 0x100;
+	req_number = 7;
+	peer_request("192.0.2.0", 2, "x");
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LISTEN), listens + 1);
+	k = fake_ucma_kid(last_on(RDMA_USER_CM_CMD_LISTEN));
+	ck_assert_uint_eq(k->ps, RDMA_PS_UDP);
+	ck_assert_uint_eq(
+		((const struct sockaddr_in *)&k->src)->sin_addr.s_addr,
+		unit_ipv4("192.0.2.1", 0).sin_addr.s_addr);
+	ck_assert_uint_eq(
+		be16toh(((const struct sockaddr_in *)&k->src)->sin_port),
+		P2P_PORT);
+	peer_request("192.0.2.0", 3, "x");
+	expect_nothing();
+	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_LISTEN), listens + 1);
+	req_qpn = 0;
+	req_number = 0;
+	req_incarnation = 0;
+}
+END_TEST
+
 /* --- the higher end: hearing --------------------------------------------- */
 
 #define QPN 0x100
@@ -583,6 +619,7 @@ Suite *p2p_notice_suite(void)
 	tcase_add_test(tc, other_refusals_tell_nothing);
 	tcase_add_test(tc, connect_ended_unanswered_tells_the_peer);
 	tcase_add_test(tc, connect_established_tells_nothing);
+	tcase_add_test(tc, timed_listener_makes_its_companion_on_first_use);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(th, higher_setup, higher_teardown);
 	tcase_add_test(th, notice_refuses_held_copies);
