@@ -656,7 +656,7 @@ cma_p2p_filter_event(struct cma_event *evt,
 		drop = true; /* the application has its UNREACHABLE */
 	} else if (conn->state == CMA_P2P_ADOPTING) {
 		drop = true; /* the kernel id an adoption is replacing */
-	} else if (cma_p2p_route_event(conn, resp, &step)) {
+	} else if (cma_p2p_route_event(conn, resp, &step, &notice)) {
 		drop = true; /* resolving for our REQ (p2p_resolve.c) */
 	} else if (resp->event == RDMA_CM_EVENT_REJECTED &&
 		   conn->state == CMA_P2P_PENDING &&
@@ -946,6 +946,20 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 	conn->peer_gone = false;
 	switch (conn->state) {
 	case CMA_P2P_CONNECTED:
+		if (cma_p2p_adoption_open(conn)) {
+			/*
+			 * Its REP goes to a process that is gone: undone as a
+			 * NOTICE would (the timer holds the id's qp_lock), the
+			 * connect waits for the new process's REQ.
+			 */
+			conn->busy++;
+			cma_p2p_unlock();
+			cma_p2p_unadopt(conn);
+			cma_p2p_lock();
+			conn->busy--;
+			cma_p2p_idle();
+			return;
+		}
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);
 		cma_p2p_conn_unregister(conn);
 		break;
@@ -989,10 +1003,15 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 				      conn->state == CMA_P2P_RESEND) &&
 				     !conn->busy))
 			continue;
-		if (conn->busy)
+		if (conn->busy) {
 			conn->peer_gone = true;
-		else
+		} else if (cma_p2p_adoption_open(conn)) {
+			/* Undoing it needs the id's qp_lock: the timer's. */
+			conn->peer_gone = true;
+			cma_p2p_chores_soon(conn);
+		} else {
 			cma_p2p_peer_gone(conn);
+		}
 	}
 }
 void cma_p2p_peer_seen(const struct cma_p2p_ident *remote, uint64_t incarnation,

@@ -311,16 +311,19 @@ bool cma_p2p_route_later(const struct cma_p2p_conn *conn)
 /*
  * Under p2p_lock (and the id's qp_lock): the resolution for our REQ
  * failed with @err; reported by an event once rdma_connect has returned
- * (@deferred), else by rdma_connect.
+ * (@deferred), else by rdma_connect.  The REQs the connect sent before
+ * are named dead in @notice, sent once p2p_lock is dropped.
  */
 static void cma_p2p_route_failed(struct cma_p2p_conn *conn, int err,
-				 bool deferred)
+				 bool deferred,
+				 struct cma_p2p_notice_out *notice)
 {
 	char kb[CMA_P2P_KEY_STRLEN];
 
 	cma_p2p_dbg("connect %s: route for our REQ not resolved: %s",
 		    cma_p2p_key_str(&conn->key, kb, sizeof(kb)), strerror(err));
 	conn->route = CMA_P2P_ROUTE_LATER;
+	cma_p2p_notice_ended(conn, notice);
 	cma_p2p_conn_unregister(conn);
 	if (deferred)
 		cma_p2p_deferred_failed(conn, err);
@@ -366,6 +369,7 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 			     bool deferred)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
+	struct cma_p2p_notice_out notice = {0};
 	int fd = cma_id_fd(id_priv), ret, err;
 
 	cma_p2p_lock();
@@ -384,11 +388,12 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 	cma_p2p_lock();
 	conn->busy--;
 	if (ret)
-		cma_p2p_route_failed(conn, err, deferred);
+		cma_p2p_route_failed(conn, err, deferred, &notice);
 	if (conn->peer_gone)
 		cma_p2p_chores_soon(conn);
 	cma_p2p_idle();
 	cma_p2p_unlock();
+	cma_p2p_notice_start(&notice);
 	errno = err;
 	return ret;
 }
@@ -415,7 +420,8 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
 
 bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 			 const struct rdma_ucm_event_resp *resp,
-			 enum cma_p2p_route_step *next)
+			 enum cma_p2p_route_step *next,
+			 struct cma_p2p_notice_out *notice)
 {
 	bool ok = false;
 
@@ -445,8 +451,8 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 	}
 	if (!ok) {
 		cma_p2p_route_failed(
-			conn, resp->status ? -resp->status : EHOSTUNREACH,
-			true);
+			conn, resp->status ? -resp->status : EHOSTUNREACH, true,
+			notice);
 		return true;
 	}
 	if (conn->route == CMA_P2P_ROUTE_ADDR) {

@@ -100,8 +100,7 @@ static struct cma_p2p_conn *cma_p2p_dead_adoption(const struct cma_p2p_dead *d)
 	for (conn = cma_p2p_conn_next_of(NULL, &d->from); conn;
 	     conn = cma_p2p_conn_next_of(conn, &d->from))
 		if ((conn->state == CMA_P2P_ADOPTING ||
-		     (conn->state == CMA_P2P_CONNECTED && conn->adopted &&
-		      !conn->established)) &&
+		     cma_p2p_adoption_open(conn)) &&
 		    cma_p2p_dead_names(d, &conn->key.remote, &conn->claimed_hdr,
 				       conn->claimed_qpn))
 			return conn;

@@ -482,6 +482,16 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
  */
 int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked);
 /*
+ * Under p2p_lock: @conn adopted a request whose connection is not
+ * established: a NOTICE, or its sender's restart, may still undo it.
+ */
+static inline bool cma_p2p_adoption_open(const struct cma_p2p_conn *conn)
+{
+	return conn->state == CMA_P2P_CONNECTED && conn->adopted &&
+	       !conn->established;
+}
+
+/*
  * Under the id's qp_lock, without p2p_lock: undo @conn's adoption of a
  * request a NOTICE named dead, its QP kept bound; the connect waits on.
  * 0, or -1/errno with the adoption as it was (no fresh kernel id).
@@ -540,8 +550,10 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred);
 /*
  * Under p2p_lock: an event of the resolution cma_p2p_resolve_now began.
  * True if it is one (never the application's); then @next says what the
- * caller does once p2p_lock is dropped (cma_p2p_route_next).
+ * caller does once p2p_lock is dropped (cma_p2p_route_next), and @notice
+ * is a NOTICE to send then if the connect ended (cma_p2p_notice_ended).
  */
+struct cma_p2p_notice_out;
 enum cma_p2p_route_step {
 	CMA_P2P_STEP_NONE,
 	CMA_P2P_STEP_ROUTE, /* the address is resolved: resolve the route */
@@ -549,7 +561,8 @@ enum cma_p2p_route_step {
 };
 bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 			 const struct rdma_ucm_event_resp *resp,
-			 enum cma_p2p_route_step *next);
+			 enum cma_p2p_route_step *next,
+			 struct cma_p2p_notice_out *notice);
 /* Without p2p_lock, under the id's qp_lock: do @next. */
 void cma_p2p_route_next(struct cma_p2p_conn *conn,
 			enum cma_p2p_route_step next);
