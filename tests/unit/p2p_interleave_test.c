@@ -13,16 +13,14 @@
  * (a connect on a fresh id, destroying an attempt's id), B's (a connect,
  * giving an attempt up, sending a refused REQ again, being killed and
  * started again with a new incarnation), the delivery of each message in
- * flight in either direction (REQ, REP, RTU, the refusals, the
- * questions about REQs and their answers, and the kernel's own
- * reports), its loss where the IB CM lets the library see one, A's
- * library reading what its CM took while it was behind (see Late
- * copies), and the expiry of each of A's timers.  The explorer
- * enumerates the
- * choices depth first up to a depth bound; each prefix is replayed from a
- * fresh state in a fork()ed child and then completed the fair way (every
- * message delivered, every connect made, timers last), and the outcome
- * is checked against what rdma_cm_p2p(7) promises (see finish()).
+ * flight in either direction (REQ, REP, RTU, the refusals, the NOTICEs
+ * of dead REQs and their answers, and the kernel's own reports), its
+ * loss where the IB CM lets the library see one, and the expiry of each
+ * of A's timers.  The explorer enumerates the choices depth first up to
+ * a depth bound; each prefix is replayed from a fresh state in a
+ * fork()ed child and then completed the fair way (every message
+ * delivered, every connect made, timers last), and the outcome is
+ * checked against what rdma_cm_p2p(7) promises (see finish()).
  *
  * Two things make a replay deterministic.  p2p's clock is frozen at the
  * checker's own time (cma_p2p_set_clock), which moves only when a chosen
@@ -42,63 +40,66 @@
  * once.  A violation is printed with its schedule and the choices that
  * make it: P2P_INTERLEAVE_REPLAY=lower:1,3,0 runs that one alone.
  *
- * Late copies (src/p2p/p2p_verify.c).  Every REQ states its sender's
- * number for it, its QP and its sender's incarnation; the higher end
- * asks the lower end whether it is still current before it holds or
- * adopts it, and the lower end answers from its own state.  B lower:
- * B's REQs come from a QP of B's attempt, numbered by B's process; A's
- * library asks on its verify channel (a UDP id: its address and route
- * resolve at once, then a SIDR REQ, a QUERY, is a message to B), and B's
- * answer is a message back (UNREACHABLE, status 2, the ANSWER in its
- * data; status 1 while no B process listens; lost: -ETIMEDOUT), live iff
- * an attempt of that process is pending on that very REQ.  B higher: A's
- * REQs carry A's numbers and A makes its companion listener before the
- * first; B asks about each REQ it receives (a CONNECT_REQUEST on the
- * companion, the QUERY in its data), A answers (a REJECT with an ANSWER,
- * checked against what the checker knows of that REQ), and B holds or
- * adopts a live one as before, refuses a stale one for good (REJ_STALE)
- * and one it had no answer for, for now.  A question or its answer may
+ * Late copies (src/p2p/p2p_notice.c, p2p_stale.c).  Every REQ states
+ * its sender's number for it, its QP and its sender's incarnation.  The
+ * higher end holds or adopts every REQ at once, a late copy too; its CM
+ * then holds a request from the sender's QP, and refuses that QP's next
+ * REQ as a stale connection (reason 10, no data): A's CM (B lower) and
+ * B's (B higher) refuse a REQ from a QP they still hold another request
+ * or a connection from, disconnecting a connection.  The lower end, so
+ * refused, tells the higher end's companion listener (a SIDR REQ, a
+ * NOTICE) that every REQ from that QP up to the one refused is dead, and
+ * sends its next REQ once the answer comes, or after its resend delay
+ * when none does.  B lower: B's REQs come from a QP of B's attempt,
+ * numbered by B's process; A's companion is made by its listen, and
+ * B's NOTICE is a CONNECT_REQUEST on it, the NOTICE in its data; A
+ * answers with a REJECT carrying the ANSWER, which is checked to come
+ * only once no request it names is held and no adoption of one stands
+ * (none of them is ever established: B's CM gave them up).  A refuses
+ * as stale only what a NOTICE named, never holds or adopts it after,
+ * and a connect whose adoption a NOTICE undid keeps its QP at RTS: the
+ * next REQ from the same QP is answered with dictated PSNs, and the
+ * receive posted before connecting is still there when it is
+ * established (only an adoption from another QP may reset the QP).
+ * B higher: A's REQs carry A's numbers; refused as stale, A sends its
+ * NOTICE on its verify channel (a UDP id: its address and route resolve
+ * at once, then the SIDR REQ is a message to B), checked to name A's QP
+ * and exactly the REQ refused; B refuses the copies it holds of REQs
+ * named, undoes an adoption of one, refuses one that comes later, and
+ * answers (UNREACHABLE, status 2, the ANSWER in its data; status 1 while
+ * no B process listens; lost: -ETIMEDOUT).  A NOTICE or its answer may
  * be lost.  Either end's CM may refuse a REQ unseen (as if the listener
  * were not up yet) while the sender's CM has sent a copy that comes
- * later; and B lower, A's refusal of B's REQ (by its library, its
- * question having had no answer, say, or by its CM for a stale
- * connection) may reach B after B's CM sent a copy of it, which reaches
- * A's CM later as a fresh REQ (A's kernel id for the first is gone by
- * then).  Once a REJ or a timeout ends one of A's REQs in A's
- * CM, its kernel id refuses the INIT attributes, as the kernel's does,
- * which A's answer looks at.  B higher, A's CM may take such an end
- * (B's REJ, the kernel's report of B's restart) while A's library reads
- * it only later, at a step of its own (the service thread is late), and
- * A's CM may time its REQ out while B asks about it (B's CM sends no MRA
- * meanwhile; a fault), read later too: a question about that REQ or a
- * copy of it then finds A's connect still waiting on it, and only the
- * kernel id tells A to answer stale.  While such an event is unread,
- * nothing on A's served channel is read (the kernel's order stays), and
- * the application reads only what its fd shows.  The premise of asking
- * is modelled, not assumed: messages from one CM to the other travel one
- * path in order, so a question or an answer overtakes nothing its CM
- * sent before it (the refusal of a REQ reaches the sender before a
- * question about its copy); other messages may overtake each other
- * across connections, which the wire never does.
- * B's REQs from one QP keep their order, and A's CM refuses a REQ from a
- * QP it still holds (or asks about) another request or a connection from
- * (reason 10, disconnecting a connection).  A late copy is never held or
- * adopted: by A (a copy of B's REQ) nor by B (a copy of A's).
+ * later; and B lower, A's refusal of B's REQ (by its library, or by its
+ * CM for a stale connection) may reach B after B's CM sent a copy of it,
+ * which reaches A's CM later as a fresh REQ (A's kernel id for the first
+ * is gone by then).  Once a REJ or a timeout ends one of A's REQs in A's
+ * CM, its kernel id refuses the INIT attributes, as the kernel's does.
+ * The REQs from one QP keep their order, copies included; a NOTICE may
+ * overtake a copy of a REQ it names (refused as it comes), and other
+ * messages may overtake each other across connections, which the wire
+ * never does.  The REP that answers an adopted late copy reaches a CM
+ * that is done with that REQ and drops it; the adopting CM gives up
+ * after its retries, about a minute later: a message the completion
+ * delivers last, after the pairs are checked, so that such an adoption
+ * still waits then, with a live attempt of the other side's, if nothing
+ * undid it.  The completion delivers NOTICEs first, and a refusal of
+ * B's REQ after B's CM copied it, so that a copy comes after the NOTICE
+ * in every completion that has one.
  *
  * What the model leaves out: copies of a REQ whose kernel id lives (the
- * CM answers them), copies of A's REQs that B's library refused (B
- * higher: only B's CM's unseen refusal makes one), A's library reading
- * late anything but the end of one of its REQs while B may still ask
- * about it (a request of B's that sits in A's CM unread while another
- * from its QP arrives: B's REQs and the answers to A's questions are
- * read as they are delivered, and so is the end of a REQ of A's nobody
- * can ask about any more), lost RTUs, REJs and DREQs (the CM sends them
- * again), a REJ that overtakes its REQ, B's REQs in the B higher case (a
- * peer breaking the rule), a question that cannot be asked (no route, no
- * id) or an answer that does not parse, a lower end without a
- * companion, REQ numbers wrapping, explicit tags, iWARP, AF_IB, the hold
- * and the held request caps, the window of REQs out (A makes 3), A's own
- * kernel failing a command.
+ * CM answers them), copies of A's REQs that B's library or B's CM as a
+ * stale connection refused (B higher: only B's CM's unseen refusal makes
+ * one), A's library reading an event late (the service thread reads
+ * after each step), an adoption under way when a NOTICE comes (each
+ * step's is over before the next), lost RTUs, REJs and DREQs (the CM
+ * sends them again), a REJ that overtakes its REQ, B's REQs in the B
+ * higher case (a peer breaking the rule), a NOTICE that cannot be sent
+ * (no route, no id) or an answer that does not parse, a higher end
+ * without a companion, the cap on the floors a higher end keeps, REQ
+ * numbers wrapping, explicit tags, iWARP, AF_IB, the hold and the held
+ * request caps, the window of REQs out (A makes 3), A's own kernel
+ * failing a command (no fresh kernel id for an undone adoption, say).
  */
 #include <config.h>
 
@@ -178,7 +179,7 @@ const char *__tsan_default_options(void)
 /* SIDR reply statuses the kernel reports as UNREACHABLE's status. */
 #define IB_SIDR_UNSUPPORTED 1 /* nobody listens on that service ID */
 #define IB_SIDR_REJECT 2 /* refused, with the answer in its data */
-/* The connection a question and its answer are part of. */
+/* The connection a NOTICE and its answer are part of. */
 #define CHAN_VERIFY 0x30000u
 
 enum cfg { B_LOWER, B_HIGHER };
@@ -203,19 +204,24 @@ enum msg_type {
 	M_REJ, /* a refusal: @status, @kind the p2p header's (0: none) */
 	M_WITHDRAW, /* A gave up its REQ (its kernel id destroyed) */
 	M_DREQ, /* A's end of a formed or forming connection went away */
-	M_KEV, /* an event A's kernel reports on its own (a CM timeout) */
 	/*
-	 * The higher end asks the lower end whether a REQ is its QP's
-	 * current one (a SIDR REQ to its companion listener), and the
-	 * answer (a SIDR REP that refuses, the answer in its data).
+	 * An event a kernel reports on its own: A's (a CM timeout), or, to
+	 * B, B's CM giving up the REP it sent for @kid.
 	 */
-	M_QUERY,
+	M_KEV,
+	/*
+	 * The lower end tells the higher end that its REQs from a QP up to
+	 * a number are dead (a SIDR REQ to the companion listener), and the
+	 * answer that it was acted on (a SIDR REP that refuses, the answer
+	 * in its data).
+	 */
+	M_NOTICE,
 	M_ANSWER,
 };
 
 static const char *const msg_name[] = {"REQ",	"REP",	    "RTU",
 				       "REJ",	"WITHDRAW", "DREQ",
-				       "event", "QUERY",    "ANSWER"};
+				       "event", "NOTICE",   "ANSWER"};
 
 struct msg {
 	uint8_t type;
@@ -223,28 +229,34 @@ struct msg {
 	bool dead; /* a REQ its sender gave up on the way: arrives dead */
 	/*
 	 * A REQ its sender's CM sent again before the refusal of its first
-	 * copy came back (a late copy; enum copy_kind: who refused it);
-	 * M_QUERY, M_ANSWER: about such a copy.
+	 * copy came back (a late copy; enum copy_kind: who refused it).
 	 */
 	uint8_t copy;
-	bool live; /* M_ANSWER: the REQ asked about is current */
+	/*
+	 * Comes after everything the completion may still do (a CM's
+	 * retries of a REP nobody answers: about a minute).
+	 */
+	bool slow;
 	uint8_t att; /* B's attempt it is of; an A REQ's: A's attempt */
-	uint8_t gen; /* B lower: which REQ of the attempt */
+	/*
+	 * Which REQ of the attempt: B's REQs; A's (B higher); M_NOTICE,
+	 * M_ANSWER: the last one named dead.
+	 */
+	uint8_t gen;
 	uint8_t kind; /* M_REJ */
 	bool app_data; /* M_REJ: an application's refusal, with its data */
 	uint8_t inc; /* the B process that sent it */
 	uint32_t kid; /* A's kernel id it is about (0: a REQ not there yet) */
 	uint32_t chan; /* the connection: its messages keep their order */
 	uint32_t ev; /* M_KEV */
-	int status; /* M_REJ, M_KEV; B lower's M_ANSWER: the SIDR status */
+	int status; /* M_REJ, M_KEV; M_ANSWER: the SIDR status */
 	/*
 	 * M_REQ: its number, its QP and its sender's incarnation as its
-	 * header states them; M_QUERY, M_ANSWER: those of the REQ asked
-	 * about.
+	 * header states them; M_NOTICE, M_ANSWER: those of the REQs named
+	 * dead (the number the highest).
 	 */
 	uint32_t number, qpn;
 	uint64_t incarnation;
-	uint32_t qid; /* B higher's M_QUERY, M_ANSWER: B's question */
 	uint32_t seq;
 };
 
@@ -253,9 +265,9 @@ enum kid_role {
 	K_NONE,
 	K_BREQ,
 	K_AREQ,
-	K_QUERY, /* B lower: A's question about a REQ of B's */
-	K_COMP, /* B higher: A's companion listener */
-	K_CREQ, /* B higher: a question of B's at A's companion */
+	K_NOTICE, /* B higher: A's NOTICE to B */
+	K_COMP, /* A's companion listener */
+	K_CREQ, /* B lower: a NOTICE of B's at A's companion */
 };
 
 enum kid_state {
@@ -265,29 +277,22 @@ enum kid_state {
 	KS_ACCEPTED,
 	KS_ESTAB,
 	KS_GONE,
-	KS_ASKING, /* K_BREQ: A asks B whether it is current */
 };
-
-/* What the lower end said of a REQ (K_BREQ: B of its REQ, to A). */
-enum said { SAID_NOTHING, SAID_LIVE, SAID_STALE, SAID_NONE };
 
 struct kid_info {
 	uint8_t role;
 	uint8_t st;
-	uint8_t att; /* K_BREQ: B's attempt; K_AREQ: A's */
+	/* K_BREQ, K_CREQ: B's attempt; K_AREQ, K_NOTICE: A's */
+	uint8_t att;
+	/* Which REQ of the attempt; K_NOTICE, K_CREQ: the last named dead */
 	uint8_t gen;
+	uint8_t inc; /* K_BREQ, K_CREQ: B's process */
 	int8_t a_att; /* K_BREQ: the A attempt that accepted it */
 	bool dead; /* fake_ucma_kill_kid */
 	uint8_t copy; /* K_BREQ: a late copy of B's REQ (enum copy_kind) */
 	bool term; /* a final event came: the kernel reports no other */
 	bool disc; /* DISCONNECTED came or is on its way: only once */
-	uint8_t said; /* K_BREQ: enum said */
 	uint32_t number; /* K_BREQ, K_AREQ: its REQ's number */
-	/* K_BREQ: A's question about it; K_QUERY, K_CREQ: the REQ's kid */
-	uint32_t about;
-	uint32_t qid; /* K_CREQ: B's question */
-	/* What its kernel queued while A's library was behind (w.unread). */
-	uint32_t unread_ev;
 };
 
 enum a_state { AS_IDLE, AS_WAIT, AS_ENDED };
@@ -301,23 +306,39 @@ struct a_att {
 	int b_partner; /* the B attempt its ESTABLISHED came from */
 	int64_t start;
 	int64_t refused_at; /* when its REQ was last refused (for now) */
-	bool refusal_unread; /* that refusal is in A's CM, not read yet */
+	/*
+	 * B higher: when its last NOTICE ended (-1: none since the last
+	 * refusal), and whether B answered it; the kernel id of its REQ B's
+	 * CM refused as stale, whose NOTICE is due (0: none).
+	 */
+	int64_t notice_end;
+	bool heard;
+	uint32_t notice_due;
 	int epoch; /* how many of B's processes were gone when it began */
 	int reqs; /* B higher: REQs it sent */
+	/*
+	 * B lower: the B attempt whose QP its QP was last at RTS for (-1:
+	 * none), whether an adoption from another QP reset it since, and
+	 * whether a NOTICE undid an adoption of its.
+	 */
+	int qp_att;
+	bool reset, unadopted;
 };
 
 enum b_state {
 	BS_NONE,
 	BS_PENDING, /* B lower: its REQ is out */
 	BS_RESEND, /* B lower: refused for now, sent again in 200 ms */
+	BS_NOTICE, /* B lower: refused as stale, its NOTICE out */
 	BS_WAIT, /* B higher: waits for A's REQ */
 	BS_REPSENT, /* B higher: adopted A's REQ, waits for the RTU */
 	BS_ESTAB,
 	BS_DONE,
 };
 
-static const char *const b_state_name[] = {
-	"none", "pending", "resend", "wait", "rep-sent", "established", "done"};
+static const char *const b_state_name[] = {"none",	  "pending", "resend",
+					   "notice",	  "wait",    "rep-sent",
+					   "established", "done"};
 
 struct b_att {
 	uint8_t st;
@@ -345,15 +366,14 @@ enum act_kind {
 	ACT_DELIVER,
 	ACT_FIRE_CONN,
 	ACT_FIRE_LIS,
-	/* A's library reads the events its CM took meanwhile (V_UNREAD). */
-	ACT_A_READ,
 };
 
 /*
  * How a message is delivered: as sent, lost, or (a REQ to B) refused for
  * now by B's library, refused for good by its application, or refused by
- * B's CM as a stale connection (reason 10: it still held an earlier REQ
- * from A's QP, a late copy of one A had moved on from).
+ * B's CM as a stale connection (reason 10) for a cause the model does not
+ * know of (its own refusals as stale follow from what B holds:
+ * b_cm_stale).
  */
 enum variant {
 	V_OK,
@@ -370,25 +390,11 @@ enum variant {
 	 */
 	V_REFUSE_UNSEEN,
 	/*
-	 * An order, not a fault: B higher, a refusal or a timeout of A's REQ
-	 * is taken by A's CM (its kernel id refuses the INIT attributes from
-	 * then on, the event is queued) but A's library reads it only at a
-	 * later A.read step, while a question about that REQ may still come.
-	 */
-	V_UNREAD,
-	/*
-	 * B higher, a fault: B's question about A's REQ comes after A's CM
-	 * timed that REQ out (B's CM sends no MRA while B asks), the event
-	 * not read yet (V_UNREAD).
-	 */
-	V_REQ_TIMEOUT,
-	/*
 	 * An order, not a fault: B lower, A's refusal of B's REQ (by its
 	 * library, or by its CM for a stale connection) reaches B after B's
 	 * CM sent a copy of that REQ (the refusal took longer than the CM's
-	 * response timeout: A's library asked first, say), which reaches
-	 * A's CM later, as a fresh REQ: A's kernel id for the original is
-	 * gone.
+	 * response timeout), which reaches A's CM later, as a fresh REQ:
+	 * A's kernel id for the original is gone.
 	 */
 	V_COPIED,
 };
@@ -415,14 +421,19 @@ enum coverage {
 	COV_RESET, /* failed because B restarted (-ECONNRESET) */
 	COV_DISCONNECTED,
 	COV_REFORMED, /* formed with B's process after a restart */
-	COV_ASKED, /* the higher end asked whether a REQ is current */
-	COV_LIVE, /* the lower end answered: it is */
-	COV_STALE, /* the lower end answered: it is not */
-	COV_UNANSWERED, /* no answer came (lost, or nobody listened) */
+	COV_NOTICE, /* the lower end told the higher end of dead REQs */
+	COV_HEARD, /* the higher end answered a NOTICE */
+	COV_UNHEARD, /* a NOTICE had no answer (lost, or nobody listened) */
+	COV_COPY_TAKEN, /* a late copy was held or adopted */
 	COV_LATE_COPY, /* a late copy was refused as stale */
-	/* A's REQ's refusal or timeout unread, its kernel id said: stale */
-	COV_UNREAD_STALE,
 	COV_REFUSED_COPY, /* a copy of a REQ A refused, refused stale */
+	COV_FLOOR, /* a REQ a NOTICE named dead was refused as it came */
+	COV_UNADOPTED, /* a NOTICE undid an adoption */
+	/*
+	 * A connect whose adoption a NOTICE undid was established, its QP
+	 * at RTS all along, with the receive posted before connecting.
+	 */
+	COV_UNADOPTED_KEPT,
 	COV_COUNT
 };
 
@@ -439,13 +450,15 @@ static const char *const cov_name[] = {"established",
 				       "restart",
 				       "disconnected",
 				       "formed-after-restart",
-				       "asked",
-				       "answered-live",
-				       "answered-stale",
-				       "unanswered",
+				       "noticed",
+				       "notice-answered",
+				       "notice-unheard",
+				       "copy-taken",
 				       "stale-copy-refused",
-				       "stale-while-unread",
-				       "refused-copy-refused"};
+				       "refused-copy-refused",
+				       "dead-on-arrival",
+				       "unadopted",
+				       "unadopted-kept-receive"};
 
 static struct {
 	enum cfg cfg;
@@ -463,21 +476,20 @@ static struct {
 		bool dead, copy;
 	} b_held[MAX_HELD_B];
 	int nb_held;
-	/* B higher: A's REQs B asks A about, each by its question */
-	struct {
-		uint32_t kid, qid;
-		bool dead, copy;
-	} b_ask[MAX_HELD_B];
-	int nb_ask;
-	uint32_t qid; /* B higher: B's last question */
+	/*
+	 * B higher: the last of the REQs from A's connect's QP a NOTICE
+	 * named dead, as B's process keeps it (0: none).
+	 */
+	uint8_t b_floor[NA];
+	/*
+	 * B lower: the last of B's attempt's REQs a NOTICE that reached A
+	 * named dead (0: none); an attempt is of one process.
+	 */
+	uint8_t a_floor[NB];
 	uint32_t a_number; /* B higher: the last number A's REQs stated */
 	int vfd; /* the kernel fd of p2p's verify channel (0: none yet) */
-	/*
-	 * A's CM took events that A's library has not read yet: the served
-	 * channel's kernel fd is not read until an A.read step.
-	 */
-	bool unread;
-	uint32_t comp_kid; /* B higher: A's companion listener */
+	uint32_t comp_kid; /* A's companion listener */
+	uint8_t cur_msg; /* the type of the message being delivered */
 	struct msg fl[MAX_FLIGHT];
 	int nfl;
 	uint32_t seq;
@@ -649,12 +661,6 @@ static void a_drain(void)
 
 	for (;;) {
 		readable = unit_readable(ch->fd);
-		/*
-		 * Events A's CM took but nobody read: the application, which
-		 * waits on its fd, does not read the kernel's either.
-		 */
-		if (w.unread && !readable)
-			return;
 		ret = rdma_get_cm_event(ch, &ev);
 		CHECK(readable == !ret,
 		      "the channel's fd is %sreadable but rdma_get_cm_event %s",
@@ -679,13 +685,12 @@ static int verify_queued(void)
 /* Events on the served channel that the library is to read now. */
 static int served_queued(void)
 {
-	return w.unread ? 0 : fake_ucma_queued(w.kfd);
+	return fake_ucma_queued(w.kfd);
 }
 
 /*
  * What the service thread would do: read and handle the kernel's events,
- * on the served channel (unless it is late: w.unread) and on p2p's own
- * verify channel.
+ * on the served channel and on p2p's own verify channel.
  */
 static void serve(void)
 {
@@ -811,6 +816,8 @@ static void park_service_thread(void)
 	CHECK(read(park_fds[0], &c, 1) == 1, "the service thread never ran");
 }
 
+static void sent_listen(const struct fake_cmd *c);
+
 static void world_setup(void)
 {
 	struct sockaddr_in me = unit_ipv4("192.0.2.1", P2P_PORT);
@@ -844,11 +851,17 @@ static void world_setup(void)
 		w.a[j].id = a_new_id();
 		w.a[j].b_partner = -1;
 		w.a[j].refused_at = -1;
+		w.a[j].notice_end = -1;
+		w.a[j].qp_att = -1;
 	}
 	cma_p2p_lock();
 	w.lis = cma_p2p_find_listener(cma_id_priv(listener));
 	cma_p2p_unlock();
 	CHECK(w.lis, "no p2p listener");
+	/* A companion made by the listen: where NOTICEs come. */
+	for (j = 0; j < fake_ucma_ncmds(); j++)
+		if (fake_ucma_cmd(j)->cmd == RDMA_USER_CM_CMD_LISTEN)
+			sent_listen(fake_ucma_cmd(j));
 	w.cmds_seen = fake_ucma_ncmds();
 	for (j = 0; j < NB; j++) {
 		w.b[j].a_partner = -1;
@@ -906,28 +919,24 @@ static void kev(uint32_t kid, uint32_t ev, int status)
 	m->status = status;
 }
 
-/* A REQ or REP of B's: it states the incarnation of B's process. */
+/* A REQ, REP or NOTICE of B's: it states the incarnation of B's process. */
 static bool from_b_process(const struct msg *m)
 {
-	return !m->to_b && (m->type == M_REQ || m->type == M_REP);
-}
-
-static bool is_verify(const struct msg *m)
-{
-	return m->type == M_QUERY || m->type == M_ANSWER;
+	return !m->to_b &&
+	       (m->type == M_REQ || m->type == M_REP || m->type == M_NOTICE);
 }
 
 /*
  * A message is deliverable when it is the oldest of its connection; and
  * one of B's processes is not heard before the one it replaced, whose
  * messages were on the wire for less time than a restart takes (the
- * kernel stops sending them when the process dies).  A question or an
- * answer overtakes nothing its CM sent before it: messages from one end's
- * CM to the other's travel one path, in order, so the refusal of a REQ
- * comes before a question about a copy of it (the premise of asking,
- * p2p_verify.c).  The model lets other messages overtake each other
- * across connections, which the wire never does: more schedules, none
- * lost.
+ * kernel stops sending them when the process dies).  The REQs from one
+ * QP arrive in order, copies included (the CM sends all copies of a REQ
+ * before its library can send the next).  The model lets other messages
+ * overtake each other across connections, which the wire never does:
+ * more schedules, none lost.  So a NOTICE may come before a copy of a REQ
+ * it names, which its sender's CM sent before it (as when the higher
+ * end's library reads its companion's channel first).
  */
 static bool deliverable(int i)
 {
@@ -937,12 +946,9 @@ static bool deliverable(int i)
 	for (k = 0; k < w.nfl; k++) {
 		if (k < i && w.fl[k].to_b == m->to_b && w.fl[k].chan == m->chan)
 			return false;
-		if (k < i && w.fl[k].to_b == m->to_b && is_verify(m))
-			return false;
-		/* B's REQs from one QP (one attempt) arrive in order. */
-		if (k < i && !m->to_b && m->type == M_REQ && w.cfg == B_LOWER &&
-		    !w.fl[k].to_b && w.fl[k].type == M_REQ &&
-		    w.fl[k].att == m->att)
+		/* The REQs from one QP (one attempt) arrive in order. */
+		if (k < i && m->type == M_REQ && w.fl[k].type == M_REQ &&
+		    w.fl[k].to_b == m->to_b && w.fl[k].att == m->att)
 			return false;
 		if (from_b_process(m) && from_b_process(&w.fl[k]) &&
 		    w.fl[k].inc < m->inc)
@@ -986,17 +992,11 @@ static void drop_in_flight(uint8_t type, bool to_b, uint32_t chan)
 	}
 }
 
-/*
- * B higher: B asks about A's REQ on @kid, holds it, or adopted it and
- * waits for the RTU.
- */
+/* B higher: B holds A's REQ on @kid, or adopted it and waits for the RTU. */
 static bool b_has_req(uint32_t kid)
 {
 	int i;
 
-	for (i = 0; i < w.nb_ask; i++)
-		if (w.b_ask[i].kid == kid && !w.b_ask[i].dead)
-			return true;
 	for (i = 0; i < w.nb_held; i++)
 		if (w.b_held[i].kid == kid && !w.b_held[i].dead)
 			return true;
@@ -1006,23 +1006,23 @@ static bool b_has_req(uint32_t kid)
 	return false;
 }
 
-/* B higher: where B's question @qid is in its list (-1: forgotten). */
-static int b_ask_of(uint32_t qid)
+static bool b_current(int i);
+
+/* B higher: B's attempt that adopted A's REQ on @kid and waits, or -1. */
+static int b_adopter(uint32_t kid)
 {
 	int i;
 
-	for (i = 0; i < w.nb_ask; i++)
-		if (w.b_ask[i].qid == qid)
+	for (i = 0; i < NB; i++)
+		if (w.b[i].st == BS_REPSENT && w.b[i].kid == kid)
 			return i;
 	return -1;
 }
 
-static bool b_current(int i);
-
 /*
  * Whether @m can still change anything where it arrives.  Those that
  * cannot (for an attempt B gave up, a REQ A withdrew on the way to B, an
- * answer for a kernel id the kernel reports nothing more on) are taken
+ * event for a kernel id the kernel reports nothing more on) are taken
  * off the wire: delivering them is no choice.
  */
 static bool msg_matters(const struct msg *m)
@@ -1030,20 +1030,26 @@ static bool msg_matters(const struct msg *m)
 	const struct kid_info *k = m->kid ? &w.kid[m->kid] : NULL;
 	int i;
 
-	/* Every question is answered, or its asker times out. */
-	if (m->type == M_QUERY || (m->type == M_ANSWER && !m->to_b))
+	/*
+	 * A NOTICE is acted on wherever it comes, and every one is
+	 * answered or times out at its sender.
+	 */
+	if (m->type == M_NOTICE || (m->type == M_ANSWER && !m->to_b))
 		return true;
 	if (m->type == M_ANSWER)
-		return b_ask_of(m->qid) >= 0;
+		return b_current(m->att) && w.b[m->att].st == BS_NOTICE &&
+		       w.b[m->att].gen == m->gen;
 	if (m->to_b && w.cfg == B_LOWER)
 		return (b_current(m->att) && w.b[m->att].gen == m->gen) ||
-		       (m->type == M_REP && !k->term);
+		       (m->type == M_REP && !k->term && k->st != KS_GONE);
 	if (m->to_b) {
 		switch (m->type) {
 		case M_REQ:
 			return !m->dead;
 		case M_WITHDRAW:
 			return b_has_req(m->kid);
+		case M_KEV:
+			return b_adopter(m->kid) >= 0;
 		case M_RTU:
 		case M_DREQ:
 			for (i = 0; i < NB; i++)
@@ -1120,7 +1126,7 @@ static void sent_req(const struct fake_cmd *c)
 	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REQ && !hdr.tag &&
 		      !hdr.flags && hdr.port == P2P_PORT,
 	      "A's REQ has a wrong header");
-	/* Each REQ a number of its own, so that B may ask about it. */
+	/* Each REQ a number of its own, so that a NOTICE may name it. */
 	CHECK(hdr.number > w.a_number,
 	      "A's REQ on kernel id %u states number %u after %u", c->handle,
 	      hdr.number, w.a_number);
@@ -1128,9 +1134,6 @@ static void sent_req(const struct fake_cmd *c)
 		      (cma_p2p_incarnation() & CMA_P2P_INCARNATION_MASK),
 	      "A's REQ states incarnation %llx, not its own",
 	      (unsigned long long)hdr.incarnation);
-	/* B may ask at once: A's companion answers from the first REQ on. */
-	CHECK(w.comp_kid && kinfo(w.comp_kid)->st != KS_GONE,
-	      "A's REQ went out with no companion listener to ask");
 	w.a_number = hdr.number;
 	k->role = K_AREQ;
 	k->st = KS_SENT;
@@ -1138,62 +1141,77 @@ static void sent_req(const struct fake_cmd *c)
 	k->number = hdr.number;
 	if (w.a[j].reqs++)
 		cover(COV_RESEND);
+	k->gen = (uint8_t)w.a[j].reqs;
 	m = flight_add(M_REQ, true, c->handle);
 	m->kid = c->handle;
 	m->att = (uint8_t)j;
+	m->gen = k->gen;
 	m->number = hdr.number;
 	m->qpn = ((const struct rdma_ucm_connect *)c->body)->conn_param.qp_num;
 	m->incarnation = hdr.incarnation;
 }
 
-/* B lower: A's question about a REQ of B's (a SIDR REQ on a UDP id). */
-static void sent_query(const struct fake_cmd *c)
+/* A's connect whose QP is @qpn, or -1. */
+static int a_of_qpn(uint32_t qpn)
+{
+	int j;
+
+	for (j = 0; j < NA; j++)
+		if (w.a[j].id && w.a[j].id->qp && w.a[j].id->qp->qp_num == qpn)
+			return j;
+	return -1;
+}
+
+/*
+ * B higher: A's NOTICE (a SIDR REQ on a UDP id) that its REQs from a QP
+ * up to the one B's CM refused as stale are dead.
+ */
+static void sent_notice(const struct fake_cmd *c)
 {
 	struct fake_kid *fk = fake_ucma_kid(c->handle);
 	const struct sockaddr_in *dst = (const void *)&fk->dst;
+	struct kid_info *n = kinfo(c->handle), *k;
 	struct cma_p2p_hdr hdr;
-	struct kid_info *q = kinfo(c->handle), *k = NULL;
 	struct msg *m;
-	uint32_t kid;
-	int i;
+	int j;
 
-	CHECK(w.cfg == B_LOWER, "A, the lower end, asked about a REQ");
-	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_QUERY && !hdr.flags,
-	      "A's question on kernel id %u has a wrong header", c->handle);
+	CHECK(w.cfg == B_HIGHER, "A, the higher end, sent a NOTICE");
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_NOTICE && !hdr.flags &&
+		      hdr.port == P2P_PORT,
+	      "A's NOTICE on kernel id %u has a wrong header", c->handle);
 	CHECK(dst->sin_family == AF_INET &&
-		      dst->sin_addr.s_addr == htonl(0xc0000200) &&
+		      dst->sin_addr.s_addr == htonl(0xc0000202) &&
 		      ntohs(dst->sin_port) == P2P_PORT,
-	      "A asks elsewhere than at B's listener's address and port");
-	i = (int)hdr.qpn - (int)B_QPN(0);
-	/* The REQ it names: being asked about, and not yet asked. */
-	for (kid = 1; kid < MAX_KIDS && i >= 0 && i < NB; kid++) {
-		k = &w.kid[kid];
-		if (k->role == K_BREQ && k->st == KS_ASKING && !k->about &&
-		    k->att == i && k->number == hdr.number &&
-		    hdr.incarnation == B_INC(w.b[i].inc))
-			break;
-	}
-	CHECK(i >= 0 && i < NB && kid < MAX_KIDS,
-	      "A asks about REQ %u of QP %x, which it does not ask about",
-	      hdr.number, hdr.qpn);
-	k->about = c->handle;
-	q->role = K_QUERY;
-	q->st = KS_SENT;
-	q->about = kid;
-	q->att = k->att;
-	q->gen = k->gen;
-	cover(COV_ASKED);
-	m = flight_add(M_QUERY, true, CHAN_VERIFY + c->handle);
+	      "A sends its NOTICE elsewhere than where its REQs went");
+	j = a_of_qpn(hdr.qpn);
+	CHECK(j >= 0 && w.a[j].notice_due,
+	      "A's NOTICE names QP %x, whose REQ was not refused as stale",
+	      hdr.qpn);
+	k = kinfo(w.a[j].notice_due);
+	/* Up to the REQ refused: B's CM holds an earlier one. */
+	CHECK(hdr.number == k->number &&
+		      hdr.incarnation == (cma_p2p_incarnation() &
+					  CMA_P2P_INCARNATION_MASK),
+	      "A's NOTICE names REQs up to %u of incarnation %llx, not %u of "
+	      "its own",
+	      hdr.number, (unsigned long long)hdr.incarnation, k->number);
+	w.a[j].notice_due = 0;
+	n->role = K_NOTICE;
+	n->st = KS_SENT;
+	n->att = (uint8_t)j;
+	n->gen = k->gen;
+	n->number = hdr.number;
+	cover(COV_NOTICE);
+	m = flight_add(M_NOTICE, true, CHAN_VERIFY + c->handle);
 	m->kid = c->handle;
-	m->att = k->att;
+	m->att = (uint8_t)j;
 	m->gen = k->gen;
-	m->copy = k->copy;
 	m->number = hdr.number;
 	m->qpn = hdr.qpn;
 	m->incarnation = hdr.incarnation;
 }
 
-/* B higher: A's companion listens, where B will ask. */
+/* A's companion listens, where the lower end's NOTICEs come to. */
 static void sent_listen(const struct fake_cmd *c)
 {
 	struct fake_kid *fk = fake_ucma_kid(c->handle);
@@ -1201,56 +1219,72 @@ static void sent_listen(const struct fake_cmd *c)
 
 	if (fk->ps != RDMA_PS_UDP)
 		return;
-	CHECK(w.cfg == B_HIGHER && !w.comp_kid,
-	      "A, the %s end, makes another companion listener (%u)",
-	      w.cfg == B_LOWER ? "higher" : "lower", c->handle);
+	CHECK(!w.comp_kid, "A makes another companion listener (%u)",
+	      c->handle);
 	CHECK(src->sin_family == AF_INET &&
 		      src->sin_addr.s_addr == htonl(0xc0000201) &&
 		      ntohs(src->sin_port) == P2P_PORT,
 	      "A's companion listens elsewhere than at its listener's "
 	      "address and port");
 	w.comp_kid = c->handle;
+	w.vfd = c->fd;
 	kinfo(c->handle)->role = K_COMP;
 	kinfo(c->handle)->st = KS_HELD;
 }
 
+/* B lower: whether a NOTICE that reached A named B's REQ on @kid dead. */
+static bool named_dead(const struct kid_info *k)
+{
+	return k->role == K_BREQ && k->gen <= w.a_floor[k->att];
+}
+
 /*
- * B higher: A's companion answers a question of B's: whether A's REQ on
- * that kernel id is current, which the checker knows too.
+ * B lower: A's companion answers B's NOTICE, which it must have acted on
+ * by now: no request it names is held, and no adoption of one waits for
+ * its RTU (none of them is ever established: B's CM gave them up).
  */
 static void sent_answer(const struct fake_cmd *c)
 {
-	struct kid_info *q = kinfo(c->handle), *k = kinfo(q->about);
-	struct cma_p2p_conn *conn;
+	struct kid_info *n = kinfo(c->handle), *k;
+	struct cma_p2p_held *h;
 	struct cma_p2p_hdr hdr;
+	uint32_t kid = 0;
 	struct msg *m;
-	bool live, current;
-	int j = k->att;
+	int j;
 
-	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_ANSWER &&
-		      !(hdr.flags & ~CMA_P2P_F_LIVE) && hdr.number == k->number,
-	      "A's answer about its REQ on kernel id %u has a wrong header",
-	      q->about);
-	live = hdr.flags & CMA_P2P_F_LIVE;
-	conn = conn_of(j);
-	current = k->st == KS_SENT && !k->term && !k->dead && conn &&
-		  kid_of(w.a[j].id) == q->about &&
-		  conn->state == CMA_P2P_PENDING;
-	CHECK(live == current,
-	      "A says its REQ on kernel id %u (connect %d%s%s) is %s: it is %s",
-	      q->about, j, k->term ? ", refused" : "",
-	      w.unread ? ", unread" : "", live ? "live" : "stale",
-	      current ? "current" : "not current");
-	/* Only its kernel id could tell: the library still waits on it. */
-	if (!live && k->term && conn && kid_of(w.a[j].id) == q->about &&
-	    conn->state == CMA_P2P_PENDING)
-		cover(COV_UNREAD_STALE);
-	m = flight_add(M_ANSWER, true, CHAN_VERIFY + q->about);
-	m->kid = q->about;
-	m->att = (uint8_t)j;
-	m->qid = q->qid;
-	m->live = live;
-	m->copy = q->copy;
+	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_ANSWER && !hdr.flags &&
+		      hdr.qpn == B_QPN(n->att) &&
+		      hdr.incarnation == B_INC(n->inc) &&
+		      hdr.number == n->number,
+	      "A's answer to B's NOTICE about REQ %d.%d has a wrong header",
+	      n->att, n->gen);
+	cma_p2p_lock();
+	for (h = cma_p2p_held_first(w.lis); h && !kid;
+	     h = cma_list_next(h, lnode))
+		if (h->handle < MAX_KIDS && named_dead(&w.kid[h->handle]))
+			kid = h->handle;
+	cma_p2p_unlock();
+	CHECK(!kid, "A answers B's NOTICE still holding B's REQ %d.%d",
+	      w.kid[kid].att, w.kid[kid].gen);
+	for (j = 0; j < NA; j++) {
+		/* An undone adoption's fresh kernel id is made when needed. */
+		if (!w.a[j].id || kid_of(w.a[j].id) == CMA_NO_KERNEL_ID)
+			continue;
+		k = kinfo(kid_of(w.a[j].id));
+		CHECK(!(named_dead(k) && k->st == KS_ACCEPTED && !k->term),
+		      "A answers B's NOTICE with connect %d's adoption of B's "
+		      "REQ %d.%d, which it names dead, still standing",
+		      j, k->att, k->gen);
+	}
+	cover(COV_HEARD);
+	m = flight_add(M_ANSWER, true, CHAN_VERIFY + c->handle);
+	m->kid = c->handle;
+	m->att = n->att;
+	m->gen = n->gen;
+	m->inc = n->inc;
+	m->number = n->number;
+	m->qpn = hdr.qpn;
+	m->incarnation = hdr.incarnation;
 }
 
 static void sent_accept(const struct fake_cmd *c)
@@ -1270,20 +1304,38 @@ static void sent_accept(const struct fake_cmd *c)
 		m->att = k->att;
 		return;
 	}
-	CHECK(k->role == K_BREQ && k->st != KS_ASKING,
-	      "A adopted B's REQ %d.%d (kernel id %u) without B saying it is "
-	      "current",
-	      k->att, k->gen, c->handle);
 	CHECK(k->role == K_BREQ && k->st == KS_HELD,
 	      "ACCEPT on kernel id %u, no request of B's waiting", c->handle);
 	j = a_of_uid(acc->uid);
 	CHECK(j >= 0, "ACCEPT of B's request for no connect of A's");
 	CHECK(cmd_hdr(c, &hdr) && hdr.kind == CMA_P2P_REP,
 	      "A's adoption answers without a REP header");
-	CHECK(!k->copy,
-	      "A adopted a late copy of B's REQ %d.%d (kernel id %u): B has "
-	      "moved on from it",
+	CHECK(!named_dead(k),
+	      "A adopted B's REQ %d.%d (kernel id %u), which B's NOTICE named "
+	      "dead",
 	      k->att, k->gen, c->handle);
+	/*
+	 * A QP at RTS for a REQ from the same QP already (a NOTICE undid
+	 * that adoption) is answered as it is, its PSNs dictated: moving it
+	 * again would need a RESET, which drops the posted receive (a RESET
+	 * empties the fake's receive queue).  Only a REQ from another QP
+	 * that is adopted may have it reset.
+	 */
+	if (w.a[j].qp_att >= 0 && w.a[j].qp_att != k->att)
+		w.a[j].reset = true;
+	CHECK(fake_qp_of(w.a[j].id->qp)->nrecvs == 1 || w.a[j].reset,
+	      "connect %d's QP went through RESET, yet it adopts B's REQ "
+	      "%d.%d from the QP it was at RTS for (B's attempt %d): the "
+	      "receive posted before connecting is lost",
+	      j, k->att, k->gen, w.a[j].qp_att);
+	CHECK(!(hdr.flags & CMA_P2P_F_PSNS) == (w.a[j].qp_att != k->att),
+	      "connect %d adopts B's REQ %d.%d %s dictated PSNs, its QP at "
+	      "RTS for B's attempt %d",
+	      j, k->att, k->gen,
+	      hdr.flags & CMA_P2P_F_PSNS ? "with" : "without", w.a[j].qp_att);
+	w.a[j].qp_att = k->att;
+	if (k->copy)
+		cover(COV_COPY_TAKEN);
 	k->st = KS_ACCEPTED;
 	k->a_att = (int8_t)j;
 	cover(w.cur_act == ACT_A_CONNECT ? COV_ADOPT_HELD : COV_ADOPT_ARRIVING);
@@ -1312,24 +1364,18 @@ static void sent_reject(const struct fake_cmd *c)
 	if (k->role != K_BREQ || k->st == KS_GONE)
 		return;
 	kind = cmd_hdr(c, &hdr) ? hdr.kind : 0;
-	/* A request asked about is refused as its answer says, only so. */
-	CHECK(k->st != KS_ASKING ||
-		      (k->said == SAID_STALE && kind == CMA_P2P_REJ_STALE) ||
-		      (k->said == SAID_NONE && kind == CMA_P2P_REJ_RETRY),
-	      "A refused B's REQ %d.%d (kernel id %u) with kind %u, asking "
-	      "about it, B's answer %d",
-	      k->att, k->gen, c->handle, kind, k->said);
-	CHECK(kind != CMA_P2P_REJ_STALE || k->said == SAID_STALE,
-	      "A refused B's REQ %d.%d (kernel id %u) as stale unasked", k->att,
-	      k->gen, c->handle);
+	/* Only B knows that a REQ of its is dead, and says so. */
+	CHECK(kind != CMA_P2P_REJ_STALE || named_dead(k),
+	      "A refused B's REQ %d.%d (kernel id %u) as stale, which no "
+	      "NOTICE named dead",
+	      k->att, k->gen, c->handle);
 	if (kind == CMA_P2P_REJ_STALE && k->copy)
 		cover(COV_LATE_COPY);
 	if (kind == CMA_P2P_REJ_STALE && k->copy == COPY_REFUSED)
 		cover(COV_REFUSED_COPY);
-	if (k->dead && k->st == KS_ASKING) {
-		k->st = KS_GONE; /* its sender gave it up: reaches nobody */
-		return;
-	}
+	/* Refused as it came: a NOTICE overtook it. */
+	if (kind == CMA_P2P_REJ_STALE && w.cur_msg == M_REQ)
+		cover(COV_FLOOR);
 	if (k->dead) {
 		/* Its sender gave it up: the REJ reaches nobody. */
 		cover(w.cur_act == ACT_FIRE_LIS ? COV_DEAD_DROPPED
@@ -1370,6 +1416,16 @@ static void sent_destroy(const struct fake_cmd *c)
 		}
 		break;
 	case K_BREQ:
+		/* A NOTICE named the REQ it adopted dead: undone. */
+		if (k->st == KS_ACCEPTED && w.cur_msg == M_NOTICE &&
+		    k->a_att >= 0) {
+			CHECK(named_dead(k),
+			      "A undid connect %d's adoption of B's REQ %d.%d, "
+			      "which no NOTICE named dead",
+			      k->a_att, k->att, k->gen);
+			w.a[k->a_att].unadopted = true;
+			cover(COV_UNADOPTED);
+		}
 		if (k->st == KS_ACCEPTED || k->st == KS_ESTAB) {
 			m = flight_add(M_DREQ, true, chan_b(k->att, k->gen));
 			m->kid = c->handle;
@@ -1421,7 +1477,7 @@ static void scan_cmds(void)
 		switch (c->cmd) {
 		case RDMA_USER_CM_CMD_CONNECT:
 			if (fake_ucma_kid(c->handle)->ps == RDMA_PS_UDP)
-				sent_query(c);
+				sent_notice(c);
 			else
 				sent_req(c);
 			break;
@@ -1522,10 +1578,16 @@ static void a_event(struct rdma_cm_event *ev)
 		a_end(j, ev);
 		w.a[j].established = true;
 		cover(COV_ESTABLISHED);
-		CHECK(fake_qp_of(ev->id->qp)->nrecvs == 1,
+		/*
+		 * Only an adoption from another QP than the one its QP was
+		 * at RTS for may reset it (sent_accept).
+		 */
+		CHECK(fake_qp_of(ev->id->qp)->nrecvs == 1 || w.a[j].reset,
 		      "connect %d established without the receive posted "
 		      "before connecting (its QP went through RESET)",
 		      j);
+		if (w.a[j].unadopted && !w.a[j].reset)
+			cover(COV_UNADOPTED_KEPT);
 		CHECK(ev->param.conn.private_data_len == 2 && data &&
 			      data[0] == 'b' && data[1] >= '0' &&
 			      data[1] < '0' + NB,
@@ -1616,11 +1678,8 @@ static bool b_adopt_held(int i)
 			sizeof(w.b_held[0]) * (size_t)--w.nb_held);
 		if (dead)
 			continue;
-		/* Its QP would be bound to a REQ A's CM is done with. */
-		CHECK(!copy,
-		      "B adopted a late copy of A's REQ on kernel id %u: A "
-		      "has moved on from it",
-		      kid);
+		if (copy)
+			cover(COV_COPY_TAKEN);
 		b->st = BS_REPSENT;
 		b->kid = kid;
 		b->a_partner = kinfo(kid)->att;
@@ -1680,7 +1739,7 @@ static void b_withdraw(int i)
 				k->disc = true;
 				kev(b->kid, RDMA_CM_EVENT_DISCONNECTED, 0);
 			}
-		} else if (k->st == KS_HELD || k->st == KS_ASKING) {
+		} else if (k->st == KS_HELD) {
 			/* The CM left the request state: the request is dead. */
 			fake_ucma_kill_kid(b->kid);
 			k->dead = true;
@@ -1712,121 +1771,197 @@ static void b_kill(void)
 		b_withdraw(i);
 		b_done(i, "killed");
 	}
-	/*
-	 * Its kernel destroys the requests it held or asked about: A's CM
-	 * sees REJs.
-	 */
+	/* Its kernel destroys the requests it held: A's CM sees REJs. */
 	for (i = 0; i < w.nb_held; i++)
 		if (!w.b_held[i].dead && !kinfo(w.b_held[i].kid)->term)
 			kev(w.b_held[i].kid, RDMA_CM_EVENT_REJECTED,
 			    IB_REJ_CONSUMER);
-	for (i = 0; i < w.nb_ask; i++)
-		if (!w.b_ask[i].dead && !kinfo(w.b_ask[i].kid)->term)
-			kev(w.b_ask[i].kid, RDMA_CM_EVENT_REJECTED,
-			    IB_REJ_CONSUMER);
 	w.nb_held = 0;
-	w.nb_ask = 0;
+	/* What NOTICEs told the process goes with it. */
+	memset(w.b_floor, 0, sizeof(w.b_floor));
 	w.b_up = false;
 	w.kills++;
 }
 
-/* A question or an answer about the same REQ, of the same attempt, as @m. */
-static void msg_names_req_of(struct msg *dst, const struct msg *m)
+/*
+ * B lower: A's CM refused attempt @i's REQ as stale (reason 10): it holds
+ * an earlier REQ from the attempt's QP, a late copy.  Before the next REQ
+ * goes out, B tells A's companion that every REQ from that QP up to the
+ * one refused is dead.
+ */
+static void b_notice(int i)
 {
-	dst->kid = m->kid;
-	dst->att = m->att;
-	dst->copy = m->copy;
-	dst->number = m->number;
-	dst->qpn = m->qpn;
-	dst->incarnation = m->incarnation;
+	struct b_att *b = &w.b[i];
+	struct msg *m;
+
+	b->st = BS_NOTICE;
+	m = flight_add(M_NOTICE, false, CHAN_VERIFY + ++w.seq);
+	m->att = (uint8_t)i;
+	m->gen = b->gen;
+	m->inc = b->inc;
+	m->number = b->number;
+	m->qpn = B_QPN(i);
+	m->incarnation = B_INC(b->inc);
+	cover(COV_NOTICE);
 }
 
 /*
- * B lower: A's question @m reaches B, whose companion answers from what
- * B's library knows now: live while an attempt of this process waits for
- * that very REQ's answer.
+ * B lower: attempt @i's NOTICE came to an end, answered (@heard) or not:
+ * its next REQ goes out at once, or after the usual delay; within the
+ * bound of its refusals either way.
  */
-static void b_answer(const struct msg *m, enum variant var)
+static void b_notice_over(int i, uint8_t gen, bool heard)
 {
-	int i = (int)m->qpn - (int)B_QPN(0);
+	struct b_att *b = &w.b[i];
+
+	if (!b_current(i) || b->st != BS_NOTICE || b->gen != gen)
+		return; /* B gave the attempt up meanwhile */
+	if (!heard) {
+		cover(COV_UNHEARD);
+		b->st = BS_RESEND;
+		b->refused_at = w.now;
+	} else if (w.now >= b->refused_since + REFUSED_MS) {
+		b_done(i, "rejected (refused too long)");
+	} else {
+		b_send_req(i);
+	}
+}
+
+/*
+ * B higher: the REQs from A's connect @j's QP up to its REQ @gen are
+ * dead.  B refuses those it holds, undoes an adoption of one (its REP
+ * unanswered: no RTU ever comes for it), refuses any that comes later,
+ * and answers.
+ */
+static void b_dead_reqs(int j, uint8_t gen)
+{
+	struct kid_info *k;
+	struct msg *r;
+	int i;
+
+	if (gen > w.b_floor[j])
+		w.b_floor[j] = gen;
+	for (i = 0; i < w.nb_held;) {
+		k = kinfo(w.b_held[i].kid);
+		if (k->att != j || k->gen > gen) {
+			i++;
+			continue;
+		}
+		if (!w.b_held[i].dead) {
+			if (w.b_held[i].copy)
+				cover(COV_LATE_COPY);
+			r = flight_add(M_REJ, false, w.b_held[i].kid);
+			r->kid = w.b_held[i].kid;
+			r->status = IB_REJ_CONSUMER;
+			r->kind = CMA_P2P_REJ_STALE;
+			r->inc = w.b_inc;
+		}
+		memmove(&w.b_held[i], &w.b_held[i + 1],
+			sizeof(w.b_held[0]) * (size_t)(--w.nb_held - i));
+	}
+	for (i = 0; i < NB; i++) {
+		if (w.b[i].st != BS_REPSENT)
+			continue;
+		k = kinfo(w.b[i].kid);
+		if (k->att != j || k->gen > gen)
+			continue;
+		/* B's CM destroys the request's id: a REJ for A's REQ. */
+		r = flight_add(M_REJ, false, w.b[i].kid);
+		r->kid = w.b[i].kid;
+		r->status = IB_REJ_CONSUMER;
+		r->inc = w.b_inc;
+		w.b[i].st = BS_WAIT;
+		w.b[i].a_partner = -1;
+		cover(COV_UNADOPTED);
+		note(" [B%d unadopted]", i);
+		b_adopt_held(i);
+	}
+}
+
+/* B higher: A's NOTICE @m reaches B's companion, which answers. */
+static void b_noticed(const struct msg *m, enum variant var)
+{
 	struct msg *r;
 
 	if (var == V_LOSE) {
-		/* Lost on the way: A's CM times the question out. */
+		/* Lost on the way: A's CM times the SIDR REQ out. */
 		kev(m->kid, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
 		return;
 	}
-	r = flight_add(M_ANSWER, false, CHAN_VERIFY + m->kid);
-	msg_names_req_of(r, m);
+	r = flight_add(M_ANSWER, false, m->chan);
+	r->kid = m->kid;
+	r->att = m->att;
 	r->gen = m->gen;
+	r->number = m->number;
+	r->qpn = m->qpn;
+	r->incarnation = m->incarnation;
 	if (!w.b_up) {
 		r->status = IB_SIDR_UNSUPPORTED; /* nobody listens */
 		return;
 	}
 	r->status = IB_SIDR_REJECT;
-	r->live = i >= 0 && i < NB && b_current(i) && w.b[i].st == BS_PENDING &&
-		  w.b[i].inc == w.b_inc && m->incarnation == B_INC(w.b_inc) &&
-		  w.b[i].number == m->number;
-}
-
-/* B higher: B's library asks A whether its REQ @m is current. */
-static void b_ask(const struct msg *m)
-{
-	struct msg *q;
-
-	CHECK(w.nb_ask < MAX_HELD_B, "B asks about too many requests");
-	w.b_ask[w.nb_ask].kid = m->kid;
-	w.b_ask[w.nb_ask].qid = ++w.qid;
-	w.b_ask[w.nb_ask].dead = false;
-	w.b_ask[w.nb_ask].copy = m->copy;
-	q = flight_add(M_QUERY, false, CHAN_VERIFY + m->kid);
-	msg_names_req_of(q, m);
-	q->qid = w.b_ask[w.nb_ask++].qid;
-	cover(COV_ASKED);
+	b_dead_reqs(m->att, m->gen);
 }
 
 /*
- * B higher: what B's question @qid came to: A's REQ is live, stale, or
- * no answer came (SAID_NONE).  B holds a live one as before, refuses a
- * stale one for good and another for now.
+ * B higher: B's CM takes A's REQ @m from a QP it still holds another
+ * request or a connection from as a stale connection: it refuses it
+ * (reason 10), unseen by B's library, and disconnects an established
+ * one.
  */
-static void b_answered(uint32_t qid, enum said said)
+static bool b_cm_stale(const struct msg *m)
 {
-	int a = b_ask_of(qid), i;
 	struct msg *r;
-	uint32_t kid;
-	bool dead, copy;
+	bool stale = false;
+	int i;
 
-	if (a < 0)
-		return; /* asked by a process that is gone */
-	kid = w.b_ask[a].kid;
-	dead = w.b_ask[a].dead;
-	copy = w.b_ask[a].copy;
-	memmove(&w.b_ask[a], &w.b_ask[a + 1],
-		sizeof(w.b_ask[0]) * (size_t)(--w.nb_ask - a));
-	cover(said == SAID_LIVE	   ? COV_LIVE
-	      : said == SAID_STALE ? COV_STALE
-				   : COV_UNANSWERED);
-	if (said == SAID_LIVE) {
-		CHECK(w.nb_held < MAX_HELD_B, "B holds too many requests");
-		w.b_held[w.nb_held].kid = kid;
-		w.b_held[w.nb_held].dead = dead;
-		w.b_held[w.nb_held++].copy = copy;
-		/* The oldest waiting connect takes it. */
-		for (i = 0; i < NB; i++)
-			if (w.b[i].st == BS_WAIT && b_adopt_held(i))
-				break;
+	for (i = 0; i < w.nb_held; i++)
+		stale |= !w.b_held[i].dead && w.b_held[i].kid != m->kid &&
+			 kinfo(w.b_held[i].kid)->att == m->att;
+	for (i = 0; i < NB; i++) {
+		if ((w.b[i].st != BS_REPSENT && w.b[i].st != BS_ESTAB) ||
+		    w.b[i].kid == m->kid || kinfo(w.b[i].kid)->att != m->att)
+			continue;
+		stale = true;
+		if (w.b[i].st == BS_ESTAB && !kinfo(w.b[i].kid)->term &&
+		    !kinfo(w.b[i].kid)->disc) {
+			kinfo(w.b[i].kid)->disc = true;
+			kev(w.b[i].kid, RDMA_CM_EVENT_DISCONNECTED, 0);
+			b_done(i, "disconnected (a stale REQ)");
+		}
+	}
+	if (!stale)
+		return false;
+	r = flight_add(M_REJ, false, m->kid);
+	r->kid = m->kid;
+	r->status = CMA_IB_REJ_STALE_CONN;
+	return true;
+}
+
+/* B higher: A's REQ @m reaches B's library, which holds it at once. */
+static void b_hold(const struct msg *m)
+{
+	struct msg *r;
+	int i;
+
+	if (m->gen <= w.b_floor[m->att]) {
+		/* A NOTICE named it dead before it came. */
+		cover(COV_FLOOR);
+		r = flight_add(M_REJ, false, m->kid);
+		r->kid = m->kid;
+		r->status = IB_REJ_CONSUMER;
+		r->kind = CMA_P2P_REJ_STALE;
+		r->inc = w.b_inc;
 		return;
 	}
-	if (dead)
-		return; /* A withdrew it: the REJ reaches nobody */
-	if (said == SAID_STALE && copy)
-		cover(COV_LATE_COPY);
-	r = flight_add(M_REJ, false, kid);
-	r->kid = kid;
-	r->status = IB_REJ_CONSUMER;
-	r->kind = said == SAID_STALE ? CMA_P2P_REJ_STALE : CMA_P2P_REJ_RETRY;
-	r->inc = w.b_inc;
+	CHECK(w.nb_held < MAX_HELD_B, "B holds too many requests");
+	w.b_held[w.nb_held].kid = m->kid;
+	w.b_held[w.nb_held].dead = false;
+	w.b_held[w.nb_held++].copy = m->copy;
+	/* The oldest waiting connect takes it. */
+	for (i = 0; i < NB; i++)
+		if (w.b[i].st == BS_WAIT && b_adopt_held(i))
+			break;
 }
 
 /*
@@ -1851,14 +1986,13 @@ static void b_receive(struct msg *m, enum variant var)
 	struct msg *r;
 	int i;
 
-	if (w.cfg == B_LOWER && m->type == M_QUERY) {
-		b_answer(m, var);
+	if (m->type == M_NOTICE) {
+		b_noticed(m, var);
 		return;
 	}
 	if (m->type == M_ANSWER) {
-		b_answered(m->qid, var == V_LOSE ? SAID_NONE
-				   : m->live	 ? SAID_LIVE
-						 : SAID_STALE);
+		/* Lost: B's CM times its SIDR REQ out. */
+		b_notice_over(m->att, m->gen, var != V_LOSE);
 		return;
 	}
 	if (w.cfg == B_LOWER) {
@@ -1870,11 +2004,14 @@ static void b_receive(struct msg *m, enum variant var)
 		     b->st != BS_PENDING)) {
 			/*
 			 * For a REQ B's CM is done with: dropped there, and
-			 * A's CM sends it again until it gives up.
+			 * A's CM sends it again until it gives up, about a
+			 * minute later.
 			 */
-			if (!kinfo(m->kid)->term)
+			if (!kinfo(m->kid)->term) {
 				kev(m->kid, RDMA_CM_EVENT_UNREACHABLE,
 				    -ETIMEDOUT);
+				w.fl[w.nfl - 1].slow = true;
+			}
 			return;
 		}
 		if (!b_current(m->att) || b->gen != m->gen)
@@ -1902,7 +2039,7 @@ static void b_receive(struct msg *m, enum variant var)
 		case M_REJ:
 			if (b->st != BS_PENDING)
 				return;
-			/* B said that REQ is current when A asked. */
+			/* No NOTICE of B's names the REQ B waits on. */
 			CHECK(m->kind != CMA_P2P_REJ_STALE,
 			      "A refused B's current REQ %d.%d as stale",
 			      m->att, m->gen);
@@ -1914,8 +2051,12 @@ static void b_receive(struct msg *m, enum variant var)
 			}
 			if (b->refused_since < 0)
 				b->refused_since = w.now;
-			b->st = BS_RESEND;
 			b->refused_at = w.now;
+			if (m->status == CMA_IB_REJ_STALE_CONN && !m->kind &&
+			    !m->app_data)
+				b_notice(m->att);
+			else
+				b->st = BS_RESEND;
 			return;
 		case M_DREQ:
 			b_done(m->att, b->st == BS_ESTAB ? "disconnected"
@@ -1952,6 +2093,8 @@ static void b_receive(struct msg *m, enum variant var)
 			r->status = CMA_IB_REJ_STALE_CONN;
 			return;
 		}
+		if (b_cm_stale(m))
+			return;
 		if (var == V_REFUSE_RETRY || var == V_REFUSE_OTHER) {
 			r = flight_add(M_REJ, false, m->kid);
 			r->kid = m->kid;
@@ -1962,8 +2105,13 @@ static void b_receive(struct msg *m, enum variant var)
 			r->inc = w.b_inc;
 			return;
 		}
-		/* Neither held nor adoptable before A says it is current. */
-		b_ask(m);
+		b_hold(m);
+		return;
+	case M_KEV:
+		/* B's CM gave its REP up: no RTU came. */
+		i = b_adopter(m->kid);
+		if (i >= 0)
+			b_done(i, "unreachable (no RTU)");
 		return;
 	case M_RTU:
 		for (i = 0; i < NB; i++) {
@@ -1975,9 +2123,6 @@ static void b_receive(struct msg *m, enum variant var)
 		}
 		return;
 	case M_WITHDRAW:
-		for (i = 0; i < w.nb_ask; i++)
-			if (w.b_ask[i].kid == m->kid)
-				w.b_ask[i].dead = true;
 		for (i = 0; i < w.nb_held; i++)
 			if (w.b_held[i].kid == m->kid)
 				w.b_held[i].dead = true;
@@ -2026,8 +2171,8 @@ static bool a_cm_stale(const struct msg *m)
 		k = &w.kid[kid];
 		if (k->role != K_BREQ || k->att != m->att || k->gen == m->gen ||
 		    k->dead || k->term ||
-		    (k->st != KS_ASKING && k->st != KS_HELD &&
-		     k->st != KS_ACCEPTED && k->st != KS_ESTAB))
+		    (k->st != KS_HELD && k->st != KS_ACCEPTED &&
+		     k->st != KS_ESTAB))
 			continue;
 		r = flight_add(M_REJ, true, chan_b(m->att, m->gen));
 		r->att = m->att;
@@ -2047,38 +2192,18 @@ static bool a_cm_stale(const struct msg *m)
 }
 
 /*
- * B lower: what A's question @qkid came to, told to the library next: B
- * said the REQ is live or stale, or no answer came (SAID_NONE).
+ * B higher: B's answer @m to A's NOTICE reaches its kernel id (lost: A's
+ * CM times the SIDR REQ out).
  */
-static void a_asked(uint32_t qkid, enum said said)
-{
-	struct kid_info *q = kinfo(qkid), *k = kinfo(q->about);
-
-	CHECK(k->st == KS_ASKING && !k->said,
-	      "A's question %u about B's REQ %d.%d comes to an end twice", qkid,
-	      k->att, k->gen);
-	k->said = (uint8_t)said;
-	if (said == SAID_LIVE)
-		k->st = KS_HELD; /* the library may hold or adopt it now */
-	cover(said == SAID_LIVE	   ? COV_LIVE
-	      : said == SAID_STALE ? COV_STALE
-				   : COV_UNANSWERED);
-}
-
-/* B lower: B's answer @m reaches A's question's kernel id. */
 static void a_answered(const struct msg *m, enum variant var)
 {
 	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_ANSWER,
-				  .flags = m->live ? CMA_P2P_F_LIVE : 0,
 				  .qpn = m->qpn,
 				  .incarnation = m->incarnation,
 				  .number = m->number};
 	struct rdma_ucm_event_resp *r;
 	int status = var == V_LOSE ? -ETIMEDOUT : m->status;
 
-	a_asked(m->kid, status != IB_SIDR_REJECT ? SAID_NONE
-			: m->live		 ? SAID_LIVE
-						 : SAID_STALE);
 	kinfo(m->kid)->term = true;
 	fake_ucma_hold();
 	r = fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE, status);
@@ -2087,21 +2212,16 @@ static void a_answered(const struct msg *m, enum variant var)
 		r->param.ud.private_data_len = CMA_P2P_HDR_LEN;
 	}
 	fake_ucma_release();
-	CHECK(r, "A's question's kernel id %u is gone before its answer",
-	      m->kid);
-}
-
-/* An event A's kernel queued while A's library was behind, for the hash. */
-static uint32_t unread_code(uint8_t type, uint32_t ev, int status, uint8_t kind)
-{
-	return 1u << 31 | (uint32_t)type << 24 | (ev & 0xff) << 16 |
-	       (uint32_t)(status & 0xff) << 8 | kind;
+	CHECK(r, "A's NOTICE's kernel id %u is gone before its answer", m->kid);
+	w.a[m->att].notice_end = w.now;
+	w.a[m->att].heard = status == IB_SIDR_REJECT;
+	cover(status == IB_SIDR_REJECT ? COV_HEARD : COV_UNHEARD);
 }
 
 /*
  * A's REQ on kernel id @kid is over in A's CM (refused, or timed out):
  * the CM has left its request states, so the kernel refuses its INIT
- * attributes from now on, which A's answer to a question looks at.
+ * attributes from now on, as the kernel's does.
  */
 static void a_req_over(uint32_t kid)
 {
@@ -2113,51 +2233,65 @@ static void a_req_over(uint32_t kid)
 	k->dead = true;
 }
 
-/* B higher: B's question @m reaches A's companion. */
-static void a_asked_by_b(const struct msg *m, enum variant var)
+/*
+ * B lower: B's NOTICE @m reaches A's companion (lost: B's CM times its
+ * SIDR REQ out).  From then on A's library knows those REQs are dead.
+ */
+static void a_noticed(const struct msg *m, enum variant var)
 {
-	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_QUERY,
+	struct cma_p2p_hdr hdr = {.kind = CMA_P2P_NOTICE,
 				  .port = P2P_PORT,
 				  .qpn = m->qpn,
 				  .incarnation = m->incarnation,
 				  .number = m->number};
+	struct sockaddr_in peer = unit_ipv4("192.0.2.0", 40000);
 	struct rdma_ucm_event_resp *r;
 	struct kid_info *k;
 	uint32_t child = 0;
 
 	if (var == V_LOSE) {
-		/* B's SIDR times out: B has no answer. */
-		b_answered(m->qid, SAID_NONE);
+		b_notice_over(m->att, m->gen, false);
 		return;
 	}
-	if (var == V_REQ_TIMEOUT) {
-		/* A's CM gave the REQ up first; A's library has not read it. */
-		k = kinfo(m->kid);
-		k->unread_ev = unread_code(M_KEV, RDMA_CM_EVENT_UNREACHABLE,
-					   -ETIMEDOUT, 0);
-		k->term = true;
-		a_req_over(m->kid);
-		fake_ucma_hold();
-		fake_ucma_event(m->kid, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
-		fake_ucma_release();
-		w.unread = true;
-	}
-	CHECK(w.comp_kid, "B asks A, which has no companion listener");
+	CHECK(w.comp_kid && kinfo(w.comp_kid)->st != KS_GONE,
+	      "B's NOTICE finds no companion listener at A");
+	if (m->gen > w.a_floor[m->att])
+		w.a_floor[m->att] = m->gen;
 	fake_ucma_hold();
 	r = fake_ucma_conn_req(w.comp_kid, &child);
 	if (r) {
 		cma_p2p_hdr_encode(&hdr, r->param.ud.private_data);
 		r->param.ud.private_data_len = CMA_P2P_HDR_LEN;
+		memcpy(&fake_ucma_kid(child)->dst, &peer, sizeof(peer));
 	}
 	fake_ucma_release();
-	CHECK(r, "A's companion (kernel id %u) takes no question", w.comp_kid);
+	CHECK(r, "A's companion (kernel id %u) takes no NOTICE", w.comp_kid);
 	k = kinfo(child);
 	k->role = K_CREQ;
 	k->st = KS_HELD;
-	k->about = m->kid;
-	k->qid = m->qid;
-	k->copy = m->copy;
 	k->att = m->att;
+	k->gen = m->gen;
+	k->inc = m->inc;
+	k->number = m->number;
+}
+
+/*
+ * B higher: A's REQ on @k is refused by @m (a REJ, or the kernel's report
+ * of B's restart): a refusal for now goes out again from now.  B's CM's
+ * refusal as stale (reason 10, no data) of the REQ A waits on makes A
+ * tell B, first, that it is dead.
+ */
+static void a_refused(const struct kid_info *k, const struct msg *m)
+{
+	struct a_att *a = &w.a[k->att];
+	struct cma_p2p_conn *c = conn_of(k->att);
+
+	a->refused_at = w.now;
+	a->notice_end = -1;
+	if (m->type == M_REJ && m->status == CMA_IB_REJ_STALE_CONN &&
+	    !m->kind && !m->app_data && c && c->state == CMA_P2P_PENDING &&
+	    kid_of(a->id) == m->kid)
+		a->notice_due = m->kid;
 }
 
 /* A message reaches A: the kernel event it makes. */
@@ -2167,11 +2301,12 @@ static void a_receive(struct msg *m, enum variant var)
 	struct cma_p2p_hdr hdr = {.port = P2P_PORT};
 	struct kid_info *k;
 	char data[3] = {'b', 0, 0};
+	struct msg *r2;
 	uint32_t kid;
 	int i;
 
-	if (m->type == M_QUERY) {
-		a_asked_by_b(m, var);
+	if (m->type == M_NOTICE) {
+		a_noticed(m, var);
 		return;
 	}
 	if (m->type == M_ANSWER) {
@@ -2201,10 +2336,11 @@ static void a_receive(struct msg *m, enum variant var)
 		req_number = 0;
 		k = kinfo(kid);
 		k->role = K_BREQ;
-		/* Numbered, from a QP, with a route: A asks B about it. */
-		k->st = KS_ASKING;
+		/* Held or adopted at once, or refused if a NOTICE named it. */
+		k->st = KS_HELD;
 		k->att = m->att;
 		k->gen = m->gen;
+		k->inc = m->inc;
 		k->number = m->number;
 		k->a_att = -1;
 		k->copy = m->copy;
@@ -2231,19 +2367,21 @@ static void a_receive(struct msg *m, enum variant var)
 		return;
 	}
 	if (m->type == M_REP && (k->st == KS_GONE || k->term)) {
-		/* A's side is gone: its CM answers with a REJ. */
-		for (i = 0; i < NB; i++)
-			if (w.b[i].st == BS_REPSENT && w.b[i].kid == m->kid)
-				b_done(i, "rejected (A gone)");
+		/*
+		 * A's CM is done with that REQ and drops the REP: B's CM
+		 * sends it again until it gives up, about a minute later.
+		 */
+		if (b_adopter(m->kid) >= 0) {
+			r2 = flight_add(M_KEV, true, m->kid);
+			r2->kid = m->kid;
+			r2->slow = true;
+		}
 		return;
 	}
 	if (k->term &&
 	    !(m->type == M_KEV && m->ev == RDMA_CM_EVENT_DISCONNECTED &&
 	      k->st == KS_ESTAB))
 		return; /* the kernel reports nothing more on it */
-	if (w.unread)
-		k->unread_ev = unread_code(m->type, m->ev, m->status,
-					   m->kind | m->app_data << 7);
 	fake_ucma_hold();
 	switch (m->type) {
 	case M_REP:
@@ -2278,18 +2416,18 @@ static void a_receive(struct msg *m, enum variant var)
 			r->param.conn.private_data_len = 2;
 		}
 		/* If it refuses for now, the REQ goes out again from here. */
-		if (k->role == K_AREQ) {
-			w.a[k->att].refused_at = w.now;
-			w.a[k->att].refusal_unread = w.unread;
-		}
+		if (k->role == K_AREQ)
+			a_refused(k, m);
 		break;
 	case M_KEV:
-		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ) {
-			w.a[k->att].refused_at = w.now;
-			w.a[k->att].refusal_unread = w.unread;
+		if (m->ev == RDMA_CM_EVENT_REJECTED && k->role == K_AREQ)
+			a_refused(k, m);
+		if (k->role == K_NOTICE) {
+			/* Its SIDR REQ timed out: not heard. */
+			w.a[k->att].notice_end = w.now;
+			w.a[k->att].heard = false;
+			cover(COV_UNHEARD);
 		}
-		if (k->role == K_QUERY)
-			a_asked(m->kid, SAID_NONE);
 		if (m->ev != RDMA_CM_EVENT_DISCONNECTED) {
 			k->term = true;
 			a_req_over(m->kid);
@@ -2310,8 +2448,11 @@ static enum timer_class conn_class(const struct cma_p2p_conn *c)
 	    (c->state != CMA_P2P_PENDING && c->state != CMA_P2P_WAIT_PEER &&
 	     c->state != CMA_P2P_RESEND))
 		return T_CHORES;
-	return c->state == CMA_P2P_RESEND && !cma_p2p_resolving(c) ? T_RETRY
-								   : T_BOUND;
+	/* While a NOTICE is out, the timer measures only the bound. */
+	return c->state == CMA_P2P_RESEND && !cma_p2p_resolving(c) &&
+			       !c->notice_serial
+		       ? T_RETRY
+		       : T_BOUND;
 }
 
 /* When the conn's wait runs out, as p2p_connect.c reckons it. */
@@ -2344,6 +2485,10 @@ static int64_t conn_due(int j)
 	case T_CHORES:
 		break;
 	case T_RETRY:
+		/* A NOTICE B answered lets it go out again at once. */
+		if (w.a[j].notice_end >= 0)
+			return w.a[j].notice_end +
+			       (w.a[j].heard ? 0 : cma_p2p_resend_delay_ms(c));
 		return w.a[j].refused_at + cma_p2p_resend_delay_ms(c);
 	case T_BOUND:
 		return conn_bound_due(c);
@@ -2426,38 +2571,6 @@ static int64_t timers_first(void)
 	return first;
 }
 
-/*
- * B higher: whether a question of B's about A's REQ on @kid may still
- * reach A (its QUERY is on the way, or a copy of the REQ is, which B
- * will ask about): then whether A has read its REQ's end matters.
- */
-static bool question_may_come(uint32_t kid)
-{
-	const struct msg *m;
-	int i;
-
-	for (i = 0; i < w.nfl; i++) {
-		m = &w.fl[i];
-		if (m->kid == kid && ((m->type == M_QUERY && !m->to_b) ||
-				      (m->type == M_REQ && m->to_b && m->copy)))
-			return true;
-	}
-	return false;
-}
-
-/* The orders (not faults) a delivery of @m may take besides V_OK. */
-static bool unread_matters(const struct msg *m)
-{
-	const struct kid_info *k;
-
-	if (w.cfg != B_HIGHER || w.unread || m->to_b || m->dead ||
-	    (m->type != M_REJ &&
-	     (m->type != M_KEV || m->ev == RDMA_CM_EVENT_DISCONNECTED)))
-		return false;
-	k = kinfo(m->kid);
-	return k->role == K_AREQ && !k->term && question_may_come(m->kid);
-}
-
 static bool copy_matters(const struct msg *m)
 {
 	const struct b_att *b = &w.b[m->att];
@@ -2494,7 +2607,7 @@ static int enabled(struct act *acts)
 		ADD(ACT_B_CONNECT, w.b_made, V_OK);
 	for (i = 0; i < w.b_made; i++) {
 		if (w.b[i].st == BS_PENDING || w.b[i].st == BS_RESEND ||
-		    w.b[i].st == BS_WAIT ||
+		    w.b[i].st == BS_NOTICE || w.b[i].st == BS_WAIT ||
 		    (w.b[i].st == BS_REPSENT && rep_in_flight(w.b[i].kid)))
 			ADD(ACT_B_GIVEUP, i, V_OK);
 		if (w.b[i].st == BS_RESEND)
@@ -2510,23 +2623,13 @@ static int enabled(struct act *acts)
 		if (!deliverable(i))
 			continue;
 		ADD(ACT_DELIVER, i, V_OK);
-		if (unread_matters(m))
-			ADD(ACT_DELIVER, i, V_UNREAD);
 		if (copy_matters(m))
 			ADD(ACT_DELIVER, i, V_COPIED);
 		if (!faults || m->dead)
 			continue;
-		if (w.cfg == B_HIGHER && m->type == M_QUERY && !m->to_b &&
-		    kinfo(m->kid)->st == KS_SENT && !kinfo(m->kid)->term)
-			ADD(ACT_DELIVER, i, V_REQ_TIMEOUT);
-		/*
-		 * B lower: answering changes nothing at B, and a lost
-		 * question's timeout may reach A at any time after, so a
-		 * lost answer is no other schedule than a lost question.
-		 */
-		if (m->type == M_REQ || m->type == M_REP || is_verify(m))
-			if (m->type != M_ANSWER || m->to_b)
-				ADD(ACT_DELIVER, i, V_LOSE);
+		if (m->type == M_REQ || m->type == M_REP ||
+		    m->type == M_NOTICE || m->type == M_ANSWER)
+			ADD(ACT_DELIVER, i, V_LOSE);
 		if (m->type == M_REQ && !m->copy && (!m->to_b || w.b_up))
 			ADD(ACT_DELIVER, i, V_REFUSE_UNSEEN);
 		if (m->type == M_REQ && m->to_b && w.b_up) {
@@ -2542,24 +2645,21 @@ static int enabled(struct act *acts)
 			ADD(ACT_FIRE_CONN, j, V_OK);
 	if (lis_check_acts() && timer_due(lis_due()) == first && n < MAX_ACTS)
 		ADD(ACT_FIRE_LIS, 0, V_OK);
-	if (w.unread && n < MAX_ACTS)
-		ADD(ACT_A_READ, 0, V_OK);
 #undef ADD
 	return n;
 }
 
 static const char *const var_name[] = {
-	"deliver",	  "lose",	   "refuse-for-now",
-	"refuse",	  "refuse-stale",  "refuse-unseen",
-	"deliver-unread", "req-timed-out", "deliver-copied"};
+	"deliver",	"lose",		 "refuse-for-now", "refuse",
+	"refuse-stale", "refuse-unseen", "deliver-copied"};
 
 /* What @x is, for a replay's list of the actions it may take next. */
 static void act_label(const struct act *x, char *buf, size_t len)
 {
 	static const char *const kind[] = {
-		"A.connect", "A.destroy", "B.connect",	   "B.giveup",
-		"B.bound",   "B.resend",  "B.kill",	   "B.start",
-		"",	     "fire conn", "fire listener", "A.read"};
+		"A.connect", "A.destroy", "B.connect",	  "B.giveup",
+		"B.bound",   "B.resend",  "B.kill",	  "B.start",
+		"",	     "fire conn", "fire listener"};
 	const struct msg *m = &w.fl[x->arg];
 
 	if (x->kind == ACT_DELIVER)
@@ -2568,7 +2668,7 @@ static void act_label(const struct act *x, char *buf, size_t len)
 			 m->copy ? "(copy)" : "", m->to_b ? ">B" : ">A", m->att,
 			 m->gen, m->kid);
 	else if (x->kind == ACT_B_KILL || x->kind == ACT_B_START ||
-		 x->kind == ACT_FIRE_LIS || x->kind == ACT_A_READ)
+		 x->kind == ACT_FIRE_LIS)
 		snprintf(buf, len, "%s", kind[x->kind]);
 	else
 		snprintf(buf, len, "%s%d", kind[x->kind], x->arg);
@@ -2581,6 +2681,7 @@ static void apply(const struct act *x)
 	int j;
 
 	w.cur_act = x->kind;
+	w.cur_msg = 0xff;
 	switch (x->kind) {
 	case ACT_A_CONNECT:
 		j = x->arg;
@@ -2638,8 +2739,8 @@ static void apply(const struct act *x)
 	case ACT_DELIVER:
 		m = w.fl[x->arg];
 		flight_del(x->arg);
-		/* What states an incarnation: a REQ or REP from B. */
-		if (!m.to_b && (m.type == M_REQ || m.type == M_REP)) {
+		/* What states an incarnation: a REQ, REP or NOTICE from B. */
+		if (from_b_process(&m)) {
 			w.stale = m.inc < w.heard_inc;
 			if (m.inc > w.heard_inc)
 				w.heard_inc = m.inc;
@@ -2648,28 +2749,13 @@ static void apply(const struct act *x)
 		     msg_name[m.type], m.dead ? "(dead)" : "",
 		     m.copy ? "(copy)" : "", m.to_b ? ">B " : ">A ", m.att,
 		     m.gen, m.kid);
-		if (x->var != V_OK && x->var != V_UNREAD && x->var != V_COPIED)
+		if (x->var != V_OK && x->var != V_COPIED)
 			w.faults++;
-		if (x->var == V_UNREAD) {
-			w.unread = true;
-			x_var = V_OK;
-		}
+		w.cur_msg = m.type;
 		if (m.to_b)
 			b_receive(&m, x_var);
 		else
 			a_receive(&m, x_var);
-		break;
-	case ACT_A_READ:
-		note("\n    A.read");
-		w.unread = false;
-		/* A refusal read now: its REQ goes out again from now. */
-		for (j = 0; j < NA; j++) {
-			if (w.a[j].refusal_unread)
-				w.a[j].refused_at = w.now;
-			w.a[j].refusal_unread = false;
-		}
-		for (j = 0; j < MAX_KIDS; j++)
-			w.kid[j].unread_ev = 0;
 		break;
 	case ACT_FIRE_CONN:
 		j = x->arg;
@@ -2688,6 +2774,7 @@ static void apply(const struct act *x)
 	}
 	settle();
 	w.stale = false;
+	w.cur_msg = 0xff;
 }
 
 /* --- invariants and the end of a schedule ------------------------------- */
@@ -2696,21 +2783,28 @@ static void check_invariants(void)
 {
 	struct cma_p2p_held *h;
 	unsigned int held;
-	uint32_t copy = 0;
+	uint32_t dead = 0;
 	int j;
 
 	cma_p2p_lock();
 	held = w.lis->held.len;
-	for (h = cma_p2p_held_first(w.lis); h && !copy;
+	for (h = cma_p2p_held_first(w.lis); h && !dead;
 	     h = cma_list_next(h, lnode))
-		if (h->handle < MAX_KIDS && w.kid[h->handle].copy)
-			copy = h->handle;
+		if (h->handle < MAX_KIDS && named_dead(&w.kid[h->handle]))
+			dead = h->handle;
 	cma_p2p_unlock();
-	CHECK(!copy, "A holds a late copy of B's REQ %d.%d (kernel id %u)",
-	      w.kid[copy].att, w.kid[copy].gen, copy);
+	CHECK(!dead,
+	      "A holds B's REQ %d.%d (kernel id %u), which a NOTICE named "
+	      "dead",
+	      w.kid[dead].att, w.kid[dead].gen, dead);
 	for (j = 0; j < NA; j++) {
 		struct cma_p2p_conn *c = conn_of(j);
 
+		/* Every REQ B's CM refused as stale is followed by a NOTICE. */
+		CHECK(!w.a[j].notice_due,
+		      "connect %d's REQ on kernel id %u was refused as stale "
+		      "and A tells B nothing",
+		      j, w.a[j].notice_due);
 		if (!c)
 			continue;
 		CHECK(c->state != CMA_P2P_ADOPTING || !c->registered,
@@ -2731,17 +2825,45 @@ static void check_invariants(void)
  */
 static void check_no_missed_pair(void)
 {
+	const struct kid_info *k;
+	bool dead;
 	int i, j;
 
 	for (j = 0; j < NA; j++) {
-		if (!a_waits(j))
+		/*
+		 * B lower: a connect that adopted a REQ B has moved on from
+		 * waits too, for an RTU that never comes (its REP's retries
+		 * end it, a minute on).
+		 */
+		k = w.a[j].id && kid_of(w.a[j].id) < MAX_KIDS
+			    ? &w.kid[kid_of(w.a[j].id)]
+			    : NULL;
+		dead = w.a[j].st == AS_WAIT && k && k->role == K_BREQ &&
+		       k->st == KS_ACCEPTED && !k->term &&
+		       !(b_current(k->att) && w.b[k->att].gen == k->gen);
+		if (!a_waits(j) && !dead)
 			continue;
 		for (i = 0; i < w.b_made; i++)
 			CHECK(!(w.b[i].st == BS_PENDING ||
-				w.b[i].st == BS_RESEND || w.b[i].st == BS_WAIT),
-			      "connect %d and B's attempt %d (%s) both wait, "
+				w.b[i].st == BS_RESEND ||
+				w.b[i].st == BS_NOTICE || w.b[i].st == BS_WAIT),
+			      "connect %d%s and B's attempt %d (%s) both wait, "
 			      "unpaired",
-			      j, i, b_state_name[w.b[i].st]);
+			      j, dead ? " (its adoption of a dead REQ)" : "", i,
+			      b_state_name[w.b[i].st]);
+	}
+	/* B higher: the same of B's adoption of a REQ A has moved on from. */
+	for (i = 0; i < w.b_made; i++) {
+		if (w.b[i].st != BS_REPSENT)
+			continue;
+		k = kinfo(w.b[i].kid);
+		if (!k->term && k->st != KS_GONE)
+			continue;
+		for (j = 0; j < NA; j++)
+			CHECK(!a_waits(j),
+			      "B's attempt %d (its adoption of a dead REQ) and "
+			      "connect %d both wait, unpaired",
+			      i, j);
 	}
 }
 
@@ -2754,7 +2876,10 @@ static bool next_completion(struct act *x)
 	/*
 	 * The applications first, so that what is left of the schedule runs
 	 * with as much under way at once as it can: every connect made, B up
-	 * again; then the wire, then the timers.
+	 * again; then the wire, then the timers.  On the wire, NOTICEs
+	 * first, and a refusal of B's REQ reaches B after its CM copied the
+	 * REQ (an order, no fault): so that a completion with a NOTICE has a
+	 * copy of a REQ it names come after it, to be refused as it comes.
 	 */
 	x->var = V_OK;
 	if (!w.b_up) {
@@ -2770,14 +2895,19 @@ static bool next_completion(struct act *x)
 		x->arg = (uint8_t)w.a_made;
 		return true;
 	}
-	if (w.unread) {
-		x->kind = ACT_A_READ;
-		return true;
-	}
 	for (i = 0; i < w.nfl; i++) {
-		if (deliverable(i)) {
+		if (deliverable(i) && w.fl[i].type == M_NOTICE) {
 			x->kind = ACT_DELIVER;
 			x->arg = (uint8_t)i;
+			return true;
+		}
+	}
+	for (i = 0; i < w.nfl; i++) {
+		if (deliverable(i) && !w.fl[i].slow) {
+			x->kind = ACT_DELIVER;
+			x->arg = (uint8_t)i;
+			if (copy_matters(&w.fl[i]))
+				x->var = V_COPIED;
 			return true;
 		}
 	}
@@ -2795,7 +2925,18 @@ static bool next_completion(struct act *x)
 			return true;
 		}
 	}
+	/*
+	 * A CM's retries of a REP nobody answers run out last: an adoption
+	 * of a dead REQ waits until then.
+	 */
 	check_no_missed_pair();
+	for (i = 0; i < w.nfl; i++) {
+		if (deliverable(i)) {
+			x->kind = ACT_DELIVER;
+			x->arg = (uint8_t)i;
+			return true;
+		}
+	}
 	if (lis_check_acts()) {
 		best = w.lis_armed_at + CMA_P2P_PROBE_MS;
 		x->kind = ACT_FIRE_LIS;
@@ -2834,8 +2975,8 @@ static void complete(void)
 }
 
 static const char *const kid_role_name[] = {
-	"A's own",	"B's request",	 "A's REQ",
-	"A's question", "A's companion", "B's question at A's companion"};
+	"A's own",    "B's request",   "A's REQ",
+	"A's NOTICE", "A's companion", "B's NOTICE at A's companion"};
 
 /* What rdma_cm_p2p(7) promises, checked once everything came to rest. */
 static void finish(void)
@@ -2892,11 +3033,10 @@ static void finish(void)
 	cma_p2p_unlock();
 	CHECK(!h, "%u requests left held", h);
 	CHECK(!timer_armed(&w.lis->timer), "the listener's timer left armed");
-	CHECK(!w.nb_ask, "B still asks about %d of A's REQs", w.nb_ask);
 	/*
 	 * No kernel id left but the listener's, the connections' and the
 	 * companion listener's (it lasts while A's listener does): every
-	 * question's is gone.
+	 * NOTICE's is gone.
 	 */
 	expected[kid_of(listener)] = true;
 	if (w.comp_kid)
@@ -2932,15 +3072,11 @@ static uint64_t kid_label(uint32_t kid)
 	if (!kid || kid >= MAX_KIDS)
 		return kid ? 0xffff : 0;
 	k = &w.kid[kid];
-	/* A question: by the REQ it is about. */
-	if (k->role == K_QUERY || k->role == K_CREQ)
-		return hash_mix((uint64_t)k->role << 8 | k->st,
-				kid_label(k->about));
-	h = (uint64_t)k->said << 36 | (uint64_t)k->copy << 32 |
+	h = (uint64_t)k->inc << 40 | (uint64_t)k->copy << 32 |
 	    (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
 	    (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
 	    (uint64_t)k->dead << 1 | k->term;
-	return k->unread_ev ? hash_mix(h, k->unread_ev) : h;
+	return h;
 }
 
 static uint64_t state_hash(void)
@@ -2953,8 +3089,10 @@ static uint64_t state_hash(void)
 	h = hash_mix(h, (uint64_t)w.a_made << 32 | (uint64_t)w.b_made << 24 |
 				(uint64_t)w.b_up << 16 |
 				(uint64_t)w.b_inc << 8 |
-				(uint64_t)w.kills << 4 | (uint64_t)w.faults |
-				(uint64_t)w.unread << 40);
+				(uint64_t)w.kills << 4 | (uint64_t)w.faults);
+	for (i = 0; i < NB; i++)
+		h = hash_mix(h, (uint64_t)w.a_floor[i] << 8 |
+					(i < NA ? w.b_floor[i] : 0));
 	for (j = 0; j < NA; j++) {
 		const struct a_att *a = &w.a[j];
 		const struct cma_p2p_conn *c = conn_of(j);
@@ -2965,8 +3103,14 @@ static uint64_t state_hash(void)
 					(uint64_t)a->disconnected << 16 |
 					(uint64_t)(a->end_ev & 0xff) << 8 |
 					(uint64_t)(a->b_partner + 1));
-		h = hash_mix(h, (uint64_t)(a->refused_at - w.now) << 1 |
-					a->refusal_unread);
+		h = hash_mix(h, (uint64_t)(a->refused_at - w.now));
+		h = hash_mix(h, (uint64_t)(a->notice_end < 0
+						   ? -1
+						   : a->notice_end - w.now)
+						<< 16 |
+					(uint64_t)a->heard << 8 |
+					(uint64_t)(a->qp_att + 1) << 2 |
+					(uint64_t)a->reset << 1 | a->unadopted);
 		if (!c)
 			continue;
 		h = hash_mix(h, (uint64_t)c->state << 40 |
@@ -2977,7 +3121,8 @@ static uint64_t state_hash(void)
 					(uint64_t)c->qp_err_due << 4 |
 					(uint64_t)c->peer_gone << 2 |
 					(uint64_t)c->gave_up << 1 |
-					timer_armed(&c->timer));
+					timer_armed(&c->timer) |
+					(uint64_t) !!c->notice_serial << 48);
 		h = hash_mix(h, c->bound_ns - CLOCK_BASE_NS -
 					(uint64_t)w.now * 1000000);
 		h = hash_mix(h, kid_label(kid_of(w.a[j].id)));
@@ -2998,11 +3143,6 @@ static uint64_t state_hash(void)
 		h = hash_mix(h, kid_label(w.b_held[i].kid) << 2 |
 					(uint64_t)w.b_held[i].copy << 1 |
 					w.b_held[i].dead);
-	/* B's questions by the REQ each is about (their order counts). */
-	for (i = 0; i < w.nb_ask; i++)
-		h = hash_mix(h, kid_label(w.b_ask[i].kid) << 3 | 4 |
-					(uint64_t)w.b_ask[i].copy << 1 |
-					w.b_ask[i].dead);
 	cma_p2p_lock();
 	for (held = cma_p2p_held_first(w.lis); held;
 	     held = cma_list_next(held, lnode))
@@ -3028,8 +3168,11 @@ static uint64_t state_hash(void)
 		    (uint64_t)(m->ev & 0xff) << 16 |
 		    (uint64_t)(m->status & 0xffff);
 		t = hash_mix(t,
-			     (uint64_t)m->copy << 2 | (uint64_t)m->live << 1);
-		cm[n++] = hash_mix(t, m->kid ? kid_label(m->kid) : m->chan);
+			     (uint64_t)m->copy << 2 | (uint64_t)m->slow << 1);
+		/* B's NOTICE is by whose and which REQ it names (in @t). */
+		cm[n++] = hash_mix(t, m->kid		    ? kid_label(m->kid)
+				      : m->type == M_NOTICE ? 0
+							    : m->chan);
 	}
 	/* Sorted, so that the order across connections does not count. */
 	for (i = 1; i < n; i++)
@@ -3052,6 +3195,7 @@ static void run_schedule(enum cfg cfg, const uint8_t *choice, int len)
 
 	memset(&w, 0, sizeof(w));
 	w.cfg = cfg;
+	w.cur_msg = 0xff;
 	world_setup();
 	settle();
 	note("\n  prefix:");
@@ -3405,9 +3549,10 @@ START_TEST(b_lower_every_interleaving)
 			    1u << COV_ADOPT_ARRIVING | 1u << COV_DEAD_PASSED |
 			    1u << COV_DEAD_DROPPED | 1u << COV_BOUND |
 			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
-			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
-			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY |
-			    1u << COV_REFUSED_COPY);
+			    1u << COV_NOTICE | 1u << COV_HEARD |
+			    1u << COV_COPY_TAKEN | 1u << COV_LATE_COPY |
+			    1u << COV_REFUSED_COPY | 1u << COV_FLOOR |
+			    1u << COV_UNADOPTED | 1u << COV_UNADOPTED_KEPT);
 }
 END_TEST
 
@@ -3417,9 +3562,9 @@ START_TEST(b_higher_every_interleaving)
 		    1u << COV_ESTABLISHED | 1u << COV_RESEND |
 			    1u << COV_WITHDRAW | 1u << COV_BOUND |
 			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
-			    1u << COV_ASKED | 1u << COV_LIVE | 1u << COV_STALE |
-			    1u << COV_UNANSWERED | 1u << COV_LATE_COPY |
-			    1u << COV_UNREAD_STALE);
+			    1u << COV_NOTICE | 1u << COV_HEARD |
+			    1u << COV_UNHEARD | 1u << COV_COPY_TAKEN |
+			    1u << COV_UNADOPTED);
 }
 END_TEST
 
