@@ -62,30 +62,40 @@
  * receive posted before connecting is still there when it is
  * established (only an adoption from another QP may reset the QP).
  * B higher: A's REQs carry A's numbers; refused as stale, A sends its
- * NOTICE on its verify channel (a UDP id: its address and route resolve
- * at once, then the SIDR REQ is a message to B), checked to name A's QP
- * and exactly the REQ refused; B refuses the copies it holds of REQs
- * named, undoes an adoption of one, refuses one that comes later, and
- * answers (UNREACHABLE, status 2, the ANSWER in its data; status 1 while
- * no B process listens; lost: -ETIMEDOUT).  A NOTICE or its answer may
- * be lost.  Either end's CM may refuse a REQ unseen (as if the listener
- * were not up yet) while the sender's CM has sent a copy that comes
- * later; and B lower, A's refusal of B's REQ (by its library, or by its
- * CM for a stale connection) may reach B after B's CM sent a copy of it,
- * which reaches A's CM later as a fresh REQ (A's kernel id for the first
- * is gone by then).  Once a REJ or a timeout ends one of A's REQs in A's
- * CM, its kernel id refuses the INIT attributes, as the kernel's does.
+ * NOTICE on its verify channel (a UDP id: its address and route resolve at
+ * once, then the SIDR REQ is a message to B), checked to name A's QP and
+ * exactly the REQ refused; B refuses the copies it holds of REQs named,
+ * undoes an adoption of one, refuses one that comes later, and answers
+ * (UNREACHABLE, status 2, the ANSWER in its data; status 1 while no B
+ * process listens; lost: -ETIMEDOUT).  A NOTICE or its answer may be lost.
+ * A connect of the lower end that ends unanswered (no REP came for its REQ:
+ * its bound ran out, it was refused for good, its REQ or REP was lost, or
+ * its id was destroyed while it waited) names every REQ it sent dead as it
+ * ends, in a NOTICE of its own, as a late copy of one may still reach the
+ * higher end: B lower, B's model sends one whenever an attempt ends so (not
+ * when its process is killed: a dead process sends nothing), and A acts on
+ * it as on any; B higher, A's is checked to name the last REQ that connect
+ * sent, to come for every connect that ended unanswered and for no other
+ * (never for one B answered), and B acts on it as on any, its answer
+ * ignored by A.  Either end's CM may refuse a REQ unseen (as if the
+ * listener were not up yet) while the sender's CM has sent a copy that
+ * comes later; and B lower, A's refusal of B's REQ (by its library, or by
+ * its CM for a stale connection) may reach B after B's CM sent a copy of
+ * it, which reaches A's CM later as a fresh REQ (A's kernel id for the
+ * first is gone by then).  Once a REJ or a timeout ends one of A's REQs in
+ * A's CM, its kernel id refuses the INIT attributes, as the kernel's does.
  * The REQs from one QP keep their order, copies included; a NOTICE may
  * overtake a copy of a REQ it names (refused as it comes), and other
- * messages may overtake each other across connections, which the wire
- * never does.  The REP that answers an adopted late copy reaches a CM
- * that is done with that REQ and drops it; the adopting CM gives up
- * after its retries, about a minute later: a message the completion
- * delivers last, after the pairs are checked, so that such an adoption
- * still waits then, with a live attempt of the other side's, if nothing
- * undid it.  The completion delivers NOTICEs first, and a refusal of
- * B's REQ after B's CM copied it, so that a copy comes after the NOTICE
- * in every completion that has one.
+ * messages may overtake each other across connections, which the wire never
+ * does; but whatever was sent before B's process died has arrived when its
+ * next one starts (a restart takes far longer than the wire).  The REP that
+ * answers an adopted late copy reaches a CM that is done with that REQ and
+ * drops it; the adopting CM gives up after its retries, about a minute
+ * later: a message the completion delivers last, after the pairs are
+ * checked, so that such an adoption still waits then, with a live attempt
+ * of the other side's, if nothing undid it.  The completion delivers
+ * NOTICEs first, and a refusal of B's REQ after B's CM copied it, so that a
+ * copy comes after the NOTICE in every completion that has one.
  *
  * What the model leaves out: copies of a REQ whose kernel id lives (the
  * CM answers them), copies of A's REQs that B's library or B's CM as a
@@ -246,6 +256,11 @@ struct msg {
 	uint8_t kind; /* M_REJ */
 	bool app_data; /* M_REJ: an application's refusal, with its data */
 	uint8_t inc; /* the B process that sent it */
+	/*
+	 * M_NOTICE: sent as its sender's connect ended unanswered (no REQ
+	 * of it refused as stale), naming every REQ that connect sent.
+	 */
+	bool end;
 	uint32_t kid; /* A's kernel id it is about (0: a REQ not there yet) */
 	uint32_t chan; /* the connection: its messages keep their order */
 	uint32_t ev; /* M_KEV */
@@ -292,6 +307,7 @@ struct kid_info {
 	uint8_t copy; /* K_BREQ: a late copy of B's REQ (enum copy_kind) */
 	bool term; /* a final event came: the kernel reports no other */
 	bool disc; /* DISCONNECTED came or is on its way: only once */
+	bool end; /* K_NOTICE: sent as its connect ended unanswered */
 	uint32_t number; /* K_BREQ, K_AREQ: its REQ's number */
 };
 
@@ -316,6 +332,16 @@ struct a_att {
 	uint32_t notice_due;
 	int epoch; /* how many of B's processes were gone when it began */
 	int reqs; /* B higher: REQs it sent */
+	/*
+	 * B higher: its QP's number (the NOTICE of a connect whose id is
+	 * gone still names it) and the number of the last REQ it sent.
+	 * Whether B's REP for its current REQ came (answered: it ends with
+	 * no NOTICE), whether it ended unanswered having sent a REQ (its
+	 * REQs are then named dead: end_due), and whether A did so.
+	 */
+	uint32_t qpn, last_number;
+	bool answered, end_due, end_sent;
+	bool end_unheard; /* that NOTICE was lost, or no B process heard it */
 	/*
 	 * B lower: the B attempt whose QP its QP was last at RTS for (-1:
 	 * none), whether an adoption from another QP reset it since, and
@@ -434,6 +460,13 @@ enum coverage {
 	 * at RTS all along, with the receive posted before connecting.
 	 */
 	COV_UNADOPTED_KEPT,
+	/*
+	 * A connect that ended unanswered named its REQs dead (an end
+	 * NOTICE), which undid an adoption of one, or refused a held one.
+	 */
+	COV_END_NOTICE,
+	COV_END_UNADOPTED,
+	COV_END_REFUSED,
 	COV_COUNT
 };
 
@@ -458,7 +491,10 @@ static const char *const cov_name[] = {"established",
 				       "refused-copy-refused",
 				       "dead-on-arrival",
 				       "unadopted",
-				       "unadopted-kept-receive"};
+				       "unadopted-kept-receive",
+				       "end-noticed",
+				       "end-notice-unadopted",
+				       "end-notice-refused"};
 
 static struct {
 	enum cfg cfg;
@@ -470,6 +506,11 @@ static struct {
 	bool b_up;
 	uint8_t b_inc;
 	int kills, faults;
+	/*
+	 * The last message sent before B's process was last killed: every
+	 * one up to it arrives before B's next process starts (b_may_start).
+	 */
+	uint32_t kill_seq;
 	uint32_t b_number; /* B lower: the last REQ number B's process gave */
 	struct {
 		uint32_t kid;
@@ -486,10 +527,13 @@ static struct {
 	 * named dead (0: none); an attempt is of one process.
 	 */
 	uint8_t a_floor[NB];
+	/* B lower: B's attempt's end NOTICE was lost on the way to A. */
+	bool end_lost[NB];
 	uint32_t a_number; /* B higher: the last number A's REQs stated */
 	int vfd; /* the kernel fd of p2p's verify channel (0: none yet) */
 	uint32_t comp_kid; /* A's companion listener */
 	uint8_t cur_msg; /* the type of the message being delivered */
+	bool cur_end; /* it is an end NOTICE (struct msg's end) */
 	struct msg fl[MAX_FLIGHT];
 	int nfl;
 	uint32_t seq;
@@ -849,6 +893,7 @@ static void world_setup(void)
 	w.kfd = cma_channel_kernel_fd(ch);
 	for (j = 0; j < NA; j++) {
 		w.a[j].id = a_new_id();
+		w.a[j].qpn = w.a[j].id->qp->qp_num;
 		w.a[j].b_partner = -1;
 		w.a[j].refused_at = -1;
 		w.a[j].notice_end = -1;
@@ -924,6 +969,31 @@ static bool from_b_process(const struct msg *m)
 {
 	return !m->to_b &&
 	       (m->type == M_REQ || m->type == M_REP || m->type == M_NOTICE);
+}
+
+/* Sent before B's process was last killed (a kernel's report is not sent). */
+static bool before_kill(const struct msg *m)
+{
+	return m->type != M_KEV && m->seq <= w.kill_seq;
+}
+
+/*
+ * B's process may start again once every message sent before the old one
+ * died has arrived (to the old one's kernel, which refused what came for
+ * it, or at A): a restart takes far longer than a message spends on the
+ * wire, however messages overtake each other there.  Without this, a copy
+ * of one of A's REQs overtaken by the NOTICE naming it would reach B's
+ * next process, which never heard that NOTICE, and one of B's old REQs
+ * would reach A after B's new process had begun.
+ */
+static bool b_may_start(void)
+{
+	int i;
+
+	for (i = 0; i < w.nfl; i++)
+		if (before_kill(&w.fl[i]))
+			return false;
+	return true;
 }
 
 /*
@@ -1135,6 +1205,7 @@ static void sent_req(const struct fake_cmd *c)
 	      "A's REQ states incarnation %llx, not its own",
 	      (unsigned long long)hdr.incarnation);
 	w.a_number = hdr.number;
+	w.a[j].last_number = hdr.number;
 	k->role = K_AREQ;
 	k->st = KS_SENT;
 	k->att = (uint8_t)j;
@@ -1151,20 +1222,33 @@ static void sent_req(const struct fake_cmd *c)
 	m->incarnation = hdr.incarnation;
 }
 
-/* A's connect whose QP is @qpn, or -1. */
+/* A's connect whose QP is (or was, its id gone) @qpn, or -1. */
 static int a_of_qpn(uint32_t qpn)
 {
 	int j;
 
 	for (j = 0; j < NA; j++)
-		if (w.a[j].id && w.a[j].id->qp && w.a[j].id->qp->qp_num == qpn)
+		if (w.a[j].qpn == qpn)
 			return j;
 	return -1;
 }
 
 /*
+ * B higher: A's connect @j ended unanswered (its REQ's bound, a final
+ * refusal, or its id destroyed while it waited): the REQs it sent are
+ * to be named dead, none left to a late copy at B (sent_notice,
+ * check_invariants).  One B answered ends with no NOTICE.
+ */
+static void a_ended_unanswered(int j)
+{
+	if (w.cfg == B_HIGHER && w.a[j].reqs && !w.a[j].answered)
+		w.a[j].end_due = true;
+}
+
+/*
  * B higher: A's NOTICE (a SIDR REQ on a UDP id) that its REQs from a QP
- * up to the one B's CM refused as stale are dead.
+ * up to a number are dead: the one B's CM refused as stale, or, its
+ * connect ended unanswered, the last it sent.
  */
 static void sent_notice(const struct fake_cmd *c)
 {
@@ -1173,6 +1257,7 @@ static void sent_notice(const struct fake_cmd *c)
 	struct kid_info *n = kinfo(c->handle), *k;
 	struct cma_p2p_hdr hdr;
 	struct msg *m;
+	uint8_t gen;
 	int j;
 
 	CHECK(w.cfg == B_HIGHER, "A, the higher end, sent a NOTICE");
@@ -1183,29 +1268,54 @@ static void sent_notice(const struct fake_cmd *c)
 		      dst->sin_addr.s_addr == htonl(0xc0000202) &&
 		      ntohs(dst->sin_port) == P2P_PORT,
 	      "A sends its NOTICE elsewhere than where its REQs went");
+	CHECK(hdr.incarnation ==
+		      (cma_p2p_incarnation() & CMA_P2P_INCARNATION_MASK),
+	      "A's NOTICE states incarnation %llx, not its own",
+	      (unsigned long long)hdr.incarnation);
 	j = a_of_qpn(hdr.qpn);
-	CHECK(j >= 0 && w.a[j].notice_due,
-	      "A's NOTICE names QP %x, whose REQ was not refused as stale",
-	      hdr.qpn);
-	k = kinfo(w.a[j].notice_due);
-	/* Up to the REQ refused: B's CM holds an earlier one. */
-	CHECK(hdr.number == k->number &&
-		      hdr.incarnation == (cma_p2p_incarnation() &
-					  CMA_P2P_INCARNATION_MASK),
-	      "A's NOTICE names REQs up to %u of incarnation %llx, not %u of "
-	      "its own",
-	      hdr.number, (unsigned long long)hdr.incarnation, k->number);
-	w.a[j].notice_due = 0;
+	CHECK(j >= 0, "A's NOTICE names QP %x, no connect's", hdr.qpn);
 	n->role = K_NOTICE;
 	n->st = KS_SENT;
 	n->att = (uint8_t)j;
-	n->gen = k->gen;
 	n->number = hdr.number;
-	cover(COV_NOTICE);
+	if (w.a[j].notice_due) {
+		k = kinfo(w.a[j].notice_due);
+		/* Up to the REQ refused: B's CM holds an earlier one. */
+		CHECK(hdr.number == k->number,
+		      "A's NOTICE names connect %d's REQs up to %u, not up to "
+		      "%u, the one refused as stale",
+		      j, hdr.number, k->number);
+		w.a[j].notice_due = 0;
+		gen = k->gen;
+		cover(COV_NOTICE);
+	} else {
+		/*
+		 * Its connect ended (a_ended_unanswered; what ends it may
+		 * be read after this, check_invariants tells): every REQ
+		 * it sent, the last one's copies too, named once.
+		 */
+		CHECK(!w.a[j].answered,
+		      "A names connect %d's REQs dead, which B answered%s", j,
+		      w.a[j].established ? " (it is established)" : "");
+		CHECK(!w.a[j].end_sent,
+		      "A names connect %d's REQs dead a second time, with "
+		      "none of its REQs refused as stale",
+		      j);
+		CHECK(w.a[j].reqs && hdr.number == w.a[j].last_number,
+		      "A's NOTICE names connect %d's REQs up to %u, not up to "
+		      "%u, the last it sent",
+		      j, hdr.number, w.a[j].last_number);
+		w.a[j].end_sent = true;
+		n->end = true;
+		gen = (uint8_t)w.a[j].reqs;
+		cover(COV_END_NOTICE);
+	}
+	n->gen = gen;
 	m = flight_add(M_NOTICE, true, CHAN_VERIFY + c->handle);
 	m->kid = c->handle;
+	m->end = n->end;
 	m->att = (uint8_t)j;
-	m->gen = k->gen;
+	m->gen = gen;
 	m->number = hdr.number;
 	m->qpn = hdr.qpn;
 	m->incarnation = hdr.incarnation;
@@ -1371,6 +1481,8 @@ static void sent_reject(const struct fake_cmd *c)
 	      k->att, k->gen, c->handle);
 	if (kind == CMA_P2P_REJ_STALE && k->copy)
 		cover(COV_LATE_COPY);
+	if (kind == CMA_P2P_REJ_STALE && k->copy && w.cur_end)
+		cover(COV_END_REFUSED);
 	if (kind == CMA_P2P_REJ_STALE && k->copy == COPY_REFUSED)
 		cover(COV_REFUSED_COPY);
 	/* Refused as it came: a NOTICE overtook it. */
@@ -1378,8 +1490,9 @@ static void sent_reject(const struct fake_cmd *c)
 		cover(COV_FLOOR);
 	if (k->dead) {
 		/* Its sender gave it up: the REJ reaches nobody. */
-		cover(w.cur_act == ACT_FIRE_LIS ? COV_DEAD_DROPPED
-						: COV_DEAD_PASSED);
+		if (kind != CMA_P2P_REJ_STALE)
+			cover(w.cur_act == ACT_FIRE_LIS ? COV_DEAD_DROPPED
+							: COV_DEAD_PASSED);
 		k->st = KS_GONE;
 		return;
 	}
@@ -1425,6 +1538,8 @@ static void sent_destroy(const struct fake_cmd *c)
 			      k->a_att, k->att, k->gen);
 			w.a[k->a_att].unadopted = true;
 			cover(COV_UNADOPTED);
+			if (w.cur_end)
+				cover(COV_END_UNADOPTED);
 		}
 		if (k->st == KS_ACCEPTED || k->st == KS_ESTAB) {
 			m = flight_add(M_DREQ, true, chan_b(k->att, k->gen));
@@ -1558,6 +1673,9 @@ static void a_end(int j, struct rdma_cm_event *ev)
 	else
 		violation("connect %d fails for no reason: %s, status %d", j,
 			  rdma_event_str(ev->event), ev->status);
+	/* Its REQs are to be named dead, unless B answered (sent_notice). */
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		a_ended_unanswered(j);
 	note(" [A%d %s %d]", j, rdma_event_str(ev->event), ev->status);
 }
 
@@ -1623,8 +1741,22 @@ static bool b_current(int i)
 	return w.b[i].st != BS_NONE && w.b[i].st != BS_DONE;
 }
 
+static void b_notice_send(int i, bool end);
+
+/*
+ * B lower: like the library, a connect of B's that ends unanswered (B
+ * gives it up or its bound runs out, its REQ is refused for good or
+ * times out) names every REQ it sent dead, so that A keeps no late copy
+ * of one (fire and forget: its answer changes nothing).  A killed
+ * process sends nothing.
+ */
 static void b_done(int i, const char *why)
 {
+	const struct b_att *b = &w.b[i];
+
+	if (w.cfg == B_LOWER && w.b_up &&
+	    (b->st == BS_PENDING || b->st == BS_RESEND || b->st == BS_NOTICE))
+		b_notice_send(i, true);
 	w.b[i].st = BS_DONE;
 	w.b[i].end = why;
 	note(" [B%d %s]", i, why);
@@ -1765,6 +1897,7 @@ static void b_kill(void)
 {
 	int i;
 
+	w.b_up = false; /* first: the dying process tells nothing */
 	for (i = 0; i < NB; i++) {
 		if (!b_current(i))
 			continue;
@@ -1779,8 +1912,29 @@ static void b_kill(void)
 	w.nb_held = 0;
 	/* What NOTICEs told the process goes with it. */
 	memset(w.b_floor, 0, sizeof(w.b_floor));
-	w.b_up = false;
 	w.kills++;
+	w.kill_seq = w.seq;
+}
+
+/*
+ * B lower: B tells A's companion that every REQ from attempt @i's QP up
+ * to its current one is dead: that REQ was refused as stale, or the
+ * attempt ends unanswered (@end, b_done).
+ */
+static void b_notice_send(int i, bool end)
+{
+	const struct b_att *b = &w.b[i];
+	struct msg *m;
+
+	m = flight_add(M_NOTICE, false, CHAN_VERIFY + ++w.seq);
+	m->end = end;
+	m->att = (uint8_t)i;
+	m->gen = b->gen;
+	m->inc = b->inc;
+	m->number = b->number;
+	m->qpn = B_QPN(i);
+	m->incarnation = B_INC(b->inc);
+	cover(end ? COV_END_NOTICE : COV_NOTICE);
 }
 
 /*
@@ -1791,18 +1945,8 @@ static void b_kill(void)
  */
 static void b_notice(int i)
 {
-	struct b_att *b = &w.b[i];
-	struct msg *m;
-
-	b->st = BS_NOTICE;
-	m = flight_add(M_NOTICE, false, CHAN_VERIFY + ++w.seq);
-	m->att = (uint8_t)i;
-	m->gen = b->gen;
-	m->inc = b->inc;
-	m->number = b->number;
-	m->qpn = B_QPN(i);
-	m->incarnation = B_INC(b->inc);
-	cover(COV_NOTICE);
+	w.b[i].st = BS_NOTICE;
+	b_notice_send(i, false);
 }
 
 /*
@@ -1850,6 +1994,8 @@ static void b_dead_reqs(int j, uint8_t gen)
 		if (!w.b_held[i].dead) {
 			if (w.b_held[i].copy)
 				cover(COV_LATE_COPY);
+			if (w.b_held[i].copy && w.cur_end)
+				cover(COV_END_REFUSED);
 			r = flight_add(M_REJ, false, w.b_held[i].kid);
 			r->kid = w.b_held[i].kid;
 			r->status = IB_REJ_CONSUMER;
@@ -1873,6 +2019,8 @@ static void b_dead_reqs(int j, uint8_t gen)
 		w.b[i].st = BS_WAIT;
 		w.b[i].a_partner = -1;
 		cover(COV_UNADOPTED);
+		if (w.cur_end)
+			cover(COV_END_UNADOPTED);
 		note(" [B%d unadopted]", i);
 		b_adopt_held(i);
 	}
@@ -2213,8 +2361,13 @@ static void a_answered(const struct msg *m, enum variant var)
 	}
 	fake_ucma_release();
 	CHECK(r, "A's NOTICE's kernel id %u is gone before its answer", m->kid);
-	w.a[m->att].notice_end = w.now;
-	w.a[m->att].heard = status == IB_SIDR_REJECT;
+	/* The end of a connect's NOTICE: nothing waits for it. */
+	if (!kinfo(m->kid)->end) {
+		w.a[m->att].notice_end = w.now;
+		w.a[m->att].heard = status == IB_SIDR_REJECT;
+	} else if (status != IB_SIDR_REJECT) {
+		w.a[m->att].end_unheard = true;
+	}
 	cover(status == IB_SIDR_REJECT ? COV_HEARD : COV_UNHEARD);
 }
 
@@ -2250,6 +2403,8 @@ static void a_noticed(const struct msg *m, enum variant var)
 	uint32_t child = 0;
 
 	if (var == V_LOSE) {
+		if (m->end)
+			w.end_lost[m->att] = true;
 		b_notice_over(m->att, m->gen, false);
 		return;
 	}
@@ -2398,6 +2553,10 @@ static void a_receive(struct msg *m, enum variant var)
 			r->param.conn.initiator_depth = 4;
 			r->param.conn.qp_num = 0x99;
 		}
+		/* Answered: the connect ends with no NOTICE now. */
+		if (r && k->role == K_AREQ && w.a[k->att].id &&
+		    kid_of(w.a[k->att].id) == m->kid)
+			w.a[k->att].answered = true;
 		break;
 	case M_RTU:
 		fake_ucma_event(m->kid, RDMA_CM_EVENT_ESTABLISHED, 0);
@@ -2424,8 +2583,12 @@ static void a_receive(struct msg *m, enum variant var)
 			a_refused(k, m);
 		if (k->role == K_NOTICE) {
 			/* Its SIDR REQ timed out: not heard. */
-			w.a[k->att].notice_end = w.now;
-			w.a[k->att].heard = false;
+			if (!k->end) {
+				w.a[k->att].notice_end = w.now;
+				w.a[k->att].heard = false;
+			} else {
+				w.a[k->att].end_unheard = true;
+			}
 			cover(COV_UNHEARD);
 		}
 		if (m->ev != RDMA_CM_EVENT_DISCONNECTED) {
@@ -2615,7 +2778,7 @@ static int enabled(struct act *acts)
 	}
 	if (w.b_up && w.kills < max_kills)
 		ADD(ACT_B_KILL, 0, V_OK);
-	if (!w.b_up)
+	if (!w.b_up && b_may_start())
 		ADD(ACT_B_START, 0, V_OK);
 	for (i = 0; i < w.nfl && n < MAX_ACTS - 5; i++) {
 		struct msg *m = &w.fl[i];
@@ -2663,10 +2826,10 @@ static void act_label(const struct act *x, char *buf, size_t len)
 	const struct msg *m = &w.fl[x->arg];
 
 	if (x->kind == ACT_DELIVER)
-		snprintf(buf, len, "%s %s%s%s %s%d.%d k%u", var_name[x->var],
+		snprintf(buf, len, "%s %s%s%s%s %s%d.%d k%u", var_name[x->var],
 			 msg_name[m->type], m->dead ? "(dead)" : "",
-			 m->copy ? "(copy)" : "", m->to_b ? ">B" : ">A", m->att,
-			 m->gen, m->kid);
+			 m->copy ? "(copy)" : "", m->end ? "(end)" : "",
+			 m->to_b ? ">B" : ">A", m->att, m->gen, m->kid);
 	else if (x->kind == ACT_B_KILL || x->kind == ACT_B_START ||
 		 x->kind == ACT_FIRE_LIS)
 		snprintf(buf, len, "%s", kind[x->kind]);
@@ -2696,6 +2859,8 @@ static void apply(const struct act *x)
 	case ACT_A_DESTROY:
 		j = x->arg;
 		note("\n    A.destroy%d", j);
+		if (w.a[j].st == AS_WAIT)
+			a_ended_unanswered(j);
 		w.a[j].destroyed = true;
 		rdma_destroy_qp(w.a[j].id);
 		CHECK(!rdma_destroy_id(w.a[j].id), "rdma_destroy_id: %s",
@@ -2745,13 +2910,14 @@ static void apply(const struct act *x)
 			if (m.inc > w.heard_inc)
 				w.heard_inc = m.inc;
 		}
-		note("\n    %s %s%s%s %s%d.%d k%u", var_name[x->var],
+		note("\n    %s %s%s%s%s %s%d.%d k%u", var_name[x->var],
 		     msg_name[m.type], m.dead ? "(dead)" : "",
-		     m.copy ? "(copy)" : "", m.to_b ? ">B " : ">A ", m.att,
-		     m.gen, m.kid);
+		     m.copy ? "(copy)" : "", m.end ? "(end)" : "",
+		     m.to_b ? ">B " : ">A ", m.att, m.gen, m.kid);
 		if (x->var != V_OK && x->var != V_COPIED)
 			w.faults++;
 		w.cur_msg = m.type;
+		w.cur_end = m.end;
 		if (m.to_b)
 			b_receive(&m, x_var);
 		else
@@ -2775,6 +2941,7 @@ static void apply(const struct act *x)
 	settle();
 	w.stale = false;
 	w.cur_msg = 0xff;
+	w.cur_end = false;
 }
 
 /* --- invariants and the end of a schedule ------------------------------- */
@@ -2805,6 +2972,18 @@ static void check_invariants(void)
 		      "connect %d's REQ on kernel id %u was refused as stale "
 		      "and A tells B nothing",
 		      j, w.a[j].notice_due);
+		/*
+		 * And every connect that ended unanswered, so that no late
+		 * copy of its REQs stays held or adopted at B; no other.
+		 */
+		CHECK(w.a[j].end_sent || !w.a[j].end_due,
+		      "connect %d ended unanswered and A names none of its "
+		      "REQs (up to %u) dead",
+		      j, w.a[j].last_number);
+		CHECK(!w.a[j].end_sent || w.a[j].end_due,
+		      "A names connect %d's REQs dead, which has not ended "
+		      "unanswered",
+		      j);
 		if (!c)
 			continue;
 		CHECK(c->state != CMA_P2P_ADOPTING || !c->registered,
@@ -2843,14 +3022,28 @@ static void check_no_missed_pair(void)
 		       !(b_current(k->att) && w.b[k->att].gen == k->gen);
 		if (!a_waits(j) && !dead)
 			continue;
-		for (i = 0; i < w.b_made; i++)
-			CHECK(!(w.b[i].st == BS_PENDING ||
-				w.b[i].st == BS_RESEND ||
-				w.b[i].st == BS_NOTICE || w.b[i].st == BS_WAIT),
-			      "connect %d%s and B's attempt %d (%s) both wait, "
-			      "unpaired",
-			      j, dead ? " (its adoption of a dead REQ)" : "", i,
-			      b_state_name[w.b[i].st]);
+		for (i = 0; i < w.b_made; i++) {
+			if (!(w.b[i].st == BS_PENDING ||
+			      w.b[i].st == BS_RESEND ||
+			      w.b[i].st == BS_NOTICE || w.b[i].st == BS_WAIT))
+				continue;
+			/* Told apart by cause: each is reported on its own. */
+			CHECK(!dead || k->inc == w.b_inc,
+			      "connect %d (its adoption of B's REQ %d.%d from "
+			      "B's killed process) and B's attempt %d (%s) "
+			      "both wait, unpaired",
+			      j, k->att, k->gen, i, b_state_name[w.b[i].st]);
+			CHECK(!dead || !w.end_lost[k->att],
+			      "connect %d (its adoption of B's REQ %d.%d, the "
+			      "end NOTICE naming it lost) and B's attempt %d "
+			      "(%s) both wait, unpaired",
+			      j, k->att, k->gen, i, b_state_name[w.b[i].st]);
+			violation("connect %d%s and B's attempt %d (%s) both "
+				  "wait, unpaired",
+				  j,
+				  dead ? " (its adoption of a dead REQ)" : "",
+				  i, b_state_name[w.b[i].st]);
+		}
 	}
 	/* B higher: the same of B's adoption of a REQ A has moved on from. */
 	for (i = 0; i < w.b_made; i++) {
@@ -2859,11 +3052,18 @@ static void check_no_missed_pair(void)
 		k = kinfo(w.b[i].kid);
 		if (!k->term && k->st != KS_GONE)
 			continue;
-		for (j = 0; j < NA; j++)
-			CHECK(!a_waits(j),
-			      "B's attempt %d (its adoption of a dead REQ) and "
-			      "connect %d both wait, unpaired",
-			      i, j);
+		for (j = 0; j < NA; j++) {
+			if (!a_waits(j))
+				continue;
+			CHECK(!w.a[k->att].end_unheard,
+			      "B's attempt %d (its adoption of A's REQ %d.%d, "
+			      "the end NOTICE naming it unheard) and connect "
+			      "%d both wait, unpaired",
+			      i, k->att, k->gen, j);
+			violation("B's attempt %d (its adoption of a dead REQ) "
+				  "and connect %d both wait, unpaired",
+				  i, j);
+		}
 	}
 }
 
@@ -2882,11 +3082,11 @@ static bool next_completion(struct act *x)
 	 * copy of a REQ it names come after it, to be refused as it comes.
 	 */
 	x->var = V_OK;
-	if (!w.b_up) {
+	if (!w.b_up && b_may_start()) {
 		x->kind = ACT_B_START;
 		return true;
 	}
-	if (w.b_made < NB) {
+	if (w.b_up && w.b_made < NB) {
 		x->kind = ACT_B_CONNECT;
 		return true;
 	}
@@ -3072,10 +3272,10 @@ static uint64_t kid_label(uint32_t kid)
 	if (!kid || kid >= MAX_KIDS)
 		return kid ? 0xffff : 0;
 	k = &w.kid[kid];
-	h = (uint64_t)k->inc << 40 | (uint64_t)k->copy << 32 |
-	    (uint64_t)k->role << 24 | (uint64_t)k->att << 16 |
-	    (uint64_t)k->gen << 8 | (uint64_t)k->st << 2 |
-	    (uint64_t)k->dead << 1 | k->term;
+	h = (uint64_t)k->end << 48 | (uint64_t)k->inc << 40 |
+	    (uint64_t)k->copy << 32 | (uint64_t)k->role << 24 |
+	    (uint64_t)k->att << 16 | (uint64_t)k->gen << 8 |
+	    (uint64_t)k->st << 2 | (uint64_t)k->dead << 1 | k->term;
 	return h;
 }
 
@@ -3091,7 +3291,8 @@ static uint64_t state_hash(void)
 				(uint64_t)w.b_inc << 8 |
 				(uint64_t)w.kills << 4 | (uint64_t)w.faults);
 	for (i = 0; i < NB; i++)
-		h = hash_mix(h, (uint64_t)w.a_floor[i] << 8 |
+		h = hash_mix(h, (uint64_t)w.end_lost[i] << 16 |
+					(uint64_t)w.a_floor[i] << 8 |
 					(i < NA ? w.b_floor[i] : 0));
 	for (j = 0; j < NA; j++) {
 		const struct a_att *a = &w.a[j];
@@ -3111,6 +3312,10 @@ static uint64_t state_hash(void)
 					(uint64_t)a->heard << 8 |
 					(uint64_t)(a->qp_att + 1) << 2 |
 					(uint64_t)a->reset << 1 | a->unadopted);
+		h = hash_mix(h, (uint64_t)a->end_unheard << 3 |
+					(uint64_t)a->answered << 2 |
+					(uint64_t)a->end_due << 1 |
+					a->end_sent);
 		if (!c)
 			continue;
 		h = hash_mix(h, (uint64_t)c->state << 40 |
@@ -3167,8 +3372,10 @@ static uint64_t state_hash(void)
 		    (uint64_t)m->inc << 28 | (uint64_t)pos << 24 |
 		    (uint64_t)(m->ev & 0xff) << 16 |
 		    (uint64_t)(m->status & 0xffff);
-		t = hash_mix(t,
-			     (uint64_t)m->copy << 2 | (uint64_t)m->slow << 1);
+		t = hash_mix(t, (uint64_t)before_kill(m) << 4 |
+					(uint64_t)m->end << 3 |
+					(uint64_t)m->copy << 2 |
+					(uint64_t)m->slow << 1);
 		/* B's NOTICE is by whose and which REQ it names (in @t). */
 		cm[n++] = hash_mix(t, m->kid		    ? kid_label(m->kid)
 				      : m->type == M_NOTICE ? 0
@@ -3552,7 +3759,9 @@ START_TEST(b_lower_every_interleaving)
 			    1u << COV_NOTICE | 1u << COV_HEARD |
 			    1u << COV_COPY_TAKEN | 1u << COV_LATE_COPY |
 			    1u << COV_REFUSED_COPY | 1u << COV_FLOOR |
-			    1u << COV_UNADOPTED | 1u << COV_UNADOPTED_KEPT);
+			    1u << COV_UNADOPTED | 1u << COV_UNADOPTED_KEPT |
+			    1u << COV_END_NOTICE | 1u << COV_END_UNADOPTED |
+			    1u << COV_END_REFUSED);
 }
 END_TEST
 
@@ -3564,7 +3773,8 @@ START_TEST(b_higher_every_interleaving)
 			    1u << COV_PEER_REJECTED | 1u << COV_REFORMED |
 			    1u << COV_NOTICE | 1u << COV_HEARD |
 			    1u << COV_UNHEARD | 1u << COV_COPY_TAKEN |
-			    1u << COV_UNADOPTED);
+			    1u << COV_UNADOPTED | 1u << COV_END_NOTICE |
+			    1u << COV_END_UNADOPTED | 1u << COV_END_REFUSED);
 }
 END_TEST
 
@@ -3610,6 +3820,61 @@ START_TEST(connect_made_after_a_peer_restart_pairs_with_the_new_process)
 	ck_assert_uint_eq(ev->param.conn.private_data_len, 3);
 	ck_assert_mem_eq(ev->param.conn.private_data, "new", 3);
 	rdma_ack_cm_event(ev);
+}
+END_TEST
+
+/*
+ * LIBRARY BUG found by the checker (B lower, P2P_INTERLEAVE_REPLAY=
+ * lower:0,1,1,6,4,4: our CM refuses the peer's REQ unseen while the
+ * peer's CM sends a copy; the peer's process is killed; a connect of
+ * ours adopts the copy, its REP going to a CM done with that REQ).  The
+ * peer's new process then shows itself with a REQ from another QP.  The
+ * adoption of the old process's REQ is not established and never will
+ * be, and no NOTICE can name it (a dead process sends none), yet the
+ * restart only disconnects it, which sends nothing before the RTU: the
+ * connect waits, out of the table, until its REP's retries end it about
+ * a minute later, while the new process's REQ is held for nobody.  The
+ * restart should undo it as a NOTICE would, and the connect adopt the
+ * new process's REQ.  This test says what should happen; it fails until
+ * the library does.
+ */
+START_TEST(restart_undoes_an_adoption_of_the_old_process)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint32_t copy, req;
+	int tries;
+
+	id = connecting_id("192.0.2.0");
+	ck_assert_int_eq(p2p_connect(id), 0);
+	req_incarnation = 0xaaaa;
+	req_qpn = 0x100;
+	req_number = 1;
+	copy = peer_request("192.0.2.0", 0, "old");
+	expect_nothing();
+	await_cmd(RDMA_USER_CM_CMD_ACCEPT, 1);
+	ck_assert_uint_eq(kid_of(id), copy);
+	/* The new process, from another QP: the old one's REQ is dead. */
+	req_incarnation = 0xbbbb;
+	req_qpn = 0x101;
+	req = peer_request("192.0.2.0", 0, "new");
+	expect_nothing();
+	for (tries = 0; tries < 100 &&
+			fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req) < 1;
+	     tries++)
+		usleep(10000);
+	ck_assert_msg(kid_of(id) == req,
+		      "the new process's REQ is held for nobody: the adoption "
+		      "of the old one's stands");
+	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, copy), 0);
+	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
+	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_ptr_eq(ev->id, id);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, 3);
+	ck_assert_mem_eq(ev->param.conn.private_data, "new", 3);
+	rdma_ack_cm_event(ev);
+	req_qpn = 0;
+	req_number = 0;
 }
 END_TEST
 
@@ -3703,6 +3968,7 @@ Suite *p2p_interleave_suite(void)
 		tc,
 		connect_made_after_a_peer_restart_pairs_with_the_new_process);
 	tcase_add_test(tc, req_sent_to_the_new_process_survives_the_restart);
+	tcase_add_test(tc, restart_undoes_an_adoption_of_the_old_process);
 	suite_add_tcase(s, tc);
 	return s;
 }
