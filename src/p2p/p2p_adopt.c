@@ -323,8 +323,8 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 
 /*
  * Under the id's qp_lock, without p2p_lock: the request @conn adopted is
- * dead (a NOTICE said so, p2p_stale.c) and its connection was never
- * established.  Its kernel id goes now: the kernel refuses it towards a
+ * dead (a NOTICE said so, p2p_stale.c, or its sender's process is gone)
+ * and its connection was never established.  Its kernel id goes now: the kernel refuses it towards a
  * sender that gave it up long ago, and forgets the sender's QP at once,
  * so that QP's next REQ is not refused as stale.  The id takes a fresh
  * kernel id and the connect waits for the peer's next REQ (or adopts one
@@ -332,7 +332,7 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
  * (cma_p2p_conn.qp_bound): the next REQ from it is answered as the QP is,
  * and no receive the application posted is lost.
  */
-int cma_p2p_unadopt(struct cma_p2p_conn *conn)
+static int cma_p2p_unadopt_now(struct cma_p2p_conn *conn)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
 	uint32_t old = id_priv->handle;
@@ -360,6 +360,19 @@ int cma_p2p_unadopt(struct cma_p2p_conn *conn)
 	if (a.conn)
 		cma_p2p_adopt_finish(&a, true);
 	return 0;
+}
+
+int cma_p2p_unadopt(struct cma_p2p_conn *conn)
+{
+	int ret;
+
+	conn->busy++; /* rdma_destroy_id waits for us */
+	cma_p2p_unlock();
+	ret = cma_p2p_unadopt_now(conn);
+	cma_p2p_lock();
+	conn->busy--;
+	cma_p2p_idle();
+	return ret;
 }
 
 bool cma_p2p_claim_held(struct cma_p2p_conn *conn, struct cma_p2p_adoption *a)

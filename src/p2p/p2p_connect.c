@@ -748,11 +748,11 @@ void cma_p2p_established(struct cma_event *evt, struct cma_id_private *id_priv)
 	conn = cma_p2p_conn_of(id_priv);
 	if (!conn)
 		return;
-	/* A NOTICE no longer undoes it (p2p_stale.c). */
-	cma_p2p_lock();
-	conn->established = true;
-	cma_p2p_unlock();
 	if (conn->adopted) {
+		/* No NOTICE or restart undoes it now (p2p_stale.c). */
+		cma_p2p_lock();
+		conn->established = true;
+		cma_p2p_unlock();
 		memcpy(evt->private_data, conn->peer_data, conn->peer_len);
 		p->private_data_len = conn->peer_len;
 		p->private_data = conn->peer_len ? evt->private_data : NULL;
@@ -952,12 +952,7 @@ static void cma_p2p_peer_gone(struct cma_p2p_conn *conn)
 			 * NOTICE would (the timer holds the id's qp_lock), the
 			 * connect waits for the new process's REQ.
 			 */
-			conn->busy++;
-			cma_p2p_unlock();
 			cma_p2p_unadopt(conn);
-			cma_p2p_lock();
-			conn->busy--;
-			cma_p2p_idle();
 			return;
 		}
 		ucma_cmd_disconnect(cma_id_fd(id_priv), id_priv->handle);

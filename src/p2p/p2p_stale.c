@@ -116,20 +116,17 @@ static bool cma_p2p_dead_undo(struct cma_p2p_conn *conn,
 			      const struct cma_p2p_dead *d)
 {
 	struct cma_id_private *id_priv = conn->id_priv;
-	bool still, undone = true;
+	bool undone = true;
 
 	conn->busy++; /* rdma_destroy_id waits for us */
 	cma_p2p_unlock();
 	pthread_mutex_lock(&id_priv->qp_lock);
 	cma_p2p_lock();
-	still = cma_p2p_dead_adoption(d) == conn &&
-		conn->state == CMA_P2P_CONNECTED;
-	cma_p2p_unlock();
-	if (still)
+	conn->busy--;
+	if (cma_p2p_dead_adoption(d) == conn &&
+	    conn->state == CMA_P2P_CONNECTED)
 		undone = !cma_p2p_unadopt(conn);
 	pthread_mutex_unlock(&id_priv->qp_lock);
-	cma_p2p_lock();
-	conn->busy--;
 	cma_p2p_idle();
 	return undone;
 }

@@ -182,7 +182,8 @@ struct cma_p2p_conn {
 	 * The request claimed for adoption (ADOPTING, then CONNECTED when
 	 * adopted): its header and QP, which a NOTICE may name dead until
 	 * the connection is established (p2p_stale.c).  Under p2p_lock;
-	 * @established is set on the event path, under the id's qp_lock.
+	 * @established (adoptions only) is set on the event path, under the
+	 * id's qp_lock too.
 	 */
 	struct cma_p2p_hdr claimed_hdr;
 	uint32_t claimed_qpn;
@@ -492,9 +493,11 @@ static inline bool cma_p2p_adoption_open(const struct cma_p2p_conn *conn)
 }
 
 /*
- * Under the id's qp_lock, without p2p_lock: undo @conn's adoption of a
- * request a NOTICE named dead, its QP kept bound; the connect waits on.
- * 0, or -1/errno with the adoption as it was (no fresh kernel id).
+ * Under the id's qp_lock and p2p_lock (dropped meanwhile, the conn busy):
+ * undo @conn's open adoption (cma_p2p_adoption_open) of a request a
+ * NOTICE named dead or whose sender's process is gone, its QP kept bound;
+ * the connect waits on.  0, or -1/errno with the adoption as it was (no
+ * fresh kernel id).
  */
 int cma_p2p_unadopt(struct cma_p2p_conn *conn);
 /* Under p2p_lock: claim the oldest held request with @conn's key into @a. */
