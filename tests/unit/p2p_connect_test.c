@@ -134,20 +134,6 @@ START_TEST(higher_end_sends_no_req_and_adopts)
 }
 END_TEST
 
-/* The ESTABLISHED of @id, formed on kernel id @kid, carries @data. */
-static void established_with(struct rdma_cm_id *id, uint32_t kid,
-			     const char *data)
-{
-	struct rdma_cm_event *ev;
-
-	fake_ucma_event(kid, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_uint_eq(ev->param.conn.private_data_len, strlen(data));
-	ck_assert_mem_eq(ev->param.conn.private_data, data, strlen(data));
-	rdma_ack_cm_event(ev);
-}
-
 /*
  * Without explicit tags a pair's attempts pair in the order they come,
  * whatever each side counted: two held requests go to two connects, the

@@ -1762,11 +1762,13 @@ static void b_done(int i, const char *why)
 	note(" [B%d %s]", i, why);
 }
 
-/* B lower: attempt @i's current REQ on its way to A (a copy, or not). */
-static struct msg *b_req_msg(int i)
+/*
+ * B lower: @m names attempt @i's current REQ (its QP, its process, its
+ * number), as that REQ and a NOTICE naming it up to it do.
+ */
+static void b_msg_names_req(struct msg *m, int i)
 {
 	const struct b_att *b = &w.b[i];
-	struct msg *m = flight_add(M_REQ, false, chan_b(i, b->gen));
 
 	m->att = (uint8_t)i;
 	m->gen = b->gen;
@@ -1774,6 +1776,14 @@ static struct msg *b_req_msg(int i)
 	m->number = b->number;
 	m->qpn = B_QPN(i);
 	m->incarnation = B_INC(b->inc);
+}
+
+/* B lower: attempt @i's current REQ on its way to A (a copy, or not). */
+static struct msg *b_req_msg(int i)
+{
+	struct msg *m = flight_add(M_REQ, false, chan_b(i, w.b[i].gen));
+
+	b_msg_names_req(m, i);
 	return m;
 }
 
@@ -1923,17 +1933,11 @@ static void b_kill(void)
  */
 static void b_notice_send(int i, bool end)
 {
-	const struct b_att *b = &w.b[i];
 	struct msg *m;
 
 	m = flight_add(M_NOTICE, false, CHAN_VERIFY + ++w.seq);
 	m->end = end;
-	m->att = (uint8_t)i;
-	m->gen = b->gen;
-	m->inc = b->inc;
-	m->number = b->number;
-	m->qpn = B_QPN(i);
-	m->incarnation = B_INC(b->inc);
+	b_msg_names_req(m, i);
 	cover(end ? COV_END_NOTICE : COV_NOTICE);
 }
 
@@ -3814,12 +3818,7 @@ START_TEST(connect_made_after_a_peer_restart_pairs_with_the_new_process)
 			     rdma_event_str(ev->event), ev->status);
 	ck_assert_int_eq(errno, EAGAIN);
 	ck_assert_uint_eq(kid_of(id), req);
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_uint_eq(ev->param.conn.private_data_len, 3);
-	ck_assert_mem_eq(ev->param.conn.private_data, "new", 3);
-	rdma_ack_cm_event(ev);
+	established_with(id, req, "new");
 }
 END_TEST
 
@@ -3835,15 +3834,12 @@ END_TEST
  * connect waits, out of the table, until its REP's retries end it about
  * a minute later, while the new process's REQ is held for nobody.  The
  * restart should undo it as a NOTICE would, and the connect adopt the
- * new process's REQ.  This test says what should happen; it fails until
- * the library does.
+ * new process's REQ, as it now does (cma_p2p_peer_gone).
  */
 START_TEST(restart_undoes_an_adoption_of_the_old_process)
 {
-	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 	uint32_t copy, req;
-	int tries;
 
 	id = connecting_id("192.0.2.0");
 	ck_assert_int_eq(p2p_connect(id), 0);
@@ -3859,20 +3855,12 @@ START_TEST(restart_undoes_an_adoption_of_the_old_process)
 	req_qpn = 0x101;
 	req = peer_request("192.0.2.0", 0, "new");
 	expect_nothing();
-	for (tries = 0; tries < 100 &&
-			fake_ucma_count_on(RDMA_USER_CM_CMD_ACCEPT, req) < 1;
-	     tries++)
-		usleep(10000);
+	await_on(RDMA_USER_CM_CMD_ACCEPT, req, 1);
 	ck_assert_msg(kid_of(id) == req,
 		      "the new process's REQ is held for nobody: the adoption "
 		      "of the old one's stands");
 	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, copy), 0);
-	fake_ucma_event(req, RDMA_CM_EVENT_ESTABLISHED, 0);
-	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
-	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_uint_eq(ev->param.conn.private_data_len, 3);
-	ck_assert_mem_eq(ev->param.conn.private_data, "new", 3);
-	rdma_ack_cm_event(ev);
+	established_with(id, req, "new");
 	req_qpn = 0;
 	req_number = 0;
 }

@@ -39,16 +39,6 @@ static uint32_t last_on(uint32_t cmd)
 	return c->handle;
 }
 
-/* Up to 5 s for @n commands @cmd on kernel id @kid. */
-static void await_on(uint32_t cmd, uint32_t kid, int n)
-{
-	int i;
-
-	for (i = 0; i < 500 && fake_ucma_count_on(cmd, kid) < n; i++)
-		usleep(10000);
-	ck_assert_int_ge(fake_ucma_count_on(cmd, kid), n);
-}
-
 /* The p2p kind of the REJECT the library sent on kernel id @kid. */
 static uint8_t refusal_on(uint32_t kid)
 {

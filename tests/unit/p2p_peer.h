@@ -262,6 +262,16 @@ static inline struct cma_p2p_hdr sent_hdr(uint32_t cmd, uint32_t handle)
 	return hdr;
 }
 
+/* Up to 5 s for @n commands @cmd on kernel id @kid (a timer's work). */
+static inline void await_on(uint32_t cmd, uint32_t kid, int n)
+{
+	int i;
+
+	for (i = 0; i < 500 && fake_ucma_count_on(cmd, kid) < n; i++)
+		usleep(10000);
+	ck_assert_int_ge(fake_ucma_count_on(cmd, kid), n);
+}
+
 /* How many commands @cmd the log has on @handle. */
 static inline int cmds_on(uint32_t cmd, uint32_t handle)
 {
@@ -332,19 +342,26 @@ static inline uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
 
 /*
  * The kernel reports @kid established: the application sees it on @id with
- * the peer's data ("hers"), without the library's header.
+ * the peer's @data, without the library's header.
  */
-static inline void established_with_her_data(struct rdma_cm_id *id,
-					     uint32_t kid)
+static inline void established_with(struct rdma_cm_id *id, uint32_t kid,
+				    const char *data)
 {
 	struct rdma_cm_event *ev;
 
 	fake_ucma_event(kid, RDMA_CM_EVENT_ESTABLISHED, 0);
 	ev = expect_event(RDMA_CM_EVENT_ESTABLISHED);
 	ck_assert_ptr_eq(ev->id, id);
-	ck_assert_uint_eq(ev->param.conn.private_data_len, 4);
-	ck_assert_mem_eq(ev->param.conn.private_data, "hers", 4);
+	ck_assert_uint_eq(ev->param.conn.private_data_len, strlen(data));
+	ck_assert_mem_eq(ev->param.conn.private_data, data, strlen(data));
 	rdma_ack_cm_event(ev);
+}
+
+/* The same with the peer's usual data, "hers". */
+static inline void established_with_her_data(struct rdma_cm_id *id,
+					     uint32_t kid)
+{
+	established_with(id, kid, "hers");
 }
 
 /* How many times the QP went through RESET since it was made. */
