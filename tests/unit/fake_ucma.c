@@ -1075,6 +1075,33 @@ int fake_ucma_count(uint32_t cmd)
 	return n;
 }
 
+int fake_ucma_first_on(uint32_t cmd, uint32_t handle)
+{
+	int i, at = -1;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = 0; i < log_len && at < 0; i++)
+		if (log_cmds[i].cmd == cmd && log_cmds[i].handle == handle)
+			at = i;
+	pthread_mutex_unlock(&fake_lock);
+	return at;
+}
+
+bool fake_ucma_copy_last_on(uint32_t cmd, uint32_t handle, struct fake_cmd *out)
+{
+	bool found = false;
+	int i;
+
+	pthread_mutex_lock(&fake_lock);
+	for (i = log_len - 1; i >= 0 && !found; i--)
+		if (log_cmds[i].cmd == cmd && log_cmds[i].handle == handle) {
+			*out = log_cmds[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&fake_lock);
+	return found;
+}
+
 int fake_ucma_count_on(uint32_t cmd, uint32_t handle)
 {
 	int i, n = 0;

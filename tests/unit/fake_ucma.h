@@ -167,6 +167,14 @@ int fake_ucma_count(uint32_t cmd);
 int fake_ucma_count_on(uint32_t cmd, uint32_t handle);
 /* The last command of a kind, NULL if none. */
 const struct fake_cmd *fake_ucma_last(uint32_t cmd);
+/*
+ * Read under the log's lock, so that a library thread may log commands
+ * meanwhile: where the first @cmd on @handle is (-1: none), and a copy
+ * of the last one (false: none).
+ */
+int fake_ucma_first_on(uint32_t cmd, uint32_t handle);
+bool fake_ucma_copy_last_on(uint32_t cmd, uint32_t handle,
+			    struct fake_cmd *out);
 void fake_ucma_clear_log(void);
 
 /*

@@ -42,15 +42,12 @@ static uint32_t last_on(uint32_t cmd)
 /* The p2p kind of the REJECT the library sent on kernel id @kid. */
 static uint8_t refusal_on(uint32_t kid)
 {
-	const struct rdma_ucm_reject *k = NULL;
+	const struct rdma_ucm_reject *k;
 	struct cma_p2p_hdr hdr;
-	int i;
+	struct fake_cmd c;
 
-	for (i = 0; i < fake_ucma_ncmds(); i++)
-		if (fake_ucma_cmd(i)->cmd == RDMA_USER_CM_CMD_REJECT &&
-		    fake_ucma_cmd(i)->handle == kid)
-			k = (const void *)fake_ucma_cmd(i)->body;
-	ck_assert_ptr_nonnull(k);
+	ck_assert(fake_ucma_copy_last_on(RDMA_USER_CM_CMD_REJECT, kid, &c));
+	k = (const void *)c.body;
 	ck_assert_int_eq(
 		cma_p2p_hdr_parse(k->private_data, k->private_data_len, &hdr),
 		CMA_P2P_OK);

@@ -272,27 +272,19 @@ static inline void await_on(uint32_t cmd, uint32_t kid, int n)
 	ck_assert_int_ge(fake_ucma_count_on(cmd, kid), n);
 }
 
-/* How many commands @cmd the log has on @handle. */
+/*
+ * How many commands @cmd the log has on @handle; where in the log the
+ * first is (-1 for none).  Under the log's lock: the library's service
+ * thread may be logging commands meanwhile.
+ */
 static inline int cmds_on(uint32_t cmd, uint32_t handle)
 {
-	int i, n = 0;
-
-	for (i = 0; i < fake_ucma_ncmds(); i++)
-		n += fake_ucma_cmd(i)->cmd == cmd &&
-		     fake_ucma_cmd(i)->handle == handle;
-	return n;
+	return fake_ucma_count_on(cmd, handle);
 }
 
-/* Where in the command log the first @cmd on @handle is; -1 for none. */
 static inline int cmd_at(uint32_t cmd, uint32_t handle)
 {
-	int i;
-
-	for (i = 0; i < fake_ucma_ncmds(); i++)
-		if (fake_ucma_cmd(i)->cmd == cmd &&
-		    fake_ucma_cmd(i)->handle == handle)
-			return i;
-	return -1;
+	return fake_ucma_first_on(cmd, handle);
 }
 
 /* The peer's library refuses our REQ on kernel id @own with @kind. */
