@@ -11,7 +11,10 @@
 # (connection counts), RDMACM_BENCH_REPS (repetitions per count, same
 # order), RDMACM_BENCH_CG ("N1 N2": connection counts of the two callgrind
 # runs; empty to skip), RDMACM_BENCH_MEM_IDS, RDMACM_BENCH_HOOKS (0 skips
-# the guest.d hooks).
+# the guest.d hooks), RDMACM_BENCH_PART: "work" (cm_bench, callgrind and
+# the hooks that measure work, for an instruction-counted guest), "time"
+# (the hooks marked "# bench-part: time", whose figures are times: a
+# plain guest; appends to results.txt) or "all" (the default).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,12 +25,14 @@ addr=${RDMA_TEST_ADDR1:-192.0.2.1}
 read -r -a ns <<<"${RDMACM_BENCH_NS:-1 100 1000}"
 read -r -a reps <<<"${RDMACM_BENCH_REPS:-15 5 2}"
 read -r -a cg <<<"${RDMACM_BENCH_CG-2 12}"
-declare -A libdir=([ours]=${RDMACM_BENCH_OURS:?} [debian]=${RDMACM_BENCH_REF:?})
+# raw: cm_limit, which links librdmacm only for the harness
+declare -A libdir=([ours]=${RDMACM_BENCH_OURS:?} [debian]=${RDMACM_BENCH_REF:?} [raw]=${RDMACM_BENCH_OURS:?})
 libs=(ours debian)
 status=0
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null
-: >"$res"
+part=${RDMACM_BENCH_PART:-all}
+[ "$part" = time ] || : >"$res"
 
 # emit LIB METRIC VALUE UNIT: one result line (also for the hooks below).
 emit() { echo "$1 $2 $3 $4" >>"$res"; }
@@ -65,54 +70,64 @@ for lib in "${libs[@]}"; do
 	echo "# $lib: $(realpath "$got")"
 done
 
-# --- connection setup steps and rdma_cm writes -------------------------------
-# report.py takes the median of the repetitions.
-for i in "${!ns[@]}"; do
-	echo "# steps: ${ns[$i]} connections, ${reps[$i]:-1} repetitions"
-	for ((r = 0; r < ${reps[$i]:-1}; r++)); do
-		order=(ours debian)
-		((r % 2)) && order=(debian ours)
-		for lib in "${order[@]}"; do
-			measure "$lib" "$bin" steps "$addr" "${ns[$i]}" 1
+# hook_part HOOK: "time" or "work", as the hook's marker line says.
+hook_part() {
+	if grep -q '^# bench-part: time$' "$1"; then echo time; else echo work; fi
+}
+
+if [ "$part" != time ]; then
+	# --- connection setup steps and rdma_cm writes -----------------------
+	# report.py takes the median of the repetitions.
+	for i in "${!ns[@]}"; do
+		echo "# steps: ${ns[$i]} connections, ${reps[$i]:-1} repetitions"
+		for ((r = 0; r < ${reps[$i]:-1}; r++)); do
+			order=(ours debian)
+			((r % 2)) && order=(debian ours)
+			for lib in "${order[@]}"; do
+				measure "$lib" "$bin" steps "$addr" "${ns[$i]}" 1
+			done
+			[ -z "${RDMACM_BENCH_LIMIT:-}" ] ||
+				measure raw "$RDMACM_BENCH_LIMIT" steps "$addr" "${ns[$i]}" 1
 		done
 	done
-done
 
-# --- memory per id -----------------------------------------------------------
-for lib in "${libs[@]}"; do
-	echo "# memory: $lib"
-	measure "$lib" "$bin" memory "$addr" "${RDMACM_BENCH_MEM_IDS:-1000}"
-done
-
-# --- user-space instructions per connection (callgrind) ----------------------
-# Two runs with different connection counts; the difference, divided by the
-# difference in connections, leaves out start-up and device opening.
-# instr.per_conn: librdmacm's own (self) instructions.  instr.api_per_conn:
-# everything executed inside the librdmacm calls the program makes,
-# including the libc and libibverbs code they run (Debian's library leaves
-# the kernel-structure conversions to libibverbs, ours does them itself, so
-# the self count alone flatters Debian's).
-if [ ${#cg[@]} -eq 2 ] && command -v valgrind >/dev/null; then
+	# --- memory per id ---------------------------------------------------
 	for lib in "${libs[@]}"; do
-		for n in "${cg[@]}"; do
-			echo "# callgrind: $lib, $n connections"
-			with_lib "$lib" valgrind --tool=callgrind -q \
-				--callgrind-out-file="$out/callgrind.$lib.$n" \
-				"$bin" steps "$addr" "$n" 1 >/dev/null 2>"$out/cg.err" ||
-				{ cat "$out/cg.err" >&2; status=1; }
-		done
-		for mode in self api; do
-			flag=
-			[ "$mode" = api ] && flag=--calls-into
-			a=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[0]}" librdmacm.so)
-			b=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[1]}" librdmacm.so)
-			metric=instr.per_conn
-			[ "$mode" = api ] && metric=instr.api_per_conn
-			[ -n "$a" ] && [ -n "$b" ] &&
-				emit "$lib" "$metric" \
-					"$(((b - a) / (cg[1] - cg[0])))" instructions
-		done
+		echo "# memory: $lib"
+		measure "$lib" "$bin" memory "$addr" "${RDMACM_BENCH_MEM_IDS:-1000}"
 	done
+
+	# --- user-space instructions per connection (callgrind) --------------
+	# Two runs with different connection counts; the difference, divided by the
+	# difference in connections, leaves out start-up and device opening.
+	# instr.per_conn: librdmacm's own (self) instructions.  instr.api_per_conn:
+	# everything executed inside the librdmacm calls the program makes,
+	# including the libc and libibverbs code they run (Debian's library leaves
+	# the kernel-structure conversions to libibverbs, ours does them itself, so
+	# the self count alone flatters Debian's).
+	if [ ${#cg[@]} -eq 2 ] && command -v valgrind >/dev/null; then
+		for lib in "${libs[@]}"; do
+			for n in "${cg[@]}"; do
+				echo "# callgrind: $lib, $n connections"
+				with_lib "$lib" valgrind --tool=callgrind -q \
+					--callgrind-out-file="$out/callgrind.$lib.$n" \
+					"$bin" steps "$addr" "$n" 1 >/dev/null 2>"$out/cg.err" ||
+					{ cat "$out/cg.err" >&2; status=1; }
+			done
+			for mode in self api; do
+				flag=
+				[ "$mode" = api ] && flag=--calls-into
+				a=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[0]}" librdmacm.so)
+				b=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[1]}" librdmacm.so)
+				metric=instr.per_conn
+				[ "$mode" = api ] && metric=instr.api_per_conn
+				[ -n "$a" ] && [ -n "$b" ] &&
+					emit "$lib" "$metric" \
+						"$(((b - a) / (cg[1] - cg[0])))" instructions
+			done
+		done
+fi
+
 fi
 
 # --- hooks for other benchmarks ----------------------------------------------
@@ -125,6 +140,7 @@ fi
 [ "${RDMACM_BENCH_HOOKS:-1}" = 0 ] && exit $status
 for hook in "$here"/guest.d/*.sh; do
 	[ -f "$hook" ] || continue
+	[ "$part" = all ] || [ "$(hook_part "$hook")" = "$part" ] || continue
 	echo "# hook: ${hook##*/}"
 	# shellcheck disable=SC1090
 	. "$hook" || status=1

@@ -39,10 +39,12 @@ TARGETS = [
     (r"^conn\.", "<=", 1.0),
     (r"^rsocket\.throughput$", ">=", 1.2),
     (r"^rsocket\.latency", "<=", 0.8),
+    (r"^rsocket\.fds_", "<=", 1.0),
 ]
 
-# Targets for the ratio ours/limit, where a metric has the device's limit
-# (library "raw": what raw verbs do on the same device).
+# Targets for the ratio ours/limit, where a metric has a limit (library
+# "raw": what raw verbs do on the same device for rsockets; for setup,
+# cm_limit's steps on the kernel's commands alone).
 LIMIT_TARGETS = [
     (r"^rsocket\.throughput$", ">=", 0.95),
     (r"^rsocket\.latency", "<=", 1.2),
@@ -57,6 +59,8 @@ COMPARISONS = [
      None),
     ("ACM: id resolution with ACM's path / kernel path", "acm.acm_id_us",
      "acm.kernel_us", None),
+    ("rsockets without the send copy: registering 64 KiB per call / "
+     "copying it", "rsocket.reg_64K_us", "rsocket.copy_64K_us", None),
     ("8-process full mesh: peer2peer_mode / connect-higher-accept-lower",
      "p2p.mesh8_p2p_ms", "p2p.mesh8_lower_ms", ("<=", 1.0)),
 ]
@@ -153,15 +157,37 @@ def growth(data, ns):
     a, b = ns[-2], ns[-1]
     out = ["Growth from %d to %d connections: the per-connection value at "
            "%d over the one at %d (flat = 1.00)\n" % (a, b, b, a),
-           "| figure | ours | Debian |", "|---|---|---|"]
+           "| figure | ours | Debian | limit |", "|---|---|---|---|"]
     for what, pattern in GROWTH:
         da, db = data.get(pattern % a, {}), data.get(pattern % b, {})
         cells = []
-        for lib in ("ours", "debian"):
+        for lib in ("ours", "debian", "raw"):
             va, vb = da.get(lib), db.get(lib)
             cells.append(fmt(vb / va) if va and vb is not None else "—")
         out.append("| %s | %s |" % (what, " | ".join(cells)))
     out.append("")
+    return out
+
+
+def setup_tables(data, ns):
+    """One table per connection count: ours, Debian's, the limit."""
+    out = ["Connection setup, µs per connection: ours, Debian's, and the "
+           "limit (cm_limit: the same steps on the kernel's commands alone, "
+           "no library), with ours / Debian (target ≤ 1.0) and "
+           "ours / limit\n"]
+    for n in ns:
+        out.append("%d connection%s:\n" % (n, "" if n == 1 else "s"))
+        out.append("| step | ours | Debian | limit | ours / Debian | "
+                   "ours / limit |")
+        out.append("|---|---|---|---|---|---|")
+        for step in STEPS:
+            d = data.get("steps.n%d.%s" % (n, step), {})
+            r = ratio(d)
+            mark = "" if r is None else (" ✓" if r <= 1.0 else " ✗")
+            out.append("| %s | %s | %s | %s | **%s**%s | %s |" % (
+                step, fmt(d.get("ours")), fmt(d.get("debian")),
+                fmt(d.get("raw")), fmt(r), mark, fmt(ratio(d, "raw"))))
+        out.append("")
     return out
 
 
@@ -170,48 +196,25 @@ def tables(data, units):
                  if re.match(r"^steps\.n\d+\.", m)})
     out = []
     if ns:
-        out.append("Connection setup, µs per connection: ours / Debian "
-                   "(ratio; target ≤ 1.0 ✓/✗)\n")
-        out.append("| step | " + " | ".join("%d conn." % n for n in ns) +
-                   " |")
-        out.append("|---" * (len(ns) + 1) + "|")
-        for step in STEPS:
-            cells = []
-            for n in ns:
-                d = data.get("steps.n%d.%s" % (n, step), {})
-                r = ratio(d)
-                mark = "" if r is None else (" ✓" if r <= 1.0 else " ✗")
-                cells.append("%s / %s (**%s**%s)" % (
-                    fmt(d.get("ours")), fmt(d.get("debian")), fmt(r), mark))
-            out.append("| %s | %s |" % (step, " | ".join(cells)))
-        out.append("")
+        out.extend(setup_tables(data, ns))
         out.extend(growth(data, ns))
     compared = {m for c in COMPARISONS for m in c[1:3]}
     rows = [m for m in data if not m.startswith("steps.") and
             not (m.startswith("writes.") and not m.endswith(".total")) and
             not (m in compared and "debian" not in data[m])]
     if rows:
-        # the device's limit, where measured: ratios to both
-        limits = any("raw" in data[m] for m in rows)
-        head = "| metric | unit | ours | Debian | ratio | target |"
-        rule = "|---|---|---|---|---|---|"
-        if limits:
-            head += " limit | ours / limit | target |"
-            rule += "---|---|---|"
-        out.append(head)
-        out.append(rule)
+        # ratios to both Debian's and the limit, where one exists
+        out.append("| metric | unit | ours | Debian | limit | ours / Debian "
+                   "| target | ours / limit | target |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
         for m in rows:
             d = data[m]
-            r = ratio(d)
-            line = "| %s | %s | %s | %s | %s | %s |" % (
+            r, lr = ratio(d), ratio(d, "raw")
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 m, units.get(m, ""), fmt(d.get("ours")),
-                fmt(d.get("debian")), fmt(r), verdict(m, r))
-            if limits:
-                lr = ratio(d, "raw")
-                line += " %s | %s | %s |" % (
-                    fmt(d.get("raw")), fmt(lr),
-                    show_target(lr, target_of(m, LIMIT_TARGETS)))
-            out.append(line)
+                fmt(d.get("debian")), fmt(d.get("raw")), fmt(r),
+                verdict(m, r), fmt(lr),
+                show_target(lr, target_of(m, LIMIT_TARGETS))))
         out.append("")
     cmp_rows = comparisons(data, units)
     if cmp_rows:
@@ -226,69 +229,102 @@ def tables(data, units):
                 not m.endswith(".total")]
     if per_step:
         out.append("rdma_cm writes per connection, both ends, "
-                   "by step (ours / Debian): " + ", ".join(
-                       "%s %s/%s" % (m.split(".", 1)[1],
-                                     fmt(data[m].get("ours")),
-                                     fmt(data[m].get("debian")))
+                   "by step (ours / Debian / limit): " + ", ".join(
+                       "%s %s/%s/%s" % (m.split(".", 1)[1],
+                                        fmt(data[m].get("ours")),
+                                        fmt(data[m].get("debian")),
+                                        fmt(data[m].get("raw")))
                        for m in per_step))
         out.append("")
     return "\n".join(out)
 
 
+def higher_is_better(metric):
+    target = target_of(metric) or target_of(metric, LIMIT_TARGETS)
+    return target is not None and target[0] == ">="
+
+
+def gp_label(text):
+    return text.replace("_", "\\\\_")
+
+
 def plot(data, png):
+    """Three panels, each read one way: setup steps (ours / Debian, lower
+    is better), the other figures where lower is better, and those where
+    higher is better; the last two show ours / Debian and ours / limit."""
     ns = sorted({int(m.split(".")[1][1:]) for m in data
                  if re.match(r"^steps\.n\d+\.", m)})
     others = [m for m in data if not m.startswith("steps.") and
               (not m.startswith("writes.") or m.endswith(".total")) and
               ratio(data[m]) is not None]
+    lower = [m for m in others if not higher_is_better(m)]
+    higher = [m for m in others if higher_is_better(m)]
+
+    def write_ratios(path, metrics, extra=()):
+        with open(path, "w") as f:
+            for m in metrics:
+                lr = ratio(data[m], "raw")
+                f.write("%s %.4f %s\n" % (gp_label(m), ratio(data[m]),
+                                           "%.4f" % lr if lr else "NaN"))
+            for label, value in extra:
+                f.write("%s %.4f NaN\n" % (gp_label(label), value))
+
+    ways = []
+    for _, ma, mb, _ in COMPARISONS:
+        a = data.get(ma, {}).get("ours")
+        b = data.get(mb, {}).get("ours")
+        if a is not None and b:
+            ways.append(("%s/%s" % (ma, mb.split(".")[-1]), a / b))
     with tempfile.TemporaryDirectory() as tmp:
         steps_dat = os.path.join(tmp, "steps.dat")
         with open(steps_dat, "w") as f:
             for step in STEPS:
                 vals = [ratio(data.get("steps.n%d.%s" % (n, step), {}))
                         for n in ns]
-                f.write("%s %s\n" % (step.replace("_", "\\\\_"), " ".join(
+                f.write("%s %s\n" % (gp_label(step), " ".join(
                     "%.4f" % v if v is not None else "NaN" for v in vals)))
-        other_dat = os.path.join(tmp, "other.dat")
-        with open(other_dat, "w") as f:
-            for m in others:
-                f.write("%s %.4f\n" % (m.replace("_", "\\\\_"),
-                                       ratio(data[m])))
-            for _, ma, mb, _ in COMPARISONS:
-                a = data.get(ma, {}).get("ours")
-                b = data.get(mb, {}).get("ours")
-                if a is not None and b:
-                    f.write("%s/%s %.4f\n" % (
-                        ma.replace("_", "\\\\_"),
-                        mb.split(".")[-1].replace("_", "\\\\_"), a / b))
+        lower_dat = os.path.join(tmp, "lower.dat")
+        higher_dat = os.path.join(tmp, "higher.dat")
+        write_ratios(lower_dat, lower, ways)
+        write_ratios(higher_dat, higher)
+        panels = [p for p in (ns, lower or ways, higher) if p]
         cols = " , ".join(
             "'' using %d title '%d conn.'" % (i + 2, n) if i else
             "'%s' using 2:xtic(1) title '%d conn.'" % (steps_dat, n)
             for i, n in enumerate(ns))
+        pair = ("using 2:xtic(1) title 'ours / Debian' lc rgb '#4472c4', "
+                "'' using 3 title 'ours / limit' lc rgb '#ed7d31', "
+                "1.0 with lines lc rgb 'black' dt 2 notitle")
         script = """
-set terminal png size 1400,900
+set terminal png size 1400,%d
 set output '%s'
-set multiplot layout 2,1 title 'librdmacm fork / Debian librdmacm (lower is better; 1.0 = equal)'
+set multiplot layout %d,1 title 'librdmacm fork: ratios to Debian librdmacm and to the limit (1.0 = equal)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set boxwidth 0.9
 set grid ytics
 set yrange [0:*]
-set key top left
-set ylabel 'time ratio'
-set title 'connection setup, per step'
-plot %s, 1.0 with lines lc rgb 'black' dt 2 notitle
-set title 'round trips, instructions, memory, rsocket; ACM and p2p: ways compared'
-set ylabel 'ratio'
-set xtics rotate by -20
-set rmargin 14
-unset key
-""" % (png, cols)
-        if others:
-            script += ("plot '%s' using 2:xtic(1) lc rgb '#4472c4', "
-                       "1.0 with lines lc rgb 'black' dt 2, "
-                       "0.7 with lines lc rgb 'red' dt 3\n" % other_dat)
+set key top left opaque
+set offsets 0, 0, graph 0.1, 0
+set bmargin 9
+set lmargin 14
+set xtics rotate by 25 right
+""" % (450 * len(panels), png, len(panels))
+        if ns:
+            script += ("set title 'connection setup, per step: ours / "
+                       "Debian (lower is better)'\nset ylabel 'time "
+                       "ratio'\nplot %s, 1.0 with lines lc rgb 'black' "
+                       "dt 2 notitle\n" % cols)
+        if lower or ways:
+            script += ("set title 'lower is better: round trips, "
+                       "instructions, memory, latency; ACM and p2p ways "
+                       "compared'\nset ylabel 'ratio'\nplot '%s' %s\n"
+                       % (lower_dat, pair))
+        if higher:
+            script += ("set title 'higher is better: throughput'\n"
+                       "set ylabel 'ratio'\nplot '%s' %s\n"
+                       % (higher_dat, pair))
         script += "unset multiplot\n"
         subprocess.run(["gnuplot"], input=script.encode(), check=True)
 

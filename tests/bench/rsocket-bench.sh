@@ -42,7 +42,9 @@
 # RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
 # rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
 # "raw" (run.sh's guest.d/rsocket.sh does); RDMACM_BENCH_WIRE, the
-# wire binary (unset: not measured).  Under TCG emulation absolute
+# wire binary, and RDMACM_BENCH_FDCOUNT, tests/system/rs_fdcount.c built
+# for the bench (the descriptors one connected rsocket costs, each end;
+# unset: not measured).  Under TCG emulation absolute
 # numbers are low and noisy; the ratio is what to read.
 set -u
 # shellcheck source=../system/verdict.sh
@@ -214,9 +216,17 @@ rounds() {
 	}' "$rounds_log" | sort
 }
 
+# registration: what a send without the copy would pay per call instead
+# (wire -R: a 64 KiB registration and deregistration, and a 64 KiB copy).
+registration() {
+	read -r _ _ _ reg_us copy_us <<<"$("$WIRE" -R -S 65536 -n 200)"
+	echo "# 64 KiB of the application's memory: registered and deregistered ${reg_us:-?} us, copied ${copy_us:-?} us"
+}
+
 if [ "$ROUNDS" -gt 0 ]; then
 	rounds_log=$(mktemp)
 	trap 'rm -f "$rounds_log"' EXIT
+	[ -z "$WIRE" ] || registration
 	rounds
 	exit 0
 fi
@@ -250,15 +260,41 @@ if [ -n "$WIRE" ]; then
 	lat_wire=$(best 1 min wire "${WIRE_LAT[@]}")
 	bw_wire=$(best 1 max wire "${WIRE_BW[@]}")
 	echo "# rsocket's wire on raw verbs (wire.c): $lat_wire us, $bw_wire Gb/s; ours / wire $(ratio "$lat_ours" "$lat_wire") and $(ratio "$bw_ours" "$bw_wire"), wire / perftest $(ratio "$lat_wire" "$lat_raw") and $(ratio "$bw_wire" "$bw_raw")"
+	registration
+fi
+# fds LIB: "CONNECTED n ACCEPTED m", the descriptors one more connected
+# rsocket costs at each end on that library (rs_fdcount).
+FDCOUNT="${RDMACM_BENCH_FDCOUNT:-}"
+fds() {
+	local log
+	port=$((port + 1))
+	log=$(mktemp)
+	LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" server $port >"$log" 2>&1 &
+	wait_bound $port $!
+	echo "$(LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" client "$A1" $port 2>&1 | grep CONNECTED)" \
+		"$(wait; grep ACCEPTED "$log")"
+	rm -f "$log"
+}
+fd_lines=
+if [ -n "$FDCOUNT" ]; then
+	for k in 0 1; do
+		read -r _ c _ a <<<"$(fds "${libs[k]}")"
+		echo "# descriptors per connected rsocket, ${names[k]}: ${c:-?} (connecting end), ${a:-?} (accepting end)"
+		fd_lines+="${names[k]} rsocket.fds_connected ${c:-nan} fds"$'\n'
+		fd_lines+="${names[k]} rsocket.fds_accepted ${a:-nan} fds"$'\n'
+	done
 fi
 if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
 	{
+		printf '%s' "$fd_lines"
 		echo "ours rsocket.throughput $bw_ours Gb/s"
 		echo "debian rsocket.throughput $bw_ref Gb/s"
 		echo "raw rsocket.throughput $bw_raw Gb/s"
 		echo "ours rsocket.latency_64B $lat_ours us"
 		echo "debian rsocket.latency_64B $lat_ref us"
 		echo "raw rsocket.latency_64B $lat_raw us"
+		[ -z "${reg_us:-}" ] || echo "ours rsocket.reg_64K_us $reg_us us"
+		[ -z "${copy_us:-}" ] || echo "ours rsocket.copy_64K_us $copy_us us"
 	} | grep -v ' nan ' >>"$RDMACM_BENCH_RESULTS"
 fi
 exit 0

@@ -5,11 +5,13 @@
 #   tests/bench/run.sh [MODE] [OUTDIR]
 #
 # MODE (default bench):
-#   bench           this build's librdmacm against Debian's, in the same
-#                   Soft-RoCE guest run (~10 min under TCG): cm_bench's
-#                   steps, writes, memory and callgrind counts, then every
-#                   guest.d/*.sh hook (rsocket, ACM, p2p mesh); prints the
-#                   ratio table and leaves in OUTDIR results.txt (raw
+#   bench           this build's librdmacm against Debian's and the limit
+#                   (~15 min): cm_bench's steps, writes, memory and
+#                   callgrind counts and the work hooks (ACM, p2p mesh) in
+#                   an instruction-counted Soft-RoCE guest, the rsocket
+#                   hook's times in a plain TCG one (RDMACM_VM_ICOUNT given,
+#                   or natively: one run of everything); prints the
+#                   three-column table and leaves in OUTDIR results.txt (raw
 #                   "<library> <metric> <value> <unit>" lines), table.md
 #                   (as pasted into RESULTS.md), ratios.png, callgrind.*
 #   scale           connection setup at scale: cm_bench's steps at 100,
@@ -129,11 +131,14 @@ bench_cc() {
 		$(pkg-config --libs libibverbs) -o "$bin"
 }
 
-# build_wire: rsocket's wire on raw verbs, the second limit
-# (rsocket-bench.sh).
-build_wire() {
+# build_rsocket_tools: rsocket's wire on raw verbs, the second limit, and
+# the descriptor count of one connected rsocket (rsocket-bench.sh).
+build_rsocket_tools() {
 	export RDMACM_BENCH_WIRE=$build/bench/wire
+	export RDMACM_BENCH_FDCOUNT=$build/bench/rs_fdcount
 	bench_cc "$RDMACM_BENCH_WIRE" "$here/wire.c"
+	bench_cc "$RDMACM_BENCH_FDCOUNT" "$repo/tests/system/rs_fdcount.c" \
+		"$repo/tests/system/harness.c"
 }
 
 # mesh_boot TIMEOUT: one guest run of mesh-guest.sh with the MESH_*
@@ -172,16 +177,31 @@ mesh_wrapped() {
 
 # --- the modes ---------------------------------------------------------------
 
+# bench_boot PART: one guest run of guest.sh's PART (work, time or all).
+bench_boot() {
+	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} RDMACM_BENCH_PART=$1 \
+		RDMACM_BENCH_BIN=$bin RDMACM_BENCH_LIMIT=$build/bench/cm_limit \
+		RDMACM_BENCH_OURS=$build/src/.libs \
+		RDMACM_BENCH_REF=$ref launch "$here/guest.sh"
+}
+
 mode_bench() {
 	# One binary for both libraries (bench_cc).
-	local bin=$build/bench/cm_bench
+	bin=$build/bench/cm_bench
 	bench_cc "$bin" "$here/cm_bench.c" "$repo/tests/system/harness.c"
-	build_wire
+	bench_cc "$build/bench/cm_limit" "$here/cm_limit.c" \
+		"$repo/tests/system/harness.c"
+	build_rsocket_tools
 	fetch_ref
 	echo "bench: results in $out"
-	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} \
-		RDMACM_BENCH_BIN=$bin RDMACM_BENCH_OURS=$build/src/.libs \
-		RDMACM_BENCH_REF=$ref launch "$here/guest.sh"
+	# Work (setup, instructions, ACM, the mesh) in an instruction-counted
+	# guest, times (rsocket) in a plain one: two boots, one results file.
+	if [ "${RDMACM_TEST_NATIVE:-0}" = 1 ] || [ -n "${RDMACM_VM_ICOUNT+set}" ]; then
+		bench_boot all
+	else
+		RDMACM_VM_ICOUNT=0 bench_boot work
+		[ "${RDMACM_BENCH_HOOKS:-1}" = 0 ] || bench_boot time
+	fi
 	python3 "$here/report.py" "$out/results.txt" \
 		--markdown "$out/table.md" --plot "$out/ratios.png"
 	echo "bench: table in $out/table.md, plot in $out/ratios.png"
@@ -197,7 +217,7 @@ mode_scale() {
 
 mode_rsocket() {
 	fetch_ref
-	build_wire
+	build_rsocket_tools
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-1200} RDMACM_BUILD_DIR=$build \
 		RDMACM_REF_LIBDIR=$ref launch "$here/rsocket-bench.sh"
 }

@@ -33,15 +33,26 @@
  * bytes are not checked, and a write does not wait for the send region
  * to be free as rsocket's does: a bound from above).
  *
+ * Registration (-R, no peer): what sending SIZE bytes of the
+ * application's memory without the send copy would cost per call where
+ * a registration cannot be cached (without on-demand paging, a cached
+ * registration keeps the pages the buffer had when it was registered,
+ * which the program may since have unmapped or handed back to the
+ * kernel): ibv_reg_mr and ibv_dereg_mr of SIZE bytes on the first
+ * device, against a memcpy of the same bytes.
+ *
  *   server: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
  *   client: wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
+ *           wire -R [-n ITERS] [-S SIZE]
  *
  * Latency: the client prints "wire SIZE ITERS USEC" (imm) or "wire-MODE
  * SIZE ITERS USEC": the mean one-way time over ITERS round trips (after
  * ITERS / 10 not timed), as rstream's usec/xfer and ib_write_lat's t_avg
  * are means.  Throughput: "wire-bw SIZE ITERS GBPS" ("wire-bw-copy" with
  * -c), from the first write to the last credit, after ITERS / 10 messages
- * not timed.  Exit status 0 on success.
+ * not timed.  Registration: "wire-reg SIZE ITERS REG_US COPY_US", the mean
+ * of a registration and deregistration, and of a copy.  Exit status 0 on
+ * success.
  */
 #include <endian.h>
 #include <getopt.h>
@@ -446,13 +457,53 @@ static void stream(struct wire *w, int n, bool server, bool copy)
 		stream_send(w, n, copy);
 }
 
+/* -R: @iters registrations of @size bytes, then @iters copies. */
+static int registration(uint32_t size, int iters)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx =
+		list && list[0] ? ibv_open_device(list[0]) : NULL;
+	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	uint8_t *app = malloc(size), *region = malloc(size);
+	uint64_t t0, t1;
+	int i;
+
+	if (!pd || !app || !region) {
+		perror("wire -R: device or memory");
+		return 1;
+	}
+	memset(app, 1, size);
+	memset(region, 2, size);
+	t0 = now_ns();
+	for (i = 0; i < iters; i++) {
+		struct ibv_mr *mr =
+			ibv_reg_mr(pd, app, size, IBV_ACCESS_LOCAL_WRITE);
+
+		if (!mr || ibv_dereg_mr(mr)) {
+			perror("wire -R: ibv_reg_mr");
+			return 1;
+		}
+	}
+	t1 = now_ns();
+	for (i = 0; i < iters; i++) {
+		memcpy(region, app, size);
+		/* The copy is not read: keep the compiler from dropping it. */
+		__asm__ volatile("" : : "r"(region) : "memory");
+	}
+	printf("wire-reg %u %d %.2f %.2f\n", size, iters,
+	       (double)(t1 - t0) / 1000.0 / iters,
+	       (double)(now_ns() - t1) / 1000.0 / iters);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
 		"-B [-c]]\n"
 		"       wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
-		"-B [-c]]\nMODE: imm (the default), last or flag\n");
+		"-B [-c]]\n       wire -R [-n ITERS] [-S SIZE]\n"
+		"MODE: imm (the default), last or flag\n");
 	exit(2);
 }
 
@@ -462,11 +513,11 @@ int main(int argc, char **argv)
 	struct wire w = {.size = 64};
 	static const char *const modes[] = {"imm", "last", "flag"};
 	const char *mode = modes[WIRE_IMM];
-	bool bw = false, copy = false;
+	bool bw = false, copy = false, reg = false;
 	int iters = 2000, opt;
 	uint64_t t0;
 
-	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:Bc")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:BcR")) != -1) {
 		switch (opt) {
 		case 's':
 			dst = optarg;
@@ -492,9 +543,17 @@ int main(int argc, char **argv)
 		case 'c':
 			copy = true;
 			break;
+		case 'R':
+			reg = true;
+			break;
 		default:
 			usage();
 		}
+	}
+	if (reg) {
+		if (iters <= 0 || !w.size)
+			usage();
+		return registration(w.size, iters);
 	}
 	for (w.mode = WIRE_IMM; w.mode <= WIRE_FLAG_WRITE; w.mode++)
 		if (!strcmp(mode, modes[w.mode]))
