@@ -143,27 +143,35 @@ def comparisons(data, units):
     return rows
 
 
-# Per-connection figures whose growth with the connection count is shown.
-GROWTH = [("setup time (total of the steps)", "steps.n%d.total"),
-          ("heap", "conn.n%d.heap_per_conn"),
-          ("resident memory", "conn.n%d.rss_per_conn"),
-          ("open fds", "conn.n%d.fds_per_conn")]
+# Per-connection figures whose growth with the connection count is shown,
+# with their units.
+GROWTH = [("setup time (total of the steps)", "steps.n%d.total", "µs"),
+          ("heap", "conn.n%d.heap_per_conn", "bytes"),
+          ("resident memory", "conn.n%d.rss_per_conn", "bytes"),
+          ("open fds", "conn.n%d.fds_per_conn", "fds")]
 
 
 def growth(data, ns):
-    """Per-connection value at the largest count over the one before it."""
+    """Per-connection value at the largest count over the one before it,
+    and the slope: its change per 1,000 more connections."""
     if len(ns) < 2:
         return []
     a, b = ns[-2], ns[-1]
     out = ["Growth from %d to %d connections: the per-connection value at "
-           "%d over the one at %d (flat = 1.00)\n" % (a, b, b, a),
+           "%d over the one at %d (flat = 1.00), and in brackets the slope, "
+           "its change per 1,000 more connections\n" % (a, b, b, a),
            "| figure | ours | Debian | limit |", "|---|---|---|---|"]
-    for what, pattern in GROWTH:
+    for what, pattern, unit in GROWTH:
         da, db = data.get(pattern % a, {}), data.get(pattern % b, {})
         cells = []
         for lib in ("ours", "debian", "raw"):
             va, vb = da.get(lib), db.get(lib)
-            cells.append(fmt(vb / va) if va and vb is not None else "—")
+            if not va or vb is None:
+                cells.append("—")
+                continue
+            cells.append("%s (%+.3g %s)" % (fmt(vb / va),
+                                            (vb - va) * 1000.0 / (b - a),
+                                            unit))
         out.append("| %s | %s |" % (what, " | ".join(cells)))
     out.append("")
     return out
