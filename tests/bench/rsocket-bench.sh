@@ -219,7 +219,7 @@ rounds() {
 # registration: what a send without the copy would pay per call instead
 # (wire -R: a 64 KiB registration and deregistration, and a 64 KiB copy).
 registration() {
-	read -r _ _ _ reg_us copy_us <<<"$("$WIRE" -R -S 65536 -n 200)"
+	read -r _ _ _ reg_us copy_us <<<"$(LD_LIBRARY_PATH="$ours" "$WIRE" -R -S 65536 -n 200)"
 	echo "# 64 KiB of the application's memory: registered and deregistered ${reg_us:-?} us, copied ${copy_us:-?} us"
 }
 
