@@ -12,6 +12,7 @@ tests/style/check-env.sh || gates=1
 tests/style/check-layout.sh || gates=1
 tests/style/check-readme.sh || gates=1
 tests/style/check-bugs.sh || gates=1
+tests/style/check-bench.sh || gates=1
 if ! command -v clang-format >/dev/null; then
 	echo "SKIP: style/clang-format: clang-format is not installed"
 	exit $gates
