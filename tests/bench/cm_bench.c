@@ -10,8 +10,8 @@
  *	resolve route, create QP, connect (until both ends are ESTABLISHED;
  *	the passive side runs in this process too), disconnect (until both
  *	ends saw DISCONNECTED), destroy (QPs and ids).  Connects and
- *	disconnects go out WINDOW at a time, each batch finished before the
- *	next.  Repeated <reps> times
+ *	disconnects go out BENCH_WINDOW (steps.h) at a time, each batch
+ *	finished before the next.  Repeated <reps> times
  *	(default 1); per step the median wall time per connection, and the
  *	rdma_cm write(2) calls per connection, both ends together, on every
  *	rdma_cm fd of the process; and what the process grew by per connection
@@ -22,6 +22,10 @@
  *	the same steps by a blocking-style program: each side has a thread
  *	that blocks in rdma_get_cm_event (no poll(2) first), as many
  *	programs and rdma-core's examples do.
+ *   cm_bench limit <addr> <n> [<reps>]
+ *	the same steps, lines and counts with no library: the kernel's
+ *	rdma_cm commands written straight to the device (cm_limit.c), the
+ *	limit a library is measured against.
  *   cm_bench memory <addr> <n>
  *	heap bytes (mallinfo2) per id: created (n of them); then with address
  *	and route resolved (at most 10,000: each takes a port).
@@ -56,6 +60,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "../system/harness.h"
+#include "steps.h"
 
 /*
  * Built against this tree's header, rdma_connect/rdma_accept would bind to
@@ -124,14 +129,6 @@ struct bench {
 	int srv_count;
 	int batch; /* the connections run_both waits for */
 };
-
-/*
- * Connections in flight at once in the connect and disconnect steps.  The
- * CM gives up on a REQ or REP unanswered for about a minute; one thread
- * that had all of 10,000 in flight on a slow machine (qemu TCG) would
- * answer the last ones later than that, with either library.
- */
-#define WINDOW 256
 
 /* Wait for @n events of @type on @ch (TIMEWAIT_EXIT passed over). */
 static void collect(struct rdma_event_channel *ch, int n,
@@ -228,8 +225,9 @@ static void teardown(struct bench *b)
 	free(b->srv);
 }
 
-static void step_create(struct bench *b)
+static void step_create(void *ctx)
 {
+	struct bench *b = ctx;
 	int i;
 
 	for (i = 0; i < b->n; i++)
@@ -237,8 +235,9 @@ static void step_create(struct bench *b)
 			hx_fail("rdma_create_id: %s", strerror(errno));
 }
 
-static void step_resolve_addr(struct bench *b)
+static void step_resolve_addr(void *ctx)
 {
+	struct bench *b = ctx;
 	struct sockaddr_storage dst;
 	int i;
 
@@ -250,8 +249,9 @@ static void step_resolve_addr(struct bench *b)
 	collect(b->cch, b->n, RDMA_CM_EVENT_ADDR_RESOLVED);
 }
 
-static void step_resolve_route(struct bench *b)
+static void step_resolve_route(void *ctx)
 {
+	struct bench *b = ctx;
 	int i;
 
 	for (i = 0; i < b->n; i++)
@@ -260,8 +260,9 @@ static void step_resolve_route(struct bench *b)
 	collect(b->cch, b->n, RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
-static void step_create_qp(struct bench *b)
+static void step_create_qp(void *ctx)
 {
+	struct bench *b = ctx;
 	struct ibv_qp_init_attr a;
 	int i;
 
@@ -407,8 +408,9 @@ static void run_both(struct bench *b, enum rdma_cm_event_type want)
 	}
 }
 
-static void step_connect(struct bench *b)
+static void step_connect(void *ctx)
 {
+	struct bench *b = ctx;
 	struct rdma_conn_param cp = {.responder_resources = 1,
 				     .initiator_depth = 1,
 				     .retry_count = 7,
@@ -417,7 +419,7 @@ static void step_connect(struct bench *b)
 
 	b->srv_count = 0;
 	for (i = 0; i < b->n; i += b->batch) {
-		b->batch = b->n - i < WINDOW ? b->n - i : WINDOW;
+		b->batch = b->n - i < BENCH_WINDOW ? b->n - i : BENCH_WINDOW;
 		for (j = i; j < i + b->batch; j++)
 			if (rdma_connect(b->cli[j], &cp))
 				hx_fail("rdma_connect: %s", strerror(errno));
@@ -425,12 +427,13 @@ static void step_connect(struct bench *b)
 	}
 }
 
-static void step_disconnect(struct bench *b)
+static void step_disconnect(void *ctx)
 {
+	struct bench *b = ctx;
 	int i, j;
 
 	for (i = 0; i < b->n; i += b->batch) {
-		b->batch = b->n - i < WINDOW ? b->n - i : WINDOW;
+		b->batch = b->n - i < BENCH_WINDOW ? b->n - i : BENCH_WINDOW;
 		for (j = i; j < i + b->batch; j++)
 			if (rdma_disconnect(b->cli[j]))
 				hx_fail("rdma_disconnect: %s", strerror(errno));
@@ -438,8 +441,9 @@ static void step_disconnect(struct bench *b)
 	}
 }
 
-static void step_destroy(struct bench *b)
+static void step_destroy(void *ctx)
 {
+	struct bench *b = ctx;
 	int i;
 
 	for (i = 0; i < b->n; i++) {
@@ -452,10 +456,7 @@ static void step_destroy(struct bench *b)
 	}
 }
 
-static const struct step {
-	const char *name;
-	void (*run)(struct bench *b);
-} steps[] = {
+static const struct bench_step steps[BENCH_NSTEPS] = {
 	{"create_id", step_create},
 	{"resolve_addr", step_resolve_addr},
 	{"resolve_route", step_resolve_route},
@@ -464,7 +465,6 @@ static const struct step {
 	{"disconnect", step_disconnect},
 	{"destroy", step_destroy},
 };
-#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -525,54 +525,80 @@ static void print_growth(int n, struct footprint a, struct footprint b)
 	printf("conn.n%d.fds_per_conn %.3f fds\n", n, (b.fds - a.fds) / n);
 }
 
-static int cmd_steps(const char *addr, int n, int reps)
+/*
+ * Run @table on @ctx @reps times for @n connections; print each step's
+ * median time, the rdma_cm writes (every rdma_cm fd of the process: the
+ * library's or cm_limit's own), and what the process grew by once all n
+ * were connected in the first repetition.
+ */
+static void run_table(const struct bench_step *table, void *ctx, int n,
+		      int reps)
 {
-	double(*us)[NSTEPS] = calloc((size_t)reps, sizeof(*us));
-	unsigned long w[NSTEPS] = {0}, w0;
+	double(*us)[BENCH_NSTEPS] = calloc((size_t)reps, sizeof(*us));
+	unsigned long w[BENCH_NSTEPS] = {0}, w0;
 	double t0, col[64], total = 0;
-	struct bench b = {.addr = addr, .n = n};
-	struct footprint before = {0}, connected = {0};
+	struct footprint before, connected = {0};
 	size_t s;
 	int r;
 
-	if (n < 1 || reps < 1 || reps > 64)
-		hx_fail("bad counts: %d connections, %d repetitions (1 to 64)",
-			n, reps);
 	if (!us)
 		hx_fail("out of memory");
-	setup(&b);
+	before = footprint_now();
 	for (r = 0; r < reps; r++) {
-		if (r == 0)
-			before = footprint_now();
-		for (s = 0; s < NSTEPS; s++) {
+		for (s = 0; s < BENCH_NSTEPS; s++) {
+			hx_stage("%s, repetition %d", table[s].name, r);
 			w0 = cm_writes();
 			t0 = (hx_now_s() * 1e6);
-			steps[s].run(&b);
+			table[s].run(ctx);
 			us[r][s] = ((hx_now_s() * 1e6) - t0) / n;
 			w[s] += cm_writes() - w0;
-			if (r == 0 && steps[s].run == step_connect)
+			if (r == 0 && !strcmp(table[s].name, "connect"))
 				connected = footprint_now();
 		}
 	}
-	for (s = 0; s < NSTEPS; s++) {
+	for (s = 0; s < BENCH_NSTEPS; s++) {
 		for (r = 0; r < reps; r++)
 			col[r] = us[r][s];
 		qsort(col, (size_t)reps, sizeof(col[0]), cmp_double);
 		total += col[reps / 2];
-		printf("steps.n%d.%s %.1f us\n", n, steps[s].name,
+		printf("steps.n%d.%s %.1f us\n", n, table[s].name,
 		       col[reps / 2]);
 	}
 	printf("steps.n%d.total %.1f us\n", n, total);
-	for (s = 0, w0 = 0; s < NSTEPS; s++) {
-		printf("writes.n%d.%s %.2f calls\n", n, steps[s].name,
+	for (s = 0, w0 = 0; s < BENCH_NSTEPS; s++) {
+		printf("writes.n%d.%s %.2f calls\n", n, table[s].name,
 		       (double)w[s] / ((double)n * reps));
 		w0 += w[s];
 	}
 	printf("writes.n%d.total %.2f calls\n", n,
 	       (double)w0 / ((double)n * reps));
 	print_growth(n, before, connected);
-	teardown(&b);
 	free(us);
+}
+
+static void check_counts(int n, int reps)
+{
+	if (n < 1 || reps < 1 || reps > 64)
+		hx_fail("bad counts: %d connections, %d repetitions (1 to 64)",
+			n, reps);
+}
+
+static int cmd_steps(const char *addr, int n, int reps)
+{
+	struct bench b = {.addr = addr, .n = n};
+
+	check_counts(n, reps);
+	setup(&b);
+	run_table(steps, &b, n, reps);
+	teardown(&b);
+	return 0;
+}
+
+/* The same steps with no library: the limit (cm_limit.c). */
+static int cmd_limit(const char *addr, int n, int reps)
+{
+	check_counts(n, reps);
+	run_table(cm_limit_steps, cm_limit_setup(addr, n), n, reps);
 	return 0;
 }
 
@@ -633,6 +659,11 @@ static int run_steps(int argc, char **argv)
 	return cmd_steps(argv[1], atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
 }
 
+static int run_limit(int argc, char **argv)
+{
+	return cmd_limit(argv[1], atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1);
+}
+
 static int run_bsteps(int argc, char **argv)
 {
 	blocking = true;
@@ -648,6 +679,7 @@ static int run_memory(int argc, char **argv)
 static const struct hx_scenario scenarios[] = {
 	{"steps", "<addr> <n> [<reps>]", run_steps},
 	{"bsteps", "<addr> <n> [<reps>]", run_bsteps},
+	{"limit", "<addr> <n> [<reps>]", run_limit},
 	{"memory", "<addr> <n>", run_memory},
 };
 

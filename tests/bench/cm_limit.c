@@ -5,11 +5,12 @@
  * /dev/infiniband/rdma_cm and the QPs made with libibverbs, as perftest's
  * raw verbs are the limit for rsockets' data path.
  *
- *   cm_limit steps <addr> <n> [<reps>]
+ *   cm_bench limit <addr> <n> [<reps>]
  *
  * The same steps, counts, window and output lines as `cm_bench steps`
- * (tests/bench/run.sh reports them as the "limit" column), with only the
- * commands a connection needs on this kernel ABI:
+ * (cm_bench runs this file's table through the same loop; run.sh reports
+ * it as the "limit" column), with only the commands a connection needs on
+ * this kernel ABI:
  *
  *   active:  CREATE_ID, RESOLVE_ADDR, RESOLVE_ROUTE, CONNECT,
  *            INIT_QP_ATTR (RTR, RTS), ACCEPT (the RTU), DISCONNECT,
@@ -26,8 +27,7 @@
  * never looks at.  Like the libraries, it moves a QP to the error state
  * before its DISCONNECT (the posted work requests' flush programs wait
  * for).
- * Linked like cm_bench (the harness needs librdmacm), it calls none of
- * librdmacm's functions for the steps.
+ * It calls none of librdmacm's functions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,9 +47,8 @@
 /* The kernel's command ABI, beside rdma_cma.h (the header says how). */
 #include "../../src/cm/kern_abi.h"
 #include "../system/harness.h"
+#include "steps.h"
 
-/* Connections in flight at once, as in cm_bench (its comment says why). */
-#define WINDOW 256
 /*
  * Event uids: an active id's is its index + 1 (the kernel drops the events
  * of an id whose uid is 0), a passive one's has this bit too.
@@ -73,12 +72,14 @@ struct limit {
 	struct conn *act, *pas;
 	int pas_count;
 	int batch;
-	unsigned long writes; /* rdma_cm commands written, both ends */
 };
 
-/* One rdma_cm command: header, then the command's own structure. */
-static int ucma_cmd(struct limit *l, int fd, uint32_t cmd, void *in,
-		    size_t in_len, size_t out_len)
+/*
+ * One rdma_cm command: header, then the command's own structure (through
+ * cm_bench's write(), which counts it).
+ */
+static int ucma_cmd(int fd, uint32_t cmd, void *in, size_t in_len,
+		    size_t out_len)
 {
 	struct {
 		struct rdma_ucm_cmd_hdr hdr;
@@ -90,18 +91,17 @@ static int ucma_cmd(struct limit *l, int fd, uint32_t cmd, void *in,
 	msg.hdr.in = (uint16_t)in_len;
 	msg.hdr.out = (uint16_t)out_len;
 	memcpy(msg.body, in, in_len);
-	l->writes++;
 	n = write(fd, &msg, sizeof(msg.hdr) + in_len);
 	return n == (ssize_t)(sizeof(msg.hdr) + in_len) ? 0 : -1;
 }
 
-#define CMD(l, fd, cmd, s, out)                                                \
+#define CMD(fd, cmd, s, out)                                                   \
 	do {                                                                   \
-		if (ucma_cmd(l, fd, cmd, &(s), sizeof(s), out))                \
+		if (ucma_cmd(fd, cmd, &(s), sizeof(s), out))                   \
 			hx_fail("%s: %s", #cmd, strerror(errno));              \
 	} while (0)
 
-static uint32_t create_id(struct limit *l, int fd, uint64_t uid)
+static uint32_t create_id(int fd, uint64_t uid)
 {
 	struct rdma_ucm_create_id_resp resp;
 	struct rdma_ucm_create_id cmd = {.uid = uid,
@@ -109,29 +109,29 @@ static uint32_t create_id(struct limit *l, int fd, uint64_t uid)
 					 .ps = RDMA_PS_TCP,
 					 .qp_type = IBV_QPT_RC};
 
-	CMD(l, fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp));
+	CMD(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp));
 	return resp.id;
 }
 
-static void destroy_id(struct limit *l, int fd, uint32_t id)
+static void destroy_id(int fd, uint32_t id)
 {
 	struct rdma_ucm_destroy_id_resp resp;
 	struct rdma_ucm_destroy_id cmd = {.response = (uintptr_t)&resp,
 					  .id = id};
 
-	CMD(l, fd, RDMA_USER_CM_CMD_DESTROY_ID, cmd, sizeof(resp));
+	CMD(fd, RDMA_USER_CM_CMD_DESTROY_ID, cmd, sizeof(resp));
 }
 
 /* The kernel's QP attributes for @state, as libibverbs takes them. */
-static void qp_attr_for(struct limit *l, int fd, uint32_t id, int state,
-			struct ibv_qp_attr *a, int *mask)
+static void qp_attr_for(int fd, uint32_t id, int state, struct ibv_qp_attr *a,
+			int *mask)
 {
 	struct ib_uverbs_qp_attr k;
 	struct rdma_ucm_init_qp_attr cmd = {.response = (uintptr_t)&k,
 					    .id = id,
 					    .qp_state = (uint32_t)state};
 
-	CMD(l, fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, cmd, sizeof(k));
+	CMD(fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, cmd, sizeof(k));
 	memset(a, 0, sizeof(*a));
 	*mask = (int)k.qp_attr_mask;
 	a->qp_state = (enum ibv_qp_state)k.qp_state;
@@ -177,7 +177,7 @@ static void init_attr(struct ibv_qp_attr *a, int *mask)
 		IBV_QP_ACCESS_FLAGS;
 }
 
-static void move_qp(struct limit *l, int fd, struct conn *c, int state)
+static void move_qp(int fd, struct conn *c, int state)
 {
 	struct ibv_qp_attr a;
 	int mask;
@@ -185,7 +185,7 @@ static void move_qp(struct limit *l, int fd, struct conn *c, int state)
 	if (state == IBV_QPS_INIT)
 		init_attr(&a, &mask);
 	else
-		qp_attr_for(l, fd, c->id, state, &a, &mask);
+		qp_attr_for(fd, c->id, state, &a, &mask);
 	if (ibv_modify_qp(c->qp, &a, mask))
 		hx_fail("ibv_modify_qp to %d: %s", state, strerror(errno));
 }
@@ -220,7 +220,7 @@ static void conn_param(struct rdma_ucm_conn_param *p, uint32_t qp_num)
 }
 
 /* The QP to the error state (its work requests flush), then DISCONNECT. */
-static void disconnect(struct limit *l, int fd, struct conn *c)
+static void disconnect(int fd, struct conn *c)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 	struct rdma_ucm_disconnect cmd = {.id = c->id};
@@ -228,18 +228,18 @@ static void disconnect(struct limit *l, int fd, struct conn *c)
 	if (ibv_modify_qp(c->qp, &a, IBV_QP_STATE))
 		hx_fail("ibv_modify_qp to the error state: %s",
 			strerror(errno));
-	CMD(l, fd, RDMA_USER_CM_CMD_DISCONNECT, cmd, 0);
+	CMD(fd, RDMA_USER_CM_CMD_DISCONNECT, cmd, 0);
 }
 
 /* The next event on @fd, or false if none is waiting. */
-static bool next_event(struct limit *l, int fd, struct rdma_ucm_event_resp *ev)
+static bool next_event(int fd, struct rdma_ucm_event_resp *ev)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 	struct rdma_ucm_get_event cmd = {.response = (uintptr_t)ev};
 
 	if (poll(&p, 1, 0) != 1)
 		return false;
-	CMD(l, fd, RDMA_USER_CM_CMD_GET_EVENT, cmd, sizeof(*ev));
+	CMD(fd, RDMA_USER_CM_CMD_GET_EVENT, cmd, sizeof(*ev));
 	return true;
 }
 
@@ -253,7 +253,7 @@ static void collect(struct limit *l, int n, uint32_t type)
 		if (poll(&p, 1, hx_event_timeout_ms()) != 1)
 			hx_fail("no event %u within %d ms", type,
 				hx_event_timeout_ms());
-		if (!next_event(l, l->afd, &ev))
+		if (!next_event(l->afd, &ev))
 			continue;
 		if (ev.event == type && !ev.status)
 			n--;
@@ -272,11 +272,11 @@ static void accept_request(struct limit *l, uint32_t id)
 
 	c->id = id;
 	c->qp = make_qp(l, l->pcq);
-	move_qp(l, l->pfd, c, IBV_QPS_INIT);
-	move_qp(l, l->pfd, c, IBV_QPS_RTR);
-	move_qp(l, l->pfd, c, IBV_QPS_RTS);
+	move_qp(l->pfd, c, IBV_QPS_INIT);
+	move_qp(l->pfd, c, IBV_QPS_RTR);
+	move_qp(l->pfd, c, IBV_QPS_RTS);
 	conn_param(&cmd.conn_param, c->qp->qp_num);
-	CMD(l, l->pfd, RDMA_USER_CM_CMD_ACCEPT, cmd, 0);
+	CMD(l->pfd, RDMA_USER_CM_CMD_ACCEPT, cmd, 0);
 }
 
 /* The active side's part once the REP came: RTR, RTS, then the RTU. */
@@ -284,23 +284,22 @@ static void establish(struct limit *l, struct conn *c)
 {
 	struct rdma_ucm_accept cmd = {.id = c->id};
 
-	move_qp(l, l->afd, c, IBV_QPS_RTR);
-	move_qp(l, l->afd, c, IBV_QPS_RTS);
-	CMD(l, l->afd, RDMA_USER_CM_CMD_ACCEPT, cmd, 0);
+	move_qp(l->afd, c, IBV_QPS_RTR);
+	move_qp(l->afd, c, IBV_QPS_RTS);
+	CMD(l->afd, RDMA_USER_CM_CMD_ACCEPT, cmd, 0);
 }
 
 static void passive_events(struct limit *l, int *done, uint32_t want)
 {
 	struct rdma_ucm_event_resp ev;
 
-	while (next_event(l, l->pfd, &ev)) {
+	while (next_event(l->pfd, &ev)) {
 		if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			accept_request(l, ev.id);
 		} else if (ev.event == want) {
 			(*done)++;
 			if (want == RDMA_CM_EVENT_DISCONNECTED)
-				disconnect(l, l->pfd,
-					   &l->pas[ev.uid & ~PASSIVE]);
+				disconnect(l->pfd, &l->pas[ev.uid & ~PASSIVE]);
 		} else if (ev.event != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
 			hx_fail("passive side: event %u", ev.event);
 		}
@@ -311,7 +310,7 @@ static bool active_event(struct limit *l, uint32_t want)
 {
 	struct rdma_ucm_event_resp ev;
 
-	if (!next_event(l, l->afd, &ev))
+	if (!next_event(l->afd, &ev))
 		return false;
 	if (ev.event == RDMA_CM_EVENT_CONNECT_RESPONSE &&
 	    want == RDMA_CM_EVENT_ESTABLISHED) {
@@ -344,16 +343,18 @@ static void run_both(struct limit *l, uint32_t want)
 	}
 }
 
-static void step_create(struct limit *l)
+static void step_create(void *ctx)
 {
+	struct limit *l = ctx;
 	int i;
 
 	for (i = 0; i < l->n; i++)
-		l->act[i].id = create_id(l, l->afd, (uint64_t)i + 1);
+		l->act[i].id = create_id(l->afd, (uint64_t)i + 1);
 }
 
-static void step_resolve_addr(struct limit *l)
+static void step_resolve_addr(void *ctx)
 {
+	struct limit *l = ctx;
 	struct rdma_ucm_resolve_addr cmd = {.timeout_ms = 2000};
 	int i;
 
@@ -363,79 +364,81 @@ static void step_resolve_addr(struct limit *l)
 	memcpy(&cmd.dst_addr, &l->dst, cmd.dst_size);
 	for (i = 0; i < l->n; i++) {
 		cmd.id = l->act[i].id;
-		CMD(l, l->afd, RDMA_USER_CM_CMD_RESOLVE_ADDR, cmd, 0);
+		CMD(l->afd, RDMA_USER_CM_CMD_RESOLVE_ADDR, cmd, 0);
 	}
 	collect(l, l->n, RDMA_CM_EVENT_ADDR_RESOLVED);
 }
 
-static void step_resolve_route(struct limit *l)
+static void step_resolve_route(void *ctx)
 {
+	struct limit *l = ctx;
 	struct rdma_ucm_resolve_route cmd = {.timeout_ms = 2000};
 	int i;
 
 	for (i = 0; i < l->n; i++) {
 		cmd.id = l->act[i].id;
-		CMD(l, l->afd, RDMA_USER_CM_CMD_RESOLVE_ROUTE, cmd, 0);
+		CMD(l->afd, RDMA_USER_CM_CMD_RESOLVE_ROUTE, cmd, 0);
 	}
 	collect(l, l->n, RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
-static void step_create_qp(struct limit *l)
+static void step_create_qp(void *ctx)
 {
+	struct limit *l = ctx;
 	int i;
 
 	for (i = 0; i < l->n; i++) {
 		l->act[i].qp = make_qp(l, l->acq);
-		move_qp(l, l->afd, &l->act[i], IBV_QPS_INIT);
+		move_qp(l->afd, &l->act[i], IBV_QPS_INIT);
 	}
 }
 
-static void step_connect(struct limit *l)
+static void step_connect(void *ctx)
 {
+	struct limit *l = ctx;
 	struct rdma_ucm_connect cmd;
 	int i, j;
 
 	l->pas_count = 0;
 	for (i = 0; i < l->n; i += l->batch) {
-		l->batch = l->n - i < WINDOW ? l->n - i : WINDOW;
+		l->batch = l->n - i < BENCH_WINDOW ? l->n - i : BENCH_WINDOW;
 		for (j = i; j < i + l->batch; j++) {
 			memset(&cmd, 0, sizeof(cmd));
 			conn_param(&cmd.conn_param, l->act[j].qp->qp_num);
 			cmd.id = l->act[j].id;
-			CMD(l, l->afd, RDMA_USER_CM_CMD_CONNECT, cmd, 0);
+			CMD(l->afd, RDMA_USER_CM_CMD_CONNECT, cmd, 0);
 		}
 		run_both(l, RDMA_CM_EVENT_ESTABLISHED);
 	}
 }
 
-static void step_disconnect(struct limit *l)
+static void step_disconnect(void *ctx)
 {
+	struct limit *l = ctx;
 	int i, j;
 
 	for (i = 0; i < l->n; i += l->batch) {
-		l->batch = l->n - i < WINDOW ? l->n - i : WINDOW;
+		l->batch = l->n - i < BENCH_WINDOW ? l->n - i : BENCH_WINDOW;
 		for (j = i; j < i + l->batch; j++)
-			disconnect(l, l->afd, &l->act[j]);
+			disconnect(l->afd, &l->act[j]);
 		run_both(l, RDMA_CM_EVENT_DISCONNECTED);
 	}
 }
 
-static void step_destroy(struct limit *l)
+static void step_destroy(void *ctx)
 {
+	struct limit *l = ctx;
 	int i;
 
 	for (i = 0; i < l->n; i++) {
 		ibv_destroy_qp(l->act[i].qp);
-		destroy_id(l, l->afd, l->act[i].id);
+		destroy_id(l->afd, l->act[i].id);
 		ibv_destroy_qp(l->pas[i].qp);
-		destroy_id(l, l->pfd, l->pas[i].id);
+		destroy_id(l->pfd, l->pas[i].id);
 	}
 }
 
-static const struct step {
-	const char *name;
-	void (*run)(struct limit *l);
-} steps[] = {
+const struct bench_step cm_limit_steps[BENCH_NSTEPS] = {
 	{"create_id", step_create},
 	{"resolve_addr", step_resolve_addr},
 	{"resolve_route", step_resolve_route},
@@ -444,7 +447,6 @@ static const struct step {
 	{"disconnect", step_disconnect},
 	{"destroy", step_destroy},
 };
-#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
 
 static int open_cm(void)
 {
@@ -456,21 +458,26 @@ static int open_cm(void)
 }
 
 /* The listener, the device (the only one the test bed has), the CQs. */
-static void setup(struct limit *l)
+void *cm_limit_setup(const char *addr, int n)
 {
+	struct limit *l = calloc(1, sizeof(*l));
 	struct rdma_ucm_bind bind = {0};
 	struct rdma_ucm_listen listen = {.backlog = 1024};
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	socklen_t len;
 
+	if (!l)
+		hx_fail("out of memory");
+	l->addr = addr;
+	l->n = n;
 	l->afd = open_cm();
 	l->pfd = open_cm();
 	len = hx_parse_addr(l->addr, 0, (struct sockaddr_storage *)&bind.addr);
-	bind.id = l->listen_id = create_id(l, l->pfd, PASSIVE | 0x7fffffff);
+	bind.id = l->listen_id = create_id(l->pfd, PASSIVE | 0x7fffffff);
 	bind.addr_size = (uint16_t)len;
-	CMD(l, l->pfd, RDMA_USER_CM_CMD_BIND, bind, 0);
+	CMD(l->pfd, RDMA_USER_CM_CMD_BIND, bind, 0);
 	listen.id = l->listen_id;
-	CMD(l, l->pfd, RDMA_USER_CM_CMD_LISTEN, listen, 0);
+	CMD(l->pfd, RDMA_USER_CM_CMD_LISTEN, listen, 0);
 	/* The port the kernel chose, from the socket name it now has. */
 	{
 		struct rdma_ucm_query_addr_resp resp;
@@ -478,7 +485,7 @@ static void setup(struct limit *l)
 					   .id = l->listen_id,
 					   .option = RDMA_USER_CM_QUERY_ADDR};
 
-		CMD(l, l->pfd, RDMA_USER_CM_CMD_QUERY, q, sizeof(resp));
+		CMD(l->pfd, RDMA_USER_CM_CMD_QUERY, q, sizeof(resp));
 		memcpy(&l->dst, &resp.src_addr, sizeof(l->dst));
 	}
 	if (!list || !list[0])
@@ -494,68 +501,5 @@ static void setup(struct limit *l)
 	if (!l->acq || !l->pcq || !l->act || !l->pas)
 		hx_fail("allocations for %d connections: %s", l->n,
 			strerror(errno));
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int run_steps(int argc, char **argv)
-{
-	struct limit l = {0};
-	double us[64][NSTEPS], col[64], t0, total = 0;
-	unsigned long w[NSTEPS] = {0}, w0;
-	int reps, r;
-	size_t s;
-
-	if (argc < 3)
-		hx_fail("usage: cm_limit steps <addr> <n> [<reps>]");
-	l.addr = argv[1];
-	l.n = atoi(argv[2]);
-	reps = argc > 3 ? atoi(argv[3]) : 1;
-	if (l.n < 1 || reps < 1 || reps > 64)
-		hx_fail("bad counts: %d connections, %d repetitions (1 to 64)",
-			l.n, reps);
-	setup(&l);
-	for (r = 0; r < reps; r++) {
-		for (s = 0; s < NSTEPS; s++) {
-			hx_stage("%s, repetition %d", steps[s].name, r);
-			w0 = l.writes;
-			t0 = hx_now_s() * 1e6;
-			steps[s].run(&l);
-			us[r][s] = (hx_now_s() * 1e6 - t0) / l.n;
-			w[s] += l.writes - w0;
-		}
-	}
-	for (s = 0, w0 = 0; s < NSTEPS; s++) {
-		for (r = 0; r < reps; r++)
-			col[r] = us[r][s];
-		qsort(col, (size_t)reps, sizeof(col[0]), cmp_double);
-		total += col[reps / 2];
-		printf("steps.n%d.%s %.1f us\n", l.n, steps[s].name,
-		       col[reps / 2]);
-		printf("writes.n%d.%s %.2f calls\n", l.n, steps[s].name,
-		       (double)w[s] / ((double)l.n * reps));
-		w0 += w[s];
-	}
-	printf("steps.n%d.total %.1f us\n", l.n, total);
-	printf("writes.n%d.total %.2f calls\n", l.n,
-	       (double)w0 / ((double)l.n * reps));
-	return 0;
-}
-
-static const struct hx_scenario scenarios[] = {
-	{"steps", "<addr> <n> [<reps>]", run_steps},
-};
-
-int main(int argc, char **argv)
-{
-	/* As cm_bench: many connections under TCG are slow. */
-	hx_set_event_timeout_ms(30000);
-	hx_set_default_timeout_s(1800);
-	return hx_main(argc, argv, scenarios,
-		       sizeof(scenarios) / sizeof(scenarios[0]));
+	return l;
 }

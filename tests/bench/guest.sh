@@ -6,7 +6,9 @@
 # the same machine load, and appends "<library> <metric> <value> <unit>" lines to
 # $RDMACM_VM_OUT/results.txt.
 #
-# Environment (from run.sh): RDMACM_BENCH_BIN (cm_bench), RDMACM_BENCH_OURS
+# Environment (from run.sh): RDMACM_BENCH_BIN (cm_bench; its "limit"
+# steps, the kernel's commands alone, are the "raw" library's figures,
+# measured in turn with the two libraries), RDMACM_BENCH_OURS
 # and RDMACM_BENCH_REF (the two library directories), RDMACM_BENCH_NS
 # (connection counts), RDMACM_BENCH_REPS (repetitions per count, same
 # order), RDMACM_BENCH_CG ("N1 N2": connection counts of the two callgrind
@@ -25,7 +27,7 @@ addr=${RDMA_TEST_ADDR1:-192.0.2.1}
 read -r -a ns <<<"${RDMACM_BENCH_NS:-1 100 1000}"
 read -r -a reps <<<"${RDMACM_BENCH_REPS:-15 5 2}"
 read -r -a cg <<<"${RDMACM_BENCH_CG-2 12}"
-# raw: cm_limit, which links librdmacm only for the harness
+# raw: cm_bench's limit steps, which call no librdmacm function
 declare -A libdir=([ours]=${RDMACM_BENCH_OURS:?} [debian]=${RDMACM_BENCH_REF:?} [raw]=${RDMACM_BENCH_OURS:?})
 libs=(ours debian)
 status=0
@@ -86,8 +88,7 @@ if [ "$part" != time ]; then
 			for lib in "${order[@]}"; do
 				measure "$lib" "$bin" steps "$addr" "${ns[$i]}" 1
 			done
-			[ -z "${RDMACM_BENCH_LIMIT:-}" ] ||
-				measure raw "$RDMACM_BENCH_LIMIT" steps "$addr" "${ns[$i]}" 1
+			measure raw "$bin" limit "$addr" "${ns[$i]}" 1
 		done
 	done
 

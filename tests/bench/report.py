@@ -44,7 +44,7 @@ TARGETS = [
 
 # Targets for the ratio ours/limit, where a metric has a limit (library
 # "raw": what raw verbs do on the same device for rsockets; for setup,
-# cm_limit's steps on the kernel's commands alone).
+# cm_bench's limit steps on the kernel's commands alone).
 LIMIT_TARGETS = [
     (r"^rsocket\.throughput$", ">=", 0.95),
     (r"^rsocket\.latency", "<=", 1.2),
@@ -180,8 +180,8 @@ def growth(data, ns):
 def setup_tables(data, ns):
     """One table per connection count: ours, Debian's, the limit."""
     out = ["Connection setup, µs per connection: ours, Debian's, and the "
-           "limit (cm_limit: the same steps on the kernel's commands alone, "
-           "no library), with ours / Debian (target ≤ 1.0) and "
+           "limit (cm_bench limit: the same steps on the kernel's commands "
+           "alone, no library), with ours / Debian (target ≤ 1.0) and "
            "ours / limit\n"]
     for n in ns:
         out.append("%d connection%s:\n" % (n, "" if n == 1 else "s"))

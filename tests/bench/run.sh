@@ -180,16 +180,14 @@ mesh_wrapped() {
 # bench_boot PART: one guest run of guest.sh's PART (work, time or all).
 bench_boot() {
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-3000} RDMACM_BENCH_PART=$1 \
-		RDMACM_BENCH_BIN=$bin RDMACM_BENCH_LIMIT=$build/bench/cm_limit \
-		RDMACM_BENCH_OURS=$build/src/.libs \
+		RDMACM_BENCH_BIN=$bin RDMACM_BENCH_OURS=$build/src/.libs \
 		RDMACM_BENCH_REF=$ref launch "$here/guest.sh"
 }
 
 mode_bench() {
 	# One binary for both libraries (bench_cc).
 	bin=$build/bench/cm_bench
-	bench_cc "$bin" "$here/cm_bench.c" "$repo/tests/system/harness.c"
-	bench_cc "$build/bench/cm_limit" "$here/cm_limit.c" \
+	bench_cc "$bin" "$here/cm_bench.c" "$here/cm_limit.c" \
 		"$repo/tests/system/harness.c"
 	build_rsocket_tools
 	fetch_ref
