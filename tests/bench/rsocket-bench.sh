@@ -41,7 +41,8 @@
 # unpacked library), RDMA_TEST_ADDR1/2, RDMA_TEST_DEV (default: the first
 # RDMA device); RDMACM_BENCH_RESULTS=FILE appends "<library>
 # rsocket.<metric> <value> <unit>" lines to FILE, the limit's as library
-# "raw" (run.sh's guest.d/rsocket.sh does); RDMACM_BENCH_WIRE, the
+# "raw" (run.sh's guest.d/rsocket.sh does; with rounds, one line per
+# round and library, whose medians report.py takes); RDMACM_BENCH_WIRE, the
 # wire binary, and RDMACM_BENCH_FDCOUNT, tests/system/rs_fdcount.c built
 # for the bench (the descriptors one connected rsocket costs, each end;
 # unset: not measured).  Under TCG emulation absolute
@@ -223,11 +224,73 @@ registration() {
 	echo "# 64 KiB of the application's memory: registered and deregistered ${reg_us:-?} us, copied ${copy_us:-?} us"
 }
 
+# fds LIB: "CONNECTED n ACCEPTED m", the descriptors one more connected
+# rsocket costs at each end on that library (rs_fdcount).
+FDCOUNT="${RDMACM_BENCH_FDCOUNT:-}"
+fds() {
+	local log
+	port=$((port + 1))
+	log=$(mktemp)
+	LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" server $port >"$log" 2>&1 &
+	wait_bound $port $!
+	echo "$(LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" client "$A1" $port 2>&1 | grep CONNECTED)" \
+		"$(wait; grep ACCEPTED "$log")"
+	rm -f "$log"
+}
+
+# descriptors: each library's fds() as results lines (in $fd_lines).
+fd_lines=
+descriptors() {
+	local k c a
+	[ -n "$FDCOUNT" ] || return 0
+	for k in 0 1; do
+		read -r _ c _ a <<<"$(fds "${libs[k]}")"
+		echo "# descriptors per connected rsocket, ${names[k]}: ${c:-?} (connecting end), ${a:-?} (accepting end)"
+		fd_lines+="${names[k]} rsocket.fds_connected ${c:-nan} fds"$'\n'
+		fd_lines+="${names[k]} rsocket.fds_accepted ${a:-nan} fds"$'\n'
+	done
+}
+
+# extra_results: the descriptors and the registration row, for the
+# results file.
+extra_results() {
+	printf '%s' "$fd_lines"
+	[ -z "${reg_us:-}" ] || echo "ours rsocket.reg_64K_us $reg_us us"
+	[ -z "${copy_us:-}" ] || echo "ours rsocket.copy_64K_us $copy_us us"
+}
+
+# round_results: each round's throughput and latency of ours, Debian's and
+# the limit as results lines (report.py takes their medians).
+round_results() {
+	awk '$1 == "round" {
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			split(kv[1], f, ".")
+			lib = f[1] == "limit" ? "raw" : f[1]
+			if (lib != "ours" && lib != "debian" && lib != "raw")
+				continue
+			if (kv[2] + 0 <= 0)
+				continue
+			if (f[2] == "bw")
+				print lib, "rsocket.throughput", kv[2], "Gb/s"
+			else if (f[2] == "lat")
+				print lib, "rsocket.latency_64B", kv[2], "us"
+		}
+	}' "$rounds_log"
+}
+
 if [ "$ROUNDS" -gt 0 ]; then
 	rounds_log=$(mktemp)
 	trap 'rm -f "$rounds_log"' EXIT
 	[ -z "$WIRE" ] || registration
 	rounds
+	descriptors
+	if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
+		{
+			extra_results
+			round_results
+		} | grep -v ' nan ' >>"$RDMACM_BENCH_RESULTS"
+	fi
 	exit 0
 fi
 echo "# rstream ${BW_ARGS[*]} (throughput) and ${LAT_ARGS[*]} (latency), best of $RUNS"
@@ -262,39 +325,16 @@ if [ -n "$WIRE" ]; then
 	echo "# rsocket's wire on raw verbs (wire.c): $lat_wire us, $bw_wire Gb/s; ours / wire $(ratio "$lat_ours" "$lat_wire") and $(ratio "$bw_ours" "$bw_wire"), wire / perftest $(ratio "$lat_wire" "$lat_raw") and $(ratio "$bw_wire" "$bw_raw")"
 	registration
 fi
-# fds LIB: "CONNECTED n ACCEPTED m", the descriptors one more connected
-# rsocket costs at each end on that library (rs_fdcount).
-FDCOUNT="${RDMACM_BENCH_FDCOUNT:-}"
-fds() {
-	local log
-	port=$((port + 1))
-	log=$(mktemp)
-	LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" server $port >"$log" 2>&1 &
-	wait_bound $port $!
-	echo "$(LD_LIBRARY_PATH="$1" timeout 60 "$FDCOUNT" client "$A1" $port 2>&1 | grep CONNECTED)" \
-		"$(wait; grep ACCEPTED "$log")"
-	rm -f "$log"
-}
-fd_lines=
-if [ -n "$FDCOUNT" ]; then
-	for k in 0 1; do
-		read -r _ c _ a <<<"$(fds "${libs[k]}")"
-		echo "# descriptors per connected rsocket, ${names[k]}: ${c:-?} (connecting end), ${a:-?} (accepting end)"
-		fd_lines+="${names[k]} rsocket.fds_connected ${c:-nan} fds"$'\n'
-		fd_lines+="${names[k]} rsocket.fds_accepted ${a:-nan} fds"$'\n'
-	done
-fi
+descriptors
 if [ -n "${RDMACM_BENCH_RESULTS:-}" ]; then
 	{
-		printf '%s' "$fd_lines"
+		extra_results
 		echo "ours rsocket.throughput $bw_ours Gb/s"
 		echo "debian rsocket.throughput $bw_ref Gb/s"
 		echo "raw rsocket.throughput $bw_raw Gb/s"
 		echo "ours rsocket.latency_64B $lat_ours us"
 		echo "debian rsocket.latency_64B $lat_ref us"
 		echo "raw rsocket.latency_64B $lat_raw us"
-		[ -z "${reg_us:-}" ] || echo "ours rsocket.reg_64K_us $reg_us us"
-		[ -z "${copy_us:-}" ] || echo "ours rsocket.copy_64K_us $copy_us us"
 	} | grep -v ' nan ' >>"$RDMACM_BENCH_RESULTS"
 fi
 exit 0
