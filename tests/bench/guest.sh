@@ -28,7 +28,8 @@ read -r -a ns <<<"${RDMACM_BENCH_NS:-1 100 1000}"
 read -r -a reps <<<"${RDMACM_BENCH_REPS:-15 5 2}"
 read -r -a cg <<<"${RDMACM_BENCH_CG-2 12}"
 # raw: cm_bench's limit steps, which call no librdmacm function
-declare -A libdir=([ours]=${RDMACM_BENCH_OURS:?} [debian]=${RDMACM_BENCH_REF:?} [raw]=${RDMACM_BENCH_OURS:?})
+declare -A libdir=([ours]=${RDMACM_BENCH_OURS:?} [debian]=${RDMACM_BENCH_REF:?}
+	[raw]=${RDMACM_BENCH_OURS:?})
 libs=(ours debian)
 status=0
 ulimit -l unlimited
@@ -99,13 +100,14 @@ if [ "$part" != time ]; then
 	done
 
 	# --- user-space instructions per connection (callgrind) --------------
-	# Two runs with different connection counts; the difference, divided by the
-	# difference in connections, leaves out start-up and device opening.
-	# instr.per_conn: librdmacm's own (self) instructions.  instr.api_per_conn:
-	# everything executed inside the librdmacm calls the program makes,
-	# including the libc and libibverbs code they run (Debian's library leaves
-	# the kernel-structure conversions to libibverbs, ours does them itself, so
-	# the self count alone flatters Debian's).
+	# Two runs with different connection counts; the difference, divided
+	# by the difference in connections, leaves out start-up and device
+	# opening.  instr.per_conn: librdmacm's own (self) instructions.
+	# instr.api_per_conn: everything executed inside the librdmacm calls
+	# the program makes, including the libc and libibverbs code they run
+	# (Debian's library leaves the kernel-structure conversions to
+	# libibverbs, ours does them itself, so the self count alone flatters
+	# Debian's).
 	if [ ${#cg[@]} -eq 2 ] && command -v valgrind >/dev/null; then
 		for lib in "${libs[@]}"; do
 			for n in "${cg[@]}"; do
@@ -118,8 +120,10 @@ if [ "$part" != time ]; then
 			for mode in self api; do
 				flag=
 				[ "$mode" = api ] && flag=--calls-into
-				a=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[0]}" librdmacm.so)
-				b=$(python3 "$here/report.py" cg-self $flag "$out/callgrind.$lib.${cg[1]}" librdmacm.so)
+				a=$(python3 "$here/report.py" cg-self $flag \
+					"$out/callgrind.$lib.${cg[0]}" librdmacm.so)
+				b=$(python3 "$here/report.py" cg-self $flag \
+					"$out/callgrind.$lib.${cg[1]}" librdmacm.so)
 				metric=instr.per_conn
 				[ "$mode" = api ] && metric=instr.api_per_conn
 				[ -n "$a" ] && [ -n "$b" ] &&
@@ -127,8 +131,7 @@ if [ "$part" != time ]; then
 						"$(((b - a) / (cg[1] - cg[0])))" instructions
 			done
 		done
-fi
-
+	fi
 fi
 
 # --- hooks for other benchmarks ----------------------------------------------
