@@ -6,11 +6,12 @@
 #
 # MODE (default bench):
 #   bench           this build's librdmacm against Debian's and the limit
-#                   (~15 min): cm_bench's steps, writes, memory and
-#                   callgrind counts and the work hooks (ACM, p2p mesh) in
-#                   an instruction-counted Soft-RoCE guest, the rsocket
-#                   hook's times in a plain TCG one (RDMACM_VM_ICOUNT given,
-#                   or natively: one run of everything); prints the
+#                   (~20 min): cm_bench's steps (and its limit steps),
+#                   writes, memory and callgrind counts and the p2p mesh
+#                   hook in an instruction-counted Soft-RoCE guest, the
+#                   rsocket (8 rounds) and ACM hooks' times in a plain TCG
+#                   one (RDMACM_VM_ICOUNT given, or natively: one run of
+#                   everything); prints the
 #                   three-column table and leaves in OUTDIR results.txt (raw
 #                   "<library> <metric> <value> <unit>" lines), table.md
 #                   (as pasted into RESULTS.md), ratios.png, callgrind.*
@@ -19,7 +20,7 @@
 #                   process) and 100,000 ids, no callgrind, no hooks; the
 #                   table adds the growth from the second-largest count to
 #                   the largest (per-connection time, heap, resident
-#                   memory and fds: flat is 1.00)
+#                   memory and fds: flat is 1.00) and its slope
 #   rsocket         rsocket-bench.sh alone: Debian's rstream on both
 #                   libraries, throughput and 64-byte latency, against the
 #                   targets; RDMACM_BENCH_ROUNDS=N: N rounds in turn,
