@@ -26,8 +26,7 @@
  * addresses, the route's path records, the device), which this program
  * never looks at.  Like the libraries, it moves a QP to the error state
  * before its DISCONNECT (the posted work requests' flush programs wait
- * for).
- * It calls none of librdmacm's functions.
+ * for).  It calls none of librdmacm's functions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
