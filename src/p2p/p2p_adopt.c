@@ -324,13 +324,13 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 /*
  * Under the id's qp_lock, without p2p_lock: the request @conn adopted is
  * dead (a NOTICE said so, p2p_stale.c, or its sender's process is gone)
- * and its connection was never established.  Its kernel id goes now: the kernel refuses it towards a
- * sender that gave it up long ago, and forgets the sender's QP at once,
- * so that QP's next REQ is not refused as stale.  The id takes a fresh
- * kernel id and the connect waits for the peer's next REQ (or adopts one
- * held already), its QP left at RTS bound to that QP
- * (cma_p2p_conn.qp_bound): the next REQ from it is answered as the QP is,
- * and no receive the application posted is lost.
+ * and its connection was never established.  Its kernel id goes now: the
+ * kernel refuses it towards a sender that gave it up long ago, and
+ * forgets the sender's QP at once, so that QP's next REQ is not refused as
+ * stale.  The id takes a fresh kernel id and the connect waits for the
+ * peer's next REQ (or adopts one held already), its QP left at RTS bound
+ * to that QP (cma_p2p_conn.qp_bound): the next REQ from it is answered as
+ * the QP is, and no receive the application posted is lost.
  */
 static int cma_p2p_unadopt_now(struct cma_p2p_conn *conn)
 {

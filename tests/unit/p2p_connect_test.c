@@ -114,9 +114,9 @@ START_TEST(higher_end_sends_no_req_and_adopts)
 	fake_ucma_clear_log();
 	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
-	ck_assert_int_gt(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, own),
-			 cmd_at(RDMA_USER_CM_CMD_ACCEPT, req));
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_gt(fake_ucma_first_on(RDMA_USER_CM_CMD_DESTROY_ID, own),
+			 fake_ucma_first_on(RDMA_USER_CM_CMD_ACCEPT, req));
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_ACCEPT, req).kind,
 			 CMA_P2P_REP);
 	ck_assert_uint_eq(kid_of(id), req);
@@ -180,7 +180,7 @@ START_TEST(dead_held_request_is_passed_over)
 	expect_nothing();
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, dead), 0);
 	ck_assert_uint_eq(kid_of(id), live);
 	ck_assert_int_eq(fake_qp_of(id->qp)->qp.state, IBV_QPS_RTS);
 	established_with_her_data(id, live);
@@ -209,7 +209,7 @@ START_TEST(next_request_from_the_same_qp_keeps_the_qp)
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
 	req_qpn = 0;
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, dead), 0);
 	ck_assert_uint_eq(kid_of(id), live);
 	/* moved once, for the dead one */
 	ck_assert_uint_eq(f->last[IBV_QPS_RTR].dest_qp_num, 0x1234);
@@ -229,7 +229,7 @@ static void answered_afresh(struct rdma_cm_id *id, uint32_t dead, uint32_t live,
 {
 	const struct fake_qp *f = fake_qp_of(id->qp);
 
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, dead), 0);
 	ck_assert_uint_eq(kid_of(id), live);
 	ck_assert_int_eq(resets_of(id->qp), resets);
 	ck_assert_int_eq(f->qp.state, IBV_QPS_RTS);
@@ -343,7 +343,7 @@ START_TEST(dead_arriving_request_leaves_the_connect_waiting)
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	dead = peer_request("192.0.2.0", 0, "gone");
 	expect_nothing();
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, dead), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, dead), 0);
 	ck_assert_uint_eq(kid_of(id), own);
 	ck_assert(fake_ucma_kid(own)->live);
 	live = peer_request("192.0.2.0", 0, "hers");
@@ -612,9 +612,11 @@ START_TEST(restarted_peer_is_not_a_duplicate)
 	req_incarnation = 0xbbbb;
 	req = peer_request("192.0.2.0", 0, "again");
 	expect_nothing();
-	ck_assert_int_eq(cmd_at(RDMA_USER_CM_CMD_REJECT, req), -1);
+	ck_assert_int_eq(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, req), -1);
 	ck_assert(fake_ucma_kid(req)->live);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)), 0);
+	ck_assert_int_ge(
+		fake_ucma_first_on(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)),
+		0);
 
 	id = connecting_id("192.0.2.0");
 	ck_assert_int_eq(p2p_connect(id), 0);
@@ -652,7 +654,9 @@ START_TEST(restart_of_a_peer_known_by_its_reply)
 	expect_nothing();
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_REJECT, req).kind,
 			 CMA_P2P_REJ_RETRY);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)), 0);
+	ck_assert_int_ge(
+		fake_ucma_first_on(RDMA_USER_CM_CMD_DISCONNECT, kid_of(old)),
+		0);
 	id = connecting_id("192.0.2.2");
 	ck_assert_int_eq(p2p_connect(id), 0);
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, kid_of(id)).kind,
@@ -753,7 +757,7 @@ START_TEST(duplicate_of_a_formed_connection_is_refused)
 	formed_with_held("192.0.2.0", 0);
 	next = peer_request("192.0.2.0", 0, "next");
 	expect_nothing();
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, next), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, next), 0);
 	ck_assert(fake_ucma_kid(next)->live);
 }
 END_TEST
@@ -783,7 +787,7 @@ static void expect_held(uint64_t tag)
 	uint32_t req = peer_request("192.0.2.0", tag, "new");
 
 	expect_nothing();
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_REJECT, req), 0);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, req), 0);
 	ck_assert(fake_ucma_kid(req)->live);
 }
 

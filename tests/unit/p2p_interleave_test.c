@@ -3859,7 +3859,8 @@ START_TEST(restart_undoes_an_adoption_of_the_old_process)
 	ck_assert_msg(kid_of(id) == req,
 		      "the new process's REQ is held for nobody: the adoption "
 		      "of the old one's stands");
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_DESTROY_ID, copy), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_DESTROY_ID, copy),
+			 0);
 	established_with(id, req, "new");
 	req_qpn = 0;
 	req_number = 0;

@@ -272,21 +272,6 @@ static inline void await_on(uint32_t cmd, uint32_t kid, int n)
 	ck_assert_int_ge(fake_ucma_count_on(cmd, kid), n);
 }
 
-/*
- * How many commands @cmd the log has on @handle; where in the log the
- * first is (-1 for none).  Under the log's lock: the library's service
- * thread may be logging commands meanwhile.
- */
-static inline int cmds_on(uint32_t cmd, uint32_t handle)
-{
-	return fake_ucma_count_on(cmd, handle);
-}
-
-static inline int cmd_at(uint32_t cmd, uint32_t handle)
-{
-	return fake_ucma_first_on(cmd, handle);
-}
-
 /* The peer's library refuses our REQ on kernel id @own with @kind. */
 static inline void peer_refuses(uint32_t own, uint8_t kind)
 {
@@ -325,7 +310,8 @@ static inline uint32_t req_sent_again(struct rdma_cm_id *id, uint32_t refused,
 	expect_nothing();
 	fake_ucma_event(again, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	expect_nothing();
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, again), 1);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_RESOLVE_ROUTE, again), 1);
 	fake_ucma_event(again, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	expect_nothing();
 	ck_assert_int_eq(sent_hdr(RDMA_USER_CM_CMD_CONNECT, again).tag, tag);

@@ -254,7 +254,9 @@ static struct rdma_cm_id *route_left_for_later(const char *to)
 	struct sockaddr_in *src = (struct sockaddr_in *)rdma_get_local_addr(id);
 
 	if (id_bound_expected) {
-		ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_BIND, kid_of(id)), 0);
+		ck_assert_int_ge(
+			fake_ucma_first_on(RDMA_USER_CM_CMD_BIND, kid_of(id)),
+			0);
 	} else {
 		ck_assert_uint_eq(kid_of(id), CMA_NO_KERNEL_ID);
 		ck_assert_uint_eq(id->port_num, listener->port_num);
@@ -301,7 +303,7 @@ START_TEST(higher_end_adopts_without_resolving)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), 0);
 	req = peer_request("192.0.2.0", 0, "hers");
 	expect_nothing();
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_ACCEPT, req), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_ACCEPT, req), 0);
 	ck_assert_uint_eq(kid_of(id), req);
 	ck_assert(!fake_ucma_kid_live(own, 2000));
 	/* Unbound, it never had a kernel id of its own to make and destroy. */
@@ -309,7 +311,8 @@ START_TEST(higher_end_adopts_without_resolving)
 		ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CREATE_ID),
 				 creates);
 	/* The route the request's ends were read from serves the adoption. */
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, req), 1);
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_QUERY_ROUTE, req),
+			 1);
 	ck_assert_uint_eq(
 		((struct sockaddr_in *)rdma_get_peer_addr(id))->sin_addr.s_addr,
 		inet_addr("192.0.2.0"));
@@ -345,7 +348,9 @@ static void kernel_resolves(const char *to)
 {
 	struct rdma_cm_id *id = p2p_id_resolving(to);
 
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)), 0);
+	ck_assert_int_ge(
+		fake_ucma_first_on(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)),
+		0);
 	expect_nothing();
 }
 
@@ -373,7 +378,8 @@ START_TEST(lower_end_takes_its_device_from_the_listener)
 	listener_holds();
 	id = p2p_id_resolving("192.0.2.2");
 	k = kid_of(id);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, k), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_RESOLVE_ADDR, k),
+			 0);
 	if (id_bound_expected)
 		ck_assert_ptr_null(id->verbs);
 	else
@@ -384,12 +390,12 @@ START_TEST(lower_end_takes_its_device_from_the_listener)
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ADDR_RESOLVED));
 	ck_assert_ptr_eq(id->verbs, listener->verbs);
 	ck_assert_uint_eq(id->port_num, listener->port_num);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
 			 id_bound_expected ? 1 : 0);
 	ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
 	fake_ucma_event(k, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
+	ck_assert_int_eq(fake_ucma_count_on(RDMA_USER_CM_CMD_QUERY_ROUTE, k),
 			 id_bound_expected ? 2 : 1);
 	ck_assert_int_eq(rdma_get_src_port(id), htobe16(40000));
 }
@@ -579,7 +585,8 @@ START_TEST(late_resolution_with_its_port_taken_takes_another)
 	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_RESOLVE_ADDR, 2);
 	ra = (const void *)fake_ucma_cmd(
-		     cmd_at(RDMA_USER_CM_CMD_RESOLVE_ADDR, kid_of(id)))
+		     fake_ucma_first_on(RDMA_USER_CM_CMD_RESOLVE_ADDR,
+					kid_of(id)))
 		     ->body;
 	ck_assert_uint_eq(((const struct sockaddr_in *)&ra->src_addr)->sin_port,
 			  htons(7000));
@@ -629,7 +636,7 @@ START_TEST(failed_adoption_keeps_the_resolved_addresses)
 	id = route_left_for_later("192.0.2.0");
 	fake_ucma_fail_next(RDMA_USER_CM_CMD_ACCEPT, EINVAL);
 	ck_assert_int_eq(p2p_connect(id), 0);
-	ck_assert_int_ge(cmd_at(RDMA_USER_CM_CMD_REJECT, req), 0);
+	ck_assert_int_ge(fake_ucma_first_on(RDMA_USER_CM_CMD_REJECT, req), 0);
 	ck_assert_uint_ne(kid_of(id), req);
 	sin = (const struct sockaddr_in *)rdma_get_local_addr(id);
 	ck_assert_uint_eq(sin->sin_addr.s_addr, inet_addr("192.0.2.1"));

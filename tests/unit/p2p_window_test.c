@@ -53,8 +53,9 @@ START_TEST(reqs_out_are_bounded_and_the_oldest_waiting_goes_next)
 	ck_assert_int_eq(fake_ucma_count(RDMA_USER_CM_CMD_CONNECT), WINDOW);
 	ck_assert_uint_eq(reqs_out(), WINDOW);
 	for (i = 0; i < CONNECTS; i++)
-		ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[i]),
-				 i < WINDOW);
+		ck_assert_int_eq(
+			fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[i]),
+			i < WINDOW);
 	/* One waiting connect goes away: it never sends. */
 	rdma_destroy_qp(id[WINDOW]);
 	ck_assert_int_eq(rdma_destroy_id(id[WINDOW]), 0);
@@ -62,13 +63,17 @@ START_TEST(reqs_out_are_bounded_and_the_oldest_waiting_goes_next)
 	fake_ucma_event(kid[0], RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	await_cmd(RDMA_USER_CM_CMD_CONNECT, WINDOW + 1);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]), 1);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]),
+		1);
 	ck_assert_uint_eq(reqs_out(), WINDOW);
 	/* A refusal for now frees one too, while it waits to send again. */
 	peer_refuses_for_now(kid[1]);
 	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_CONNECT, WINDOW + 2);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 2]), 1);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 2]),
+		1);
 	/* Every id destroyed: nothing is left out or waiting. */
 	for (i = 0; i < CONNECTS; i++) {
 		if (i == WINDOW)
@@ -99,7 +104,8 @@ static void first_refused_then_queued(struct rdma_cm_id **id, uint32_t *kid,
 	peer_refuses_for_now(kid[0]);
 	expect_nothing();
 	await_cmd(RDMA_USER_CM_CMD_CONNECT, WINDOW + 1);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW]), 1);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW]), 1);
 	usleep(500 * 1000); /* the resend's 200 ms, and then some */
 	expect_nothing();
 	fake_ucma_clear_log();
@@ -154,12 +160,16 @@ START_TEST(a_refused_connect_goes_before_later_ones)
 	fake_ucma_event(kid[1], RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	req_sent_again(id[0], kid[0], 0);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]), 0);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]),
+		0);
 	/* The next place is the later one's. */
 	fake_ucma_event(kid[2], RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
 	rdma_ack_cm_event(expect_event(RDMA_CM_EVENT_ESTABLISHED));
 	await_cmd(RDMA_USER_CM_CMD_CONNECT, 2);
-	ck_assert_int_eq(cmds_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]), 1);
+	ck_assert_int_eq(
+		fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid[WINDOW + 1]),
+		1);
 	destroy_all(id, WINDOW + 2);
 }
 END_TEST
