@@ -761,6 +761,16 @@ static size_t rs_iov_len(const struct iovec *iov, int iovcnt)
 	return len;
 }
 
+/*
+ * A call on a socket that is not connected.  One whose connect failed says
+ * why (as TCP reports its socket error), until SO_ERROR takes the error.
+ */
+static int rs_not_connected(const struct rsocket *rs)
+{
+	return cma_err(rs_state(rs) == RS_CONNECT_ERROR && rs->err ? rs->err
+								   : ENOTCONN);
+}
+
 ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			int flags)
 {
@@ -776,7 +786,7 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 		}
 	}
 	if (!(rs_state(rs) & (RS_CONNECTED | RS_DISCONNECTED | RS_ERROR)))
-		return cma_err(ENOTCONN);
+		return rs_not_connected(rs);
 	if (!len)
 		return 0;
 
@@ -955,9 +965,9 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 		 */
 		if (rs_closed_under(rs))
 			return cma_err(EBADF);
-		return cma_err(rs_state(rs) & (RS_DISCONNECTED | RS_ERROR)
-				       ? EPIPE
-				       : ENOTCONN);
+		if (rs_state(rs) & (RS_DISCONNECTED | RS_ERROR))
+			return cma_err(EPIPE);
+		return rs_not_connected(rs);
 	}
 
 	pthread_mutex_lock(&rs->slock);
