@@ -101,9 +101,13 @@ struct rsp_file *rsp_use(int fd)
 	if (!f && rsp_share_claim(fd))
 		return NULL;
 	if (f && f->handed) {
+		/* Answered by its owner first: relayed like any other. */
+		if (rsp_share_answer(f, fd))
+			return NULL;
 		rsp_share_answering(f);
 		f->owner = rsp_pid;
-		f->handed = false;
+		/* Before the call that answers it (share.c: answered_here). */
+		__atomic_store_n(&f->handed, false, __ATOMIC_RELEASE);
 	}
 	return f;
 }

@@ -535,6 +535,12 @@ bool rsp_share_claim(int fd);
  * answered yet too (the new image could not answer it).
  */
 bool rsp_share_claim_before_exec(int fd);
+/*
+ * The first use of f, another process's connection not answered yet that
+ * this one holds: answers it here, or, if its owner answered it first,
+ * asks it for the relay (true: fd is the relay's socket now).
+ */
+bool rsp_share_answer(struct rsp_file *f, int fd);
 /* This process answers f, a connection not answered yet that it holds. */
 void rsp_share_answering(struct rsp_file *f);
 /*

@@ -90,6 +90,11 @@ struct share_conn {
 	struct rsp_file *f;
 	/* Processes that hold it and have not asked for it. */
 	int holders;
+	/*
+	 * Without f: the program closed its copy before it answered the
+	 * connection (taken off a shared listener), and no relay of ours did.
+	 */
+	bool unanswered;
 	bool relayed;
 	/* Relayed: the socket handed to those who ask, while any may. */
 	int spare;
@@ -286,6 +291,7 @@ static int start_relay(struct share_conn *c)
 	}
 	c->held = c->f ? r : NULL;
 	c->relayed = true;
+	c->unanswered = false; /* the relay answers it (exec) */
 	c->spare = sv[1];
 	if (c->f) {
 		move_descriptors(c->f, c->spare);
@@ -296,7 +302,26 @@ static int start_relay(struct share_conn *c)
 	return 0;
 }
 
-static void answer(struct share_proc *p, uint32_t id, struct share_closing *cl)
+/*
+ * Whether this process answered c's connection (or will: a relay answers
+ * it at its first read).  The program's first use clears f->handed before
+ * the call that answers it, so a holder refused because we answered first
+ * finds it cleared.
+ */
+static bool answered_here(const struct share_conn *c)
+{
+	if (c->f)
+		return !__atomic_load_n(&c->f->handed, __ATOMIC_ACQUIRE);
+	return !c->unanswered;
+}
+
+/*
+ * @if_answered: p failed to answer the connection itself (another process
+ * had): relay it only if that was us, else our relay's answer would fail
+ * the same way.
+ */
+static void answer(struct share_proc *p, uint32_t id, bool if_answered,
+		   struct share_closing *cl)
 {
 	struct share_msg m = {.type = SHARE_ERR, .val = ENOTCONN};
 	struct share_conn *c;
@@ -309,7 +334,9 @@ static void answer(struct share_proc *p, uint32_t id, struct share_closing *cl)
 	if (c && !proc_drop(p, id))
 		c = NULL;
 	f = c ? c->f : NULL;
-	if (c && !c->relayed && start_relay(c)) {
+	if (c && if_answered && !answered_here(c)) {
+		m.val = ECONNABORTED; /* as rsocket(7) says, without a relay */
+	} else if (c && !c->relayed && start_relay(c)) {
 		m.val = errno;
 	} else if (c && c->spare >= 0) {
 		m.type = SHARE_OK;
@@ -420,7 +447,9 @@ static bool serve_one(struct share_proc *p, struct share_msg *m,
 		pthread_mutex_unlock(&share_lock);
 		return true;
 	case SHARE_DEMAND:
-		answer(p, (uint32_t)m->val, cl);
+	case SHARE_DEMAND_ANSWERED:
+		answer(p, (uint32_t)m->val, m->type == SHARE_DEMAND_ANSWERED,
+		       cl);
 		break;
 	case SHARE_RELEASE: {
 		struct share_conn *c;
@@ -588,6 +617,7 @@ bool rsp_share_keep(struct rsp_file *f)
 		keep = true; /* the relay's (its record may be gone with it) */
 	} else if (c && c->f == f) {
 		keep = c->holders > 0; /* kept until they let it go */
+		c->unanswered = __atomic_load_n(&f->handed, __ATOMIC_ACQUIRE);
 		c->f = NULL;
 		conn_maybe_free(c);
 	}

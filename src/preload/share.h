@@ -19,6 +19,11 @@ enum share_type {
 	SHARE_RELEASE, /* val: the connection no longer held */
 	SHARE_OK, /* the answer: the relay's socket comes with it */
 	SHARE_ERR, /* the answer: val is the errno */
+	/*
+	 * val: a connection not answered yet that this process failed to
+	 * answer: the relay if the owner answered it, else an error
+	 */
+	SHARE_DEMAND_ANSWERED,
 };
 
 /*

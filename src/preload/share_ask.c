@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,12 +110,13 @@ bool share_claimable(const struct rsp_file *f)
 }
 
 /*
- * Asks f's owner for the relay; @handed_too: even a connection not
- * answered yet, which this process would otherwise answer itself.
+ * Asks f's owner for the relay (@question: SHARE_DEMAND or
+ * SHARE_DEMAND_ANSWERED); @handed_too: even a connection not answered
+ * yet, which this process would otherwise answer itself.
  */
-static bool claim(int fd, bool handed_too)
+static bool claim(int fd, uint32_t question, bool handed_too)
 {
-	struct share_msg m = {.type = SHARE_DEMAND};
+	struct share_msg m = {.type = question};
 	struct share_link *l;
 	struct rsp_file *f = rsp_peek(fd);
 	int s2 = -1, err = ENOTCONN;
@@ -132,6 +134,7 @@ static bool claim(int fd, bool handed_too)
 		s2 = ask(l, &m, &err);
 	}
 	if (s2 >= 0) {
+		f->handed = false; /* answered, by the owner or its relay */
 		claim_descriptors(f, s2);
 		rsp_real.close(s2);
 		rsp_log("fd %d: relayed by process %d, which owns it", fd,
@@ -148,7 +151,7 @@ static bool claim(int fd, bool handed_too)
 
 bool rsp_share_claim(int fd)
 {
-	return claim(fd, false);
+	return claim(fd, SHARE_DEMAND, false);
 }
 
 bool rsp_share_claim_before_exec(int fd)
@@ -158,7 +161,23 @@ bool rsp_share_claim_before_exec(int fd)
 	 * (its request's file is this image's, and daemons close every
 	 * descriptor they do not know at their start): the owner answers.
 	 */
-	return claim(fd, true);
+	return claim(fd, SHARE_DEMAND, true);
+}
+
+bool rsp_share_answer(struct rsp_file *f, int fd)
+{
+	struct pollfd p = {.fd = f->rs, .events = POLLOUT};
+
+	if (!share_claimable(f))
+		return false; /* ours: its own call answers it */
+	/*
+	 * A poll that does not wait answers it (rsocket's first use).  The
+	 * kernel lets one process answer: if another did, the socket is in
+	 * error, and the owner relays it if the owner was that process.
+	 */
+	if (rsp_rpoll(&p, 1, 0) >= 0 && !(p.revents & POLLERR))
+		return false;
+	return claim(fd, SHARE_DEMAND_ANSWERED, true);
 }
 
 void rsp_share_answering(struct rsp_file *f)

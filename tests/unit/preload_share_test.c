@@ -794,6 +794,86 @@ START_TEST(a_child_that_answers_a_handed_connection_lets_the_owner_copy_go)
 }
 END_TEST
 
+/*
+ * Where the kernel leaves a process's copy whose answer came second: it
+ * could not adopt the request another process adopted first, and the
+ * socket is in error (src/rsocket/handoff.c).
+ */
+static void answer_refused_here(void)
+{
+	struct rsocket *rs = rs_get(a);
+
+	ck_assert_ptr_nonnull(rs);
+	rs->err = ECONNABORTED;
+	rs_set_state(rs, RS_CONNECT_ERROR);
+	rs_put(rs);
+}
+
+/*
+ * A server that answers (writes its greeting) before the child it forked
+ * uses the connection: the child's own answer is refused, so the owner,
+ * which answered it, relays it; also when the owner closed its copy
+ * before the child asks (_i 1).
+ */
+START_TEST(a_child_that_answers_after_its_owner_is_relayed)
+{
+	int go[2];
+	char c = 0;
+	pid_t pid;
+
+	mark_handed();
+	ck_assert_int_eq(pipe(go), 0);
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		answer_refused_here();
+		child_echo(20000);
+	}
+	ck_assert_ptr_nonnull(rsp_use(fd)); /* the owner answers it first */
+	if (_i)
+		app_close(fd);
+	ck_assert_int_eq(write(go[1], &c, 1), 1);
+	peer_echo(20000, 11);
+	wait_child(pid);
+	if (!_i)
+		app_close(fd);
+	peer_sees_eof();
+	no_relay_left();
+	close(go[0]);
+	close(go[1]);
+}
+END_TEST
+
+/*
+ * The child's answer is refused while the owner never answered (another
+ * holder did): the owner has nothing to relay, and the child's call fails
+ * with ECONNABORTED (rsocket(7)); the owner's copy stays direct.
+ */
+START_TEST(a_child_refused_before_its_owner_answered_gets_econnaborted)
+{
+	pid_t pid;
+
+	mark_handed();
+	pid = app_fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char buf[1];
+		bool aborted;
+
+		answer_refused_here();
+		aborted = app_read(fd, buf, 1) == -1 && errno == ECONNABORTED;
+		_exit(aborted && !rsp_peek(fd)->claimed ? 0 : 1);
+	}
+	wait_child(pid);
+	ck_assert_int_eq(rsp_relay_count(), 0);
+	ck_assert_ptr_nonnull(rsp_use(fd));
+	app_close(fd);
+	peer_sees_eof();
+}
+END_TEST
+
 /* --- an exec in a process holding the connection (exec_pass.c) ---------- */
 
 /* What the preload's dup2 does (socket.c): the copy maps the record too. */
@@ -1040,6 +1120,11 @@ Suite *preload_share_suite(void)
 	tcase_add_test(
 		tc,
 		a_child_that_answers_a_handed_connection_lets_the_owner_copy_go);
+	tcase_add_loop_test(tc, a_child_that_answers_after_its_owner_is_relayed,
+			    0, 2);
+	tcase_add_test(
+		tc,
+		a_child_refused_before_its_owner_answered_gets_econnaborted);
 	tcase_add_test(tc, a_child_execs_cat_on_its_parents_connection);
 	tcase_add_test(tc, a_descriptor_closed_on_exec_is_not_claimed);
 	suite_add_tcase(s, tc);
