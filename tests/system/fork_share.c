@@ -41,6 +41,12 @@
  *   parent-first   accept, fork; the parent closes its copy, then tells the
  *                  child, which only then echoes until EOF, and closes.
  *                  Client: echo
+ *   owner-first    a child forked before the accept exits at once (the
+ *                  listener is shared, so the connection is not answered
+ *                  yet when accepted); accept, fork: the parent writes
+ *                  BYTES (its first write answers it), then tells the
+ *                  child, which only then reads BYTES and EOF and closes;
+ *                  the parent waits for it, closes.  Client: as split's
  *   names          accept, fork; the child asks getpeername and
  *                  getsockname first (the rsync daemon's child does), then
  *                  echoes until EOF; the parent closes its copy at once.
@@ -58,8 +64,9 @@
  * non-blocking from accept or connect on (the children inherit that).
  * A process's first call on the connection is poll() in first's and
  * parent-first's children and split-connect's reader (socat waits in
- * select), and a read or write (then poll on EAGAIN) in split's child and
- * parent, the grandchild and split-connect's writer.
+ * select), and a read or write (then poll on EAGAIN) in split's and
+ * owner-first's child and parent, the grandchild and split-connect's
+ * writer.
  * Each process prints one line per outcome, in one write:
  *   ROLE.CONN[PID]: OK ...
  *   ROLE.CONN[PID]: FAIL KIND: ...
@@ -731,6 +738,50 @@ static int parent_first(int l)
 	return bad | reap(pid, "child", now_ms() + REAP_MS + 2000);
 }
 
+/* A child that holds the listener and exits at once: it is shared. */
+static int share_listener(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return call_failed("fork", errno);
+	if (!pid)
+		_exit(0);
+	return reap(pid, "worker", now_ms() + REAP_MS);
+}
+
+static int owner_first(int l, long bytes)
+{
+	struct plan in = {.in_seed = CSEED(1),
+			  .in_len = bytes,
+			  .eof = true,
+			  .eager = true};
+	struct plan out = {
+		.out_seed = SSEED(1), .out_len = bytes, .eager = true};
+	int c, p[2], bad;
+	pid_t pid;
+
+	if (share_listener())
+		return 1;
+	pid = take_and_fork(l, &c, p);
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		become("child", 1);
+		close(l);
+		close(p[1]);
+		bad = await(p[0]) || run(c, &in);
+		close(c);
+		_exit(bad);
+	}
+	say("accepted, child %d", (int)pid);
+	bad = run(c, &out);
+	bad |= tell(p[1]);
+	bad |= reap(pid, "child", now_ms() + REAP_MS);
+	close(c);
+	return bad;
+}
+
 static int server(const char *port, const char *shape, long bytes, int conns)
 {
 	int l;
@@ -758,6 +809,8 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 		return grandchild(l);
 	if (!strcmp(shape, "parent-first"))
 		return parent_first(l);
+	if (!strcmp(shape, "owner-first"))
+		return owner_first(l, bytes);
 	return failed("usage", "no shape %s", shape);
 }
 
@@ -811,7 +864,7 @@ static int client(const char *addr, const char *port, const char *shape,
 		return call_failed("getsockname or getpeername", errno);
 	if (!strcmp(shape, "split-connect"))
 		return client_split(s, bytes);
-	if (!strcmp(shape, "split"))
+	if (!strcmp(shape, "split") || !strcmp(shape, "owner-first"))
 		p.in_seed = SSEED(c);
 	/* the server's close ends these; the others end at our shutdown */
 	p.shut = strcmp(shape, "unused") && strcmp(shape, "closed-unused");

@@ -93,6 +93,10 @@
 #              close their copies
 #     share-parent-first  the parent closes its copy before the child
 #              reads a byte; the child then echoes 2 MiB and closes
+#     share-owner-first   on a listener a fork shared (the connection is
+#              not answered when accepted), the parent writes 4 MiB first
+#              and answers it, then the child reads 4 MiB and EOF: the
+#              parent relays it
 #     share-names         the rsync daemon's child: getpeername and
 #              getsockname before anything (the addresses the accepting
 #              process saw), then a 1 MiB echo; every process of the
@@ -633,6 +637,8 @@ share-closed-unused_run() {
 share-grandchild_run() { share_on share-grandchild "$1" grandchild 2097152; }
 # The parent closes its copy before the child reads a byte.
 share-parent-first_run() { share_on share-parent-first "$1" parent-first 2097152; }
+# The accepting process answers first, the child uses it after.
+share-owner-first_run() { share_on share-owner-first "$1" owner-first 4194304; }
 # The rsync daemon's child: getpeername and getsockname before anything.
 share-names_run() { share_on share-names "$1" names 1048576; }
 
@@ -659,7 +665,8 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	share-split:$FORK_SHARE:lower:ms \
 	share-split-connect:$FORK_SHARE:lower:ms share-unused:$FORK_SHARE:lower:ms \
 	share-closed-unused:$FORK_SHARE:lower:ms share-grandchild:$FORK_SHARE:lower:ms \
-	share-parent-first:$FORK_SHARE:lower:ms share-names:$FORK_SHARE:lower:ms \
+	share-parent-first:$FORK_SHARE:lower:ms \
+	share-owner-first:$FORK_SHARE:lower:ms share-names:$FORK_SHARE:lower:ms \
 	udp-echo:$UDP_ECHO:lower:ms udp-echo6:$UDP_ECHO:lower:ms \
 	iperf3-udp:iperf3:higher:Mbit/s \
 	sockperf-udp:sockperf:lower:us; do
