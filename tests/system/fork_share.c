@@ -602,7 +602,23 @@ static int names_first(int l)
 	return reap(pid, "child", now_ms() + REAP_MS);
 }
 
-static int split(int l, long bytes)
+/* A child that holds the listener and exits at once: it is shared. */
+static int share_listener(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return call_failed("fork", errno);
+	if (!pid)
+		_exit(0);
+	return reap(pid, "worker", now_ms() + REAP_MS);
+}
+
+/*
+ * split's shape; @in_turn: owner-first's, the listener shared first and
+ * the child reading only once the parent has written everything.
+ */
+static int split(int l, long bytes, bool in_turn)
 {
 	struct plan in = {.in_seed = CSEED(1),
 			  .in_len = bytes,
@@ -610,20 +626,27 @@ static int split(int l, long bytes)
 			  .eager = true};
 	struct plan out = {
 		.out_seed = SSEED(1), .out_len = bytes, .eager = true};
-	int c, bad;
-	pid_t pid = take_and_fork(l, &c, NULL);
+	int c, p[2], bad;
+	pid_t pid;
 
+	if (in_turn && share_listener())
+		return 1;
+	pid = take_and_fork(l, &c, in_turn ? p : NULL);
 	if (pid < 0)
 		return 1;
 	if (!pid) {
 		become("child", 1);
 		close(l);
-		bad = run(c, &in);
+		if (in_turn)
+			close(p[1]);
+		bad = (in_turn && await(p[0])) || run(c, &in);
 		close(c);
 		_exit(bad);
 	}
 	say("accepted, child %d", (int)pid);
 	bad = run(c, &out);
+	if (in_turn)
+		bad |= tell(p[1]);
 	bad |= reap(pid, "child", now_ms() + REAP_MS);
 	close(c);
 	return bad;
@@ -738,50 +761,6 @@ static int parent_first(int l)
 	return bad | reap(pid, "child", now_ms() + REAP_MS + 2000);
 }
 
-/* A child that holds the listener and exits at once: it is shared. */
-static int share_listener(void)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return call_failed("fork", errno);
-	if (!pid)
-		_exit(0);
-	return reap(pid, "worker", now_ms() + REAP_MS);
-}
-
-static int owner_first(int l, long bytes)
-{
-	struct plan in = {.in_seed = CSEED(1),
-			  .in_len = bytes,
-			  .eof = true,
-			  .eager = true};
-	struct plan out = {
-		.out_seed = SSEED(1), .out_len = bytes, .eager = true};
-	int c, p[2], bad;
-	pid_t pid;
-
-	if (share_listener())
-		return 1;
-	pid = take_and_fork(l, &c, p);
-	if (pid < 0)
-		return 1;
-	if (!pid) {
-		become("child", 1);
-		close(l);
-		close(p[1]);
-		bad = await(p[0]) || run(c, &in);
-		close(c);
-		_exit(bad);
-	}
-	say("accepted, child %d", (int)pid);
-	bad = run(c, &out);
-	bad |= tell(p[1]);
-	bad |= reap(pid, "child", now_ms() + REAP_MS);
-	close(c);
-	return bad;
-}
-
 static int server(const char *port, const char *shape, long bytes, int conns)
 {
 	int l;
@@ -798,7 +777,7 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 	if (!strcmp(shape, "names"))
 		return names_first(l);
 	if (!strcmp(shape, "split"))
-		return split(l, bytes);
+		return split(l, bytes, false);
 	if (!strcmp(shape, "split-connect"))
 		return split_connect(l, bytes);
 	if (!strcmp(shape, "unused"))
@@ -810,7 +789,7 @@ static int server(const char *port, const char *shape, long bytes, int conns)
 	if (!strcmp(shape, "parent-first"))
 		return parent_first(l);
 	if (!strcmp(shape, "owner-first"))
-		return owner_first(l, bytes);
+		return split(l, bytes, true);
 	return failed("usage", "no shape %s", shape);
 }
 
