@@ -19,7 +19,9 @@
  * own part), so they stay rsockets in every process.  So do connections
  * accepted on a listener a fork shared, until one process uses them
  * (rsp_use): that process answers the connection and owns it; the others'
- * close frees their copy, which answered nothing.  A connection fork mode
+ * close frees their copy, which answered nothing (and if the process that
+ * answered first is the one that accepted, it relays the connection to
+ * those that use it later: share.c).  A connection fork mode
  * moved back to TCP (moveback.c) keeps, until they are read, only the
  * bytes that came over RDMA, in ordinary memory: a process forked since
  * reads its own copy.

@@ -40,6 +40,13 @@
  * holds the socket any more (relay.c), as TCP closes with its last
  * descriptor.
  *
+ * A connection taken off a listener a fork shared, not answered yet when
+ * the fork came (handed), is answered by the first process to use it
+ * (rsocket(7)); the kernel lets exactly one do so.  A holder whose answer
+ * is refused asks with DEMAND_ANSWERED, and the owner relays only if it
+ * was the one that answered; otherwise the connection is another
+ * holder's, which has no channel to this one, and the answer is an error.
+ *
  * The owner's own descriptors move at the first question: each becomes
  * the relay's socket (rsp_swap_kernel, atomic against the program's close)
  * and its epoll memberships move to the kernel's sets.  A call of the
