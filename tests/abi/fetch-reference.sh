@@ -46,18 +46,9 @@ case $tag in
 	cache=${RDMACM_REF_CACHE:-${HOME:-/root}/.cache/rdmacm-ref65}
 	pkgs="librdmacm1t64 librdmacm-dev rdmacm-utils"
 	RDMACM_REF_VERSION=${RDMACM_REF_VERSION:-65.0-1.1}
-	# apt-get with a private sid source list, lists and cache, so that
-	# nothing of the machine's apt configuration changes.
-	apt=$cache/apt
-	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
-	printf '%s\n' "Types: deb" \
-		"URIs: ${RDMACM_REF_MIRROR:-http://deb.debian.org/debian}" \
-		"Suites: sid" "Components: main" \
-		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
-		>"$apt/sid.sources"
-	set -- -o Dir::Etc::sourcelist="$apt/sid.sources" \
-		-o Dir::Etc::sourceparts=- -o Dir::State::Lists="$apt/lists" \
-		-o Dir::Cache="$apt/cache"
+	# apt-get with a private sid source list, lists and cache.
+	# shellcheck disable=SC2046 # one option a word, no spaces in them
+	set -- $(apt_private_suite "$cache/apt" sid "${RDMACM_REF_MIRROR:-}")
 	;;
 *)
 	echo "usage: fetch-reference.sh [44|65]" >&2

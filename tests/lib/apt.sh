@@ -39,3 +39,19 @@ apt_get() {
 		return "$rc"
 	done
 }
+
+# apt_private_suite DIR SUITE [MIRROR]: apt-get and apt-cache options for
+# Debian's SUITE (main) through a source list, package lists and cache of
+# their own under DIR, so that nothing of the machine's apt configuration
+# changes (the guide: never add sid to the machine's sources).  Prints the
+# options as one line; DIR must hold no space.
+apt_private_suite() {
+	mkdir -p "$1/lists/partial" "$1/cache/archives/partial"
+	printf '%s\n' "Types: deb" \
+		"URIs: ${3:-http://deb.debian.org/debian}" \
+		"Suites: $2" "Components: main" \
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" \
+		>"$1/$2.sources"
+	echo "-o Dir::Etc::sourcelist=$1/$2.sources -o Dir::Etc::sourceparts=-" \
+		"-o Dir::State::Lists=$1/lists -o Dir::Cache=$1/cache"
+}
