@@ -4,7 +4,8 @@
 #     provider, Debian's rdmacm-utils/ibverbs-utils as the reference tools);
 #   - Debian's kernel (the version linux-image-amd64 currently depends on; the
 #     host's own kernel has no RDMA support) and a static busybox, downloaded
-#     and unpacked into the cache, never installed;
+#     and unpacked into the cache, never installed; the kernel of another
+#     Debian suite on request (sid: the newest), through apt lists of its own;
 #   - an initramfs: busybox, the modules from guest/modules.list with their
 #     dependencies in load order, and guest/init.
 # Everything is cached under ${RDMACM_VM_CACHE:-$HOME/.cache/rdmacm-vm} and
@@ -15,6 +16,9 @@
 # Environment:
 #   RDMACM_VM_CACHE       cache directory (must be outside the git tree)
 #   RDMACM_VM_KERNEL_PKG  pin a kernel package, e.g. linux-image-6.1.0-56-amd64
+#   RDMACM_VM_KERNEL_SUITE  take the kernel from this Debian suite (e.g. sid)
+#                         instead of the machine's own sources; its guests
+#                         get a cache of their own (lib/common.sh)
 #   RDMACM_VM_TRANSPORT   siw: also build siw.ko for that kernel (build-siw.sh)
 set -eu
 
@@ -31,6 +35,7 @@ HOST_PKGS=(
 	cpio            # packs the initramfs
 	kmod            # depmod, modprobe --show-depends
 	xz-utils        # unpacks the kernel image (see vmlinux below)
+	zstd            # the same for a kernel of a later suite
 	iproute2        # ip and rdma, run in the guest from the host root
 	coreutils       # timeout, tail --pid
 	ibverbs-providers # librxe: libibverbs' driver for Soft-RoCE devices
@@ -72,11 +77,30 @@ mkdir -p "$VM_CACHE"
 exec 9>"$VM_CACHE/.lock"
 flock 9
 
+# The kernel's apt options: none for the machine's own sources, else a
+# private source list of RDMACM_VM_KERNEL_SUITE (tests/lib/apt.sh).
+kapt=()
+if [ -n "$VM_KERNEL_SUITE" ]; then
+	read -ra kapt <<<"$(apt_private_suite "$VM_CACHE/apt" "$VM_KERNEL_SUITE")"
+	if ! compgen -G "$VM_CACHE/apt/lists/*Packages*" >/dev/null; then
+		vm_say "apt-get update ($VM_KERNEL_SUITE, private lists)"
+		apt_get "${kapt[@]}" update -qq >&2
+	fi
+fi
+
 # Resolves what a package name currently means to apt, updating the package
 # lists once if apt knows nothing yet (a fresh machine has no lists).
 kernel_pkg() {
-	apt-cache depends linux-image-amd64 2>/dev/null |
+	apt-cache "${kapt[@]}" depends linux-image-amd64 2>/dev/null |
 		sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1
+}
+# The packages the kernel comes in: the image, and since Linux 6.x's
+# packaging split in sid the binary, modules and base files it depends on
+# (each named after the same version).
+kernel_parts() {
+	echo "$1"
+	apt-cache "${kapt[@]}" depends "$1" 2>/dev/null |
+		sed -n "s/^ *Depends: \(linux-[a-z]*-$KVER\)\$/\1/p"
 }
 candidate() {
 	apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' |
@@ -94,23 +118,36 @@ fi
 [ -n "$BBVER" ] || vm_die "apt knows no busybox-static"
 KVER="${KPKG#linux-image-}"
 
-# Downloads package $1 (apt-get download, no install) and unpacks it into
-# directory $2 with dpkg-deb -x. Retries once after apt-get update, in case
-# the lists are old and the mirror has dropped that version.
+# Downloads packages (apt-get download, no install) and unpacks them into
+# directory $1 with dpkg-deb -x; apt options first, up to "--".  Retries
+# once after apt-get update, in case the lists are old and the mirror has
+# dropped that version.
 fetch_unpack() {
-	local pkg="$1" dest="$2" tmp deb
+	local dest="$1" tmp deb
+	local -a opts=()
+	shift
+	while [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
 	tmp="$(mktemp -d "$VM_CACHE/.dl.XXXXXX")"
 	# The _apt sandbox user cannot write into our directory; downloading as
 	# root is fine for a file we only unpack.
-	if ! (cd "$tmp" && apt_get download -q -o APT::Sandbox::User=root "$pkg" >&2); then
-		apt_update_once
-		(cd "$tmp" && apt_get download -q -o APT::Sandbox::User=root "$pkg" >&2) ||
-			{ rm -rf "$tmp"; vm_die "cannot download $pkg"; }
+	if ! (cd "$tmp" && apt_get "${opts[@]}" download -q -o APT::Sandbox::User=root "$@" >&2); then
+		if [ "${#opts[@]}" = 0 ]; then
+			apt_update_once
+		else
+			apt_get "${opts[@]}" update -qq >&2
+		fi
+		(cd "$tmp" && apt_get "${opts[@]}" download -q -o APT::Sandbox::User=root "$@" >&2) ||
+			{ rm -rf "$tmp"; vm_die "cannot download $*"; }
 	fi
-	deb="$(ls "$tmp"/*.deb)"
 	rm -rf "$dest.part"
 	mkdir -p "$dest.part"
-	dpkg-deb -x "$deb" "$dest.part"
+	for deb in "$tmp"/*.deb; do
+		dpkg-deb -x "$deb" "$dest.part"
+	done
 	rm -rf "$tmp"
 }
 
@@ -118,8 +155,11 @@ fetch_unpack() {
 # .deb ships without it; the postinst would normally make it).
 kdir="$VM_CACHE/kernel-$KVER"
 if [ ! -e "$kdir/.done" ]; then
-	vm_say "fetching $KPKG"
-	fetch_unpack "$KPKG" "$kdir"
+	vm_say "fetching $KPKG${VM_KERNEL_SUITE:+ from $VM_KERNEL_SUITE}"
+	# shellcheck disable=SC2046 # package names: one a word
+	fetch_unpack "$kdir" "${kapt[@]}" -- $(kernel_parts "$KPKG")
+	# A merged-/usr package has its modules in usr/lib/modules only.
+	[ -e "$kdir.part/lib" ] || ln -s usr/lib "$kdir.part/lib"
 	depmod -b "$kdir.part" "$KVER"
 	rm -rf "$kdir"
 	mv "$kdir.part" "$kdir"
@@ -128,17 +168,30 @@ fi
 
 # The kernel as an uncompressed ELF, booted through its PVH entry point: a
 # bzImage spends over three seconds of TCG time inflating itself (Debian's
-# is xz-compressed) before the kernel even starts; qemu loads the ELF
-# directly. Falls back to the bzImage if this kernel is not xz-compressed or
-# has no PVH entry.
+# is xz-compressed, sid's zstd) before the kernel even starts; qemu loads
+# the ELF directly. Falls back to the bzImage if its payload is neither or
+# it has no PVH entry.
 vmlinuz="$kdir/boot/vmlinuz-$KVER"
+kconfig="$kdir/boot/config-$KVER"
+# Newer packages keep both beside the modules.
+[ -e "$vmlinuz" ] || vmlinuz="$kdir/lib/modules/$KVER/vmlinuz"
+[ -e "$kconfig" ] || kconfig="$kdir/lib/modules/$KVER/config"
 vmlinux="$kdir/vmlinux-$KVER"
-if [ ! -e "$vmlinux" ] && grep -qx 'CONFIG_PVH=y' "$kdir/boot/config-$KVER"; then
-	# The xz stream starts at its magic bytes inside the bzImage.
-	off="$(LC_ALL=C grep -abo $'\xfd7zXZ' "$vmlinuz" | head -n1 | cut -d: -f1)" || off=""
-	if [ -n "$off" ] &&
-		tail -c +"$((off + 1))" "$vmlinuz" | xz -dc --single-stream >"$vmlinux.part" 2>/dev/null &&
-		[ "$(head -c4 "$vmlinux.part" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+# inflate MAGIC COMMAND...: the stream that starts at MAGIC inside the
+# bzImage, inflated into vmlinux.part; true if that is an ELF file.
+inflate() {
+	local off magic="$1"
+	shift
+	off="$(LC_ALL=C grep -abo "$magic" "$vmlinuz" | head -n1 | cut -d: -f1)" || off=""
+	[ -n "$off" ] || return 1
+	# The payload ends in its own size: the decompressors stop at the
+	# stream's end or complain after it, and only what they wrote counts.
+	tail -c +"$((off + 1))" "$vmlinuz" | "$@" >"$vmlinux.part" 2>/dev/null
+	[ "$(head -c4 "$vmlinux.part" | od -An -c | tr -d ' ')" = '177ELF' ]
+}
+if [ ! -e "$vmlinux" ] && grep -qx 'CONFIG_PVH=y' "$kconfig"; then
+	if inflate $'\xfd7zXZ' xz -dc --single-stream ||
+		inflate $'\x28\xb5\x2f\xfd' zstd -dcq; then
 		mv "$vmlinux.part" "$vmlinux"
 	else
 		rm -f "$vmlinux.part"
@@ -153,7 +206,7 @@ boot_kernel="$vmlinuz"
 bbdir="$VM_CACHE/busybox-${BBVER//:/_}"
 if [ ! -e "$bbdir/.done" ]; then
 	vm_say "fetching busybox-static $BBVER"
-	fetch_unpack busybox-static "$bbdir"
+	fetch_unpack "$bbdir" -- busybox-static
 	rm -rf "$bbdir"
 	mv "$bbdir.part" "$bbdir"
 	touch "$bbdir/.done"
@@ -170,21 +223,30 @@ if [ ! -e "$initrd" ]; then
 	install -m 0755 "$VM_DIR/guest/init" "$tree/init"
 
 	# modprobe --show-depends prints, for each wanted module, the insmod
-	# lines that would load it and its dependencies, dependencies first.
-	# Concatenated and de-duplicated (first occurrence wins) that is a valid
-	# load order for the whole set.
-	modroot="$kdir/lib/modules/$KVER"
+	# lines that would load it and its dependencies, dependencies first
+	# (nothing for one built in).  Concatenated and de-duplicated (first
+	# occurrence wins) that is a valid load order for the whole set.  A
+	# name ending in "?" may be missing from this kernel.
+	modroot="$(cd "$kdir/lib/modules/$KVER" && pwd -P)"
 	deps=""
 	for m in $(sed 's/#.*//' "$VM_DIR/guest/modules.list"); do
-		deps+="$(modprobe -d "$kdir" -S "$KVER" --show-depends "$m")" ||
-			vm_die "kernel $KVER has no module $m"
+		if ! deps+="$(modprobe -d "$kdir" -S "$KVER" --show-depends "${m%\?}" 2>/dev/null)"; then
+			[ "$m" != "${m%\?}" ] || vm_die "kernel $KVER has no module $m"
+		fi
 		deps+=$'\n'
 	done
 	: >"$tree/modules.order"
 	for path in $(awk '$1 == "insmod" && !seen[$2]++ { print $2 }' <<<"$deps"); do
+		path="$(realpath "$path")"
 		rel="${path#"$modroot"/}"
 		mkdir -p "$tree/lib/modules/$(dirname "$rel")"
-		cp "$path" "$tree/lib/modules/$rel"
+		# busybox's insmod loads a module as it is: inflated here.
+		case "$rel" in
+		*.ko.xz) rel="${rel%.xz}" && xz -dc "$path" >"$tree/lib/modules/$rel" ;;
+		*.ko.zst) rel="${rel%.zst}" && zstd -qdc "$path" >"$tree/lib/modules/$rel" ;;
+		*.ko.gz) rel="${rel%.gz}" && gzip -dc "$path" >"$tree/lib/modules/$rel" ;;
+		*) cp "$path" "$tree/lib/modules/$rel" ;;
+		esac
 		echo "$rel" >>"$tree/modules.order"
 	done
 	[ -s "$tree/modules.order" ] || vm_die "no modules resolved"
@@ -202,6 +264,8 @@ fi
 # Soft-iWARP: siw.ko for this kernel, built out of tree (only when asked
 # for: it needs the kernel headers and a download of the kernel source).
 if [ "$VM_TRANSPORT" = siw ]; then
+	[ -z "$VM_KERNEL_SUITE" ] ||
+		vm_die "Soft-iWARP is built for the machine's kernel only (RDMACM_VM_KERNEL_SUITE=$VM_KERNEL_SUITE)"
 	"$VM_DIR/build-siw.sh" "$KVER" >/dev/null || vm_die "cannot build siw.ko"
 fi
 

@@ -27,7 +27,7 @@
 #                       LD_LIBRARY_PATH, LD_PRELOAD, LD_BIND_NOW, RDMACM_*,
 #                       RDMA_*, RDMAV_*, IBV_*, TEST_*, *SAN_OPTIONS,
 #                       VALGRIND_OPTS, CI and VERBOSE are always handed over
-#   RDMACM_VM_CACHE     see prepare.sh
+#   RDMACM_VM_CACHE, RDMACM_VM_KERNEL_SUITE   see prepare.sh
 # In the guest the script also sees RDMA_TEST_ADDR1/ADDR2 (192.0.2.1/.2),
 # RDMA_TEST_ADDR6_1/ADDR6_2 (2001:db8::1/::2), RDMA_TEST_DEV=rxe0,
 # RDMA_TEST_NETDEV=eth0, RDMACM_VM_OUT, RDMACM_VM_GUEST=1 and

@@ -10,6 +10,17 @@ VM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # purpose: hundreds of MB that must never be committed, and shared by every
 # checkout on the machine.
 VM_CACHE="${RDMACM_VM_CACHE:-${HOME:-/root}/.cache/rdmacm-vm}"
+# A kernel of another Debian suite (prepare.sh) has a cache of its own, so
+# that guests of both kinds can run side by side.
+VM_KERNEL_SUITE="${RDMACM_VM_KERNEL_SUITE:-}"
+case "$VM_KERNEL_SUITE" in
+'') ;;
+*[!a-z0-9-]*)
+	echo "${VM_PROG:-vm}: RDMACM_VM_KERNEL_SUITE=$VM_KERNEL_SUITE: a Debian suite name" >&2
+	exit 125
+	;;
+*) VM_CACHE="$VM_CACHE/suite-$VM_KERNEL_SUITE" ;;
+esac
 
 VM_TIMEOUT="${RDMACM_VM_TIMEOUT:-600}"
 # Which soft RDMA device the guests get: rxe (Soft-RoCE, the default) or
