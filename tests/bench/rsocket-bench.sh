@@ -33,7 +33,10 @@
 # (wire-last: ib_write_lat's own method, polling the write's last bytes;
 # wire-flag: a second write of a flag word after the message), which tell
 # what a wire without receives could gain, and its stream with rsocket's
-# two copies (wire-copy.bw), which tells what they cost.
+# two copies (wire-copy.bw), which tells what they cost; on a device that
+# pages registered memory on demand, its stream straight out of the
+# application's buffer so registered (wire-odp.bw), which tells what a
+# zero-copy rsend could reach there.
 #
 # Environment: RDMACM_BUILD_DIR (default build/), RDMACM_BENCH_RUNS
 # (repetitions, best kept; default 3), RDMACM_BENCH_ROUNDS (0: best of
@@ -151,6 +154,11 @@ wire() {
 	client=("$WIRE" -s "$A1" -p "$port" "$@")
 	pair "$ours" '^wire' "wire $*" | awk '$1 ~ /^wire/ { print $4 }'
 }
+# Whether the device pages registered memory on demand (Soft-RoCE from
+# Linux 6.14 on): then the rounds also stream out of the application's
+# buffer itself (wire-odp.bw), as a zero-copy rsend would.
+ODP=
+ibv_devinfo -v -d "$DEV" 2>/dev/null | grep -qx '[[:space:]]*ODP_SUPPORT' && ODP=1
 WIRE_LAT=(-S 64 -n 2000)
 WIRE_BW=(-B -S 65536 -n 1000)
 
@@ -173,6 +181,7 @@ rounds() {
 		line+=" limit.lat=$(raw "${LIMIT_LAT[@]}" | awk '{ print $4 }')"
 		line+=" send.lat=$(raw ib_send_lat -s 64 -n 2000 | awk '{ print $4 }')"
 		[ -n "$WIRE" ] && line+=" wire.lat=$(wire "${WIRE_LAT[@]}") wire-last.lat=$(wire "${WIRE_LAT[@]}" -m last) wire-flag.lat=$(wire "${WIRE_LAT[@]}" -m flag) wire.bw=$(wire "${WIRE_BW[@]}") wire-copy.bw=$(wire "${WIRE_BW[@]}" -c)"
+		[ -n "$WIRE" ] && [ -n "$ODP" ] && line+=" wire-odp.bw=$(wire "${WIRE_BW[@]}" -O)"
 		echo "$line"
 	done | tee "$rounds_log"
 	printf '%-12s %8s %14s %14s %7s\n' figure median paired/ours paired/limit rounds
@@ -222,6 +231,9 @@ rounds() {
 registration() {
 	read -r _ _ _ reg_us copy_us <<<"$(LD_LIBRARY_PATH="$ours" "$WIRE" -R -S 65536 -n 200)"
 	echo "# 64 KiB of the application's memory: registered and deregistered ${reg_us:-?} us, copied ${copy_us:-?} us"
+	[ -n "$ODP" ] || return 0
+	read -r _ _ _ reg_us _ <<<"$(LD_LIBRARY_PATH="$ours" "$WIRE" -R -O -S 65536 -n 200)"
+	echo "# the same registered for on-demand paging: ${reg_us:-?} us"
 }
 
 # fds LIB: "CONNECTED n ACCEPTED m", the descriptors one more connected

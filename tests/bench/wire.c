@@ -31,7 +31,10 @@
  * copied as an rsocket copies them: into the send region before each
  * write, out of the buffer to the application's after each arrival (the
  * bytes are not checked, and a write does not wait for the send region
- * to be free as rsocket's does: a bound from above).
+ * to be free as rsocket's does: a bound from above).  With -O each write
+ * goes out of the application's buffer itself, registered for on-demand
+ * paging (where the device offers it): what a zero-copy rsend could do,
+ * its registration kept, as paging lets it be kept soundly.
  *
  * Registration (-R, no peer): what sending SIZE bytes of the
  * application's memory without the send copy would cost per call where
@@ -39,18 +42,20 @@
  * registration keeps the pages the buffer had when it was registered,
  * which the program may since have unmapped or handed back to the
  * kernel): ibv_reg_mr and ibv_dereg_mr of SIZE bytes on the first
- * device, against a memcpy of the same bytes.
+ * device, against a memcpy of the same bytes; -O: registered for
+ * on-demand paging.
  *
- *   server: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
- *   client: wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c]]
- *           wire -R [-n ITERS] [-S SIZE]
+ *   server: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c|-O]]
+ *   client: wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | -B [-c|-O]]
+ *           wire -R [-O] [-n ITERS] [-S SIZE]
  *
  * Latency: the client prints "wire SIZE ITERS USEC" (imm) or "wire-MODE
  * SIZE ITERS USEC": the mean one-way time over ITERS round trips (after
  * ITERS / 10 not timed), as rstream's usec/xfer and ib_write_lat's t_avg
  * are means.  Throughput: "wire-bw SIZE ITERS GBPS" ("wire-bw-copy" with
  * -c), from the first write to the last credit, after ITERS / 10 messages
- * not timed.  Registration: "wire-reg SIZE ITERS REG_US COPY_US", the mean
+ * not timed ("wire-bw-odp" with -O).  Registration: "wire-reg SIZE ITERS
+ * REG_US COPY_US" ("wire-reg-odp" with -O), the mean
  * of a registration and deregistration, and of a copy.  Exit status 0 on
  * success.
  */
@@ -96,6 +101,7 @@ struct wire {
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
+	struct ibv_mr *odp; /* -O: the application's region, paged on demand */
 	uint8_t *buf; /* WIRE_BUF_SIZE bytes */
 	struct wire_peer peer;
 	uint32_t size;
@@ -371,6 +377,10 @@ static void post_stream_write(struct wire *w, int i, bool copy)
 
 	if (copy)
 		memcpy(w->buf + WIRE_OUT, w->buf + WIRE_APP, w->size);
+	if (w->odp) {
+		sge.addr = (uintptr_t)(w->buf + WIRE_APP);
+		sge.lkey = w->odp->lkey;
+	}
 	wr.imm_data = htobe32(w->size);
 	wr.wr.rdma.remote_addr = w->peer.addr + WIRE_IN + half * WIRE_MAX_SIZE +
 				 (uint32_t)i % per_half * w->size;
@@ -457,8 +467,8 @@ static void stream(struct wire *w, int n, bool server, bool copy)
 		stream_send(w, n, copy);
 }
 
-/* -R: @iters registrations of @size bytes, then @iters copies. */
-static int registration(uint32_t size, int iters)
+/* -R: @iters registrations of @size bytes (@access), then @iters copies. */
+static int registration(uint32_t size, int iters, int access)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx =
@@ -476,8 +486,7 @@ static int registration(uint32_t size, int iters)
 	memset(region, 2, size);
 	t0 = now_ns();
 	for (i = 0; i < iters; i++) {
-		struct ibv_mr *mr =
-			ibv_reg_mr(pd, app, size, IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_mr *mr = ibv_reg_mr(pd, app, size, access);
 
 		if (!mr || ibv_dereg_mr(mr)) {
 			perror("wire -R: ibv_reg_mr");
@@ -490,7 +499,8 @@ static int registration(uint32_t size, int iters)
 		/* The copy is not read: keep the compiler from dropping it. */
 		__asm__ volatile("" : : "r"(region) : "memory");
 	}
-	printf("wire-reg %u %d %.2f %.2f\n", size, iters,
+	printf("wire-reg%s %u %d %.2f %.2f\n",
+	       access & IBV_ACCESS_ON_DEMAND ? "-odp" : "", size, iters,
 	       (double)(t1 - t0) / 1000.0 / iters,
 	       (double)(now_ns() - t1) / 1000.0 / iters);
 	return 0;
@@ -500,9 +510,9 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: wire -b ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
-		"-B [-c]]\n"
+		"-B [-c|-O]]\n"
 		"       wire -s ADDR -p PORT [-n ITERS] [-S SIZE] [-m MODE | "
-		"-B [-c]]\n       wire -R [-n ITERS] [-S SIZE]\n"
+		"-B [-c|-O]]\n       wire -R [-O] [-n ITERS] [-S SIZE]\n"
 		"MODE: imm (the default), last or flag\n");
 	exit(2);
 }
@@ -513,11 +523,11 @@ int main(int argc, char **argv)
 	struct wire w = {.size = 64};
 	static const char *const modes[] = {"imm", "last", "flag"};
 	const char *mode = modes[WIRE_IMM];
-	bool bw = false, copy = false, reg = false;
+	bool bw = false, copy = false, reg = false, odp = false;
 	int iters = 2000, opt;
 	uint64_t t0;
 
-	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:BcR")) != -1) {
+	while ((opt = getopt(argc, argv, "s:b:p:n:S:m:BcRO")) != -1) {
 		switch (opt) {
 		case 's':
 			dst = optarg;
@@ -546,6 +556,9 @@ int main(int argc, char **argv)
 		case 'R':
 			reg = true;
 			break;
+		case 'O':
+			odp = true;
+			break;
 		default:
 			usage();
 		}
@@ -553,7 +566,9 @@ int main(int argc, char **argv)
 	if (reg) {
 		if (iters <= 0 || !w.size)
 			usage();
-		return registration(w.size, iters);
+		return registration(w.size, iters,
+				    odp ? IBV_ACCESS_ON_DEMAND
+					: IBV_ACCESS_LOCAL_WRITE);
 	}
 	for (w.mode = WIRE_IMM; w.mode <= WIRE_FLAG_WRITE; w.mode++)
 		if (!strcmp(mode, modes[w.mode]))
@@ -562,15 +577,24 @@ int main(int argc, char **argv)
 	    w.size > WIRE_MAX_SIZE || w.mode > WIRE_FLAG_WRITE ||
 	    (w.mode == WIRE_LAST && w.size < 8) ||
 	    (bw && (w.mode != WIRE_IMM || WIRE_MAX_SIZE % w.size)) ||
-	    (copy && !bw))
+	    (copy && !bw) || (odp && (!bw || copy)))
 		usage();
 	connect_or_accept(&w, dst, port, bind_addr, !dst);
+	if (odp && dst) { /* the server has nothing to send */
+		w.odp = ibv_reg_mr(w.id->pd, w.buf + WIRE_APP, WIRE_MAX_SIZE,
+				   IBV_ACCESS_ON_DEMAND);
+		if (!w.odp)
+			die("ibv_reg_mr (on-demand paging)");
+	}
 	if (bw) {
 		stream(&w, iters / 10, !dst, copy); /* not timed */
 		t0 = now_ns();
 		stream(&w, iters, !dst, copy);
 		if (dst)
-			printf("wire-bw%s %u %d %.3f\n", copy ? "-copy" : "",
+			printf("wire-bw%s %u %d %.3f\n",
+			       copy  ? "-copy"
+			       : odp ? "-odp"
+				     : "",
 			       w.size, iters,
 			       8.0 * w.size * iters / (double)(now_ns() - t0));
 		rdma_disconnect(w.id);
