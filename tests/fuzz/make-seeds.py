@@ -543,6 +543,8 @@ put("preload", "disabled", pl_flags(disable=True) + pl_tcp +
 # --- share_msg: a header, a byte per file, then operations ----------------
 # (the layouts: share_msg_fuzz.c's head comment, take_msg and fuzz_op)
 SH_NEWPROC, SH_DEMAND, SH_RELEASE, SH_OK, SH_ERR = 0, 1, 2, 3, 4
+SH_DEMAND_ANSWERED = 6
+SH_HANDED = 16  # a file byte: taken off a shared listener, never used
 SH_FD_NONE, SH_FD_NULL, SH_FD_PIPE, SH_FD_SEQ, SH_FD_STREAM, SH_FD_TWO = \
     0, 1, 2, 3, 4, 5
 SH_EXACT, SH_CUT, SH_AFTER, SH_COUNT = 0, 1, 2, 3
@@ -584,6 +586,16 @@ put("share_msg", "demand_reading", sh_head(file_flags=[2, 8]) +
     bytes([4, 0]))
 put("share_msg", "closed_then_demand", sh_head() + bytes([3, 0]) +
     sh_send(0, sh_msg(SH_DEMAND, 1)) + bytes([2, 0]))
+# a holder refused its own answer: the relay only for a connection the
+# owner answered (file 1), an error for one it never used (file 0), also
+# once the program closed that one
+put("share_msg", "demand_answered", sh_head(file_flags=[SH_HANDED, 0]) +
+    sh_send(0, sh_msg(SH_DEMAND_ANSWERED, 1)) +
+    sh_send(0, sh_msg(SH_DEMAND_ANSWERED, 2)))
+put("share_msg", "demand_answered_closed",
+    sh_head(file_flags=[SH_HANDED, SH_HANDED]) + bytes([3, 0]) +
+    sh_send(0, sh_msg(SH_DEMAND_ANSWERED, 1)) +
+    sh_send(0, sh_msg(SH_DEMAND, 2)) + bytes([2, 0]))
 put("share_msg", "newproc_seq", sh_head(3) +
     sh_send(0, sh_msg(SH_NEWPROC, 0, [1, 3, 9], fd=SH_FD_SEQ)) +
     sh_send(1, sh_msg(SH_DEMAND, 3)) + sh_send(0, sh_msg(SH_DEMAND, 3)) +

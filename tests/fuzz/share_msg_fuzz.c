@@ -30,8 +30,10 @@
  * of holders is the number of processes holding it, no connection
  * outlives its rsocket, a process's channel is close-on-exec and high;
  * every answer a process reads is 12 bytes, OK with one stream socket or
- * ERR with an errno and none, exactly one per well-formed DEMAND, OK only
- * for a connection that process held; an rsocket is closed once, never
+ * ERR with an errno and none, exactly one per well-formed DEMAND or
+ * DEMAND_ANSWERED, OK only for a connection that process held (and, for
+ * DEMAND_ANSWERED, that the owner answered: never one taken off a shared
+ * listener that the program never used, unless a relay already took it); an rsocket is closed once, never
  * while the program's file or a holder still has it, and relayed only
  * live; a relay started with its reads held is allowed to read exactly
  * once.  After every input (every channel closed, every file closed): the
@@ -41,7 +43,8 @@
  * Input: a header byte (bits 0-1: 1 to 4 files of the program's; bit 2:
  * the relay cannot start), a byte per file (bit 0: not connected, so not
  * shared; bit 1: non-blocking; bit 2: a datagram socket; bit 3: two
- * descriptors), then operations, one byte (mod 8) and its arguments, see
+ * descriptors; bit 4: taken off a shared listener and never used by the
+ * program, so not answered by the owner), then operations, one byte (mod 8) and its arguments, see
  * fuzz_op.  A message (take_msg) is a spec byte (bits 0-2: type, see
  * msg_types; bits 3-5: the descriptors passed, see fd_kinds; bits 6-7:
  * its shape, exact, cut short, with bytes after it or with another count
@@ -117,6 +120,8 @@ static bool relay_fails;
 /* A file of the program's, with its descriptors. */
 struct fuzz_file {
 	struct rsp_file *f; /* NULL once freed */
+	bool handed; /* never answered by the program */
+	uint32_t share_id; /* the owner's number for it, once shared */
 	int fds[2], nfds;
 	bool closed, closing, reading;
 };
@@ -265,6 +270,15 @@ bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with)
 void rsp_epoll_fell_back(int fd)
 {
 	(void)fd;
+}
+
+/* share_ask.c's first use of a file: the harness never uses one. */
+int rsp_rpoll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	(void)fds;
+	(void)n;
+	(void)timeout;
+	abort();
 }
 
 void rsp_file_free(struct rsp_file *f)
@@ -489,10 +503,14 @@ static void serve_pass(void)
 /* --- messages ------------------------------------------------------------ */
 
 static const uint32_t msg_types[8] = {
-	SHARE_NEWPROC, SHARE_DEMAND,
-	SHARE_RELEASE, SHARE_OK,
-	SHARE_ERR,     0,
-	SHARE_DEMAND,  0 /* 7: four raw bytes */
+	SHARE_NEWPROC,
+	SHARE_DEMAND,
+	SHARE_RELEASE,
+	SHARE_OK,
+	SHARE_ERR,
+	0,
+	SHARE_DEMAND_ANSWERED,
+	0 /* 7: four raw bytes */
 };
 
 /* The descriptors a message passes; a channel's other end is kept. */
@@ -666,7 +684,25 @@ static void op_fork(void)
 			add_chan(fd, CH_SEQ, procs != before ? procs : NULL);
 	}
 	rsp_share_after_fork(&sf, 4242);
+	for (i = 0; i < nfiles; i++)
+		if (files[i].f && files[i].f->forked)
+			files[i].share_id = files[i].f->share_id;
 	check_owner();
+}
+
+/*
+ * Whether the owner answered connection @id itself (DEMAND_ANSWERED may
+ * get the relay): the program used its file, or a relay took it.
+ */
+static bool owner_answered(uint32_t id)
+{
+	int i;
+
+	for (i = 0; i < nfiles; i++)
+		if (files[i].share_id == id)
+			return !files[i].handed ||
+			       rss[i + 1].state == RS_RELAYED;
+	return false;
 }
 
 /* A message on one of our channels, and the owner's pass. */
@@ -688,9 +724,12 @@ static void op_send(void)
 	take_msg(&fm);
 	parent = ch->p;
 	if (ch->kind == CH_SEQ && parent && fm.exact &&
-	    fm.m->type == SHARE_DEMAND) {
+	    (fm.m->type == SHARE_DEMAND ||
+	     fm.m->type == SHARE_DEMAND_ANSWERED)) {
 		expect = 1;
 		may_ok = proc_find(parent, (uint32_t)fm.m->val) >= 0;
+		if (fm.m->type == SHARE_DEMAND_ANSWERED)
+			may_ok = may_ok && owner_answered((uint32_t)fm.m->val);
 	}
 	if (parent && parent->n) {
 		had = malloc(parent->n * sizeof(*had));
@@ -1034,13 +1073,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rss[i + 1].unconnected = b & 1;
 		rss[i + 1].nonblock = b & 2;
 		ff = &files[i];
-		*ff = (struct fuzz_file){.nfds = 1 + !!(b & 8)};
+		*ff = (struct fuzz_file){.nfds = 1 + !!(b & 8),
+					 .handed = b & 16};
 		ff->f = calloc(1, sizeof(*ff->f));
 		if (!ff->f)
 			abort();
 		ff->f->rs = i + 1;
 		ff->f->owner = rsp_pid;
 		ff->f->dgram = b & 4;
+		ff->f->handed = ff->handed;
 		for (k = 0; k < ff->nfds; k++)
 			ff->fds[k] = open_null();
 	}
