@@ -94,9 +94,9 @@ kernel_pkg() {
 	apt-cache "${kapt[@]}" depends linux-image-amd64 2>/dev/null |
 		sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n1
 }
-# The packages the kernel comes in: the image, and since Linux 6.x's
-# packaging split in sid the binary, modules and base files it depends on
-# (each named after the same version).
+# The packages the kernel comes in: the image, and where the packaging
+# splits it (sid's 7.2 does) the binary, modules and base files it depends
+# on, each named after the same version.
 kernel_parts() {
 	echo "$1"
 	apt-cache "${kapt[@]}" depends "$1" 2>/dev/null |
