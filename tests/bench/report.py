@@ -3,7 +3,7 @@
 # the ratio table (ours / Debian's) and a PNG plot (gnuplot).
 #
 # usage: report.py RESULTS [--markdown FILE] [--plot FILE.png]
-#        report.py cg-self|trace|profile|callgrind|strace ARGS...
+#        report.py cg-self|path|trace|profile|callgrind|strace ARGS...
 #
 # The second form runs one of the analyses of run.sh's modes (each below,
 # with its own usage): the bench's one report script.
@@ -425,6 +425,87 @@ def cg_self_main(args):
             elif in_obj and not calls_into:
                 total += cost
     print(total)
+
+
+# == report.py path ==
+# The rsocket path's own work per message (tests/bench/run.sh path).
+#
+# usage: report.py path CALLGRIND_OUT
+#
+# Reads a callgrind file of the unit tests' ping-pong over the fake
+# device (rsocket_stream_test.c, rs_ping_pong's span): every rsend is one
+# 64-byte message and its peer's rrecv.  What rsend and rrecv run,
+# inclusive, less the fake device's entry points (the provider's part on a
+# real device), is the library's and the libc it calls (locks, copies);
+# the functions of src/ are listed by their own cost.
+
+FAKE_OPS = re.compile(r"^fake_(post_send|post_recv|poll_cq|req_notify_cq)$")
+
+
+def annotate(path, *opts):
+    """(file, function, cost) of callgrind_annotate's listing."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--threshold=100", "--auto=no", *opts, path],
+        capture_output=True, text=True, check=True).stdout
+    rows, listing = [], False
+    for line in text.splitlines():
+        m = COST.match(line)
+        if not m:
+            listing = listing or "file:function" in line
+            continue
+        where = re.sub(r"\s*\[.*\]$", "", m.group(2))
+        if listing and ":" in where:
+            file, func = where.rsplit(":", 1)
+            rows.append((file, func, int(m.group(1).replace(",", ""))))
+    return rows
+
+
+def calls_to(path, func):
+    """How many calls the callgrind file records into FUNC."""
+    names, callee, n = {}, None, 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            # fn= and cfn= share one table of compressed names.
+            m = re.match(r"^(c?)fn=\((\d+)\)\s*(.*)$", line.rstrip("\n"))
+            if m:
+                if m.group(3):
+                    names[m.group(2)] = m.group(3)
+                if m.group(1):
+                    callee = names.get(m.group(2))
+            elif line.startswith("calls=") and callee == func:
+                n += int(line.split()[0][6:])
+    return n
+
+
+def path_main(args):
+    if len(args) != 1:
+        sys.exit("usage: report.py path CALLGRIND_OUT")
+    path = args[0]
+    msgs = calls_to(path, "rsend")
+    if not msgs:
+        sys.exit("report.py path: no rsend in " + path)
+    incl = collections.Counter()
+    # The same function appears under two file spellings: one is enough.
+    for _, func, cost in annotate(path, "--inclusive=yes"):
+        incl[func] = max(incl[func], cost)
+    device = sum(c for f, c in incl.items() if FAKE_OPS.match(f))
+    total = incl["rsend"] + incl["rrecv"] - device
+    own = collections.Counter()
+    for file, func, cost in annotate(path, "--inclusive=no"):
+        if re.search(r"(^|/)src/", file):
+            own[func] += cost
+    lib = sum(own.values())
+    print(f"# {msgs} messages of 64 bytes, each an rsend and its peer's "
+          "rrecv, over the fake device (callgrind)")
+    print(f"path.per_msg {total / msgs:.0f} instructions "
+          "(the library and the libc it calls; the device left out)")
+    print(f"path.library {lib / msgs:.0f} instructions (src/ alone)")
+    print(f"path.libc {(total - lib) / msgs:.0f} instructions "
+          "(locks, copies, errno)")
+    print("# src/ functions by their own instructions per message:")
+    for func, cost in own.most_common():
+        if cost / msgs >= 1:
+            print(f"#   {cost / msgs:6.1f}  {func}")
 
 
 # == report.py trace ==
@@ -893,6 +974,7 @@ def strace_main(args):
 # The analyses, by the mode named first; without one, the results report.
 ANALYSES = {
     "cg-self": cg_self_main,
+    "path": path_main,
     "trace": trace_main,
     "profile": profile_main,
     "callgrind": callgrind_main,

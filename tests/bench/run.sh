@@ -26,6 +26,11 @@
 #                   targets; RDMACM_BENCH_ROUNDS=N: N rounds in turn,
 #                   medians and paired ratios (RDMACM_BENCH_LIBS: more
 #                   library directories to compare)
+#   path            the rsocket path's own work, exactly: instructions per
+#                   64-byte message (an rsend and its rrecv) of the library
+#                   and the libc it calls, by function, over the unit
+#                   tests' fake device (callgrind; no VM, nothing waits,
+#                   seconds; report.py path)
 #   acm             acm-bench.sh alone: resolutions through ACM's table and
 #                   cache against the kernel's
 #   mesh            the p2p full mesh alone (mesh-guest.sh): peer2peer_mode
@@ -66,7 +71,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=${BUILD_DIR:-$repo/build}
-modes=" bench scale rsocket acm mesh mesh-trace mesh-profile mesh-callgrind mesh-strace "
+modes=" bench scale rsocket path acm mesh mesh-trace mesh-profile mesh-callgrind mesh-strace "
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 die() {
@@ -219,6 +224,16 @@ mode_rsocket() {
 	build_rsocket_tools
 	RDMACM_VM_TIMEOUT=${RDMACM_VM_TIMEOUT:-1200} RDMACM_BUILD_DIR=$build \
 		RDMACM_REF_LIBDIR=$ref launch "$here/rsocket-bench.sh"
+}
+
+# The unit test's ping-pong (its own case), its loop's span only.
+mode_path() {
+	command -v valgrind >/dev/null || die "path needs valgrind"
+	make -s -C "$build" tests/unit/unit_runner
+	CK_FORK=no valgrind -q --tool=callgrind \
+		--callgrind-out-file="$out/path.cg" '--toggle-collect=rs_ping_pong*' \
+		"$build/tests/unit/unit_runner" rsocket_stream path
+	python3 "$here/report.py" path "$out/path.cg" | tee "$out/path.txt"
 }
 
 mode_acm() {
