@@ -168,6 +168,7 @@ struct rsocket {
 	 * channel themselves wait here (stream.c, quiesce.c).
 	 */
 	pthread_cond_t changed;
+	unsigned int followers; /* waits on changed now; lock */
 	/* rpoll calls asleep on it (poll.c), rung by any progress; lock */
 	struct rs_poll_waiter *pollers;
 
@@ -591,6 +592,16 @@ void rs_quiesce_close(struct rsocket *rs, uint64_t deadline_ms);
 static inline uint32_t rs_sent_slots(const struct rsocket *rs)
 {
 	return (uint32_t)rs->sq_size + 1;
+}
+
+/*
+ * The slot after @i in a ring of @n: every message steps a few rings, and
+ * a division by a size known only at run time is the dearest instruction
+ * on its path (an emulator's helper call, tens of cycles on hardware).
+ */
+static inline uint32_t rs_ring_next(uint32_t i, uint32_t n)
+{
+	return i + 1 == n ? 0 : i + 1;
 }
 
 /* Poll the CQ and process what it holds; the caller holds rs->lock. */

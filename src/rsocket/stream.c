@@ -150,7 +150,8 @@ static int rs_post_recvs(struct rsocket *rs, int count)
 			sges[i].lkey = rs->rmr->lkey;
 			wrs[i].sg_list = &sges[i];
 			wrs[i].num_sge = 1;
-			rs->recv_slot = (rs->recv_slot + 1) % rs->rq_size;
+			rs->recv_slot =
+				rs_ring_next(rs->recv_slot, rs->rq_size);
 		}
 		if (ibv_post_recv(rs->cm_id->qp, wrs, &bad))
 			return cma_err(EIO);
@@ -299,7 +300,7 @@ static uint64_t rs_track(struct rsocket *rs, uint32_t msg, bool *signal)
 	uint32_t idx = rs->sent_head;
 
 	rs->sent[idx] = msg;
-	rs->sent_head = (idx + 1) % rs_sent_slots(rs);
+	rs->sent_head = rs_ring_next(idx, rs_sent_slots(rs));
 	rs->unsignaled++;
 	if (*signal || rs->unsignaled >= RS_SIGNAL_EVERY ||
 	    rs->sqe_avail <= RS_SIGNAL_EVERY ||
@@ -513,7 +514,7 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 
 		if (idx == rs->sent_head)
 			break;
-		rs->sent_tail = (idx + 1) % rs_sent_slots(rs);
+		rs->sent_tail = rs_ring_next(idx, rs_sent_slots(rs));
 		rs_retire_send(rs, rs->sent[idx]);
 		if (idx == last)
 			break;
@@ -528,7 +529,8 @@ static void rs_send_done(struct rsocket *rs, const struct ibv_wc *wc)
 
 static void rs_queue_data(struct rsocket *rs, uint32_t len)
 {
-	int next = (rs->rmsg_tail + 1) % (rs->rq_size + 1);
+	int next = (int)rs_ring_next((uint32_t)rs->rmsg_tail,
+				     (uint32_t)rs->rq_size + 1);
 
 	if (next == rs->rmsg_head || len > rs->rbuf_size) {
 		/* The peer overran its credits: a protocol violation. */
@@ -623,10 +625,10 @@ int rs_poll_cq(struct rsocket *rs)
 	 * What another thread waits for may have come with these, and its
 	 * CQ event gone with them: its wait must look again.
 	 */
-	if (done) {
+	if (done && rs->followers)
 		pthread_cond_broadcast(&rs->changed);
+	if (done && rs->pollers)
 		rs_ring_pollers(rs);
-	}
 
 	if (rs->recv_deficit >= RS_REPOST_BATCH)
 		rs_flush_recvs(rs);
@@ -731,7 +733,8 @@ static size_t rs_read_queued(struct rsocket *rs, struct rs_iov_cursor *c,
 			vo = 0;
 		}
 		if (n == avail) {
-			head = (head + 1) % (rs->rq_size + 1);
+			head = (int)rs_ring_next((uint32_t)head,
+						 (uint32_t)rs->rq_size + 1);
 			if (!peek)
 				rs->rseq_no++;
 			first_part = 0;

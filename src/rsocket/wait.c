@@ -74,13 +74,15 @@ int rs_wait_changed(struct rsocket *rs, uint64_t deadline_ms)
 
 	if (rs_closed_under(rs))
 		return cma_err(EBADF);
-	if (!deadline_ms) {
-		pthread_cond_wait(&rs->changed, &rs->lock);
-		return 0;
-	}
-	if (rs_now_ms() >= deadline_ms)
+	if (deadline_ms && rs_now_ms() >= deadline_ms)
 		return cma_err(ETIMEDOUT);
-	pthread_cond_timedwait(&rs->changed, &rs->lock, &until);
+	/* Counted, so that completions no one follows broadcast nothing. */
+	rs->followers++;
+	if (!deadline_ms)
+		pthread_cond_wait(&rs->changed, &rs->lock);
+	else
+		pthread_cond_timedwait(&rs->changed, &rs->lock, &until);
+	rs->followers--;
 	return 0;
 }
 
