@@ -366,16 +366,18 @@ static int rs_post_write(struct rsocket *rs, struct ibv_sge *sgl, int nsge,
 	/* With a SEND to follow, that SEND is the one that must signal. */
 	if (msg_send)
 		signal = false;
-	memset(&wr, 0, sizeof(wr));
+	/*
+	 * Only the fields an RC write's post reads, not the whole request:
+	 * clearing all of it was a third of this function's work.
+	 */
 	wr.wr_id = rs_track(rs, msg, &signal);
+	wr.next = NULL;
 	wr.sg_list = nsge ? sgl : NULL;
 	wr.num_sge = nsge;
 	wr.opcode = with_imm && !msg_send ? IBV_WR_RDMA_WRITE_WITH_IMM
 					  : IBV_WR_RDMA_WRITE;
-	if (with_imm && !msg_send)
-		wr.imm_data = htonl(msg);
-	if (len && len <= rs->sq_inline)
-		wr.send_flags |= IBV_SEND_INLINE;
+	wr.imm_data = with_imm && !msg_send ? htonl(msg) : 0;
+	wr.send_flags = len && len <= rs->sq_inline ? IBV_SEND_INLINE : 0;
 	if (signal)
 		wr.send_flags |= IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = addr;
