@@ -4,7 +4,7 @@
  * device: a reference outlives the number rclose takes away, the wake fd
  * costs a descriptor only while a thread sleeps on the socket, and a
  * sleeper with no descriptor left for one still wakes when the socket is
- * closed.
+ * closed, and lookups racing closes find a live socket or none.
  */
 #include <config.h>
 
@@ -138,6 +138,55 @@ START_TEST(sleeper_without_a_wake_fd_still_wakes)
 }
 END_TEST
 
+/*
+ * Lookups racing the sockets' creation and close under the same numbers:
+ * each finds the socket published under its number, alive, or none (the
+ * stripe is a spin lock; the sanitizer builds see what a lapse would do).
+ */
+struct lookups {
+	int s;
+	bool stop;
+};
+
+static void *look_up(void *arg)
+{
+	struct lookups *l = arg;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		int s = __atomic_load_n(&l->s, __ATOMIC_RELAXED);
+		struct rsocket *rs = rs_get(s);
+
+		if (!rs)
+			continue;
+		ck_assert_int_eq(rs->index, s);
+		ck_assert_int_eq(rs->type, SOCK_STREAM);
+		rs_put(rs);
+	}
+	return NULL;
+}
+
+START_TEST(lookups_racing_closes_find_a_live_socket_or_none)
+{
+	struct lookups l = {.s = -1};
+	pthread_t t[2];
+	int i, s;
+
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, look_up, &l), 0);
+	for (i = 0; i < 500; i++) {
+		s = rsocket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_ge(s, 0);
+		__atomic_store_n(&l.s, s, __ATOMIC_RELAXED);
+		sched_yield();
+		ck_assert_int_eq(rclose(s), 0);
+	}
+	__atomic_store_n(&l.stop, true, __ATOMIC_RELEASE);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	ck_assert_ptr_null(rs_get(s));
+}
+END_TEST
+
 Suite *rsocket_table_suite(void)
 {
 	Suite *s = suite_create("rsocket_table");
@@ -147,6 +196,7 @@ Suite *rsocket_table_suite(void)
 	tcase_add_test(tc, reference_outlives_the_number);
 	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
 	tcase_add_test(tc, sleeper_without_a_wake_fd_still_wakes);
+	tcase_add_test(tc, lookups_racing_closes_find_a_live_socket_or_none);
 	suite_add_tcase(s, tc);
 	return s;
 }
