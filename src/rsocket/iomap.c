@@ -192,13 +192,12 @@ static int rs_write_iomap(struct rsocket *rs, struct rs_iomap_mr *iomr)
 		rs->remote_iomap.key);
 }
 
-/* Tell the peer about new mappings; the caller holds rs->slock. */
+/* Tell the peer about new mappings; rs->lock held, the send side owned. */
 int rs_send_iomaps(struct rsocket *rs, int flags)
 {
 	uint32_t i;
 	int ret = 0;
 
-	pthread_mutex_lock(&rs->lock);
 	pthread_mutex_lock(&rs->map_lock);
 	for (i = 0; rs->iomap_slots && i < rs->remote_iomap.length; i++) {
 		struct rs_iomap_mr *iomr = &rs->iomap_slots[i];
@@ -231,7 +230,6 @@ int rs_send_iomaps(struct rsocket *rs, int flags)
 			rs->iomap_pending = true;
 	}
 	pthread_mutex_unlock(&rs->map_lock);
-	pthread_mutex_unlock(&rs->lock);
 	return ret;
 }
 
@@ -270,13 +268,13 @@ static size_t rs_riowrite(struct rsocket *rs, const void *buf, size_t count,
 	if (!(rs_state(rs) & RS_CONNECTED))
 		return (size_t)cma_err(ENOTCONN);
 
-	pthread_mutex_lock(&rs->slock);
+	pthread_mutex_lock(&rs->lock);
+	rs_side_enter(rs, RS_SIDE_SEND);
 	if (rs->iomap_pending) {
 		ret = rs_send_iomaps(rs, flags);
 		if (ret)
 			goto out;
 	}
-	pthread_mutex_lock(&rs->lock);
 	while (left) {
 		uint64_t pos = (uint64_t)offset + (count - left);
 		uint32_t xfer;
@@ -306,9 +304,9 @@ static size_t rs_riowrite(struct rsocket *rs, const void *buf, size_t count,
 			break;
 		left -= xfer;
 	}
-	pthread_mutex_unlock(&rs->lock);
 out:
-	pthread_mutex_unlock(&rs->slock);
+	rs_side_leave(rs, RS_SIDE_SEND);
+	pthread_mutex_unlock(&rs->lock);
 	return (ret && left == count) ? (size_t)ret : count - left;
 }
 

@@ -108,7 +108,7 @@ static int rs_quiesce_locked(struct rsocket *rs, uint64_t deadline)
 
 /*
  * Keep the bytes not read yet in ordinary memory and free every RDMA
- * resource.  slock and rlock held (no reader, no writer), rs->lock not:
+ * resource.  Both sides owned (no reader, no writer), rs->lock not:
  * the keepalive and the CM watch take theirs first.
  */
 static int rs_detach(struct rsocket *rs)
@@ -204,23 +204,22 @@ int rs_quiesce(struct rsocket *rs, int timeout_ms)
 		ret = cma_err(EOPNOTSUPP);
 	else
 		ret = rs_quiesce_locked(rs, deadline) ? -1 : 1;
-	if (ret <= 0)
+	if (ret <= 0) {
 		rs_quiesce_leave(rs);
-	pthread_mutex_unlock(&rs->lock);
-	if (ret <= 0)
+		pthread_mutex_unlock(&rs->lock);
 		return ret;
+	}
 	/*
 	 * The detach frees what readers and writers use, so it waits for
 	 * them; with nothing left to read or write they return at their
 	 * next look at the socket, which the exchange's own completions
 	 * wake them for.
 	 */
-	pthread_mutex_lock(&rs->slock);
-	pthread_mutex_lock(&rs->rlock);
+	rs_side_enter(rs, RS_SIDE_SEND | RS_SIDE_RECV);
+	pthread_mutex_unlock(&rs->lock);
 	ret = rs_detach(rs);
-	pthread_mutex_unlock(&rs->rlock);
-	pthread_mutex_unlock(&rs->slock);
 	pthread_mutex_lock(&rs->lock);
+	rs_side_leave(rs, RS_SIDE_SEND | RS_SIDE_RECV);
 	rs_quiesce_leave(rs);
 	pthread_mutex_unlock(&rs->lock);
 	return ret;

@@ -148,13 +148,13 @@ struct rsocket {
 	int sleepers; /* threads holding wake_fd */
 
 	/*
-	 * Lock order: slock or rlock, then lock, then map_lock; wait_lock
-	 * is taken alone, or last under lock (a stream socket's detach, an
-	 * rpoll taking its CQ event).
+	 * Lock order: lock, then map_lock; wait_lock is taken alone, or last
+	 * under lock (a stream socket's detach, an rpoll taking its CQ
+	 * event).  One sender and one receiver at a time own their side of
+	 * a stream socket (rs_side_enter), flags under lock.
 	 */
-	pthread_mutex_t slock; /* one sender at a time */
-	pthread_mutex_t rlock; /* one receiver at a time */
 	pthread_mutex_t lock; /* state, counters and the CQ */
+	unsigned int sides; /* RS_SIDE_* owned by a call now; lock */
 	/*
 	 * A stream socket: one thread at a time reads a CQ event; a datagram
 	 * socket: one thread at a time sleeps on its epoll set.
@@ -620,6 +620,31 @@ void rs_consume_cq_event(struct rsocket *rs);
  * -1/EBADF when another thread closed the socket.
  */
 int rs_wait_changed(struct rsocket *rs, uint64_t deadline_ms);
+
+/*
+ * A stream call owns its side from its start to its end, also while it
+ * waits with rs->lock let go, so that one sender's bytes (or one reader's)
+ * never interleave with another's; the detach (quiesce.c) owns both.
+ * Flags under rs->lock, where mutexes of their own cost every call a
+ * second lock.  rs->lock held; entering waits (let go) for the owner.
+ */
+#define RS_SIDE_SEND 1u
+#define RS_SIDE_RECV 2u
+void rs_side_wait(struct rsocket *rs, unsigned int sides);
+
+static inline void rs_side_enter(struct rsocket *rs, unsigned int sides)
+{
+	if (rs->sides & sides)
+		rs_side_wait(rs, sides);
+	rs->sides |= sides;
+}
+
+static inline void rs_side_leave(struct rsocket *rs, unsigned int sides)
+{
+	rs->sides &= ~sides;
+	if (rs->followers)
+		pthread_cond_broadcast(&rs->changed);
+}
 /*
  * The connection is over (its state says how): move the QP to the error
  * state, whose flushed receives wake every thread asleep on the socket.

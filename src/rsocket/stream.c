@@ -795,8 +795,8 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	if (!len)
 		return 0;
 
-	pthread_mutex_lock(&rs->rlock);
 	pthread_mutex_lock(&rs->lock);
+	rs_side_enter(rs, RS_SIDE_RECV);
 	do {
 		if (!rs_have_rdata(rs)) {
 			ret = rs_wait_locked(rs, rs_nonblocking(rs, flags),
@@ -816,8 +816,8 @@ ssize_t rs_stream_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	if (!done && !ret && (rs_state(rs) & RS_ERROR)) {
 		ret = cma_err(rs->err ? rs->err : ECONNRESET);
 	}
+	rs_side_leave(rs, RS_SIDE_RECV);
 	pthread_mutex_unlock(&rs->lock);
-	pthread_mutex_unlock(&rs->rlock);
 	/* A reply may follow: its first bytes should leave early again. */
 	if (done && !(flags & MSG_PEEK))
 		__atomic_store_n(&rs->send_olen, RS_OLAP_START_SIZE,
@@ -975,7 +975,8 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 		return rs_not_connected(rs);
 	}
 
-	pthread_mutex_lock(&rs->slock);
+	pthread_mutex_lock(&rs->lock);
+	rs_side_enter(rs, RS_SIDE_SEND);
 	if (rs->iomap_pending) {
 		ret = rs_send_iomaps(rs, flags);
 		if (ret)
@@ -988,7 +989,6 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	 * completions per byte.
 	 */
 	olen = __atomic_load_n(&rs->send_olen, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&rs->lock);
 	while (left) {
 		uint32_t xfer;
 		int ready;
@@ -1010,9 +1010,9 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 	}
 	/* What was sent is on its way: the time to repost. */
 	rs_flush_recvs(rs);
-	pthread_mutex_unlock(&rs->lock);
 	__atomic_store_n(&rs->send_olen, olen, __ATOMIC_RELAXED);
 out:
-	pthread_mutex_unlock(&rs->slock);
+	rs_side_leave(rs, RS_SIDE_SEND);
+	pthread_mutex_unlock(&rs->lock);
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }

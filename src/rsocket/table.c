@@ -166,8 +166,6 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 		rs->ds_bell = -1;
 	}
 	rs_spin_init(&rs->spin);
-	pthread_mutex_init(&rs->slock, NULL);
-	pthread_mutex_init(&rs->rlock, NULL);
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_mutex_init(&rs->wait_lock, NULL);
 	pthread_mutex_init(&rs->map_lock, NULL);
@@ -185,8 +183,6 @@ static void rs_free(struct rsocket *rs)
 		rs_stream_free(rs);
 	free(rs->route);
 	/* Every sleeper held a reference and has left: no wake fd is left. */
-	pthread_mutex_destroy(&rs->slock);
-	pthread_mutex_destroy(&rs->rlock);
 	pthread_mutex_destroy(&rs->lock);
 	pthread_mutex_destroy(&rs->wait_lock);
 	pthread_mutex_destroy(&rs->map_lock);

@@ -86,6 +86,16 @@ int rs_wait_changed(struct rsocket *rs, uint64_t deadline_ms)
 	return 0;
 }
 
+/* Until no call owns @sides (rs_side_enter); not cut short by a close. */
+void rs_side_wait(struct rsocket *rs, unsigned int sides)
+{
+	while (rs->sides & sides) {
+		rs->followers++;
+		pthread_cond_wait(&rs->changed, &rs->lock);
+		rs->followers--;
+	}
+}
+
 /*
  * Ask for an event on the CQ's next completion, unless already asked.
  * True when it armed now: what completed before raises no event, so the

@@ -402,6 +402,56 @@ static void wait_beside_a_blocked_writer(void *(*fn)(void *), void *arg,
 	ck_assert_int_eq(w.n, 4 * SMALL_BUF);
 }
 
+struct lettered_send {
+	int s;
+	uint8_t letter;
+	pthread_t thread;
+	ssize_t n;
+};
+
+static void *lettered_send_run(void *arg)
+{
+	struct lettered_send *w = arg;
+	uint8_t buf[4 * SMALL_BUF];
+
+	memset(buf, w->letter, sizeof(buf));
+	w->n = rsend(w->s, buf, sizeof(buf), 0);
+	return NULL;
+}
+
+/*
+ * Two threads send on one socket, each call four times the peer's buffer,
+ * so each waits for room again and again with the socket's lock let go:
+ * one call's bytes still leave as one run, never interleaved with the
+ * other's.
+ */
+START_TEST(two_senders_never_interleave_their_bytes)
+{
+	struct lettered_send w[2] = {{.s = a, .letter = 'x'},
+				     {.s = a, .letter = 'y'}};
+	static uint8_t got[8 * SMALL_BUF];
+	size_t n = 0, i, changes = 0;
+	ssize_t r;
+
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&w[i].thread, NULL,
+						lettered_send_run, &w[i]),
+				 0);
+	usleep((useconds_t)(_i % 4) * 200);
+	while (n < sizeof(got) &&
+	       (r = rrecv(b, got + n, (_i % 3 + 1) * 1000, 0)) > 0)
+		n += (size_t)r;
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(w[i].thread, NULL), 0);
+		ck_assert_int_eq(w[i].n, 4 * SMALL_BUF);
+	}
+	ck_assert_uint_eq(n, sizeof(got));
+	for (i = 1; i < n; i++)
+		changes += got[i] != got[i - 1];
+	ck_assert_uint_eq(changes, 1);
+}
+END_TEST
+
 START_TEST(a_reader_never_waits_for_the_writers_wake_up)
 {
 	struct reader r = {.s = a};
@@ -1103,6 +1153,8 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_test(tc, rpoll_follows_data_and_room);
 	tcase_add_test(tc, send_room_returns_with_completions);
 	tcase_add_test(tc, a_full_send_queue_is_not_an_empty_one);
+	tcase_add_loop_test(tc, two_senders_never_interleave_their_bytes, 0,
+			    12);
 	tcase_add_loop_test(tc, a_reader_never_waits_for_the_writers_wake_up, 0,
 			    24);
 	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
