@@ -356,8 +356,10 @@ START_TEST(a_full_send_queue_is_not_an_empty_one)
 }
 END_TEST
 
+/* A call of four times the peer's buffer: it must wait for room. */
 struct blocked_send {
 	int s;
+	uint8_t letter; /* every byte sent */
 	pthread_t thread;
 	ssize_t n;
 	int err;
@@ -366,8 +368,9 @@ struct blocked_send {
 static void *blocked_send_run(void *arg)
 {
 	struct blocked_send *w = arg;
-	static uint8_t big[4 * SMALL_BUF];
+	uint8_t big[4 * SMALL_BUF];
 
+	memset(big, w->letter, sizeof(big));
 	w->n = rsend(w->s, big, sizeof(big), 0);
 	w->err = errno;
 	return NULL;
@@ -402,23 +405,6 @@ static void wait_beside_a_blocked_writer(void *(*fn)(void *), void *arg,
 	ck_assert_int_eq(w.n, 4 * SMALL_BUF);
 }
 
-struct lettered_send {
-	int s;
-	uint8_t letter;
-	pthread_t thread;
-	ssize_t n;
-};
-
-static void *lettered_send_run(void *arg)
-{
-	struct lettered_send *w = arg;
-	uint8_t buf[4 * SMALL_BUF];
-
-	memset(buf, w->letter, sizeof(buf));
-	w->n = rsend(w->s, buf, sizeof(buf), 0);
-	return NULL;
-}
-
 /*
  * Two threads send on one socket, each call four times the peer's buffer,
  * so each waits for room again and again with the socket's lock let go:
@@ -427,15 +413,15 @@ static void *lettered_send_run(void *arg)
  */
 START_TEST(two_senders_never_interleave_their_bytes)
 {
-	struct lettered_send w[2] = {{.s = a, .letter = 'x'},
-				     {.s = a, .letter = 'y'}};
+	struct blocked_send w[2] = {{.s = a, .letter = 'x'},
+				    {.s = a, .letter = 'y'}};
 	static uint8_t got[8 * SMALL_BUF];
 	size_t n = 0, i, changes = 0;
 	ssize_t r;
 
 	for (i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&w[i].thread, NULL,
-						lettered_send_run, &w[i]),
+						blocked_send_run, &w[i]),
 				 0);
 	usleep((useconds_t)(_i % 4) * 200);
 	while (n < sizeof(got) &&
