@@ -12,7 +12,10 @@
  * A stripe is held for a few instructions (a slot read and a reference
  * taken, or a slot written), never across a call: a spin lock, each in its
  * own cache line.  As a pthread mutex its lock and unlock were a seventh
- * of a small message's instructions (tests/bench/run.sh path).
+ * of a small message's instructions (tests/bench/run.sh path).  A child of
+ * fork() starts with every stripe free: the thread that held one is not
+ * there to let it go (the table is consistent at any instant: a slot is
+ * written in one store).
  */
 #include <config.h>
 
@@ -87,6 +90,8 @@ static void rs_read_tunable(const char *name, const char *env,
 		*(uint32_t *)val = (uint32_t)v;
 }
 
+static void rs_stripes_forked(void);
+
 static void rs_configure_once(void)
 {
 	rs_read_tunable("polling_time", "RDMA_RS_POLLING_TIME", 1000000,
@@ -117,6 +122,7 @@ static void rs_configure_once(void)
 	rs_def.iomap_size = rs_iomap_size_from_wire(
 		rs_iomap_size_to_wire(rs_def.iomap_size));
 	rs_spin_configure();
+	pthread_atfork(NULL, NULL, rs_stripes_forked);
 }
 
 void rs_configure(void)
@@ -228,6 +234,14 @@ static inline int *rs_stripe_lock(int index)
 static void rs_stripe_unlock(int *held)
 {
 	__atomic_store_n(held, 0, __ATOMIC_RELEASE);
+}
+
+static void rs_stripes_forked(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < RS_STRIPES; i++)
+		rs_stripe_unlock(&rs_stripes[i].held);
 }
 
 int rs_insert(struct rsocket *rs, int index)

@@ -4,7 +4,8 @@
  * device: a reference outlives the number rclose takes away, the wake fd
  * costs a descriptor only while a thread sleeps on the socket, and a
  * sleeper with no descriptor left for one still wakes when the socket is
- * closed, and lookups racing closes find a live socket or none.
+ * closed, lookups racing closes find a live socket or none, and a child
+ * forked during a lookup finds its socket.
  */
 #include <config.h>
 
@@ -12,10 +13,12 @@
 #include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rsocket/rs.h"
@@ -187,6 +190,51 @@ START_TEST(lookups_racing_closes_find_a_live_socket_or_none)
 }
 END_TEST
 
+static void *look_up_one(void *arg)
+{
+	struct lookups *l = arg;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+		rs_put(rs_get(l->s));
+	return NULL;
+}
+
+/*
+ * A process forks while another of its threads looks its socket up: the
+ * child, without that thread, still finds the socket (the thread may have
+ * held the number's stripe at the fork).  A child that finds it at once
+ * exits 0; the wait for one is bounded so that a hung child fails the
+ * test rather than hanging it.
+ */
+START_TEST(a_child_forked_during_a_lookup_finds_its_socket)
+{
+	struct lookups l = {.s = rsocket(AF_INET, SOCK_STREAM, 0)};
+	pthread_t t;
+	int i, n, status;
+	pid_t pid;
+
+	ck_assert_int_ge(l.s, 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, look_up_one, &l), 0);
+	for (i = 0; i < 20; i++) {
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (!pid)
+			_exit(rs_get(l.s) ? 0 : 1);
+		for (n = 0; n < 100 && !waitpid(pid, &status, WNOHANG); n++)
+			usleep(10000);
+		if (n == 100) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	__atomic_store_n(&l.stop, true, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(rclose(l.s), 0);
+}
+END_TEST
+
 Suite *rsocket_table_suite(void)
 {
 	Suite *s = suite_create("rsocket_table");
@@ -197,6 +245,7 @@ Suite *rsocket_table_suite(void)
 	tcase_add_test(tc, wake_fd_only_while_a_thread_sleeps);
 	tcase_add_test(tc, sleeper_without_a_wake_fd_still_wakes);
 	tcase_add_test(tc, lookups_racing_closes_find_a_live_socket_or_none);
+	tcase_add_test(tc, a_child_forked_during_a_lookup_finds_its_socket);
 	suite_add_tcase(s, tc);
 	return s;
 }
