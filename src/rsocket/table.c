@@ -90,7 +90,9 @@ static void rs_read_tunable(const char *name, const char *env,
 		*(uint32_t *)val = (uint32_t)v;
 }
 
-static void rs_stripes_forked(void);
+static void rs_table_forking(void);
+static void rs_table_forked_parent(void);
+static void rs_table_forked_child(void);
 
 static void rs_configure_once(void)
 {
@@ -122,7 +124,8 @@ static void rs_configure_once(void)
 	rs_def.iomap_size = rs_iomap_size_from_wire(
 		rs_iomap_size_to_wire(rs_def.iomap_size));
 	rs_spin_configure();
-	pthread_atfork(NULL, NULL, rs_stripes_forked);
+	pthread_atfork(rs_table_forking, rs_table_forked_parent,
+		       rs_table_forked_child);
 }
 
 void rs_configure(void)
@@ -236,12 +239,32 @@ static void rs_stripe_unlock(int *held)
 	__atomic_store_n(held, 0, __ATOMIC_RELEASE);
 }
 
-static void rs_stripes_forked(void)
+/*
+ * A fork keeps only the forking thread.  The table's mutex (a leaf: its
+ * holders take nothing else that blocks) is held across the fork, so the
+ * child never inherits it half way through an insert or an unpublish.  A
+ * stripe may still be held by a thread looking a number up, which the
+ * child does not have: the child frees them all (a slot is one store, so
+ * the table is whole at any instant; that thread's reference is never
+ * dropped, as for any call in flight at a fork).
+ */
+static void rs_table_forking(void)
+{
+	pthread_mutex_lock(&rs_table_mut);
+}
+
+static void rs_table_forked_parent(void)
+{
+	pthread_mutex_unlock(&rs_table_mut);
+}
+
+static void rs_table_forked_child(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < RS_STRIPES; i++)
 		rs_stripe_unlock(&rs_stripes[i].held);
+	pthread_mutex_unlock(&rs_table_mut);
 }
 
 int rs_insert(struct rsocket *rs, int index)

@@ -5,7 +5,8 @@
  * costs a descriptor only while a thread sleeps on the socket, and a
  * sleeper with no descriptor left for one still wakes when the socket is
  * closed, lookups racing closes find a live socket or none, and a child
- * forked during a lookup finds its socket.
+ * forked during a lookup, an insert or a removal finds its socket and
+ * makes new ones.
  */
 #include <config.h>
 
@@ -190,36 +191,25 @@ START_TEST(lookups_racing_closes_find_a_live_socket_or_none)
 }
 END_TEST
 
-static void *look_up_one(void *arg)
-{
-	struct lookups *l = arg;
-
-	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
-		rs_put(rs_get(l->s));
-	return NULL;
-}
-
 /*
- * A process forks while another of its threads looks its socket up: the
- * child, without that thread, still finds the socket (the thread may have
- * held the number's stripe at the fork).  A child that finds it at once
- * exits 0; the wait for one is bounded so that a hung child fails the
- * test rather than hanging it.
+ * Twenty forks while another thread runs @busy: each child, without that
+ * thread (which may have held one of the table's locks at the fork), must
+ * pass @check at once.  The wait for a child is bounded so that a hung
+ * child fails the test rather than hanging it.
  */
-START_TEST(a_child_forked_during_a_lookup_finds_its_socket)
+static void forks_beside(void *(*busy)(void *), struct lookups *l,
+			 bool (*check)(struct lookups *l))
 {
-	struct lookups l = {.s = rsocket(AF_INET, SOCK_STREAM, 0)};
 	pthread_t t;
 	int i, n, status;
 	pid_t pid;
 
-	ck_assert_int_ge(l.s, 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, look_up_one, &l), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, busy, l), 0);
 	for (i = 0; i < 20; i++) {
 		pid = fork();
 		ck_assert_int_ge(pid, 0);
 		if (!pid)
-			_exit(rs_get(l.s) ? 0 : 1);
+			_exit(check(l) ? 0 : 1);
 		for (n = 0; n < 100 && !waitpid(pid, &status, WNOHANG); n++)
 			usleep(10000);
 		if (n == 100) {
@@ -229,9 +219,77 @@ START_TEST(a_child_forked_during_a_lookup_finds_its_socket)
 		ck_assert(WIFEXITED(status));
 		ck_assert_int_eq(WEXITSTATUS(status), 0);
 	}
-	__atomic_store_n(&l.stop, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+
+static void *look_up_one(void *arg)
+{
+	struct lookups *l = arg;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+		rs_put(rs_get(l->s));
+	return NULL;
+}
+
+static bool finds_the_socket(struct lookups *l)
+{
+	return rs_get(l->s) != NULL;
+}
+
+/* The looking-up thread may have held the number's stripe at the fork. */
+START_TEST(a_child_forked_during_a_lookup_finds_its_socket)
+{
+	struct lookups l = {.s = rsocket(AF_INET, SOCK_STREAM, 0)};
+
+	ck_assert_int_ge(l.s, 0);
+	forks_beside(look_up_one, &l, finds_the_socket);
 	ck_assert_int_eq(rclose(l.s), 0);
+}
+END_TEST
+
+/* A socket of the table's own, without a CM id: its number is l->s. */
+static bool publish_and_withdraw(struct lookups *l)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_STREAM);
+
+	if (!rs || rs_insert(rs, l->s))
+		return false;
+	return rs_unpublish(rs);
+}
+
+/* One socket in and out of the table: most of the time inside its lock. */
+static void *publish_and_withdraw_again(void *arg)
+{
+	struct rsocket *rs = rs_alloc(NULL, SOCK_STREAM);
+	struct lookups *l = arg;
+	bool ok = rs != NULL;
+
+	/* no check inside: each writes to Check's pipe, outside the table */
+	while (ok && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		ok = !rs_insert(rs, l->s);
+		rs_ref(rs); /* the table's reference goes with the number */
+		ok = rs_unpublish(rs) && ok;
+	}
+	ck_assert(ok);
+	rs_put(rs);
+	return NULL;
+}
+
+static bool publishes_another(struct lookups *l)
+{
+	struct lookups other = {.s = l->s + 1};
+
+	return publish_and_withdraw(&other);
+}
+
+/* The other thread may have been inside an insert or a removal. */
+START_TEST(a_child_forked_during_an_insert_makes_sockets)
+{
+	struct lookups l = {.s = 4000};
+
+	rs_configure(); /* as every call that makes a socket does first */
+	forks_beside(publish_and_withdraw_again, &l, publishes_another);
 }
 END_TEST
 
@@ -246,6 +304,7 @@ Suite *rsocket_table_suite(void)
 	tcase_add_test(tc, sleeper_without_a_wake_fd_still_wakes);
 	tcase_add_test(tc, lookups_racing_closes_find_a_live_socket_or_none);
 	tcase_add_test(tc, a_child_forked_during_a_lookup_finds_its_socket);
+	tcase_add_test(tc, a_child_forked_during_an_insert_makes_sockets);
 	suite_add_tcase(s, tc);
 	return s;
 }
