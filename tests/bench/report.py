@@ -443,21 +443,25 @@ FAKE_OPS = re.compile(r"^fake_(post_send|post_recv|poll_cq|req_notify_cq)$")
 
 
 def annotate(path, *opts):
-    """(file, function, cost) of callgrind_annotate's listing."""
+    """PROGRAM TOTALS and (file, function, cost) of callgrind_annotate's
+    listing."""
     text = subprocess.run(
         ["callgrind_annotate", "--threshold=100", "--auto=no", *opts, path],
         capture_output=True, text=True, check=True).stdout
-    rows, listing = [], False
+    total, rows, listing = 0, [], False
     for line in text.splitlines():
         m = COST.match(line)
         if not m:
             listing = listing or "file:function" in line
             continue
+        cost = int(m.group(1).replace(",", ""))
         where = re.sub(r"\s*\[.*\]$", "", m.group(2))
-        if listing and ":" in where:
+        if where.startswith("PROGRAM TOTALS"):
+            total = cost
+        elif listing and ":" in where:
             file, func = where.rsplit(":", 1)
-            rows.append((file, func, int(m.group(1).replace(",", ""))))
-    return rows
+            rows.append((file, func, cost))
+    return total, rows
 
 
 def calls_to(path, func):
@@ -486,12 +490,12 @@ def path_main(args):
         sys.exit("report.py path: no rsend in " + path)
     incl = collections.Counter()
     # The same function appears under two file spellings: one is enough.
-    for _, func, cost in annotate(path, "--inclusive=yes"):
+    for _, func, cost in annotate(path, "--inclusive=yes")[1]:
         incl[func] = max(incl[func], cost)
     device = sum(c for f, c in incl.items() if FAKE_OPS.match(f))
     total = incl["rsend"] + incl["rrecv"] - device
     own = collections.Counter()
-    for file, func, cost in annotate(path, "--inclusive=no"):
+    for file, func, cost in annotate(path, "--inclusive=no")[1]:
         if re.search(r"(^|/)src/", file):
             own[func] += cost
     lib = sum(own.values())
@@ -762,21 +766,10 @@ def scheme_and_rank(cmd):
 
 def self_costs(path):
     """Total and per-function self cost (functions merged by name)."""
-    text = subprocess.run(
-        ["callgrind_annotate", "--auto=no", "--threshold=100", path],
-        capture_output=True, text=True, check=True).stdout
-    total, costs, listing = 0, collections.Counter(), False
-    for line in text.splitlines():
-        m = COST.match(line)
-        if not m:
-            listing = listing or "file:function" in line
-            continue
-        n = int(m.group(1).replace(",", ""))
-        if m.group(2).startswith("PROGRAM TOTALS"):
-            total = n
-        elif listing:
-            name = re.sub(r"\s*\[.*\]$", "", m.group(2)).split(":")[-1]
-            costs[name] += n
+    total, rows = annotate(path)
+    costs = collections.Counter()
+    for _, func, cost in rows:
+        costs[func] += cost
     return total, costs
 
 
