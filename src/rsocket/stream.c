@@ -464,13 +464,15 @@ static void rs_send_credits(struct rsocket *rs)
 
 void rs_update_credits(struct rsocket *rs)
 {
+	/* Asked after every read and poll, due rarely: that first. */
+	if (rs->rbuf_bytes_avail < rs->rbuf_size / 2 &&
+	    !rs_seq_reached(rs->rseq_no, rs->rseq_comp))
+		return;
 	/* Nothing more comes once the peer quiesced (quiesce.c). */
 	if (!(rs_state(rs) & RS_CONNECTED) || !rs_credit_ctrl_avail(rs) ||
 	    rs->await_peer || (rs->quiesce & (RS_QSC_HEARD | RS_QSC_DETACHED)))
 		return;
-	if (rs->rbuf_bytes_avail >= rs->rbuf_size / 2 ||
-	    rs_seq_reached(rs->rseq_no, rs->rseq_comp))
-		rs_send_credits(rs);
+	rs_send_credits(rs);
 }
 
 /* --- completions ------------------------------------------------------- */
