@@ -608,6 +608,20 @@ static inline uint32_t rs_ring_next(uint32_t i, uint32_t n)
 int rs_poll_cq(struct rsocket *rs);
 /* Post again the receives completions consumed; under rs->lock. */
 void rs_flush_recvs(struct rsocket *rs);
+/*
+ * Receives are reposted a batch at a time, where a call has nothing else
+ * to do (a wait about to spin, a send done), off the path from a
+ * message's completion to the application's answer; all of them before a
+ * sleep and before credits go out (every credit the peer holds is backed
+ * by a posted receive, so the ones held back never leave its message
+ * without one).
+ */
+#define RS_REPOST_BATCH 8
+static inline void rs_repost_batch(struct rsocket *rs)
+{
+	if (rs->recv_deficit >= RS_REPOST_BATCH)
+		rs_flush_recvs(rs);
+}
 /* Send credits if due; the caller holds rs->lock. */
 void rs_update_credits(struct rsocket *rs);
 bool rs_can_send(struct rsocket *rs);

@@ -33,11 +33,10 @@
 #define RS_WR_RECV (1ULL << 63)
 #define RS_POLL_BATCH 16
 /*
- * Receives consumed but not yet posted again, at most: reposting is left
- * until the process waits or has sent (rs_flush_recvs), off the path from
- * a message's completion to the application's answer.
+ * Receives consumed but not yet posted again, at most, by a reader that
+ * never waits: the CQ poll then reposts them itself.
  */
-#define RS_REPOST_BATCH 16
+#define RS_REPOST_MAX 32
 /*
  * In the sent ring, the SEND that follows a write in msg_send mode: it
  * retires a queue entry or a control slot, never send buffer bytes.  The
@@ -160,12 +159,7 @@ static int rs_post_recvs(struct rsocket *rs, int count)
 	return 0;
 }
 
-/*
- * Post again the receives that completions consumed.  Every credit handed
- * to the peer is backed by a posted receive (rs_send_credits flushes
- * first), so the few held back between flushes never leave the peer's
- * message without one.  Under rs->lock.
- */
+/* Post again every receive completions consumed (when: rs.h). */
 void rs_flush_recvs(struct rsocket *rs)
 {
 	/* Detached (quiesce.c): no QP left to post on. */
@@ -634,7 +628,7 @@ int rs_poll_cq(struct rsocket *rs)
 	if (done && rs->pollers)
 		rs_ring_pollers(rs);
 
-	if (rs->recv_deficit >= RS_REPOST_BATCH)
+	if (rs->recv_deficit >= RS_REPOST_MAX)
 		rs_flush_recvs(rs);
 	rs_quiesce_answer(rs);
 	return n < 0 ? cma_err(EIO) : 0;
@@ -1010,8 +1004,8 @@ ssize_t rs_stream_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt,
 			break;
 		left -= xfer;
 	}
-	/* What was sent is on its way: the time to repost. */
-	rs_flush_recvs(rs);
+	/* What was sent is on its way: a time to repost. */
+	rs_repost_batch(rs);
 	__atomic_store_n(&rs->send_olen, olen, __ATOMIC_RELAXED);
 out:
 	rs_side_leave(rs, RS_SIDE_SEND);

@@ -188,8 +188,8 @@ int rs_wait_until(struct rsocket *rs, bool nonblock,
 	 */
 	if (rs_wait_done(rs, ready))
 		return rs_closed_under(rs) ? cma_err(EBADF) : 0;
-	/* Nothing to do until something comes: the time to repost. */
-	rs_flush_recvs(rs);
+	/* Nothing to do until something comes: a time to repost. */
+	rs_repost_batch(rs);
 	if (nonblock)
 		return cma_err(EWOULDBLOCK);
 	if (rs_closed_under(rs))
@@ -209,6 +209,7 @@ int rs_wait_until(struct rsocket *rs, bool nonblock,
 			ret = cma_err(ETIMEDOUT);
 			break;
 		}
+		rs_flush_recvs(rs); /* the caller sleeps next */
 		rs_spin_sleeping(&w);
 		ret = rs_sleep_or_follow(rs, left, deadline_ms);
 		if (ret)

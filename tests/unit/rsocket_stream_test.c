@@ -64,18 +64,25 @@ static void teardown(void)
  * iWARP has no immediate data: every message is a write plus a 4-byte
  * SEND (stream.c), so the same tests run the msg_send path.
  */
-static void iwarp_setup(void)
+static void iwarp_connect(int max_qp_wr)
 {
 	struct fake_ucma_route r = {.port_num = 1, .pkey = 0xffff};
+	struct fake_verbs_port port = {.max_qp_wr = max_qp_wr};
 	struct ibv_device *rnic;
 
 	fake_ucma_install();
 	fake_verbs_install(false);
 	rnic = fake_verbs_add_device(true);
+	fake_verbs_set_port(rnic, &port);
 	r.node_guid = htobe64(fake_verbs_guid(rnic));
 	fake_ucma_set_route(&r);
 	connect_pair(0);
 	ck_assert(rs_of(a)->msg_send);
+}
+
+static void iwarp_setup(void)
+{
+	iwarp_connect(0);
 }
 
 static void set_linger(int s, int secs)
@@ -95,6 +102,28 @@ static void iwarp_teardown(void)
 	set_linger(a, 0);
 	set_linger(b, 0);
 	teardown();
+}
+
+/*
+ * A device with Soft-RoCE's queue depth (its max_qp_wr): the queues an
+ * rsocket takes on one by default (384 entries), so that sends are
+ * signaled and credits returned as often as there, not at the smallest
+ * queues' pace.
+ */
+#define RXE_MAX_QP_WR 16384
+static void deep_queues_setup(void)
+{
+	struct fake_verbs_port rxe = {.max_qp_wr = RXE_MAX_QP_WR};
+
+	fake_ucma_install();
+	fake_verbs_install(true);
+	fake_verbs_set_port(NULL, &rxe);
+	connect_pair(0);
+}
+
+static void iwarp_deep_queues_setup(void)
+{
+	iwarp_connect(RXE_MAX_QP_WR);
 }
 
 static void iomap_setup(void)
@@ -485,13 +514,14 @@ static int recvs_posted(int s)
 }
 
 /*
- * The receive a message consumed is posted again once the reader has
- * answered (or waits), not between the message and the answer; what is
- * owed is never more than a few receives.
+ * The receives messages consumed are posted again a batch at a time, once
+ * the reader has answered (or has nothing to do), never between a message
+ * and its answer; what is owed stays below a batch.  Queues as deep as a
+ * real device's, so that no credit (which reposts all) comes in between.
  */
-START_TEST(the_answer_goes_out_before_the_receive_is_posted_again)
+START_TEST(receives_go_back_a_batch_at_a_time)
 {
-	int all = rs_of(b)->rq_size;
+	int all = rs_of(b)->rq_size, i, owed, batches = 0;
 	char c;
 
 	/* The first reads hand each peer the second half of the buffer. */
@@ -499,22 +529,27 @@ START_TEST(the_answer_goes_out_before_the_receive_is_posted_again)
 	ck_assert_int_eq(rrecv(b, &c, 1, 0), 1);
 	ck_assert_int_eq(rsend(b, "r", 1, 0), 1);
 	ck_assert_int_eq(rrecv(a, &c, 1, 0), 1);
-
-	ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
-	ck_assert_int_lt(recvs_posted(b), all);
-	ck_assert_int_eq(rrecv(b, &c, 1, 0), 1);
-	ck_assert_int_lt(recvs_posted(b), all);
-	ck_assert_int_eq(rsend(b, "r", 1, 0), 1);
-	ck_assert_int_eq(recvs_posted(b), all);
-	ck_assert_int_eq(rrecv(a, &c, 1, 0), 1);
-	ck_assert_int_eq(c, 'r');
-	/* A reader that finds nothing more reposts before it would wait. */
+	for (i = 0; i < 2 * RS_REPOST_BATCH + 1; i++) {
+		ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
+		ck_assert_int_eq(rrecv(b, &c, 1, 0), 1);
+		owed = all - recvs_posted(b);
+		ck_assert_int_ge(owed, 1); /* this message's, at least */
+		ck_assert_int_le(owed, RS_REPOST_BATCH);
+		ck_assert_int_eq(rsend(b, "r", 1, 0), 1);
+		ck_assert_int_eq(all - recvs_posted(b),
+				 owed < RS_REPOST_BATCH ? owed : 0);
+		batches += owed == RS_REPOST_BATCH;
+		ck_assert_int_eq(rrecv(a, &c, 1, 0), 1);
+		ck_assert_int_eq(c, 'r');
+	}
+	ck_assert_int_ge(batches, 2);
+	/* A reader that finds nothing owes no more than it did. */
+	owed = all - recvs_posted(b);
 	ck_assert_int_eq(rsend(a, "q", 1, 0), 1);
 	ck_assert_int_eq(rrecv(b, &c, 1, MSG_DONTWAIT), 1);
-	ck_assert_int_lt(recvs_posted(b), all);
 	ck_assert_int_eq(rrecv(b, &c, 1, MSG_DONTWAIT), -1);
 	ck_assert_int_eq(errno, EAGAIN);
-	ck_assert_int_eq(recvs_posted(b), all);
+	ck_assert_int_eq(all - recvs_posted(b), owed + 1);
 }
 END_TEST
 
@@ -1146,8 +1181,6 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
 			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
-	tcase_add_test(tc,
-		       the_answer_goes_out_before_the_receive_is_posted_again);
 	tcase_add_test(tc, every_credit_is_backed_by_a_posted_receive);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
@@ -1159,8 +1192,18 @@ Suite *rsocket_stream_suite(void)
 
 	/* Alone in its case: tests/bench/run.sh path runs only this one. */
 	tc = tcase_create("path");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, deep_queues_setup, teardown);
 	tcase_add_test(tc, small_messages_go_back_and_forth);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("deep queues");
+	tcase_add_checked_fixture(tc, deep_queues_setup, teardown);
+	tcase_add_test(tc, receives_go_back_a_batch_at_a_time);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("deep queues over iwarp");
+	tcase_add_checked_fixture(tc, iwarp_deep_queues_setup, iwarp_teardown);
+	tcase_add_test(tc, receives_go_back_a_batch_at_a_time);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("iwarp");
@@ -1175,8 +1218,6 @@ Suite *rsocket_stream_suite(void)
 	tcase_add_loop_test(tc, an_rpoll_never_waits_for_the_writers_wake_up, 0,
 			    24);
 	tcase_add_test(tc, credits_bound_the_messages_in_flight);
-	tcase_add_test(tc,
-		       the_answer_goes_out_before_the_receive_is_posted_again);
 	tcase_add_test(tc, every_credit_is_backed_by_a_posted_receive);
 	tcase_add_test(tc, peek_and_waitall);
 	tcase_add_test(tc, shut_wr_is_end_of_file_after_the_data);
