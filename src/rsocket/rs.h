@@ -386,8 +386,17 @@ bool rs_unpublish(struct rsocket *rs);
  */
 struct rsocket *rs_get(int socket);
 void rs_ref(struct rsocket *rs);
-/* Drop a reference; the last one frees the socket (and its number). */
-void rs_put(struct rsocket *rs);
+/* table.c: what rs_put does with the last reference. */
+void rs_put_last(struct rsocket *rs);
+/*
+ * Drop a reference; the last one frees the socket (and its number),
+ * errno kept.  Inline: every call ends with one.
+ */
+static inline void rs_put(struct rsocket *rs)
+{
+	if (rs && __atomic_sub_fetch(&rs->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		rs_put_last(rs);
+}
 /* rclose: unpublish, mark closing, wake every sleeper.  -1/EBADF if raced. */
 int rs_close_begin(struct rsocket *rs);
 

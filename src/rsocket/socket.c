@@ -60,14 +60,11 @@ CMA_EXPORT int rsocket(int domain, int type, int protocol)
 /*
  * Every call below holds a reference from rs_get to its rs_put, so a
  * concurrent rclose cannot free the socket under it (rules in rs.h).
- * The rs_put keeps errno: it may free, and freeing may call into verbs.
+ * The rs_put keeps errno also when it frees.
  */
 static long rs_done(struct rsocket *rs, long ret)
 {
-	int err = errno;
-
 	rs_put(rs);
-	errno = err;
 	return ret;
 }
 

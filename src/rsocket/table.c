@@ -183,9 +183,14 @@ struct rsocket *rs_alloc(const struct rsocket *inherit, int type)
 	return rs;
 }
 
-/* The last reference is gone: nobody can reach @rs any more. */
-static void rs_free(struct rsocket *rs)
+/*
+ * The last reference is gone: nobody can reach @rs any more.  The calls
+ * into verbs and the CM may set errno: the caller's is kept.
+ */
+void rs_put_last(struct rsocket *rs)
 {
+	int err = errno;
+
 	if (rs->type == SOCK_DGRAM)
 		ds_free(rs);
 	else
@@ -198,6 +203,7 @@ static void rs_free(struct rsocket *rs)
 	pthread_mutex_destroy(&rs->wake_lock);
 	pthread_cond_destroy(&rs->changed);
 	free(rs);
+	errno = err;
 }
 
 static inline struct rsocket **rs_slot(int index, bool create)
@@ -329,12 +335,6 @@ struct rsocket *rs_get(int socket)
 void rs_ref(struct rsocket *rs)
 {
 	__atomic_add_fetch(&rs->refs, 1, __ATOMIC_RELAXED);
-}
-
-void rs_put(struct rsocket *rs)
-{
-	if (rs && __atomic_sub_fetch(&rs->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		rs_free(rs);
 }
 
 /* Make the wake fd readable for good; rs->wake_lock held. */
