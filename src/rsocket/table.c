@@ -226,17 +226,25 @@ static inline struct rsocket **rs_slot(int index, bool create)
 /* After this many turns a waiter lets the holder's CPU go (preempted). */
 #define RS_STRIPE_SPINS 64
 
-static inline int *rs_stripe_lock(int index)
+/* Out of line: the lookup's own code stays small without a contender. */
+static __attribute__((noinline)) void rs_stripe_wait(int *held)
 {
-	int *held = &rs_stripes[(unsigned int)index % RS_STRIPES].held;
 	unsigned int spins = 0;
 
-	while (__atomic_exchange_n(held, 1, __ATOMIC_ACQUIRE)) {
+	do {
 		while (__atomic_load_n(held, __ATOMIC_RELAXED)) {
 			if (++spins % RS_STRIPE_SPINS == 0)
 				sched_yield();
 		}
-	}
+	} while (__atomic_exchange_n(held, 1, __ATOMIC_ACQUIRE));
+}
+
+static inline int *rs_stripe_lock(int index)
+{
+	int *held = &rs_stripes[(unsigned int)index % RS_STRIPES].held;
+
+	if (__atomic_exchange_n(held, 1, __ATOMIC_ACQUIRE))
+		rs_stripe_wait(held);
 	return held;
 }
 
