@@ -72,10 +72,9 @@ static uint64_t rs_ka_coarse_ms(void)
 }
 
 /* Under rs->lock, from the completion path: cheap (a coarse clock read). */
-void rs_ka_heard(struct rsocket *rs)
+void rs_ka_heard_now(struct rsocket *rs)
 {
-	if (__atomic_load_n(&rs->ka.listed, __ATOMIC_RELAXED))
-		rs->ka.heard_ms = rs_ka_coarse_ms();
+	rs->ka.heard_ms = rs_ka_coarse_ms();
 }
 
 /* The times may change under the thread's feet (rsetsockopt): atomics. */

@@ -60,8 +60,8 @@ struct rsocket;
 /* Start or stop the timer of a stream socket (SO_KEEPALIVE on or off). */
 int rs_ka_start(struct rsocket *rs);
 void rs_ka_stop(struct rsocket *rs);
-/* The peer was heard from (a receive, or a probe's acknowledgement). */
-void rs_ka_heard(struct rsocket *rs);
+/* rs_ka_heard's (rs.h) store, for a socket the timer looks at. */
+void rs_ka_heard_now(struct rsocket *rs);
 /* Post one probe if a control slot is free (stream.c), under rs->lock. */
 void rs_send_keepalive(struct rsocket *rs);
 /* The defaults of the kernel's TCP: /proc/sys/net/ipv4/tcp_keepalive_*. */

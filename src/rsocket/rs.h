@@ -613,6 +613,17 @@ static inline uint32_t rs_ring_next(uint32_t i, uint32_t n)
 	return i + 1 == n ? 0 : i + 1;
 }
 
+/*
+ * The peer was heard from (a receive, or a probe's acknowledgement): the
+ * time, only for a socket the keepalive timer looks at.  Inline: every
+ * completion says so.
+ */
+static inline void rs_ka_heard(struct rsocket *rs)
+{
+	if (__atomic_load_n(&rs->ka.listed, __ATOMIC_RELAXED))
+		rs_ka_heard_now(rs);
+}
+
 /* Poll the CQ and process what it holds; the caller holds rs->lock. */
 int rs_poll_cq(struct rsocket *rs);
 /* Post again the receives completions consumed; under rs->lock. */
@@ -633,8 +644,22 @@ static inline void rs_repost_batch(struct rsocket *rs)
 }
 /* Send credits if due; the caller holds rs->lock. */
 void rs_update_credits(struct rsocket *rs);
-bool rs_can_send(struct rsocket *rs);
-bool rs_have_rdata(struct rsocket *rs);
+
+/* Room for one more message (inline: asked before every send). */
+static inline bool rs_can_send(const struct rsocket *rs)
+{
+	int need = rs->msg_send ? 2 : 1; /* a write and its SEND */
+
+	return !rs->await_peer && rs->sqe_avail >= need &&
+	       rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
+	       rs->sseq_no != rs->sseq_comp &&
+	       rs->target_sgl[rs->target_sge].length != 0;
+}
+
+static inline bool rs_have_rdata(const struct rsocket *rs)
+{
+	return rs->rmsg_head != rs->rmsg_tail;
+}
 /* Consume a CQ event that poll() reported, unless a wait sleeps on it. */
 void rs_consume_cq_event(struct rsocket *rs);
 /*
@@ -678,9 +703,16 @@ bool rs_arm_cq(struct rsocket *rs);
 bool rs_conn_can_send(struct rsocket *rs);
 /*
  * In a send loop, rs->lock held: 1 when there is room to send now, 0 when
- * woken without room (look again), -1/errno (EAGAIN, EPIPE, ...).
+ * woken without room (look again), -1/errno (EAGAIN, EPIPE, ...).  The
+ * answer without a wait is inline, the rest (stream.c) is not.
  */
-int rs_wait_sendable(struct rsocket *rs, bool nonblock);
+int rs_wait_for_room(struct rsocket *rs, bool nonblock);
+static inline int rs_wait_sendable(struct rsocket *rs, bool nonblock)
+{
+	if ((rs_state(rs) & RS_WRITABLE) && rs_can_send(rs))
+		return 1;
+	return rs_wait_for_room(rs, nonblock);
+}
 /*
  * The size of the next chunk of a @left-byte send: starts small and
  * doubles in *@olen (so the first bytes leave early), capped by the send

@@ -645,21 +645,6 @@ void rs_flush_qp(struct rsocket *rs)
 
 /* --- readiness (what waits wait for: wait.c) ------------------------- */
 
-bool rs_can_send(struct rsocket *rs)
-{
-	int need = rs->msg_send ? 2 : 1; /* a write and its SEND */
-
-	return !rs->await_peer && rs->sqe_avail >= need &&
-	       rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
-	       rs->sseq_no != rs->sseq_comp &&
-	       rs->target_sgl[rs->target_sge].length != 0;
-}
-
-bool rs_have_rdata(struct rsocket *rs)
-{
-	return rs->rmsg_head != rs->rmsg_tail;
-}
-
 bool rs_conn_can_send(struct rsocket *rs)
 {
 	/* Not writable first: a detached socket has no target SGL left. */
@@ -920,7 +905,7 @@ static int rs_write_data(struct rsocket *rs, const struct iovec **iov,
 			       addr, rkey);
 }
 
-int rs_wait_sendable(struct rsocket *rs, bool nonblock)
+int rs_wait_for_room(struct rsocket *rs, bool nonblock)
 {
 	/*
 	 * After shutdown(SHUT_WR) nothing more is sent, room or not; a close
