@@ -43,7 +43,38 @@
 static struct rsp_file **pages[NPAGES];
 int rsp_nmoved;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
 static int mapped; /* descriptors mapped, for rsp_any() */
+
+/*
+ * A fork keeps only the forking thread, so a child forked while another
+ * thread changed the table would find the lock held for good (and its
+ * first socket or close of an rsocket would hang).  The lock is a leaf
+ * (only malloc inside, which the C library's fork handles after these
+ * handlers), so every fork holds it across: the child gets the table
+ * whole, counter included, and the lock free.  The preload's fork() takes
+ * share_lock first, the documented order.
+ */
+static void table_forking(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void table_forked(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(table_forking, table_forked, table_forked);
+}
+
+static void table_lock(void)
+{
+	pthread_once(&fork_watch, watch_forks);
+	pthread_mutex_lock(&lock);
+}
 
 static struct rsp_file **slot(int fd, bool create)
 {
@@ -197,7 +228,7 @@ static struct rsp_file *swap(int fd, struct rsp_file *f)
 {
 	struct rsp_file **s, *old = NULL;
 
-	pthread_mutex_lock(&lock);
+	table_lock();
 	s = slot(fd, f != NULL);
 	if (s) {
 		old = *s;
@@ -239,7 +270,7 @@ bool rsp_retire(int fd, struct rsp_file *f)
 	struct rsp_file **s;
 	bool unmapped = false;
 
-	pthread_mutex_lock(&lock);
+	table_lock();
 	s = slot(fd, false);
 	if (s && *s == f) {
 		__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
@@ -261,7 +292,7 @@ void rsp_release_retired(int fd)
 
 	if (!__atomic_load_n(&retired, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&lock);
+	table_lock();
 	for (p = &retired; (f = *p);) {
 		if (f->retired_fd != fd) {
 			p = &f->retired_next;
@@ -289,7 +320,7 @@ static void each_fd(bool (*fn)(struct rsp_file *f, int fd, void *arg),
 	struct rsp_file **page;
 	int p, i;
 
-	pthread_mutex_lock(&lock);
+	table_lock();
 	for (p = 0; p < NPAGES; p++) {
 		page = pages[p];
 		for (i = 0; page && i < PAGE_SLOTS; i++)
@@ -402,7 +433,7 @@ bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with)
 	bool swapped = false;
 	int flags;
 
-	pthread_mutex_lock(&lock);
+	table_lock();
 	s = slot(fd, false);
 	if (s && *s == f) {
 		flags = rsp_real.fcntl(fd, F_GETFD);

@@ -10,7 +10,9 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
@@ -275,6 +277,61 @@ START_TEST(retire_races_other_closes)
 }
 END_TEST
 
+/* One descriptor mapped and cleared again and again, by another thread. */
+struct churn {
+	struct rsp_file *f;
+	bool stop;
+};
+
+static void *map_and_clear(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		rsp_set(900, c->f);
+		rsp_clear(900);
+	}
+	return NULL;
+}
+
+/*
+ * A fork while another thread changes the table: the child (without that
+ * thread) finds the table whole and changes it at once.  The wait for a
+ * child is bounded, so a hung one fails the test rather than hanging it.
+ */
+START_TEST(a_child_forked_while_the_table_changes_changes_it)
+{
+	struct churn c = {.f = new_file()};
+	int i, n, status, rs = c.f->rs;
+	pthread_t t;
+	pid_t pid;
+
+	rsp_set(800, c.f); /* holds the file: the loop's clears never free it */
+	ck_assert_int_eq(pthread_create(&t, NULL, map_and_clear, &c), 0);
+	for (i = 0; i < 20; i++) {
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (!pid) {
+			rsp_set(901, c.f);
+			rsp_clear(901);
+			_exit(rsp_get(800) == c.f ? 0 : 1);
+		}
+		for (n = 0; n < 100 && !waitpid(pid, &status, WNOHANG); n++)
+			usleep(10000);
+		if (n == 100) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+		}
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	__atomic_store_n(&c.stop, true, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	rsp_clear(800);
+	ck_assert(!still_open(rs));
+}
+END_TEST
+
 Suite *preload_fdtab_suite(void)
 {
 	Suite *s = suite_create("preload_fdtab");
@@ -292,6 +349,7 @@ Suite *preload_fdtab_suite(void)
 	tcase_add_test(tc, retire_of_a_dup_leaves_the_other);
 	tcase_add_test(tc, retire_leaves_a_new_mapping_alone);
 	tcase_add_test(tc, retire_races_other_closes);
+	tcase_add_test(tc, a_child_forked_while_the_table_changes_changes_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
