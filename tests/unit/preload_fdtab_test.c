@@ -10,9 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <rdma/rsocket.h>
 
@@ -296,13 +294,12 @@ static void *map_and_clear(void *arg)
 
 /*
  * A fork while another thread changes the table: the child (without that
- * thread) finds the table whole and changes it at once.  The wait for a
- * child is bounded, so a hung one fails the test rather than hanging it.
+ * thread) finds the table whole and changes it at once (within a second).
  */
 START_TEST(a_child_forked_while_the_table_changes_changes_it)
 {
 	struct churn c = {.f = new_file()};
-	int i, n, status, rs = c.f->rs;
+	int i, status, rs = c.f->rs;
 	pthread_t t;
 	pid_t pid;
 
@@ -316,12 +313,7 @@ START_TEST(a_child_forked_while_the_table_changes_changes_it)
 			rsp_clear(901);
 			_exit(rsp_get(800) == c.f ? 0 : 1);
 		}
-		for (n = 0; n < 100 && !waitpid(pid, &status, WNOHANG); n++)
-			usleep(10000);
-		if (n == 100) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-		}
+		status = unit_wait_child(pid, 1000);
 		ck_assert(WIFEXITED(status));
 		ck_assert_int_eq(WEXITSTATUS(status), 0);
 	}

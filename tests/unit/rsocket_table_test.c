@@ -194,14 +194,13 @@ END_TEST
 /*
  * Twenty forks while another thread runs @busy: each child, without that
  * thread (which may have held one of the table's locks at the fork), must
- * pass @check at once.  The wait for a child is bounded so that a hung
- * child fails the test rather than hanging it.
+ * pass @check at once (within a second).
  */
 static void forks_beside(void *(*busy)(void *), struct lookups *l,
 			 bool (*check)(struct lookups *l))
 {
 	pthread_t t;
-	int i, n, status;
+	int i, status;
 	pid_t pid;
 
 	ck_assert_int_eq(pthread_create(&t, NULL, busy, l), 0);
@@ -210,12 +209,7 @@ static void forks_beside(void *(*busy)(void *), struct lookups *l,
 		ck_assert_int_ge(pid, 0);
 		if (!pid)
 			_exit(check(l) ? 0 : 1);
-		for (n = 0; n < 100 && !waitpid(pid, &status, WNOHANG); n++)
-			usleep(10000);
-		if (n == 100) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-		}
+		status = unit_wait_child(pid, 1000);
 		ck_assert(WIFEXITED(status));
 		ck_assert_int_eq(WEXITSTATUS(status), 0);
 	}

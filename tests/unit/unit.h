@@ -10,8 +10,10 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
@@ -22,6 +24,24 @@
 #include "suites.h"
 #undef UNIT_SUITE
 #undef UNIT_CHILD
+
+/*
+ * Child @pid's wait status within @ms milliseconds; one still running
+ * then is killed (its status says so), so a hung child fails a test
+ * rather than hanging it.
+ */
+static inline int unit_wait_child(pid_t pid, int ms)
+{
+	int status = 0, n;
+
+	for (n = 0; n < ms / 10 && !waitpid(pid, &status, WNOHANG); n++)
+		usleep(10000);
+	if (n == ms / 10) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	return status;
+}
 
 /* Whether @fd is readable right now (an outside program's poll). */
 static inline bool unit_readable(int fd)
