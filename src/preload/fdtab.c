@@ -49,25 +49,22 @@ static int mapped; /* descriptors mapped, for rsp_any() */
 /*
  * A fork keeps only the forking thread, so a child forked while another
  * thread changed the table would find the lock held for good (and its
- * first socket or close of an rsocket would hang).  The lock is a leaf
- * (only malloc inside, which the C library's fork handles after these
- * handlers), so every fork holds it across: the child gets the table
- * whole, counter included, and the lock free.  The preload's fork() takes
- * share_lock first, the documented order.
+ * first socket or close of an rsocket would hang).  The child makes it
+ * afresh, as the preload's other locks.  Not held across the fork: the
+ * library calls close() and the like (this preload's) under locks of its
+ * own, which other atfork handlers take, in an order no handler here
+ * controls.  Every change is a single store, so the table is whole at any
+ * instant, and the mapped count never falls below the slots in use
+ * (swap), so the child's lookups see every mapped descriptor.
  */
-static void table_forking(void)
-{
-	pthread_mutex_lock(&lock);
-}
-
 static void table_forked(void)
 {
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_init(&lock, NULL);
 }
 
 static void watch_forks(void)
 {
-	pthread_atfork(table_forking, table_forked, table_forked);
+	pthread_atfork(NULL, NULL, table_forked);
 }
 
 static void table_lock(void)
@@ -231,11 +228,16 @@ static struct rsp_file *swap(int fd, struct rsp_file *f)
 	table_lock();
 	s = slot(fd, f != NULL);
 	if (s) {
+		/*
+		 * rsp_any and the lookups read the count unlocked: it rises
+		 * before a slot fills and falls after one empties.
+		 */
 		old = *s;
+		if (f && !old)
+			__atomic_add_fetch(&mapped, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(s, f, __ATOMIC_RELEASE);
-		__atomic_add_fetch(
-			&mapped, (f != NULL) - (old != NULL),
-			__ATOMIC_RELAXED); /* rsp_any reads it unlocked */
+		if (!f && old)
+			__atomic_sub_fetch(&mapped, 1, __ATOMIC_RELAXED);
 	} else {
 		/* No room: the caller's new reference is dropped again. */
 		old = f;
