@@ -316,7 +316,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 }
 
 /* Keepalive's note that the peer answered: no keepalive thread here. */
-void rs_ka_heard(struct rsocket *rs)
+void rs_ka_heard_now(struct rsocket *rs)
 {
 }
 
