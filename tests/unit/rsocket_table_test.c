@@ -191,32 +191,6 @@ START_TEST(lookups_racing_closes_find_a_live_socket_or_none)
 }
 END_TEST
 
-/*
- * Twenty forks while another thread runs @busy: each child, without that
- * thread (which may have held one of the table's locks at the fork), must
- * pass @check at once (within a second).
- */
-static void forks_beside(void *(*busy)(void *), struct lookups *l,
-			 bool (*check)(struct lookups *l))
-{
-	pthread_t t;
-	int i, status;
-	pid_t pid;
-
-	ck_assert_int_eq(pthread_create(&t, NULL, busy, l), 0);
-	for (i = 0; i < 20; i++) {
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (!pid)
-			_exit(check(l) ? 0 : 1);
-		status = unit_wait_child(pid, 1000);
-		ck_assert(WIFEXITED(status));
-		ck_assert_int_eq(WEXITSTATUS(status), 0);
-	}
-	__atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
-}
-
 static void *look_up_one(void *arg)
 {
 	struct lookups *l = arg;
@@ -226,9 +200,9 @@ static void *look_up_one(void *arg)
 	return NULL;
 }
 
-static bool finds_the_socket(struct lookups *l)
+static bool finds_the_socket(void *arg)
 {
-	return rs_get(l->s) != NULL;
+	return rs_get(((struct lookups *)arg)->s) != NULL;
 }
 
 /* The looking-up thread may have held the number's stripe at the fork. */
@@ -237,7 +211,7 @@ START_TEST(a_child_forked_during_a_lookup_finds_its_socket)
 	struct lookups l = {.s = rsocket(AF_INET, SOCK_STREAM, 0)};
 
 	ck_assert_int_ge(l.s, 0);
-	forks_beside(look_up_one, &l, finds_the_socket);
+	unit_forks_beside(look_up_one, &l, &l.stop, finds_the_socket);
 	ck_assert_int_eq(rclose(l.s), 0);
 }
 END_TEST
@@ -262,17 +236,19 @@ static void *publish_and_withdraw_again(void *arg)
 	/* no check inside: each writes to Check's pipe, outside the table */
 	while (ok && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
 		ok = !rs_insert(rs, l->s);
+		if (!ok)
+			break;
 		rs_ref(rs); /* the table's reference goes with the number */
-		ok = rs_unpublish(rs) && ok;
+		ok = rs_unpublish(rs);
 	}
 	ck_assert(ok);
 	rs_put(rs);
 	return NULL;
 }
 
-static bool publishes_another(struct lookups *l)
+static bool publishes_another(void *arg)
 {
-	struct lookups other = {.s = l->s + 1};
+	struct lookups other = {.s = ((struct lookups *)arg)->s + 1};
 
 	return publish_and_withdraw(&other);
 }
@@ -283,7 +259,8 @@ START_TEST(a_child_forked_during_an_insert_makes_sockets)
 	struct lookups l = {.s = 4000};
 
 	rs_configure(); /* as every call that makes a socket does first */
-	forks_beside(publish_and_withdraw_again, &l, publishes_another);
+	unit_forks_beside(publish_and_withdraw_again, &l, &l.stop,
+			  publishes_another);
 }
 END_TEST
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -41,6 +42,32 @@ static inline int unit_wait_child(pid_t pid, int ms)
 		waitpid(pid, &status, 0);
 	}
 	return status;
+}
+
+/*
+ * Twenty forks while another thread runs @busy(@arg) until *@stop: each
+ * child, without that thread (which may have held a lock at the fork),
+ * must pass @check(@arg) at once (within a second).
+ */
+static inline void unit_forks_beside(void *(*busy)(void *), void *arg,
+				     bool *stop, bool (*check)(void *arg))
+{
+	pthread_t t;
+	int i, status;
+	pid_t pid;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, busy, arg), 0);
+	for (i = 0; i < 20; i++) {
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (!pid)
+			_exit(check(arg) ? 0 : 1);
+		status = unit_wait_child(pid, 1000);
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	__atomic_store_n(stop, true, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
 }
 
 /* Whether @fd is readable right now (an outside program's poll). */
