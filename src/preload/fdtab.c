@@ -35,6 +35,7 @@
 #include <rdma/rsocket.h>
 
 #include "preload.h"
+#include "util/fork_fresh.h"
 
 #define PAGE_SHIFT 10
 #define PAGE_SLOTS (1 << PAGE_SHIFT)
@@ -42,36 +43,17 @@
 
 static struct rsp_file **pages[NPAGES];
 int rsp_nmoved;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
 static int mapped; /* descriptors mapped, for rsp_any() */
 
 /*
- * A fork keeps only the forking thread, so a child forked while another
- * thread changed the table would find the lock held for good (and its
- * first socket or close of an rsocket would hang).  The child makes it
- * afresh, as the preload's other locks.  Not held across the fork: the
- * library calls close() and the like (this preload's) under locks of its
- * own, which other atfork handlers take, in an order no handler here
- * controls.  Every change is a single store, so the table is whole at any
- * instant, and the mapped count never falls below the slots in use
- * (swap), so the child's lookups see every mapped descriptor.
+ * Made afresh in a forked child (util/fork_fresh.h), not held across the
+ * fork: the library calls close() and the like (this preload's) under
+ * locks of its own, which other atfork handlers take, in an order no
+ * handler here controls.  Every change is a single store, so the table is
+ * whole at any instant, and the mapped count never falls below the slots
+ * in use (swap), so the child's lookups see every mapped descriptor.
  */
-static void table_forked(void)
-{
-	pthread_mutex_init(&lock, NULL);
-}
-
-static void watch_forks(void)
-{
-	pthread_atfork(NULL, NULL, table_forked);
-}
-
-static void table_lock(void)
-{
-	pthread_once(&fork_watch, watch_forks);
-	pthread_mutex_lock(&lock);
-}
+CMA_FRESH_MUTEX(lock)
 
 static struct rsp_file **slot(int fd, bool create)
 {
@@ -225,7 +207,7 @@ static struct rsp_file *swap(int fd, struct rsp_file *f)
 {
 	struct rsp_file **s, *old = NULL;
 
-	table_lock();
+	pthread_mutex_lock(&lock);
 	s = slot(fd, f != NULL);
 	if (s) {
 		/*
@@ -272,7 +254,7 @@ bool rsp_retire(int fd, struct rsp_file *f)
 	struct rsp_file **s;
 	bool unmapped = false;
 
-	table_lock();
+	pthread_mutex_lock(&lock);
 	s = slot(fd, false);
 	if (s && *s == f) {
 		__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
@@ -294,7 +276,7 @@ void rsp_release_retired(int fd)
 
 	if (!__atomic_load_n(&retired, __ATOMIC_ACQUIRE))
 		return;
-	table_lock();
+	pthread_mutex_lock(&lock);
 	for (p = &retired; (f = *p);) {
 		if (f->retired_fd != fd) {
 			p = &f->retired_next;
@@ -322,7 +304,7 @@ static void each_fd(bool (*fn)(struct rsp_file *f, int fd, void *arg),
 	struct rsp_file **page;
 	int p, i;
 
-	table_lock();
+	pthread_mutex_lock(&lock);
 	for (p = 0; p < NPAGES; p++) {
 		page = pages[p];
 		for (i = 0; page && i < PAGE_SLOTS; i++)
@@ -435,7 +417,7 @@ bool rsp_swap_kernel(int fd, const struct rsp_file *f, int with)
 	bool swapped = false;
 	int flags;
 
-	table_lock();
+	pthread_mutex_lock(&lock);
 	s = slot(fd, false);
 	if (s && *s == f) {
 		flags = rsp_real.fcntl(fd, F_GETFD);
