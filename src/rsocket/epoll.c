@@ -48,6 +48,38 @@ static const struct cma_bell_ops rep_bell_ops = {
 
 static struct repoll *rep_list;
 static pthread_mutex_t rep_mut = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t rep_fork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * fork() holds rep_mut and every instance's lock across (a child would
+ * otherwise inherit one held by a thread it does not have, and hang on
+ * its first repoll call): they are leaves (their holders take only the
+ * table's stripes, malloc and a bell's write), so waiting for them never
+ * waits on another prepare handler's lock, and the child's lists are
+ * whole.  Records are never freed, so the list only grows.
+ */
+static void rep_forking(void)
+{
+	struct repoll *rep;
+
+	pthread_mutex_lock(&rep_mut);
+	for (rep = rep_list; rep; rep = rep->next)
+		pthread_mutex_lock(&rep->lock);
+}
+
+static void rep_forked(void)
+{
+	struct repoll *rep;
+
+	for (rep = rep_list; rep; rep = rep->next)
+		pthread_mutex_unlock(&rep->lock);
+	pthread_mutex_unlock(&rep_mut);
+}
+
+static void rep_watch_forks(void)
+{
+	pthread_atfork(rep_forking, rep_forked, rep_forked);
+}
 
 static struct repoll *rep_find(int epfd)
 {
@@ -88,6 +120,7 @@ CMA_EXPORT int repoll_create(int flags)
 	if (flags & ~EPOLL_CLOEXEC)
 		return cma_err(EINVAL);
 	rs_configure();
+	pthread_once(&rep_fork_once, rep_watch_forks);
 	epfd = epoll_create1(flags);
 	if (epfd < 0)
 		return -1;

@@ -3,7 +3,8 @@
  * repoll_create, repoll_ctl and repoll_wait (src/rsocket/epoll.c) on the fake
  * kernel and device: an instance forgets a closed rsocket as epoll forgets
  * a closed file, an instance number used again after close(2) starts
- * empty, and a wait watches an rsocket another thread adds meanwhile.
+ * empty, a wait watches an rsocket another thread adds meanwhile, and a
+ * child forked while another thread changes a set can use it.
  */
 #include <config.h>
 
@@ -113,6 +114,58 @@ START_TEST(repoll_wait_watches_a_member_added_meanwhile)
 }
 END_TEST
 
+struct churn {
+	int epfd, busy, other;
+	bool stop;
+};
+
+/* One rsocket in and out of the set: most of the time in its locks. */
+static void *add_and_remove_again(void *arg)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct churn *c = arg;
+	bool ok = true;
+
+	/* no check inside: each writes to Check's pipe, outside the locks */
+	while (ok && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		ok = !repoll_ctl(c->epfd, EPOLL_CTL_ADD, c->busy, &ev) &&
+		     !repoll_ctl(c->epfd, EPOLL_CTL_DEL, c->busy, NULL);
+	ck_assert(ok);
+	return NULL;
+}
+
+static bool adds_another_and_makes_a_set(void *arg)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct churn *c = arg;
+	int epfd = repoll_create(0);
+
+	if (epfd < 0)
+		return false;
+	close(epfd);
+	return !repoll_ctl(c->epfd, EPOLL_CTL_ADD, c->other, &ev) &&
+	       !repoll_ctl(c->epfd, EPOLL_CTL_DEL, c->other, NULL);
+}
+
+/*
+ * A child forked while another thread changes a set uses the set and
+ * makes new ones: the locks that thread may have held are not its.
+ */
+START_TEST(a_child_forked_during_a_change_uses_the_set)
+{
+	struct churn c = {.epfd = repoll_create(0),
+			  .busy = bound_dgram(),
+			  .other = bound_dgram()};
+
+	ck_assert_int_ge(c.epfd, 0);
+	unit_forks_beside(add_and_remove_again, &c, &c.stop,
+			  adds_another_and_makes_a_set);
+	close(c.epfd);
+	ck_assert_int_eq(rclose(c.busy), 0);
+	ck_assert_int_eq(rclose(c.other), 0);
+}
+END_TEST
+
 Suite *rsocket_epoll_suite(void)
 {
 	Suite *s = suite_create("rsocket_epoll");
@@ -122,6 +175,7 @@ Suite *rsocket_epoll_suite(void)
 	tcase_add_test(tc, repoll_wait_forgets_a_closed_rsocket);
 	tcase_add_test(tc, repoll_number_reused_after_close_starts_empty);
 	tcase_add_test(tc, repoll_wait_watches_a_member_added_meanwhile);
+	tcase_add_test(tc, a_child_forked_during_a_change_uses_the_set);
 	suite_add_tcase(s, tc);
 	return s;
 }
