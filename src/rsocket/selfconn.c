@@ -19,7 +19,10 @@
  * waits on is left to that thread.
  *
  * All queue state is under one mutex (rs_self_mut): listeners, their
- * queues, and how many threads are inside raccept.
+ * queues, and how many threads are inside raccept.  It is held across an
+ * accept (CM calls, the table's lock), so a fork cannot hold it: a forked
+ * child makes it afresh (rs_self_forked), and every change keeps the list
+ * whole at any instant a holder can stop at.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +39,7 @@ void rs_listener_add(struct rsocket *rs)
 {
 	pthread_mutex_lock(&rs_self_mut);
 	rs->listen_next = rs_listeners;
-	rs_listeners = rs;
+	__atomic_store_n(&rs_listeners, rs, __ATOMIC_RELEASE);
 	rs->listen_added = true;
 	pthread_mutex_unlock(&rs_self_mut);
 }
@@ -114,16 +117,20 @@ static struct rsocket *rs_self_listener(struct rsocket *rs)
 	return l;
 }
 
+/* Grown by copy, the old array freed once replaced: never dangling. */
 static int rs_acceptq_push(struct rsocket *l, int index)
 {
 	if (l->acceptq_n == l->acceptq_cap) {
 		uint32_t cap = l->acceptq_cap ? 2 * l->acceptq_cap : 4;
-		int *q = realloc(l->acceptq, cap * sizeof(*q));
+		int *q = malloc(cap * sizeof(*q)), *old = l->acceptq;
 
 		if (!q)
 			return -1;
-		l->acceptq = q;
+		if (l->acceptq_n)
+			memcpy(q, old, l->acceptq_n * sizeof(*q));
+		__atomic_store_n(&l->acceptq, q, __ATOMIC_RELEASE);
 		l->acceptq_cap = cap;
+		free(old);
 	}
 	l->acceptq[l->acceptq_n++] = index;
 	return 0;
@@ -199,4 +206,24 @@ bool rs_acceptq_ready(struct rsocket *l)
 	ready = l->acceptq_n > 0;
 	pthread_mutex_unlock(&rs_self_mut);
 	return ready;
+}
+
+/*
+ * A forked child has no thread inside raccept, and what was accepted for
+ * its parent's own connects belongs to the parent (whose connecting
+ * thread takes it there): every queue starts empty.  Its sockets stay in
+ * the child's table, as any connection the parent made.
+ */
+void rs_self_forked(void)
+{
+	struct rsocket *l;
+
+	pthread_mutex_init(&rs_self_mut, NULL);
+	for (l = rs_listeners; l; l = l->listen_next) {
+		l->accept_waiters = 0;
+		free(l->acceptq);
+		l->acceptq = NULL;
+		l->acceptq_n = 0;
+		l->acceptq_cap = 0;
+	}
 }
