@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "rs.h"
+#include "util/fork_fresh.h"
 #include "util/thread.h"
 
 enum rs_handoff_kind {
@@ -610,8 +611,13 @@ const struct sockaddr *rs_handed_local(const struct rsocket *rs)
 	return (const struct sockaddr *)&rs->handed->m.local_addr;
 }
 
-/* Claims are rare (one per connection): one at a time per process. */
-static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Claims are rare (one per connection): one at a time per process.  Held
+ * across the answer (CM calls), so a forked child makes it afresh (a
+ * claim the parent was inside is then one of two processes' claims of a
+ * connection: one answers it, the other's adoption fails).
+ */
+CMA_FRESH_MUTEX(claim_lock)
 
 /*
  * Adopt the request into a channel of this process and answer it.  The

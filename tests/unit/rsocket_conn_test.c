@@ -936,6 +936,41 @@ START_TEST(a_child_answers_the_connection_its_parent_accepted)
 }
 END_TEST
 
+struct claims {
+	struct rsocket *rs;
+	bool stop;
+};
+
+/* Claims in a loop: most of the time inside the claim's lock. */
+static void *claim_again(void *arg)
+{
+	struct claims *c = arg;
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		rs_handoff_claim(c->rs);
+	return NULL;
+}
+
+static bool claims_once(void *arg)
+{
+	return rs_handoff_claim(((struct claims *)arg)->rs) == 0;
+}
+
+/*
+ * A child forked while a thread of its parent's claims a connection
+ * claims its own: the claim's lock that thread may have held is not the
+ * child's.
+ */
+START_TEST(a_child_forked_during_a_claim_claims)
+{
+	struct claims c = {.rs = rs_get(client)};
+
+	ck_assert_ptr_nonnull(c.rs);
+	unit_forks_beside(claim_again, &c, &c.stop, claims_once);
+	rs_put(c.rs);
+}
+END_TEST
+
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 {
@@ -1191,6 +1226,7 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc, a_child_answers_the_connection_its_parent_accepted);
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
+	tcase_add_test(tc, a_child_forked_during_a_claim_claims);
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 	/*
 	 * Its child forks with the relay thread running and the grandchild
