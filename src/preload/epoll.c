@@ -26,6 +26,7 @@
 
 #include "preload.h"
 #include "util/bell.h"
+#include "util/fork_fresh.h"
 
 struct ep_member {
 	int fd;
@@ -41,7 +42,14 @@ struct ep_set {
 };
 
 static struct ep_set *sets;
-static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Made afresh in a forked child (util/fork_fresh.h), not held across the
+ * fork: the library's close() under its own locks comes here.  Every
+ * change below leaves the sets whole at any instant (a new member array
+ * is filled before it replaces the old, a removed member is overwritten
+ * before the count drops), so a child finds them usable.
+ */
+CMA_FRESH_MUTEX(ep_lock)
 
 /*
  * Waking waiters.  A thread that waits on a set with a record here rings
@@ -150,7 +158,7 @@ static struct ep_set *find_set(int epfd, bool create)
 	if (s) {
 		s->epfd = epfd;
 		s->next = sets;
-		sets = s;
+		__atomic_store_n(&sets, s, __ATOMIC_RELEASE);
 		knock(epfd);
 	}
 	return s;
@@ -170,18 +178,29 @@ static int add_member(struct ep_set *s, int fd, const struct epoll_event *ev)
 {
 	if (s->n == s->cap) {
 		int cap = s->cap ? 2 * s->cap : 8;
-		struct ep_member *m = realloc(s->m, cap * sizeof(*m));
+		struct ep_member *m = malloc(cap * sizeof(*m)), *old = s->m;
 
 		if (!m) {
 			errno = ENOMEM;
 			return -1;
 		}
-		s->m = m;
+		if (s->n)
+			memcpy(m, old, s->n * sizeof(*m));
+		__atomic_store_n(&s->m, m, __ATOMIC_RELEASE);
 		s->cap = cap;
+		free(old);
 	}
 	s->m[s->n].fd = fd;
-	s->m[s->n++].ev = *ev;
+	s->m[s->n].ev = *ev;
+	__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* Overwritten before the count drops: whole at any instant. */
+static void drop_member(struct ep_set *s, int i)
+{
+	s->m[i] = s->m[s->n - 1];
+	__atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELEASE);
 }
 
 static int ctl_rs(int epfd, int op, int fd, struct epoll_event *ev)
@@ -211,7 +230,7 @@ static int ctl_rs(int epfd, int op, int fd, struct epoll_event *ev)
 		s->m[i].ev = *ev;
 		cma_bells_ring(s->waiters, real_ops());
 	} else if (op == EPOLL_CTL_DEL) {
-		s->m[i] = s->m[--s->n];
+		drop_member(s, i);
 	} else {
 		errno = EINVAL;
 		ret = -1;
@@ -307,7 +326,7 @@ void rsp_epoll_forget(int fd)
 		}
 		i = find_member(s, fd);
 		if (i >= 0)
-			s->m[i] = s->m[--s->n];
+			drop_member(s, i);
 		p = &s->next;
 	}
 	pthread_mutex_unlock(&ep_lock);
@@ -334,7 +353,7 @@ void rsp_epoll_fell_back(int fd)
 		if (rsp_real.epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &s->m[i].ev))
 			rsp_log("fd %d: cannot move it to epoll set %d: %s", fd,
 				s->epfd, strerror(errno));
-		s->m[i] = s->m[--s->n];
+		drop_member(s, i);
 	}
 	pthread_mutex_unlock(&ep_lock);
 }

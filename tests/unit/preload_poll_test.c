@@ -8,7 +8,8 @@
  * first report, and an rsocket that another thread adds to a set wakes
  * the thread already waiting on it (as the kernel's epoll does: Apache's
  * event MPM adds a socket that could not take more bytes from a worker
- * while its listener waits).
+ * while its listener waits); a child forked while another thread changes
+ * a set makes sets of its own.
  */
 #include <config.h>
 
@@ -206,6 +207,58 @@ int preload_epoll_late_child(int argc, char **argv)
 	return 0;
 }
 
+struct set_churn {
+	int ep, fd;
+	bool stop;
+};
+
+/* One rsocket in and out of a set: most of the time in the set's lock. */
+static void *add_and_remove_again(void *arg)
+{
+	struct set_churn *c = arg;
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = c->fd};
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+	       !epoll_ctl(c->ep, EPOLL_CTL_ADD, c->fd, &ev) &&
+	       !epoll_ctl(c->ep, EPOLL_CTL_DEL, c->fd, NULL))
+		;
+	return NULL;
+}
+
+/* A socket and a set of the child's own, the socket a member. */
+static bool makes_a_set_of_its_own(void *arg)
+{
+	struct epoll_event ev = {.events = EPOLLOUT};
+	int u = socket(AF_INET, SOCK_DGRAM, 0), ep = epoll_create1(0);
+
+	(void)arg;
+	return u >= 0 && ep >= 0 && !epoll_ctl(ep, EPOLL_CTL_ADD, u, &ev);
+}
+
+/*
+ * The runner's --epoll-fork-child mode, run under the preload: twenty
+ * forks while a thread adds a datagram rsocket to a set and takes it out
+ * again; each child makes a socket and a set and adds one to the other.
+ * One line: the children that failed or hung.
+ */
+int preload_epoll_fork_child(int argc, char **argv)
+{
+	struct set_churn c = {.ep = epoll_create1(0),
+			      .fd = socket(AF_INET, SOCK_DGRAM, 0)};
+
+	(void)argc;
+	(void)argv;
+	if (c.ep < 0 || c.fd < 0) {
+		printf("bad setup\n");
+		return 1;
+	}
+	printf("failed %d\n", unit_forks_failing_beside(add_and_remove_again, &c,
+						       &c.stop,
+						       makes_a_set_of_its_own));
+	fflush(stdout);
+	return 0;
+}
+
 START_TEST(mixed_sets_report_both_kinds)
 {
 	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256], want[160];
@@ -243,6 +296,26 @@ START_TEST(a_member_added_meanwhile_wakes_the_waiter)
 }
 END_TEST
 
+/*
+ * A child forked while another thread changes an epoll set makes sets of
+ * its own: the lock that thread may have held is not the child's.
+ */
+START_TEST(a_child_forked_during_a_change_makes_sets)
+{
+	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256];
+	int status;
+
+	status = unit_run_preloaded(
+		path,
+		(char *[]){"preload_poll_test", "--epoll-fork-child", NULL},
+		out, sizeof(out));
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "child: %s", out);
+	ck_assert_str_eq(out, "failed 0\n");
+}
+END_TEST
+
 Suite *preload_poll_suite(void)
 {
 	Suite *s = suite_create("preload_poll");
@@ -250,6 +323,7 @@ Suite *preload_poll_suite(void)
 
 	tcase_add_test(tc, mixed_sets_report_both_kinds);
 	tcase_add_test(tc, a_member_added_meanwhile_wakes_the_waiter);
+	tcase_add_test(tc, a_child_forked_during_a_change_makes_sets);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
