@@ -252,9 +252,9 @@ int preload_epoll_fork_child(int argc, char **argv)
 		printf("bad setup\n");
 		return 1;
 	}
-	printf("failed %d\n", unit_forks_failing_beside(add_and_remove_again, &c,
-						       &c.stop,
-						       makes_a_set_of_its_own));
+	printf("failed %d\n",
+	       unit_forks_failing_beside(add_and_remove_again, &c, &c.stop,
+					 makes_a_set_of_its_own));
 	fflush(stdout);
 	return 0;
 }
