@@ -239,7 +239,7 @@ static bool makes_a_set_of_its_own(void *arg)
  * The runner's --epoll-fork-child mode, run under the preload: twenty
  * forks while a thread adds a datagram rsocket to a set and takes it out
  * again; each child makes a socket and a set and adds one to the other.
- * One line: the children that failed or hung.
+ * One line: whether a child failed or hung.
  */
 int preload_epoll_fork_child(int argc, char **argv)
 {

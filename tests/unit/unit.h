@@ -47,8 +47,9 @@ static inline int unit_wait_child(pid_t pid, int ms)
 /*
  * Twenty forks while another thread runs @busy(@arg) until *@stop: each
  * child, without that thread (which may have held a lock at the fork),
- * must pass @check(@arg) at once (within a second).  How many did not
- * (a child that hung was killed); -1 if the thread could not start.
+ * must pass @check(@arg) at once (within a second).  1 once one did not
+ * (a child that hung is killed; no more forks), 0 if all did, -1 if the
+ * thread could not start.
  * Without Check's asserts: a preloaded child mode uses it too.
  */
 static inline int unit_forks_failing_beside(void *(*busy)(void *), void *arg,
@@ -61,7 +62,7 @@ static inline int unit_forks_failing_beside(void *(*busy)(void *), void *arg,
 
 	if (pthread_create(&t, NULL, busy, arg))
 		return -1;
-	for (i = 0; i < 20; i++) {
+	for (i = 0; i < 20 && !failed; i++) {
 		pid = fork();
 		if (!pid)
 			_exit(check(arg) ? 0 : 1);
@@ -79,6 +80,37 @@ static inline void unit_forks_beside(void *(*busy)(void *), void *arg,
 				     bool *stop, bool (*check)(void *arg))
 {
 	ck_assert_int_eq(unit_forks_failing_beside(busy, arg, stop, check), 0);
+}
+
+struct unit_call_loop {
+	void (*call)(void);
+	bool stop;
+};
+
+static inline void *unit_call_again(void *arg)
+{
+	struct unit_call_loop *l = arg;
+
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+		l->call();
+	return NULL;
+}
+
+static inline bool unit_call_once(void *arg)
+{
+	((struct unit_call_loop *)arg)->call();
+	return true;
+}
+
+/*
+ * The same for one call that takes a lock and returns: another thread
+ * makes it in a loop, each child once (and must not hang in it).
+ */
+static inline void unit_forks_beside_calls(void (*call)(void))
+{
+	struct unit_call_loop l = {.call = call};
+
+	unit_forks_beside(unit_call_again, &l, &l.stop, unit_call_once);
 }
 
 /* Whether @fd is readable right now (an outside program's poll). */
