@@ -35,6 +35,7 @@
 #include "cm/test_hooks.h"
 #include "util/env.h"
 #include "util/fd_high.h"
+#include "util/fork_fresh.h"
 
 #define ACM_USE_CACHE (1u << 0)
 #define ACM_USE_SERVICE (1u << 1)
@@ -53,7 +54,11 @@ static struct {
 } acm_conf = {.log_fd = -1};
 
 static pthread_once_t acm_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t acm_log_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Made afresh in a forked child (util/fork_fresh.h): a line's write may
+ * wait on a pipe, so a fork does not wait for it.  It guards one number.
+ */
+CMA_FRESH_MUTEX(acm_log_lock)
 
 /* A non-negative integer from the environment, capped; @def if unset/bad. */
 static unsigned int acm_env_uint(const char *name, unsigned int def,

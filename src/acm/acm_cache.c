@@ -20,6 +20,7 @@
 #include "acm.h"
 #include "cm/cma.h"
 #include "cm/test_hooks.h"
+#include "util/fork_fresh.h"
 
 #define ACM_CACHE_BUCKETS 1024 /* a power of two */
 #define ACM_CACHE_DEFAULT_LIMIT 65536
@@ -33,7 +34,8 @@ struct acm_cache_entry {
 	struct cma_acm_answer ans;
 };
 
-static pthread_mutex_t acm_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A leaf held across fork (util/fork_fresh.h): its holders only allocate. */
+CMA_LEAF_MUTEX(acm_cache_lock)
 static struct acm_cache_entry *acm_buckets[ACM_CACHE_BUCKETS];
 static size_t acm_cache_entries;
 static size_t acm_cache_limit = ACM_CACHE_DEFAULT_LIMIT;

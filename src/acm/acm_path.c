@@ -25,6 +25,7 @@
 
 #include "acm.h"
 #include "cm/cma.h"
+#include "util/fork_fresh.h"
 
 #define ACM_PORTS_MAX_AGE_MS 5000
 #define ACM_PORTS_MISS_RETRY_MS 1000
@@ -33,7 +34,11 @@
 #define ACM_ROCE_HOP_LIMIT 64
 #define ACM_SELECTOR_EXACTLY (2 << 6)
 
-static pthread_mutex_t acm_ports_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * A leaf held across fork (util/fork_fresh.h): its holders open the local
+ * devices and query their ports, and take no lock of this library's.
+ */
+CMA_LEAF_MUTEX(acm_ports_lock)
 static struct cma_acm_port *acm_ports;
 static size_t acm_nports;
 static uint64_t acm_ports_taken_ms; /* 0: never */

@@ -22,6 +22,8 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +32,7 @@
 #include "acm.h"
 #include "cm/cma.h"
 #include "util/env.h"
+#include "util/fork_fresh.h"
 
 #define ACM_TABLE_DEFAULT_PATH "/etc/rdma/ibacm_hosts.data"
 #define ACM_TABLE_MAX_BYTES (16u << 20)
@@ -305,9 +308,29 @@ cma_acm_table_find(const struct cma_acm_table *t, const struct cma_acm_ep *ep)
 
 /* --- the process's table ---------------------------------------------------- */
 
-static pthread_mutex_t acm_table_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * A leaf held across fork (util/fork_fresh.h): its holders read a regular
+ * file and allocate, nothing more; what they would log is logged after
+ * it is dropped (the log may be a pipe that blocks).
+ */
+CMA_LEAF_MUTEX(acm_table_lock)
 static struct cma_acm_table acm_table;
 static struct stat acm_table_stat; /* of the file loaded; st_ino 0: none */
+
+/* A line for the ACM log, written once acm_table_lock is dropped. */
+struct acm_table_note {
+	char line[256];
+};
+
+__attribute__((format(printf, 2, 3))) static void
+acm_table_note(struct acm_table_note *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n->line, sizeof(n->line), fmt, ap);
+	va_end(ap);
+}
 
 static const char *acm_table_path(void)
 {
@@ -347,7 +370,8 @@ static char *acm_read_file(int fd, size_t size)
 	return buf;
 }
 
-static void acm_table_load(const char *path, const struct stat *st, int fd)
+static void acm_table_load(const char *path, const struct stat *st, int fd,
+			   struct acm_table_note *note)
 {
 	struct cma_acm_table t;
 	char *buf;
@@ -355,28 +379,32 @@ static void acm_table_load(const char *path, const struct stat *st, int fd)
 	cma_acm_table_clear(&acm_table);
 	acm_table_stat = *st;
 	if (!S_ISREG(st->st_mode) || st->st_size > ACM_TABLE_MAX_BYTES) {
-		cma_acm_log("table %s: not a regular file of at most %u bytes",
-			    path, ACM_TABLE_MAX_BYTES);
+		acm_table_note(
+			note,
+			"table %s: not a regular file of at most %u bytes",
+			path, ACM_TABLE_MAX_BYTES);
 		return;
 	}
 	if (st->st_mode & S_IWOTH) {
-		cma_acm_log("table %s: writable by anyone, not used", path);
+		acm_table_note(note, "table %s: writable by anyone, not used",
+			       path);
 		return;
 	}
 	buf = acm_read_file(fd, (size_t)st->st_size);
 	if (!buf || cma_acm_table_parse(buf, (size_t)st->st_size, &t)) {
 		free(buf);
-		cma_acm_log("table %s: out of memory", path);
+		acm_table_note(note, "table %s: out of memory", path);
 		return;
 	}
 	free(buf);
 	acm_table = t;
-	cma_acm_log("table %s: %zu entries, %zu malformed lines skipped", path,
-		    t.count, t.bad_lines);
+	acm_table_note(note,
+		       "table %s: %zu entries, %zu malformed lines skipped",
+		       path, t.count, t.bad_lines);
 }
 
 /* Make acm_table match the file (absent file: empty table).  Locked. */
-static void acm_table_refresh(void)
+static void acm_table_refresh(struct acm_table_note *note)
 {
 	const char *path = acm_table_path();
 	struct stat st;
@@ -385,13 +413,14 @@ static void acm_table_refresh(void)
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		if (acm_table_stat.st_ino || acm_table.count)
-			cma_acm_log("table %s: %m; table dropped", path);
+			acm_table_note(note, "table %s: %m; table dropped",
+				       path);
 		cma_acm_table_clear(&acm_table);
 		memset(&acm_table_stat, 0, sizeof(acm_table_stat));
 		return;
 	}
 	if (!fstat(fd, &st) && !acm_same_file(&st, &acm_table_stat))
-		acm_table_load(path, &st, fd);
+		acm_table_load(path, &st, fd, note);
 	close(fd);
 }
 
@@ -425,11 +454,12 @@ acm_table_find_by_ip_gid(const struct cma_acm_table *t,
 
 int cma_acm_table_lookup(const struct cma_acm_ep *ep, union ibv_gid *gid)
 {
+	struct acm_table_note note = {""};
 	const struct cma_acm_table_entry *e;
 	int ret = -1;
 
 	pthread_mutex_lock(&acm_table_lock);
-	acm_table_refresh();
+	acm_table_refresh(&note);
 	e = cma_acm_table_find(&acm_table, ep);
 	if (!e)
 		e = acm_table_find_by_ip_gid(&acm_table, ep);
@@ -438,6 +468,8 @@ int cma_acm_table_lookup(const struct cma_acm_ep *ep, union ibv_gid *gid)
 		ret = 0;
 	}
 	pthread_mutex_unlock(&acm_table_lock);
+	if (note.line[0])
+		cma_acm_log("%s", note.line);
 	return ret ? cma_err(ENODATA) : 0;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 /*
  * Unit tests of the ACM answer cache (src/acm/acm_cache.c): hits, misses
- * remembered as misses, expiry, and what goes when the cap is reached.
+ * remembered as misses, expiry, what goes when the cap is reached, and
+ * a child forked while another thread uses the cache.
  */
 #include <config.h>
 
@@ -143,6 +144,22 @@ START_TEST(cache_lower_limit_shrinks)
 }
 END_TEST
 
+static void put_and_get(void)
+{
+	struct cma_acm_query q = make_query("a");
+	struct cma_acm_answer ans = {.num_paths = 1};
+
+	cma_acm_cache_put(&q, &ans, 60000);
+	cma_acm_cache_get(&q, &ans);
+}
+
+/* A child forked while another thread uses the cache uses it too. */
+START_TEST(a_child_forked_beside_a_lookup_looks_up)
+{
+	unit_forks_beside_calls(put_and_get);
+}
+END_TEST
+
 Suite *acm_cache_suite(void)
 {
 	Suite *s = suite_create("acm_cache");
@@ -155,6 +172,7 @@ Suite *acm_cache_suite(void)
 	tcase_add_test(tc, cache_limit_drops_oldest);
 	tcase_add_test(tc, cache_limit_drops_expired_first);
 	tcase_add_test(tc, cache_lower_limit_shrinks);
+	tcase_add_test(tc, a_child_forked_beside_a_lookup_looks_up);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,7 +6,7 @@
  *  - a GID is found on the active port that carries it, with the port's
  *    attributes (device name, GID index, MTU, P_Key, rate); an unknown GID
  *    or one on a port that is down is ENODEV; the snapshot is taken again
- *    once forgotten;
+ *    once forgotten; a child forked during a scan scans;
  *  - the first InfiniBand port with a subnet manager, and none on RoCE;
  *  - the kernel's source address towards a destination (no packet sent);
  *  - a RoCE path is the two GIDs with the port's MTU and rate, hop limit
@@ -263,6 +263,32 @@ START_TEST(ib_path_only_to_a_local_port)
 }
 END_TEST
 
+static union ibv_gid scanned_gid;
+
+/*
+ * A new snapshot of the ports every time: the lock held throughout.  No
+ * check inside: each takes Check's own lock, which a fork would copy.
+ */
+static void snapshot_ports(void)
+{
+	struct cma_acm_port port;
+
+	cma_acm_ports_forget();
+	cma_acm_port_by_gid(&scanned_gid, &port);
+}
+
+/* A child forked while another thread scans the ports scans them. */
+START_TEST(a_child_forked_beside_a_scan_scans)
+{
+	struct fake_verbs_port fp = {.ngids = 1};
+
+	scanned_gid = gid_ip4("192.0.2.1");
+	fp.gids[0] = scanned_gid;
+	fake_verbs_set_port(NULL, &fp);
+	unit_forks_beside_calls(snapshot_ports);
+}
+END_TEST
+
 Suite *acm_path_suite(void)
 {
 	Suite *s = suite_create("acm_path");
@@ -275,6 +301,7 @@ Suite *acm_path_suite(void)
 	tcase_add_test(t, every_device_and_a_new_snapshot);
 	tcase_add_test(t, first_ib_port_needs_a_subnet_manager);
 	tcase_add_test(t, route_source_is_the_kernels_choice);
+	tcase_add_test(t, a_child_forked_beside_a_scan_scans);
 	suite_add_tcase(s, t);
 	t = tcase_create("paths");
 	tcase_add_checked_fixture(t, setup, teardown);

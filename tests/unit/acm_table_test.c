@@ -2,7 +2,8 @@
 /*
  * Unit tests of the ACM address table (src/acm/acm_table.c): the parser
  * of ibacm's address-file format and its hash index, then the process's
- * table read from RDMA_CM_ACM_HOSTS, reloaded when the file changes.
+ * table read from RDMA_CM_ACM_HOSTS, reloaded when the file changes (a
+ * child forked while another thread looks a name up looks one up).
  */
 #include <config.h>
 
@@ -238,6 +239,22 @@ START_TEST(table_file_not_regular_or_too_large_is_ignored)
 }
 END_TEST
 
+static void look_up_peer(void)
+{
+	struct cma_acm_ep ep = ep_name("peer");
+	union ibv_gid gid;
+
+	cma_acm_table_lookup(&ep, &gid);
+}
+
+/* A child forked while another thread looks a name up looks one up. */
+START_TEST(a_child_forked_beside_a_lookup_looks_up)
+{
+	write_file(table_path, "peer ::ffff:192.0.2.2\n", 0644);
+	unit_forks_beside_calls(look_up_peer);
+}
+END_TEST
+
 Suite *acm_table_suite(void)
 {
 	Suite *s = suite_create("acm_table");
@@ -257,6 +274,7 @@ Suite *acm_table_suite(void)
 	tcase_add_test(tc, table_file_lookup_and_reload);
 	tcase_add_test(tc, table_file_writable_by_anyone_is_ignored);
 	tcase_add_test(tc, table_file_not_regular_or_too_large_is_ignored);
+	tcase_add_test(tc, a_child_forked_beside_a_lookup_looks_up);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -340,6 +340,30 @@ START_TEST(a_remote_ib_gid_is_asked_of_the_sa)
 }
 END_TEST
 
+static void log_a_line(void)
+{
+	cma_acm_log("a line");
+}
+
+/* A child forked while another thread writes the log writes it. */
+START_TEST(a_child_forked_beside_a_log_line_logs)
+{
+	char path[] = "/tmp/acm-log.XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	setenv("RDMA_CM_USE_IB_ACM", "1", 1);
+	setenv("RDMA_CM_ACM_LOG", path, 1);
+	cma_acm_reconfigure();
+	unit_forks_beside_calls(log_a_line);
+	unsetenv("RDMA_CM_ACM_LOG");
+	unsetenv("RDMA_CM_USE_IB_ACM");
+	cma_acm_reconfigure();
+	unlink(path);
+}
+END_TEST
+
 Suite *acm_suite(void)
 {
 	Suite *s = suite_create("acm");
@@ -361,6 +385,7 @@ Suite *acm_suite(void)
 	tc = tcase_create("helpers");
 	tcase_add_test(tc, log_fd_sits_high);
 	tcase_add_test(tc, log_refuses_a_symlink);
+	tcase_add_test(tc, a_child_forked_beside_a_log_line_logs);
 	tcase_add_test(tc, gid_ip_mapping);
 	tcase_add_test(tc, rate_codes);
 	tcase_add_test(tc, ep_from_sockaddr);
