@@ -72,6 +72,22 @@ static struct cma_htable p2p_held_table;
 static struct cma_list p2p_conns;
 static struct cma_htable p2p_conn_table;
 
+/*
+ * A forked child makes both afresh (util/fork_fresh.h): p2p_lock is held
+ * across kernel commands and the detach's wait, so a fork cannot hold
+ * it, and the condition's copy may still count a parent's waiter.
+ */
+static void cma_p2p_forked(void)
+{
+	pthread_mutex_init(&p2p_lock, NULL);
+	pthread_cond_init(&p2p_idle_cond, NULL);
+}
+
+__attribute__((constructor)) static void cma_p2p_watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, cma_p2p_forked);
+}
+
 void cma_p2p_lock(void)
 {
 	pthread_mutex_lock(&p2p_lock);

@@ -3,7 +3,8 @@
  * Unit tests for peer-to-peer mode's table (src/p2p/p2p.c): identity
  * order, key matching and the decision taken for an incoming request; the
  * private data a p2p connect leaves room for; p2p listeners as the kernel
- * sees them.  The header codec is tested in p2p_wire_test.c, the options
+ * sees them; a child forked while another thread holds the table's lock.
+ * The header codec is tested in p2p_wire_test.c, the options
  * in p2p_options_test.c.
  */
 #include <config.h>
@@ -426,6 +427,19 @@ START_TEST(request_at_a_detached_p2p_listener_refused)
 }
 END_TEST
 
+static void lock_and_unlock(void)
+{
+	cma_p2p_lock();
+	cma_p2p_unlock();
+}
+
+/* A child forked while another thread holds the table's lock takes it. */
+START_TEST(a_child_forked_beside_the_table_takes_its_lock)
+{
+	unit_forks_beside_calls(lock_and_unlock);
+}
+END_TEST
+
 Suite *p2p_suite(void)
 {
 	Suite *s = suite_create("p2p");
@@ -439,6 +453,7 @@ Suite *p2p_suite(void)
 	tcase_add_test(tc, only_the_lower_end_is_heard);
 	tcase_add_test(tc, decisions_by_state);
 	tcase_add_test(tc, keys_match_exactly);
+	tcase_add_test(tc, a_child_forked_beside_the_table_takes_its_lock);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(pd, pd_setup, pd_teardown);
 	tcase_add_test(pd, private_data_wrap_refused);
