@@ -971,6 +971,22 @@ START_TEST(a_child_forked_during_a_claim_claims)
 }
 END_TEST
 
+static void accept_nothing(void)
+{
+	raccept(server, NULL, NULL);
+}
+
+/*
+ * A child forked while a thread of its parent's is in a non-blocking
+ * raccept on their shared listener accepts on it itself.
+ */
+START_TEST(a_child_forked_beside_raccept_accepts)
+{
+	fork_and_reap();
+	unit_forks_beside_calls(accept_nothing);
+}
+END_TEST
+
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 START_TEST(a_grandchild_takes_over_when_the_relay_exits)
 {
@@ -1227,6 +1243,7 @@ Suite *rsocket_conn_suite(void)
 	tcase_add_test(tc,
 		       a_child_takes_over_when_the_relay_closes_the_listener);
 	tcase_add_test(tc, a_child_forked_during_a_claim_claims);
+	tcase_add_test(tc, a_child_forked_beside_raccept_accepts);
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 	/*
 	 * Its child forks with the relay thread running and the grandchild
