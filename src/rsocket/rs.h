@@ -543,8 +543,6 @@ int rs_accept_enter(struct rsocket *l);
 void rs_accept_leave(struct rsocket *l);
 /* Whether a socket accepted for @l waits (rpoll's POLLIN). */
 bool rs_acceptq_ready(struct rsocket *l);
-/* In a forked child (the table's atfork handler): queues start empty. */
-void rs_self_forked(void);
 
 /* --- stream.c ------------------------------------------------------------ */
 

@@ -214,7 +214,7 @@ bool rs_acceptq_ready(struct rsocket *l)
  * thread takes it there): every queue starts empty.  Its sockets stay in
  * the child's table, as any connection the parent made.
  */
-void rs_self_forked(void)
+static void rs_self_forked(void)
 {
 	struct rsocket *l;
 
@@ -226,4 +226,9 @@ void rs_self_forked(void)
 		l->acceptq_n = 0;
 		l->acceptq_cap = 0;
 	}
+}
+
+__attribute__((constructor)) static void rs_self_watch_forks(void)
+{
+	pthread_atfork(NULL, NULL, rs_self_forked);
 }

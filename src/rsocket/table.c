@@ -279,7 +279,6 @@ static void rs_table_forked_child(void)
 	for (i = 0; i < RS_STRIPES; i++)
 		rs_stripe_unlock(&rs_stripes[i].held);
 	pthread_mutex_unlock(&rs_table_mut);
-	rs_self_forked();
 }
 
 int rs_insert(struct rsocket *rs, int index)
