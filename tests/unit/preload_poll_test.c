@@ -280,19 +280,24 @@ START_TEST(mixed_sets_report_both_kinds)
 }
 END_TEST
 
-START_TEST(a_member_added_meanwhile_wakes_the_waiter)
+/* The runner's @mode, run under the preload, must print @want. */
+static void preloaded_child_prints(const char *mode, const char *want)
 {
 	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256];
 	int status;
 
 	status = unit_run_preloaded(
-		path,
-		(char *[]){"preload_poll_test", "--epoll-late-child", NULL},
-		out, sizeof(out));
+		path, (char *[]){"preload_poll_test", (char *)mode, NULL}, out,
+		sizeof(out));
 	unlink(path);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "child: %s", out);
-	ck_assert_str_eq(out, "epoll 1 1 1 1 1 1\n");
+	ck_assert_str_eq(out, want);
+}
+
+START_TEST(a_member_added_meanwhile_wakes_the_waiter)
+{
+	preloaded_child_prints("--epoll-late-child", "epoll 1 1 1 1 1 1\n");
 }
 END_TEST
 
@@ -302,17 +307,7 @@ END_TEST
  */
 START_TEST(a_child_forked_during_a_change_makes_sets)
 {
-	char path[] = "/tmp/rsp-poll-log.XXXXXX", out[256];
-	int status;
-
-	status = unit_run_preloaded(
-		path,
-		(char *[]){"preload_poll_test", "--epoll-fork-child", NULL},
-		out, sizeof(out));
-	unlink(path);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "child: %s", out);
-	ck_assert_str_eq(out, "failed 0\n");
+	preloaded_child_prints("--epoll-fork-child", "failed 0\n");
 }
 END_TEST
 
