@@ -34,7 +34,12 @@
  *       process that runs cat(1) on the connection (its standard input
  *       and output: a server running a handler) and waits for it;
  *       exec: after the first chunk went back, the child itself runs
- *       a shell on the connection that says READY and runs cat(1)
+ *       a shell on the connection that says READY and runs cat(1);
+ *       fork-busy: as fork-epoll, while a thread of the server's makes
+ *       a socket, adds it to an epoll set, takes it out and closes it,
+ *       over and over: each fork may come while that thread is inside
+ *       the socket layer's bookkeeping, which the child then uses (a
+ *       threaded server forking a worker per connection)
  *   fork_echo client|client-nb|client-greet ADDR PORT BYTES
  *       send BYTES of random data in 64 KiB chunks, reading each echo
  *       back and comparing it; client-nb: on a non-blocking socket,
@@ -93,6 +98,7 @@ enum mode {
 	NOFORK_NOBODY,
 	FORK_EXEC,
 	EXEC_SELF,
+	FORK_BUSY,
 };
 
 /* exec's program's first line: sent by the new image, over TCP. */
@@ -429,7 +435,7 @@ static int echo(int c, enum mode mode)
 	ssize_t n, w, off;
 	bool first = true;
 
-	if (mode == FORK_EPOLL)
+	if (mode == FORK_EPOLL || mode == FORK_BUSY)
 		return echo_nb(c);
 	if (mode == EXEC_SELF)
 		return exec_after_first(c);
@@ -456,10 +462,39 @@ static int echo(int c, enum mode mode)
 	return n < 0;
 }
 
+static bool churn_stop;
+
+/*
+ * fork-busy's thread: sockets made, in and out of a set (many times: that
+ * costs no system call, so most of the thread's time is spent there),
+ * closed.
+ */
+static void *churn(void *arg)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ep = epoll_create1(0), s, i;
+
+	(void)arg;
+	while (ep >= 0 && !__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		if (s < 0)
+			continue;
+		for (i = 0; i < 64; i++) {
+			epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+			epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL);
+		}
+		close(s);
+	}
+	if (ep >= 0)
+		close(ep);
+	return NULL;
+}
+
 static int server(const char *port, int n, enum mode mode)
 {
 	struct sockaddr_in sin;
 	int l = socket(AF_INET, SOCK_STREAM, 0), c, i, one = 1, bad = 0, st;
+	pthread_t busy;
 	pid_t pid;
 
 	memset(&sin, 0, sizeof(sin));
@@ -471,6 +506,8 @@ static int server(const char *port, int n, enum mode mode)
 		return fail("listen");
 	if (mode == NOFORK_NOBODY && nobody())
 		return fail("becoming nobody");
+	if (mode == FORK_BUSY && pthread_create(&busy, NULL, churn, NULL))
+		return fail("thread");
 	printf("LISTENING\n");
 	fflush(stdout);
 	for (i = 0; i < n; i++) {
@@ -490,6 +527,10 @@ static int server(const char *port, int n, enum mode mode)
 			_exit(echo(c, mode));
 		}
 		close(c); /* the child's connection must survive this */
+	}
+	if (mode == FORK_BUSY) {
+		__atomic_store_n(&churn_stop, true, __ATOMIC_RELAXED);
+		pthread_join(busy, NULL);
 	}
 	while ((pid = wait(&st)) > 0) {
 		if (WIFEXITED(st) && !WEXITSTATUS(st))
@@ -602,7 +643,8 @@ int main(int argc, char **argv)
 	static const char *const modes[] = {
 		"nofork",	"fork",		 "fork-poll",	"fork-setid",
 		"fork-epoll",	"fork-greet",	 "fork-setuid", "fork-split",
-		"fork-threads", "nofork-nobody", "fork-exec",	"exec"};
+		"fork-threads", "nofork-nobody", "fork-exec",	"exec",
+		"fork-busy"};
 	static const char *const clients[] = {"client", "client-nb",
 					      "client-forkclose",
 					      "client-greet", "client-ready"};

@@ -60,6 +60,12 @@
 #              echo (the client waits for that line): the connection goes
 #              back to TCP before the exec (the rsocket cannot cross it)
 #              and the rest flows there; 3 clients
+#   fork-busy    without it: the server's other thread makes a socket,
+#              adds it to an epoll set, takes it out and closes it over
+#              and over while the main thread accepts and forks a child per
+#              connection, which serves it in epoll; each fork may land
+#              inside that thread's bookkeeping (the locks a child must
+#              not inherit held); 8 clients
 #   fork-close   without it: a client's forked child closes the inherited
 #              connected socket half way; the parent's transfer goes on
 #   nobody-server  without it: tests/system/fork_echo listens as root,
@@ -511,6 +517,9 @@ fork-threads_run() {
 	forkrun fork-threads "$1" fork-threads client 3 RDMAV_FORK_SAFE=1
 	on_rdma fork-threads "$1" 0
 }
+# A threaded server forking a child per connection while its other
+# thread changes sockets and epoll sets.
+fork-busy_run() { forkrun fork-busy "$1" fork-busy client-nb 8; }
 # The child forks a handler program once the connection is on RDMA.
 fork-exec_run() {
 	forkrun fork-exec "$1" fork-exec client 3 RDMAV_FORK_SAFE=1
@@ -659,6 +668,7 @@ for app in iperf3:iperf3:higher:Mbit/s redis:redis-server:higher:GET/s \
 	fork-greet:$FORK_ECHO:lower:ms fork-setuid:$FORK_ECHO:lower:ms \
 	setuid-direct:$FORK_ECHO:lower:ms \
 	fork-split:$FORK_ECHO:lower:ms fork-threads:$FORK_ECHO:lower:ms \
+	fork-busy:$FORK_ECHO:lower:ms \
 	fork-exec:$FORK_ECHO:lower:ms fork-exec-self:$FORK_ECHO:lower:ms \
 	fork-close:$FORK_ECHO:lower:ms nobody-server:$FORK_ECHO:lower:ms \
 	share-first:$FORK_SHARE:lower:ms share-exec:$FORK_SHARE:lower:ms \
