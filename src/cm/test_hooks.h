@@ -40,6 +40,12 @@ void cma_acm_cache_set_limit(size_t max_entries);
 /* acm_service.c: the owner a Unix service socket must have (root). */
 void cma_acm_service_set_trusted_uid(uid_t uid);
 
+/*
+ * util/htable.c: @hook runs after each store of a table's change that a
+ * forked child could see alone (a test forks there); NULL: none.
+ */
+void cma_htable_set_step_hook(void (*hook)(void));
+
 /* timer.c: how often the service thread woke from its epoll set. */
 unsigned long cma_service_wakeups(void);
 /* timer.c: the service thread is up and has run (cma_timer_prestart). */

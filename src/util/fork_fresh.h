@@ -56,4 +56,23 @@
 		pthread_atfork(NULL, NULL, name##_in_child);                   \
 	}
 
+/*
+ * The store of a change that links a node in or out, where the lock's
+ * data is whole without the stores that follow: a forked child's copy may
+ * end at any store another thread of the parent made, so every store
+ * before this one is kept before it and none after it moved ahead of it
+ * (the fence; ThreadSanitizer refuses fences, and its builds are x86,
+ * whose stores stay in order, so there the compiler is held alone).
+ */
+#ifdef __SANITIZE_THREAD__
+#define CMA_FORK_STORES_AFTER() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+#else
+#define CMA_FORK_STORES_AFTER() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+#define CMA_FORK_PUBLISH(where, what)                                          \
+	do {                                                                   \
+		__atomic_store_n(&(where), (what), __ATOMIC_RELEASE);          \
+		CMA_FORK_STORES_AFTER();                                       \
+	} while (0)
+
 #endif /* CMA_FORK_FRESH_H */

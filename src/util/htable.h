@@ -13,6 +13,11 @@
  * Growing needs memory; without it the table keeps its buckets and only
  * the chains get longer, so adding never fails.  Not thread-safe: callers
  * hold their own lock.  Zero-filled tables (static ones) are empty.
+ *
+ * A fork can copy a table in the middle of a change (another thread of the
+ * parent making it): its stores are ordered so that every node is
+ * reachable forward (bucket, next) at every instant, a growth included,
+ * and cma_htable_repair makes the rest whole again in the child.
  */
 #ifndef CMA_HTABLE_H
 #define CMA_HTABLE_H
@@ -32,6 +37,13 @@ struct cma_htable {
 	size_t mask; /* buckets - 1 (a power of two) */
 	size_t count;
 	struct cma_hnode *first_buckets[CMA_HTABLE_FIRST_BUCKETS];
+	/*
+	 * A growth under way, for a child forked during it: the buckets
+	 * nodes move to, and the node between the old chains and these.
+	 */
+	struct cma_hnode **grow_to;
+	size_t grow_mask;
+	struct cma_hnode *moving;
 };
 
 void cma_htable_add(struct cma_htable *t, struct cma_hnode *n, uint64_t hash);
@@ -40,6 +52,12 @@ void cma_htable_del(struct cma_htable *t, struct cma_hnode *n);
 struct cma_hnode *cma_htable_first(const struct cma_htable *t, uint64_t hash);
 /* The next node after @n with the same hash, or NULL. */
 struct cma_hnode *cma_htable_next(const struct cma_hnode *n);
+/*
+ * In a forked child, before any other use: every node the parent's last
+ * store left reachable is linked in again, the back links and the count
+ * recomputed, a growth finished.
+ */
+void cma_htable_repair(struct cma_htable *t);
 
 /* Each node of @t with @hash, into @n (a struct cma_hnode pointer). */
 #define cma_htable_for_hash(n, t, hash)                                        \

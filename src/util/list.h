@@ -6,11 +6,18 @@
  * destinations.  A zeroed list is empty, so the calloc'd or static owner
  * needs no initialiser; a node knows nothing of its list, so unlinking
  * takes both.  Nothing here locks: the owner's lock covers its lists.
+ *
+ * A fork can copy a list in the middle of a change (another thread of the
+ * parent making it): the forward links (first, next) are stored so that
+ * they are whole at every instant, and cma_list_repair makes the back
+ * links, the last node and the length whole again in the child.
  */
 #ifndef CMA_LIST_H
 #define CMA_LIST_H
 
 #include <stddef.h>
+
+#include "fork_fresh.h"
 
 struct cma_list_node {
 	struct cma_list_node *next, *prev;
@@ -33,10 +40,8 @@ static inline void cma_list_insert_after(struct cma_list *l,
 
 	n->prev = pos;
 	n->next = next;
-	if (pos)
-		pos->next = n;
-	else
-		l->first = n;
+	/* Forward only once @n leads on (a forked child's copy: above). */
+	CMA_FORK_PUBLISH(*(pos ? &pos->next : &l->first), n);
 	if (next)
 		next->prev = n;
 	else
@@ -58,16 +63,29 @@ static inline void cma_list_append(struct cma_list *l, struct cma_list_node *n)
 
 static inline void cma_list_unlink(struct cma_list *l, struct cma_list_node *n)
 {
-	if (n->prev)
-		n->prev->next = n->next;
-	else
-		l->first = n->next;
+	CMA_FORK_PUBLISH(*(n->prev ? &n->prev->next : &l->first), n->next);
 	if (n->next)
 		n->next->prev = n->prev;
 	else
 		l->last = n->prev;
 	n->next = n->prev = NULL;
 	l->len--;
+}
+
+/*
+ * In a forked child, before any other use: the back links, the last node
+ * and the length from the forward links, which are whole.
+ */
+static inline void cma_list_repair(struct cma_list *l)
+{
+	struct cma_list_node *n, *prev = NULL;
+
+	l->len = 0;
+	for (n = l->first; n; prev = n, n = n->next) {
+		n->prev = prev;
+		l->len++;
+	}
+	l->last = prev;
 }
 
 /* The object @n is the member at @off of, or NULL for no node. */

@@ -7,8 +7,12 @@
 #include <config.h>
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "cm/test_hooks.h"
 #include "util/htable.h"
 #include "unit.h"
 
@@ -100,6 +104,148 @@ START_TEST(a_small_table_allocates_nothing)
 }
 END_TEST
 
+/* --- a child forked at any store of a change -------------------------------- */
+
+/*
+ * Enough adds for two growths (from the table's own buckets, then from
+ * allocated ones), then removals.  item[i] is in the table once add
+ * number i is over and until its removal begins.
+ */
+enum { FORK_ADDS = 140, FORK_DELS = 40 };
+
+static struct {
+	struct cma_htable t;
+	struct item items[FORK_ADDS];
+	int adding, removing; /* the change under way, -1: none */
+	int step, fork_at; /* the hook's count, and where it forks */
+	int forked, failed;
+} fk;
+static struct item extra;
+
+/* find() without Check's asserts: for a forked child. */
+static struct item *find_quietly(const struct cma_htable *t, int key)
+{
+	struct cma_hnode *n;
+	struct item *it;
+
+	cma_htable_for_hash (n, t, hash_of(key)) {
+		it = cma_htable_entry(n, struct item, node);
+		if (it->key == key)
+			return it;
+	}
+	return NULL;
+}
+
+/* What the forked child checks: every chain whole, every node it must. */
+static bool fork_copy_is_whole(void)
+{
+	struct cma_htable *t = &fk.t;
+	bool seen[FORK_ADDS] = {false};
+	struct cma_hnode *n, **pprev;
+	size_t i, count = 0;
+	int k;
+
+	cma_htable_repair(t);
+	if (t->grow_to || t->moving || (t->buckets && !t->mask))
+		return false;
+	for (i = 0; t->buckets && i <= t->mask; i++) {
+		pprev = &t->buckets[i];
+		for (n = t->buckets[i]; n; pprev = &n->next, n = n->next) {
+			struct item *it =
+				cma_htable_entry(n, struct item, node);
+
+			k = (int)(it - fk.items);
+			if (k < 0 || k >= FORK_ADDS || seen[k] ||
+			    n->pprev != pprev || (n->hash & t->mask) != i)
+				return false;
+			seen[k] = true;
+			count++;
+		}
+	}
+	if (count != t->count)
+		return false;
+	for (k = 0; k < FORK_ADDS; k++) {
+		if (k == fk.adding || k == fk.removing)
+			continue; /* in or out: the change was cut short */
+		if (seen[k] !=
+		    (fk.adding >= 0 ? k < fk.adding : k > fk.removing))
+			return false;
+	}
+	/* And it keeps working: a node goes in and out again. */
+	extra.key = FORK_ADDS;
+	cma_htable_add(t, &extra.node, hash_of(FORK_ADDS));
+	if (find_quietly(t, FORK_ADDS) != &extra)
+		return false;
+	cma_htable_del(t, &extra.node);
+	return !find_quietly(t, FORK_ADDS) && t->count == count;
+}
+
+static void fork_at_step(void)
+{
+	int status;
+	pid_t pid;
+
+	if (++fk.step != fk.fork_at)
+		return;
+	pid = fork();
+	if (!pid) {
+		cma_htable_set_step_hook(NULL);
+		_exit(fork_copy_is_whole() ? 0 : 1);
+	}
+	fk.forked++;
+	/* A child that hung would be the test's timeout. */
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fk.failed++;
+}
+
+/* The adds and removals with a fork after store number @at (0: none). */
+static int run_changes_forking_at(int at)
+{
+	int i;
+
+	memset(&fk.t, 0, sizeof(fk.t));
+	memset(fk.items, 0, sizeof(fk.items));
+	fk.step = 0;
+	fk.fork_at = at;
+	fk.adding = fk.removing = -1;
+	for (i = 0; i < FORK_ADDS; i++) {
+		fk.items[i].key = i;
+		fk.adding = i;
+		cma_htable_add(&fk.t, &fk.items[i].node, hash_of(i));
+	}
+	fk.adding = -1;
+	for (i = 0; i < FORK_DELS; i++) {
+		fk.removing = i;
+		cma_htable_del(&fk.t, &fk.items[i].node);
+	}
+	if (fk.t.buckets != fk.t.first_buckets)
+		free(fk.t.buckets);
+	return fk.step;
+}
+
+/*
+ * A fork copies a table as another thread of the parent left it: after
+ * any store of an add, a growth or a removal.  Each such instant, in
+ * turn, is where a child is forked; each child repairs its copy and
+ * finds it whole.
+ */
+START_TEST(a_child_forked_at_any_store_of_a_change_repairs_the_table)
+{
+	int steps, at;
+
+	cma_htable_set_step_hook(fork_at_step);
+	steps = run_changes_forking_at(0);
+	ck_assert_int_gt(steps, 2 * FORK_ADDS);
+	fk.forked = fk.failed = 0;
+	for (at = 1; at <= steps; at++)
+		run_changes_forking_at(at);
+	cma_htable_set_step_hook(NULL);
+	ck_assert_int_eq(fk.forked, steps);
+	ck_assert_int_eq(fk.failed, 0);
+}
+END_TEST
+
 Suite *htable_suite(void)
 {
 	Suite *s = suite_create("htable");
@@ -108,6 +254,8 @@ Suite *htable_suite(void)
 	tcase_add_test(tc, empty_table_finds_nothing);
 	tcase_add_test(tc, nodes_are_found_through_growth_and_removal);
 	tcase_add_test(tc, a_small_table_allocates_nothing);
+	tcase_add_test(
+		tc, a_child_forked_at_any_store_of_a_change_repairs_the_table);
 	suite_add_tcase(s, tc);
 	return s;
 }

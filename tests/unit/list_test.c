@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <string.h>
 
 #include "util/list.h"
 #include "unit.h"
@@ -108,6 +109,72 @@ START_TEST(insert_after_keeps_an_order)
 }
 END_TEST
 
+/* a, b, c (keys 0, 1, 2) in @l. */
+static void three(struct cma_list *l, struct item *it)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		it[i].key = i;
+		cma_list_append(l, &it[i].node);
+	}
+}
+
+/*
+ * A fork copies a list as another thread of the parent left it.  Once an
+ * insert's or an unlink's forward store is made, its back link, the last
+ * node and the length may still be the old ones in the child's copy (put
+ * back below, for each place a change can be at): the repair takes the
+ * forward links as the list and makes the rest agree.
+ */
+START_TEST(a_copy_cut_after_the_forward_store_is_repaired)
+{
+	int where, keys[4];
+
+	for (where = 0; where < 3; where++) {
+		struct cma_list l = {0};
+		struct item it[3], n = {.key = 9};
+		struct cma_list_node *pos = where ? &it[where - 1].node : NULL;
+		struct cma_list_node *next, *last;
+		unsigned int len;
+
+		/* Inserted at the head, after a, after c: the rest undone. */
+		three(&l, it);
+		if (where == 2)
+			pos = &it[2].node;
+		next = pos ? pos->next : l.first;
+		last = l.last;
+		len = l.len;
+		cma_list_insert_after(&l, pos, &n.node);
+		if (next)
+			next->prev = pos;
+		l.last = last;
+		l.len = len;
+		cma_list_repair(&l);
+		ck_assert_int_eq(keys_of(&l, keys, 4), 4);
+
+		/* Unlinked from the head, the middle, the tail: the same. */
+		memset(&l, 0, sizeof(l));
+		three(&l, it);
+		pos = it[where].node.prev;
+		next = it[where].node.next;
+		last = l.last;
+		len = l.len;
+		cma_list_unlink(&l, &it[where].node);
+		if (next)
+			next->prev = &it[where].node;
+		it[where].node.prev = pos;
+		it[where].node.next = next;
+		l.last = last;
+		l.len = len;
+		cma_list_repair(&l);
+		ck_assert_int_eq(keys_of(&l, keys, 4), 2);
+		ck_assert_int_ne(keys[0], where);
+		ck_assert_int_ne(keys[1], where);
+	}
+}
+END_TEST
+
 Suite *list_suite(void)
 {
 	Suite *s = suite_create("list");
@@ -117,6 +184,7 @@ Suite *list_suite(void)
 	tcase_add_test(tc, append_and_push_keep_their_ends);
 	tcase_add_test(tc, unlink_anywhere_leaves_the_rest);
 	tcase_add_test(tc, insert_after_keeps_an_order);
+	tcase_add_test(tc, a_copy_cut_after_the_forward_store_is_repaired);
 	suite_add_tcase(s, tc);
 	return s;
 }
