@@ -50,6 +50,7 @@
 #include "cm/cma.h"
 #include "p2p_hooks.h"
 #include "util/env.h"
+#include "util/fork_fresh.h"
 #include "p2p.h"
 #include "p2p_table.h"
 #include "p2p_wire.h"
@@ -72,20 +73,65 @@ static struct cma_htable p2p_held_table;
 static struct cma_list p2p_conns;
 static struct cma_htable p2p_conn_table;
 
+/* Listeners whose id is being destroyed: unmatchable, not yet freed. */
+static struct cma_p2p_listener *p2p_closing;
+/* The forks between the first process and this one. */
+static unsigned int p2p_forks;
+
 /*
  * A forked child makes both afresh (util/fork_fresh.h): p2p_lock is held
  * across kernel commands and the detach's wait, so a fork cannot hold
- * it, and the condition's copy may still count a parent's waiter.
+ * it, and the condition's copy may still count a parent's waiter.  What
+ * the lock guards may have been in the middle of a change by another
+ * thread: every list and table is stored so that its forward links are
+ * whole at any instant (util/list.h, util/htable.h), and is made whole
+ * from them here.
  */
 static void cma_p2p_forked(void)
 {
+	struct cma_p2p_listener *lis;
+
 	pthread_mutex_init(&p2p_lock, NULL);
 	pthread_cond_init(&p2p_idle_cond, NULL);
+	p2p_forks++; /* every busy count taken so far is the parent's */
+	for (lis = p2p_listeners; lis; lis = lis->next)
+		cma_list_repair(&lis->held);
+	for (lis = p2p_closing; lis; lis = lis->next)
+		cma_list_repair(&lis->held);
+	cma_htable_repair(&p2p_held_table);
+	cma_list_repair(&p2p_conns);
+	cma_htable_repair(&p2p_conn_table);
+	cma_p2p_peers_forked();
+	cma_p2p_window_forked();
 }
 
 __attribute__((constructor)) static void cma_p2p_watch_forks(void)
 {
 	pthread_atfork(NULL, NULL, cma_p2p_forked);
+}
+
+unsigned int cma_p2p_forks(void)
+{
+	return p2p_forks;
+}
+
+void cma_p2p_busy_get(struct cma_p2p_busy *b)
+{
+	if (b->forks != p2p_forks) { /* a parent's count, if any */
+		b->count = 0;
+		b->forks = p2p_forks;
+	}
+	b->count++;
+}
+
+void cma_p2p_busy_put(struct cma_p2p_busy *b)
+{
+	b->count--;
+}
+
+bool cma_p2p_busy(const struct cma_p2p_busy *b)
+{
+	return b->count && b->forks == p2p_forks;
 }
 
 void cma_p2p_lock(void)
@@ -419,7 +465,8 @@ void cma_p2p_listen(struct cma_id_private *id_priv)
 	}
 	for (pp = &p2p_listeners; *pp; pp = &(*pp)->next)
 		;
-	*pp = lis;
+	/* lis->next is NULL already: a forked child sees it whole. */
+	CMA_FORK_PUBLISH(*pp, lis);
 	p->listening = true;
 	cma_p2p_unlock();
 }
@@ -488,7 +535,7 @@ void cma_p2p_unlisten(struct cma_id_private *id_priv)
 	cma_p2p_lock();
 	for (pp = &p2p_listeners; (lis = *pp); pp = &lis->next) {
 		if (lis->id_priv == id_priv) {
-			*pp = lis->next;
+			CMA_FORK_PUBLISH(*pp, lis->next);
 			cma_p2p_id_of(id_priv)->listening = false;
 			break;
 		}
@@ -959,9 +1006,6 @@ int cma_p2p_accept(struct cma_id_private *id_priv,
 
 /* --- teardown ------------------------------------------------------------- */
 
-/* Listeners whose id is being destroyed: unmatchable, not yet freed. */
-static struct cma_p2p_listener *p2p_closing;
-
 void cma_p2p_detach(struct cma_id_private *id_priv)
 {
 	struct cma_p2p_id *p = cma_p2p_id_of(id_priv);
@@ -981,16 +1025,18 @@ void cma_p2p_detach(struct cma_id_private *id_priv)
 	 * Kernel work on the id (or on its listener's fd) that runs without
 	 * p2p_lock finishes first: it uses the id's handle and fd.
 	 */
-	while ((conn && conn->busy) ||
-	       ((lis = cma_p2p_find_listener(id_priv)) && lis->busy))
+	while ((conn && cma_p2p_busy(&conn->busy)) ||
+	       ((lis = cma_p2p_find_listener(id_priv)) &&
+		cma_p2p_busy(&lis->busy)))
 		cma_p2p_wait_idle();
 	for (pp = &p2p_listeners; p->listening && (lis = *pp); pp = &lis->next)
 		if (lis->id_priv == id_priv)
 			break;
 	if (lis) {
-		*pp = lis->next;
+		/* Out of one list before it leads into the other (a fork). */
+		CMA_FORK_PUBLISH(*pp, lis->next);
 		lis->next = p2p_closing;
-		p2p_closing = lis;
+		CMA_FORK_PUBLISH(p2p_closing, lis);
 		cma_timer_stop(&lis->timer);
 		while ((h = cma_p2p_held_first(lis))) {
 			cma_p2p_held_unlink(h);
@@ -1029,7 +1075,7 @@ void cma_p2p_free(struct cma_id_private *id_priv)
 		cma_p2p_lock();
 		for (pp = &p2p_closing; (lis = *pp); pp = &lis->next) {
 			if (lis->id_priv == id_priv) {
-				*pp = lis->next;
+				CMA_FORK_PUBLISH(*pp, lis->next);
 				break;
 			}
 		}

@@ -114,8 +114,8 @@ void cma_p2p_adopt_claim(struct cma_p2p_adoption *a, struct cma_p2p_conn *conn,
 	/* No longer waiting: the peer's next request waits for another. */
 	cma_p2p_conn_register(conn, CMA_P2P_ADOPTING);
 	cma_timer_stop(&conn->timer);
-	conn->busy++;
-	lis->busy++;
+	cma_p2p_busy_get(&conn->busy);
+	cma_p2p_busy_get(&lis->busy);
 }
 
 /*
@@ -273,10 +273,10 @@ static bool cma_p2p_adopt_next(struct cma_p2p_adoption *a, bool dead)
 {
 	struct cma_p2p_conn *conn = a->conn;
 
-	a->lis->busy--;
+	cma_p2p_busy_put(&a->lis->busy);
 	cma_p2p_conn_set_state(conn, CMA_P2P_WAIT_PEER);
 	if (dead && !conn->peer_gone && cma_p2p_claim_held(conn, a)) {
-		conn->busy--; /* the claim counted it again */
+		cma_p2p_busy_put(&conn->busy); /* the claim counted it again */
 		return true;
 	}
 	cma_p2p_bound_resume(conn);
@@ -308,11 +308,11 @@ int cma_p2p_adopt_finish(struct cma_p2p_adoption *a, bool qp_locked)
 		conn->reply_p2p = true;
 		conn->route = CMA_P2P_ROUTE_KERNEL; /* the request's */
 		cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
-		a->lis->busy--;
+		cma_p2p_busy_put(&a->lis->busy);
 	}
 	if (conn->peer_gone) /* it restarted meanwhile: the timer acts */
 		cma_p2p_chores_soon(conn);
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	cma_p2p_idle();
 	cma_p2p_unlock();
 	if (!qp_locked)
@@ -366,11 +366,11 @@ int cma_p2p_unadopt(struct cma_p2p_conn *conn)
 {
 	int ret;
 
-	conn->busy++; /* rdma_destroy_id waits for us */
+	cma_p2p_busy_get(&conn->busy); /* rdma_destroy_id waits for us */
 	cma_p2p_unlock();
 	ret = cma_p2p_unadopt_now(conn);
 	cma_p2p_lock();
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	cma_p2p_idle();
 	return ret;
 }

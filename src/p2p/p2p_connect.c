@@ -292,7 +292,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	int ret, err;
 
 	cma_p2p_lock();
-	conn->busy++;
+	cma_p2p_busy_get(&conn->busy);
 	/* Current from now: the peer may ask about it before we return. */
 	conn->req_number = cma_p2p_next_req_number();
 	cma_p2p_unlock();
@@ -327,7 +327,7 @@ int cma_p2p_send_req(struct cma_p2p_conn *conn, bool deferred)
 	}
 	if (conn->peer_gone)
 		cma_p2p_chores_soon(conn);
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	cma_p2p_idle();
 	cma_p2p_unlock();
 	cma_p2p_notice_start(&notice);
@@ -996,9 +996,9 @@ static void cma_p2p_forget_peer(const struct cma_p2p_ident *remote,
 		if (conn == keep || ((conn->state == CMA_P2P_WAIT_PEER ||
 				      conn->state == CMA_P2P_PENDING ||
 				      conn->state == CMA_P2P_RESEND) &&
-				     !conn->busy))
+				     !cma_p2p_busy(&conn->busy)))
 			continue;
-		if (conn->busy) {
+		if (cma_p2p_busy(&conn->busy)) {
 			conn->peer_gone = true;
 		} else if (cma_p2p_adoption_open(conn)) {
 			/* Undoing it needs the id's qp_lock: the timer's. */

@@ -96,7 +96,7 @@ bool cma_p2p_take_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c)
 	conn->qp_err_due = false;
 	if (!c->n && !c->qp_err)
 		return false;
-	conn->busy++;
+	cma_p2p_busy_get(&conn->busy);
 	return true;
 }
 
@@ -118,7 +118,7 @@ void cma_p2p_do_chores(struct cma_p2p_conn *conn, struct cma_p2p_chores *c)
 		cma_p2p_retire(conn, c->ids[i]);
 	if (conn->peer_gone)
 		cma_p2p_chores_soon(conn);
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	cma_p2p_idle();
 	cma_p2p_unlock();
 }

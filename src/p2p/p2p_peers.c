@@ -28,6 +28,12 @@ static uint64_t cma_p2p_peer_hash(const struct cma_p2p_ident *p)
 	return cma_p2p_ident_hash(CMA_P2P_HASH_SEED, p);
 }
 
+void cma_p2p_peers_forked(void)
+{
+	cma_htable_repair(&peer_table);
+	cma_list_repair(&strangers);
+}
+
 /* Forget the stranger heard from least recently. */
 static void cma_p2p_forget_oldest_stranger(void)
 {

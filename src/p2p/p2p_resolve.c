@@ -373,7 +373,7 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 	int fd = cma_id_fd(id_priv), ret, err;
 
 	cma_p2p_lock();
-	conn->busy++;
+	cma_p2p_busy_get(&conn->busy);
 	cma_p2p_unlock();
 	if (cma_id_kernel(id_priv))
 		ret = -1;
@@ -386,7 +386,7 @@ static int cma_p2p_route_cmd(struct cma_p2p_conn *conn, uint32_t cmd,
 		ret = cma_query_route_info(id_priv);
 	err = errno;
 	cma_p2p_lock();
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	if (ret)
 		cma_p2p_route_failed(conn, err, deferred, &notice);
 	if (conn->peer_gone)

@@ -118,11 +118,11 @@ static bool cma_p2p_dead_undo(struct cma_p2p_conn *conn,
 	struct cma_id_private *id_priv = conn->id_priv;
 	bool undone = true;
 
-	conn->busy++; /* rdma_destroy_id waits for us */
+	cma_p2p_busy_get(&conn->busy); /* rdma_destroy_id waits for us */
 	cma_p2p_unlock();
 	pthread_mutex_lock(&id_priv->qp_lock);
 	cma_p2p_lock();
-	conn->busy--;
+	cma_p2p_busy_put(&conn->busy);
 	if (cma_p2p_dead_adoption(d) == conn &&
 	    conn->state == CMA_P2P_CONNECTED)
 		undone = !cma_p2p_unadopt(conn);
@@ -148,7 +148,8 @@ void cma_p2p_dead_reqs(const struct cma_p2p_ident *from, uint64_t incarnation,
 	 * request the floor spares: none is named twice.
 	 */
 	while ((conn = cma_p2p_dead_adoption(&d))) {
-		if (conn->state == CMA_P2P_ADOPTING || conn->busy)
+		if (conn->state == CMA_P2P_ADOPTING ||
+		    cma_p2p_busy(&conn->busy))
 			cma_p2p_wait_idle(); /* its answer goes out first */
 		else if (!cma_p2p_dead_undo(conn, &d))
 			break; /* its REP's retries end it */

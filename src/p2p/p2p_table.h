@@ -19,6 +19,17 @@
 #include "p2p.h"
 #include "p2p_wire.h"
 
+/*
+ * Threads of this process at work on a conn or a listener without
+ * p2p_lock (a kernel command, an adoption): rdma_destroy_id waits for
+ * them.  A forked child has none of its parent's threads, so a count
+ * taken before the fork counts for nothing there (p2p.c).
+ */
+struct cma_p2p_busy {
+	unsigned int count;
+	unsigned int forks; /* the process's forks when it was taken */
+};
+
 /* How often held requests are checked for a peer that gave up. */
 #define CMA_P2P_PROBE_MS 2000
 #define CMA_P2P_DEFAULT_HOLD_MS 10000
@@ -59,7 +70,7 @@ struct cma_p2p_listener {
 	struct cma_timer timer; /* held requests' deadlines and probes */
 	/* Its held requests, oldest first: the first one's deadline is due first. */
 	struct cma_list held;
-	unsigned int busy; /* adoptions from its fd under way (p2p_lock off) */
+	struct cma_p2p_busy busy; /* adoptions from its fd (p2p_lock off) */
 	/*
 	 * A companion listener hears NOTICEs where its requests come to
 	 * (p2p_notice.c): made, or tried, for the address of its first
@@ -175,6 +186,8 @@ struct cma_p2p_conn {
 	 * gone out yet (it goes on the id's own kernel id).
 	 */
 	bool slot, queued, unsent;
+	/* The process's forks when it took a place or queued: whose window. */
+	unsigned int window_forks;
 	struct cma_list_node qnode; /* in the window's queue */
 	uint64_t queued_ns; /* since when it queues: its bound stands still */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */
@@ -229,7 +242,7 @@ struct cma_p2p_conn {
 	 * Kernel work on the id under way without p2p_lock (an adoption,
 	 * dropping a replaced kernel id): rdma_destroy_id waits for 0.
 	 */
-	unsigned int busy;
+	struct cma_p2p_busy busy;
 	/* The peer restarted: the timer, under the id's qp_lock, acts on it. */
 	bool peer_gone;
 	/*
@@ -299,6 +312,12 @@ enum cma_p2p_hold_mode {
  */
 void cma_p2p_lock(void);
 void cma_p2p_unlock(void);
+/* The forks between the first process and this one (any lock state). */
+unsigned int cma_p2p_forks(void);
+/* Under p2p_lock: a busy count taken, dropped, and looked at. */
+void cma_p2p_busy_get(struct cma_p2p_busy *b);
+void cma_p2p_busy_put(struct cma_p2p_busy *b);
+bool cma_p2p_busy(const struct cma_p2p_busy *b);
 /* Under p2p_lock: wait until some busy count dropped (cma_p2p_idle). */
 void cma_p2p_wait_idle(void);
 /* Under p2p_lock: a busy count dropped; wake the waiters. */
@@ -338,6 +357,8 @@ uint64_t cma_p2p_ident_hash(uint64_t h, const struct cma_p2p_ident *id);
 struct cma_p2p_peer *cma_p2p_peer_of(const struct cma_p2p_ident *remote);
 struct cma_p2p_peer *cma_p2p_peer_get(const struct cma_p2p_ident *remote,
 				      bool keep);
+/* In a forked child (p2p.c's handler): the peer table and list whole. */
+void cma_p2p_peers_forked(void);
 
 /* --- p2p.c: the table ------------------------------------------------- */
 
@@ -582,6 +603,8 @@ bool cma_p2p_slot_take(struct cma_p2p_conn *conn);
 void cma_p2p_slot_release(struct cma_p2p_conn *conn);
 /* REQs out now, places kept for woken connects included (tests). */
 unsigned int cma_p2p_reqs_out(void);
+/* In a forked child (p2p.c's handler): the parent's REQs out not counted. */
+void cma_p2p_window_forked(void);
 
 /* --- p2p_notice.c ----------------------------------------------------- */
 

@@ -19,6 +19,12 @@
  * window's slowness while their peers wait for them.  The window decides
  * when a REQ goes out, never which attempts pair, nor whether one fails.
  * Everything here runs under p2p_lock.
+ *
+ * A forked child's window is its own: the REQs its parent had out and the
+ * connects it had queued are the parent's (the child cannot send on their
+ * kernel ids), so the child starts with an empty window and queue, and a
+ * conn's place or queue entry taken before the fork is dropped, not
+ * given back, when the child meets it (cma_p2p_window_of_parent).
  */
 #include <config.h>
 
@@ -29,6 +35,22 @@
 static unsigned int p2p_reqs_out;
 /* Connects waiting for a place in the window, oldest first. */
 static struct cma_list p2p_queue;
+
+void cma_p2p_window_forked(void)
+{
+	p2p_reqs_out = 0;
+	p2p_queue = (struct cma_list){0};
+}
+
+/* In a forked child: @conn's place or queue entry was the parent's. */
+static void cma_p2p_window_of_parent(struct cma_p2p_conn *conn)
+{
+	if (conn->window_forks == cma_p2p_forks())
+		return;
+	conn->slot = false;
+	conn->queued = false;
+	conn->window_forks = cma_p2p_forks();
+}
 
 /* In registration order (conn->seq): the oldest connect first. */
 static void cma_p2p_queue_insert(struct cma_p2p_conn *conn)
@@ -58,6 +80,7 @@ static void cma_p2p_queue_remove(struct cma_p2p_conn *conn)
 
 bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
 {
+	cma_p2p_window_of_parent(conn);
 	if (conn->slot)
 		return true;
 	if (!conn->queued && p2p_reqs_out < CMA_P2P_REQ_WINDOW) {
@@ -74,6 +97,7 @@ void cma_p2p_slot_release(struct cma_p2p_conn *conn)
 {
 	struct cma_p2p_conn *next;
 
+	cma_p2p_window_of_parent(conn);
 	if (conn->queued)
 		cma_p2p_queue_remove(conn);
 	if (!conn->slot)

@@ -523,6 +523,42 @@ START_TEST(connect_and_adoption_commands_go_out_unlocked)
 }
 END_TEST
 
+static void *connect_in_a_thread(void *id)
+{
+	p2p_connect(id); /* no Check assert: a fork copies this thread */
+	return NULL;
+}
+
+/*
+ * A program forks while another of its threads is in a p2p connect's REQ
+ * (the conn busy, p2p_lock dropped), and the child, on its way out,
+ * destroys its copy of that id: no thread of the child is in that REQ,
+ * so nothing must be waited for.  rdma_destroy_id returns at once.
+ */
+START_TEST(a_child_forked_during_a_req_destroys_the_id_at_once)
+{
+	struct rdma_cm_id *lower = connecting_id("192.0.2.2");
+	pthread_t t;
+	int status;
+	pid_t pid;
+
+	fake_ucma_pause(RDMA_USER_CM_CMD_CONNECT, kid_of(lower));
+	ck_assert_int_eq(pthread_create(&t, NULL, connect_in_a_thread, lower),
+			 0);
+	fake_ucma_wait_paused();
+	pid = fork();
+	if (!pid) {
+		rdma_destroy_id(lower);
+		_exit(0);
+	}
+	status = pid > 0 ? unit_wait_child(pid, 2000) : -1;
+	fake_ucma_resume();
+	pthread_join(t, NULL);
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "the child's rdma_destroy_id did not return");
+}
+END_TEST
+
 /* The tag of the REQ the connect of @id sent. */
 static uint64_t sent_tag(struct rdma_cm_id *id)
 {
@@ -1233,6 +1269,7 @@ Suite *p2p_connect_suite(void)
 	tcase_add_test(tc, plain_request_surfaces_at_once);
 	tcase_add_test(tc, flood_of_requests_stays_bounded);
 	tcase_add_test(tc, flood_from_claimed_peers_stays_bounded);
+	tcase_add_test(tc, a_child_forked_during_a_req_destroys_the_id_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("short hold");
 	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);

@@ -170,7 +170,7 @@ START_TEST(chores_destroy_the_retired_and_keep_the_refused)
 
 	cma_p2p_lock();
 	ck_assert(!cma_p2p_take_chores(conn, &c)); /* nothing to do */
-	ck_assert_uint_eq(conn->busy, 0);
+	ck_assert(!cma_p2p_busy(&conn->busy));
 	cma_p2p_retire(conn, 11);
 	cma_p2p_retire(conn, 12);
 	cma_p2p_retire(conn, 13);
@@ -178,7 +178,7 @@ START_TEST(chores_destroy_the_retired_and_keep_the_refused)
 	ck_assert_uint_eq(c.n, 3);
 	ck_assert(!c.qp_err);
 	ck_assert_uint_eq(conn->nretired, 0);
-	ck_assert_uint_eq(conn->busy, 1);
+	ck_assert_uint_eq(conn->busy.count, 1);
 	cma_p2p_unlock();
 
 	refused_handle = 12;
@@ -186,7 +186,7 @@ START_TEST(chores_destroy_the_retired_and_keep_the_refused)
 	ck_assert_uint_eq(ndestroyed, 2);
 	ck_assert_uint_eq(destroyed[0], 11);
 	ck_assert_uint_eq(destroyed[1], 13);
-	ck_assert_uint_eq(conn->busy, 0);
+	ck_assert(!cma_p2p_busy(&conn->busy));
 	ck_assert_uint_eq(conn->nretired, 1);
 	ck_assert_uint_eq(conn->retired[0], 12);
 
@@ -195,7 +195,7 @@ START_TEST(chores_destroy_the_retired_and_keep_the_refused)
 	cma_p2p_lock();
 	cma_p2p_chores_now(conn);
 	ck_assert_uint_eq(conn->nretired, 0);
-	ck_assert_uint_eq(conn->busy, 0);
+	ck_assert(!cma_p2p_busy(&conn->busy));
 	cma_p2p_unlock();
 	ck_assert_uint_eq(ndestroyed, 3);
 	ck_assert_uint_eq(destroyed[2], 12);

@@ -11,6 +11,8 @@
 
 #include <check.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cm/test_hooks.h"
 #include "p2p/p2p_table.h"
@@ -139,6 +141,95 @@ START_TEST(kept_peers_are_never_forgotten)
 }
 END_TEST
 
+/* --- a child forked in the middle of a change ----------------------------- */
+
+enum { FORK_PEERS = 40 }; /* the table grows once on the way */
+
+static struct {
+	uint32_t adding; /* peers below it are in the table */
+	int step, fork_at, forked, failed;
+} fk;
+
+/* In the child, no Check asserts: every peer known before is found. */
+static bool child_finds_the_peers(void)
+{
+	struct cma_p2p_ident id;
+	bool whole = true;
+	uint32_t i;
+
+	cma_p2p_lock();
+	for (i = 0; i < fk.adding; i++) {
+		id = peer(i, 7471);
+		whole = whole && cma_p2p_peer_of(&id);
+	}
+	/* And the table takes more: the one cut short, and a new one. */
+	id = peer(fk.adding, 7471);
+	whole = whole && cma_p2p_peer_get(&id, false);
+	id = peer(FORK_PEERS, 7471);
+	whole = whole && cma_p2p_peer_get(&id, false) && cma_p2p_peer_of(&id) &&
+		cma_p2p_peers_known() >= fk.adding + 2;
+	cma_p2p_unlock();
+	return whole;
+}
+
+static void fork_at_step(void)
+{
+	int status;
+	pid_t pid;
+
+	if (++fk.step != fk.fork_at)
+		return;
+	pid = fork();
+	if (!pid) {
+		cma_htable_set_step_hook(NULL);
+		_exit(child_finds_the_peers() ? 0 : 1);
+	}
+	fk.forked++;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fk.failed++;
+}
+
+/*
+ * A fork while a thread of the parent adds peers (this one, holding
+ * p2p_lock, forking after each store of the table's adds and growth in
+ * turn, in a process of its own each time): the child's copy of the table
+ * is made whole by the library's fork handler, with every peer added
+ * before it.
+ */
+START_TEST(a_child_forked_during_a_change_finds_every_peer)
+{
+	int at = 0, steps;
+	pid_t pid;
+
+	do {
+		fk.fork_at = ++at;
+		pid = fork();
+		if (!pid) {
+			struct cma_p2p_ident id;
+
+			cma_htable_set_step_hook(fork_at_step);
+			for (fk.adding = 0; fk.adding < FORK_PEERS;
+			     fk.adding++) {
+				id = peer(fk.adding, 7471);
+				cma_p2p_lock();
+				cma_p2p_peer_get(&id, false);
+				cma_p2p_unlock();
+			}
+			_exit(fk.failed ? 2 : fk.forked ? 0 : 1);
+		}
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_eq(waitpid(pid, &steps, 0), pid);
+		ck_assert(WIFEXITED(steps));
+		ck_assert_msg(WEXITSTATUS(steps) != 2,
+			      "forked after store %d, a child found peers gone",
+			      at);
+	} while (!WEXITSTATUS(steps));
+	/* Every store of forty adds and one growth: some hundreds. */
+	ck_assert_int_gt(at, 2 * FORK_PEERS);
+}
+END_TEST
+
 Suite *p2p_peers_suite(void)
 {
 	Suite *s = suite_create("p2p_peers");
@@ -147,6 +238,7 @@ Suite *p2p_peers_suite(void)
 	tcase_add_test(tc, a_peer_is_its_address_and_port);
 	tcase_add_test(tc, strangers_are_bounded_least_recent_first);
 	tcase_add_test(tc, kept_peers_are_never_forgotten);
+	tcase_add_test(tc, a_child_forked_during_a_change_finds_every_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }
