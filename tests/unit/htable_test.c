@@ -9,8 +9,6 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cm/test_hooks.h"
 #include "util/htable.h"
@@ -145,6 +143,7 @@ static bool fork_copy_is_whole(void)
 	size_t i, count = 0;
 	int k;
 
+	cma_htable_set_step_hook(NULL); /* this copy forks no more */
 	cma_htable_repair(t);
 	if (t->grow_to || t->moving || (t->buckets && !t->mask))
 		return false;
@@ -182,20 +181,10 @@ static bool fork_copy_is_whole(void)
 
 static void fork_at_step(void)
 {
-	int status;
-	pid_t pid;
-
 	if (++fk.step != fk.fork_at)
 		return;
-	pid = fork();
-	if (!pid) {
-		cma_htable_set_step_hook(NULL);
-		_exit(fork_copy_is_whole() ? 0 : 1);
-	}
 	fk.forked++;
-	/* A child that hung would be the test's timeout. */
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	if (!unit_child_passes(fork_copy_is_whole))
 		fk.failed++;
 }
 

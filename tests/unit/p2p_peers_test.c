@@ -157,6 +157,7 @@ static bool child_finds_the_peers(void)
 	bool whole = true;
 	uint32_t i;
 
+	cma_htable_set_step_hook(NULL); /* this copy forks no more */
 	cma_p2p_lock();
 	for (i = 0; i < fk.adding; i++) {
 		id = peer(i, 7471);
@@ -174,19 +175,10 @@ static bool child_finds_the_peers(void)
 
 static void fork_at_step(void)
 {
-	int status;
-	pid_t pid;
-
 	if (++fk.step != fk.fork_at)
 		return;
-	pid = fork();
-	if (!pid) {
-		cma_htable_set_step_hook(NULL);
-		_exit(child_finds_the_peers() ? 0 : 1);
-	}
 	fk.forked++;
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	if (!unit_child_passes(child_finds_the_peers))
 		fk.failed++;
 }
 

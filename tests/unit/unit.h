@@ -45,6 +45,22 @@ static inline int unit_wait_child(pid_t pid, int ms)
 }
 
 /*
+ * A child that runs @check alone and exits with its verdict: whether it
+ * passed.  A child that hangs is the test's timeout.  @check uses no
+ * Check assert (the child may be a copy of a process with other threads).
+ */
+static inline bool unit_child_passes(bool (*check)(void))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(check() ? 0 : 1);
+	return pid > 0 && waitpid(pid, &status, 0) == pid &&
+	       WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/*
  * Twenty forks while another thread runs @busy(@arg) until *@stop: each
  * child, without that thread (which may have held a lock at the fork),
  * must pass @check(@arg) at once (within a second).  1 once one did not
