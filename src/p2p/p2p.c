@@ -85,7 +85,8 @@ static unsigned int p2p_forks;
  * the lock guards may have been in the middle of a change by another
  * thread: every list and table is stored so that its forward links are
  * whole at any instant (util/list.h, util/htable.h), and is made whole
- * from them here.
+ * from them here; the window of REQs out, the parent's, starts empty
+ * (p2p_window.c).
  */
 static void cma_p2p_forked(void)
 {
