@@ -84,6 +84,7 @@ UNIT_TEST_SOURCES = \
 UNIT_HELPERS = \
 	tests/unit/acm_ep.h \
 	tests/unit/acm_hosts.h \
+	tests/unit/asan_fork.c \
 	tests/unit/fake_ucma.c \
 	tests/unit/fake_ucma.h \
 	tests/unit/fake_umad.c \
