@@ -158,6 +158,13 @@ static void cma_timer_atfork_child(void)
 	timer_quit = false;
 	timer_wakes_at = 0;
 	/*
+	 * Every timer armed is a parent's p2p connect's or listener's, which
+	 * the child forgets (p2p.c), and the list may be half changed by a
+	 * thread the child does not have: none expires here.  A later stop
+	 * or start of one finds it in no list.
+	 */
+	timers = NULL;
+	/*
 	 * The epoll set is shared with the parent: changing it would change
 	 * the parent's.  The child forgets it and the channels it served.
 	 */

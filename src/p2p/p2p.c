@@ -78,30 +78,61 @@ static struct cma_p2p_listener *p2p_closing;
 /* The forks between the first process and this one. */
 static unsigned int p2p_forks;
 
+/* A forked child's copies of its parent's listeners (cma_p2p_forget). */
+static struct cma_p2p_listener *p2p_parents;
+
+static void cma_p2p_conns_forget(void);
+
+/* The chain of listeners at @head joins the parent's, out of every table. */
+static void cma_p2p_listeners_forget(struct cma_p2p_listener *head)
+{
+	struct cma_p2p_listener *last = head;
+
+	if (!head)
+		return;
+	while (last->next)
+		last = last->next;
+	last->next = p2p_parents;
+	p2p_parents = head;
+}
+
 /*
- * A forked child makes both afresh (util/fork_fresh.h): p2p_lock is held
- * across kernel commands and the detach's wait, so a fork cannot hold
- * it, and the condition's copy may still count a parent's waiter.  What
- * the lock guards may have been in the middle of a change by another
- * thread: every list and table is stored so that its forward links are
- * whole at any instant (util/list.h, util/htable.h), and is made whole
- * from them here; the window of REQs out, the parent's, starts empty
- * (p2p_window.c).
+ * A forked child is another process: the parent's listeners, held
+ * requests and registered connects are on the parent's kernel ids, on a
+ * file the child shares, so a child that matched them (its connect
+ * adopting the parent's held request, a REQ to the child paired with the
+ * parent's connect) or tidied them up (a REJ, or a NOTICE as it destroys
+ * its copy of an id) would act for the parent.  The child forgets them
+ * without a command: the conns stay with their ids (registered in no
+ * process but the parent, cma_p2p_conn_registered), the listeners and
+ * their held requests on the list of the parent's, none of them in a
+ * table.
+ */
+static void cma_p2p_forget(void)
+{
+	cma_p2p_listeners_forget(p2p_listeners);
+	cma_p2p_listeners_forget(p2p_closing);
+	p2p_listeners = p2p_closing = NULL;
+	cma_htable_forget(&p2p_held_table);
+	cma_p2p_conns_forget();
+}
+
+/*
+ * p2p_lock and its condition are made afresh (util/fork_fresh.h): the
+ * lock is held across kernel commands and the detach's wait, so a fork
+ * cannot hold it, and the condition's copy may still count a parent's
+ * waiter.  What the child keeps is what the parent knew of its peers,
+ * which another thread may have been changing at the fork: that table is
+ * stored so that its forward links are whole at any instant
+ * (util/htable.h) and is made whole from them (p2p_peers.c).  The window
+ * of REQs out, the parent's, starts empty (p2p_window.c).
  */
 static void cma_p2p_forked(void)
 {
-	struct cma_p2p_listener *lis;
-
 	pthread_mutex_init(&p2p_lock, NULL);
 	pthread_cond_init(&p2p_idle_cond, NULL);
 	p2p_forks++; /* every busy count taken so far is the parent's */
-	for (lis = p2p_listeners; lis; lis = lis->next)
-		cma_list_repair(&lis->held);
-	for (lis = p2p_closing; lis; lis = lis->next)
-		cma_list_repair(&lis->held);
-	cma_htable_repair(&p2p_held_table);
-	cma_list_repair(&p2p_conns);
-	cma_htable_repair(&p2p_conn_table);
+	cma_p2p_forget();
 	cma_p2p_peers_forked();
 	cma_p2p_window_forked();
 }
@@ -816,9 +847,10 @@ static unsigned int p2p_waiting_peak;
 
 static bool cma_p2p_conn_waits(const struct cma_p2p_conn *conn)
 {
-	return conn->registered && (conn->state == CMA_P2P_PENDING ||
-				    conn->state == CMA_P2P_WAIT_PEER ||
-				    conn->state == CMA_P2P_RESEND);
+	return cma_p2p_conn_registered(conn) &&
+	       (conn->state == CMA_P2P_PENDING ||
+		conn->state == CMA_P2P_WAIT_PEER ||
+		conn->state == CMA_P2P_RESEND);
 }
 
 void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
@@ -831,6 +863,14 @@ void cma_p2p_conn_set_state(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 	/* A REQ out keeps its place. */
 	if (conn->slot && state != CMA_P2P_PENDING)
 		cma_p2p_slot_release(conn);
+}
+
+/* A forked child's: none of its parent's, which it forgets. */
+static void cma_p2p_conns_forget(void)
+{
+	p2p_conns = (struct cma_list){0};
+	cma_htable_forget(&p2p_conn_table);
+	p2p_waiting = p2p_waiting_peak = 0;
 }
 
 unsigned int cma_p2p_conns_waiting(void)
@@ -848,11 +888,11 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 {
 	static uint64_t p2p_conn_seq;
 
-	if (!conn->registered) {
+	if (!cma_p2p_conn_registered(conn)) {
 		cma_list_push(&p2p_conns, &conn->node);
 		cma_htable_add(&p2p_conn_table, &conn->hnode,
 			       cma_p2p_key_hash(&conn->key));
-		conn->registered = true;
+		conn->registered = p2p_forks + 1;
 		conn->seq = ++p2p_conn_seq;
 		conn->state = CMA_P2P_NO_MATCH;
 	}
@@ -862,13 +902,13 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 void cma_p2p_conn_unregister(struct cma_p2p_conn *conn)
 {
 	cma_timer_stop(&conn->timer);
-	if (!conn->registered)
+	if (!cma_p2p_conn_registered(conn))
 		return;
 	cma_list_unlink(&p2p_conns, &conn->node);
 	cma_htable_del(&p2p_conn_table, &conn->hnode);
 	cma_p2p_conn_set_state(conn, CMA_P2P_NO_MATCH);
 	cma_p2p_slot_release(conn); /* out of the window's queue too */
-	conn->registered = false;
+	conn->registered = 0;
 }
 
 struct cma_p2p_conn *cma_p2p_conn_find(const struct cma_p2p_key *key)

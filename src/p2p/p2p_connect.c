@@ -357,7 +357,7 @@ static int cma_p2p_connect_start(struct cma_p2p_conn *conn,
 	struct cma_id_private *id_priv = conn->id_priv;
 	char kb[CMA_P2P_KEY_STRLEN];
 
-	if (conn->registered)
+	if (cma_p2p_conn_registered(conn))
 		return cma_err(EISCONN);
 	/* Left for later needs ROUTE_RESOLVED first, as the kernel's route. */
 	if (conn->route != CMA_P2P_ROUTE_KERNEL &&
@@ -610,7 +610,7 @@ void cma_p2p_notice_ended(const struct cma_p2p_conn *conn,
 			  struct cma_p2p_notice_out *n)
 {
 	n->serial = 0;
-	if (conn->registered && conn->state != CMA_P2P_CONNECTED &&
+	if (cma_p2p_conn_registered(conn) && conn->state != CMA_P2P_CONNECTED &&
 	    !cma_p2p_higher_end(conn))
 		cma_p2p_notice_fill(conn, conn->last_number, n);
 }
@@ -695,7 +695,7 @@ void cma_p2p_conn_resp(struct cma_event *evt, struct cma_id_private *id_priv)
 	struct cma_p2p_hdr hdr;
 
 	/* An adopted request's data is the request's (cma_p2p_established). */
-	if (!conn || !conn->registered || conn->adopted)
+	if (!conn || !cma_p2p_conn_registered(conn) || conn->adopted)
 		return;
 	cma_p2p_lock();
 	cma_p2p_conn_set_state(conn, CMA_P2P_CONNECTED);
@@ -910,9 +910,10 @@ void cma_p2p_conn_timer_expire(struct cma_timer *timer)
 	cma_p2p_lock();
 	if (conn->peer_gone)
 		cma_p2p_peer_gone(conn);
-	else if (conn->registered && (conn->state == CMA_P2P_WAIT_PEER ||
-				      conn->state == CMA_P2P_PENDING ||
-				      conn->state == CMA_P2P_RESEND))
+	else if (cma_p2p_conn_registered(conn) &&
+		 (conn->state == CMA_P2P_WAIT_PEER ||
+		  conn->state == CMA_P2P_PENDING ||
+		  conn->state == CMA_P2P_RESEND))
 		resend = cma_p2p_conn_timeout(conn, &notice);
 	chores = cma_p2p_take_chores(conn, &c);
 	cma_p2p_unlock();

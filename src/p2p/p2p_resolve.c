@@ -118,7 +118,7 @@ static bool cma_p2p_may_defer(const struct cma_id_private *id_priv,
 	if (cma_p2p_listen_opt(id_priv) != 1 || id_priv->sync ||
 	    cma_p2p_listening(id_priv) || id_priv->id.qp_type != IBV_QPT_RC ||
 	    (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
-	    (conn && conn->registered))
+	    (conn && cma_p2p_conn_registered(conn)))
 		return false;
 	/* Without a source address the kernel picks one when it resolves. */
 	if (!src)
@@ -405,7 +405,8 @@ int cma_p2p_resolve_now(struct cma_p2p_conn *conn, bool deferred)
 
 	cma_p2p_lock();
 	/* The connect may have ended since: then no REQ of ours. */
-	start = conn->registered && conn->state == CMA_P2P_RESEND &&
+	start = cma_p2p_conn_registered(conn) &&
+		conn->state == CMA_P2P_RESEND &&
 		conn->route == CMA_P2P_ROUTE_LATER;
 	if (start) {
 		conn->route = CMA_P2P_ROUTE_ADDR;
@@ -444,7 +445,7 @@ bool cma_p2p_route_event(struct cma_p2p_conn *conn,
 	default:
 		return false;
 	}
-	if (!conn->registered || conn->state != CMA_P2P_RESEND) {
+	if (!cma_p2p_conn_registered(conn) || conn->state != CMA_P2P_RESEND) {
 		/* Ended meanwhile: nothing more to resolve for. */
 		conn->route = CMA_P2P_ROUTE_LATER;
 		return true;

@@ -151,7 +151,11 @@ struct cma_p2p_conn {
 	uint64_t seq; /* registration order: the oldest waiting pairs first */
 	struct cma_id_private *id_priv;
 	enum cma_p2p_state state;
-	bool registered; /* in the table, matchable */
+	/*
+	 * In the table, matchable: 1 + the forks of the process that
+	 * registered it (cma_p2p_conn_registered), 0 if none did.
+	 */
+	unsigned int registered;
 	bool adopted; /* ESTABLISHED carries the adopted request's data */
 	bool from_request; /* the id of a p2p request given to the app */
 	bool reply_p2p; /* the reply carried our header, or we sent one */
@@ -314,6 +318,12 @@ void cma_p2p_lock(void);
 void cma_p2p_unlock(void);
 /* The forks between the first process and this one (any lock state). */
 unsigned int cma_p2p_forks(void);
+
+/* Registered by this process: a forked child's copy of its parent's is not. */
+static inline bool cma_p2p_conn_registered(const struct cma_p2p_conn *conn)
+{
+	return conn->registered == cma_p2p_forks() + 1;
+}
 /* Under p2p_lock: a busy count taken, dropped, and looked at. */
 void cma_p2p_busy_get(struct cma_p2p_busy *b);
 void cma_p2p_busy_put(struct cma_p2p_busy *b);

@@ -174,6 +174,14 @@ void cma_htable_repair(struct cma_htable *t)
 	}
 }
 
+void cma_htable_forget(struct cma_htable *t)
+{
+	cma_htable_repair(t); /* one bucket array left of a growth */
+	if (t->buckets != t->first_buckets)
+		free(t->buckets);
+	*t = (struct cma_htable){0};
+}
+
 struct cma_hnode *cma_htable_first(const struct cma_htable *t, uint64_t hash)
 {
 	struct cma_hnode *n;

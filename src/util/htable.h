@@ -58,6 +58,11 @@ struct cma_hnode *cma_htable_next(const struct cma_hnode *n);
  * recomputed, a growth finished.
  */
 void cma_htable_repair(struct cma_htable *t);
+/*
+ * In a forked child whose nodes are all its parent's: the table empty,
+ * its memory freed, its nodes left as they are (never to be deleted).
+ */
+void cma_htable_forget(struct cma_htable *t);
 
 /* Each node of @t with @hash, into @n (a struct cma_hnode pointer). */
 #define cma_htable_for_hash(n, t, hash)                                        \

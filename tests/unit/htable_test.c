@@ -102,6 +102,31 @@ START_TEST(a_small_table_allocates_nothing)
 }
 END_TEST
 
+/*
+ * Forgotten (a forked child's table of its parent's nodes): empty, its
+ * memory freed (LeakSanitizer would see it otherwise), usable again.
+ */
+START_TEST(a_forgotten_table_is_empty_and_usable)
+{
+	static struct cma_htable t;
+	struct item items[100];
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		items[i].key = i;
+		cma_htable_add(&t, &items[i].node, hash_of(i));
+	}
+	ck_assert_ptr_ne(t.buckets, t.first_buckets);
+	cma_htable_forget(&t);
+	ck_assert_uint_eq(t.count, 0);
+	for (i = 0; i < 100; i++)
+		ck_assert_ptr_null(find(&t, i));
+	cma_htable_add(&t, &items[7].node, hash_of(7));
+	ck_assert_ptr_eq(find(&t, 7), &items[7]);
+	ck_assert_ptr_null(find(&t, 8));
+}
+END_TEST
+
 /* --- a child forked at any store of a change -------------------------------- */
 
 /*
@@ -243,6 +268,7 @@ Suite *htable_suite(void)
 	tcase_add_test(tc, empty_table_finds_nothing);
 	tcase_add_test(tc, nodes_are_found_through_growth_and_removal);
 	tcase_add_test(tc, a_small_table_allocates_nothing);
+	tcase_add_test(tc, a_forgotten_table_is_empty_and_usable);
 	tcase_add_test(
 		tc, a_child_forked_at_any_store_of_a_change_repairs_the_table);
 	suite_add_tcase(s, tc);

@@ -559,6 +559,65 @@ START_TEST(a_child_forked_during_a_req_destroys_the_id_at_once)
 }
 END_TEST
 
+#ifndef __SANITIZE_THREAD__ /* why: at its registration below */
+/*
+ * A process in the middle of its p2p work forks: a peer's request held on
+ * its listener, a REQ of its own refused for now and due to go out again.
+ * The child is another process on the same kernel file, and what it does
+ * with its own p2p connects never acts on the parent's: it needs a
+ * listener of its own (here on the parent's port, which the child's
+ * destroying its copy of the parent's listener freed in this fake
+ * kernel), its connect to the same peer adopts nothing of the parent's,
+ * the parent's REQ is not sent again from the child, and the child's
+ * destroying its copies of the parent's ids tells no peer anything (no
+ * REJ of the held request, no NOTICE).
+ */
+START_TEST(a_forked_child_leaves_its_parents_p2p_work_alone)
+{
+	uint32_t held = peer_request("192.0.2.0", 0, "hers");
+	struct rdma_cm_id *lower = connecting_id("192.0.2.2"), *mine;
+	int status;
+	pid_t pid;
+
+	expect_nothing();
+	ck_assert_int_eq(p2p_connect(lower), 0);
+	refused_for_now(kid_of(lower), 8); /* sent again in 200 ms */
+	pid = fork();
+	if (!pid) {
+		int connects = fake_ucma_count(RDMA_USER_CM_CMD_CONNECT),
+		    notices;
+		bool ok;
+
+		mine = connecting_id("192.0.2.0");
+		ok = p2p_connect(mine) < 0 && errno == EADDRNOTAVAIL;
+		rdma_destroy_id(listener);
+		ok = ok && !fake_ucma_count_on(RDMA_USER_CM_CMD_REJECT, held) &&
+		     fake_ucma_kid(held)->live;
+		ok = ok && listening_id(P2P_PORT) && !p2p_connect(mine) &&
+		     kid_of(mine) != held && fake_ucma_kid(held)->live;
+		usleep(600 * 1000); /* the parent's REQ was due again */
+		ok = ok &&
+		     fake_ucma_count(RDMA_USER_CM_CMD_CONNECT) == connects;
+		notices = fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR);
+		rdma_destroy_qp(lower);
+		rdma_destroy_id(lower);
+		ok = ok &&
+		     fake_ucma_count(RDMA_USER_CM_CMD_RESOLVE_ADDR) == notices;
+		/* Its own connect to that peer, in tables without the parent's. */
+		mine = connecting_id("192.0.2.2");
+		ok = ok && !p2p_connect(mine) &&
+		     fake_ucma_count_on(RDMA_USER_CM_CMD_CONNECT, kid_of(mine));
+		rdma_destroy_qp(mine);
+		ok = ok && !rdma_destroy_id(mine);
+		_exit(ok ? 0 : 1);
+	}
+	status = pid > 0 ? unit_wait_child(pid, 5000) : -1;
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "the child acted on its parent's p2p work");
+}
+END_TEST
+#endif
+
 /* The tag of the REQ the connect of @id sent. */
 static uint64_t sent_tag(struct rdma_cm_id *id)
 {
@@ -1270,6 +1329,14 @@ Suite *p2p_connect_suite(void)
 	tcase_add_test(tc, flood_of_requests_stays_bounded);
 	tcase_add_test(tc, flood_from_claimed_peers_stays_bounded);
 	tcase_add_test(tc, a_child_forked_during_a_req_destroys_the_id_at_once);
+#ifndef __SANITIZE_THREAD__
+	/*
+	 * The child's connect starts the library's service thread, and
+	 * ThreadSanitizer kills a child that starts a thread after a fork of
+	 * a process with threads.
+	 */
+	tcase_add_test(tc, a_forked_child_leaves_its_parents_p2p_work_alone);
+#endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("short hold");
 	tcase_add_checked_fixture(tc, short_hold_setup, p2p_peer_teardown);
