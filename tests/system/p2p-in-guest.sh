@@ -38,6 +38,8 @@
 #              and one port; RDMACM_P2P_LOAD_ITER iterations per variant
 #              (default 500; set it higher for a longer run)
 #   restart    one end SIGKILLed and restarted: the pair forms again
+#   forked     one end's process forks mid-loop; parent and child (an end
+#              of its own) each loop with an end of the peer
 #   api        (one guest only) cm_p2p_test: old-ABI binary, surfaced
 #              requests, non-p2p peers, hostile headers, hold time, a
 #              connect nobody claims gives up (UNREACHABLE, -ETIMEDOUT)
@@ -111,7 +113,7 @@ siw_race_skip() {
 	[ "${RDMACM_P2P_IWARP_ALL:-0}" != 1 ] || return 1
 	[ "${RDMACM_VM_SIW_DRAIN:-0}" != 1 ] || return 1
 	case "$1" in
-	mutual/* | late/* | skew/* | lower8/* | pair/* | pair-load*/* | pairs4/* | pairs4-tags/*)
+	mutual/* | late/* | skew/* | lower8/* | pair/* | pair-load*/* | forked/* | pairs4/* | pairs4-tags/*)
 		race="accept race (tests/system/BUGS.md siw-accept-race)" ;;
 	mesh8/* | mesh8-resolve-all/* | mesh8-drain/* | mesh64/*)
 		race="listen race (tests/system/BUGS.md siw-listen-race)" ;;
@@ -254,6 +256,42 @@ pair() {
 	siw_race_skip "$name" && return 0
 	pair_start "$1" "$2" "$3" "$4" "$5" "$name"
 	pair_judge "$name" "$5"
+}
+
+# A process forks between two connections of its loop (p2p_pair_test
+# forked): the child makes an end of its own and loops with the peer's
+# second end while the parent goes on with the first.  Four ports, so
+# that no two listeners share one on one device.  Both loops form every
+# connection, and the child's exit without cleanup disturbs nothing.
+forked_pair() {
+	local fam=$1 port=$2 x=$3 y=$4 it=$5 name="forked/$1" p rc=0 pids=
+	local log="$out/forked_$1"
+	wanted "$name" || return 0
+	siw_race_skip "$name" && return 0
+	if mine 0; then
+		env RDMACM_HX_TIMEOUT=120 timeout "$LIMIT" "$PAIR" forked \
+			"$x" "$y" "$port" "$it" $((port + 1)) $((port + 2)) \
+			$((port + 3)) >"$log.0" 2>&1 &
+		pids+=" $!"
+	fi
+	if mine 1; then
+		for p in 1 3; do
+			env RDMACM_HX_TIMEOUT=120 timeout "$LIMIT" "$PAIR" pair \
+				"$y" "$x" $((port + p)) "$it" $((port + p - 1)) \
+				>"$log.$p" 2>&1 &
+			pids+=" $!"
+		done
+	fi
+	for p in $pids; do
+		wait "$p" || rc=1
+	done
+	if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$log".*; then
+		pass "$name" "$it iterations by the parent and by its forked child, each with an end of the peer"
+	else
+		fail "$name" "exit status $rc"
+		show "$log".*
+	fi
+	rm -f "$log".*
 }
 
 # One busy loop per CPU of this host (its PIDs): the load under which
@@ -413,6 +451,7 @@ for fam in ipv4 ipv6; do
 	# Under load: IPv4 only (the family changes nothing in the pairing).
 	[ $fam = ipv4 ] && pair_load "$fam" $((base + 200)) "$x" "$y"
 	restart_test "$fam" $((base + 70)) "$x" "$y"
+	forked_pair "$fam" $((base + 64)) "$x" "$y" $(((pit + 4) / 5))
 	mesh "skew/$fam" 2 $((base + 10)) "$x" "$y" -i "$SKEW_ITER" -s 2000
 	mesh "pairs4/$fam" 2 $((base + 20)) "$x" "$y" -c 4 -i 3
 	mesh "pairs4-tags/$fam" 2 $((base + 30)) "$x" "$y" -c 4 -i 3 -t

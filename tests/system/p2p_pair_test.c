@@ -18,7 +18,7 @@
  * Any other event, a lost message or a hang (the watchdog, re-armed per
  * iteration) fails; so does a CONNECT_REQUEST, which in p2p mode must
  * never reach the application.  The `restart` scenario below kills and
- * restarts one end.
+ * restarts one end; `forked` forks one end's process mid-loop.
  */
 #include <config.h>
 
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
@@ -284,13 +285,32 @@ static struct rdma_event_channel *open_end(struct sockaddr_storage *me)
 	return ch;
 }
 
+/*
+ * Iterations @from to @to of a pair's loop on @ch; the number of attempts
+ * the kernel refused (each followed by one that must form).
+ */
+static int pair_loop(struct rdma_event_channel *ch,
+		     struct sockaddr_storage *any,
+		     struct sockaddr_storage *peer, int from, int to, bool odd)
+{
+	int i, refused = 0;
+
+	for (i = from; i <= to; i++) {
+		hx_watchdog(hx_timeout_s());
+		if (one_iteration(ch, any, peer, i, true, odd)) {
+			refused++;
+			CHECK(!one_iteration(ch, any, peer, i, false, odd),
+			      "unreachable");
+		}
+	}
+	return refused;
+}
+
 static int pair(int argc, char **argv)
 {
 	struct sockaddr_storage me, peer, any;
-	struct rdma_event_channel *ch;
 	unsigned short port;
-	int i, n, refused = 0;
-	bool odd;
+	int n, refused;
 
 	if (argc != 5 && argc != 6)
 		hx_fail("usage: pair MY_ADDR PEER_ADDR PORT ITERATIONS "
@@ -304,20 +324,65 @@ static int pair(int argc, char **argv)
 	hx_set_name("pair/%s", argv[1]);
 
 	/* The two ends' listening addresses differ: one of them is less. */
-	odd = memcmp(&me, &peer, sizeof(me)) < 0;
-	ch = open_end(&me);
-	for (i = 1; i <= n; i++) {
-		hx_watchdog(hx_timeout_s());
-		if (one_iteration(ch, &any, &peer, i, true, odd)) {
-			refused++;
-			CHECK(!one_iteration(ch, &any, &peer, i, false, odd),
-			      "unreachable");
-		}
-	}
+	refused = pair_loop(open_end(&me), &any, &peer, 1, n,
+			    memcmp(&me, &peer, sizeof(me)) < 0);
 	hx_note("%d iterations, one connection each, %d attempts refused by "
 		"the kernel",
 		n, refused);
 	return 0; /* exits without cleaning up, as programs do */
+}
+
+/*
+ * A process forks in the middle of its p2p work:
+ *
+ *   forked MY_ADDR PEER_ADDR PORT ITERATIONS PEER_PORT CHILD_PORT
+ *          PEER_CHILD_PORT
+ *
+ * The parent loops as `pair` does with the peer's end at PEER_PORT and
+ * forks after its first iteration (its listener open, the peer's next
+ * REQ on its way).  The child, another process on the same kernel file,
+ * makes an end of its own at CHILD_PORT, loops with the peer's second end
+ * at PEER_CHILD_PORT and exits without cleaning up, while the parent goes
+ * on.  Every connection of both loops must form: neither process's p2p
+ * work may act on the other's (rdma_cm_p2p(7)).  The peer runs two
+ * `pair` ends.
+ */
+static int forked(int argc, char **argv)
+{
+	struct sockaddr_storage me, peer, any, child_me, child_peer;
+	struct rdma_event_channel *ch;
+	int n, status;
+	pid_t pid;
+
+	if (argc != 8)
+		hx_fail("usage: forked MY_ADDR PEER_ADDR PORT ITERATIONS "
+			"PEER_PORT CHILD_PORT PEER_CHILD_PORT");
+	n = atoi(argv[4]);
+	hx_parse_addr(argv[1], (unsigned short)atoi(argv[3]), &me);
+	hx_parse_addr(argv[2], (unsigned short)atoi(argv[5]), &peer);
+	hx_parse_addr(argv[1], (unsigned short)atoi(argv[6]), &child_me);
+	hx_parse_addr(argv[2], (unsigned short)atoi(argv[7]), &child_peer);
+	hx_parse_addr(argv[1], 0, &any);
+	hx_set_name("forked/%s", argv[1]);
+
+	ch = open_end(&me);
+	pair_loop(ch, &any, &peer, 1, 1, memcmp(&me, &peer, sizeof(me)) < 0);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		hx_set_name("forked-child/%s", argv[1]);
+		pair_loop(open_end(&child_me), &any, &child_peer, 1, n,
+			  memcmp(&child_me, &child_peer, sizeof(me)) < 0);
+		hx_note("child: %d iterations at its own end", n);
+		return 0; /* exits without cleaning up */
+	}
+	pair_loop(ch, &any, &peer, 2, n, memcmp(&me, &peer, sizeof(me)) < 0);
+	hx_stage("waiting for the child");
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		      !WEXITSTATUS(status),
+	      "the child failed (wait status %#x)", status);
+	hx_note("parent: %d iterations, the child's %d beside them", n, n);
+	return 0;
 }
 
 /*
@@ -425,6 +490,10 @@ static const struct hx_scenario scenarios[] = {
 	{"pair", "MY_ADDR PEER_ADDR PORT ITERATIONS [PEER_PORT]", pair},
 	{"restart", "ROLE MY_ADDR MY_PORT PEER_ADDR PEER_PORT [GO_FILE]",
 	 restart},
+	{"forked",
+	 "MY_ADDR PEER_ADDR PORT ITERATIONS PEER_PORT CHILD_PORT "
+	 "PEER_CHILD_PORT",
+	 forked},
 };
 
 int main(int argc, char **argv)
