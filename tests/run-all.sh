@@ -304,7 +304,7 @@ if [ "${RDMACM_TEST_NATIVE:-0}" != 1 ] || native_is_iwarp; then
 		vm_suite p2p-iwarp-testbed p2p-in-guest.sh \
 			RDMACM_VM_TRANSPORT=siw RDMACM_VM_SIW_DRAIN=1 \
 			RDMA_TEST_TRANSPORT=iwarp RDMACM_VM_TIMEOUT=900 \
-			RDMACM_P2P_ONLY='^(mutual|late|skew|lower8|pair|pairs4|pairs4-tags|mesh8|mesh8-resolve-all)/'
+			RDMACM_P2P_ONLY='^(mutual|late|skew|lower8|pair|forked|pairs4|pairs4-tags|mesh8|mesh8-resolve-all)/'
 	fi
 fi
 
