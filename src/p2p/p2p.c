@@ -895,6 +895,8 @@ void cma_p2p_conn_register(struct cma_p2p_conn *conn, enum cma_p2p_state state)
 		conn->registered = p2p_forks + 1;
 		conn->seq = ++p2p_conn_seq;
 		conn->state = CMA_P2P_NO_MATCH;
+		/* Those of a parent's copy are the parent's (p2p_window.c). */
+		conn->slot = conn->queued = false;
 	}
 	cma_p2p_conn_set_state(conn, state);
 }

@@ -186,12 +186,11 @@ struct cma_p2p_conn {
 	uint8_t refusals; /* refusals for now so far */
 	/*
 	 * The window of REQs out (p2p_window.c): the conn holds a place in
-	 * it, or waits for one (RESEND, in the queue); its first REQ has not
-	 * gone out yet (it goes on the id's own kernel id).
+	 * it, or waits for one (RESEND, in the queue), only while it is
+	 * registered in this process; its first REQ has not gone out yet
+	 * (it goes on the id's own kernel id).
 	 */
 	bool slot, queued, unsent;
-	/* The process's forks when it took a place or queued: whose window. */
-	unsigned int window_forks;
 	struct cma_list_node qnode; /* in the window's queue */
 	uint64_t queued_ns; /* since when it queues: its bound stands still */
 	bool gave_up; /* PENDING timed out: the id's kernel events are noise */

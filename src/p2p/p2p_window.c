@@ -22,9 +22,10 @@
  *
  * A forked child's window is its own: the REQs its parent had out and the
  * connects it had queued are the parent's (the child cannot send on their
- * kernel ids), so the child starts with an empty window and queue, and a
- * conn's place or queue entry taken before the fork is dropped, not
- * given back, when the child meets it (cma_p2p_window_of_parent).
+ * kernel ids), so the child starts with an empty window and queue.  A
+ * conn holds a place or a queue entry only while it is registered in
+ * this process (p2p.c), so the child's copies of its parent's conns,
+ * registered in the parent only, give back nothing the child counted.
  */
 #include <config.h>
 
@@ -40,16 +41,6 @@ void cma_p2p_window_forked(void)
 {
 	p2p_reqs_out = 0;
 	p2p_queue = (struct cma_list){0};
-}
-
-/* In a forked child: @conn's place or queue entry was the parent's. */
-static void cma_p2p_window_of_parent(struct cma_p2p_conn *conn)
-{
-	if (conn->window_forks == cma_p2p_forks())
-		return;
-	conn->slot = false;
-	conn->queued = false;
-	conn->window_forks = cma_p2p_forks();
 }
 
 /* In registration order (conn->seq): the oldest connect first. */
@@ -80,7 +71,6 @@ static void cma_p2p_queue_remove(struct cma_p2p_conn *conn)
 
 bool cma_p2p_slot_take(struct cma_p2p_conn *conn)
 {
-	cma_p2p_window_of_parent(conn);
 	if (conn->slot)
 		return true;
 	if (!conn->queued && p2p_reqs_out < CMA_P2P_REQ_WINDOW) {
@@ -97,7 +87,8 @@ void cma_p2p_slot_release(struct cma_p2p_conn *conn)
 {
 	struct cma_p2p_conn *next;
 
-	cma_p2p_window_of_parent(conn);
+	if (!cma_p2p_conn_registered(conn)) /* a parent's: none of ours */
+		return;
 	if (conn->queued)
 		cma_p2p_queue_remove(conn);
 	if (!conn->slot)
