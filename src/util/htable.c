@@ -176,7 +176,12 @@ void cma_htable_repair(struct cma_htable *t)
 
 void cma_htable_forget(struct cma_htable *t)
 {
-	cma_htable_repair(t); /* one bucket array left of a growth */
+	/*
+	 * The nodes are not touched (relinking them would copy every page
+	 * they sit on): only the arrays go, a growth's new one too.
+	 */
+	if (t->grow_to && t->grow_to != t->buckets)
+		free(t->grow_to);
 	if (t->buckets != t->first_buckets)
 		free(t->buckets);
 	*t = (struct cma_htable){0};

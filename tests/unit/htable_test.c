@@ -204,12 +204,27 @@ static bool fork_copy_is_whole(void)
 	return !find_quietly(t, FORK_ADDS) && t->count == count;
 }
 
+/*
+ * What a child that forgets its copy checks (cma_htable_forget): the
+ * table empty.  An array freed twice, or the table's own buckets freed,
+ * aborts it.
+ */
+static bool fork_copy_is_forgotten(void)
+{
+	cma_htable_set_step_hook(NULL);
+	cma_htable_forget(&fk.t);
+	return !fk.t.count && !fk.t.buckets && !find_quietly(&fk.t, 1);
+}
+
 static void fork_at_step(void)
 {
 	if (++fk.step != fk.fork_at)
 		return;
 	fk.forked++;
 	if (!unit_child_passes(fork_copy_is_whole))
+		fk.failed++;
+	/* During a growth, two bucket arrays: another child forgets. */
+	if (fk.t.grow_to && !unit_child_passes(fork_copy_is_forgotten))
 		fk.failed++;
 }
 
@@ -242,7 +257,7 @@ static int run_changes_forking_at(int at)
  * A fork copies a table as another thread of the parent left it: after
  * any store of an add, a growth or a removal.  Each such instant, in
  * turn, is where a child is forked; each child repairs its copy and
- * finds it whole.
+ * finds it whole (and during a growth another forgets its copy).
  */
 START_TEST(a_child_forked_at_any_store_of_a_change_repairs_the_table)
 {
