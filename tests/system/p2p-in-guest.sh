@@ -264,35 +264,26 @@ pair() {
 # that no two listeners share one on one device.  Both loops form every
 # connection, and the child's exit without cleanup disturbs nothing.
 forked_pair() {
-	local fam=$1 port=$2 x=$3 y=$4 it=$5 name="forked/$fam" p rc=0
-	local -a pids=()
-	local log="$out/forked_$fam"
+	local port=$2 x=$3 y=$4 it=$5 name="forked/$1" p
+	local log="$out/${name//\//_}" # pair_judge's
 	wanted "$name" || return 0
 	siw_race_skip "$name" && return 0
+	pair_pids[$name]=
 	if mine 0; then
 		env RDMACM_HX_TIMEOUT=120 timeout "$LIMIT" "$PAIR" forked \
 			"$x" "$y" "$port" "$it" $((port + 1)) $((port + 2)) \
 			$((port + 3)) >"$log.0" 2>&1 &
-		pids+=("$!")
+		pair_pids[$name]+=" $!"
 	fi
 	if mine 1; then
 		for p in 1 3; do
 			env RDMACM_HX_TIMEOUT=120 timeout "$LIMIT" "$PAIR" pair \
 				"$y" "$x" $((port + p)) "$it" $((port + p - 1)) \
 				>"$log.$p" 2>&1 &
-			pids+=("$!")
+			pair_pids[$name]+=" $!"
 		done
 	fi
-	for p in "${pids[@]}"; do
-		wait "$p" || rc=1
-	done
-	if [ $rc -eq 0 ] && ! grep -q '^FAIL' "$log".*; then
-		pass "$name" "$it iterations by the parent and by its forked child, each with an end of the peer"
-	else
-		fail "$name" "exit status $rc"
-		show "$log".*
-	fi
-	rm -f "$log".*
+	pair_judge "$name" "$it"
 }
 
 # One busy loop per CPU of this host (its PIDs): the load under which
